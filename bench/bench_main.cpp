@@ -1,0 +1,103 @@
+// tilecast_bench: prediction latency and throughput, and training throughput per family.
+// Not a test: run it by hand and record the output in docs/performance.md.
+//   tilecast_bench [--weights DIR] [--neusight-dir DIR] [--skip-train]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/kernel_dataset.h"
+#include "core/tile_table.h"
+#include "predictor/kernel_predictor.h"
+#include "trainer/mlp.h"
+#include "trainer/train.h"
+
+using namespace tilecast;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+std::vector<KernelQuery> random_queries(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> e(4, 12), pick(0, 4);
+  std::vector<KernelQuery> qs;
+  for (int i = 0; i < n; ++i) {
+    KernelQuery q;
+    switch (pick(rng)) {
+      case 0: q.op = OpKind::kBmm; q.b = 1 << e(rng) / 2; q.m = 1 << e(rng); q.n = 1 << e(rng) / 2 + 3; q.k = 1 << e(rng); break;
+      case 1: q.op = OpKind::kLinear; q.m = 1 << e(rng); q.n = 1 << e(rng); q.k = 1 << e(rng); break;
+      case 2: q.op = OpKind::kGelu; q.b = 1 << e(rng); q.h = 1 << e(rng); break;
+      case 3: q.op = OpKind::kSoftmax; q.b = 1 << e(rng); q.h = 1 << e(rng); break;
+      default: q.op = OpKind::kLayerNorm; q.b = 1 << e(rng); q.h = 1 << e(rng); break;
+    }
+    // Distinct shapes so the tile memo does not make it look cheaper than it is.
+    if (q.op == OpKind::kBmm || q.op == OpKind::kLinear) q.m += i % 97; else q.h += i % 97;
+    qs.push_back(q);
+  }
+  return qs;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string weights, data;
+  bool skip_train = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
+    else if (!std::strcmp(argv[i], "--neusight-dir") && i + 1 < argc) data = argv[++i];
+    else if (!std::strcmp(argv[i], "--skip-train")) skip_train = true;
+    else { std::fprintf(stderr, "usage: tilecast_bench [--weights DIR] [--neusight-dir DIR] [--skip-train]\n"); return 1; }
+  }
+  try {
+    GpuRegistry reg(trainer::config_dir() + "/gpus");
+    const GpuSpec& h100 = reg.resolve("H100-SXM");
+    predictor::KernelPredictor pred(trainer::weights_dir(weights));
+    std::printf("metric,threads,value,unit\n");
+    for (int threads : {1, 0}) {
+      trainer::configure_torch_threads(threads);
+      const int nthreads = torch::get_num_threads();
+      // Single-kernel latency: one query per call.
+      auto qs = random_queries(2000, 1);
+      for (int i = 0; i < 50; ++i) pred.predict(qs[i], h100);  // warm-up
+      auto t0 = Clock::now();
+      for (const auto& q : qs) pred.predict(q, h100);
+      auto t1 = Clock::now();
+      std::printf("single_prediction_latency_us,%d,%.1f,us\n", nthreads, 1e6 * secs(t0, t1) / qs.size());
+      // Batched throughput.
+      auto big = random_queries(20000, 2);
+      pred.predict(big, h100);
+      t0 = Clock::now();
+      const int reps = 3;
+      for (int r = 0; r < reps; ++r) pred.predict(big, h100);
+      t1 = Clock::now();
+      std::printf("batched_predictions_per_s,%d,%.0f,1/s\n", nthreads, reps * big.size() / secs(t0, t1));
+    }
+    trainer::configure_torch_threads();
+    if (skip_train) return 0;
+    std::string root = neusight_dir(data);
+    if (!neusight_dir_present(root)) {
+      std::fprintf(stderr, "NeuSight data not found at %s: skipping training throughput\n", root.c_str());
+      return 0;
+    }
+    TileTable tiles = TileTable::load(trainer::weights_dir(weights) + "/tiles.csv");
+    for (Family f : kAllFamilies) {
+      trainer::PredictorConfig cfg =
+          trainer::load_predictor_config(trainer::config_dir() + "/predictors/" + family_name(f) + ".yaml");
+      cfg.epochs = 2;
+      cfg.max_rows = 20000;
+      std::vector<KernelSample> rows;
+      for (const auto& file : training_files(root, f)) {
+        auto r = read_kernel_csv(file);
+        rows.insert(rows.end(), r.begin(), r.end());
+      }
+      auto res = trainer::train_family(cfg, rows, tiles, reg, "/tmp/tilecast_bench_" + std::string(family_name(f)) + ".pt", true);
+      std::printf("train_samples_per_s_%s,%d,%.0f,1/s\n", family_name(f), torch::get_num_threads(), res.samples_per_s);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tilecast_bench: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

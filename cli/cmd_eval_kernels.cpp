@@ -1,0 +1,43 @@
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/csv.h"
+#include "core/error.h"
+#include "predictor/kernel_eval.h"
+
+namespace tilecast::cli {
+
+int run_eval_kernels(const Args& args, const GlobalOptions&) {
+  po::options_description desc("eval-kernels options");
+  std::vector<std::string> data;
+  std::string weights, gpu_dir, format, rows_csv;
+  desc.add_options()("data", po::value(&data)->required()->multitoken(),
+                     "NeuSight-format kernel CSV(s); repeat or list several")(
+      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
+      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
+      "rows-csv", po::value(&rows_csv), "also write per-row forecasts to this CSV")(
+      "format", po::value(&format)->default_value("table"), "table|json");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm,
+                     "tilecast eval-kernels --data CSV [--data CSV ...] [--weights DIR] [--format table|json]"))
+    return 0;
+  check_format(format, {"table", "json"});
+  GpuRegistry reg = load_registry(gpu_dir);
+  predictor::KernelPredictor pred(trainer::weights_dir(weights));
+  std::vector<predictor::KernelEvalRow> rows;
+  auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows);
+  if (!rows_csv.empty()) {
+    std::ofstream out(rows_csv);
+    if (!out) throw RuntimeError(rows_csv + ": cannot write");
+    out << "device,op,shape,measured_ms,predicted_ms,roofline_ms\n";
+    for (const auto& r : rows)
+      out << csv_escape(r.device) << ',' << r.op << ',' << csv_escape(r.shape) << ',' << r.measured_ms
+          << ',' << r.predicted_ms << ',' << r.roofline_ms << '\n';
+  }
+  std::cout << (format == "json" ? predictor::eval_report_json(rep) : predictor::eval_report_table(rep));
+  return 0;
+}
+
+}  // namespace tilecast::cli

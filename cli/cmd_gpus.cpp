@@ -1,0 +1,41 @@
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace tilecast::cli {
+
+int run_gpus(const Args& args, const GlobalOptions&) {
+  po::options_description desc("gpus options");
+  std::string show, gpu_dir, format;
+  desc.add_options()("show", po::value(&show), "print one GPU's full spec as YAML (any --gpu form)")(
+      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
+      "format", po::value(&format)->default_value("table"), "table|csv");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm, "tilecast gpus [--show NAME] [--format table|csv]")) return 0;
+  check_format(format, {"table", "csv"});
+  GpuRegistry reg = load_registry(gpu_dir);
+  if (!show.empty()) {
+    std::cout << gpu_spec_to_yaml(reg.resolve(show));
+    return 0;
+  }
+  if (format == "csv")
+    std::cout << "name,cuda_name,arch,num_sms,boost_clock_mhz,fp32_peak_gflops,mem_bw_gbps,mem_gb,l2_cache_mb\n";
+  else
+    std::printf("%-16s %-30s %-9s %5s %8s %10s %8s %7s %6s\n", "name", "cuda_name", "arch", "SMs",
+                "clk_mhz", "fp32_gflops", "bw_gbps", "mem_gb", "l2_mb");
+  for (const auto& s : reg.all()) {
+    if (format == "csv")
+      std::printf("%s,\"%s\",%s,%d,%g,%g,%g,%g,%g\n", s.name.c_str(), s.cuda_name.c_str(),
+                  s.arch.c_str(), s.num_sms, s.boost_clock_mhz, s.fp32_peak_gflops, s.mem_bw_gbps,
+                  s.mem_gb, s.l2_cache_mb);
+    else
+      std::printf("%-16s %-30s %-9s %5d %8g %10g %8g %7g %6g\n", s.name.c_str(), s.cuda_name.c_str(),
+                  s.arch.c_str(), s.num_sms, s.boost_clock_mhz, s.fp32_peak_gflops, s.mem_bw_gbps,
+                  s.mem_gb, s.l2_cache_mb);
+  }
+  return 0;
+}
+
+}  // namespace tilecast::cli

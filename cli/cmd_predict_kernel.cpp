@@ -1,0 +1,77 @@
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "predictor/kernel_predictor.h"
+
+namespace tilecast::cli {
+
+int run_predict_kernel(const Args& args, const GlobalOptions&) {
+  po::options_description desc("predict-kernel options");
+  std::string op, shape, gpu, weights, gpu_dir, format;
+  desc.add_options()("op", po::value(&op)->required(),
+                     "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln")(
+      "shape", po::value(&shape)->required(),
+      "bmm: B,M,N,K; linear: M,N,K (N = in, K = out features); vector ops: B,H")(
+      "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
+      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
+      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
+      "format", po::value(&format)->default_value("table"), "table|json");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm,
+                     "tilecast predict-kernel --op OP --shape DIMS --gpu GPU [--format table|json]"))
+    return 0;
+  check_format(format, {"table", "json"});
+  OpKind kind;
+  if (!try_op_kind_from_string(op, &kind)) throw ConfigError("--op: unknown op '" + op + "'");
+  KernelQuery q = parse_query(kind, shape);
+  GpuRegistry reg = load_registry(gpu_dir);
+  const GpuSpec& spec = reg.resolve(gpu);
+  predictor::KernelPredictor pred(trainer::weights_dir(weights));
+  auto r = pred.predict(q, spec);
+  const bool gemm = is_gemm(op_family(kind));
+  if (format == "json") {
+    nlohmann::json j = {{"op", op_name(kind)},
+                        {"family", family_name(op_family(kind))},
+                        {"shape", query_shape_string(q)},
+                        {"gpu", spec.name},
+                        {"latency_ms", r.latency_ms},
+                        {"roofline_ms", r.roofline_ms},
+                        {"base_ms", r.base_ms},
+                        {"utilisation", r.utilisation},
+                        {"bound", r.bound},
+                        {"num_ctas", r.launch.num_ctas},
+                        {"ctas_per_sm", r.launch.ctas_per_sm},
+                        {"waves", r.launch.num_waves},
+                        {"flops", query_flops(q)},
+                        {"bytes", query_bytes(q)}};
+    if (gemm)
+      j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
+                   {"from", pred.tiles().reference_device(spec)}};
+    else
+      j["tile"] = {{"elems_per_cta", r.launch.elems_per_cta}, {"threads_per_cta", r.launch.threads_per_cta}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("op           %s (%s)\n", op_name(kind), family_name(op_family(kind)));
+  std::printf("shape        %s\n", query_shape_string(q).c_str());
+  std::printf("gpu          %s (%s)\n", spec.name.c_str(), spec.cuda_name.c_str());
+  std::printf("latency_ms   %.6g\n", r.latency_ms);
+  std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
+  std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.base_ms);
+  if (gemm)
+    std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,
+                r.launch.tile.tk, r.launch.tile.split_k, pred.tiles().reference_device(spec).c_str());
+  else
+    std::printf("tile         %g elements/CTA, %d threads/CTA\n", r.launch.elems_per_cta,
+                r.launch.threads_per_cta);
+  std::printf("waves        %lld (%lld CTAs, %d per SM, last wave %.0f%% full)\n",
+              static_cast<long long>(r.launch.num_waves), static_cast<long long>(r.launch.num_ctas),
+              r.launch.ctas_per_sm, 100 * r.launch.last_wave_fill);
+  return 0;
+}
+
+}  // namespace tilecast::cli

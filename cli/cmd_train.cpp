@@ -1,0 +1,52 @@
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/interrupt.h"
+#include "core/kernel_dataset.h"
+#include "trainer/train.h"
+
+namespace tilecast::cli {
+
+int run_train(const Args& args, const GlobalOptions& g) {
+  po::options_description desc("train options");
+  std::string data, out, cfg_dir, gpu_dir;
+  std::vector<std::string> families;
+  int epochs = 0;
+  int64_t max_rows = -1;
+  desc.add_options()("neusight-dir", po::value(&data),
+                     "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
+      "out", po::value(&out), "weights folder to write (default: bundled weights/)")(
+      "family", po::value(&families)->multitoken(),
+      "families to train (bmm linear elementwise softmax layernorm; default all)")(
+      "epochs", po::value(&epochs), "override the configs' epoch count")(
+      "max-rows", po::value(&max_rows), "train on a seeded subsample of this many rows")(
+      "config-dir", po::value(&cfg_dir), "predictor configs (default: configs/predictors)")(
+      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm, "tilecast train [--family F ...] [--out DIR] [--epochs N]"))
+    return 0;
+  trainer::TrainOptions opt;
+  opt.neusight_dir = neusight_dir(data);
+  opt.out_dir = trainer::weights_dir(out);
+  opt.predictor_config_dir =
+      cfg_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "predictors").string() : cfg_dir;
+  for (const auto& f : families) opt.families.push_back(family_from_string(f));
+  opt.epochs = epochs;
+  opt.max_rows = max_rows;
+  opt.quiet = g.quiet;
+  GpuRegistry reg = load_registry(gpu_dir);
+  install_interrupt_handler();
+  auto results = trainer::run_training(opt, reg);
+  std::cout << "family,rows_train,rows_val,val_mape_pct,best_epoch,epochs_run,seconds,samples_per_s\n";
+  for (const auto& r : results)
+    std::cout << family_name(r.family) << ',' << r.rows_train << ',' << r.rows_val << ','
+              << r.val_mape_pct << ',' << r.best_epoch << ',' << r.epochs_run << ',' << r.seconds
+              << ',' << r.samples_per_s << "\n";
+  for (const auto& r : results)
+    if (r.interrupted) return 130;
+  return 0;
+}
+
+}  // namespace tilecast::cli

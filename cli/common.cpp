@@ -1,0 +1,42 @@
+#include "cli/common.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "core/error.h"
+#include "trainer/weights_manifest.h"
+
+namespace tilecast::cli {
+
+bool parse_options(const std::vector<std::string>& args, po::options_description& desc,
+                   po::variables_map& vm, const std::string& usage) {
+  desc.add_options()("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << usage << "\n\n" << desc << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(std::string(e.what()) + " (see --help)");
+  }
+  return true;
+}
+
+GpuRegistry load_registry(const std::string& gpu_dir_flag) {
+  std::string dir = gpu_dir_flag.empty()
+                        ? (std::filesystem::path(trainer::config_dir()) / "gpus").string()
+                        : gpu_dir_flag;
+  return GpuRegistry(dir);
+}
+
+void check_format(const std::string& fmt, const std::vector<std::string>& allowed) {
+  for (const auto& a : allowed)
+    if (fmt == a) return;
+  std::string all;
+  for (const auto& a : allowed) all += (all.empty() ? "" : "|") + a;
+  throw ConfigError("--format: unknown format '" + fmt + "' (" + all + ")");
+}
+
+}  // namespace tilecast::cli

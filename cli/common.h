@@ -1,0 +1,23 @@
+#pragma once
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+#include "core/gpu_spec.h"
+
+namespace tilecast::cli {
+
+namespace po = boost::program_options;
+
+// Parses subcommand options; returns false (after printing usage to stdout) on --help.
+// Unknown options and bad values throw ConfigError with the option named.
+bool parse_options(const std::vector<std::string>& args, po::options_description& desc,
+                   po::variables_map& vm, const std::string& usage);
+
+// configs/gpus from --gpu-dir (if given) or the default config folder.
+GpuRegistry load_registry(const std::string& gpu_dir_flag = "");
+
+// Validates --format against the allowed set; throws ConfigError.
+void check_format(const std::string& fmt, const std::vector<std::string>& allowed);
+
+}  // namespace tilecast::cli

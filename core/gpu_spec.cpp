@@ -1,0 +1,293 @@
+#include "core/gpu_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace tilecast {
+namespace {
+
+template <typename T>
+T get_scalar(const YAML::Node& node, const std::string& key, const std::string& path) {
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(path + ": field '" + key + "': expected a " +
+                      (std::is_same<T, std::string>::value ? "string" : "number"));
+  }
+}
+
+void check_range(double v, double lo, double hi, const std::string& field,
+                 const std::string& origin) {
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    std::ostringstream os;
+    os << origin << ": field '" << field << "': value " << v << " outside [" << lo << ", " << hi
+       << "]";
+    throw ConfigError(os.str());
+  }
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::string normalize_gpu_key(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (c != ' ' && c != '_' && c != '-') out += static_cast<char>(std::tolower(c));
+  return out;
+}
+
+void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
+  if (s.name.empty()) throw ConfigError(origin + ": field 'name' is empty");
+  check_range(s.num_sms, 1, 10000, "num_sms", origin);
+  check_range(s.cores_per_sm, 1, 4096, "cores_per_sm", origin);
+  check_range(s.boost_clock_mhz, 100, 10000, "boost_clock_mhz", origin);
+  check_range(s.fp32_peak_gflops, 100, 1e7, "fp32_peak_gflops", origin);
+  check_range(s.mem_bw_gbps, 10, 1e6, "mem_bw_gbps", origin);
+  check_range(s.mem_gb, 0.5, 1e5, "mem_gb", origin);
+  check_range(s.l2_cache_mb, 0.1, 1e5, "l2_cache_mb", origin);
+  check_range(s.max_threads_per_sm, 32, 65536, "max_threads_per_sm", origin);
+  check_range(s.max_blocks_per_sm, 1, 1024, "max_blocks_per_sm", origin);
+  if (s.fp32_matrix_peak_gflops != 0)
+    check_range(s.fp32_matrix_peak_gflops, 100, 1e7, "fp32_matrix_peak_gflops", origin);
+  for (const auto& kv : s.tensor_peak_gflops)
+    check_range(kv.second, 100, 1e8, "tensor_peak_gflops." + kv.first, origin);
+  if (s.vendor != "nvidia" && s.vendor != "amd")
+    throw ConfigError(origin + ": field 'vendor': expected nvidia or amd, got '" + s.vendor + "'");
+}
+
+GpuSpec load_gpu_yaml(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path + ": cannot open file");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " +
+                      e.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(path + ": expected a YAML mapping of spec fields");
+  static const std::set<std::string> known = {
+      "name",          "cuda_name",          "aliases",          "vendor",
+      "arch",          "compute_capability", "num_sms",          "cores_per_sm",
+      "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
+      "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
+      "max_blocks_per_sm", "tile_reference", "sources",          "notes"};
+  static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
+                                                 "num_sms", "cores_per_sm", "boost_clock_mhz",
+                                                 "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
+                                                 "l2_cache_mb", "sources"};
+  for (const auto& kv : root) {
+    auto key = kv.first.as<std::string>();
+    if (!known.count(key)) throw ConfigError(path + ": unknown field '" + key + "'");
+  }
+  for (const auto& key : required)
+    if (!root[key]) throw ConfigError(path + ": missing field '" + key + "'");
+
+  GpuSpec s;
+  s.origin = path;
+  s.name = get_scalar<std::string>(root["name"], "name", path);
+  s.cuda_name = get_scalar<std::string>(root["cuda_name"], "cuda_name", path);
+  s.vendor = get_scalar<std::string>(root["vendor"], "vendor", path);
+  s.arch = get_scalar<std::string>(root["arch"], "arch", path);
+  s.num_sms = get_scalar<int>(root["num_sms"], "num_sms", path);
+  s.cores_per_sm = get_scalar<int>(root["cores_per_sm"], "cores_per_sm", path);
+  s.boost_clock_mhz = get_scalar<double>(root["boost_clock_mhz"], "boost_clock_mhz", path);
+  s.fp32_peak_gflops = get_scalar<double>(root["fp32_peak_gflops"], "fp32_peak_gflops", path);
+  s.mem_bw_gbps = get_scalar<double>(root["mem_bw_gbps"], "mem_bw_gbps", path);
+  s.mem_gb = get_scalar<double>(root["mem_gb"], "mem_gb", path);
+  s.l2_cache_mb = get_scalar<double>(root["l2_cache_mb"], "l2_cache_mb", path);
+  if (root["fp32_matrix_peak_gflops"])
+    s.fp32_matrix_peak_gflops =
+        get_scalar<double>(root["fp32_matrix_peak_gflops"], "fp32_matrix_peak_gflops", path);
+  if (root["max_threads_per_sm"])
+    s.max_threads_per_sm = get_scalar<int>(root["max_threads_per_sm"], "max_threads_per_sm", path);
+  if (root["max_blocks_per_sm"])
+    s.max_blocks_per_sm = get_scalar<int>(root["max_blocks_per_sm"], "max_blocks_per_sm", path);
+  if (root["tile_reference"])
+    s.tile_reference = get_scalar<std::string>(root["tile_reference"], "tile_reference", path);
+  if (root["notes"]) s.notes = get_scalar<std::string>(root["notes"], "notes", path);
+  if (root["aliases"]) {
+    if (!root["aliases"].IsSequence()) throw ConfigError(path + ": field 'aliases': expected a list");
+    for (const auto& a : root["aliases"]) s.aliases.push_back(get_scalar<std::string>(a, "aliases", path));
+  }
+  if (!root["sources"].IsSequence() || root["sources"].size() == 0)
+    throw ConfigError(path + ": field 'sources': expected a non-empty list");
+  for (const auto& a : root["sources"]) s.sources.push_back(get_scalar<std::string>(a, "sources", path));
+  if (root["tensor_peak_gflops"]) {
+    if (!root["tensor_peak_gflops"].IsMap())
+      throw ConfigError(path + ": field 'tensor_peak_gflops': expected a mapping dtype -> GFLOP/s");
+    for (const auto& kv : root["tensor_peak_gflops"]) {
+      auto dtype = kv.first.as<std::string>();
+      static const std::set<std::string> dtypes = {"tf32", "fp16", "bf16", "fp8", "fp32", "int8", "fp64"};
+      if (!dtypes.count(dtype))
+        throw ConfigError(path + ": field 'tensor_peak_gflops': unknown dtype '" + dtype + "'");
+      s.tensor_peak_gflops[dtype] =
+          get_scalar<double>(kv.second, "tensor_peak_gflops." + dtype, path);
+    }
+  }
+  validate_gpu_spec(s, path);
+  return s;
+}
+
+GpuSpec load_neusight_device_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open file");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": malformed JSON: " + e.what());
+  }
+  if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
+  static const std::set<std::string> known = {"Device", "Dev_Mem", "Mem_Bw", "Num_Sm",
+                                              "Core_Per_SM", "Freq", "SingleFLOPs",
+                                              "SingleFLOPsMM", "SingleFLOPsVEC", "L2Cache"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known.count(it.key())) throw ConfigError(path + ": unknown field '" + it.key() + "'");
+  auto num = [&](const char* key) -> double {
+    if (!j.contains(key)) throw ConfigError(path + ": missing field '" + std::string(key) + "'");
+    if (!j[key].is_number()) throw ConfigError(path + ": field '" + std::string(key) + "': expected a number");
+    return j[key].get<double>();
+  };
+  GpuSpec s;
+  s.origin = path;
+  if (!j.contains("Device") || !j["Device"].is_string())
+    throw ConfigError(path + ": missing string field 'Device'");
+  s.cuda_name = j["Device"].get<std::string>();
+  s.name = fs::path(path).stem().string();
+  s.vendor = s.cuda_name.find("AMD") != std::string::npos ? "amd" : "nvidia";
+  s.arch = "unknown";
+  s.mem_gb = num("Dev_Mem");
+  s.mem_bw_gbps = num("Mem_Bw");
+  s.num_sms = static_cast<int>(num("Num_Sm"));
+  s.cores_per_sm = static_cast<int>(num("Core_Per_SM"));
+  s.boost_clock_mhz = num("Freq");
+  s.l2_cache_mb = num("L2Cache");
+  if (j.contains("SingleFLOPs")) {
+    s.fp32_peak_gflops = num("SingleFLOPs");
+  } else {
+    s.fp32_peak_gflops = num("SingleFLOPsVEC");
+    s.fp32_matrix_peak_gflops = num("SingleFLOPsMM");
+  }
+  s.sources = {"NeuSight device JSON " + path};
+  validate_gpu_spec(s, path);
+  return s;
+}
+
+std::string gpu_spec_to_yaml(const GpuSpec& s) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << s.name;
+  out << YAML::Key << "cuda_name" << YAML::Value << s.cuda_name;
+  if (!s.aliases.empty()) out << YAML::Key << "aliases" << YAML::Value << YAML::Flow << s.aliases;
+  out << YAML::Key << "vendor" << YAML::Value << s.vendor;
+  out << YAML::Key << "arch" << YAML::Value << s.arch;
+  out << YAML::Key << "num_sms" << YAML::Value << s.num_sms;
+  out << YAML::Key << "cores_per_sm" << YAML::Value << s.cores_per_sm;
+  out << YAML::Key << "boost_clock_mhz" << YAML::Value << s.boost_clock_mhz;
+  out << YAML::Key << "fp32_peak_gflops" << YAML::Value << s.fp32_peak_gflops;
+  if (s.fp32_matrix_peak_gflops > 0)
+    out << YAML::Key << "fp32_matrix_peak_gflops" << YAML::Value << s.fp32_matrix_peak_gflops;
+  if (!s.tensor_peak_gflops.empty()) {
+    out << YAML::Key << "tensor_peak_gflops" << YAML::Value << YAML::BeginMap;
+    for (const auto& kv : s.tensor_peak_gflops) out << YAML::Key << kv.first << YAML::Value << kv.second;
+    out << YAML::EndMap;
+  }
+  out << YAML::Key << "mem_bw_gbps" << YAML::Value << s.mem_bw_gbps;
+  out << YAML::Key << "mem_gb" << YAML::Value << s.mem_gb;
+  out << YAML::Key << "l2_cache_mb" << YAML::Value << s.l2_cache_mb;
+  out << YAML::Key << "max_threads_per_sm" << YAML::Value << s.max_threads_per_sm;
+  out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;
+  if (!s.tile_reference.empty())
+    out << YAML::Key << "tile_reference" << YAML::Value << s.tile_reference;
+  out << YAML::Key << "sources" << YAML::Value << s.sources;
+  if (!s.notes.empty()) out << YAML::Key << "notes" << YAML::Value << s.notes;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+GpuRegistry::GpuRegistry(const std::string& dir) : dir_(dir) {
+  if (!fs::is_directory(dir)) throw ConfigError(dir + ": GPU spec directory not found");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) add(load_gpu_yaml(f.string()));
+}
+
+void GpuRegistry::add(GpuSpec spec) {
+  for (const auto& s : specs_)
+    if (normalize_gpu_key(s.name) == normalize_gpu_key(spec.name))
+      throw ConfigError(spec.origin + ": GPU name '" + spec.name + "' already defined in " + s.origin);
+  specs_.push_back(std::move(spec));
+}
+
+const GpuSpec* GpuRegistry::find(const std::string& query) const {
+  std::string key = normalize_gpu_key(query);
+  for (const auto& s : specs_) {
+    if (normalize_gpu_key(s.name) == key || normalize_gpu_key(s.cuda_name) == key) return &s;
+    for (const auto& a : s.aliases)
+      if (normalize_gpu_key(a) == key) return &s;
+  }
+  return nullptr;
+}
+
+const GpuSpec& GpuRegistry::resolve(const std::string& query) const {
+  if (const GpuSpec* s = find(query)) return *s;
+  fs::path p(query);
+  auto ext = p.extension().string();
+  if ((ext == ".yaml" || ext == ".yml" || ext == ".json") &&
+      (fs::exists(p) || query.find('/') != std::string::npos)) {
+    GpuSpec spec = ext == ".json" ? load_neusight_device_json(query) : load_gpu_yaml(query);
+    // A NeuSight JSON for a GPU we know keeps its numbers but inherits the architecture
+    // facts NeuSight's format lacks.
+    if (const GpuSpec* known = find(spec.cuda_name)) {
+      if (spec.arch == "unknown") {
+        spec.arch = known->arch;
+        spec.max_threads_per_sm = known->max_threads_per_sm;
+        spec.max_blocks_per_sm = known->max_blocks_per_sm;
+        spec.tile_reference = known->tile_reference;
+      }
+    }
+    loaded_files_.push_back(std::move(spec));
+    return loaded_files_.back();
+  }
+  // Unknown: suggest the closest names.
+  std::vector<std::pair<size_t, std::string>> cands;
+  for (const auto& s : specs_) {
+    size_t d = edit_distance(normalize_gpu_key(query), normalize_gpu_key(s.name));
+    for (const auto& a : s.aliases) d = std::min(d, edit_distance(normalize_gpu_key(query), normalize_gpu_key(a)));
+    d = std::min(d, edit_distance(normalize_gpu_key(query), normalize_gpu_key(s.cuda_name)));
+    cands.emplace_back(d, s.name);
+  }
+  std::sort(cands.begin(), cands.end());
+  std::string close;
+  for (size_t i = 0; i < cands.size() && i < 4; ++i) close += (i ? ", " : "") + cands[i].second;
+  throw ConfigError("unknown GPU '" + query + "'" + (close.empty() ? "" : "; closest: " + close) +
+                    " (see `tilecast gpus`)");
+}
+
+}  // namespace tilecast

@@ -1,0 +1,75 @@
+#pragma once
+// GPU public specifications: the only thing tilecast knows about a target GPU.
+// One YAML per GPU lives in configs/gpus/ (the single source of truth); NeuSight's device
+// JSONs are read too, through an explicit key map.
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tilecast {
+
+struct GpuSpec {
+  std::string name;       // our canonical name, e.g. "H100-SXM" (= the YAML file stem)
+  std::string cuda_name;  // torch.cuda.get_device_name(), e.g. "NVIDIA H100 80GB HBM3"
+  std::vector<std::string> aliases;
+  std::string vendor;  // "nvidia" | "amd"
+  std::string arch;    // "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna1".."cdna3"
+  int num_sms = 0;     // SMs (NVIDIA) or CUs (AMD) visible to one device
+  int cores_per_sm = 0;           // FP32 lanes per SM
+  double boost_clock_mhz = 0;     // boost clock used for the peaks
+  double fp32_peak_gflops = 0;    // FP32 non-tensor (SIMT / vector) peak, GFLOP/s
+  double fp32_matrix_peak_gflops = 0;  // AMD: FP32 on matrix cores (0 = none)
+  std::map<std::string, double> tensor_peak_gflops;  // dense tensor-core peaks per dtype
+  double mem_bw_gbps = 0;         // DRAM bandwidth, GB/s (1e9 bytes/s)
+  double mem_gb = 0;              // nominal memory capacity as the vendor states it
+  double l2_cache_mb = 0;         // nominal last-level (L2) cache as the vendor states it
+  int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
+  int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)
+  std::string tile_reference;     // training GPU whose kernel (tile) choices stand in for this one
+  std::vector<std::string> sources;
+  std::string notes;
+  std::string origin;  // file it was read from
+
+  // Peak GFLOP/s a FP32 GEMM can reach with TF32 off (AMD: matrix cores when present).
+  double fp32_gemm_peak_gflops() const {
+    return fp32_matrix_peak_gflops > 0 ? fp32_matrix_peak_gflops : fp32_peak_gflops;
+  }
+};
+
+// Reads one of our YAML specs; unknown keys, missing or out-of-range values throw ConfigError
+// naming the file and field.
+GpuSpec load_gpu_yaml(const std::string& path);
+// Reads a NeuSight device JSON (Device, Dev_Mem, Mem_Bw, Num_Sm, Core_Per_SM, Freq,
+// SingleFLOPs | SingleFLOPsMM+SingleFLOPsVEC, L2Cache).
+GpuSpec load_neusight_device_json(const std::string& path);
+// Range checks shared by both loaders.
+void validate_gpu_spec(const GpuSpec& spec, const std::string& origin);
+// Serialises to our YAML format (used by `tilecast gpus --show` and the collector).
+std::string gpu_spec_to_yaml(const GpuSpec& spec);
+
+// All specs of a directory, resolvable by stem, alias or CUDA device name.
+class GpuRegistry {
+ public:
+  // Loads every *.yaml in `dir`; throws ConfigError for a bad file.
+  explicit GpuRegistry(const std::string& dir);
+  GpuRegistry() = default;
+  void add(GpuSpec spec);
+  // Accepts a YAML/JSON path, a file stem, an alias or a CUDA device name (case-insensitive,
+  // spaces/underscores/dashes ignored). Throws ConfigError listing close names.
+  const GpuSpec& resolve(const std::string& query) const;
+  // Like resolve() but returns nullptr instead of throwing (paths are not accepted).
+  const GpuSpec* find(const std::string& query) const;
+  const std::vector<GpuSpec>& all() const { return specs_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::vector<GpuSpec> specs_;
+  mutable std::deque<GpuSpec> loaded_files_;  // specs resolved from explicit paths
+};
+
+// Lower-cases and drops spaces, '_', '-' so that "Tesla_P4", "tesla p4" and "Tesla-P4" match.
+std::string normalize_gpu_key(const std::string& s);
+
+}  // namespace tilecast

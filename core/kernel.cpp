@@ -1,0 +1,228 @@
+#include "core/kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace tilecast {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+constexpr double kMaxElems = 1099511627776.0;  // 2^40 elements per tensor
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int next_pow2(int64_t x) {
+  int p = 1;
+  while (p < x && p < (1 << 30)) p <<= 1;
+  return p;
+}
+
+double lg(double x) { return std::log2(std::max(x, 1e-30)); }
+
+}  // namespace
+
+void validate_query(const KernelQuery& q, const std::string& context) {
+  auto check = [&](int64_t v, const char* dim) {
+    if (v < 1 || v > kMaxDim)
+      throw DataError(context + ": dimension " + dim + " = " + std::to_string(v) +
+                      " out of range [1, 2^31]");
+  };
+  check(q.b, "B");
+  if (is_gemm(op_family(q.op))) {
+    check(q.m, "M");
+    check(q.n, "N");
+    check(q.k, "K");
+    double biggest = std::max({double(q.b) * q.m * q.n, double(q.b) * q.n * q.k,
+                               double(q.b) * q.m * q.k});
+    if (biggest > kMaxElems) throw DataError(context + ": tensor larger than 2^40 elements");
+  } else {
+    check(q.h, "H");
+    if (double(q.b) * q.h > kMaxElems) throw DataError(context + ": tensor larger than 2^40 elements");
+  }
+}
+
+KernelQuery parse_query(OpKind op, const std::string& shape) {
+  std::vector<int64_t> dims;
+  std::stringstream ss(shape);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    char* end = nullptr;
+    long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || *end != '\0')
+      throw ConfigError("--shape: '" + tok + "' is not an integer (in '" + shape + "')");
+    dims.push_back(v);
+  }
+  KernelQuery q;
+  q.op = op;
+  Family f = op_family(op);
+  if (f == Family::kBmm) {
+    if (dims.size() != 4) throw ConfigError("--shape: bmm takes B,M,N,K");
+    q.b = dims[0], q.m = dims[1], q.n = dims[2], q.k = dims[3];
+  } else if (f == Family::kLinear) {
+    if (dims.size() == 3) {
+      q.b = 1, q.m = dims[0], q.n = dims[1], q.k = dims[2];
+    } else if (dims.size() == 4) {
+      q.b = 1, q.m = dims[0] * dims[1], q.n = dims[2], q.k = dims[3];  // leading dims fold into M
+    } else {
+      throw ConfigError("--shape: linear takes M,N,K (N = in features, K = out features)");
+    }
+  } else {
+    if (dims.size() != 2) throw ConfigError(std::string("--shape: ") + op_name(op) + " takes B,H");
+    q.b = dims[0], q.h = dims[1];
+  }
+  validate_query(q, "--shape");
+  return q;
+}
+
+std::string query_shape_string(const KernelQuery& q) {
+  std::ostringstream os;
+  if (is_gemm(op_family(q.op)))
+    os << q.b << "," << q.m << "," << q.n << "," << q.k;
+  else
+    os << q.b << "," << q.h;
+  return os.str();
+}
+
+double query_flops(const KernelQuery& q) {
+  if (is_gemm(op_family(q.op))) {
+    double f = 2.0 * q.b * q.m * q.n * q.k;
+    if (q.op == OpKind::kLinear) f += double(q.m) * q.k;  // bias add
+    return f;
+  }
+  return op_info(q.op).flops_per_elem * double(q.b) * q.h;
+}
+
+double query_bytes(const KernelQuery& q) {
+  const double e = q.dtype_bytes;
+  if (is_gemm(op_family(q.op))) {
+    double elems = double(q.b) * (double(q.m) * q.n + double(q.n) * q.k + double(q.m) * q.k);
+    if (q.op == OpKind::kLinear) elems += q.k;  // bias
+    return e * elems;
+  }
+  double bytes = op_info(q.op).bytes_per_elem * (e / 4.0) * double(q.b) * q.h;
+  if (q.op == OpKind::kLayerNorm) bytes += 2.0 * e * q.h;  // gamma, beta
+  return bytes;
+}
+
+LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile& tile) {
+  LaunchInfo li;
+  Family f = op_family(q.op);
+  if (is_gemm(f)) {
+    li.tile = tile;
+    li.tile.tm = std::max(1, tile.tm);
+    li.tile.tk = std::max(1, tile.tk);
+    li.tile.split_k = std::max(1, tile.split_k);
+    li.num_ctas = q.b * ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk) * li.tile.split_k;
+    li.threads_per_cta = 256;
+    li.ctas_per_sm = 1;  // SIMT SGEMM tiles are register/smem bound: one CTA per SM per wave
+  } else if (f == Family::kElementwise) {
+    // at::native::vectorized_elementwise_kernel<4>: 128 threads x 4 elements.
+    li.threads_per_cta = 128;
+    li.elems_per_cta = 512;
+    li.num_ctas = ceil_div(q.b * q.h, 512);
+  } else if (f == Family::kLayerNorm) {
+    // vectorized_layer_norm_kernel: one row per CTA of 32x4 threads.
+    li.threads_per_cta = 128;
+    li.elems_per_cta = double(q.h);
+    li.num_ctas = q.b;
+  } else {
+    // Softmax: rows <= 1024 use the warp-per-row kernel (128 threads, 4 rows per CTA; 8
+    // when rows are <= 128 wide); wider rows use one CTA per row of next_pow2(H)/8 threads.
+    if (q.h <= 1024) {
+      int rows = q.h <= 128 ? 8 : 4;
+      li.threads_per_cta = 128;
+      li.elems_per_cta = double(rows) * q.h;
+      li.num_ctas = ceil_div(q.b, rows);
+    } else {
+      li.threads_per_cta = std::min(1024, std::max(32, next_pow2(q.h) / 8));
+      li.elems_per_cta = double(q.h);
+      li.num_ctas = q.b;
+    }
+  }
+  if (!is_gemm(f))
+    li.ctas_per_sm = std::max(1, std::min(gpu.max_blocks_per_sm,
+                                          gpu.max_threads_per_sm / li.threads_per_cta));
+  const int64_t slots = int64_t{gpu.num_sms} * li.ctas_per_sm;
+  li.num_waves = std::max<int64_t>(1, ceil_div(li.num_ctas, slots));
+  li.last_wave_fill =
+      double(li.num_ctas - (li.num_waves - 1) * slots) / double(slots);
+  return li;
+}
+
+KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
+  KernelBounds kb;
+  const double slots = double(gpu.num_sms) * li.ctas_per_sm;
+  // Work charged as full waves: the last, partial wave takes as long as a full one.
+  const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
+  Family f = op_family(q.op);
+  if (is_gemm(f)) {
+    double padded_flops = 2.0 * q.b * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
+                          double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
+    kb.compute_s = compute_s(padded_flops * pad, gpu.fp32_gemm_peak_gflops());
+  } else {
+    kb.compute_s = compute_s(query_flops(q) * pad, gpu.fp32_peak_gflops);
+  }
+  kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+  return kb;
+}
+
+double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
+  double peak = is_gemm(op_family(q.op)) ? gpu.fp32_gemm_peak_gflops() : gpu.fp32_peak_gflops;
+  return std::max(compute_s(query_flops(q), peak), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
+}
+
+const std::vector<std::string>& feature_names(Family f) {
+  static const std::vector<std::string> gemm = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill",
+      "log2_tile_m",     "log2_tile_k",    "log2_split_k", "log2_b",
+      "log2_m",          "log2_n",         "log2_k",     "log2_bytes_over_l2",
+      "log2_wave_us"};
+  static const std::vector<std::string> vec = {
+      "log2_compute_us", "log2_memory_us", "log2_waves",        "last_wave_fill",
+      "log2_b",          "log2_h",         "log2_bytes_over_l2", "bytes_per_elem_over_4",
+      "log2_flops_per_elem", "scalar_operand", "log2_threads_per_cta", "log2_elems_per_cta"};
+  return is_gemm(f) ? gemm : vec;
+}
+
+size_t num_features(Family f) { return feature_names(f).size(); }
+
+void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li,
+                     const KernelBounds& kb, float* out) {
+  const double l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
+  const double bytes = query_bytes(q);
+  int i = 0;
+  out[i++] = float(lg(s_to_us(kb.compute_s)));
+  out[i++] = float(lg(s_to_us(kb.memory_s)));
+  out[i++] = float(lg(double(li.num_waves)));
+  out[i++] = float(li.last_wave_fill);
+  if (is_gemm(op_family(q.op))) {
+    out[i++] = float(lg(li.tile.tm));
+    out[i++] = float(lg(li.tile.tk));
+    out[i++] = float(lg(li.tile.split_k));
+    out[i++] = float(lg(double(q.b)));
+    out[i++] = float(lg(double(q.m)));
+    out[i++] = float(lg(double(q.n)));
+    out[i++] = float(lg(double(q.k)));
+    out[i++] = float(lg(bytes / l2_bytes));
+    // Time of one wave of tiles on one SM at peak (NeuSight's tile-level feature).
+    double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
+    out[i++] = float(lg(s_to_us(compute_s(tile_flops, gpu.fp32_gemm_peak_gflops() / gpu.num_sms))));
+  } else {
+    const OpInfo& info = op_info(q.op);
+    out[i++] = float(lg(double(q.b)));
+    out[i++] = float(lg(double(q.h)));
+    out[i++] = float(lg(bytes / l2_bytes));
+    out[i++] = float(info.bytes_per_elem / 4.0);
+    out[i++] = float(lg(info.flops_per_elem));
+    out[i++] = info.scalar_operand ? 1.f : 0.f;
+    out[i++] = float(lg(li.threads_per_cta));
+    out[i++] = float(lg(li.elems_per_cta));
+  }
+}
+
+}  // namespace tilecast

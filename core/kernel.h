@@ -1,0 +1,74 @@
+#pragma once
+// One kernel to forecast: op + shape, its FLOPs and bytes, the launch model (tiles, CTAs,
+// waves) on a GPU, and the MLP feature vector. Pure C++: shared by trainer and predictor.
+// Formulas: docs/architecture.md#kernel-model.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/gpu_spec.h"
+#include "core/op_kind.h"
+
+namespace tilecast {
+
+// Shapes follow NeuSight: BMM (B,M,N)x(B,N,K)->(B,M,K); Linear input (M,N) times a (N->K)
+// layer (B = 1); N is always the reduction dim. Vector ops act on a (B,H) tensor, H = last dim.
+struct KernelQuery {
+  OpKind op = OpKind::kBmm;
+  int64_t b = 1, m = 0, n = 0, k = 0;  // GEMMs
+  int64_t h = 0;                       // vector ops (with b)
+  int dtype_bytes = 4;                 // FP32 (the training data is FP32, TF32 off)
+};
+
+// Throws DataError if a dim is < 1 or absurd (> 2^31 per dim, > 2^40 elements per tensor).
+void validate_query(const KernelQuery& q, const std::string& context);
+// Parses "B,M,N,K" (bmm), "M,N,K" or "B,M,N,K" with B=1 (linear), "B,H" (vector ops).
+KernelQuery parse_query(OpKind op, const std::string& shape);
+std::string query_shape_string(const KernelQuery& q);
+
+double query_flops(const KernelQuery& q);  // useful arithmetic, FLOPs
+double query_bytes(const KernelQuery& q);  // compulsory DRAM traffic, bytes
+
+// GEMM tile chosen by the library: tm rows of the output (M), tk output columns (K),
+// split_k partitions of the reduction.
+struct GemmTile {
+  int tm = 128, tk = 128, split_k = 1;
+  bool operator==(const GemmTile& o) const {
+    return tm == o.tm && tk == o.tk && split_k == o.split_k;
+  }
+};
+
+struct LaunchInfo {
+  int64_t num_ctas = 0;     // CTAs launched
+  int threads_per_cta = 0;  // threads per CTA
+  int ctas_per_sm = 1;      // resident CTAs per SM (occupancy)
+  int64_t num_waves = 0;    // ceil(num_ctas / (num_sms * ctas_per_sm))
+  double last_wave_fill = 1;  // fraction of CTA slots busy in the last wave, (0, 1]
+  double elems_per_cta = 0;   // vector ops: output elements per CTA
+  GemmTile tile;              // GEMMs
+};
+
+// Launch model. GEMMs use `tile` (from the tile table); vector ops follow PyTorch's fixed
+// launch heuristics, identical on every NVIDIA GPU in the data.
+LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile& tile = {});
+
+struct KernelBounds {
+  double compute_s = 0;  // wave-quantised compute time at FP32 peak
+  double memory_s = 0;   // compulsory bytes at DRAM bandwidth
+  double base_s = 0;     // max of the two: latency at 100 % utilisation
+};
+KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
+
+// Plain roofline (no tiles, no waves): max(flops / peak, bytes / bandwidth), seconds.
+double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
+
+// Feature schema. Bump kFeatureSchemaVersion whenever features change: weights trained on
+// another schema are refused at load time.
+constexpr int kFeatureSchemaVersion = 3;
+const std::vector<std::string>& feature_names(Family f);
+// Feature vector (log2-scaled, unnormalised) for the family's MLP.
+void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li,
+                     const KernelBounds& kb, float* out);
+size_t num_features(Family f);
+
+}  // namespace tilecast

@@ -1,0 +1,201 @@
+#include "core/kernel_dataset.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/csv.h"
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace tilecast {
+namespace {
+
+// Columns NeuSight's CSVs carry plus the extra ones our collector appends.
+const std::set<std::string>& known_columns() {
+  static const std::set<std::string> cols = {
+      "OPName", "Latency", "Device", "Torch Version", "CUDNN Version", "Kernel Name",
+      "Warps per SM", "Blocks per SM", "Grid x", "Grid y", "Grid z", "Block x", "Block y",
+      "Block z", "CUDA Version", "Kernels", "B", "M", "N", "K", "H", "large",
+      // tilecast collector extras
+      "dtype", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes",
+      "latency_spread_ms", "status", "error_message", "tilecast_version", "git_commit",
+      "collected_at", "config_id"};
+  return cols;
+}
+
+bool parse_ax_b(const std::string& s, size_t pos, int* a, int* b) {
+  size_t i = pos;
+  auto digits = [&](int* out) {
+    size_t start = i;
+    long v = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) && i - start < 6)
+      v = v * 10 + (s[i++] - '0');
+    if (i == start) return false;
+    *out = static_cast<int>(v);
+    return true;
+  };
+  if (!digits(a)) return false;
+  if (i >= s.size() || s[i] != 'x') return false;
+  ++i;
+  return digits(b);
+}
+
+}  // namespace
+
+bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int* tile2) {
+  std::string s;
+  for (char c : kernel_name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* marker : {"_mt", "sgemm_", "tilesize"}) {
+    size_t pos = 0;
+    while ((pos = s.find(marker, pos)) != std::string::npos) {
+      pos += std::char_traits<char>::length(marker);
+      if (parse_ax_b(s, pos, tile1, tile2) && *tile1 > 0 && *tile2 > 0) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<KernelSample> read_kernel_csv(const std::string& path) {
+  CsvReader csv(path);
+  for (const auto& name : csv.header())
+    if (!known_columns().count(name))
+      throw DataError(where(path, 1) + ": unknown column '" + name + "'");
+  for (const char* req : {"OPName", "Latency", "Device", "B"})
+    if (csv.column(req) < 0) throw DataError(where(path, 1) + ": missing column '" + req + "'");
+  const int c_op = csv.column("OPName"), c_lat = csv.column("Latency"),
+            c_dev = csv.column("Device"), c_kname = csv.column("Kernel Name");
+  const int c_status = csv.column("status");
+  const int c_grid[3] = {csv.column("Grid x"), csv.column("Grid y"), csv.column("Grid z")};
+  const int c_block[3] = {csv.column("Block x"), csv.column("Block y"), csv.column("Block z")};
+  const int c_b = csv.column("B"), c_m = csv.column("M"), c_n = csv.column("N"),
+            c_k = csv.column("K"), c_h = csv.column("H");
+
+  std::vector<KernelSample> rows;
+  std::vector<std::string> f;
+  while (csv.next(f)) {
+    const long line = csv.line();
+    // Rows our collector marks as failed (OOM, unsupported) carry no latency.
+    if (c_status >= 0 && !f[c_status].empty() && f[c_status] != "ok") continue;
+    KernelSample s;
+    s.file = path;
+    s.line = line;
+    OpKind op;
+    if (!try_op_kind_from_string(f[c_op], &op))
+      throw DataError(where(path, line) + ": column 'OPName': unknown op '" + f[c_op] + "'");
+    s.query.op = op;
+    s.latency_ms = parse_double_field(f[c_lat], path, line, "Latency");
+    if (s.latency_ms <= 0)
+      throw DataError(where(path, line) + ": column 'Latency': must be > 0, got " + f[c_lat]);
+    s.device = f[c_dev];
+    if (s.device.empty()) throw DataError(where(path, line) + ": column 'Device' is empty");
+    auto dim = [&](int col, const char* name) -> int64_t {
+      if (col < 0) throw DataError(where(path, 1) + ": missing column '" + name + "' for op " + f[c_op]);
+      long long v = parse_int_field(f[col], path, line, name);
+      if (v < 1 || v > (int64_t{1} << 31))
+        throw DataError(where(path, line) + ": column '" + name + "': dimension " + f[col] +
+                        " out of range [1, 2^31]");
+      return v;
+    };
+    s.query.b = dim(c_b, "B");
+    if (is_gemm(op_family(op))) {
+      s.query.m = dim(c_m, "M");
+      s.query.n = dim(c_n, "N");
+      s.query.k = dim(c_k, "K");
+    } else {
+      s.query.h = dim(c_h, "H");
+    }
+    validate_query(s.query, where(path, line));
+    if (c_kname >= 0) s.kernel_name = f[c_kname];
+    bool has_grid = true;
+    for (int i = 0; i < 3; ++i) {
+      if (c_grid[i] < 0 || c_block[i] < 0 || f[c_grid[i]].empty() || f[c_block[i]].empty()) {
+        has_grid = false;
+        continue;
+      }
+      s.grid[i] = parse_int_field(f[c_grid[i]], path, line, "Grid");
+      s.block[i] = parse_int_field(f[c_block[i]], path, line, "Block");
+    }
+    int t1, t2;
+    if (is_gemm(op_family(op)) && has_grid && parse_tile_from_kernel_name(s.kernel_name, &t1, &t2)) {
+      s.measured_tile.tk = t1;
+      s.measured_tile.tm = t2;
+      const int64_t tiles_xy = ((s.query.k + t1 - 1) / t1) * ((s.query.m + t2 - 1) / t2);
+      const int64_t gz = s.grid[2];
+      // Split-K shows up as grid z > B with the x*y grid still covering the output tiles.
+      if (s.grid[0] * s.grid[1] == tiles_xy && gz > s.query.b && gz % s.query.b == 0)
+        s.measured_tile.split_k = static_cast<int>(gz / s.query.b);
+      s.has_tile = true;
+    }
+    rows.push_back(std::move(s));
+  }
+  return rows;
+}
+
+std::string neusight_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("TILECAST_NEUSIGHT_DIR"); env && *env) return env;
+  if (neusight_dir_present("../shared/neusight")) return "../shared/neusight";
+#ifdef TILECAST_SOURCE_DIR
+  std::string from_src = std::string(TILECAST_SOURCE_DIR) + "/../shared/neusight";
+  if (neusight_dir_present(from_src)) return from_src;
+#endif
+  return "../shared/neusight";
+}
+
+bool neusight_dir_present(const std::string& dir) {
+  return fs::is_directory(fs::path(dir) / "kernels" / "nvidia");
+}
+
+const std::vector<std::string>& training_gpus() {
+  static const std::vector<std::string> gpus = {"Tesla P4", "Tesla P100-PCIE-16GB",
+                                                "Tesla V100-PCIE-32GB", "Tesla T4",
+                                                "NVIDIA A100-PCIE-40GB"};
+  return gpus;
+}
+
+std::vector<std::string> training_files(const std::string& root, Family f) {
+  std::vector<std::string> ops;
+  switch (f) {
+    case Family::kBmm: ops = {"bmm"}; break;
+    case Family::kLinear: ops = {"linear"}; break;
+    case Family::kSoftmax: ops = {"softmax"}; break;
+    case Family::kLayerNorm: ops = {"ln"}; break;
+    case Family::kElementwise:
+      ops = {"add", "addu", "mul", "mulu", "div", "divu", "pow", "powu", "relu", "gelu", "tanh"};
+      break;
+    case Family::kCount: break;
+  }
+  std::vector<std::string> files;
+  for (const auto& op : ops)
+    for (const auto& gpu : training_gpus()) {
+      fs::path p = fs::path(root) / "kernels" / "nvidia" / "train" / op / "p2.1.0" / (gpu + ".csv");
+      if (!fs::exists(p)) throw DataError(p.string() + ": training file missing");
+      files.push_back(p.string());
+    }
+  return files;
+}
+
+std::string files_hash(const std::vector<std::string>& paths) {
+  uint64_t h = 1469598103934665603ULL;
+  std::vector<char> buf(1 << 16);
+  for (const auto& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw DataError(p + ": cannot open file");
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      for (std::streamsize i = 0; i < in.gcount(); ++i) {
+        h ^= static_cast<unsigned char>(buf[i]);
+        h *= 1099511628211ULL;
+      }
+    }
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+}  // namespace tilecast

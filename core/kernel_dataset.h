@@ -1,0 +1,47 @@
+#pragma once
+// Kernel timing rows in NeuSight's CSV layout (also what `tilecast collect` writes), and
+// where NeuSight's public data lives.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace tilecast {
+
+struct KernelSample {
+  KernelQuery query;
+  std::string device;       // CUDA device name from the `Device` column
+  double latency_ms = 0;    // measured latency (label)
+  std::string kernel_name;  // measured kernel (empty if unknown); never used to forecast
+  int64_t grid[3] = {0, 0, 0};
+  int64_t block[3] = {0, 0, 0};
+  bool has_tile = false;  // measured_tile parsed from the kernel name + grid
+  GemmTile measured_tile;
+  std::string file;
+  long line = 0;
+};
+
+// Reads one CSV in NeuSight's column layout. Unknown columns, unknown op names, bad
+// numbers, non-positive latencies or dims throw DataError naming file, line and column.
+std::vector<KernelSample> read_kernel_csv(const std::string& path);
+
+// Parses (Tile1, Tile2) from a cuBLAS/cutlass/Tensile kernel name as NeuSight does:
+// `_mt<a>x<b>`, `sgemm_<a>x<b>`, `tilesize<a>x<b>`. Returns false if none matches.
+bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int* tile2);
+
+// NeuSight data root: `flag` if non-empty, else $TILECAST_NEUSIGHT_DIR, else
+// ../shared/neusight (relative to the working directory, then to the source tree).
+std::string neusight_dir(const std::string& flag = "");
+// True if `dir` looks like NeuSight's data folder.
+bool neusight_dir_present(const std::string& dir);
+
+// The five training GPUs (CUDA names), fixed by the protocol: never train on others.
+const std::vector<std::string>& training_gpus();
+// Training CSVs for a family under the data root (kernels/nvidia/train/<op>/p2.1.0/<GPU>.csv).
+std::vector<std::string> training_files(const std::string& root, Family f);
+
+// 64-bit FNV-1a over the bytes of the files, hex: the data hash in weight manifests.
+std::string files_hash(const std::vector<std::string>& paths);
+
+}  // namespace tilecast

@@ -1,0 +1,75 @@
+#pragma once
+// Kernel op kinds and the predictor family each belongs to.
+#include <array>
+#include <string>
+
+namespace tilecast {
+
+enum class OpKind {
+  kBmm,
+  kLinear,
+  kAdd,
+  kAddU,
+  kMul,
+  kMulU,
+  kDiv,
+  kDivU,
+  kPow,
+  kPowU,
+  kRelu,
+  kGelu,
+  kTanh,
+  kSoftmax,
+  kLayerNorm,
+  kCount
+};
+
+// One MLP per family.
+enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kCount };
+
+struct OpInfo {
+  OpKind kind;
+  const char* name;       // NeuSight's OPName ("ln" for layer norm)
+  Family family;
+  double bytes_per_elem;  // FP32 DRAM traffic per output element (inputs + output)
+  double flops_per_elem;  // arithmetic per output element (approximate instruction cost)
+  bool scalar_operand;    // "u" variants: tensor op Python scalar
+};
+
+// Order must follow OpKind (checked by static_assert in op_kind.cpp).
+// bytes: binary tensor ops read 2 and write 1 FP32 element (12 B); unary/scalar ops 8 B.
+// flops: rough instruction cost per element (exp/erf/log-based ops are multi-instruction);
+// they only place the op on the roofline, the MLP learns the rest.
+inline constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kCount)> kOpTable = {{
+    {OpKind::kBmm, "bmm", Family::kBmm, 0, 0, false},
+    {OpKind::kLinear, "linear", Family::kLinear, 0, 0, false},
+    {OpKind::kAdd, "add", Family::kElementwise, 12, 1, false},
+    {OpKind::kAddU, "addu", Family::kElementwise, 8, 1, true},
+    {OpKind::kMul, "mul", Family::kElementwise, 12, 1, false},
+    {OpKind::kMulU, "mulu", Family::kElementwise, 8, 1, true},
+    {OpKind::kDiv, "div", Family::kElementwise, 12, 4, false},
+    {OpKind::kDivU, "divu", Family::kElementwise, 8, 4, true},
+    {OpKind::kPow, "pow", Family::kElementwise, 12, 16, false},
+    {OpKind::kPowU, "powu", Family::kElementwise, 8, 16, true},
+    {OpKind::kRelu, "relu", Family::kElementwise, 8, 1, false},
+    {OpKind::kGelu, "gelu", Family::kElementwise, 8, 20, false},
+    {OpKind::kTanh, "tanh", Family::kElementwise, 8, 10, false},
+    {OpKind::kSoftmax, "softmax", Family::kSoftmax, 8, 5, false},
+    {OpKind::kLayerNorm, "ln", Family::kLayerNorm, 8, 8, false},
+}};
+
+const OpInfo& op_info(OpKind k);
+const char* op_name(OpKind k);
+Family op_family(OpKind k);
+// Accepts NeuSight names plus "layernorm"/"layer_norm"; throws DataError on unknown names.
+OpKind op_kind_from_string(const std::string& name);
+bool try_op_kind_from_string(const std::string& name, OpKind* out);
+
+const char* family_name(Family f);  // "bmm", "linear", "elementwise", "softmax", "layernorm"
+Family family_from_string(const std::string& name);  // throws ConfigError
+constexpr std::array<Family, 5> kAllFamilies = {Family::kBmm, Family::kLinear,
+                                                Family::kElementwise, Family::kSoftmax,
+                                                Family::kLayerNorm};
+inline bool is_gemm(Family f) { return f == Family::kBmm || f == Family::kLinear; }
+
+}  // namespace tilecast

@@ -1,0 +1,117 @@
+#include "predictor/kernel_eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/kernel_dataset.h"
+#include "core/progress.h"
+
+namespace tilecast::predictor {
+
+void ErrorStats::add(double ape, double roof_ape) {
+  ++rows;
+  ape_sum_pct += ape;
+  roofline_ape_sum_pct += roof_ape;
+  apes.push_back(ape);
+}
+
+double ErrorStats::percentile_pct(double p) const {
+  if (apes.empty()) return 0;
+  std::vector<double> v = apes;
+  size_t k = static_cast<size_t>(std::min<double>(v.size() - 1, std::floor(p / 100.0 * v.size())));
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[k];
+}
+
+KernelEvalReport eval_kernels(const std::vector<std::string>& files, const KernelPredictor& predictor,
+                              const GpuRegistry& gpus, std::vector<KernelEvalRow>* rows_out) {
+  KernelEvalReport rep;
+  ProgressBar bar(static_cast<int64_t>(files.size()), "eval-kernels", files.size() < 2);
+  for (const auto& file : files) {
+    std::vector<KernelSample> samples = read_kernel_csv(file);
+    // One batched forecast per device.
+    std::map<std::string, std::vector<size_t>> by_dev;
+    for (size_t i = 0; i < samples.size(); ++i) by_dev[samples[i].device].push_back(i);
+    for (const auto& kv : by_dev) {
+      const GpuSpec* gpu = gpus.find(kv.first);
+      if (!gpu) {
+        const KernelSample& s = samples[kv.second.front()];
+        throw DataError(where(s.file, s.line) + ": column 'Device': unknown GPU '" + kv.first +
+                        "' (no spec in configs/gpus/)");
+      }
+      std::vector<KernelQuery> qs;
+      for (size_t i : kv.second) qs.push_back(samples[i].query);
+      auto preds = predictor.predict(qs, *gpu);
+      for (size_t j = 0; j < qs.size(); ++j) {
+        const KernelSample& s = samples[kv.second[j]];
+        const double y = s.latency_ms;
+        const double ape = 100.0 * std::abs(preds[j].latency_ms - y) / y;
+        const double rape = 100.0 * std::abs(preds[j].roofline_ms - y) / y;
+        const std::string fam = family_name(op_family(s.query.op));
+        rep.overall.add(ape, rape);
+        rep.by_op[fam].add(ape, rape);
+        rep.by_device[s.device].add(ape, rape);
+        rep.by_device_op[s.device][fam].add(ape, rape);
+        if (rows_out)
+          rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), y,
+                               preds[j].latency_ms, preds[j].roofline_ms});
+      }
+    }
+    bar.tick();
+  }
+  if (rep.overall.rows == 0) throw DataError("eval-kernels: no rows in the given files");
+  return rep;
+}
+
+namespace {
+nlohmann::json stats_json(const ErrorStats& s) {
+  return {{"rows", s.rows},
+          {"mape_pct", s.mape_pct()},
+          {"roofline_mape_pct", s.roofline_mape_pct()},
+          {"p50_ape_pct", s.percentile_pct(50)},
+          {"p90_ape_pct", s.percentile_pct(90)}};
+}
+}  // namespace
+
+std::string eval_report_json(const KernelEvalReport& r) {
+  nlohmann::json j;
+  j["overall"] = stats_json(r.overall);
+  j["by_op"] = nlohmann::json::object();
+  for (const auto& kv : r.by_op) j["by_op"][kv.first] = stats_json(kv.second);
+  j["by_device"] = nlohmann::json::object();
+  for (const auto& kv : r.by_device) j["by_device"][kv.first] = stats_json(kv.second);
+  j["by_device_op"] = nlohmann::json::object();
+  for (const auto& d : r.by_device_op)
+    for (const auto& kv : d.second) j["by_device_op"][d.first][kv.first] = stats_json(kv.second);
+  return j.dump(2) + "\n";
+}
+
+std::string eval_report_table(const KernelEvalReport& r) {
+  std::ostringstream os;
+  char buf[256];
+  auto line = [&](const std::string& name, const ErrorStats& s) {
+    std::snprintf(buf, sizeof buf, "%-28s %7lld %10.2f %10.2f %10.2f %12.2f\n", name.c_str(),
+                  static_cast<long long>(s.rows), s.mape_pct(), s.percentile_pct(50),
+                  s.percentile_pct(90), s.roofline_mape_pct());
+    os << buf;
+  };
+  std::snprintf(buf, sizeof buf, "%-28s %7s %10s %10s %10s %12s\n", "group", "rows", "MAPE%",
+                "p50 APE%", "p90 APE%", "roofline%");
+  os << buf;
+  os << "-- by op family\n";
+  for (const auto& kv : r.by_op) line(kv.first, kv.second);
+  os << "-- by device\n";
+  for (const auto& kv : r.by_device) line(kv.first, kv.second);
+  os << "-- by device and op family\n";
+  for (const auto& d : r.by_device_op)
+    for (const auto& kv : d.second) line(d.first + " / " + kv.first, kv.second);
+  os << "-- all\n";
+  line("overall", r.overall);
+  return os.str();
+}
+
+}  // namespace tilecast::predictor

@@ -1,0 +1,45 @@
+#pragma once
+// `tilecast eval-kernels`: forecast NeuSight-format rows from op, shape and GPU spec only,
+// and compare with the measured latency and with the plain roofline.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/gpu_spec.h"
+#include "predictor/kernel_predictor.h"
+
+namespace tilecast::predictor {
+
+struct ErrorStats {
+  int64_t rows = 0;
+  double ape_sum_pct = 0, roofline_ape_sum_pct = 0;
+  std::vector<double> apes;  // per-row APE (%), for percentiles
+  double mape_pct() const { return rows ? ape_sum_pct / rows : 0; }
+  double roofline_mape_pct() const { return rows ? roofline_ape_sum_pct / rows : 0; }
+  double percentile_pct(double p) const;
+  void add(double ape, double roof_ape);
+};
+
+struct KernelEvalReport {
+  ErrorStats overall;
+  std::map<std::string, ErrorStats> by_op;         // family name
+  std::map<std::string, ErrorStats> by_device;     // CUDA device name
+  std::map<std::string, std::map<std::string, ErrorStats>> by_device_op;
+};
+
+struct KernelEvalRow {
+  std::string device, op;
+  std::string shape;
+  double measured_ms = 0, predicted_ms = 0, roofline_ms = 0;
+};
+
+// Reads every CSV, forecasts every row; throws DataError for bad rows or unknown devices.
+// If `rows_out` is non-null, per-row results are appended there.
+KernelEvalReport eval_kernels(const std::vector<std::string>& csv_files,
+                              const KernelPredictor& predictor, const GpuRegistry& gpus,
+                              std::vector<KernelEvalRow>* rows_out = nullptr);
+
+std::string eval_report_json(const KernelEvalReport& r);
+std::string eval_report_table(const KernelEvalReport& r);
+
+}  // namespace tilecast::predictor

@@ -1,0 +1,96 @@
+#include "predictor/kernel_predictor.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/featurize.h"
+#include "core/units.h"
+#include "trainer/mlp.h"
+
+namespace fs = std::filesystem;
+
+namespace tilecast::predictor {
+
+struct KernelPredictor::Impl {
+  trainer::WeightsManifest manifest;
+  TileTable tiles;
+  std::vector<trainer::Mlp> models;  // by Family index; null if absent
+};
+
+KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_unique<Impl>()) {
+  trainer::configure_torch_threads();
+  impl_->manifest = trainer::load_manifest(dir);
+  const std::string tile_path = (fs::path(dir) / impl_->manifest.tile_table).string();
+  if (!fs::exists(tile_path)) throw ConfigError(tile_path + ": tile table missing from weights folder");
+  impl_->tiles = TileTable::load(tile_path);
+  impl_->models.resize(static_cast<size_t>(Family::kCount), trainer::Mlp(nullptr));
+  for (const auto& kv : impl_->manifest.families) {
+    const auto& e = kv.second;
+    const std::string path = (fs::path(dir) / e.file).string();
+    if (!fs::exists(path)) throw ConfigError(path + ": checkpoint listed in manifest.yaml is missing");
+    trainer::Mlp m(static_cast<int64_t>(e.features.size()), e.config.hidden_size, e.config.num_layers);
+    try {
+      torch::load(m, path);
+    } catch (const c10::Error& err) {
+      throw ConfigError(path + ": cannot load checkpoint (corrupt, or trained with another "
+                        "architecture than manifest.yaml says)");
+    }
+    m->eval();
+    impl_->models[static_cast<size_t>(e.config.family)] = m;
+  }
+}
+
+KernelPredictor::~KernelPredictor() = default;
+KernelPredictor::KernelPredictor(KernelPredictor&&) noexcept = default;
+
+bool KernelPredictor::has_family(Family f) const {
+  return !impl_->models[static_cast<size_t>(f)].is_empty();
+}
+const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_->manifest; }
+const TileTable& KernelPredictor::tiles() const { return impl_->tiles; }
+
+std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQuery>& queries,
+                                                       const GpuSpec& gpu) const {
+  std::vector<KernelPrediction> out(queries.size());
+  std::vector<std::vector<size_t>> by_family(static_cast<size_t>(Family::kCount));
+  for (size_t i = 0; i < queries.size(); ++i)
+    by_family[static_cast<size_t>(op_family(queries[i].op))].push_back(i);
+
+  torch::NoGradGuard no_grad;
+  for (Family fam : kAllFamilies) {
+    const auto& idx = by_family[static_cast<size_t>(fam)];
+    if (idx.empty()) continue;
+    trainer::Mlp model = impl_->models[static_cast<size_t>(fam)];  // shared handle
+    if (model.is_empty())
+      throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
+                        "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
+    const int64_t nf = static_cast<int64_t>(num_features(fam));
+    auto x = torch::empty({static_cast<int64_t>(idx.size()), nf}, torch::kFloat32);
+    float* xp = x.data_ptr<float>();
+    for (size_t j = 0; j < idx.size(); ++j) {
+      const KernelQuery& q = queries[idx[j]];
+      validate_query(q, "query");
+      PreparedKernel p = featurize(q, gpu, impl_->tiles, xp + j * nf);
+      KernelPrediction& r = out[idx[j]];
+      r.launch = p.launch;
+      r.base_ms = s_to_ms(p.bounds.base_s);
+      r.bound = p.bounds.compute_s >= p.bounds.memory_s ? "compute" : "memory";
+      r.roofline_ms = s_to_ms(roofline_s(q, gpu));
+    }
+    auto o = model->forward(x).clamp(trainer::kMinLogSlowdown, trainer::kMaxLogSlowdown);
+    auto slow = torch::exp(o.to(torch::kFloat64));
+    const double* sp = slow.data_ptr<double>();
+    for (size_t j = 0; j < idx.size(); ++j) {
+      KernelPrediction& r = out[idx[j]];
+      r.latency_ms = r.base_ms * sp[j];
+      r.utilisation = 1.0 / sp[j];
+    }
+  }
+  return out;
+}
+
+KernelPrediction KernelPredictor::predict(const KernelQuery& q, const GpuSpec& gpu) const {
+  return predict(std::vector<KernelQuery>{q}, gpu).front();
+}
+
+}  // namespace tilecast::predictor

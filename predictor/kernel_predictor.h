@@ -1,0 +1,44 @@
+#pragma once
+// Kernel latency forecasts from the trained MLPs (torch stays behind a pimpl).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/gpu_spec.h"
+#include "core/kernel.h"
+#include "core/tile_table.h"
+#include "trainer/weights_manifest.h"
+
+namespace tilecast::predictor {
+
+struct KernelPrediction {
+  double latency_ms = 0;    // forecast
+  double roofline_ms = 0;   // plain roofline, for comparison
+  double base_ms = 0;       // wave-quantised roofline the MLP's utilisation divides
+  double utilisation = 0;   // base_ms / latency_ms
+  const char* bound = "";   // "compute" | "memory"
+  LaunchInfo launch;
+};
+
+class KernelPredictor {
+ public:
+  // Loads manifest.yaml, the tile table and every family's checkpoint from `weights_dir`.
+  // Throws ConfigError for missing files or a schema mismatch.
+  explicit KernelPredictor(const std::string& weights_dir);
+  ~KernelPredictor();
+  KernelPredictor(KernelPredictor&&) noexcept;
+
+  // Batched forecast on one GPU: groups queries by family, one MLP call per family.
+  std::vector<KernelPrediction> predict(const std::vector<KernelQuery>& queries,
+                                        const GpuSpec& gpu) const;
+  KernelPrediction predict(const KernelQuery& q, const GpuSpec& gpu) const;
+  bool has_family(Family f) const;
+  const trainer::WeightsManifest& manifest() const;
+  const TileTable& tiles() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tilecast::predictor

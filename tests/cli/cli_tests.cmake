@@ -1,0 +1,34 @@
+# End-to-end checks of the `tilecast` binary: exit codes and the one-line error messages.
+set(TC $<TARGET_FILE:tilecast>)
+set(D ${CMAKE_CURRENT_SOURCE_DIR}/data)
+
+function(tc_cli_test name regex)
+  add_test(NAME cli.${name} COMMAND ${ARGN})
+  set_tests_properties(cli.${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
+endfunction()
+# A failing command must exit non-zero AND print the expected line.
+function(tc_cli_fail name regex cmd)
+  string(REPLACE ";" "|" cmdstr "${cmd}")
+  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCMD=${cmdstr}" "-DREGEX=${regex}"
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.cmake)
+endfunction()
+
+tc_cli_test(help "predict-kernel" ${TC} --help)
+tc_cli_test(subcommand_help "--shape" ${TC} predict-kernel --help)
+tc_cli_test(gpus_lists_h100 "NVIDIA H100 80GB HBM3" ${TC} gpus)
+tc_cli_test(gpus_show_by_cuda_name "num_sms: 58" ${TC} gpus --show "NVIDIA L4")
+tc_cli_test(predict_kernel_json "\"latency_ms\"" ${TC} predict-kernel --op bmm --shape 16,512,64,512 --gpu H100-SXM --format json)
+tc_cli_test(predict_kernel_neusight_json "waves" ${TC} predict-kernel --op ln --shape 8192,1024 --gpu ${D}/neusight_device.json)
+
+tc_cli_fail(unknown_command "unknown command 'frobnicate'" "${TC};frobnicate")
+tc_cli_fail(unknown_gpu "unknown GPU 'H10'.*closest" "${TC};predict-kernel;--op;bmm;--shape;1,2,3,4;--gpu;H10")
+tc_cli_fail(negative_dim "dimension M = -2" "${TC};predict-kernel;--op;bmm;--shape;1,-2,3,4;--gpu;T4")
+tc_cli_fail(unknown_op "unknown op 'conv'" "${TC};predict-kernel;--op;conv;--shape;1,2;--gpu;T4")
+tc_cli_fail(bad_format "unknown format 'xml'" "${TC};predict-kernel;--op;add;--shape;1,2;--gpu;T4;--format;xml")
+tc_cli_fail(missing_option "--op" "${TC};predict-kernel;--shape;1,2;--gpu;T4")
+tc_cli_fail(eval_nan "nan_latency.csv:2: column 'Latency'" "${TC};eval-kernels;--data;${D}/bad/nan_latency.csv")
+tc_cli_fail(eval_truncated "truncated.csv:3" "${TC};eval-kernels;--data;${D}/bad/truncated.csv")
+tc_cli_fail(eval_missing_file "cannot open" "${TC};eval-kernels;--data;/nonexistent.csv")
+tc_cli_fail(eval_unknown_gpu "unknown GPU 'Imaginary GPU 9000'" "${TC};eval-kernels;--data;${D}/bad/unknown_gpu.csv")
+tc_cli_fail(missing_weights "manifest" "${TC};predict-kernel;--op;add;--shape;1,2;--gpu;T4;--weights;/nonexistent")
+tc_cli_fail(bad_gpu_yaml "unknown field 'bandwidth'" "${TC};predict-kernel;--op;add;--shape;1,2;--gpu;${D}/gpus_bad/unknown_key.yaml")

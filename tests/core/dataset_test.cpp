@@ -1,0 +1,95 @@
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/kernel_dataset.h"
+#include "core/tile_table.h"
+#include "test_util.h"
+
+using namespace tilecast;
+
+TEST(TileNames, ParsesNeuSightPatterns) {
+  int a = 0, b = 0;
+  EXPECT_TRUE(parse_tile_from_kernel_name("ampere_sgemm_128x64_tn", &a, &b));
+  EXPECT_EQ(a, 128);
+  EXPECT_EQ(b, 64);
+  EXPECT_TRUE(parse_tile_from_kernel_name("cutlass_80_simt_sgemm_256x128_8x4_nn_align1", &a, &b));
+  EXPECT_EQ(a, 256);
+  EXPECT_TRUE(parse_tile_from_kernel_name("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x32x8_stage3", &a, &b));
+  EXPECT_EQ(b, 32);
+  EXPECT_TRUE(parse_tile_from_kernel_name("Cijk_Ailk_Bljk_SB_MT64x32x16_MI32x32x2x1", &a, &b));
+  EXPECT_EQ(a, 64);
+  EXPECT_FALSE(parse_tile_from_kernel_name("void at::native::vectorized_elementwise_kernel<4>", &a, &b));
+}
+
+TEST(Dataset, ReadsNeuSightLayoutAndDerivesTiles) {
+  auto rows = read_kernel_csv(data_path("bmm_small.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].device, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(rows[0].query.k, 390);
+  EXPECT_TRUE(rows[0].has_tile);
+  EXPECT_EQ(rows[0].measured_tile, (GemmTile{128, 128, 1}));
+  EXPECT_EQ(rows[2].measured_tile, (GemmTile{64, 64, 1}));
+  EXPECT_EQ(rows[2].line, 4);
+  auto lin = read_kernel_csv(data_path("linear_small.csv"));
+  // grid 20x16x3 for M=1024, K=2560 with 128x64 tiles: split-K of 3.
+  EXPECT_EQ(lin[0].measured_tile, (GemmTile{64, 128, 3}));
+  auto v = read_kernel_csv(data_path("vec_small.csv"));
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[3].query.op, OpKind::kLayerNorm);
+  EXPECT_EQ(v[3].query.h, 556);
+}
+
+TEST(Dataset, BadRowsNameFileLineAndColumn) {
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/nan_latency.csv")); },
+                          {"nan_latency.csv:2", "Latency"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/truncated.csv")); },
+                          {"truncated.csv:3", "fields"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/negative_dim.csv")); },
+                          {"negative_dim.csv:2", "'M'"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/unknown_op.csv")); },
+                          {"unknown_op.csv:2", "unknown op 'conv9'"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/unknown_column.csv")); },
+                          {"unknown_column.csv:1", "unknown column 'Extra'"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/empty.csv")); }, {"empty.csv"});
+}
+
+TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {
+  GpuRegistry reg(gpu_dir());
+  TileTable t;
+  t.add_samples(read_kernel_csv(data_path("bmm_small.csv")));
+  EXPECT_FALSE(t.empty());
+  KernelQuery q;
+  q.op = OpKind::kBmm;
+  q.b = 5, q.m = 100, q.n = 300, q.k = 120;
+  EXPECT_EQ(t.lookup(reg.resolve("T4"), q), (GemmTile{64, 64, 1}));
+  // H100 has no measurements: its tile_reference (the A100) stands in.
+  EXPECT_EQ(t.reference_device(reg.resolve("H100-SXM")), "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(t.lookup(reg.resolve("H100-SXM"), q), (GemmTile{128, 128, 1}));
+  std::string path = ::testing::TempDir() + "tiles.csv";
+  t.save(path);
+  TileTable back = TileTable::load(path);
+  EXPECT_EQ(back.size(), t.size());
+  EXPECT_EQ(back.lookup(reg.resolve("T4"), q), (GemmTile{64, 64, 1}));
+  KernelQuery lin;
+  lin.op = OpKind::kLinear;
+  lin.m = lin.n = lin.k = 64;
+  expect_error<ConfigError>([&] { t.lookup(reg.resolve("T4"), lin); }, {"no linear kernels"});
+}
+
+TEST(NeuSightData, TrainingFilesReadCompletely) {
+  std::string root = neusight_dir();
+  if (!neusight_dir_present(root)) GTEST_SKIP() << "NeuSight data not found at " << root << " (set TILECAST_NEUSIGHT_DIR)";
+  auto files = training_files(root, Family::kBmm);
+  ASSERT_EQ(files.size(), 5u);
+  size_t a100_rows = 0, with_tile = 0;
+  for (const auto& f : files) {
+    auto rows = read_kernel_csv(f);
+    for (const auto& r : rows) with_tile += r.has_tile;
+    if (f.find("A100") != std::string::npos) a100_rows = rows.size();
+  }
+  EXPECT_EQ(a100_rows, 16661u);  // row count documented for NeuSight's A100 bmm file
+  EXPECT_GT(with_tile, 87000u);
+  EXPECT_EQ(training_files(root, Family::kElementwise).size(), 55u);
+  EXPECT_EQ(files_hash({files[0]}), files_hash({files[0]}));
+  EXPECT_NE(files_hash({files[0]}), files_hash({files[1]}));
+}

@@ -1,0 +1,79 @@
+#include "core/gpu_spec.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "test_util.h"
+
+using namespace tilecast;
+
+TEST(GpuSpec, BundledSpecsLoadAndCoverTheRequiredGpus) {
+  GpuRegistry reg(gpu_dir());
+  EXPECT_GE(reg.all().size(), 20u);
+  for (const char* name : {"P4", "P100-PCIE-16GB", "V100-PCIE-32GB", "T4", "A100-PCIE-40GB",
+                           "A100-SXM4-40GB", "A100-80GB-PCIe", "A100-80GB-SXM", "L4", "A10", "L40S",
+                           "RTX-4090", "H100-PCIe", "H100-SXM", "H200", "B200", "MI100", "MI210",
+                           "MI250", "MI300X"}) {
+    const GpuSpec* s = reg.find(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_FALSE(s->sources.empty()) << name;
+    // FP32 peak must agree with SMs x cores x 2 x clock within 3 % (a self-consistency check
+    // of the numbers we typed in from datasheets).
+    double derived = s->num_sms * s->cores_per_sm * 2.0 * s->boost_clock_mhz / 1000.0;
+    EXPECT_NEAR(s->fp32_peak_gflops / derived, 1.0, 0.03) << name;
+  }
+}
+
+TEST(GpuSpec, CorrectsNeuSightDeviations) {
+  GpuRegistry reg(gpu_dir());
+  EXPECT_EQ(reg.resolve("P4").num_sms, 20);    // NeuSight: 40
+  EXPECT_EQ(reg.resolve("L4").num_sms, 58);    // NeuSight: 60
+  EXPECT_EQ(reg.resolve("H100-SXM").mem_bw_gbps, 3352);  // NeuSight: 3430
+}
+
+TEST(GpuSpec, ResolvesEveryNameForm) {
+  GpuRegistry reg(gpu_dir());
+  EXPECT_EQ(reg.resolve("H100-SXM").name, "H100-SXM");
+  EXPECT_EQ(reg.resolve("h100").name, "H100-SXM");
+  EXPECT_EQ(reg.resolve("NVIDIA H100 80GB HBM3").name, "H100-SXM");
+  EXPECT_EQ(reg.resolve("NVIDIA_H100_80GB_HBM3").name, "H100-SXM");  // NeuSight file stem
+  EXPECT_EQ(reg.resolve("Tesla_P4").name, "P4");
+  EXPECT_EQ(reg.resolve(gpu_dir() + "/L4.yaml").cuda_name, "NVIDIA L4");
+  const GpuSpec& js = reg.resolve(data_path("neusight_device.json"));
+  EXPECT_EQ(js.cuda_name, "Tesla T4");
+  EXPECT_EQ(js.num_sms, 40);
+  EXPECT_EQ(js.max_threads_per_sm, 1024);  // inherited from our T4 spec
+}
+
+TEST(GpuSpec, UnknownGpuListsCloseNames) {
+  GpuRegistry reg(gpu_dir());
+  expect_error<ConfigError>([&] { reg.resolve("H10"); }, {"unknown GPU 'H10'", "closest", "H100"});
+}
+
+TEST(GpuSpec, BadFilesGiveOneLineErrorsNamingTheField) {
+  expect_error<ConfigError>([] { load_gpu_yaml(data_path("gpus_bad/unknown_key.yaml")); },
+                            {"unknown_key.yaml", "unknown field 'bandwidth'"});
+  expect_error<ConfigError>([] { load_gpu_yaml(data_path("gpus_bad/negative_sms.yaml")); },
+                            {"negative_sms.yaml", "num_sms"});
+  expect_error<ConfigError>([] { load_gpu_yaml(data_path("gpus_bad/malformed.yaml")); },
+                            {"malformed.yaml", "malformed YAML"});
+  expect_error<ConfigError>([] { load_gpu_yaml("/nonexistent.yaml"); }, {"cannot open"});
+}
+
+TEST(GpuSpec, YamlRoundTrip) {
+  GpuRegistry reg(gpu_dir());
+  const GpuSpec& h = reg.resolve("H100-SXM");
+  std::string path = ::testing::TempDir() + "H100-roundtrip.yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::string y = gpu_spec_to_yaml(h);
+    std::fwrite(y.data(), 1, y.size(), f);
+    std::fclose(f);
+  }
+  GpuSpec back = load_gpu_yaml(path);
+  EXPECT_EQ(back.cuda_name, h.cuda_name);
+  EXPECT_EQ(back.num_sms, h.num_sms);
+  EXPECT_DOUBLE_EQ(back.mem_bw_gbps, h.mem_bw_gbps);
+  EXPECT_EQ(back.tensor_peak_gflops, h.tensor_peak_gflops);
+  EXPECT_EQ(back.tile_reference, h.tile_reference);
+}

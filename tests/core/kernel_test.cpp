@@ -1,0 +1,114 @@
+#include "core/kernel.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/featurize.h"
+#include "test_util.h"
+
+using namespace tilecast;
+
+namespace {
+const GpuSpec& a100() {
+  static GpuRegistry reg(gpu_dir());
+  return reg.resolve("A100-PCIE-40GB");
+}
+KernelQuery bmm(int64_t b, int64_t m, int64_t n, int64_t k) {
+  KernelQuery q;
+  q.op = OpKind::kBmm;
+  q.b = b, q.m = m, q.n = n, q.k = k;
+  return q;
+}
+KernelQuery vec(OpKind op, int64_t b, int64_t h) {
+  KernelQuery q;
+  q.op = op;
+  q.b = b, q.h = h;
+  return q;
+}
+}  // namespace
+
+TEST(OpKind, NamesRoundTripAndUnknownIsAnError) {
+  for (const auto& info : kOpTable) EXPECT_EQ(op_kind_from_string(info.name), info.kind);
+  EXPECT_EQ(op_kind_from_string("layernorm"), OpKind::kLayerNorm);
+  EXPECT_EQ(op_family(OpKind::kGelu), Family::kElementwise);
+  expect_error<DataError>([] { op_kind_from_string("conv2d"); }, {"unknown op 'conv2d'"});
+  expect_error<ConfigError>([] { family_from_string("attention"); }, {"unknown predictor family"});
+}
+
+TEST(Kernel, FlopsAndBytes) {
+  auto q = bmm(2, 3, 4, 5);
+  EXPECT_DOUBLE_EQ(query_flops(q), 2.0 * 2 * 3 * 4 * 5);
+  EXPECT_DOUBLE_EQ(query_bytes(q), 4.0 * 2 * (3 * 4 + 4 * 5 + 3 * 5));
+  auto add = vec(OpKind::kAdd, 10, 100);
+  EXPECT_DOUBLE_EQ(query_bytes(add), 12.0 * 1000);
+  EXPECT_DOUBLE_EQ(query_bytes(vec(OpKind::kAddU, 10, 100)), 8.0 * 1000);
+  EXPECT_DOUBLE_EQ(query_bytes(vec(OpKind::kLayerNorm, 10, 100)), 8.0 * 1000 + 8.0 * 100);
+}
+
+TEST(Kernel, GemmLaunchMatchesMeasuredGrid) {
+  // Measured on A100: bmm (6,27,21,390) ran ampere_sgemm_128x128 with grid 4x1x6 = 24 CTAs.
+  auto li = launch_info(bmm(6, 27, 21, 390), a100(), GemmTile{128, 128, 1});
+  EXPECT_EQ(li.num_ctas, 24);
+  EXPECT_EQ(li.num_waves, 1);
+  EXPECT_NEAR(li.last_wave_fill, 24.0 / 108, 1e-12);
+  // 1000 CTAs on 108 SMs: 10 waves, the last one 28/108 full.
+  auto li2 = launch_info(bmm(1000, 128, 64, 128), a100(), GemmTile{128, 128, 1});
+  EXPECT_EQ(li2.num_waves, 10);
+  EXPECT_NEAR(li2.last_wave_fill, (1000 - 9 * 108) / 108.0, 1e-12);
+  // Split-K multiplies the CTAs.
+  auto li3 = launch_info(bmm(1, 1024, 2560, 2560), a100(), GemmTile{64, 128, 3});
+  EXPECT_EQ(li3.num_ctas, 16 * 20 * 3);
+}
+
+TEST(Kernel, VectorLaunchIsOccupancyAware) {
+  // 52,428,800 elements / 512 per CTA = 102,400 CTAs (the measured grid); 16 CTAs of 128
+  // threads fit an A100 SM (2048 threads).
+  auto li = launch_info(vec(OpKind::kAdd, 32768, 1600), a100());
+  EXPECT_EQ(li.num_ctas, 102400);
+  EXPECT_EQ(li.ctas_per_sm, 16);
+  EXPECT_EQ(li.num_waves, (102400 + 1727) / 1728);
+  // Layer norm: one row per CTA. Softmax: 4 rows per CTA up to 1024 columns, then one.
+  EXPECT_EQ(launch_info(vec(OpKind::kLayerNorm, 4100, 556), a100()).num_ctas, 4100);
+  EXPECT_EQ(launch_info(vec(OpKind::kSoftmax, 4100, 556), a100()).num_ctas, 1025);
+  auto wide = launch_info(vec(OpKind::kSoftmax, 100, 2000), a100());
+  EXPECT_EQ(wide.num_ctas, 100);
+  EXPECT_EQ(wide.threads_per_cta, 256);
+}
+
+TEST(Kernel, BoundsAndRoofline) {
+  const GpuSpec& g = a100();
+  auto q = bmm(1, 4096, 4096, 4096);
+  double roof = roofline_s(q, g);
+  EXPECT_NEAR(roof, 2.0 * 4096.0 * 4096 * 4096 / (g.fp32_peak_gflops * 1e9), 1e-12);
+  auto li = launch_info(q, g, GemmTile{128, 128, 1});
+  auto kb = kernel_bounds(q, g, li);
+  EXPECT_GE(kb.compute_s, roof * 0.999);  // padding to full waves only adds work
+  EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
+  auto add = vec(OpKind::kAdd, 32768, 1600);
+  EXPECT_NEAR(roofline_s(add, g), 12.0 * 32768 * 1600 / (g.mem_bw_gbps * 1e9), 1e-12);
+}
+
+TEST(Kernel, FeaturesAreFiniteAndSized) {
+  TileTable empty_tiles;
+  for (auto q : {vec(OpKind::kGelu, 1, 1), vec(OpKind::kSoftmax, 8192, 16384),
+                 vec(OpKind::kLayerNorm, 3, 7)}) {
+    std::vector<float> f(num_features(op_family(q.op)));
+    featurize(q, a100(), empty_tiles, f.data());
+    for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(op_family(q.op))[i];
+  }
+  EXPECT_EQ(num_features(Family::kBmm), feature_names(Family::kBmm).size());
+}
+
+TEST(Kernel, ParseQueryValidatesShapes) {
+  auto q = parse_query(OpKind::kLinear, "1024,2560,2560");
+  EXPECT_EQ(q.b, 1);
+  EXPECT_EQ(q.m, 1024);
+  EXPECT_EQ(parse_query(OpKind::kLinear, "8,512,1024,4096").m, 8 * 512);  // leading dims fold
+  EXPECT_EQ(parse_query(OpKind::kSoftmax, "64,128").h, 128);
+  expect_error<DataError>([] { parse_query(OpKind::kBmm, "1,-5,3,4"); }, {"dimension M", "out of range"});
+  expect_error<DataError>([] { parse_query(OpKind::kBmm, "1,0,3,4"); }, {"dimension M"});
+  expect_error<ConfigError>([] { parse_query(OpKind::kBmm, "1,2,3"); }, {"B,M,N,K"});
+  expect_error<ConfigError>([] { parse_query(OpKind::kAdd, "1,x"); }, {"not an integer"});
+  expect_error<DataError>([] { parse_query(OpKind::kBmm, "4294967296,2,3,4"); }, {"dimension B"});
+  expect_error<DataError>([] { parse_query(OpKind::kAdd, "2000000000,2000000"); }, {"2^40"});
+}

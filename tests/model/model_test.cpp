@@ -1,0 +1,213 @@
+// Trainer + predictor tests (links torch). Tiny configs only: no big training here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "../core/test_util.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "predictor/kernel_eval.h"
+#include "predictor/kernel_predictor.h"
+#include "trainer/mlp.h"
+#include "trainer/train.h"
+
+namespace fs = std::filesystem;
+using namespace tilecast;
+
+namespace {
+
+const GpuRegistry& registry() {
+  static GpuRegistry reg(gpu_dir());
+  return reg;
+}
+
+// Synthetic elementwise rows: latency = 5 us launch + bytes at 80 % of DRAM bandwidth.
+std::vector<KernelSample> synthetic_rows(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> lb(4, 15), lh(4, 13);
+  std::vector<KernelSample> rows;
+  for (const char* dev : {"Tesla T4", "Tesla V100-PCIE-32GB"}) {
+    const GpuSpec& g = *registry().find(dev);
+    for (int i = 0; i < n; ++i) {
+      KernelSample s;
+      s.query.op = (i % 2) ? OpKind::kAdd : OpKind::kRelu;
+      s.query.b = int64_t{1} << lb(rng);
+      s.query.h = int64_t{1} << lh(rng);
+      s.device = dev;
+      s.latency_ms = 0.005 + s_to_ms(transfer_s(query_bytes(s.query), 0.8 * g.mem_bw_gbps));
+      rows.push_back(s);
+    }
+  }
+  return rows;
+}
+
+trainer::PredictorConfig tiny_config(Family f) {
+  trainer::PredictorConfig c;
+  c.family = f;
+  c.num_layers = 3;
+  c.hidden_size = 32;
+  c.lr = 3e-3;
+  c.batch_size = 32;
+  c.epochs = 40;
+  c.val_fraction = 0.2;
+  c.seed = 1;
+  return c;
+}
+
+// Writes a complete weights folder with a tiny elementwise model.
+std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* result = nullptr) {
+  std::string dir = ::testing::TempDir() + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  TileTable tiles;
+  tiles.add_samples(read_kernel_csv(data_path("bmm_small.csv")));
+  tiles.save(dir + "/tiles.csv");
+  auto cfg = tiny_config(Family::kElementwise);
+  auto r = trainer::train_family(cfg, synthetic_rows(150, 7), tiles, registry(), dir + "/elementwise.pt", true);
+  if (result) *result = r;
+  trainer::WeightsManifest m;
+  m.feature_schema_version = kFeatureSchemaVersion;
+  trainer::FamilyEntry e;
+  e.file = "elementwise.pt";
+  e.features = feature_names(Family::kElementwise);
+  e.config = cfg;
+  e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
+  m.families["elementwise"] = e;
+  trainer::save_manifest(dir, m);
+  return dir;
+}
+
+}  // namespace
+
+TEST(Mlp, ShapesAndNormalizer) {
+  trainer::Mlp m(4, 16, 8);
+  int linear_layers = 0;
+  for (const auto& mod : m->net->children()) linear_layers += mod->as<torch::nn::Linear>() != nullptr;
+  EXPECT_EQ(linear_layers, 8);
+  auto x = torch::randn({10, 4}) * 5 + 3;
+  m->fit_normalizer(x);
+  auto z = (x - m->mean) * m->inv_std;
+  EXPECT_NEAR(z.mean().item<double>(), 0.0, 1e-5);
+  EXPECT_EQ(m->forward(x).sizes(), (std::vector<int64_t>{10}));
+}
+
+TEST(Mlp, SmapeLoss) {
+  auto y = torch::tensor({1.0, 2.0});
+  EXPECT_NEAR(trainer::smape_loss(y, y).item<double>(), 0.0, 1e-9);
+  // |3-1| * 2 / (3+1) = 1 ; second term 0 -> mean 0.5
+  EXPECT_NEAR(trainer::smape_loss(torch::tensor({3.0, 2.0}), y).item<double>(), 0.5, 1e-6);
+}
+
+TEST(Trainer, TinyTrainingReducesValidationErrorAndKeepsBestCheckpoint) {
+  trainer::FamilyResult r;
+  std::string dir = tiny_weights_dir("tiny_train", &r);
+  EXPECT_EQ(r.epochs_run, 40);
+  EXPECT_LT(r.val_mape_pct, r.first_val_mape_pct);
+  EXPECT_LT(r.val_mape_pct, 25.0);
+  EXPECT_GE(r.best_epoch, 1);
+  EXPECT_TRUE(fs::exists(dir + "/elementwise.pt"));
+  EXPECT_FALSE(fs::exists(dir + "/elementwise.pt.tmp"));
+}
+
+TEST(Trainer, RejectsRowsOfAnotherFamilyAndUnknownDevices) {
+  TileTable tiles;
+  auto rows = synthetic_rows(10, 1);
+  rows[3].query.op = OpKind::kSoftmax;
+  expect_error<DataError>([&] {
+    trainer::train_family(tiny_config(Family::kElementwise), rows, tiles, registry(),
+                          ::testing::TempDir() + "x.pt", true);
+  }, {"does not belong to family elementwise"});
+  rows = synthetic_rows(10, 1);
+  rows[0].device = "Mystery GPU";
+  rows[0].file = "f.csv";
+  rows[0].line = 12;
+  expect_error<DataError>([&] {
+    trainer::train_family(tiny_config(Family::kElementwise), rows, tiles, registry(),
+                          ::testing::TempDir() + "x.pt", true);
+  }, {"Device", "Mystery GPU"});
+}
+
+TEST(Predictor, LoadsTrainedWeightsAndForecasts) {
+  std::string dir = tiny_weights_dir("tiny_predict");
+  predictor::KernelPredictor p(dir);
+  EXPECT_TRUE(p.has_family(Family::kElementwise));
+  EXPECT_FALSE(p.has_family(Family::kBmm));
+  const GpuSpec& t4 = registry().resolve("T4");
+  KernelQuery q;
+  q.op = OpKind::kAdd;
+  q.b = 4096, q.h = 1024;
+  auto r = p.predict(q, t4);
+  const double truth = 0.005 + s_to_ms(transfer_s(query_bytes(q), 0.8 * t4.mem_bw_gbps));
+  EXPECT_NEAR(r.latency_ms / truth, 1.0, 0.25);
+  EXPECT_NEAR(r.utilisation, r.base_ms / r.latency_ms, 1e-9);
+  // Batched and single forecasts agree.
+  auto batch = p.predict(std::vector<KernelQuery>{q, q}, t4);
+  EXPECT_NEAR(batch[1].latency_ms, r.latency_ms, 1e-9 * r.latency_ms);
+  KernelQuery g;
+  g.op = OpKind::kBmm;
+  g.b = g.m = g.n = g.k = 64;
+  expect_error<ConfigError>([&] { p.predict(g, t4); }, {"no trained weights for family 'bmm'"});
+}
+
+TEST(Predictor, RefusesOtherSchemaAndMissingFiles) {
+  std::string dir = tiny_weights_dir("tiny_schema");
+  auto m = trainer::load_manifest(dir);
+  m.feature_schema_version = kFeatureSchemaVersion - 1;
+  trainer::save_manifest(dir, m);
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir); }, {"manifest.yaml", "schema"});
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p("/nonexistent/weights"); }, {"manifest"});
+  std::string dir2 = tiny_weights_dir("tiny_missing");
+  fs::remove(dir2 + "/elementwise.pt");
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir2); }, {"elementwise.pt", "missing"});
+  std::string dir3 = tiny_weights_dir("tiny_corrupt");
+  std::ofstream(dir3 + "/elementwise.pt") << "not a checkpoint";
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir3); }, {"cannot load checkpoint"});
+}
+
+TEST(Eval, ReportsPerOpAndDeviceAndRejectsUnknownGpus) {
+  std::string dir = tiny_weights_dir("tiny_eval");
+  predictor::KernelPredictor p(dir);
+  // Only the elementwise rows of the fixture can be forecast by the tiny model.
+  std::string csv = ::testing::TempDir() + "elem_only.csv";
+  {
+    std::ifstream in(data_path("vec_small.csv"));
+    std::ofstream out(csv);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line))
+      if (n++ < 3) out << line << "\n";
+  }
+  auto rep = predictor::eval_kernels({csv}, p, registry());
+  EXPECT_EQ(rep.overall.rows, 2);
+  EXPECT_EQ(rep.by_op.at("elementwise").rows, 2);
+  EXPECT_EQ(rep.by_device.at("Tesla V100-PCIE-32GB").rows, 2);
+  EXPECT_GT(rep.overall.roofline_mape_pct(), 0);
+  auto json = predictor::eval_report_json(rep);
+  EXPECT_NE(json.find("\"by_op\""), std::string::npos);
+  EXPECT_NE(json.find("\"roofline_mape_pct\""), std::string::npos);
+  expect_error<DataError>([&] { predictor::eval_kernels({data_path("bad/unknown_gpu.csv")}, p, registry()); },
+                          {"unknown_gpu.csv:2", "Imaginary GPU 9000"});
+}
+
+TEST(BundledWeights, ForecastEveryFamilyOnAnUnseenGpu) {
+  const std::string dir = trainer::weights_dir();
+  if (!fs::exists(dir + "/manifest.yaml")) GTEST_SKIP() << "no bundled weights in " << dir;
+  predictor::KernelPredictor p(dir);
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  for (const char* spec : {"bmm:64,512,64,512", "linear:1,4096,1280,3840", "gelu:8192,5120",
+                           "softmax:1280,1024", "ln:8192,1280"}) {
+    std::string s(spec);
+    auto colon = s.find(':');
+    OpKind op = op_kind_from_string(s.substr(0, colon));
+    KernelQuery small = parse_query(op, s.substr(colon + 1));
+    KernelQuery big = small;
+    big.b *= 8;
+    auto r = p.predict(std::vector<KernelQuery>{small, big}, h100);
+    EXPECT_TRUE(std::isfinite(r[0].latency_ms)) << spec;
+    EXPECT_GT(r[0].latency_ms, 0) << spec;
+    EXPECT_GT(r[1].latency_ms, r[0].latency_ms) << spec << ": 8x the work must take longer";
+  }
+}

@@ -1,0 +1,46 @@
+#include "trainer/mlp.h"
+
+#include <thread>
+
+namespace tilecast::trainer {
+
+MlpImpl::MlpImpl(int64_t in_features, int64_t hidden, int64_t num_layers) {
+  net = torch::nn::Sequential();
+  int64_t width = in_features;
+  for (int64_t i = 0; i + 1 < num_layers; ++i) {
+    net->push_back(torch::nn::Linear(width, hidden));
+    net->push_back(torch::nn::ReLU());
+    width = hidden;
+  }
+  net->push_back(torch::nn::Linear(width, 1));
+  register_module("net", net);
+  mean = register_buffer("mean", torch::zeros({in_features}));
+  inv_std = register_buffer("inv_std", torch::ones({in_features}));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return net->forward((x - mean) * inv_std).squeeze(-1);
+}
+
+void MlpImpl::fit_normalizer(const torch::Tensor& x) {
+  torch::NoGradGuard no_grad;
+  mean.copy_(x.mean(0));
+  // Constant features (e.g. split_k on a family that never splits) keep a unit scale.
+  inv_std.copy_(1.0 / x.std(0).clamp_min(1e-3));
+}
+
+torch::Tensor latency_from_output(const torch::Tensor& o, const torch::Tensor& base) {
+  return base * torch::exp(o.clamp(kMinLogSlowdown, kMaxLogSlowdown));
+}
+
+torch::Tensor smape_loss(const torch::Tensor& pred, const torch::Tensor& target) {
+  return (2.0 * (pred - target).abs() / (pred.abs() + target.abs() + 1e-12)).mean();
+}
+
+void configure_torch_threads(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) threads = 1;
+  torch::set_num_threads(threads);
+}
+
+}  // namespace tilecast::trainer

@@ -1,0 +1,95 @@
+#include "trainer/predictor_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace tilecast::trainer {
+namespace {
+template <typename T>
+T field(const YAML::Node& n, const std::string& key, const std::string& path) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(path + ": field '" + key + "': wrong type");
+  }
+}
+void range(double v, double lo, double hi, const std::string& key, const std::string& path) {
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    std::ostringstream os;
+    os << path << ": field '" << key << "': " << v << " outside [" << lo << ", " << hi << "]";
+    throw ConfigError(os.str());
+  }
+}
+}  // namespace
+
+PredictorConfig load_predictor_config(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path + ": cannot open file");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(path + ": expected a mapping");
+  static const std::set<std::string> known = {
+      "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows"};
+  for (const auto& kv : root) {
+    auto k = kv.first.as<std::string>();
+    if (!known.count(k)) throw ConfigError(path + ": unknown field '" + k + "'");
+  }
+  if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
+  PredictorConfig c;
+  c.origin = path;
+  c.family = family_from_string(field<std::string>(root["family"], "family", path));
+  if (root["num_layers"]) c.num_layers = field<int>(root["num_layers"], "num_layers", path);
+  if (root["hidden_size"]) c.hidden_size = field<int>(root["hidden_size"], "hidden_size", path);
+  if (root["lr"]) c.lr = field<double>(root["lr"], "lr", path);
+  if (root["weight_decay"]) c.weight_decay = field<double>(root["weight_decay"], "weight_decay", path);
+  if (root["lr_schedule"]) c.lr_schedule = field<std::string>(root["lr_schedule"], "lr_schedule", path);
+  if (root["batch_size"]) c.batch_size = field<int>(root["batch_size"], "batch_size", path);
+  if (root["val_batch_size"]) c.val_batch_size = field<int>(root["val_batch_size"], "val_batch_size", path);
+  if (root["epochs"]) c.epochs = field<int>(root["epochs"], "epochs", path);
+  if (root["val_fraction"]) c.val_fraction = field<double>(root["val_fraction"], "val_fraction", path);
+  if (root["seed"]) c.seed = field<uint64_t>(root["seed"], "seed", path);
+  if (root["max_rows"]) c.max_rows = field<int64_t>(root["max_rows"], "max_rows", path);
+  range(c.num_layers, 2, 64, "num_layers", path);
+  range(c.hidden_size, 1, 8192, "hidden_size", path);
+  range(c.lr, 1e-9, 1.0, "lr", path);
+  range(c.weight_decay, 0, 10, "weight_decay", path);
+  range(c.batch_size, 1, 1 << 20, "batch_size", path);
+  range(c.val_batch_size, 1, 1 << 22, "val_batch_size", path);
+  range(c.epochs, 1, 100000, "epochs", path);
+  range(c.val_fraction, 0.01, 0.9, "val_fraction", path);
+  range(static_cast<double>(c.max_rows), 0, 1e9, "max_rows", path);
+  if (c.lr_schedule != "constant" && c.lr_schedule != "cosine")
+    throw ConfigError(path + ": field 'lr_schedule': expected constant or cosine");
+  return c;
+}
+
+std::string predictor_config_to_yaml(const PredictorConfig& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "family" << YAML::Value << family_name(c.family);
+  out << YAML::Key << "num_layers" << YAML::Value << c.num_layers;
+  out << YAML::Key << "hidden_size" << YAML::Value << c.hidden_size;
+  out << YAML::Key << "lr" << YAML::Value << c.lr;
+  out << YAML::Key << "weight_decay" << YAML::Value << c.weight_decay;
+  out << YAML::Key << "lr_schedule" << YAML::Value << c.lr_schedule;
+  out << YAML::Key << "batch_size" << YAML::Value << c.batch_size;
+  out << YAML::Key << "val_batch_size" << YAML::Value << c.val_batch_size;
+  out << YAML::Key << "epochs" << YAML::Value << c.epochs;
+  out << YAML::Key << "val_fraction" << YAML::Value << c.val_fraction;
+  out << YAML::Key << "seed" << YAML::Value << c.seed;
+  out << YAML::Key << "max_rows" << YAML::Value << c.max_rows;
+  out << YAML::EndMap;
+  return out.c_str();
+}
+
+}  // namespace tilecast::trainer

@@ -1,0 +1,30 @@
+#pragma once
+// Hyper-parameters of one family's MLP (configs/predictors/<family>.yaml).
+#include <cstdint>
+#include <string>
+
+#include "core/op_kind.h"
+
+namespace tilecast::trainer {
+
+struct PredictorConfig {
+  Family family = Family::kBmm;
+  int num_layers = 8;        // Linear layers, ReLU between them
+  int hidden_size = 512;
+  double lr = 1e-3;          // AdamW peak learning rate
+  double weight_decay = 0.01;
+  std::string lr_schedule = "cosine";  // "constant" | "cosine" (to lr * 0.01 at the last epoch)
+  int batch_size = 128;
+  int val_batch_size = 4096;
+  int epochs = 100;
+  double val_fraction = 0.1;  // random rows of the training GPUs held out for checkpointing
+  uint64_t seed = 0;
+  int64_t max_rows = 0;       // 0 = all rows; else a seeded subsample (for smoke runs)
+  std::string origin;
+};
+
+// Reads a YAML file; unknown keys or out-of-range values throw ConfigError naming the field.
+PredictorConfig load_predictor_config(const std::string& path);
+std::string predictor_config_to_yaml(const PredictorConfig& c);
+
+}  // namespace tilecast::trainer

@@ -1,0 +1,234 @@
+#include "trainer/train.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <random>
+
+#include "core/error.h"
+#include "core/featurize.h"
+#include "core/interrupt.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/units.h"
+#include "trainer/mlp.h"
+
+namespace fs = std::filesystem;
+
+namespace tilecast::trainer {
+namespace {
+
+struct Tensors {
+  torch::Tensor x, base_ms, y_ms;
+};
+
+Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector<int64_t>& idx,
+                     Family family, const TileTable& tiles, const GpuRegistry& gpus) {
+  const int64_t nf = static_cast<int64_t>(num_features(family));
+  const int64_t n = static_cast<int64_t>(idx.size());
+  Tensors t;
+  t.x = torch::empty({n, nf}, torch::kFloat32);
+  t.base_ms = torch::empty({n}, torch::kFloat32);
+  t.y_ms = torch::empty({n}, torch::kFloat32);
+  float* x = t.x.data_ptr<float>();
+  float* base = t.base_ms.data_ptr<float>();
+  float* y = t.y_ms.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const KernelSample& s = samples[idx[i]];
+    const GpuSpec* gpu = gpus.find(s.device);
+    if (!gpu)
+      throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device +
+                      "' (add one to configs/gpus/)");
+    PreparedKernel p = featurize(s.query, *gpu, tiles, x + i * nf);
+    base[i] = static_cast<float>(s_to_ms(p.bounds.base_s));
+    y[i] = static_cast<float>(s.latency_ms);
+  }
+  return t;
+}
+
+double mape_pct(Mlp& model, const Tensors& t, int batch) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  double sum = 0;
+  const int64_t n = t.x.size(0);
+  for (int64_t i = 0; i < n; i += batch) {
+    int64_t j = std::min<int64_t>(n, i + batch);
+    auto pred = latency_from_output(model->forward(t.x.slice(0, i, j)), t.base_ms.slice(0, i, j));
+    auto y = t.y_ms.slice(0, i, j);
+    sum += ((pred - y).abs() / y).sum().item<double>();
+  }
+  model->train();
+  return n ? 100.0 * sum / static_cast<double>(n) : 0.0;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
+                          const TileTable& tiles, const GpuRegistry& gpus,
+                          const std::string& out_file, bool quiet) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FamilyResult r;
+  r.family = cfg.family;
+  torch::manual_seed(cfg.seed);
+  std::mt19937_64 rng(cfg.seed);
+
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < static_cast<int64_t>(all.size()); ++i) {
+    if (op_family(all[i].query.op) != cfg.family)
+      throw DataError(where(all[i].file, all[i].line) + ": op '" + op_name(all[i].query.op) +
+                      "' does not belong to family " + family_name(cfg.family));
+    idx.push_back(i);
+  }
+  std::shuffle(idx.begin(), idx.end(), rng);
+  if (cfg.max_rows > 0 && static_cast<int64_t>(idx.size()) > cfg.max_rows) idx.resize(cfg.max_rows);
+  if (idx.size() < 4) throw DataError(std::string("too few rows to train ") + family_name(cfg.family));
+  const int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(idx.size() * cfg.val_fraction));
+  std::vector<int64_t> val_idx(idx.begin(), idx.begin() + n_val), train_idx(idx.begin() + n_val, idx.end());
+  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus);
+  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus);
+  r.rows_train = tr.x.size(0);
+  r.rows_val = va.x.size(0);
+
+  Mlp model(static_cast<int64_t>(num_features(cfg.family)), cfg.hidden_size, cfg.num_layers);
+  model->fit_normalizer(tr.x);
+  torch::optim::AdamW opt(model->parameters(),
+                          torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
+
+  fs::create_directories(fs::path(out_file).parent_path().empty() ? "." : fs::path(out_file).parent_path());
+  const std::string tmp = out_file + ".tmp";
+  double best = std::numeric_limits<double>::infinity();
+  ProgressBar bar(cfg.epochs, std::string("train ") + family_name(cfg.family), quiet);
+  const int64_t n = r.rows_train;
+  int64_t samples_seen = 0;
+  double train_s = 0;
+  for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
+    double lr = cfg.lr;
+    if (cfg.lr_schedule == "cosine")
+      lr = cfg.lr * (0.01 + 0.99 * 0.5 * (1 + std::cos(M_PI * (epoch - 1) / std::max(1, cfg.epochs - 1))));
+    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+
+    const auto e0 = std::chrono::steady_clock::now();
+    auto perm = torch::randperm(n, torch::kLong);
+    double loss_sum = 0;
+    int64_t batches = 0;
+    for (int64_t i = 0; i < n; i += cfg.batch_size) {
+      auto b = perm.slice(0, i, std::min<int64_t>(n, i + cfg.batch_size));
+      auto pred = latency_from_output(model->forward(tr.x.index_select(0, b)), tr.base_ms.index_select(0, b));
+      auto loss = smape_loss(pred, tr.y_ms.index_select(0, b));
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+      loss_sum += loss.item<double>();
+      ++batches;
+    }
+    train_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
+    samples_seen += n;
+    const double val = mape_pct(model, va, cfg.val_batch_size);
+    if (epoch == 1) r.first_val_mape_pct = val;
+    if (val < best) {
+      best = val;
+      r.best_epoch = epoch;
+      torch::save(model, tmp);
+      fs::rename(tmp, out_file);
+    }
+    r.epochs_run = epoch;
+    char note[128];
+    std::snprintf(note, sizeof note, "epoch %d smape=%.4f val_mape=%.2f%% best=%.2f%%", epoch,
+                  loss_sum / std::max<int64_t>(1, batches), val, best);
+    bar.tick(1, note);
+    if (interrupted()) {
+      r.interrupted = true;
+      TC_LOG(Warn) << "interrupted: keeping the best checkpoint so far (epoch " << r.best_epoch << ")";
+      break;
+    }
+  }
+  if (!r.interrupted) bar.finish();
+  r.val_mape_pct = best;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.samples_per_s = train_s > 0 ? samples_seen / train_s : 0;
+  return r;
+}
+
+std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus) {
+  configure_torch_threads();
+  if (!neusight_dir_present(opt.neusight_dir))
+    throw ConfigError(opt.neusight_dir + ": NeuSight data not found (pass --neusight-dir or set TILECAST_NEUSIGHT_DIR)");
+  std::vector<Family> fams = opt.families;
+  if (fams.empty()) fams.assign(kAllFamilies.begin(), kAllFamilies.end());
+
+  // The tile table always comes from all GEMM training rows, so that every family's
+  // checkpoint sees the same tiles the predictor will use.
+  TileTable tiles;
+  std::vector<std::string> gemm_files;
+  for (Family f : {Family::kBmm, Family::kLinear}) {
+    auto files = training_files(opt.neusight_dir, f);
+    gemm_files.insert(gemm_files.end(), files.begin(), files.end());
+  }
+  std::map<Family, std::vector<KernelSample>> gemm_rows;
+  for (const auto& f : gemm_files) {
+    auto rows = read_kernel_csv(f);
+    tiles.add_samples(rows);
+    auto& dst = gemm_rows[op_family(rows.empty() ? OpKind::kBmm : rows.front().query.op)];
+    dst.insert(dst.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  }
+  fs::create_directories(opt.out_dir);
+  WeightsManifest manifest = load_manifest_or_empty(opt.out_dir);
+  manifest.feature_schema_version = kFeatureSchemaVersion;
+  tiles.save((fs::path(opt.out_dir) / manifest.tile_table).string());
+  TC_LOG(Info) << "tile table: " << tiles.size() << " shape bins from " << gemm_files.size() << " files";
+
+  std::vector<FamilyResult> results;
+  for (Family fam : fams) {
+    PredictorConfig cfg = load_predictor_config(
+        (fs::path(opt.predictor_config_dir) / (std::string(family_name(fam)) + ".yaml")).string());
+    if (cfg.family != fam) throw ConfigError(cfg.origin + ": field 'family' does not match the file name");
+    if (opt.epochs > 0) cfg.epochs = opt.epochs;
+    if (opt.max_rows >= 0) cfg.max_rows = opt.max_rows;
+    auto files = training_files(opt.neusight_dir, fam);
+    std::vector<KernelSample> rows;
+    if (is_gemm(fam)) {
+      rows = std::move(gemm_rows[fam]);
+    } else {
+      for (const auto& f : files) {
+        auto r = read_kernel_csv(f);
+        rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+      }
+    }
+    TC_LOG(Info) << "training " << family_name(fam) << " on " << rows.size() << " rows ("
+                 << cfg.num_layers << "x" << cfg.hidden_size << ", lr " << cfg.lr << ", batch "
+                 << cfg.batch_size << ", " << cfg.epochs << " epochs)";
+    const std::string file = std::string(family_name(fam)) + ".pt";
+    FamilyResult r = train_family(cfg, rows, tiles, gpus, (fs::path(opt.out_dir) / file).string(), opt.quiet);
+    FamilyEntry e;
+    e.file = file;
+    e.features = feature_names(fam);
+    e.config = cfg;
+    e.rows_train = r.rows_train;
+    e.rows_val = r.rows_val;
+    e.val_mape_pct = r.val_mape_pct;
+    e.best_epoch = r.best_epoch;
+    e.train_seconds = r.seconds;
+    e.data_hash = files_hash(files);
+    e.training_gpus = training_gpus();
+    e.trained_at = utc_now();
+    manifest.families[family_name(fam)] = e;
+    save_manifest(opt.out_dir, manifest);
+    TC_LOG(Info) << family_name(fam) << ": best val MAPE " << r.val_mape_pct << "% at epoch "
+                 << r.best_epoch << ", " << static_cast<int>(r.seconds) << " s, "
+                 << static_cast<int>(r.samples_per_s) << " samples/s";
+    results.push_back(r);
+    if (r.interrupted) break;
+  }
+  return results;
+}
+
+}  // namespace tilecast::trainer

@@ -1,0 +1,46 @@
+#pragma once
+// Training of the per-family MLPs (no torch in this header).
+#include <string>
+#include <vector>
+
+#include "core/gpu_spec.h"
+#include "core/kernel_dataset.h"
+#include "core/tile_table.h"
+#include "trainer/predictor_config.h"
+#include "trainer/weights_manifest.h"
+
+namespace tilecast::trainer {
+
+struct FamilyResult {
+  Family family = Family::kBmm;
+  int64_t rows_train = 0, rows_val = 0;
+  double val_mape_pct = 0;      // best epoch's validation MAPE
+  double first_val_mape_pct = 0;  // after epoch 1
+  int best_epoch = 0, epochs_run = 0;
+  double seconds = 0;
+  double samples_per_s = 0;     // training samples processed per second
+  bool interrupted = false;
+};
+
+// Trains one family on `samples` (all must belong to `cfg.family` and to GPUs in `gpus`),
+// writes the best checkpoint to `out_file` (atomically, whenever validation improves).
+// Tiles come from `tiles`, exactly as at forecast time.
+FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& samples,
+                          const TileTable& tiles, const GpuRegistry& gpus,
+                          const std::string& out_file, bool quiet = false);
+
+struct TrainOptions {
+  std::string neusight_dir;         // data root
+  std::string out_dir;              // weights folder to write
+  std::string predictor_config_dir; // configs/predictors
+  std::vector<Family> families;     // empty = all five
+  int epochs = 0;                   // >0 overrides the configs
+  int64_t max_rows = -1;            // >=0 overrides the configs
+  bool quiet = false;
+};
+
+// Loads NeuSight's training CSVs (five training GPUs only), builds the tile table, trains
+// the families in turn and records each in out_dir/manifest.yaml as soon as it finishes.
+std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus);
+
+}  // namespace tilecast::trainer
