@@ -27,7 +27,7 @@ std::vector<KernelQuery> random_queries(int n, uint64_t seed) {
   for (int i = 0; i < n; ++i) {
     KernelQuery q;
     switch (pick(rng)) {
-      case 0: q.op = OpKind::kBmm; q.b = 1 << e(rng) / 2; q.m = 1 << e(rng); q.n = 1 << e(rng) / 2 + 3; q.k = 1 << e(rng); break;
+      case 0: q.op = OpKind::kBmm; q.b = 1 << (e(rng) / 2); q.m = 1 << e(rng); q.n = 1 << (e(rng) / 2 + 3); q.k = 1 << e(rng); break;
       case 1: q.op = OpKind::kLinear; q.m = 1 << e(rng); q.n = 1 << e(rng); q.k = 1 << e(rng); break;
       case 2: q.op = OpKind::kGelu; q.b = 1 << e(rng); q.h = 1 << e(rng); break;
       case 3: q.op = OpKind::kSoftmax; q.b = 1 << e(rng); q.h = 1 << e(rng); break;

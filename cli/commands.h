@@ -16,7 +16,7 @@ int run_gpus(const Args& args, const GlobalOptions& g);
 int run_predict_kernel(const Args& args, const GlobalOptions& g);
 int run_train(const Args& args, const GlobalOptions& g);
 int run_eval_kernels(const Args& args, const GlobalOptions& g);
+int run_predict(const Args& args, const GlobalOptions& g);
+int run_eval_models(const Args& args, const GlobalOptions& g);
 
-// Shared helpers.
-// Parses `args` against `desc` (+ positional none); prints help and returns false on --help.
 }  // namespace tilecast::cli

@@ -25,6 +25,8 @@ const std::map<std::string, Command>& commands() {
       {"predict-kernel", {cli::run_predict_kernel, "forecast one kernel on a GPU"}},
       {"train", {cli::run_train, "train the per-family MLPs on the training GPUs' kernel data"}},
       {"eval-kernels", {cli::run_eval_kernels, "forecast NeuSight-format kernel rows and report MAPE"}},
+      {"predict", {cli::run_predict, "forecast a whole model (inference or a training step) on a GPU"}},
+      {"eval-models", {cli::run_eval_models, "forecast NeuSight's end-to-end labels and compare with its published errors"}},
   };
   return cmds;
 }

@@ -23,6 +23,15 @@ int next_pow2(int64_t x) {
 
 double lg(double x) { return std::log2(std::max(x, 1e-30)); }
 
+// log2 of the largest power of two dividing x, capped: vectorised loads and aligned
+// library kernels need dims that are multiples of 2, 4, 8...; random training shapes are
+// mostly unaligned while real models are aligned.
+float alignment(int64_t x, int cap) {
+  int tz = 0;
+  while (tz < cap && x % (int64_t{2} << tz) == 0) ++tz;
+  return static_cast<float>(tz);
+}
+
 }  // namespace
 
 void validate_query(const KernelQuery& q, const std::string& context) {
@@ -181,11 +190,12 @@ const std::vector<std::string>& feature_names(Family f) {
       "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill",
       "log2_tile_m",     "log2_tile_k",    "log2_split_k", "log2_b",
       "log2_m",          "log2_n",         "log2_k",     "log2_bytes_over_l2",
-      "log2_wave_us"};
+      "log2_wave_us",    "align_m",        "align_n",    "align_k"};
   static const std::vector<std::string> vec = {
       "log2_compute_us", "log2_memory_us", "log2_waves",        "last_wave_fill",
       "log2_b",          "log2_h",         "log2_bytes_over_l2", "bytes_per_elem_over_4",
-      "log2_flops_per_elem", "scalar_operand", "log2_threads_per_cta", "log2_elems_per_cta"};
+      "log2_flops_per_elem", "scalar_operand", "log2_threads_per_cta", "log2_elems_per_cta",
+      "align_h"};
   return is_gemm(f) ? gemm : vec;
 }
 
@@ -212,6 +222,9 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     // Time of one wave of tiles on one SM at peak (NeuSight's tile-level feature).
     double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
     out[i++] = float(lg(s_to_us(compute_s(tile_flops, gpu.fp32_gemm_peak_gflops() / gpu.num_sms))));
+    out[i++] = alignment(q.m, 5);
+    out[i++] = alignment(q.n, 5);
+    out[i++] = alignment(q.k, 5);
   } else {
     const OpInfo& info = op_info(q.op);
     out[i++] = float(lg(double(q.b)));
@@ -222,6 +235,7 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = info.scalar_operand ? 1.f : 0.f;
     out[i++] = float(lg(li.threads_per_cta));
     out[i++] = float(lg(li.elems_per_cta));
+    out[i++] = alignment(q.h, 8);
   }
 }
 

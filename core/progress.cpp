@@ -46,7 +46,7 @@ void ProgressBar::draw(const std::string& note, bool force) {
     std::fflush(stderr);
   } else {
     int decile = static_cast<int>(frac * 10);
-    if (decile == last_decile_ && !force) return;
+    if (decile == last_decile_) return;
     last_decile_ = decile;
     TC_LOG(Info) << label_ << " " << done_ << "/" << total_ << " (" << static_cast<int>(100 * frac)
                  << "%, " << static_cast<int>(elapsed_s) << "s elapsed) " << note;

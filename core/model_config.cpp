@@ -1,0 +1,158 @@
+#include "core/model_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/gpu_spec.h"
+
+namespace fs = std::filesystem;
+
+namespace tilecast {
+namespace {
+
+int64_t int_field(const nlohmann::json& j, const std::string& path, const std::vector<std::string>& keys,
+                  bool required = true, int64_t fallback = 0) {
+  for (const auto& k : keys) {
+    if (!j.contains(k) || j[k].is_null()) continue;
+    if (!j[k].is_number_integer())
+      throw ConfigError(path + ": field '" + k + "': expected an integer");
+    int64_t v = j[k].get<int64_t>();
+    if (v < 1 || v > (int64_t{1} << 24))
+      throw ConfigError(path + ": field '" + k + "': " + std::to_string(v) + " out of range [1, 2^24]");
+    return v;
+  }
+  if (required) throw ConfigError(path + ": missing field '" + keys.front() + "'");
+  return fallback;
+}
+
+std::string resolve_path(const std::string& spec, const std::string& dir) {
+  if (fs::exists(spec) && fs::is_regular_file(spec)) return spec;
+  if (spec.find('/') != std::string::npos || (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json"))
+    throw ConfigError(spec + ": model config not found");
+  std::string key = normalize_gpu_key(spec);
+  for (const auto& name : bundled_models(dir))
+    if (normalize_gpu_key(name) == key) return (fs::path(dir) / (name + ".json")).string();
+  const fs::path aliases = fs::path(dir) / "aliases.yaml";
+  if (fs::exists(aliases)) {
+    YAML::Node a = YAML::LoadFile(aliases.string());
+    for (const auto& kv : a)
+      if (normalize_gpu_key(kv.first.as<std::string>()) == key)
+        return (fs::path(dir) / (kv.second.as<std::string>() + ".json")).string();
+  }
+  std::string all;
+  for (const auto& n : bundled_models(dir)) all += (all.empty() ? "" : ", ") + n;
+  throw ConfigError("unknown model '" + spec + "' (bundled: " + all + "; or pass a config.json path)");
+}
+
+}  // namespace
+
+std::vector<std::string> bundled_models(const std::string& dir) {
+  std::vector<std::string> names;
+  if (!fs::is_directory(dir)) return names;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ModelConfig load_model_config(const std::string& spec, const std::string& models_dir) {
+  const std::string path = resolve_path(spec, models_dir);
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open file");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(path + ": malformed JSON: " + std::string(e.what()));
+  }
+  if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
+  ModelConfig m;
+  m.origin = path;
+  m.name = fs::path(path).stem().string();
+  if (!j.contains("model_type") || !j["model_type"].is_string())
+    throw ConfigError(path + ": missing field 'model_type'");
+  m.model_type = j["model_type"].get<std::string>();
+  auto str = [&](const char* k, const std::string& dflt) {
+    return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : dflt;
+  };
+  if (m.model_type == "gpt2") {
+    m.hidden = int_field(j, path, {"n_embd"});
+    m.layers = int_field(j, path, {"n_layer"});
+    m.heads = int_field(j, path, {"n_head"});
+    m.ffn = int_field(j, path, {"n_inner"}, false, 4 * m.hidden);
+    m.vocab = int_field(j, path, {"vocab_size"});
+    m.max_positions = int_field(j, path, {"n_positions", "n_ctx"});
+    m.activation = str("activation_function", "gelu_new");
+  } else if (m.model_type == "bert") {
+    m.hidden = int_field(j, path, {"hidden_size"});
+    m.layers = int_field(j, path, {"num_hidden_layers"});
+    m.heads = int_field(j, path, {"num_attention_heads"});
+    m.ffn = int_field(j, path, {"intermediate_size"});
+    m.vocab = int_field(j, path, {"vocab_size"});
+    m.max_positions = int_field(j, path, {"max_position_embeddings"});
+    m.activation = str("hidden_act", "gelu");
+  } else if (m.model_type == "opt") {
+    m.hidden = int_field(j, path, {"hidden_size"});
+    m.layers = int_field(j, path, {"num_hidden_layers"});
+    m.heads = int_field(j, path, {"num_attention_heads"});
+    m.ffn = int_field(j, path, {"ffn_dim"});
+    m.vocab = int_field(j, path, {"vocab_size"});
+    m.max_positions = int_field(j, path, {"max_position_embeddings"});
+    m.activation = str("activation_function", "relu");
+    if (int_field(j, path, {"word_embed_proj_dim"}, false, m.hidden) != m.hidden)
+      throw ConfigError(path + ": field 'word_embed_proj_dim': projections (!= hidden_size) are not modelled");
+  } else if (m.model_type == "switch_transformers") {
+    m.hidden = int_field(j, path, {"d_model"});
+    m.layers = int_field(j, path, {"num_layers"});
+    m.decoder_layers = int_field(j, path, {"num_decoder_layers"}, false, m.layers);
+    m.heads = int_field(j, path, {"num_heads"});
+    m.head_dim = int_field(j, path, {"d_kv"});
+    m.ffn = int_field(j, path, {"d_ff"});
+    m.vocab = int_field(j, path, {"vocab_size"});
+    m.num_experts = int_field(j, path, {"num_experts"});
+    m.expert_capacity = int_field(j, path, {"expert_capacity"});
+    m.encoder_sparse_step = int_field(j, path, {"encoder_sparse_step"}, false, 2);
+    m.decoder_sparse_step = int_field(j, path, {"decoder_sparse_step"}, false, 2);
+    m.activation = str("feed_forward_proj", "relu");
+  } else {
+    throw ConfigError(path + ": field 'model_type': unsupported '" + m.model_type +
+                      "' (bert, gpt2, opt, switch_transformers)");
+  }
+  if (m.head_dim == 0) {
+    if (m.hidden % m.heads != 0)
+      throw ConfigError(path + ": hidden size " + std::to_string(m.hidden) + " is not divisible by " +
+                        std::to_string(m.heads) + " heads");
+    m.head_dim = m.hidden / m.heads;
+  }
+  static const char* acts[] = {"gelu", "gelu_new", "relu", "gelu_pytorch_tanh"};
+  if (std::find(std::begin(acts), std::end(acts), m.activation) == std::end(acts))
+    throw ConfigError(path + ": activation '" + m.activation + "' is not modelled (gelu, gelu_new, relu)");
+  return m;
+}
+
+double model_parameters(const ModelConfig& m) {
+  const double h = m.hidden, f = m.ffn, v = m.vocab;
+  if (m.model_type == "switch_transformers") {
+    const double inner = double(m.heads) * m.head_dim;
+    const double attn = 4 * h * inner + h;  // q,k,v,o (no bias) + norm
+    const double dense_ff = 2 * h * f + h;
+    const double moe_ff = m.num_experts * 2 * h * f + h * m.num_experts + h;
+    auto stack = [&](int64_t layers, int64_t step, double extra_attn) {
+      double p = 0;
+      for (int64_t i = 0; i < layers; ++i) p += attn + extra_attn + ((i % step == step - 1) ? moe_ff : dense_ff);
+      return p;
+    };
+    return v * h + stack(m.layers, m.encoder_sparse_step, 0) + stack(m.decoder_layers, m.decoder_sparse_step, attn) + 2 * h;
+  }
+  const double layer = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;  // attn + mlp + 2 LNs
+  double emb = v * h + double(m.max_positions) * h;
+  if (m.model_type == "bert") emb += 2 * h + 2 * h;  // token types + embedding LN
+  return emb + m.layers * layer + 2 * h;
+}
+
+}  // namespace tilecast

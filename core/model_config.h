@@ -1,0 +1,36 @@
+#pragma once
+// Transformer model sizes read from a Hugging Face config.json.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilecast {
+
+struct ModelConfig {
+  std::string name;        // bundled name or file stem
+  std::string model_type;  // "bert" | "gpt2" | "opt" | "switch_transformers"
+  int64_t hidden = 0;      // d_model
+  int64_t layers = 0;      // (encoder) layers
+  int64_t heads = 0;
+  int64_t head_dim = 0;    // hidden / heads (switch: d_kv)
+  int64_t ffn = 0;         // feed-forward width
+  int64_t vocab = 0;
+  int64_t max_positions = 0;  // 0 = unlimited (relative positions)
+  std::string activation;     // "gelu", "gelu_new", "relu"
+  // switch_transformers only
+  int64_t decoder_layers = 0;
+  int64_t num_experts = 0;
+  int64_t expert_capacity = 0;
+  int64_t encoder_sparse_step = 0, decoder_sparse_step = 0;
+  std::string origin;
+};
+
+// `spec` is a path to a config.json or a bundled name in `models_dir` (also NeuSight's
+// names, e.g. "gpt2_large", through configs/models/aliases.yaml). Unknown model types,
+// missing or non-positive fields throw ConfigError naming the file and field.
+ModelConfig load_model_config(const std::string& spec, const std::string& models_dir);
+std::vector<std::string> bundled_models(const std::string& models_dir);
+// Parameter count (weights + biases + norms + embeddings), for the optimizer estimate.
+double model_parameters(const ModelConfig& m);
+
+}  // namespace tilecast

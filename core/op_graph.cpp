@@ -1,0 +1,449 @@
+#include "core/op_graph.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace tilecast {
+
+KernelQuery linear_q(int64_t m, int64_t n, int64_t k) {
+  KernelQuery q;
+  q.op = OpKind::kLinear;
+  q.b = 1, q.m = m, q.n = n, q.k = k;
+  return q;
+}
+KernelQuery bmm_q(int64_t b, int64_t m, int64_t n, int64_t k) {
+  KernelQuery q;
+  q.op = OpKind::kBmm;
+  q.b = b, q.m = m, q.n = n, q.k = k;
+  return q;
+}
+KernelQuery vec_q(OpKind op, int64_t rows, int64_t h) {
+  KernelQuery q;
+  q.op = op;
+  q.b = rows, q.h = h;
+  return q;
+}
+
+namespace {
+
+constexpr double kF32 = 4.0;
+
+// Appends operators in program order; `count` applies to everything added until changed.
+class Builder {
+ public:
+  Builder(OpGraph& g) : g_(g) {}
+  bool training() const { return g_.mode == Mode::kTraining; }
+  void set_count(int64_t c) { count_ = c; }
+  void set_prefix(const std::string& p) { prefix_ = p; }
+
+  GraphOp& op(const std::string& name, const std::string& kind) {
+    GraphOp o;
+    o.name = prefix_ + name;
+    o.kind = kind;
+    o.count = count_;
+    g_.ops.push_back(o);
+    return g_.ops.back();
+  }
+
+  // y = x W^T (+ b), x: (M, N), W: (K, N). Backward: dX = dY W, dW = dY^T X, db = sum(dY).
+  void linear(const std::string& name, int64_t m, int64_t n, int64_t k, bool bias = true) {
+    GraphOp& o = op(name, "linear");
+    o.fw.push_back(KernelCall::kernel(linear_q(m, n, k)));
+    if (!training()) return;
+    o.bw.push_back(KernelCall::kernel(linear_q(m, k, n)));
+    o.bw.push_back(KernelCall::kernel(linear_q(k, m, n)));
+    if (bias) o.bw.push_back(KernelCall::mem(kF32 * (double(m) * k + k)));
+    o.acc.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, k, n)));
+    if (bias) o.acc.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, 1, k)));
+  }
+
+  // (B,M,N) x (B,N,K). Backward: dA = dC B^T (B,M,K,N), dB = A^T dC (B,N,M,K).
+  void bmm(const std::string& name, int64_t b, int64_t m, int64_t n, int64_t k) {
+    GraphOp& o = op(name, "bmm");
+    o.fw.push_back(KernelCall::kernel(bmm_q(b, m, n, k)));
+    if (!training()) return;
+    o.bw.push_back(KernelCall::kernel(bmm_q(b, m, k, n)));
+    o.bw.push_back(KernelCall::kernel(bmm_q(b, n, m, k)));
+  }
+
+  // Elementwise op on a (rows, h) tensor, with the autograd kernels of its backward.
+  void eltwise(const std::string& name, OpKind kind, int64_t rows, int64_t h, bool residual = false) {
+    GraphOp& o = op(name, "elementwise");
+    o.fw.push_back(KernelCall::kernel(vec_q(kind, rows, h)));
+    if (!training()) return;
+    auto bw = [&](OpKind k) { o.bw.push_back(KernelCall::kernel(vec_q(k, rows, h))); };
+    switch (kind) {
+      case OpKind::kAdd:
+        // AddBackward passes the gradient through; the kernel is the sum where the residual
+        // stream forks (both branches' gradients meet).
+        if (residual) bw(OpKind::kAdd);
+        break;
+      case OpKind::kAddU: break;
+      case OpKind::kMul: bw(OpKind::kMul); bw(OpKind::kMul); break;
+      case OpKind::kMulU: case OpKind::kDivU: bw(OpKind::kMulU); break;
+      case OpKind::kDiv: bw(OpKind::kDiv); bw(OpKind::kDiv); break;
+      case OpKind::kPow: case OpKind::kPowU: bw(OpKind::kPowU); bw(OpKind::kMul); bw(OpKind::kMulU); break;
+      case OpKind::kTanh: case OpKind::kRelu: bw(OpKind::kMul); break;  // tanh/threshold_backward
+      case OpKind::kGelu: bw(OpKind::kGelu); break;
+      default: break;
+    }
+  }
+
+  void layernorm(const std::string& name, int64_t rows, int64_t h) {
+    GraphOp& o = op(name, "layernorm");
+    o.fw.push_back(KernelCall::kernel(vec_q(OpKind::kLayerNorm, rows, h)));
+    if (!training()) return;
+    // layer_norm_backward: the input-gradient kernel (a row pass like the forward) and the
+    // gamma/beta column reduction over x and dy.
+    o.bw.push_back(KernelCall::kernel(vec_q(OpKind::kLayerNorm, rows, h)));
+    o.bw.push_back(KernelCall::mem(2 * kF32 * double(rows) * h));
+    o.acc.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, 1, h)));
+    o.acc.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, 1, h)));
+  }
+
+  void softmax(const std::string& name, int64_t rows, int64_t h) {
+    GraphOp& o = op(name, "softmax");
+    o.fw.push_back(KernelCall::kernel(vec_q(OpKind::kSoftmax, rows, h)));
+    if (!training()) return;
+    o.bw.push_back(KernelCall::kernel(vec_q(OpKind::kMul, rows, h)));
+    o.bw.push_back(KernelCall::kernel(vec_q(OpKind::kSoftmax, rows, h)));
+  }
+
+  // Dropout only launches kernels in training (eval-mode dropout is the identity):
+  // fused_dropout writes the output and a mask; the backward scales by the mask.
+  void dropout(const std::string& name, int64_t rows, int64_t h) {
+    if (!training()) return;
+    GraphOp& o = op(name, "elementwise");
+    o.fw.push_back(KernelCall::kernel(vec_q(OpKind::kMul, rows, h)));
+    o.bw.push_back(KernelCall::kernel(vec_q(OpKind::kMul, rows, h)));
+  }
+
+  // Pure data movement: `fw_bytes` read+written forward, `bw_bytes` backward.
+  void mem(const std::string& name, double fw_bytes, double bw_bytes) {
+    GraphOp& o = op(name, "memory");
+    o.fw.push_back(KernelCall::mem(fw_bytes));
+    if (training() && bw_bytes > 0) o.bw.push_back(KernelCall::mem(bw_bytes));
+  }
+
+  // Row gather from a (vocab, h) table. Backward: zero the (vocab, h) gradient, scatter-add
+  // the rows; AccumulateGrad adds it into .grad.
+  void embedding(const std::string& name, int64_t tokens, int64_t vocab, int64_t h) {
+    GraphOp& o = op(name, "embedding");
+    o.fw.push_back(KernelCall::mem(2 * kF32 * double(tokens) * h + 8.0 * tokens));
+    if (!training()) return;
+    o.bw.push_back(KernelCall::mem(kF32 * double(vocab) * h + 3 * kF32 * double(tokens) * h));
+    o.acc.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, vocab, h)));
+  }
+
+ private:
+  OpGraph& g_;
+  int64_t count_ = 1;
+  std::string prefix_;
+};
+
+// Self-attention core shared by GPT-2, OPT and BERT: scores, scaling, mask, softmax,
+// dropout, context, head merge. `t` tokens = batch * seq.
+void attention_core(Builder& b, const std::string& p, int64_t batch, int64_t seq, int64_t heads,
+                    int64_t head_dim, OpKind scale_op, bool causal_where, bool mask_add,
+                    bool attn_dropout) {
+  const int64_t bh = batch * heads, rows = bh * seq;
+  b.bmm(p + "scores", bh, seq, head_dim, seq);
+  b.eltwise(p + "scale", scale_op, rows, seq);
+  if (causal_where)  // torch.where(causal_mask, w, -inf): reads the bool mask and w, writes w
+    b.mem(p + "causal_mask", 2 * kF32 * double(rows) * seq + double(seq) * seq, 2 * kF32 * double(rows) * seq);
+  if (mask_add) b.eltwise(p + "mask_add", OpKind::kAddU, rows, seq);
+  b.softmax(p + "softmax", rows, seq);
+  if (attn_dropout) b.dropout(p + "attn_dropout", rows, seq);
+  b.bmm(p + "context", bh, seq, seq, head_dim);
+  const double t_h = double(batch) * seq * heads * head_dim;
+  b.mem(p + "merge_heads", 2 * kF32 * t_h, 2 * kF32 * t_h);  // permute(...).contiguous()
+}
+
+void activation(Builder& b, const std::string& p, const std::string& act, int64_t t, int64_t f) {
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
+    // HF NewGELU: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), eight kernels in eager.
+    b.eltwise(p + "gelu.mul", OpKind::kMulU, t, f);
+    b.eltwise(p + "gelu.pow", OpKind::kPowU, t, f);
+    b.eltwise(p + "gelu.mul_1", OpKind::kMulU, t, f);
+    b.eltwise(p + "gelu.add", OpKind::kAdd, t, f);
+    b.eltwise(p + "gelu.mul_2", OpKind::kMulU, t, f);
+    b.eltwise(p + "gelu.tanh", OpKind::kTanh, t, f);
+    b.eltwise(p + "gelu.add_1", OpKind::kAddU, t, f);
+    b.eltwise(p + "gelu.mul_3", OpKind::kMul, t, f);
+  } else if (act == "gelu") {
+    b.eltwise(p + "gelu", OpKind::kGelu, t, f);
+  } else {
+    b.eltwise(p + "relu", OpKind::kRelu, t, f);
+  }
+}
+
+void build_gpt2(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq, h = m.hidden;
+  b.embedding("wte", t, m.vocab, h);
+  b.embedding("wpe", seq, m.max_positions, h);
+  b.eltwise("embed_add", OpKind::kAdd, t, h);
+  b.dropout("embed_dropout", t, h);
+  b.set_count(m.layers);
+  b.set_prefix("h.");
+  b.layernorm("ln_1", t, h);
+  b.linear("attn.c_attn", t, h, 3 * h);
+  attention_core(b, "attn.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, true, false, true);
+  b.linear("attn.c_proj", t, h, h);
+  b.dropout("attn.resid_dropout", t, h);
+  b.eltwise("residual_1", OpKind::kAdd, t, h, true);
+  b.layernorm("ln_2", t, h);
+  b.linear("mlp.c_fc", t, h, m.ffn);
+  activation(b, "mlp.", m.activation, t, m.ffn);
+  b.linear("mlp.c_proj", t, m.ffn, h);
+  b.dropout("mlp.dropout", t, h);
+  b.eltwise("residual_2", OpKind::kAdd, t, h, true);
+  b.set_count(1);
+  b.set_prefix("");
+  b.layernorm("ln_f", t, h);
+  b.linear("lm_head", t, h, m.vocab, false);  // weight tied to wte
+}
+
+void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq, h = m.hidden;
+  b.embedding("embed_tokens", t, m.vocab, h);
+  b.mem("positions", 3 * 8.0 * t, 0);  // attention-mask cumsum -> position ids
+  b.embedding("embed_positions", t, m.max_positions + 2, h);
+  b.eltwise("embed_add", OpKind::kAdd, t, h);
+  b.dropout("embed_dropout", t, h);
+  b.set_count(m.layers);
+  b.set_prefix("layers.");
+  b.layernorm("self_attn_layer_norm", t, h);
+  b.linear("self_attn.q_proj", t, h, h);
+  b.linear("self_attn.k_proj", t, h, h);
+  b.linear("self_attn.v_proj", t, h, h);
+  b.eltwise("self_attn.q_scale", OpKind::kMulU, t, h);
+  // Scores, causal mask add, clamp to finfo.min (torch.max), softmax, context.
+  const int64_t bh = batch * m.heads, rows = bh * seq;
+  b.bmm("self_attn.scores", bh, seq, m.head_dim, seq);
+  b.eltwise("self_attn.mask_add", OpKind::kAdd, rows, seq);
+  b.eltwise("self_attn.mask_max", OpKind::kAddU, rows, seq);
+  b.softmax("self_attn.softmax", rows, seq);
+  b.bmm("self_attn.context", bh, seq, seq, m.head_dim);
+  b.mem("self_attn.merge_heads", 2 * kF32 * double(t) * h, 2 * kF32 * double(t) * h);
+  b.linear("self_attn.out_proj", t, h, h);
+  b.dropout("dropout_1", t, h);
+  b.eltwise("residual_1", OpKind::kAdd, t, h, true);
+  b.layernorm("final_layer_norm", t, h);
+  b.linear("fc1", t, h, m.ffn);
+  activation(b, "", m.activation, t, m.ffn);
+  b.linear("fc2", t, m.ffn, h);
+  b.dropout("dropout_2", t, h);
+  b.eltwise("residual_2", OpKind::kAdd, t, h, true);
+  b.set_count(1);
+  b.set_prefix("");
+  b.layernorm("final_layer_norm", t, h);
+  b.linear("lm_head", t, h, m.vocab, false);
+}
+
+void build_bert(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq, h = m.hidden;
+  b.embedding("word_embeddings", t, m.vocab, h);
+  b.embedding("token_type_embeddings", t, 2, h);
+  b.embedding("position_embeddings", seq, m.max_positions, h);
+  b.eltwise("embed_add", OpKind::kAdd, t, h);
+  b.eltwise("embed_add_1", OpKind::kAdd, t, h);
+  b.layernorm("embeddings.layer_norm", t, h);
+  b.dropout("embeddings.dropout", t, h);
+  b.set_count(m.layers);
+  b.set_prefix("encoder.layer.");
+  b.linear("attention.self.query", t, h, h);
+  b.linear("attention.self.key", t, h, h);
+  b.linear("attention.self.value", t, h, h);
+  attention_core(b, "attention.self.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, false, true, true);
+  b.linear("attention.output.dense", t, h, h);
+  b.dropout("attention.output.dropout", t, h);
+  b.eltwise("attention.output.residual", OpKind::kAdd, t, h, true);
+  b.layernorm("attention.output.layer_norm", t, h);
+  b.linear("intermediate.dense", t, h, m.ffn);
+  activation(b, "intermediate.", m.activation, t, m.ffn);
+  b.linear("output.dense", t, m.ffn, h);
+  b.dropout("output.dropout", t, h);
+  b.eltwise("output.residual", OpKind::kAdd, t, h, true);
+  b.layernorm("output.layer_norm", t, h);
+  b.set_count(1);
+  b.set_prefix("");
+  if (b.training()) {
+    // BertForPreTraining heads: masked-LM transform + decoder, next-sentence pooler.
+    b.linear("cls.predictions.transform.dense", t, h, h);
+    b.eltwise("cls.predictions.transform.gelu", OpKind::kGelu, t, h);
+    b.layernorm("cls.predictions.transform.layer_norm", t, h);
+    b.linear("cls.predictions.decoder", t, h, m.vocab);
+    b.mem("pooler.first_token", 2 * kF32 * double(batch) * h, 2 * kF32 * double(batch) * h);
+    b.linear("pooler.dense", batch, h, h);
+    b.eltwise("pooler.tanh", OpKind::kTanh, batch, h);
+    b.linear("cls.seq_relationship", batch, h, 2);
+  } else {
+    // BertForSequenceClassification: pooler + 2-way classifier.
+    b.mem("pooler.first_token", 2 * kF32 * double(batch) * h, 0);
+    b.linear("pooler.dense", batch, h, h);
+    b.eltwise("pooler.tanh", OpKind::kTanh, batch, h);
+    b.linear("classifier", batch, h, 2);
+  }
+}
+
+// T5-style stack of Switch Transformers. Sparse layers route each token to one of E experts;
+// every expert runs on a fixed buffer of batch * expert_capacity tokens (as in the labels).
+void switch_stack(Builder& b, const ModelConfig& m, const std::string& p, int64_t batch,
+                  int64_t seq, int64_t enc_seq, int64_t layers, int64_t sparse_step, bool decoder) {
+  const int64_t t = batch * seq, h = m.hidden, inner = m.heads * m.head_dim;
+  const int64_t sparse = sparse_step > 0 ? layers / sparse_step : 0;
+  const int64_t dense = layers - sparse;
+  const int64_t bh = batch * m.heads;
+  b.set_prefix(p);
+  b.mem("relative_position_bias", kF32 * 2.0 * m.heads * seq * seq, 0);
+  for (int kind = 0; kind < 2; ++kind) {  // 0: dense layers, 1: sparse layers
+    const int64_t count = kind == 0 ? dense : sparse;
+    if (count == 0) continue;
+    b.set_count(count);
+    b.set_prefix(p + (kind == 0 ? "dense_layer." : "sparse_layer."));
+    // Self-attention (T5 RMS norm costed as a layer norm; no biases; unscaled scores).
+    b.layernorm("self_attn_norm", t, h);
+    b.linear("self_attn.q", t, h, inner, false);
+    b.linear("self_attn.k", t, h, inner, false);
+    b.linear("self_attn.v", t, h, inner, false);
+    b.bmm("self_attn.scores", bh, seq, m.head_dim, seq);
+    b.eltwise("self_attn.position_bias", OpKind::kAdd, bh * seq, seq);
+    b.softmax("self_attn.softmax", bh * seq, seq);
+    b.dropout("self_attn.dropout", bh * seq, seq);
+    b.bmm("self_attn.context", bh, seq, seq, m.head_dim);
+    b.mem("self_attn.merge_heads", 2 * kF32 * double(t) * inner, 2 * kF32 * double(t) * inner);
+    b.linear("self_attn.o", t, inner, h, false);
+    b.dropout("self_attn.out_dropout", t, h);
+    b.eltwise("self_attn.residual", OpKind::kAdd, t, h, true);
+    if (decoder) {
+      b.layernorm("cross_attn_norm", t, h);
+      b.linear("cross_attn.q", t, h, inner, false);
+      b.linear("cross_attn.k", batch * enc_seq, h, inner, false);
+      b.linear("cross_attn.v", batch * enc_seq, h, inner, false);
+      b.bmm("cross_attn.scores", bh, seq, m.head_dim, enc_seq);
+      b.softmax("cross_attn.softmax", bh * seq, enc_seq);
+      b.dropout("cross_attn.dropout", bh * seq, enc_seq);
+      b.bmm("cross_attn.context", bh, seq, enc_seq, m.head_dim);
+      b.mem("cross_attn.merge_heads", 2 * kF32 * double(t) * inner, 2 * kF32 * double(t) * inner);
+      b.linear("cross_attn.o", t, inner, h, false);
+      b.dropout("cross_attn.out_dropout", t, h);
+      b.eltwise("cross_attn.residual", OpKind::kAdd, t, h, true);
+    }
+    b.layernorm("ff_norm", t, h);
+    if (kind == 0) {
+      b.linear("ff.wi", t, h, m.ffn, false);
+      b.eltwise("ff.relu", OpKind::kRelu, t, m.ffn);
+      b.dropout("ff.dropout", t, m.ffn);
+      b.linear("ff.wo", t, m.ffn, h, false);
+    } else {
+      const int64_t cap_tokens = batch * m.expert_capacity;
+      b.linear("moe.router", t, h, m.num_experts, false);
+      b.softmax("moe.router_softmax", t, m.num_experts);
+      b.mem("moe.routing", kF32 * 6.0 * t * m.num_experts, kF32 * 2.0 * t * m.num_experts);
+      b.set_count(count * m.num_experts);
+      b.mem("moe.expert_gather", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
+      b.linear("moe.expert.wi", cap_tokens, h, m.ffn, false);
+      b.eltwise("moe.expert.relu", OpKind::kRelu, cap_tokens, m.ffn);
+      b.dropout("moe.expert.dropout", cap_tokens, m.ffn);
+      b.linear("moe.expert.wo", cap_tokens, m.ffn, h, false);
+      b.mem("moe.expert_scatter", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
+      b.set_count(count);
+      b.eltwise("moe.scale_by_router_prob", OpKind::kMul, t, h);
+    }
+    b.dropout("ff.out_dropout", t, h);
+    b.eltwise("ff.residual", OpKind::kAdd, t, h, true);
+  }
+  b.set_count(1);
+  b.set_prefix(p);
+  b.layernorm("final_layer_norm", t, h);
+}
+
+void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq;
+  b.embedding("shared_embedding.encoder", t, m.vocab, m.hidden);
+  switch_stack(b, m, "encoder.", batch, seq, seq, m.layers, m.encoder_sparse_step, false);
+  b.set_prefix("");
+  b.embedding("shared_embedding.decoder", t, m.vocab, m.hidden);
+  switch_stack(b, m, "decoder.", batch, seq, seq, m.decoder_layers, m.decoder_sparse_step, true);
+  b.set_prefix("");
+  b.eltwise("lm_head.scale", OpKind::kMulU, t, m.hidden);
+  b.linear("lm_head", t, m.hidden, m.vocab, false);
+}
+
+}  // namespace
+
+OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode) {
+  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
+  if (seq < 1 || seq > (1 << 20)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^20]");
+  if (m.max_positions > 0 && seq > m.max_positions)
+    throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " +
+                      std::to_string(m.max_positions) + " positions");
+  OpGraph g;
+  g.model = m.name;
+  g.batch = batch;
+  g.seq = seq;
+  g.mode = mode;
+  g.parameters = model_parameters(m);
+  Builder b(g);
+  if (m.model_type == "gpt2") build_gpt2(b, m, batch, seq);
+  else if (m.model_type == "opt") build_opt(b, m, batch, seq);
+  else if (m.model_type == "bert") build_bert(b, m, batch, seq);
+  else if (m.model_type == "switch_transformers") build_switch(b, m, batch, seq);
+  else throw ConfigError("unsupported model_type '" + m.model_type + "'");
+  // Training: gradients of tied weights (GPT-2/OPT lm_head = wte) accumulate twice; the
+  // second AccumulateGrad is already on the lm_head Linear, whose own weight is that table.
+  return g;
+}
+
+OpGraph fuse_op_graph(const OpGraph& g) {
+  if (g.mode != Mode::kInference) throw ConfigError("--fusion models torch.compile inference only");
+  OpGraph out = g;
+  out.ops.clear();
+  out.fused = true;
+  auto fusible = [](const GraphOp& o) { return o.kind != "linear" && o.kind != "bmm"; };
+  size_t i = 0;
+  while (i < g.ops.size()) {
+    if (!fusible(g.ops[i])) {
+      out.ops.push_back(g.ops[i++]);
+      continue;
+    }
+    size_t j = i;
+    while (j < g.ops.size() && fusible(g.ops[j]) && g.ops[j].count == g.ops[i].count) ++j;
+    // One generated kernel for the run [i, j): its cost is one pass over the run's largest
+    // tensor, in the routine of its heaviest member (softmax > layernorm > elementwise).
+    GraphOp f;
+    f.count = g.ops[i].count;
+    f.name = g.ops[i].name + (j - i > 1 ? "+" + std::to_string(j - i - 1) : "");
+    int rank = -1;
+    KernelQuery rep;
+    double max_bytes = 0, max_elems = 0;
+    for (size_t k = i; k < j; ++k)
+      for (const auto& c : g.ops[k].fw) {
+        if (c.is_mem) {
+          max_bytes = std::max(max_bytes, c.bytes);
+          continue;
+        }
+        const double elems = double(c.query.b) * c.query.h;
+        const int r = c.query.op == OpKind::kSoftmax ? 2 : c.query.op == OpKind::kLayerNorm ? 1 : 0;
+        if (r > rank || (r == rank && elems > max_elems)) {
+          rank = r;
+          rep = c.query;
+          max_elems = elems;
+        }
+      }
+    if (rank < 0) {
+      f.kind = "memory";
+      f.fw.push_back(KernelCall::mem(max_bytes));
+    } else {
+      f.kind = rank == 2 ? "softmax" : rank == 1 ? "layernorm" : "elementwise";
+      if (rank == 0 && j - i > 1) rep.op = OpKind::kAdd;  // several inputs: a binary pass
+      f.fw.push_back(KernelCall::kernel(rep));
+    }
+    out.ops.push_back(f);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace tilecast

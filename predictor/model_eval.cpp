@@ -1,0 +1,233 @@
+#include "predictor/model_eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "core/model_config.h"
+#include "core/op_graph.h"
+#include "predictor/graph_predictor.h"
+
+namespace fs = std::filesystem;
+
+namespace tilecast::predictor {
+namespace {
+
+std::string cell_key(const std::string& model, int64_t seq, int64_t batch, const std::string& dev,
+                     const std::string& mode, const std::string& option) {
+  return model + "|" + std::to_string(seq) + "|" + std::to_string(batch) + "|" + dev + "|" + mode + "|" + option;
+}
+
+std::map<std::string, double> load_published(const std::string& path) {
+  std::map<std::string, double> out;
+  if (path.empty() || !fs::exists(path)) return out;
+  CsvReader csv(path);
+  const int c_model = csv.column("model_name"), c_seq = csv.column("seqlen"), c_batch = csv.column("batch"),
+            c_dev = csv.column("device"), c_mode = csv.column("mode"), c_opt = csv.column("option"),
+            c_err = csv.column("neusight_all_e2e_err");
+  if (c_model < 0 || c_err < 0) throw DataError(path + ": not a NeuSight summary.csv (needs model_name, neusight_all_e2e_err)");
+  std::vector<std::string> f;
+  while (csv.next(f)) {
+    if (f[c_err].empty()) continue;
+    out[cell_key(f[c_model], parse_int_field(f[c_seq], path, csv.line(), "seqlen"),
+                 parse_int_field(f[c_batch], path, csv.line(), "batch"), f[c_dev], f[c_mode], f[c_opt])] =
+        parse_double_field(f[c_err], path, csv.line(), "neusight_all_e2e_err");
+  }
+  return out;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / v.size();
+}
+
+}  // namespace
+
+ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
+                            const std::string& published_summary, const GpuRegistry& gpus,
+                            const KernelPredictor& kp) {
+  if (!fs::is_directory(labels_dir)) throw ConfigError(labels_dir + ": labels folder not found");
+  const auto published = load_published(published_summary);
+  static const std::regex name_re(R"(^(.+)-(inf|train)-(\d+)-(\d+)(-([A-Za-z0-9_]+))?\.json$)");
+  ModelEvalResult res;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(labels_dir))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& p : files) {
+    std::smatch m;
+    const std::string fname = p.filename().string();
+    if (!std::regex_match(fname, m, name_re)) {
+      res.skipped.push_back(p.string() + ": name does not follow <model>-<inf|train>-<seq>-<batch>[-option].json");
+      continue;
+    }
+    ModelEvalRow row;
+    row.device_dir = p.parent_path().filename().string();
+    row.model = m[1];
+    row.mode = m[2];
+    row.seq = std::stoll(m[3]);
+    row.batch = std::stoll(m[4]);
+    row.option = m[6];
+    if (!row.option.empty() && row.option != "fusion") {
+      res.skipped.push_back(p.string() + ": multi-GPU option '" + row.option + "' is not modelled yet");
+      continue;
+    }
+    if (row.option == "fusion" && row.mode != "inf") {
+      res.skipped.push_back(p.string() + ": fusion is modelled for inference only");
+      continue;
+    }
+    const GpuSpec* gpu = gpus.find(row.device_dir);
+    if (!gpu) throw ConfigError(p.string() + ": no GPU spec for folder '" + row.device_dir + "'");
+    row.gpu = gpu->name;
+    std::ifstream in(p);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw DataError(p.string() + ": malformed JSON: " + e.what());
+    }
+    if (!j.contains("e2e_latency") || !j["e2e_latency"].is_number())
+      throw DataError(p.string() + ": field 'e2e_latency': missing or not a number");
+    row.label_ms = j["e2e_latency"].get<double>();
+    if (!(row.label_ms > 0) || !std::isfinite(row.label_ms))
+      throw DataError(p.string() + ": field 'e2e_latency': must be a positive number");
+    ModelConfig mc = load_model_config(row.model, models_dir);
+    OpGraph g = build_op_graph(mc, row.batch, row.seq, row.mode == "train" ? Mode::kTraining : Mode::kInference);
+    if (row.option == "fusion") g = fuse_op_graph(g);
+    ModelForecast f = forecast_model(g, *gpu, kp);
+    row.predicted_ms = f.total_ms;
+    row.error_pct = 100.0 * std::abs(row.predicted_ms - row.label_ms) / row.label_ms;
+    auto it = published.find(cell_key(row.model, row.seq, row.batch, row.device_dir, row.mode, row.option));
+    if (it != published.end()) row.neusight_error_pct = it->second;
+    res.rows.push_back(row);
+  }
+  if (res.rows.empty()) throw DataError(labels_dir + ": no single-GPU label JSON found");
+  return res;
+}
+
+std::string model_eval_table(const ModelEvalResult& r) {
+  std::ostringstream os;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-16s %-12s %-6s %-7s %5s %5s %12s %12s %8s %10s\n", "gpu", "model", "mode",
+                "option", "seq", "batch", "label_ms", "forecast_ms", "err%", "neusight%");
+  os << buf;
+  std::map<std::string, std::vector<double>> ours, theirs, ours_paired;
+  for (const auto& x : r.rows) {
+    std::string ns = x.neusight_error_pct >= 0 ? std::to_string(x.neusight_error_pct).substr(0, 5) : "-";
+    std::snprintf(buf, sizeof buf, "%-16s %-12s %-6s %-7s %5lld %5lld %12.2f %12.2f %8.1f %10s\n", x.gpu.c_str(),
+                  x.model.c_str(), x.mode.c_str(), x.option.empty() ? "-" : x.option.c_str(),
+                  static_cast<long long>(x.seq), static_cast<long long>(x.batch), x.label_ms, x.predicted_ms,
+                  x.error_pct, ns.c_str());
+    os << buf;
+    const std::string k = x.gpu + " " + x.mode + (x.option.empty() ? "" : "-" + x.option);
+    ours[k].push_back(x.error_pct);
+    if (x.neusight_error_pct >= 0) {
+      theirs[k].push_back(x.neusight_error_pct);
+      ours_paired[k].push_back(x.error_pct);
+    }
+  }
+  os << "\nmean error per GPU and mode (NeuSight: mean of its published errors on the rows it has)\n";
+  std::snprintf(buf, sizeof buf, "%-34s %5s %10s %10s %12s %10s\n", "gpu mode", "rows", "mean_err%", "max_err%",
+                "paired_rows", "neusight%");
+  os << buf;
+  for (const auto& kv : ours) {
+    const auto& t = theirs[kv.first];
+    std::string ns = t.empty() ? "-" : std::to_string(mean(t)).substr(0, 5);
+    std::snprintf(buf, sizeof buf, "%-34s %5zu %10.2f %10.2f %12zu %10s\n", kv.first.c_str(), kv.second.size(),
+                  mean(kv.second), *std::max_element(kv.second.begin(), kv.second.end()), t.size(), ns.c_str());
+    os << buf;
+  }
+  std::vector<double> all;
+  for (const auto& x : r.rows) all.push_back(x.error_pct);
+  std::snprintf(buf, sizeof buf, "%-34s %5zu %10.2f %10.2f\n", "all", all.size(), mean(all),
+                *std::max_element(all.begin(), all.end()));
+  os << buf;
+  for (const auto& s : r.skipped) os << "skipped: " << s << "\n";
+  return os.str();
+}
+
+std::string model_eval_json(const ModelEvalResult& r) {
+  nlohmann::json j;
+  j["rows"] = nlohmann::json::array();
+  std::map<std::string, std::vector<double>> by;
+  for (const auto& x : r.rows) {
+    nlohmann::json row = {{"device", x.device_dir}, {"gpu", x.gpu}, {"model", x.model}, {"mode", x.mode},
+                          {"option", x.option}, {"seq", x.seq}, {"batch", x.batch}, {"label_ms", x.label_ms},
+                          {"forecast_ms", x.predicted_ms}, {"error_pct", x.error_pct}};
+    row["neusight_error_pct"] = x.neusight_error_pct >= 0 ? nlohmann::json(x.neusight_error_pct) : nlohmann::json();
+    j["rows"].push_back(row);
+    by[x.gpu + "|" + x.mode + (x.option.empty() ? "" : "-" + x.option)].push_back(x.error_pct);
+  }
+  j["mean_error_pct"] = nlohmann::json::object();
+  for (const auto& kv : by) j["mean_error_pct"][kv.first] = mean(kv.second);
+  j["skipped"] = r.skipped;
+  return j.dump(2) + "\n";
+}
+
+std::string model_eval_csv(const ModelEvalResult& r) {
+  std::ostringstream os;
+  os << "device,gpu,model,mode,option,seq,batch,label_ms,forecast_ms,error_pct,neusight_error_pct\n";
+  for (const auto& x : r.rows)
+    os << x.device_dir << ',' << x.gpu << ',' << x.model << ',' << x.mode << ',' << x.option << ',' << x.seq
+       << ',' << x.batch << ',' << x.label_ms << ',' << x.predicted_ms << ',' << x.error_pct << ','
+       << (x.neusight_error_pct >= 0 ? std::to_string(x.neusight_error_pct) : "") << '\n';
+  return os.str();
+}
+
+std::string neusight_layout_tables(const ModelEvalResult& r) {
+  struct Col { const char* model; const char* title; int64_t inf_b[2]; int64_t train_b[2]; };
+  static const Col cols[] = {{"bert_large", "BERT-Large", {8, 16}, {2, 8}},
+                             {"gpt2_large", "GPT2-Large", {4, 8}, {1, 4}},
+                             {"gpt3_xl", "GPT3-XL", {2, 8}, {1, 2}},
+                             {"opt_13", "OPT-1.3B", {2, 8}, {1, 2}},
+                             {"gpt3_27", "GPT3-2.7B", {2, 8}, {1, 2}},
+                             {"switchxl4", "SwitchTrans", {1, 2}, {1, 2}}};
+  std::ostringstream os;
+  for (const char* mode : {"inf", "train"}) {
+    std::map<std::string, std::map<std::string, const ModelEvalRow*>> by_dev;
+    for (const auto& x : r.rows)
+      if (x.mode == mode && x.option.empty())
+        by_dev[x.device_dir][x.model + "|" + std::to_string(x.batch)] = &x;
+    if (by_dev.empty()) continue;
+    os << "== " << (std::string(mode) == "inf" ? "nvidia_inf" : "nvidia_train") << " layout (APE %, blank = no label)\n";
+    for (const auto& dev : by_dev) {
+      os << dev.first << "\nModel";
+      for (const auto& c : cols) os << "," << c.title << ",";
+      os << "\nBatch";
+      for (const auto& c : cols) {
+        const int64_t* b = std::string(mode) == "inf" ? c.inf_b : c.train_b;
+        os << "," << b[0] << "," << b[1];
+      }
+      for (int which = 0; which < 2; ++which) {
+        os << (which == 0 ? "\ntilecast" : "\nNeuSight (published)");
+        for (const auto& c : cols) {
+          const int64_t* b = std::string(mode) == "inf" ? c.inf_b : c.train_b;
+          for (int i = 0; i < 2; ++i) {
+            auto it = dev.second.find(std::string(c.model) + "|" + std::to_string(b[i]));
+            os << ",";
+            if (it == dev.second.end()) continue;
+            double v = which == 0 ? it->second->error_pct : it->second->neusight_error_pct;
+            if (v >= 0) {
+              char buf[32];
+              std::snprintf(buf, sizeof buf, "%.1f", v);
+              os << buf;
+            }
+          }
+        }
+      }
+      os << "\n\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace tilecast::predictor

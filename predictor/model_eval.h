@@ -1,0 +1,40 @@
+#pragma once
+// `tilecast eval-models`: forecast every end-to-end label of NeuSight's layout
+// (<GPU>/<model>-<inf|train>-<seq>-<batch>[-fusion].json) and compare with the label and
+// with NeuSight's published error for the same cell.
+#include <string>
+#include <vector>
+
+#include "core/gpu_spec.h"
+#include "predictor/kernel_predictor.h"
+
+namespace tilecast::predictor {
+
+struct ModelEvalRow {
+  std::string device_dir;  // label folder, e.g. "NVIDIA_L4"
+  std::string gpu;         // our spec name
+  std::string model;       // NeuSight's model name, e.g. "gpt2_large"
+  std::string mode;        // "inf" | "train"
+  std::string option;      // "" | "fusion"
+  int64_t seq = 0, batch = 0;
+  double label_ms = 0, predicted_ms = 0, error_pct = 0;
+  double neusight_error_pct = -1;  // published; < 0 when absent
+};
+
+struct ModelEvalResult {
+  std::vector<ModelEvalRow> rows;
+  std::vector<std::string> skipped;  // files not evaluated, with the reason
+};
+
+// `published_summary` may be empty (no NeuSight column). Throws on malformed labels.
+ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
+                            const std::string& published_summary, const GpuRegistry& gpus,
+                            const KernelPredictor& kp);
+
+std::string model_eval_table(const ModelEvalResult& r);  // rows + means per GPU and mode
+std::string model_eval_json(const ModelEvalResult& r);
+std::string model_eval_csv(const ModelEvalResult& r);
+// The layout of NeuSight's nvidia_inf.csv / nvidia_train.csv: per GPU, per model and batch.
+std::string neusight_layout_tables(const ModelEvalResult& r);
+
+}  // namespace tilecast::predictor

@@ -1,0 +1,154 @@
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "core/kernel_dataset.h"
+#include "core/model_config.h"
+#include "core/op_graph.h"
+#include "test_util.h"
+
+using namespace tilecast;
+namespace fs = std::filesystem;
+
+namespace {
+std::string models_dir() { return std::string(TILECAST_SOURCE_DIR) + "/configs/models"; }
+
+using ShapeCount = std::map<std::string, int>;  // "Linear(4096,1280,3840)" -> occurrences
+
+std::string shape_key(const KernelQuery& q) {
+  switch (op_family(q.op)) {
+    case Family::kLinear: return "Linear(" + std::to_string(q.m) + "," + std::to_string(q.n) + "," + std::to_string(q.k) + ")";
+    case Family::kBmm: return "BMM(" + query_shape_string(q) + ")";
+    case Family::kSoftmax: return "VECsoftmax(" + query_shape_string(q) + ")";
+    case Family::kLayerNorm: return "VECln(" + query_shape_string(q) + ")";
+    default: return "";
+  }
+}
+
+// GEMM, softmax and layer-norm kernels of the forward (or backward) pass, each op once.
+ShapeCount ours(const OpGraph& g, bool backward) {
+  ShapeCount c;
+  for (const auto& op : g.ops)
+    for (const auto& call : backward ? op.bw : op.fw)
+      if (!call.is_mem) {
+        auto k = shape_key(call.query);
+        if (!k.empty()) c[k]++;
+      }
+  return c;
+}
+
+// The same from NeuSight's parsed graph (Python-literal cells).
+ShapeCount theirs(const std::string& path, bool backward) {
+  static const std::regex item(R"(\['(Linear|BMM|VECsoftmax|VECln)', [\(\[]([0-9, ]+)[\)\]]\])");
+  CsvReader csv(path);
+  const int col = csv.column(backward ? "BwOps" : "FwOps");
+  ShapeCount c;
+  std::vector<std::string> f;
+  while (csv.next(f)) {
+    const std::string& cell = f[col];
+    for (auto it = std::sregex_iterator(cell.begin(), cell.end(), item); it != std::sregex_iterator(); ++it) {
+      std::string dims = (*it)[2];
+      dims.erase(std::remove(dims.begin(), dims.end(), ' '), dims.end());
+      std::string kind = (*it)[1];
+      if (kind == "BMM" || kind == "Linear") c[kind + "(" + dims + ")"]++;
+      else c[kind + "(" + dims + ")"]++;
+    }
+  }
+  return c;
+}
+}  // namespace
+
+TEST(ModelConfig, BundledModelsLoad) {
+  for (const char* name : {"bert-large", "gpt2-large", "gpt3-xl", "gpt3-2.7b", "opt-1.3b", "switch-xl4"}) {
+    ModelConfig m = load_model_config(name, models_dir());
+    EXPECT_GT(m.hidden, 0) << name;
+    EXPECT_GT(model_parameters(m), 1e8) << name;
+  }
+  EXPECT_EQ(load_model_config("gpt2_large", models_dir()).name, "gpt2-large");  // NeuSight's name
+  EXPECT_EQ(load_model_config("gpt3_27", models_dir()).hidden, 2560);
+  // GPT-2 Large has 774 M parameters.
+  EXPECT_NEAR(model_parameters(load_model_config("gpt2-large", models_dir())) / 774e6, 1.0, 0.02);
+  expect_error<ConfigError>([] { load_model_config("llama-70b", models_dir()); }, {"unknown model 'llama-70b'"});
+}
+
+TEST(ModelConfig, BadConfigsAreOneLineErrors) {
+  std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::string p = dir + name;
+    std::FILE* f = std::fopen(p.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    return p;
+  };
+  expect_error<ConfigError>([&] { load_model_config(write("t5.json", R"({"model_type": "t5"})"), ""); },
+                            {"t5.json", "unsupported 't5'"});
+  expect_error<ConfigError>([&] { load_model_config(write("g.json", R"({"model_type": "gpt2", "n_embd": 1280})"), ""); },
+                            {"g.json", "missing field 'n_layer'"});
+  expect_error<ConfigError>([&] {
+    load_model_config(write("n.json", R"({"model_type":"gpt2","n_embd":-5,"n_layer":2,"n_head":2,"vocab_size":10,"n_positions":8})"), "");
+  }, {"n.json", "'n_embd'"});
+  expect_error<ConfigError>([&] { load_model_config(write("bad.json", "{not json"), ""); }, {"bad.json", "malformed JSON"});
+}
+
+TEST(OpGraph, Gpt2LayerShapesAndCounts) {
+  ModelConfig m = load_model_config("gpt2-large", models_dir());
+  OpGraph g = build_op_graph(m, 4, 1024, Mode::kInference);
+  int64_t linear_per_step = 0;
+  for (const auto& op : g.ops)
+    if (op.kind == "linear") linear_per_step += op.count;
+  EXPECT_EQ(linear_per_step, 36 * 4 + 1);  // 4 GEMMs per layer + LM head
+  ShapeCount c = ours(g, false);
+  EXPECT_EQ(c["Linear(4096,1280,3840)"], 1);
+  EXPECT_EQ(c["BMM(80,1024,64,1024)"], 1);
+  EXPECT_EQ(c["Linear(4096,1280,50257)"], 1);
+  for (const auto& op : g.ops) EXPECT_TRUE(op.bw.empty() && op.acc.empty()) << op.name;
+  OpGraph t = build_op_graph(m, 4, 1024, Mode::kTraining);
+  EXPECT_GT(ours(t, true).size(), 0u);
+  expect_error<ConfigError>([&] { build_op_graph(m, 4, 4096, Mode::kInference); }, {"--seq", "1024 positions"});
+  expect_error<ConfigError>([&] { build_op_graph(m, 0, 16, Mode::kInference); }, {"--batch"});
+}
+
+TEST(OpGraph, FusionKeepsGemmsAndMergesVectorRuns) {
+  ModelConfig m = load_model_config("gpt2-large", models_dir());
+  OpGraph g = build_op_graph(m, 4, 1024, Mode::kInference);
+  OpGraph f = fuse_op_graph(g);
+  EXPECT_EQ(ours(f, false).count("Linear(4096,1280,3840)"), 1u);
+  EXPECT_LT(f.ops.size(), g.ops.size());
+  // The eight GELU kernels collapse into one.
+  int gelu_runs = 0;
+  for (const auto& op : f.ops)
+    if (op.name.find("gelu.mul+") != std::string::npos) ++gelu_runs;
+  EXPECT_EQ(gelu_runs, 1);
+  expect_error<ConfigError>([&] { fuse_op_graph(build_op_graph(m, 1, 16, Mode::kTraining)); }, {"inference"});
+}
+
+// Our graphs against NeuSight's parsed ones: same GEMM, softmax and layer-norm shapes, once
+// per layer (NeuSight traces one layer). Backward GEMMs too, for training graphs.
+TEST(OpGraph, MatchesNeuSightParsedGraphs) {
+  const std::string root = neusight_dir();
+  if (!neusight_dir_present(root)) GTEST_SKIP() << "NeuSight data not found at " << root;
+  struct Case { const char* tag; const char* model; int64_t batch, seq; Mode mode; };
+  const Case cases[] = {{"gpt2_large-inf-1024-4", "gpt2_large", 4, 1024, Mode::kInference},
+                        {"gpt2_large-train-1024-4", "gpt2_large", 4, 1024, Mode::kTraining},
+                        {"gpt3_xl-train-2048-1", "gpt3_xl", 1, 2048, Mode::kTraining},
+                        {"gpt3_27-inf-2048-2", "gpt3_27", 2, 2048, Mode::kInference},
+                        {"opt_13-inf-2048-2", "opt_13", 2, 2048, Mode::kInference},
+                        {"bert_large-inf-512-8", "bert_large", 8, 512, Mode::kInference}};
+  for (const auto& c : cases) {
+    ModelConfig m = load_model_config(c.model, models_dir());
+    OpGraph g = build_op_graph(m, c.batch, c.seq, c.mode);
+    const std::string path = root + "/opgraphs/" + c.tag + ".csv";
+    ShapeCount mine = ours(g, false), ref = theirs(path, false);
+    // NeuSight folds the final LN into the graph like ours; GEMM/softmax/LN shapes must agree.
+    EXPECT_GE(ref.size(), 5u) << c.tag;
+    EXPECT_EQ(mine, ref) << c.tag;
+    if (c.mode == Mode::kTraining) {
+      ShapeCount mine_bw = ours(g, true), ref_bw = theirs(path, true);
+      for (const auto& kv : ref_bw)
+        if (kv.first.rfind("Linear", 0) == 0 || kv.first.rfind("BMM", 0) == 0)
+          EXPECT_EQ(mine_bw[kv.first], kv.second) << c.tag << " backward " << kv.first;
+    }
+  }
+}
