@@ -10,6 +10,9 @@
 
 #include "core/kernel_dataset.h"
 #include "core/tile_table.h"
+#include "core/model_config.h"
+#include "core/op_graph.h"
+#include "predictor/graph_predictor.h"
 #include "predictor/kernel_predictor.h"
 #include "trainer/mlp.h"
 #include "trainer/train.h"
@@ -75,6 +78,19 @@ int main(int argc, char** argv) {
       std::printf("batched_predictions_per_s,%d,%.0f,1/s\n", nthreads, reps * big.size() / secs(t0, t1));
     }
     trainer::configure_torch_threads();
+    // Whole-model forecast: GPT3-2.7B training step (batch 2, seq 2048) on H100, warm.
+    {
+      ModelConfig mc = load_model_config("gpt3-2.7b", trainer::config_dir() + "/models");
+      predictor::forecast_model(build_op_graph(mc, 2, 2048, Mode::kTraining), h100, pred);  // warm-up
+      const int reps = 50;
+      auto t0 = Clock::now();
+      double sink = 0;
+      for (int r = 0; r < reps; ++r)
+        sink += predictor::forecast_model(build_op_graph(mc, 2, 2048, Mode::kTraining), h100, pred).total_ms;
+      auto t1 = Clock::now();
+      std::printf("model_forecast_gpt3_2.7b_train_ms,%d,%.3f,ms\n", torch::get_num_threads(), 1e3 * secs(t0, t1) / reps);
+      if (sink <= 0) return 1;
+    }
     if (skip_train) return 0;
     std::string root = neusight_dir(data);
     if (!neusight_dir_present(root)) {

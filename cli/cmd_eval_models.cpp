@@ -12,11 +12,13 @@ namespace tilecast::cli {
 
 int run_eval_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("eval-models options");
-  std::string labels, published, format, weights, gpu_dir, models_dir;
+  std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir;
   desc.add_options()("labels", po::value(&labels),
                      "label folder in NeuSight's layout (default: <neusight-dir>/labels)")(
       "published", po::value(&published),
       "NeuSight's summary.csv for the side-by-side column (default: <labels>/../published/summary.csv)")(
+      "opgraphs", po::value(&opgraphs),
+      "NeuSight's parsed graphs, to name label-CSV nodes for the per-op check (default: <labels>/../opgraphs)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -25,14 +27,19 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   if (!parse_options(args, desc, vm, "tilecast eval-models [--labels DIR] [--format table|json|csv]")) return 0;
   check_format(format, {"table", "json", "csv"});
   if (labels.empty()) labels = (fs::path(neusight_dir()) / "labels").string();
-  if (published.empty()) published = (fs::path(labels).parent_path() / "published" / "summary.csv").string();
+  while (labels.size() > 1 && labels.back() == '/') labels.pop_back();
+  const fs::path root = fs::path(labels).lexically_normal().parent_path();
+  if (published.empty()) published = (root / "published" / "summary.csv").string();
+  if (opgraphs.empty()) opgraphs = (root / "opgraphs").string();
   const std::string mdir = models_dir.empty() ? (fs::path(trainer::config_dir()) / "models").string() : models_dir;
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));
-  auto r = predictor::eval_models(labels, mdir, published, reg, kp);
+  auto r = predictor::eval_models(labels, mdir, published, opgraphs, reg, kp);
   if (format == "json") std::cout << predictor::model_eval_json(r);
   else if (format == "csv") std::cout << predictor::model_eval_csv(r);
-  else std::cout << predictor::model_eval_table(r) << "\n" << predictor::neusight_layout_tables(r);
+  else
+    std::cout << predictor::model_eval_table(r) << "\n" << predictor::per_op_table(r) << "\n"
+              << predictor::neusight_layout_tables(r);
   return 0;
 }
 

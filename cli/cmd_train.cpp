@@ -12,11 +12,13 @@ namespace tilecast::cli {
 int run_train(const Args& args, const GlobalOptions& g) {
   po::options_description desc("train options");
   std::string data, out, cfg_dir, gpu_dir;
-  std::vector<std::string> families;
+  std::vector<std::string> families, collected;
   int epochs = 0;
   int64_t max_rows = -1;
   desc.add_options()("neusight-dir", po::value(&data),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
+      "data", po::value(&collected)->multitoken(),
+      "train on folders written by `tilecast collect` instead (their gpu.yaml joins the GPU list)")(
       "out", po::value(&out), "weights folder to write (default: bundled weights/)")(
       "family", po::value(&families)->multitoken(),
       "families to train (bmm linear elementwise softmax layernorm; default all)")(
@@ -36,7 +38,13 @@ int run_train(const Args& args, const GlobalOptions& g) {
   opt.epochs = epochs;
   opt.max_rows = max_rows;
   opt.quiet = g.quiet;
+  opt.data_dirs = collected;
   GpuRegistry reg = load_registry(gpu_dir);
+  for (const auto& d : collected) {
+    const auto spec = std::filesystem::path(d) / "gpu.yaml";
+    if (std::filesystem::exists(spec) && !reg.find(load_gpu_yaml(spec.string()).cuda_name))
+      reg.add(load_gpu_yaml(spec.string()));
+  }
   install_interrupt_handler();
   auto results = trainer::run_training(opt, reg);
   std::cout << "family,rows_train,rows_val,val_mape_pct,best_epoch,epochs_run,seconds,samples_per_s\n";

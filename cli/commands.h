@@ -18,5 +18,7 @@ int run_train(const Args& args, const GlobalOptions& g);
 int run_eval_kernels(const Args& args, const GlobalOptions& g);
 int run_predict(const Args& args, const GlobalOptions& g);
 int run_eval_models(const Args& args, const GlobalOptions& g);
+int run_collect(const Args& args, const GlobalOptions& g);
+int run_merge(const Args& args, const GlobalOptions& g);
 
 }  // namespace tilecast::cli

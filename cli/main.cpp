@@ -21,6 +21,8 @@ struct Command {
 
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> cmds = {
+      {"collect", {cli::run_collect, "profile LibTorch kernels of a sweep (CUPTI, or the CPU backend)"}},
+      {"merge", {cli::run_merge, "join the outputs of sharded collect runs"}},
       {"gpus", {cli::run_gpus, "list the known GPU specs (or show one)"}},
       {"predict-kernel", {cli::run_predict_kernel, "forecast one kernel on a GPU"}},
       {"train", {cli::run_train, "train the per-family MLPs on the training GPUs' kernel data"}},

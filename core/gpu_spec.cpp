@@ -64,8 +64,8 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   check_range(s.num_sms, 1, 10000, "num_sms", origin);
   check_range(s.cores_per_sm, 1, 4096, "cores_per_sm", origin);
   check_range(s.boost_clock_mhz, 100, 10000, "boost_clock_mhz", origin);
-  check_range(s.fp32_peak_gflops, 100, 1e7, "fp32_peak_gflops", origin);
-  check_range(s.mem_bw_gbps, 10, 1e6, "mem_bw_gbps", origin);
+  check_range(s.fp32_peak_gflops, 10, 1e7, "fp32_peak_gflops", origin);
+  check_range(s.mem_bw_gbps, 1, 1e6, "mem_bw_gbps", origin);
   check_range(s.mem_gb, 0.5, 1e5, "mem_gb", origin);
   check_range(s.l2_cache_mb, 0.1, 1e5, "l2_cache_mb", origin);
   check_range(s.max_threads_per_sm, 32, 65536, "max_threads_per_sm", origin);
@@ -74,8 +74,8 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
     check_range(s.fp32_matrix_peak_gflops, 100, 1e7, "fp32_matrix_peak_gflops", origin);
   for (const auto& kv : s.tensor_peak_gflops)
     check_range(kv.second, 100, 1e8, "tensor_peak_gflops." + kv.first, origin);
-  if (s.vendor != "nvidia" && s.vendor != "amd")
-    throw ConfigError(origin + ": field 'vendor': expected nvidia or amd, got '" + s.vendor + "'");
+  if (s.vendor != "nvidia" && s.vendor != "amd" && s.vendor != "cpu")
+    throw ConfigError(origin + ": field 'vendor': expected nvidia, amd or cpu, got '" + s.vendor + "'");
 }
 
 GpuSpec load_gpu_yaml(const std::string& path) {

@@ -13,7 +13,7 @@ struct GpuSpec {
   std::string name;       // our canonical name, e.g. "H100-SXM" (= the YAML file stem)
   std::string cuda_name;  // torch.cuda.get_device_name(), e.g. "NVIDIA H100 80GB HBM3"
   std::vector<std::string> aliases;
-  std::string vendor;  // "nvidia" | "amd"
+  std::string vendor;  // "nvidia" | "amd" | "cpu" (the collector's CPU backend)
   std::string arch;    // "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna1".."cdna3"
   int num_sms = 0;     // SMs (NVIDIA) or CUs (AMD) visible to one device
   int cores_per_sm = 0;           // FP32 lanes per SM

@@ -15,6 +15,11 @@ constexpr double kMaxElems = 1099511627776.0;  // 2^40 elements per tensor
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Upper ends (log2) of the shapes in the training data; see kernel_features.
+constexpr double kBmmDimCap = 10.0;     // bmm B, M, N, K <= 1025
+constexpr double kLinearDimCap = 16.0;  // linear N, K <= 65537
+constexpr double kRowWidthCap = 12.0;   // softmax / layernorm H <= 4096
+
 int next_pow2(int64_t x) {
   int p = 1;
   while (p < x && p < (1 << 30)) p <<= 1;
@@ -214,28 +219,32 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = float(lg(li.tile.tm));
     out[i++] = float(lg(li.tile.tk));
     out[i++] = float(lg(li.tile.split_k));
-    out[i++] = float(lg(double(q.b)));
-    out[i++] = float(lg(double(q.m)));
-    out[i++] = float(lg(double(q.n)));
-    out[i++] = float(lg(double(q.k)));
+    // Raw dims are clamped to the training range (NeuSight's bmm dims stop at 1025): past
+    // it a ReLU MLP extrapolates linearly in log-space and drifts; the time features still
+    // carry how much bigger the problem is.
+    const double dim_cap = q.op == OpKind::kBmm ? kBmmDimCap : kLinearDimCap;
+    out[i++] = float(std::min(lg(double(q.b)), dim_cap));
+    out[i++] = float(std::min(lg(double(q.m)), dim_cap));
+    out[i++] = float(std::min(lg(double(q.n)), dim_cap));
+    out[i++] = float(std::min(lg(double(q.k)), dim_cap));
     out[i++] = float(lg(bytes / l2_bytes));
     // Time of one wave of tiles on one SM at peak (NeuSight's tile-level feature).
     double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
     out[i++] = float(lg(s_to_us(compute_s(tile_flops, gpu.fp32_gemm_peak_gflops() / gpu.num_sms))));
-    out[i++] = alignment(q.m, 5);
-    out[i++] = alignment(q.n, 5);
-    out[i++] = alignment(q.k, 5);
+    out[i++] = alignment(q.m, 4);
+    out[i++] = alignment(q.n, 4);
+    out[i++] = alignment(q.k, 4);
   } else {
     const OpInfo& info = op_info(q.op);
     out[i++] = float(lg(double(q.b)));
-    out[i++] = float(lg(double(q.h)));
+    out[i++] = float(std::min(lg(double(q.h)), kRowWidthCap));  // trained on H <= 4096
     out[i++] = float(lg(bytes / l2_bytes));
     out[i++] = float(info.bytes_per_elem / 4.0);
     out[i++] = float(lg(info.flops_per_elem));
     out[i++] = info.scalar_operand ? 1.f : 0.f;
     out[i++] = float(lg(li.threads_per_cta));
-    out[i++] = float(lg(li.elems_per_cta));
-    out[i++] = alignment(q.h, 8);
+    out[i++] = float(std::min(lg(li.elems_per_cta), kRowWidthCap));
+    out[i++] = alignment(q.h, 4);
   }
 }
 

@@ -114,7 +114,7 @@ class Builder {
   // fused_dropout writes the output and a mask; the backward scales by the mask.
   void dropout(const std::string& name, int64_t rows, int64_t h) {
     if (!training()) return;
-    GraphOp& o = op(name, "elementwise");
+    GraphOp& o = op(name, "dropout");
     o.fw.push_back(KernelCall::kernel(vec_q(OpKind::kMul, rows, h)));
     o.bw.push_back(KernelCall::kernel(vec_q(OpKind::kMul, rows, h)));
   }

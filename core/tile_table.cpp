@@ -51,6 +51,14 @@ void TileTable::finalize() {
     }
 }
 
+bool TileTable::has_family(Family f) const {
+  const std::string suffix = std::string("|") + family_name(f);
+  for (const auto& d : entries_)
+    if (d.first.size() >= suffix.size() && d.first.compare(d.first.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+  return false;
+}
+
 size_t TileTable::size() const {
   size_t n = 0;
   for (const auto& d : entries_) n += d.second.size();
@@ -76,6 +84,11 @@ GemmTile TileTable::lookup(const GpuSpec& gpu, const KernelQuery& q) const {
   if (m != memo_.end()) return m->second;
 
   auto it = entries_.find(table_key(dev, fam));
+  if (it == entries_.end() && !has_family(fam)) {
+    // No kernel names at all for this family (data from the CPU backend): one fixed tile.
+    memo_.emplace(memo_key, GemmTile{});
+    return GemmTile{};
+  }
   if (it == entries_.end())
     throw ConfigError("tile table has no " + std::string(family_name(fam)) + " kernels for '" +
                       dev + "' (reference of GPU " + gpu.name + ")");

@@ -23,6 +23,9 @@ class TileTable {
   // Device whose measurements serve `gpu` (its own, its tile_reference, or the default).
   std::string reference_device(const GpuSpec& gpu) const;
   bool empty() const { return entries_.empty(); }
+  // True if any device has measured tiles for the family. Without any (CPU-backend data),
+  // lookup() returns the default 128x128 tile.
+  bool has_family(Family f) const;
   size_t size() const;
 
   // CSV: device,family,bin_b,bin_m,bin_n,bin_k,tile_m,tile_k,split_k,count

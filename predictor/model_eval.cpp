@@ -50,11 +50,45 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / v.size();
 }
 
+// NeuSight OpName -> our report kind; empty for nodes that launch no real kernel.
+std::string kind_of(const std::string& op_name) {
+  if (op_name == "Linear") return "linear";
+  if (op_name == "BMM") return "bmm";
+  if (op_name == "VECsoftmax") return "softmax";
+  if (op_name == "VECln") return "layernorm";
+  if (op_name.rfind("VEC", 0) == 0) return "elementwise";
+  return "";  // embeddings, dropout, copies: NeuSight's naming groups these differently from ours
+}
+
+// Label CSV (per node) joined with NeuSight's parsed graph (Name -> OpName): ms per kind.
+std::map<std::string, double> label_per_kind(const std::string& label_csv, const std::string& opgraph_csv) {
+  std::map<std::string, std::string> op_of;
+  {
+    CsvReader g(opgraph_csv);
+    const int c_name = g.column("Name"), c_op = g.column("OpName");
+    if (c_name < 0 || c_op < 0) throw DataError(opgraph_csv + ": missing Name/OpName columns");
+    std::vector<std::string> f;
+    while (g.next(f)) op_of[f[c_name]] = f[c_op];
+  }
+  std::map<std::string, double> out;
+  CsvReader l(label_csv);
+  const int c_name = l.column("Name"), c_lat = l.column("latency");
+  if (c_name < 0 || c_lat < 0) throw DataError(label_csv + ": missing Name/latency columns");
+  std::vector<std::string> f;
+  while (l.next(f)) {
+    auto it = op_of.find(f[c_name]);
+    if (it == op_of.end() || f[c_lat].empty()) continue;
+    const std::string kind = kind_of(it->second);
+    if (!kind.empty()) out[kind] += parse_double_field(f[c_lat], label_csv, l.line(), "latency");
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
-                            const std::string& published_summary, const GpuRegistry& gpus,
-                            const KernelPredictor& kp) {
+                            const std::string& published_summary, const std::string& opgraphs_dir,
+                            const GpuRegistry& gpus, const KernelPredictor& kp) {
   if (!fs::is_directory(labels_dir)) throw ConfigError(labels_dir + ": labels folder not found");
   const auto published = load_published(published_summary);
   static const std::regex name_re(R"(^(.+)-(inf|train)-(\d+)-(\d+)(-([A-Za-z0-9_]+))?\.json$)");
@@ -100,7 +134,13 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     row.label_ms = j["e2e_latency"].get<double>();
     if (!(row.label_ms > 0) || !std::isfinite(row.label_ms))
       throw DataError(p.string() + ": field 'e2e_latency': must be a positive number");
-    ModelConfig mc = load_model_config(row.model, models_dir);
+    ModelConfig mc;
+    try {
+      mc = load_model_config(row.model, models_dir);
+    } catch (const ConfigError& e) {
+      res.skipped.push_back(p.string() + ": " + e.what());
+      continue;
+    }
     OpGraph g = build_op_graph(mc, row.batch, row.seq, row.mode == "train" ? Mode::kTraining : Mode::kInference);
     if (row.option == "fusion") g = fuse_op_graph(g);
     ModelForecast f = forecast_model(g, *gpu, kp);
@@ -109,6 +149,19 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     auto it = published.find(cell_key(row.model, row.seq, row.batch, row.device_dir, row.mode, row.option));
     if (it != published.end()) row.neusight_error_pct = it->second;
     res.rows.push_back(row);
+
+    const fs::path label_csv = fs::path(p).replace_extension(".csv");
+    const fs::path graph_csv = fs::path(opgraphs_dir) / (p.stem().string() + ".csv");
+    if (row.option.empty() && !opgraphs_dir.empty() && fs::exists(label_csv) && fs::exists(graph_csv) &&
+        mc.model_type != "switch_transformers") {
+      ModelConfig one = mc;  // the label CSVs time a one-layer model
+      one.layers = 1;
+      ModelForecast f1 = forecast_model(build_op_graph(one, row.batch, row.seq, g.mode), *gpu, kp);
+      std::map<std::string, double> mine;
+      for (const auto& o : f1.ops) mine[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
+      for (const auto& kv : label_per_kind(label_csv.string(), graph_csv.string()))
+        res.per_op.push_back({row.gpu, row.model, row.mode, kv.first, row.seq, row.batch, kv.second, mine[kv.first]});
+    }
   }
   if (res.rows.empty()) throw DataError(labels_dir + ": no single-GPU label JSON found");
   return res;
@@ -155,6 +208,28 @@ std::string model_eval_table(const ModelEvalResult& r) {
   return os.str();
 }
 
+std::string per_op_table(const ModelEvalResult& r) {
+  if (r.per_op.empty()) return "";
+  std::map<std::string, std::vector<double>> by_kind, by_kind_mode;
+  for (const auto& x : r.per_op) {
+    if (x.label_ms <= 0) continue;
+    const double ape = 100.0 * std::abs(x.forecast_ms - x.label_ms) / x.label_ms;
+    by_kind[x.kind].push_back(ape);
+    by_kind_mode[x.kind + " (" + x.mode + ")"].push_back(ape);
+  }
+  std::ostringstream os;
+  char buf[160];
+  os << "per-op error: one-layer label CSVs (nodes timed in isolation) vs. our one-layer forecast, summed per kind\n";
+  std::snprintf(buf, sizeof buf, "%-26s %6s %10s\n", "kind", "rows", "mean_err%");
+  os << buf;
+  for (const auto* m : {&by_kind, &by_kind_mode})
+    for (const auto& kv : *m) {
+      std::snprintf(buf, sizeof buf, "%-26s %6zu %10.2f\n", kv.first.c_str(), kv.second.size(), mean(kv.second));
+      os << buf;
+    }
+  return os.str();
+}
+
 std::string model_eval_json(const ModelEvalResult& r) {
   nlohmann::json j;
   j["rows"] = nlohmann::json::array();
@@ -169,6 +244,11 @@ std::string model_eval_json(const ModelEvalResult& r) {
   }
   j["mean_error_pct"] = nlohmann::json::object();
   for (const auto& kv : by) j["mean_error_pct"][kv.first] = mean(kv.second);
+  j["per_op"] = nlohmann::json::array();
+  for (const auto& x : r.per_op)
+    j["per_op"].push_back({{"gpu", x.gpu}, {"model", x.model}, {"mode", x.mode}, {"seq", x.seq},
+                           {"batch", x.batch}, {"kind", x.kind}, {"label_ms", x.label_ms},
+                           {"forecast_ms", x.forecast_ms}});
   j["skipped"] = r.skipped;
   return j.dump(2) + "\n";
 }

@@ -21,15 +21,27 @@ struct ModelEvalRow {
   double neusight_error_pct = -1;  // published; < 0 when absent
 };
 
+// Per-operator check against a label CSV (one layer, each node timed in isolation): sums
+// per op kind of the label's fw+bw+acc latencies vs. our one-layer forecast of the same kind.
+struct PerOpRow {
+  std::string gpu, model, mode, kind;
+  int64_t seq = 0, batch = 0;
+  double label_ms = 0, forecast_ms = 0;
+};
+
 struct ModelEvalResult {
   std::vector<ModelEvalRow> rows;
+  std::vector<PerOpRow> per_op;
   std::vector<std::string> skipped;  // files not evaluated, with the reason
 };
 
-// `published_summary` may be empty (no NeuSight column). Throws on malformed labels.
+// `published_summary` may be empty (no NeuSight column); `opgraphs_dir` (NeuSight's parsed
+// graphs, to name the label CSVs' nodes) may be empty (no per-op check). Throws on
+// malformed labels.
 ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
-                            const std::string& published_summary, const GpuRegistry& gpus,
-                            const KernelPredictor& kp);
+                            const std::string& published_summary, const std::string& opgraphs_dir,
+                            const GpuRegistry& gpus, const KernelPredictor& kp);
+std::string per_op_table(const ModelEvalResult& r);
 
 std::string model_eval_table(const ModelEvalResult& r);  // rows + means per GPU and mode
 std::string model_eval_json(const ModelEvalResult& r);

@@ -160,17 +160,31 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 
 std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus) {
   configure_torch_threads();
-  if (!neusight_dir_present(opt.neusight_dir))
+  const bool collected = !opt.data_dirs.empty();
+  if (!collected && !neusight_dir_present(opt.neusight_dir))
     throw ConfigError(opt.neusight_dir + ": NeuSight data not found (pass --neusight-dir or set TILECAST_NEUSIGHT_DIR)");
   std::vector<Family> fams = opt.families;
-  if (fams.empty()) fams.assign(kAllFamilies.begin(), kAllFamilies.end());
+  // Collected data: the families present; NeuSight's: all five.
+  auto files_for = [&](Family f) {
+    if (!collected) return training_files(opt.neusight_dir, f);
+    std::vector<std::string> files;
+    for (const auto& d : opt.data_dirs) {
+      fs::path p = fs::path(d) / (std::string(family_name(f)) + ".csv");
+      if (fs::exists(p)) files.push_back(p.string());
+    }
+    return files;
+  };
+  if (fams.empty())
+    for (Family f : kAllFamilies)
+      if (!files_for(f).empty()) fams.push_back(f);
+  if (fams.empty()) throw ConfigError("no training data: no <family>.csv in the --data folders");
 
   // The tile table always comes from all GEMM training rows, so that every family's
   // checkpoint sees the same tiles the predictor will use.
   TileTable tiles;
   std::vector<std::string> gemm_files;
   for (Family f : {Family::kBmm, Family::kLinear}) {
-    auto files = training_files(opt.neusight_dir, f);
+    auto files = files_for(f);
     gemm_files.insert(gemm_files.end(), files.begin(), files.end());
   }
   std::map<Family, std::vector<KernelSample>> gemm_rows;
@@ -193,7 +207,8 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     if (cfg.family != fam) throw ConfigError(cfg.origin + ": field 'family' does not match the file name");
     if (opt.epochs > 0) cfg.epochs = opt.epochs;
     if (opt.max_rows >= 0) cfg.max_rows = opt.max_rows;
-    auto files = training_files(opt.neusight_dir, fam);
+    auto files = files_for(fam);
+    if (files.empty()) throw ConfigError(std::string("no training data for family ") + family_name(fam));
     std::vector<KernelSample> rows;
     if (is_gemm(fam)) {
       rows = std::move(gemm_rows[fam]);
@@ -218,7 +233,13 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.best_epoch = r.best_epoch;
     e.train_seconds = r.seconds;
     e.data_hash = files_hash(files);
-    e.training_gpus = training_gpus();
+    if (collected) {
+      for (const auto& r : rows)
+        if (std::find(e.training_gpus.begin(), e.training_gpus.end(), r.device) == e.training_gpus.end())
+          e.training_gpus.push_back(r.device);
+    } else {
+      e.training_gpus = training_gpus();
+    }
     e.trained_at = utc_now();
     manifest.families[family_name(fam)] = e;
     save_manifest(opt.out_dir, manifest);

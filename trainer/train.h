@@ -30,7 +30,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
                           const std::string& out_file, bool quiet = false);
 
 struct TrainOptions {
-  std::string neusight_dir;         // data root
+  std::string neusight_dir;         // data root (NeuSight's training GPUs), when data_dirs is empty
+  std::vector<std::string> data_dirs;  // instead: folders written by `tilecast collect`
   std::string out_dir;              // weights folder to write
   std::string predictor_config_dir; // configs/predictors
   std::vector<Family> families;     // empty = all five
@@ -39,8 +40,9 @@ struct TrainOptions {
   bool quiet = false;
 };
 
-// Loads NeuSight's training CSVs (five training GPUs only), builds the tile table, trains
-// the families in turn and records each in out_dir/manifest.yaml as soon as it finishes.
+// Loads NeuSight's training CSVs (five training GPUs only) or the collected folders, builds
+// the tile table, trains the families in turn and records each in out_dir/manifest.yaml as
+// soon as it finishes.
 std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus);
 
 }  // namespace tilecast::trainer

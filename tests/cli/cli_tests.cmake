@@ -32,3 +32,19 @@ tc_cli_fail(eval_missing_file "cannot open" "${TC};eval-kernels;--data;/nonexist
 tc_cli_fail(eval_unknown_gpu "unknown GPU 'Imaginary GPU 9000'" "${TC};eval-kernels;--data;${D}/bad/unknown_gpu.csv")
 tc_cli_fail(missing_weights "manifest" "${TC};predict-kernel;--op;add;--shape;1,2;--gpu;T4;--weights;/nonexistent")
 tc_cli_fail(bad_gpu_yaml "unknown field 'bandwidth'" "${TC};predict-kernel;--op;add;--shape;1,2;--gpu;${D}/gpus_bad/unknown_key.yaml")
+
+# Whole-model forecasts.
+tc_cli_test(predict_model_json "\"backward_ms\"" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 4 --seq 1024 --mode training --format json)
+tc_cli_test(predict_model_table "top operators" ${TC} predict --model bert-large --gpu L4 --batch 8 --seq 512)
+tc_cli_test(predict_model_fusion "fused" ${TC} predict --model gpt2-large --gpu a100 --batch 4 --seq 1024 --fusion)
+tc_cli_fail(predict_unknown_model "unknown model 'llama'" "${TC};predict;--model;llama;--gpu;T4;--batch;1;--seq;16")
+tc_cli_fail(predict_seq_too_long "exceeds" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;99999")
+tc_cli_fail(predict_bad_mode "--mode" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--mode;serve")
+tc_cli_fail(predict_training_fusion "inference only" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--mode;training;--fusion")
+tc_cli_fail(eval_models_missing_dir "labels folder not found" "${TC};eval-models;--labels;/nonexistent")
+
+# Collector (CPU backend): resume after SIGKILL, Ctrl-C, shards + merge, train -> predict.
+add_test(NAME cli.collect_pipeline COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/collect_pipeline_test.sh ${TC})
+set_tests_properties(cli.collect_pipeline PROPERTIES TIMEOUT 600)
+tc_cli_fail(collect_cuda_without_gpu "--backend cuda: " "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml;--out;${CMAKE_BINARY_DIR}/collect_cuda_out;--backend;cuda")
+tc_cli_fail(collect_bad_sweep "cannot open" "${TC};collect;--sweep;/nonexistent.yaml;--out;/tmp/x;--backend;cpu")

@@ -73,7 +73,12 @@ TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {
   KernelQuery lin;
   lin.op = OpKind::kLinear;
   lin.m = lin.n = lin.k = 64;
-  expect_error<ConfigError>([&] { t.lookup(reg.resolve("T4"), lin); }, {"no linear kernels"});
+  // No linear kernel names at all (e.g. CPU-backend data): the default tile.
+  EXPECT_EQ(t.lookup(reg.resolve("T4"), lin), (GemmTile{128, 128, 1}));
+  GpuSpec orphan = reg.resolve("T4");
+  orphan.cuda_name = "Orphan GPU";
+  orphan.tile_reference = "Nowhere";
+  expect_error<ConfigError>([&] { t.lookup(orphan, q); }, {"no bmm kernels for 'Nowhere'"});
 }
 
 TEST(NeuSightData, TrainingFilesReadCompletely) {

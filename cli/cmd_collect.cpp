@@ -1,0 +1,49 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "collector/collect.h"
+#include "collector/dataset_writer.h"
+#include "core/interrupt.h"
+
+namespace tilecast::cli {
+
+int run_collect(const Args& args, const GlobalOptions& g) {
+  po::options_description desc("collect options");
+  collector::CollectOptions opt;
+  std::string shard = "0/1";
+  desc.add_options()("sweep", po::value(&opt.sweep_path)->required(), "sweep YAML (configs/sweeps/*.yaml)")(
+      "out", po::value(&opt.out_dir)->required(), "output folder: <family>.csv, gpu.yaml, run_config.yaml")(
+      "backend", po::value(&opt.backend)->default_value("cuda"), "cuda (CUPTI) | cpu (LibTorch CPU ops, steady clock)")(
+      "device", po::value(&opt.device)->default_value(0), "CUDA device index")(
+      "shard", po::value(&shard)->default_value("0/1"), "I/N: this process takes configs with index % N == I")(
+      "resume", "continue an interrupted run in --out, skipping configs already written")(
+      "limit", po::value(&opt.limit)->default_value(0), "stop after N new configs (0 = all)");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm,
+                     "tilecast collect --sweep YAML --out DIR [--backend cuda|cpu] [--device N] [--shard I/N] "
+                     "[--resume] [--limit N]"))
+    return 0;
+  opt.shard = collector::parse_shard(shard);
+  opt.resume = vm.count("resume") > 0;
+  opt.quiet = g.quiet;
+  install_interrupt_handler();
+  auto s = collector::run_collect(opt);
+  std::cout << "configs_in_shard,already_written,measured,failed,seconds\n"
+            << s.total << ',' << s.skipped_existing << ',' << s.measured << ',' << s.failed << ',' << s.seconds << "\n";
+  return s.interrupted ? 130 : 0;
+}
+
+int run_merge(const Args& args, const GlobalOptions&) {
+  po::options_description desc("merge options");
+  std::vector<std::string> inputs;
+  std::string out;
+  desc.add_options()("in", po::value(&inputs)->required()->multitoken(), "shard output folders")(
+      "out", po::value(&out)->required(), "merged output folder");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm, "tilecast merge --in DIR [DIR ...] --out DIR")) return 0;
+  std::cout << "rows_written\n" << collector::merge_datasets(inputs, out) << "\n";
+  return 0;
+}
+
+}  // namespace tilecast::cli

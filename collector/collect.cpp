@@ -1,0 +1,259 @@
+#include "collector/collect.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <cstring>
+#include <unistd.h>
+
+#include "collector/cupti_activity.h"
+#include "collector/dataset_writer.h"
+#include "collector/kernel_record.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "trainer/mlp.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace tilecast::collector {
+namespace {
+
+torch::Dtype torch_dtype(const std::string& d) {
+  if (d == "fp16") return torch::kHalf;
+  if (d == "bf16") return torch::kBFloat16;
+  return torch::kFloat32;
+}
+
+// The LibTorch op of a config, inputs allocated once (NeuSight's collector: torch.bmm,
+// nn.Linear, binary ops on two tensors, "u" variants with a Python scalar, activations,
+// nn.LayerNorm, softmax over the last dim). Everything under NoGradGuard.
+std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
+  const auto opts = torch::TensorOptions().dtype(torch_dtype(c.dtype)).device(dev);
+  const KernelQuery& q = c.query;
+  switch (q.op) {
+    case OpKind::kBmm: {
+      auto a = torch::randn({q.b, q.m, q.n}, opts), b = torch::randn({q.b, q.n, q.k}, opts);
+      return [a, b] { torch::bmm(a, b); };
+    }
+    case OpKind::kLinear: {
+      auto x = torch::randn({1, q.m, q.n}, opts);
+      auto w = torch::randn({q.k, q.n}, opts), bias = torch::randn({q.k}, opts);
+      return [x, w, bias] { torch::nn::functional::linear(x, w, bias); };
+    }
+    default: break;
+  }
+  auto x = torch::rand({q.b, q.h}, opts) + 0.5, y = torch::rand({q.b, q.h}, opts) + 0.5;
+  const double s = 0.731;
+  switch (q.op) {
+    case OpKind::kAdd: return [x, y] { torch::add(x, y); };
+    case OpKind::kAddU: return [x, s] { torch::add(x, s); };
+    case OpKind::kMul: return [x, y] { torch::mul(x, y); };
+    case OpKind::kMulU: return [x, s] { torch::mul(x, s); };
+    case OpKind::kDiv: return [x, y] { torch::div(x, y); };
+    case OpKind::kDivU: return [x, s] { torch::div(x, s); };
+    case OpKind::kPow: return [x, y] { torch::pow(x, y); };
+    case OpKind::kPowU: return [x, s] { torch::pow(x, s); };
+    case OpKind::kRelu: return [x] { torch::relu(x); };
+    case OpKind::kGelu: return [x] { torch::gelu(x); };
+    case OpKind::kTanh: return [x] { torch::tanh(x); };
+    case OpKind::kSoftmax: return [x] { torch::softmax(x, -1); };
+    case OpKind::kLayerNorm: {
+      auto g = torch::ones({q.h}, x.options()), b = torch::zeros({q.h}, x.options());
+      const int64_t h = q.h;
+      return [x, g, b, h] { torch::layer_norm(x, {h}, g, b); };
+    }
+    default: break;
+  }
+  throw InternalError("no LibTorch op for " + std::string(op_name(q.op)));
+}
+
+std::string one_line(std::string s) {
+  for (auto& ch : s)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  if (s.size() > 300) s = s.substr(0, 300) + "...";
+  return s;
+}
+
+// The CPU as a pseudo-device, so that CPU-backend data can be trained on and forecast like a
+// GPU's (the CI path collect -> train -> predict). Bandwidth is measured (memcpy).
+GpuSpec local_cpu_spec() {
+  GpuSpec s;
+  s.name = s.cuda_name = "cpu";
+  s.vendor = "cpu";
+  s.arch = "cpu";
+  s.num_sms = std::max(1u, std::thread::hardware_concurrency());
+  s.cores_per_sm = 16;  // two 8-lane FMA units (AVX2)
+  s.boost_clock_mhz = 2000;
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);)
+    if (line.rfind("cpu MHz", 0) == 0) {
+      s.boost_clock_mhz = std::max(100.0, std::atof(line.substr(line.find(':') + 1).c_str()));
+      break;
+    }
+  s.fp32_peak_gflops = 2.0 * s.num_sms * s.cores_per_sm * s.boost_clock_mhz / 1000.0;
+  const size_t n = size_t{64} << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  double best_s = 1e9;
+  for (int r = 0; r < 3; ++r) {
+    const auto t = Clock::now();
+    std::memcpy(b.data(), a.data(), n);
+    best_s = std::min(best_s, std::chrono::duration<double>(Clock::now() - t).count());
+  }
+  s.mem_bw_gbps = std::max(1.0, 2.0 * n / best_s / 1e9);
+  s.mem_gb = std::max(1.0, static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 1e9);
+  s.l2_cache_mb = 1;
+  std::ifstream l2("/sys/devices/system/cpu/cpu0/cache/index2/size");
+  std::string size;
+  if (l2 >> size && !size.empty())
+    s.l2_cache_mb = std::max(0.1, std::atof(size.c_str()) / (size.back() == 'M' ? 1.0 : 1024.0));
+  s.sources = {"tilecast collect --backend cpu: hardware threads, /proc/cpuinfo clock, memcpy bandwidth, sysfs L2"};
+  s.notes = "A CPU described as a pseudo-GPU for the CPU collector backend (tests and CI), not for forecasts.";
+  return s;
+}
+
+std::vector<Family> families_of(const Sweep& s) {
+  std::vector<Family> f;
+  for (const auto& fs : s.families)
+    if (std::find(f.begin(), f.end(), fs.family) == f.end()) f.push_back(fs.family);
+  return f;
+}
+
+void write_run_config(const CollectOptions& opt, const Sweep& s, const std::string& device) {
+  std::ofstream out(fs::path(opt.out_dir) / "run_config.yaml");
+  out << "sweep: " << opt.sweep_path << "\nsweep_name: " << s.name << "\nbackend: " << opt.backend
+      << "\ndevice: \"" << device << "\"\nshard: " << opt.shard.index << "/" << opt.shard.count
+      << "\nseed: " << s.seed << "\nwarmup: " << s.warmup << "\nrepeats: " << s.repeats
+      << "\ntorch_version: " << TORCH_VERSION << "\ntilecast_version: " << TILECAST_VERSION << "\n";
+}
+
+}  // namespace
+
+CollectSummary run_collect(const CollectOptions& opt) {
+  const auto t0 = Clock::now();
+  if (opt.backend != "cuda" && opt.backend != "cpu")
+    throw ConfigError("--backend: expected cuda or cpu, got '" + opt.backend + "'");
+  const Sweep sweep = load_sweep(opt.sweep_path);
+  trainer::configure_torch_threads();
+
+  std::unique_ptr<CuptiProfiler> prof;
+  GpuSpec local;
+  std::string device_name = "cpu", cuda_version;
+  torch::Device dev(torch::kCPU);
+  if (opt.backend == "cuda") {
+    prof = std::make_unique<CuptiProfiler>(opt.device);  // throws with one clear line
+    if (!torch::cuda::is_available())
+      throw RuntimeError("--backend cuda: this LibTorch has no CUDA support (build against a CUDA-enabled LibTorch, see README)");
+    local = local_gpu_spec(opt.device);
+    device_name = local.cuda_name;
+    cuda_version = cuda_version_string();
+    dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(opt.device));
+  }
+
+  DatasetWriter writer(opt.out_dir, families_of(sweep), opt.resume);
+  write_run_config(opt, sweep, device_name);
+  if (opt.backend == "cpu") local = local_cpu_spec();
+  std::ofstream(fs::path(opt.out_dir) / "gpu.yaml") << gpu_spec_to_yaml(local);
+
+  CollectSummary sum;
+  const int64_t n = sweep_size(sweep);
+  std::vector<int64_t> mine;
+  for (int64_t i = 0; i < n; ++i)
+    if (opt.shard.owns(i)) mine.push_back(i);
+  sum.total = static_cast<int64_t>(mine.size());
+  TC_LOG(Info) << "sweep " << sweep.name << ": " << n << " configs, " << mine.size() << " in shard "
+               << opt.shard.index << "/" << opt.shard.count << ", " << writer.done_count() << " already written";
+  ProgressBar bar(sum.total, "collect", opt.quiet);
+  torch::NoGradGuard no_grad;
+  const uint64_t stride = static_cast<uint64_t>(sweep.warmup + sweep.repeats + 1);
+  for (int64_t idx : mine) {
+    if (interrupted()) {
+      sum.interrupted = true;
+      break;
+    }
+    if (opt.limit > 0 && sum.measured + sum.failed >= opt.limit) break;
+    const SweepConfig c = sweep_config(sweep, idx);
+    if (writer.done(c.id)) {
+      ++sum.skipped_existing;
+      bar.tick();
+      continue;
+    }
+    CollectedRow row;
+    row.op_name = op_name(c.query.op);
+    row.device = device_name;
+    row.torch_version = std::string("p") + TORCH_VERSION;
+    row.cuda_version = cuda_version;
+    row.dtype = c.dtype;
+    row.config_id = c.id;
+    if (is_gemm(op_family(c.query.op))) row.dims = {c.query.b, c.query.m, c.query.n, c.query.k};
+    else row.dims = {c.query.b, c.query.h};
+    try {
+      auto op = make_op(c, dev);
+      std::vector<double> times;
+      if (prof) {
+        for (int r = 0; r < sweep.warmup; ++r) op();
+        std::vector<KernelRecord> drop_k;
+        std::vector<ExternalCorrelation> drop_e;
+        prof->collect(&drop_k, &drop_e);  // discard warm-up records
+        for (int r = 0; r < sweep.repeats; ++r) {
+          prof->push(static_cast<uint64_t>(idx) * stride + r);
+          op();
+          prof->pop();
+        }
+        std::vector<KernelRecord> ks;
+        std::vector<ExternalCorrelation> ex;
+        prof->collect(&ks, &ex);
+        auto grouped = group_by_config(ks, ex, stride);
+        auto it = grouped.find(static_cast<uint64_t>(idx));
+        if (it == grouped.end() || it->second.repeat_ms.empty()) throw RuntimeError("no kernel recorded");
+        const ConfigKernels& ck = it->second;
+        times = ck.repeat_ms;
+        row.kernel_name = ck.main_kernel;
+        for (const auto& k : ck.kernels) row.kernels += ";" + k;
+        row.has_launch = true;
+        std::copy(ck.grid, ck.grid + 3, row.grid);
+        std::copy(ck.block, ck.block + 3, row.block);
+        row.regs_per_thread = ck.regs_per_thread;
+        row.static_smem_bytes = ck.static_smem_bytes;
+        row.dynamic_smem_bytes = ck.dynamic_smem_bytes;
+        row.blocks_per_sm = blocks_per_sm(ck.grid, local.num_sms);
+        row.warps_per_sm = warps_per_sm(ck.grid, ck.block, local.num_sms);
+      } else {
+        for (int r = 0; r < sweep.warmup; ++r) op();
+        for (int r = 0; r < sweep.repeats; ++r) {
+          const auto a = Clock::now();
+          op();
+          times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
+        }
+      }
+      row.latency_ms = median_ms(times);
+      row.latency_spread_ms = spread_ms(times);
+      if (!(row.latency_ms > 0)) row.latency_ms = 1e-6;  // below the clock's resolution
+      ++sum.measured;
+    } catch (const c10::Error& e) {
+      const std::string msg = e.what_without_backtrace();
+      row.status = msg.find("out of memory") != std::string::npos ? "oom" : "error";
+      row.error_message = one_line(msg);
+      ++sum.failed;
+    } catch (const Error& e) {
+      row.status = "error";
+      row.error_message = one_line(e.what());
+      ++sum.failed;
+    }
+    writer.append(op_family(c.query.op), row);
+    bar.tick();
+  }
+  if (!sum.interrupted) bar.finish();
+  if (prof && prof->dropped_records() > 0) {
+    TC_LOG(Warn) << "CUPTI dropped " << prof->dropped_records() << " activity records";
+  }
+  sum.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return sum;
+}
+
+}  // namespace tilecast::collector

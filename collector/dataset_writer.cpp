@@ -1,0 +1,155 @@
+#include "collector/dataset_writer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/csv.h"
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace tilecast::collector {
+namespace {
+
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+// Cuts a torn final line (no trailing newline) so that appends start on a fresh line.
+void repair_tail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return;
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return;
+  std::string data(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(&data[0], size);
+  if (data.back() == '\n') return;
+  const size_t last_nl = data.rfind('\n');
+  fs::resize_file(path, last_nl == std::string::npos ? 0 : last_nl + 1);
+}
+
+}  // namespace
+
+std::vector<std::string> collect_header(Family f) {
+  std::vector<std::string> h = {"OPName", "Latency", "Device", "Torch Version", "CUDNN Version",
+                                "Kernel Name", "Warps per SM", "Blocks per SM", "Grid x", "Grid y",
+                                "Grid z", "Block x", "Block y", "Block z", "CUDA Version", "Kernels"};
+  if (is_gemm(f)) h.insert(h.end(), {"B", "M", "N", "K"});
+  else h.insert(h.end(), {"B", "H"});
+  h.insert(h.end(), {"dtype", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes",
+                     "latency_spread_ms", "status", "error_message", "tilecast_version", "config_id"});
+  return h;
+}
+
+std::string format_row(Family f, const CollectedRow& r) {
+  const bool ok = r.status == "ok";
+  std::vector<std::string> v = {r.op_name, ok ? num(r.latency_ms) : "", r.device, r.torch_version,
+                                r.cudnn_version, r.kernel_name};
+  if (r.has_launch) {
+    v.insert(v.end(), {num(r.warps_per_sm), num(r.blocks_per_sm)});
+    for (int i = 0; i < 3; ++i) v.push_back(std::to_string(r.grid[i]));
+    for (int i = 0; i < 3; ++i) v.push_back(std::to_string(r.block[i]));
+  } else {
+    v.insert(v.end(), 8, "");
+  }
+  v.push_back(r.cuda_version);
+  v.push_back(r.kernels);
+  const size_t ndims = is_gemm(f) ? 4 : 2;
+  TC_CHECK(r.dims.size() == ndims, "row dims do not match the family");
+  for (int64_t d : r.dims) v.push_back(std::to_string(d));
+  v.push_back(r.dtype);
+  if (r.has_launch) {
+    v.insert(v.end(), {std::to_string(r.regs_per_thread), std::to_string(r.static_smem_bytes),
+                       std::to_string(r.dynamic_smem_bytes)});
+  } else {
+    v.insert(v.end(), 3, "");
+  }
+  v.push_back(ok ? num(r.latency_spread_ms) : "");
+  v.insert(v.end(), {r.status, r.error_message, TILECAST_VERSION, r.config_id});
+  return csv_join(v) + "\n";
+}
+
+std::string DatasetWriter::file_name(Family f) { return std::string(family_name(f)) + ".csv"; }
+
+DatasetWriter::DatasetWriter(const std::string& dir, const std::vector<Family>& families, bool resume)
+    : dir_(dir) {
+  fs::create_directories(dir);
+  for (Family f : families) {
+    const std::string path = (fs::path(dir) / file_name(f)).string();
+    const bool exists = fs::exists(path) && fs::file_size(path) > 0;
+    if (exists && !resume)
+      throw ConfigError(path + ": already exists (use --resume to continue it, or another --out)");
+    if (exists) {
+      repair_tail(path);
+      if (fs::file_size(path) > 0) {
+        CsvReader csv(path);
+        if (csv.header() != collect_header(f))
+          throw DataError(path + ":1: header differs from this tilecast version's; cannot resume into it");
+        const int c_id = csv.column("config_id");
+        std::vector<std::string> row;
+        while (csv.next(row)) done_.insert(row[c_id]);
+      }
+    }
+    std::FILE* fp = std::fopen(path.c_str(), "ab");
+    if (!fp) throw RuntimeError(path + ": cannot open for writing");
+    if (fs::file_size(path) == 0) {
+      const std::string h = csv_join(collect_header(f)) + "\n";
+      std::fwrite(h.data(), 1, h.size(), fp);
+      std::fflush(fp);
+    }
+    files_[f] = fp;
+  }
+}
+
+DatasetWriter::~DatasetWriter() {
+  for (auto& kv : files_) std::fclose(kv.second);
+}
+
+void DatasetWriter::append(Family f, const CollectedRow& row) {
+  auto it = files_.find(f);
+  TC_CHECK(it != files_.end(), "no output file for family");
+  // One fwrite of the whole line, then flush: a kill leaves at most one torn line at the
+  // end, which the next --resume cuts off.
+  const std::string line = format_row(f, row);
+  if (std::fwrite(line.data(), 1, line.size(), it->second) != line.size() || std::fflush(it->second) != 0)
+    throw RuntimeError(dir_ + "/" + file_name(f) + ": write failed (disk full?)");
+  done_.insert(row.config_id);
+}
+
+int64_t merge_datasets(const std::vector<std::string>& in_dirs, const std::string& out_dir) {
+  if (in_dirs.empty()) throw ConfigError("merge: no input folders");
+  fs::create_directories(out_dir);
+  int64_t written = 0;
+  for (Family f : kAllFamilies) {
+    const std::string name = DatasetWriter::file_name(f);
+    std::set<std::string> seen;
+    std::string out_path = (fs::path(out_dir) / name).string();
+    std::ofstream out;
+    for (const auto& d : in_dirs) {
+      const std::string path = (fs::path(d) / name).string();
+      if (!fs::exists(path)) continue;
+      CsvReader csv(path);
+      if (csv.header() != collect_header(f)) throw DataError(path + ":1: not a tilecast collect file");
+      if (!out.is_open()) {
+        out.open(out_path, std::ios::trunc);
+        if (!out) throw RuntimeError(out_path + ": cannot write");
+        out << csv_join(collect_header(f)) << "\n";
+      }
+      const int c_id = csv.column("config_id");
+      std::vector<std::string> row;
+      while (csv.next(row))
+        if (seen.insert(row[c_id]).second) {
+          out << csv_join(row) << "\n";
+          ++written;
+        }
+    }
+  }
+  return written;
+}
+
+}  // namespace tilecast::collector

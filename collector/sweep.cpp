@@ -1,0 +1,212 @@
+#include "collector/sweep.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "core/error.h"
+
+namespace tilecast::collector {
+namespace {
+
+// Power-of-two cells covering [lo, hi]: [lo, 2^a), [2^a, 2^(a+1)), ..., [2^z, hi].
+std::vector<std::pair<int64_t, int64_t>> pow2_cells(int64_t lo, int64_t hi_end) {
+  std::vector<std::pair<int64_t, int64_t>> cells;
+  while (lo <= hi_end) {
+    int64_t p = 1;
+    while (p <= lo) p <<= 1;  // next power of two above lo
+    int64_t hi = std::min(hi_end, p - 1);
+    cells.emplace_back(lo, hi);
+    lo = hi + 1;
+  }
+  return cells;
+}
+
+const std::vector<std::pair<int64_t, int64_t>>& cells_of(const DimRange& d) { return d.cells; }
+
+DimRange parse_dim(const YAML::Node& n, const std::string& name, const std::string& where) {
+  DimRange d;
+  d.name = name;
+  constexpr int64_t kMax = int64_t{1} << 31;
+  if (n.IsSequence()) {
+    auto r = n.as<std::vector<int64_t>>();
+    if (r.size() != 2 || r[0] < 1 || r[1] < r[0] || r[1] > kMax)
+      throw ConfigError(where + ": expected [lo, hi] with 1 <= lo <= hi <= 2^31");
+    d.cells = pow2_cells(r[0], r[1]);
+  } else if (n.IsMap() && n["edges"] && n.size() == 1) {
+    auto e = n["edges"].as<std::vector<int64_t>>();
+    if (e.size() < 2) throw ConfigError(where + ".edges: need at least two edges");
+    for (size_t i = 0; i + 1 < e.size(); ++i) {
+      if (e[i] < 1 || e[i + 1] <= e[i] || e[i + 1] > kMax + 1)
+        throw ConfigError(where + ".edges: must increase from >= 1 (cells are [e_i, e_(i+1) - 1])");
+      d.cells.emplace_back(e[i], e[i + 1] - 1);
+    }
+  } else {
+    throw ConfigError(where + ": expected [lo, hi] or {edges: [...]}");
+  }
+  return d;
+}
+
+int64_t configs_in(const FamilySweep& f, size_t n_dtypes) {
+  int64_t n = static_cast<int64_t>(f.ops.size() * n_dtypes) * f.samples_per_cell;
+  for (const auto& d : f.dims) n *= static_cast<int64_t>(cells_of(d).size());
+  return n;
+}
+
+std::vector<std::string> dim_names(Family f) {
+  if (f == Family::kBmm) return {"b", "m", "n", "k"};
+  if (f == Family::kLinear) return {"m", "n", "k"};
+  return {"b", "h"};
+}
+
+}  // namespace
+
+int dtype_bytes(const std::string& dtype) {
+  if (dtype == "fp32") return 4;
+  if (dtype == "fp16" || dtype == "bf16") return 2;
+  throw ConfigError("unknown dtype '" + dtype + "' (fp32, fp16, bf16)");
+}
+
+Sweep load_sweep(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path + ": cannot open file");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(path + ": expected a mapping");
+  static const std::set<std::string> known = {"name", "seed", "warmup", "repeats", "dtypes", "families"};
+  for (const auto& kv : root)
+    if (!known.count(kv.first.as<std::string>()))
+      throw ConfigError(path + ": unknown field '" + kv.first.as<std::string>() + "'");
+  Sweep s;
+  s.origin = path;
+  try {
+    s.name = root["name"] ? root["name"].as<std::string>() : path;
+    if (root["seed"]) s.seed = root["seed"].as<uint64_t>();
+    if (root["warmup"]) s.warmup = root["warmup"].as<int>();
+    if (root["repeats"]) s.repeats = root["repeats"].as<int>();
+    if (root["dtypes"]) s.dtypes = root["dtypes"].as<std::vector<std::string>>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(path + ": a top-level field has the wrong type");
+  }
+  if (s.warmup < 0 || s.warmup > 1000) throw ConfigError(path + ": field 'warmup': out of range [0, 1000]");
+  if (s.repeats < 1 || s.repeats > 10000) throw ConfigError(path + ": field 'repeats': out of range [1, 10000]");
+  if (s.dtypes.empty()) throw ConfigError(path + ": field 'dtypes': empty");
+  for (const auto& d : s.dtypes) {
+    try {
+      dtype_bytes(d);
+    } catch (const ConfigError& e) {
+      throw ConfigError(path + ": field 'dtypes': " + e.what());
+    }
+  }
+  if (!root["families"] || !root["families"].IsMap() || root["families"].size() == 0)
+    throw ConfigError(path + ": field 'families': expected a non-empty mapping");
+  for (const auto& kv : root["families"]) {
+    const std::string fname = kv.first.as<std::string>();
+    const std::string where = path + ": families." + fname;
+    FamilySweep f;
+    try {
+      f.family = family_from_string(fname);
+    } catch (const ConfigError&) {
+      throw ConfigError(where + ": unknown family (bmm, linear, elementwise, softmax, layernorm)");
+    }
+    const YAML::Node n = kv.second;
+    if (!n.IsMap()) throw ConfigError(where + ": expected a mapping");
+    std::set<std::string> keys = {"samples_per_cell", "ops"};
+    for (const auto& d : dim_names(f.family)) keys.insert(d);
+    for (const auto& e : n)
+      if (!keys.count(e.first.as<std::string>()))
+        throw ConfigError(where + ": unknown field '" + e.first.as<std::string>() + "'");
+    try {
+      if (n["samples_per_cell"]) f.samples_per_cell = n["samples_per_cell"].as<int>();
+      if (f.family == Family::kElementwise) {
+        if (!n["ops"]) throw ConfigError(where + ": missing field 'ops'");
+        for (const auto& o : n["ops"].as<std::vector<std::string>>()) {
+          OpKind k;
+          if (!try_op_kind_from_string(o, &k) || op_family(k) != Family::kElementwise)
+            throw ConfigError(where + ".ops: '" + o + "' is not an elementwise op");
+          f.ops.push_back(k);
+        }
+      } else {
+        if (n["ops"]) throw ConfigError(where + ": field 'ops' is for elementwise only");
+        f.ops = {f.family == Family::kBmm ? OpKind::kBmm : f.family == Family::kLinear ? OpKind::kLinear
+                 : f.family == Family::kSoftmax ? OpKind::kSoftmax : OpKind::kLayerNorm};
+      }
+      for (const auto& d : dim_names(f.family)) {
+        if (!n[d]) throw ConfigError(where + ": missing range '" + d + "' ([lo, hi] or {edges: [...]})");
+        f.dims.push_back(parse_dim(n[d], d, where + "." + d));
+      }
+    } catch (const YAML::Exception&) {
+      throw ConfigError(where + ": a field has the wrong type");
+    }
+    if (f.samples_per_cell < 1 || f.samples_per_cell > 100000)
+      throw ConfigError(where + ".samples_per_cell: out of range [1, 100000]");
+    if (f.ops.empty()) throw ConfigError(where + ".ops: empty");
+    s.families.push_back(f);
+  }
+  return s;
+}
+
+int64_t sweep_size(const Sweep& s) {
+  int64_t n = 0;
+  for (const auto& f : s.families) n += configs_in(f, s.dtypes.size());
+  return n;
+}
+
+SweepConfig sweep_config(const Sweep& s, int64_t index) {
+  TC_CHECK(index >= 0 && index < sweep_size(s), "sweep index out of range");
+  int64_t rest = index;
+  size_t fi = 0;
+  while (rest >= configs_in(s.families[fi], s.dtypes.size())) rest -= configs_in(s.families[fi++], s.dtypes.size());
+  const FamilySweep& f = s.families[fi];
+  // Mixed radix: sample (fastest), cells of each dim, dtype, op (slowest).
+  int64_t r = rest;
+  r /= f.samples_per_cell;
+  std::vector<std::pair<int64_t, int64_t>> chosen;
+  for (const auto& d : f.dims) {
+    const auto& cells = cells_of(d);
+    chosen.push_back(cells[r % static_cast<int64_t>(cells.size())]);
+    r /= static_cast<int64_t>(cells.size());
+  }
+  const std::string& dtype = s.dtypes[r % s.dtypes.size()];
+  r /= static_cast<int64_t>(s.dtypes.size());
+  const OpKind op = f.ops[r];
+
+  std::mt19937_64 rng(s.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(index));
+  std::vector<int64_t> v;
+  for (const auto& c : chosen) v.push_back(std::uniform_int_distribution<int64_t>(c.first, c.second)(rng));
+  SweepConfig c;
+  c.index = index;
+  c.dtype = dtype;
+  c.query.op = op;
+  c.query.dtype_bytes = dtype_bytes(dtype);
+  if (f.family == Family::kBmm) c.query.b = v[0], c.query.m = v[1], c.query.n = v[2], c.query.k = v[3];
+  else if (f.family == Family::kLinear) c.query.b = 1, c.query.m = v[0], c.query.n = v[1], c.query.k = v[2];
+  else c.query.b = v[0], c.query.h = v[1];
+  std::string shape = query_shape_string(c.query);
+  std::replace(shape.begin(), shape.end(), ',', 'x');  // ids stay plain CSV fields
+  c.id = std::string(op_name(op)) + "/" + dtype + "/" + shape;
+  return c;
+}
+
+Shard parse_shard(const std::string& text) {
+  auto slash = text.find('/');
+  Shard s;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("");
+    s.index = std::stoll(text.substr(0, slash));
+    s.count = std::stoll(text.substr(slash + 1));
+  } catch (const std::exception&) {
+    throw ConfigError("--shard: expected I/N (e.g. 0/4), got '" + text + "'");
+  }
+  if (s.count < 1 || s.index < 0 || s.index >= s.count)
+    throw ConfigError("--shard: need 0 <= I < N, got '" + text + "'");
+  return s;
+}
+
+}  // namespace tilecast::collector

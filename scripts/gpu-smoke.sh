@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU, the CUDA toolkit (CUPTI) and a CUDA-enabled PyTorch:
+# build tilecast against that PyTorch's LibTorch and collect the smoke sweep through CUPTI.
+# Meant to finish within 10 minutes. Output: $OUT (default out/gpu-smoke): <family>.csv,
+# gpu.yaml (the local GPU's spec), run_config.yaml, build.log.
+#
+# Extra CMake prefixes (e.g. yaml-cpp / Boost unpacked from Debian .debs with `dpkg -x`):
+#   EXTRA_PREFIX=/path/to/root/usr scripts/gpu-smoke.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-out/gpu-smoke}"
+BUILD="${BUILD:-build-gpu}"
+mkdir -p "$OUT"
+TORCH_PREFIX="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+# PyTorch wheels state their C++ ABI; our other dependencies must match it.
+ABI="$(python3 -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' | tee "$OUT/torch.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$OUT/nvidia-smi.csv" || true
+prefix="$TORCH_PREFIX"
+[ -n "${EXTRA_PREFIX:-}" ] && prefix="$prefix;$EXTRA_PREFIX"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  -DTILECAST_BUILD_TESTS=OFF -DTILECAST_BUILD_BENCH=OFF -DTILECAST_WITH_CUPTI=ON \
+  -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$ABI" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
+  > "$OUT/build.log" 2>&1
+cmake --build "$BUILD" -j "$(nproc)" --target tilecast >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+rm -rf "$OUT/collect"
+time "$BUILD/tilecast" collect --sweep configs/sweeps/smoke.yaml --out "$OUT/collect" --backend cuda
+head -3 "$OUT/collect/bmm.csv"
+cat "$OUT/collect/gpu.yaml"

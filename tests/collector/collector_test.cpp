@@ -1,0 +1,181 @@
+// Collector pieces that need no GPU: sweeps, CUPTI record processing (hand-built records),
+// the crash-safe CSV writer, merge.
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "../core/test_util.h"
+#include "collector/dataset_writer.h"
+#include "collector/kernel_record.h"
+#include "collector/sweep.h"
+#include "core/error.h"
+#include "core/kernel_dataset.h"
+
+using namespace tilecast;
+using namespace tilecast::collector;
+namespace fs = std::filesystem;
+
+namespace {
+std::string sweep_path(const std::string& name) {
+  return std::string(TILECAST_SOURCE_DIR) + "/configs/sweeps/" + name + ".yaml";
+}
+std::string write_tmp(const std::string& name, const std::string& text) {
+  std::string p = ::testing::TempDir() + name;
+  std::ofstream(p) << text;
+  return p;
+}
+CollectedRow row(const std::string& id, int64_t b, int64_t h) {
+  CollectedRow r;
+  r.op_name = "add";
+  r.device = "cpu";
+  r.latency_ms = 0.5;
+  r.dims = {b, h};
+  r.dtype = "fp32";
+  r.config_id = id;
+  return r;
+}
+}  // namespace
+
+TEST(Sweep, SmokeAndDefaultSizes) {
+  Sweep smoke = load_sweep(sweep_path("smoke"));
+  EXPECT_EQ(sweep_size(smoke), 200);
+  Sweep def = load_sweep(sweep_path("default"));
+  EXPECT_EQ(sweep_size(def), 19440 + 6400 + 19250 + 1750 + 1400);
+  std::set<int> families;
+  for (int64_t i = 0; i < sweep_size(smoke); ++i) {
+    SweepConfig c = sweep_config(smoke, i);
+    families.insert(static_cast<int>(op_family(c.query.op)));
+    validate_query(c.query, c.id);
+  }
+  EXPECT_EQ(families.size(), 5u);
+}
+
+TEST(Sweep, DecodingIsDeterministicAndInsideCells) {
+  Sweep s = load_sweep(sweep_path("default"));
+  for (int64_t i : {0L, 1L, 777L, 19439L, 19440L, 40000L, 48239L}) {
+    SweepConfig a = sweep_config(s, i), b = sweep_config(s, i);
+    EXPECT_EQ(a.id, b.id);
+    if (a.query.op == OpKind::kBmm) {
+      for (int64_t d : {a.query.b, a.query.m, a.query.n, a.query.k}) {
+        EXPECT_GE(d, 1);
+        EXPECT_LE(d, 1025);
+      }
+    }
+  }
+  EXPECT_EQ(sweep_config(s, 19440).query.op, OpKind::kLinear);
+}
+
+TEST(Sweep, ShardsPartitionTheSweep) {
+  Sweep s = load_sweep(sweep_path("smoke"));
+  Shard a = parse_shard("0/3"), b = parse_shard("1/3"), c = parse_shard("2/3");
+  for (int64_t i = 0; i < sweep_size(s); ++i) EXPECT_EQ(a.owns(i) + b.owns(i) + c.owns(i), 1);
+  expect_error<ConfigError>([] { parse_shard("3/3"); }, {"--shard"});
+  expect_error<ConfigError>([] { parse_shard("x"); }, {"--shard", "I/N"});
+}
+
+TEST(Sweep, BadFilesNameTheField) {
+  expect_error<ConfigError>([] { load_sweep(write_tmp("s1.yaml", "name: x\nfamilies: {convolution: {}}\n")); },
+                            {"s1.yaml", "families.convolution", "unknown family"});
+  expect_error<ConfigError>([] { load_sweep(write_tmp("s2.yaml", "families: {bmm: {b: [1, 2], m: [1, 2], n: [5, 1], k: [1, 2]}}\n")); },
+                            {"s2.yaml", "families.bmm.n"});
+  expect_error<ConfigError>([] { load_sweep(write_tmp("s3.yaml", "dtypes: [fp8]\nfamilies: {softmax: {b: [1, 2], h: [1, 2]}}\n")); },
+                            {"s3.yaml", "dtypes", "fp8"});
+  expect_error<ConfigError>([] { load_sweep(write_tmp("s4.yaml", "families: {elementwise: {ops: [softmax], b: [1, 2], h: [1, 2]}}\n")); },
+                            {"not an elementwise op"});
+  expect_error<ConfigError>([] { load_sweep(write_tmp("s5.yaml", "repeat: 3\nfamilies: {}\n")); }, {"unknown field 'repeat'"});
+}
+
+TEST(KernelRecords, GroupByConfigTwoPass) {
+  // Config 7, three repeats (external id = 7 * 10 + rep); repeat 1 launches two kernels.
+  std::vector<ExternalCorrelation> ext = {{1, 70}, {2, 71}, {3, 71}, {4, 72}, {5, 80}, {6, 72}};
+  auto k = [](uint32_t corr, const char* name, int64_t s, int64_t e) {
+    KernelRecord r;
+    r.name = name;
+    r.correlation_id = corr;
+    r.start_ns = s;
+    r.end_ns = e;
+    r.grid[0] = 4, r.grid[1] = 2, r.grid[2] = 1;
+    r.block[0] = 256, r.block[1] = 1, r.block[2] = 1;
+    return r;
+  };
+  std::vector<KernelRecord> recs = {k(1, "sgemm_128x64", 1000, 3000), k(2, "splitk_reduce", 5000, 5500),
+                                    k(3, "sgemm_128x64", 5500, 9000), k(4, "sgemm_128x64", 10000, 12000),
+                                    k(5, "other_config", 20000, 21000), k(6, "sgemm_128x64", 0, 0),
+                                    k(99, "not_ours", 0, 100)};
+  auto g = group_by_config(recs, ext, 10);
+  ASSERT_EQ(g.size(), 2u);
+  const ConfigKernels& c = g.at(7);
+  ASSERT_EQ(c.repeat_ms.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.repeat_ms[0], 2000e-6);
+  EXPECT_DOUBLE_EQ(c.repeat_ms[1], 4000e-6);  // 5000 -> 9000 spans both kernels
+  EXPECT_EQ(c.main_kernel, "sgemm_128x64");
+  EXPECT_EQ(c.kernels, (std::vector<std::string>{"sgemm_128x64", "splitk_reduce"}));
+  EXPECT_EQ(c.dropped, 1);
+  EXPECT_EQ(c.grid[0], 4);
+  EXPECT_EQ(g.at(8).main_kernel, "other_config");
+  EXPECT_DOUBLE_EQ(median_ms({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median_ms({4, 1, 2, 3}), 2.5);
+  int32_t grid[3] = {216, 1, 1}, block[3] = {128, 1, 1};
+  EXPECT_DOUBLE_EQ(blocks_per_sm(grid, 108), 2.0);
+  EXPECT_DOUBLE_EQ(warps_per_sm(grid, block, 108), 8.0);
+}
+
+TEST(DatasetWriter, RowsReadBackThroughTheImporter) {
+  std::string dir = ::testing::TempDir() + "dw1";
+  fs::remove_all(dir);
+  {
+    DatasetWriter w(dir, {Family::kElementwise}, false);
+    w.append(Family::kElementwise, row("add/fp32/4,8", 4, 8));
+    CollectedRow bad = row("add/fp32/9,9", 9, 9);
+    bad.status = "oom";
+    bad.error_message = "CUDA out of memory, tried to allocate";
+    w.append(Family::kElementwise, bad);
+  }
+  auto rows = read_kernel_csv(dir + "/elementwise.csv");  // failed rows are skipped on import
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].query.h, 8);
+  EXPECT_DOUBLE_EQ(rows[0].latency_ms, 0.5);
+  expect_error<ConfigError>([&] { DatasetWriter w(dir, {Family::kElementwise}, false); }, {"already exists", "--resume"});
+}
+
+TEST(DatasetWriter, ResumeCutsATornLineAndSkipsWrittenConfigs) {
+  std::string dir = ::testing::TempDir() + "dw2";
+  fs::remove_all(dir);
+  {
+    DatasetWriter w(dir, {Family::kElementwise}, false);
+    w.append(Family::kElementwise, row("a", 1, 1));
+    w.append(Family::kElementwise, row("b", 2, 2));
+  }
+  {
+    std::ofstream torn(dir + "/elementwise.csv", std::ios::app);
+    torn << "add,0.1,cpu,p1,,";  // killed mid-write
+  }
+  DatasetWriter w(dir, {Family::kElementwise}, true);
+  EXPECT_TRUE(w.done("a"));
+  EXPECT_TRUE(w.done("b"));
+  EXPECT_EQ(w.done_count(), 2u);
+  w.append(Family::kElementwise, row("c", 3, 3));
+  auto rows = read_kernel_csv(dir + "/elementwise.csv");
+  EXPECT_EQ(rows.size(), 3u);
+  // A file of another layout is refused.
+  std::string other = ::testing::TempDir() + "dw3";
+  fs::remove_all(other);
+  fs::create_directories(other);
+  std::ofstream(other + "/elementwise.csv") << "a,b\n1,2\n";
+  expect_error<DataError>([&] { DatasetWriter x(other, {Family::kElementwise}, true); }, {"header differs"});
+}
+
+TEST(DatasetWriter, MergeDropsDuplicates) {
+  std::string a = ::testing::TempDir() + "m_a", b = ::testing::TempDir() + "m_b", out = ::testing::TempDir() + "m_out";
+  for (const auto& d : {a, b, out}) fs::remove_all(d);
+  {
+    DatasetWriter wa(a, {Family::kElementwise}, false);
+    wa.append(Family::kElementwise, row("x", 1, 1));
+    wa.append(Family::kElementwise, row("y", 2, 2));
+    DatasetWriter wb(b, {Family::kElementwise}, false);
+    wb.append(Family::kElementwise, row("y", 2, 2));
+    wb.append(Family::kElementwise, row("z", 3, 3));
+  }
+  EXPECT_EQ(merge_datasets({a, b}, out), 3);
+  EXPECT_EQ(read_kernel_csv(out + "/elementwise.csv").size(), 3u);
+}
