@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "core/config_io.h"
 #include "core/error.h"
 
 namespace tilecast::collector {
@@ -70,19 +71,8 @@ int dtype_bytes(const std::string& dtype) {
 }
 
 Sweep load_sweep(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(path + ": cannot open file");
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
-  if (!root.IsMap()) throw ConfigError(path + ": expected a mapping");
-  static const std::set<std::string> known = {"name", "seed", "warmup", "repeats", "dtypes", "families"};
-  for (const auto& kv : root)
-    if (!known.count(kv.first.as<std::string>()))
-      throw ConfigError(path + ": unknown field '" + kv.first.as<std::string>() + "'");
+  const YAML::Node root = load_yaml_map(path);
+  reject_unknown_keys(root, {"name", "seed", "warmup", "repeats", "dtypes", "families"}, path);
   Sweep s;
   s.origin = path;
   try {
@@ -119,9 +109,7 @@ Sweep load_sweep(const std::string& path) {
     if (!n.IsMap()) throw ConfigError(where + ": expected a mapping");
     std::set<std::string> keys = {"samples_per_cell", "ops"};
     for (const auto& d : dim_names(f.family)) keys.insert(d);
-    for (const auto& e : n)
-      if (!keys.count(e.first.as<std::string>()))
-        throw ConfigError(where + ": unknown field '" + e.first.as<std::string>() + "'");
+    reject_unknown_keys(n, keys, where);
     try {
       if (n["samples_per_cell"]) f.samples_per_cell = n["samples_per_cell"].as<int>();
       if (f.family == Family::kElementwise) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config_io.h"
 #include "core/error.h"
 
 namespace fs = std::filesystem;
@@ -20,22 +21,7 @@ namespace {
 
 template <typename T>
 T get_scalar(const YAML::Node& node, const std::string& key, const std::string& path) {
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    throw ConfigError(path + ": field '" + key + "': expected a " +
-                      (std::is_same<T, std::string>::value ? "string" : "number"));
-  }
-}
-
-void check_range(double v, double lo, double hi, const std::string& field,
-                 const std::string& origin) {
-  if (!std::isfinite(v) || v < lo || v > hi) {
-    std::ostringstream os;
-    os << origin << ": field '" << field << "': value " << v << " outside [" << lo << ", " << hi
-       << "]";
-    throw ConfigError(os.str());
-  }
+  return yaml_get<T>(node, key, path);
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -79,16 +65,7 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
 }
 
 GpuSpec load_gpu_yaml(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(path + ": cannot open file");
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " +
-                      e.msg);
-  }
-  if (!root.IsMap()) throw ConfigError(path + ": expected a YAML mapping of spec fields");
+  const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "name",          "cuda_name",          "aliases",          "vendor",
       "arch",          "compute_capability", "num_sms",          "cores_per_sm",
@@ -99,10 +76,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
                                                  "l2_cache_mb", "sources"};
-  for (const auto& kv : root) {
-    auto key = kv.first.as<std::string>();
-    if (!known.count(key)) throw ConfigError(path + ": unknown field '" + key + "'");
-  }
+  reject_unknown_keys(root, known, path);
   for (const auto& key : required)
     if (!root[key]) throw ConfigError(path + ": missing field '" + key + "'");
 
@@ -153,15 +127,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
 }
 
 GpuSpec load_neusight_device_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
+  const nlohmann::json j = load_json_object(path);
   static const std::set<std::string> known = {"Device", "Dev_Mem", "Mem_Bw", "Num_Sm",
                                               "Core_Per_SM", "Freq", "SingleFLOPs",
                                               "SingleFLOPsMM", "SingleFLOPsVEC", "L2Cache"};

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/config_io.h"
 #include "core/error.h"
 #include "core/gpu_spec.h"
 
@@ -62,15 +63,7 @@ std::vector<std::string> bundled_models(const std::string& dir) {
 
 ModelConfig load_model_config(const std::string& spec, const std::string& models_dir) {
   const std::string path = resolve_path(spec, models_dir);
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path + ": malformed JSON: " + std::string(e.what()));
-  }
-  if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
+  const nlohmann::json j = load_json_object(path);
   ModelConfig m;
   m.origin = path;
   m.name = fs::path(path).stem().string();

@@ -6,44 +6,26 @@
 #include <set>
 #include <sstream>
 
+#include "core/config_io.h"
 #include "core/error.h"
 
 namespace tilecast::trainer {
 namespace {
 template <typename T>
 T field(const YAML::Node& n, const std::string& key, const std::string& path) {
-  try {
-    return n.as<T>();
-  } catch (const YAML::Exception&) {
-    throw ConfigError(path + ": field '" + key + "': wrong type");
-  }
+  return yaml_get<T>(n, key, path);
 }
 void range(double v, double lo, double hi, const std::string& key, const std::string& path) {
-  if (!std::isfinite(v) || v < lo || v > hi) {
-    std::ostringstream os;
-    os << path << ": field '" << key << "': " << v << " outside [" << lo << ", " << hi << "]";
-    throw ConfigError(os.str());
-  }
+  check_range(v, lo, hi, key, path);
 }
 }  // namespace
 
 PredictorConfig load_predictor_config(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(path + ": cannot open file");
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
-  if (!root.IsMap()) throw ConfigError(path + ": expected a mapping");
+  const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
       "val_batch_size", "epochs", "val_fraction", "seed", "max_rows"};
-  for (const auto& kv : root) {
-    auto k = kv.first.as<std::string>();
-    if (!known.count(k)) throw ConfigError(path + ": unknown field '" + k + "'");
-  }
+  reject_unknown_keys(root, known, path);
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
   c.origin = path;

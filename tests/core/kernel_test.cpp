@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/featurize.h"
+#include "core/op_graph.h"
 #include "test_util.h"
 
 using namespace tilecast;
@@ -13,18 +14,8 @@ const GpuSpec& a100() {
   static GpuRegistry reg(gpu_dir());
   return reg.resolve("A100-PCIE-40GB");
 }
-KernelQuery bmm(int64_t b, int64_t m, int64_t n, int64_t k) {
-  KernelQuery q;
-  q.op = OpKind::kBmm;
-  q.b = b, q.m = m, q.n = n, q.k = k;
-  return q;
-}
-KernelQuery vec(OpKind op, int64_t b, int64_t h) {
-  KernelQuery q;
-  q.op = op;
-  q.b = b, q.h = h;
-  return q;
-}
+KernelQuery bmm(int64_t b, int64_t m, int64_t n, int64_t k) { return bmm_q(b, m, n, k); }
+KernelQuery vec(OpKind op, int64_t b, int64_t h) { return vec_q(op, b, h); }
 }  // namespace
 
 TEST(OpKind, NamesRoundTripAndUnknownIsAnError) {

@@ -1,0 +1,38 @@
+#pragma once
+// Loading YAML/JSON config files with one-line errors naming the file and field.
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <type_traits>
+
+#include "core/error.h"
+
+namespace tilecast {
+
+// Parses a YAML file that must be a mapping; throws ConfigError (cannot open / malformed at
+// line N / not a mapping).
+YAML::Node load_yaml_map(const std::string& path);
+// Parses a JSON file that must be an object; throws ConfigError.
+nlohmann::json load_json_object(const std::string& path);
+// Throws ConfigError "<where>: unknown field 'k'" for a key outside `known`.
+void reject_unknown_keys(const YAML::Node& map, const std::set<std::string>& known, const std::string& where);
+
+// node.as<T>() with "<where>: field 'key': expected a <type>" on a type mismatch.
+template <typename T>
+T yaml_get(const YAML::Node& node, const std::string& key, const std::string& where) {
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    const char* what = std::is_same<T, std::string>::value ? "a string"
+                       : std::is_integral<T>::value        ? "an integer"
+                       : std::is_floating_point<T>::value  ? "a number"
+                                                           : "a list of values";
+    throw ConfigError(where + ": field '" + key + "': expected " + what);
+  }
+}
+// Throws "<where>: field 'key': v outside [lo, hi]" unless lo <= v <= hi (and finite).
+void check_range(double v, double lo, double hi, const std::string& key, const std::string& where);
+
+}  // namespace tilecast
