@@ -129,7 +129,8 @@ void write_run_config(const CollectOptions& opt, const Sweep& s, const std::stri
   out << "sweep: " << opt.sweep_path << "\nsweep_name: " << s.name << "\nbackend: " << opt.backend
       << "\ndevice: \"" << device << "\"\nshard: " << opt.shard.index << "/" << opt.shard.count
       << "\nseed: " << s.seed << "\nwarmup: " << s.warmup << "\nrepeats: " << s.repeats
-      << "\ntorch_version: " << TORCH_VERSION << "\ntilecast_version: " << TILECAST_VERSION << "\n";
+      << "\ntorch_version: " << TORCH_VERSION << "\ntilecast_version: " << TILECAST_VERSION
+      << "\nmath_mode: \"fp32: IEEE FP32, TF32 off; fp16/bf16: tensor cores, FP32 accumulate\"\n";
 }
 
 }  // namespace
@@ -153,6 +154,10 @@ CollectSummary run_collect(const CollectOptions& opt) {
     device_name = local.cuda_name;
     cuda_version = cuda_version_string();
     dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(opt.device));
+    // Math modes, stated: FP32 GEMMs run as IEEE FP32 (TF32 off, as in NeuSight's data);
+    // fp16/bf16 GEMMs use tensor cores with FP32 accumulation (cuBLAS default).
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::globalContext().setAllowTF32CuDNN(false);
   }
 
   DatasetWriter writer(opt.out_dir, families_of(sweep), opt.resume);

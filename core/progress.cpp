@@ -8,11 +8,12 @@
 
 namespace tilecast {
 
-ProgressBar::ProgressBar(int64_t total, std::string label, bool quiet)
+ProgressBar::ProgressBar(int64_t total, std::string label, bool quiet, bool log_every_tick)
     : total_(total < 1 ? 1 : total),
       label_(std::move(label)),
       quiet_(quiet),
       tty_(isatty(fileno(stderr)) != 0),
+      every_tick_(log_every_tick),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_ - std::chrono::seconds(1)) {}
 
@@ -45,7 +46,7 @@ void ProgressBar::draw(const std::string& note, bool force) {
                  static_cast<int>(eta_s) / 60, static_cast<int>(eta_s) % 60, note.c_str());
     std::fflush(stderr);
   } else {
-    int decile = static_cast<int>(frac * 10);
+    int decile = every_tick_ ? static_cast<int>(done_) : static_cast<int>(frac * 10);
     if (decile == last_decile_) return;
     last_decile_ = decile;
     TC_LOG(Info) << label_ << " " << done_ << "/" << total_ << " (" << static_cast<int>(100 * frac)

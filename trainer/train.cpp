@@ -106,7 +106,7 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   fs::create_directories(fs::path(out_file).parent_path().empty() ? "." : fs::path(out_file).parent_path());
   const std::string tmp = out_file + ".tmp";
   double best = std::numeric_limits<double>::infinity();
-  ProgressBar bar(cfg.epochs, std::string("train ") + family_name(cfg.family), quiet);
+  ProgressBar bar(cfg.epochs, std::string("train ") + family_name(cfg.family), quiet, true);
   const int64_t n = r.rows_train;
   int64_t samples_seen = 0;
   double train_s = 0;
