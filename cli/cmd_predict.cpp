@@ -15,6 +15,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   std::string model, gpu, mode, format, weights, gpu_dir, models_dir;
   int64_t batch = 0, seq = 0;
   int top = 10;
+  Parallelism par;
   desc.add_options()("model", po::value(&model)->required(),
                      "Hugging Face config.json path or bundled name (see configs/models/)")(
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
@@ -22,6 +23,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "seq", po::value(&seq)->required(), "sequence length")(
       "mode", po::value(&mode)->default_value("inference"), "inference|training")(
       "fusion", "model torch.compile fusion (inference)")(
+      "dp", po::value(&par.dp)->default_value(1), "data-parallel GPUs (DDP; --batch is the global batch)")(
+      "tp", po::value(&par.tp)->default_value(1), "tensor-parallel GPUs (Megatron-LM column/row split)")(
+      "pp", po::value(&par.pp)->default_value(1), "pipeline stages")(
+      "microbatches", po::value(&par.microbatches)->default_value(1), "microbatches per step (pipeline)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "top", po::value(&top)->default_value(10), "operators listed in the table")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
@@ -39,7 +44,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   ModelConfig mc = load_model_config(model, mdir);
   GpuRegistry reg = load_registry(gpu_dir);
   const GpuSpec& spec = reg.resolve(gpu);
-  OpGraph g = build_op_graph(mc, batch, seq, mode == "training" ? Mode::kTraining : Mode::kInference);
+  OpGraph g = build_op_graph(mc, batch, seq, mode == "training" ? Mode::kTraining : Mode::kInference, par);
   if (vm.count("fusion")) g = fuse_op_graph(g);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));
   auto f = predictor::forecast_model(g, spec, kp);

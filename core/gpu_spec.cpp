@@ -56,6 +56,7 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   check_range(s.l2_cache_mb, 0.1, 1e5, "l2_cache_mb", origin);
   check_range(s.max_threads_per_sm, 32, 65536, "max_threads_per_sm", origin);
   check_range(s.max_blocks_per_sm, 1, 1024, "max_blocks_per_sm", origin);
+  if (s.interconnect_gbps != 0) check_range(s.interconnect_gbps, 1, 1e5, "interconnect_gbps", origin);
   if (s.fp32_matrix_peak_gflops != 0)
     check_range(s.fp32_matrix_peak_gflops, 100, 1e7, "fp32_matrix_peak_gflops", origin);
   for (const auto& kv : s.tensor_peak_gflops)
@@ -71,7 +72,8 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "arch",          "compute_capability", "num_sms",          "cores_per_sm",
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
       "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
-      "max_blocks_per_sm", "tile_reference", "sources",          "notes"};
+      "max_blocks_per_sm", "tile_reference", "sources",          "notes",
+      "interconnect_gbps"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
@@ -100,6 +102,8 @@ GpuSpec load_gpu_yaml(const std::string& path) {
     s.max_threads_per_sm = get_scalar<int>(root["max_threads_per_sm"], "max_threads_per_sm", path);
   if (root["max_blocks_per_sm"])
     s.max_blocks_per_sm = get_scalar<int>(root["max_blocks_per_sm"], "max_blocks_per_sm", path);
+  if (root["interconnect_gbps"])
+    s.interconnect_gbps = get_scalar<double>(root["interconnect_gbps"], "interconnect_gbps", path);
   if (root["tile_reference"])
     s.tile_reference = get_scalar<std::string>(root["tile_reference"], "tile_reference", path);
   if (root["notes"]) s.notes = get_scalar<std::string>(root["notes"], "notes", path);
@@ -187,6 +191,7 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   out << YAML::Key << "l2_cache_mb" << YAML::Value << s.l2_cache_mb;
   out << YAML::Key << "max_threads_per_sm" << YAML::Value << s.max_threads_per_sm;
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;
+  if (s.interconnect_gbps > 0) out << YAML::Key << "interconnect_gbps" << YAML::Value << s.interconnect_gbps;
   if (!s.tile_reference.empty())
     out << YAML::Key << "tile_reference" << YAML::Value << s.tile_reference;
   out << YAML::Key << "sources" << YAML::Value << s.sources;

@@ -26,6 +26,7 @@ struct GpuSpec {
   double l2_cache_mb = 0;         // nominal last-level (L2) cache as the vendor states it
   int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)
+  double interconnect_gbps = 0;   // GPU-to-GPU bandwidth per direction (NVLink/xGMI, else PCIe), GB/s; 0 = unknown
   std::string tile_reference;     // training GPU whose kernel (tile) choices stand in for this one
   std::vector<std::string> sources;
   std::string notes;

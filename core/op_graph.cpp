@@ -34,6 +34,19 @@ class Builder {
  public:
   Builder(OpGraph& g) : g_(g) {}
   bool training() const { return g_.mode == Mode::kTraining; }
+  int64_t tp() const { return g_.par.tp; }
+
+  // Megatron-LM column-parallel linear: output features split over tp ranks; the backward
+  // all-reduces the input gradient.
+  void linear_col(const std::string& name, int64_t m, int64_t n, int64_t k, bool bias = true) {
+    linear(name, m, n, (k + tp() - 1) / tp(), bias);
+    if (tp() > 1 && training()) g_.ops.back().bw.push_back(KernelCall::all_reduce(kF32 * double(m) * n, tp()));
+  }
+  // Row-parallel linear: input features split; the forward all-reduces the output.
+  void linear_row(const std::string& name, int64_t m, int64_t n, int64_t k, bool bias = true) {
+    linear(name, m, (n + tp() - 1) / tp(), k, bias);
+    if (tp() > 1) g_.ops.back().fw.push_back(KernelCall::all_reduce(kF32 * double(m) * k, tp()));
+  }
   void set_count(int64_t c) { count_ = c; }
   void set_prefix(const std::string& p) { prefix_ = p; }
 
@@ -126,6 +139,11 @@ class Builder {
     if (training() && bw_bytes > 0) o.bw.push_back(KernelCall::mem(bw_bytes));
   }
 
+  // Vocab-parallel embedding: each rank gathers its slice, the forward all-reduces.
+  void vocab_parallel_reduce(int64_t tokens, int64_t h) {
+    if (tp() > 1) g_.ops.back().fw.push_back(KernelCall::all_reduce(kF32 * double(tokens) * h, tp()));
+  }
+
   // Row gather from a (vocab, h) table. Backward: zero the (vocab, h) gradient, scatter-add
   // the rows; AccumulateGrad adds it into .grad.
   void embedding(const std::string& name, int64_t tokens, int64_t vocab, int64_t h) {
@@ -147,6 +165,7 @@ class Builder {
 void attention_core(Builder& b, const std::string& p, int64_t batch, int64_t seq, int64_t heads,
                     int64_t head_dim, OpKind scale_op, bool causal_where, bool mask_add,
                     bool attn_dropout) {
+  heads /= b.tp();  // heads are split over tensor-parallel ranks
   const int64_t bh = batch * heads, rows = bh * seq;
   b.bmm(p + "scores", bh, seq, head_dim, seq);
   b.eltwise(p + "scale", scale_op, rows, seq);
@@ -181,32 +200,34 @@ void activation(Builder& b, const std::string& p, const std::string& act, int64_
 void build_gpt2(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   const int64_t t = batch * seq, h = m.hidden;
   b.embedding("wte", t, m.vocab, h);
+  b.vocab_parallel_reduce(t, h);
   b.embedding("wpe", seq, m.max_positions, h);
   b.eltwise("embed_add", OpKind::kAdd, t, h);
   b.dropout("embed_dropout", t, h);
   b.set_count(m.layers);
   b.set_prefix("h.");
   b.layernorm("ln_1", t, h);
-  b.linear("attn.c_attn", t, h, 3 * h);
+  b.linear_col("attn.c_attn", t, h, 3 * h);
   attention_core(b, "attn.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, true, false, true);
-  b.linear("attn.c_proj", t, h, h);
+  b.linear_row("attn.c_proj", t, h, h);
   b.dropout("attn.resid_dropout", t, h);
   b.eltwise("residual_1", OpKind::kAdd, t, h, true);
   b.layernorm("ln_2", t, h);
-  b.linear("mlp.c_fc", t, h, m.ffn);
-  activation(b, "mlp.", m.activation, t, m.ffn);
-  b.linear("mlp.c_proj", t, m.ffn, h);
+  b.linear_col("mlp.c_fc", t, h, m.ffn);
+  activation(b, "mlp.", m.activation, t, m.ffn / b.tp());
+  b.linear_row("mlp.c_proj", t, m.ffn, h);
   b.dropout("mlp.dropout", t, h);
   b.eltwise("residual_2", OpKind::kAdd, t, h, true);
   b.set_count(1);
   b.set_prefix("");
   b.layernorm("ln_f", t, h);
-  b.linear("lm_head", t, h, m.vocab, false);  // weight tied to wte
+  b.linear_col("lm_head", t, h, m.vocab, false);  // weight tied to wte
 }
 
 void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   const int64_t t = batch * seq, h = m.hidden;
   b.embedding("embed_tokens", t, m.vocab, h);
+  b.vocab_parallel_reduce(t, h);
   b.mem("positions", 3 * 8.0 * t, 0);  // attention-mask cumsum -> position ids
   b.embedding("embed_positions", t, m.max_positions + 2, h);
   b.eltwise("embed_add", OpKind::kAdd, t, h);
@@ -214,36 +235,37 @@ void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.set_count(m.layers);
   b.set_prefix("layers.");
   b.layernorm("self_attn_layer_norm", t, h);
-  b.linear("self_attn.q_proj", t, h, h);
-  b.linear("self_attn.k_proj", t, h, h);
-  b.linear("self_attn.v_proj", t, h, h);
-  b.eltwise("self_attn.q_scale", OpKind::kMulU, t, h);
+  b.linear_col("self_attn.q_proj", t, h, h);
+  b.linear_col("self_attn.k_proj", t, h, h);
+  b.linear_col("self_attn.v_proj", t, h, h);
+  b.eltwise("self_attn.q_scale", OpKind::kMulU, t, h / b.tp());
   // Scores, causal mask add, clamp to finfo.min (torch.max), softmax, context.
-  const int64_t bh = batch * m.heads, rows = bh * seq;
+  const int64_t bh = batch * (m.heads / b.tp()), rows = bh * seq;
   b.bmm("self_attn.scores", bh, seq, m.head_dim, seq);
   b.eltwise("self_attn.mask_add", OpKind::kAdd, rows, seq);
   b.eltwise("self_attn.mask_max", OpKind::kAddU, rows, seq);
   b.softmax("self_attn.softmax", rows, seq);
   b.bmm("self_attn.context", bh, seq, seq, m.head_dim);
-  b.mem("self_attn.merge_heads", 2 * kF32 * double(t) * h, 2 * kF32 * double(t) * h);
-  b.linear("self_attn.out_proj", t, h, h);
+  b.mem("self_attn.merge_heads", 2 * kF32 * double(t) * h / b.tp(), 2 * kF32 * double(t) * h / b.tp());
+  b.linear_row("self_attn.out_proj", t, h, h);
   b.dropout("dropout_1", t, h);
   b.eltwise("residual_1", OpKind::kAdd, t, h, true);
   b.layernorm("final_layer_norm", t, h);
-  b.linear("fc1", t, h, m.ffn);
-  activation(b, "", m.activation, t, m.ffn);
-  b.linear("fc2", t, m.ffn, h);
+  b.linear_col("fc1", t, h, m.ffn);
+  activation(b, "", m.activation, t, m.ffn / b.tp());
+  b.linear_row("fc2", t, m.ffn, h);
   b.dropout("dropout_2", t, h);
   b.eltwise("residual_2", OpKind::kAdd, t, h, true);
   b.set_count(1);
   b.set_prefix("");
   b.layernorm("final_layer_norm", t, h);
-  b.linear("lm_head", t, h, m.vocab, false);
+  b.linear_col("lm_head", t, h, m.vocab, false);
 }
 
 void build_bert(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   const int64_t t = batch * seq, h = m.hidden;
   b.embedding("word_embeddings", t, m.vocab, h);
+  b.vocab_parallel_reduce(t, h);
   b.embedding("token_type_embeddings", t, 2, h);
   b.embedding("position_embeddings", seq, m.max_positions, h);
   b.eltwise("embed_add", OpKind::kAdd, t, h);
@@ -252,17 +274,17 @@ void build_bert(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.dropout("embeddings.dropout", t, h);
   b.set_count(m.layers);
   b.set_prefix("encoder.layer.");
-  b.linear("attention.self.query", t, h, h);
-  b.linear("attention.self.key", t, h, h);
-  b.linear("attention.self.value", t, h, h);
+  b.linear_col("attention.self.query", t, h, h);
+  b.linear_col("attention.self.key", t, h, h);
+  b.linear_col("attention.self.value", t, h, h);
   attention_core(b, "attention.self.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, false, true, true);
-  b.linear("attention.output.dense", t, h, h);
+  b.linear_row("attention.output.dense", t, h, h);
   b.dropout("attention.output.dropout", t, h);
   b.eltwise("attention.output.residual", OpKind::kAdd, t, h, true);
   b.layernorm("attention.output.layer_norm", t, h);
-  b.linear("intermediate.dense", t, h, m.ffn);
-  activation(b, "intermediate.", m.activation, t, m.ffn);
-  b.linear("output.dense", t, m.ffn, h);
+  b.linear_col("intermediate.dense", t, h, m.ffn);
+  activation(b, "intermediate.", m.activation, t, m.ffn / b.tp());
+  b.linear_row("output.dense", t, m.ffn, h);
   b.dropout("output.dropout", t, h);
   b.eltwise("output.residual", OpKind::kAdd, t, h, true);
   b.layernorm("output.layer_norm", t, h);
@@ -373,23 +395,41 @@ void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) 
 
 }  // namespace
 
-OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode) {
+OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode,
+                       const Parallelism& par) {
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
   if (seq < 1 || seq > (1 << 20)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^20]");
   if (m.max_positions > 0 && seq > m.max_positions)
     throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " +
                       std::to_string(m.max_positions) + " positions");
+  for (int64_t v : {par.dp, par.tp, par.pp, par.microbatches})
+    if (v < 1 || v > 4096) throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
+  if (batch % (par.dp * par.microbatches) != 0)
+    throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
+                      std::to_string(par.dp * par.microbatches));
+  if (par.tp > 1 && (m.model_type == "switch_transformers" || m.heads % par.tp != 0 || m.ffn % par.tp != 0))
+    throw ConfigError("--tp " + std::to_string(par.tp) + ": " + m.name +
+                      (m.model_type == "switch_transformers" ? " (tensor parallelism of switch_transformers is not modelled)"
+                                                             : ": heads and FFN width must be divisible by it"));
+  if (par.pp > m.layers) throw ConfigError("--pp " + std::to_string(par.pp) + " exceeds the " + std::to_string(m.layers) + " layers");
+  if (m.model_type == "switch_transformers" && par.pp > 1)
+    throw ConfigError("--pp: pipeline parallelism of switch_transformers is not modelled");
   OpGraph g;
   g.model = m.name;
   g.batch = batch;
   g.seq = seq;
   g.mode = mode;
+  g.par = par;
+  g.micro_batch = batch / (par.dp * par.microbatches);
+  g.layers = m.layers;
+  g.hidden = m.hidden;
   g.parameters = model_parameters(m);
   Builder b(g);
-  if (m.model_type == "gpt2") build_gpt2(b, m, batch, seq);
-  else if (m.model_type == "opt") build_opt(b, m, batch, seq);
-  else if (m.model_type == "bert") build_bert(b, m, batch, seq);
-  else if (m.model_type == "switch_transformers") build_switch(b, m, batch, seq);
+  const int64_t mb = g.micro_batch;
+  if (m.model_type == "gpt2") build_gpt2(b, m, mb, seq);
+  else if (m.model_type == "opt") build_opt(b, m, mb, seq);
+  else if (m.model_type == "bert") build_bert(b, m, mb, seq);
+  else if (m.model_type == "switch_transformers") build_switch(b, m, mb, seq);
   else throw ConfigError("unsupported model_type '" + m.model_type + "'");
   // Training: gradients of tied weights (GPT-2/OPT lm_head = wte) accumulate twice; the
   // second AccumulateGrad is already on the lm_head Linear, whose own weight is that table.
@@ -401,7 +441,12 @@ OpGraph fuse_op_graph(const OpGraph& g) {
   OpGraph out = g;
   out.ops.clear();
   out.fused = true;
-  auto fusible = [](const GraphOp& o) { return o.kind != "linear" && o.kind != "bmm"; };
+  auto fusible = [](const GraphOp& o) {
+    if (o.kind == "linear" || o.kind == "bmm") return false;
+    for (const auto& c : o.fw)
+      if (c.collective != Collective::kNone) return false;
+    return true;
+  };
   size_t i = 0;
   while (i < g.ops.size()) {
     if (!fusible(g.ops[i])) {
@@ -420,7 +465,7 @@ OpGraph fuse_op_graph(const OpGraph& g) {
     double max_bytes = 0, max_elems = 0;
     for (size_t k = i; k < j; ++k)
       for (const auto& c : g.ops[k].fw) {
-        if (c.is_mem) {
+        if (!c.is_kernel()) {
           max_bytes = std::max(max_bytes, c.bytes);
           continue;
         }

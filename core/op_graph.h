@@ -14,14 +14,31 @@ namespace tilecast {
 
 enum class Mode { kInference, kTraining };
 
-// One kernel launch: a predicted kernel, or a pure memory pass (copies, gathers, masks)
-// costed at DRAM bandwidth.
+enum class Collective { kNone, kAllReduce, kSendRecv };
+
+// One kernel launch: a predicted kernel, a pure memory pass (copies, gathers, masks) costed
+// at DRAM bandwidth, or a collective over the interconnect (tensor/pipeline parallelism).
 struct KernelCall {
   bool is_mem = false;
-  KernelQuery query;   // !is_mem
-  double bytes = 0;    // is_mem: bytes read + written
-  static KernelCall kernel(const KernelQuery& q) { return {false, q, 0}; }
-  static KernelCall mem(double bytes) { return {true, {}, bytes}; }
+  KernelQuery query;   // neither mem nor collective
+  double bytes = 0;    // is_mem: bytes read + written; collective: message bytes
+  Collective collective = Collective::kNone;
+  int64_t group = 1;   // collective: GPUs taking part
+  static KernelCall kernel(const KernelQuery& q) { return {false, q, 0, Collective::kNone, 1}; }
+  static KernelCall mem(double bytes) { return {true, {}, bytes, Collective::kNone, 1}; }
+  static KernelCall all_reduce(double bytes, int64_t group) {
+    return {false, {}, bytes, Collective::kAllReduce, group};
+  }
+  bool is_kernel() const { return !is_mem && collective == Collective::kNone; }
+};
+
+// Multi-GPU layout of one training step or forward pass. The batch given to
+// build_op_graph is the global batch; each data-parallel rank runs batch / dp, split into
+// `microbatches` for the pipeline. Tensor parallelism (Megatron-LM style) shards attention
+// heads and MLP columns and adds all-reduces; pipeline stages split the layers.
+struct Parallelism {
+  int64_t dp = 1, tp = 1, pp = 1, microbatches = 1;
+  int64_t gpus() const { return dp * tp * pp; }
 };
 
 struct GraphOp {
@@ -33,15 +50,21 @@ struct GraphOp {
 
 struct OpGraph {
   std::string model;
-  int64_t batch = 0, seq = 0;
+  int64_t batch = 0, seq = 0;  // global batch
+  int64_t micro_batch = 0;     // batch one GPU runs per microbatch (= batch / dp / microbatches)
+  int64_t layers = 0;          // repeated layers (ops with count == layers belong to them)
+  int64_t hidden = 0;          // model width (pipeline activations are micro_batch x seq x hidden)
+  Parallelism par;
   Mode mode = Mode::kInference;
   bool fused = false;
   double parameters = 0;  // for the optimizer estimate
   std::vector<GraphOp> ops;
 };
 
-// Throws ConfigError for non-positive batch/seq or seq above the model's positions.
-OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode);
+// Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a
+// parallel layout that does not divide the batch, heads or layers.
+OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode,
+                       const Parallelism& par = {});
 // torch.compile-style fusion for inference: maximal runs of non-GEMM operators become one
 // kernel each (costed as one pass over the run's external inputs and final output, routed to
 // the softmax/layernorm/elementwise model of its heaviest member). GEMMs stay.

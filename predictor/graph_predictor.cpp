@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/csv.h"
+#include "core/error.h"
 #include "core/units.h"
 
 namespace tilecast::predictor {
@@ -19,6 +20,29 @@ Key key_of(const KernelQuery& q) { return {static_cast<int>(q.op), q.b, q.m, q.n
 const char* mode_name(Mode m) { return m == Mode::kTraining ? "training" : "inference"; }
 
 }  // namespace
+
+namespace {
+constexpr double kLinkEfficiency = 0.8;  // NCCL bus bandwidth / link peak on NVLink
+constexpr double kStepLatencyMs = 0.005;
+
+void need_interconnect(const GpuSpec& gpu) {
+  if (!(gpu.interconnect_gbps > 0))
+    throw ConfigError(gpu.origin + ": field 'interconnect_gbps' is needed for multi-GPU forecasts");
+}
+}  // namespace
+
+double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu) {
+  if (group <= 1) return 0;
+  need_interconnect(gpu);
+  const double n = static_cast<double>(group);
+  return s_to_ms(transfer_s(2 * (n - 1) / n * bytes, kLinkEfficiency * gpu.interconnect_gbps)) +
+         kStepLatencyMs * 2 * (n - 1);
+}
+
+double send_recv_ms(double bytes, const GpuSpec& gpu) {
+  need_interconnect(gpu);
+  return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.interconnect_gbps)) + kStepLatencyMs;
+}
 
 double adamw_step_ms(double parameters, const GpuSpec& gpu) {
   // Reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq (7 x 4 B),
@@ -32,7 +56,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   std::vector<KernelQuery> unique;
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
-      if (!c.is_mem && index.emplace(key_of(c.query), unique.size()).second) unique.push_back(c.query);
+      if (c.is_kernel() && index.emplace(key_of(c.query), unique.size()).second) unique.push_back(c.query);
   };
   for (const auto& op : g.ops) {
     collect(op.fw);
@@ -40,28 +64,96 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     collect(op.acc);
   }
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
-  auto cost = [&](const std::vector<KernelCall>& calls) {
+  double comm_in_ops = 0;  // TP collectives, counted once per execution
+  auto cost = [&](const std::vector<KernelCall>& calls, int64_t count) {
     double ms = 0;
-    for (const auto& c : calls)
-      ms += c.is_mem ? s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps))
-                     : preds[index.at(key_of(c.query))].latency_ms;
+    for (const auto& c : calls) {
+      if (c.is_mem) {
+        ms += s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
+      } else if (c.collective == Collective::kAllReduce) {
+        const double t = all_reduce_ms(c.bytes, c.group, gpu);
+        ms += t;
+        comm_in_ops += t * count;
+      } else if (c.collective == Collective::kSendRecv) {
+        const double t = send_recv_ms(c.bytes, gpu);
+        ms += t;
+        comm_in_ops += t * count;
+      } else {
+        ms += preds[index.at(key_of(c.query))].latency_ms;
+      }
+    }
     return ms;
   };
   ModelForecast f;
   f.model = g.model;
   f.gpu = gpu.name;
-  f.batch = g.batch;
+  f.batch = g.batch;  // global batch
   f.seq = g.seq;
   f.mode = g.mode;
   f.fused = g.fused;
+  f.par = g.par;
+  const Parallelism& par = g.par;
+  // Per microbatch: the repeated layer (ops with count == layers) and the rest.
+  double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;
+  bool seen_layer = false;
   for (const auto& op : g.ops) {
-    OpForecast o{op.name, op.kind, op.count, cost(op.fw), cost(op.bw), cost(op.acc)};
-    f.forward_ms += o.fw_ms * o.count;
-    f.backward_ms += (o.bw_ms + o.acc_ms) * o.count;
+    OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count), cost(op.bw, op.count), cost(op.acc, op.count)};
+    const bool in_layer = g.layers > 1 && op.count % g.layers == 0;
+    const double fw = o.fw_ms * o.count, bw = (o.bw_ms + o.acc_ms) * o.count;
+    if (in_layer) {
+      layer_fw += fw / g.layers;
+      layer_bw += bw / g.layers;
+      seen_layer = true;
+    } else if (!seen_layer) {
+      pro_fw += fw, pro_bw += bw;
+    } else {
+      epi_fw += fw, epi_bw += bw;
+    }
     f.ops.push_back(o);
   }
-  f.total_ms = f.forward_ms + f.backward_ms;
-  f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(g.parameters, gpu) : 0;
+  const double all_fw = pro_fw + layer_fw * g.layers + epi_fw;
+  const double all_bw = pro_bw + layer_bw * g.layers + epi_bw;
+  f.communication_ms = comm_in_ops * par.microbatches;
+  if (par.pp <= 1) {
+    f.forward_ms = all_fw * par.microbatches;
+    f.backward_ms = all_bw * par.microbatches;
+  } else {
+    // Pipeline (GPipe / 1F1B have the same bubble): the first microbatch crosses every stage,
+    // the others follow at the pace of the slowest stage; activations hop between stages.
+    const int64_t per_stage = (g.layers + par.pp - 1) / par.pp;
+    const double mid_fw = layer_fw * per_stage, mid_bw = layer_bw * per_stage;
+    const double first_fw = pro_fw + mid_fw, first_bw = pro_bw + mid_bw;
+    const double last_fw = layer_fw * (g.layers - per_stage * (par.pp - 1)) + epi_fw;
+    const double last_bw = layer_bw * (g.layers - per_stage * (par.pp - 1)) + epi_bw;
+    const double slow_fw = std::max({first_fw, mid_fw, last_fw}), slow_bw = std::max({first_bw, mid_bw, last_bw});
+    f.forward_ms = all_fw + (par.microbatches - 1) * slow_fw;
+    f.backward_ms = all_bw + (par.microbatches - 1) * slow_bw;
+  }
+  double pipeline_comm = 0;
+  if (par.pp > 1) {
+    // One activation tensor (micro_batch x seq x hidden, FP32) forward and its gradient back
+    // per stage boundary, on the critical path of the first microbatch.
+    const double hidden_bytes = 4.0 * g.micro_batch * g.seq * g.hidden;
+    pipeline_comm = (g.mode == Mode::kTraining ? 2 : 1) * (par.pp - 1) * send_recv_ms(hidden_bytes, gpu);
+  }
+  double dp_exposed = 0;
+  if (par.dp > 1 && g.mode == Mode::kTraining) {
+    // DDP: gradients of this rank's shard, all-reduced in 25 MB buckets while the backward
+    // runs; what does not fit under the backward, plus the last bucket, is exposed.
+    const double grad_bytes = 4.0 * g.parameters / (par.tp * par.pp);
+    const double ar = all_reduce_ms(grad_bytes, par.dp, gpu);
+    const double last_bucket = all_reduce_ms(std::min(grad_bytes, 25e6), par.dp, gpu);
+    dp_exposed = std::max(0.0, ar - f.backward_ms) + last_bucket;
+  }
+  f.communication_ms += pipeline_comm + dp_exposed;
+  // Per-op figures cover every microbatch of the step.
+  for (auto& o : f.ops) {
+    o.fw_ms *= par.microbatches;
+    o.bw_ms *= par.microbatches;
+    o.acc_ms *= par.microbatches;
+  }
+  f.total_ms = f.forward_ms + f.backward_ms + pipeline_comm + dp_exposed;
+  f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(g.parameters / (par.tp * par.pp), gpu) : 0;
   return f;
 }
 
@@ -70,7 +162,10 @@ std::string forecast_json(const ModelForecast& f) {
                       {"batch", f.batch},       {"seq", f.seq},
                       {"mode", mode_name(f.mode)}, {"fusion", f.fused},
                       {"forward_ms", f.forward_ms}, {"backward_ms", f.backward_ms},
-                      {"optimizer_ms", f.optimizer_ms}, {"total_ms", f.total_ms}};
+                      {"optimizer_ms", f.optimizer_ms}, {"communication_ms", f.communication_ms},
+                      {"total_ms", f.total_ms},
+                      {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
+                                    {"microbatches", f.par.microbatches}}}};
   j["ops"] = nlohmann::json::array();
   for (const auto& o : f.ops)
     j["ops"].push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count},
@@ -99,6 +194,12 @@ std::string forecast_table(const ModelForecast& f, int top_ops) {
   os << buf;
   if (f.mode == Mode::kTraining) {
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
+    os << buf;
+  }
+  if (f.par.gpus() > 1) {
+    std::snprintf(buf, sizeof buf, "communication %10.3f ms on the critical path (dp %lld, tp %lld, pp %lld, %lld microbatches)\n",
+                  f.communication_ms, static_cast<long long>(f.par.dp), static_cast<long long>(f.par.tp),
+                  static_cast<long long>(f.par.pp), static_cast<long long>(f.par.microbatches));
     os << buf;
   }
   std::map<std::string, double> by_kind;

@@ -23,12 +23,20 @@ struct ModelForecast {
   double forward_ms = 0;
   double backward_ms = 0;   // backward kernels + gradient accumulation (what loss.backward() runs)
   double optimizer_ms = 0;  // AdamW step, reported apart (not in total_ms)
-  double total_ms = 0;      // forward + backward
+  double communication_ms = 0;  // multi-GPU: time in collectives on the critical path
+  double total_ms = 0;      // forward + backward (+ exposed communication, pipeline bubbles)
+  Parallelism par;
   std::vector<OpForecast> ops;
 };
 
 // Identical kernels are forecast once; all kernels of a family go through one batched MLP call.
 ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp);
+
+// Ring all-reduce of `bytes` over `group` GPUs: 2 (n-1)/n * bytes at 80 % of the per-direction
+// interconnect bandwidth, plus 5 us per ring step. Throws ConfigError if the spec has no
+// interconnect_gbps.
+double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu);
+double send_recv_ms(double bytes, const GpuSpec& gpu);
 
 // AdamW (PyTorch's foreach implementation): a memory-bound pass over parameters, gradients
 // and both moments; 1 GB = 1e9 bytes. Seconds -> ms.

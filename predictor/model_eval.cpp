@@ -111,9 +111,18 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     row.seq = std::stoll(m[3]);
     row.batch = std::stoll(m[4]);
     row.option = m[6];
+    Parallelism par;
+    static const std::regex par_re(R"(^(dp|tp|pp)(\d+)(?:_(\d+))?$)");
+    std::smatch pm;
     if (!row.option.empty() && row.option != "fusion") {
-      res.skipped.push_back(p.string() + ": multi-GPU option '" + row.option + "' is not modelled yet");
-      continue;
+      if (!std::regex_match(row.option, pm, par_re)) {
+        res.skipped.push_back(p.string() + ": option '" + row.option + "' is not modelled");
+        continue;
+      }
+      const int64_t n = std::stoll(pm[2]);
+      if (pm[1] == "dp") par.dp = n;
+      else if (pm[1] == "tp") par.tp = n;
+      else par.pp = n, par.microbatches = pm[3].matched ? std::stoll(pm[3]) : 1;
     }
     if (row.option == "fusion" && row.mode != "inf") {
       res.skipped.push_back(p.string() + ": fusion is modelled for inference only");
@@ -141,7 +150,13 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
       res.skipped.push_back(p.string() + ": " + e.what());
       continue;
     }
-    OpGraph g = build_op_graph(mc, row.batch, row.seq, row.mode == "train" ? Mode::kTraining : Mode::kInference);
+    OpGraph g;
+    try {
+      g = build_op_graph(mc, row.batch, row.seq, row.mode == "train" ? Mode::kTraining : Mode::kInference, par);
+    } catch (const ConfigError& e) {
+      res.skipped.push_back(p.string() + ": " + e.what());
+      continue;
+    }
     if (row.option == "fusion") g = fuse_op_graph(g);
     ModelForecast f = forecast_model(g, *gpu, kp);
     row.predicted_ms = f.total_ms;

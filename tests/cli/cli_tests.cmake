@@ -48,3 +48,5 @@ add_test(NAME cli.collect_pipeline COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/
 set_tests_properties(cli.collect_pipeline PROPERTIES TIMEOUT 600)
 tc_cli_fail(collect_cuda_without_gpu "--backend cuda: " "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml;--out;${CMAKE_BINARY_DIR}/collect_cuda_out;--backend;cuda")
 tc_cli_fail(collect_bad_sweep "cannot open" "${TC};collect;--sweep;/nonexistent.yaml;--out;/tmp/x;--backend;cpu")
+tc_cli_test(predict_model_tp "\"communication_ms\"" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 4 --seq 1024 --mode training --tp 4 --format json)
+tc_cli_fail(predict_dp_indivisible "not divisible" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--batch;3;--seq;16;--dp;2")

@@ -32,7 +32,7 @@ ShapeCount ours(const OpGraph& g, bool backward) {
   ShapeCount c;
   for (const auto& op : g.ops)
     for (const auto& call : backward ? op.bw : op.fw)
-      if (!call.is_mem) {
+      if (call.is_kernel()) {
         auto k = shape_key(call.query);
         if (!k.empty()) c[k]++;
       }
@@ -151,4 +151,40 @@ TEST(OpGraph, MatchesNeuSightParsedGraphs) {
           EXPECT_EQ(mine_bw[kv.first], kv.second) << c.tag << " backward " << kv.first;
     }
   }
+}
+
+TEST(OpGraph, TensorParallelShardsGemmsAndAddsAllReduces) {
+  ModelConfig m = load_model_config("gpt2-large", models_dir());
+  Parallelism par;
+  par.tp = 4;
+  OpGraph g = build_op_graph(m, 4, 1024, Mode::kTraining, par);
+  ShapeCount c = ours(g, false);
+  EXPECT_EQ(c["Linear(4096,1280,960)"], 1);   // QKV: 3H / tp output columns
+  EXPECT_EQ(c["Linear(4096,320,1280)"], 1);   // attention out-projection: H / tp input rows
+  EXPECT_EQ(c["BMM(20,1024,64,1024)"], 1);    // 20 heads / 4 per rank, batch 4
+  int fw_reduces_per_layer = 0, bw_reduces_per_layer = 0;
+  for (const auto& op : g.ops) {
+    if (op.count != m.layers) continue;
+    for (const auto& k : op.fw) fw_reduces_per_layer += k.collective == Collective::kAllReduce;
+    for (const auto& k : op.bw) bw_reduces_per_layer += k.collective == Collective::kAllReduce;
+  }
+  EXPECT_EQ(fw_reduces_per_layer, 2);  // after the attention and MLP row-parallel GEMMs
+  EXPECT_EQ(bw_reduces_per_layer, 2);  // before the column-parallel ones
+}
+
+TEST(OpGraph, ParallelLayoutsAreValidated) {
+  ModelConfig m = load_model_config("gpt2-large", models_dir());
+  Parallelism dp;
+  dp.dp = 3;
+  expect_error<ConfigError>([&] { build_op_graph(m, 4, 1024, Mode::kTraining, dp); }, {"not divisible"});
+  Parallelism tp;
+  tp.tp = 3;
+  expect_error<ConfigError>([&] { build_op_graph(m, 4, 1024, Mode::kTraining, tp); }, {"--tp 3", "divisible"});
+  Parallelism pp;
+  pp.pp = 64;
+  expect_error<ConfigError>([&] { build_op_graph(m, 4, 1024, Mode::kTraining, pp); }, {"--pp 64"});
+  Parallelism ok;
+  ok.dp = 2;
+  ok.microbatches = 2;
+  EXPECT_EQ(build_op_graph(m, 8, 1024, Mode::kTraining, ok).micro_batch, 2);
 }

@@ -9,6 +9,9 @@
 #include "../core/test_util.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "core/model_config.h"
+#include "core/op_graph.h"
+#include "predictor/graph_predictor.h"
 #include "predictor/kernel_eval.h"
 #include "predictor/kernel_predictor.h"
 #include "trainer/mlp.h"
@@ -210,4 +213,28 @@ TEST(BundledWeights, ForecastEveryFamilyOnAnUnseenGpu) {
     EXPECT_GT(r[0].latency_ms, 0) << spec;
     EXPECT_GT(r[1].latency_ms, r[0].latency_ms) << spec << ": 8x the work must take longer";
   }
+}
+
+TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
+  const std::string dir = trainer::weights_dir();
+  if (!fs::exists(dir + "/manifest.yaml")) GTEST_SKIP() << "no bundled weights in " << dir;
+  predictor::KernelPredictor p(dir);
+  ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  const GpuSpec& gpu = registry().resolve("A100-SXM4-40GB");
+  auto single = predictor::forecast_model(build_op_graph(m, 4, 1024, Mode::kTraining), gpu, p);
+  EXPECT_EQ(single.communication_ms, 0);
+  Parallelism dp;
+  dp.dp = 4;
+  auto d = predictor::forecast_model(build_op_graph(m, 4, 1024, Mode::kTraining, dp), gpu, p);
+  EXPECT_GT(d.communication_ms, 0);
+  EXPECT_LT(d.total_ms, single.total_ms);  // four GPUs share the batch
+  Parallelism pp;
+  pp.pp = 4;
+  auto q = predictor::forecast_model(build_op_graph(m, 4, 1024, Mode::kTraining, pp), gpu, p);
+  EXPECT_GT(q.total_ms, single.total_ms);  // one microbatch: no overlap, plus transfers
+  // Ring all-reduce: 2 (n-1)/n of the bytes at 80 % of the link.
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 4, gpu), 1.5e9 / (0.8 * 300e9) * 1e3 + 0.03, 1e-9);
+  GpuSpec no_link = gpu;
+  no_link.interconnect_gbps = 0;
+  expect_error<ConfigError>([&] { predictor::all_reduce_ms(1e6, 2, no_link); }, {"interconnect_gbps"});
 }
