@@ -1,6 +1,7 @@
 #include "core/op_graph.h"
 
 #include <algorithm>
+#include <array>
 
 #include "core/error.h"
 
@@ -197,6 +198,17 @@ void activation(Builder& b, const std::string& p, const std::string& act, int64_
   }
 }
 
+// Feed-forward block shared by GPT-2, OPT and BERT: column-parallel up-projection,
+// activation, row-parallel down-projection, dropout, residual add. `names` =
+// {up, activation prefix, down, dropout, residual}.
+void mlp_block(Builder& b, const ModelConfig& m, int64_t t, const std::array<const char*, 5>& names) {
+  b.linear_col(names[0], t, m.hidden, m.ffn);
+  activation(b, names[1], m.activation, t, m.ffn / b.tp());
+  b.linear_row(names[2], t, m.ffn, m.hidden);
+  b.dropout(names[3], t, m.hidden);
+  b.eltwise(names[4], OpKind::kAdd, t, m.hidden, true);
+}
+
 void build_gpt2(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   const int64_t t = batch * seq, h = m.hidden;
   b.embedding("wte", t, m.vocab, h);
@@ -213,11 +225,7 @@ void build_gpt2(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.dropout("attn.resid_dropout", t, h);
   b.eltwise("residual_1", OpKind::kAdd, t, h, true);
   b.layernorm("ln_2", t, h);
-  b.linear_col("mlp.c_fc", t, h, m.ffn);
-  activation(b, "mlp.", m.activation, t, m.ffn / b.tp());
-  b.linear_row("mlp.c_proj", t, m.ffn, h);
-  b.dropout("mlp.dropout", t, h);
-  b.eltwise("residual_2", OpKind::kAdd, t, h, true);
+  mlp_block(b, m, t, {"mlp.c_fc", "mlp.", "mlp.c_proj", "mlp.dropout", "residual_2"});
   b.set_count(1);
   b.set_prefix("");
   b.layernorm("ln_f", t, h);
@@ -251,11 +259,7 @@ void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.dropout("dropout_1", t, h);
   b.eltwise("residual_1", OpKind::kAdd, t, h, true);
   b.layernorm("final_layer_norm", t, h);
-  b.linear_col("fc1", t, h, m.ffn);
-  activation(b, "", m.activation, t, m.ffn / b.tp());
-  b.linear_row("fc2", t, m.ffn, h);
-  b.dropout("dropout_2", t, h);
-  b.eltwise("residual_2", OpKind::kAdd, t, h, true);
+  mlp_block(b, m, t, {"fc1", "", "fc2", "dropout_2", "residual_2"});
   b.set_count(1);
   b.set_prefix("");
   b.layernorm("final_layer_norm", t, h);
@@ -282,11 +286,7 @@ void build_bert(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.dropout("attention.output.dropout", t, h);
   b.eltwise("attention.output.residual", OpKind::kAdd, t, h, true);
   b.layernorm("attention.output.layer_norm", t, h);
-  b.linear_col("intermediate.dense", t, h, m.ffn);
-  activation(b, "intermediate.", m.activation, t, m.ffn / b.tp());
-  b.linear_row("output.dense", t, m.ffn, h);
-  b.dropout("output.dropout", t, h);
-  b.eltwise("output.residual", OpKind::kAdd, t, h, true);
+  mlp_block(b, m, t, {"intermediate.dense", "intermediate.", "output.dense", "output.dropout", "output.residual"});
   b.layernorm("output.layer_norm", t, h);
   b.set_count(1);
   b.set_prefix("");
