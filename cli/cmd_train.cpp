@@ -19,7 +19,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "data", po::value(&collected)->multitoken(),
       "train on folders written by `tilecast collect` instead (their gpu.yaml joins the GPU list)")(
-      "out", po::value(&out), "weights folder to write (default: bundled weights/)")(
+      "out", po::value(&out)->required(), "weights folder to write (e.g. weights/ to replace the bundled ones)")(
       "family", po::value(&families)->multitoken(),
       "families to train (bmm linear elementwise softmax layernorm; default all)")(
       "epochs", po::value(&epochs), "override the configs' epoch count")(
@@ -27,11 +27,11 @@ int run_train(const Args& args, const GlobalOptions& g) {
       "config-dir", po::value(&cfg_dir), "predictor configs (default: configs/predictors)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)");
   po::variables_map vm;
-  if (!parse_options(args, desc, vm, "tilecast train [--family F ...] [--out DIR] [--epochs N]"))
+  if (!parse_options(args, desc, vm, "tilecast train --out DIR [--family F ...] [--epochs N] [--data DIR ...]"))
     return 0;
   trainer::TrainOptions opt;
   opt.neusight_dir = neusight_dir(data);
-  opt.out_dir = trainer::weights_dir(out);
+  opt.out_dir = out;
   opt.predictor_config_dir =
       cfg_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "predictors").string() : cfg_dir;
   for (const auto& f : families) opt.families.push_back(family_from_string(f));

@@ -195,7 +195,14 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     dst.insert(dst.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
   fs::create_directories(opt.out_dir);
-  WeightsManifest manifest = load_manifest_or_empty(opt.out_dir);
+  WeightsManifest manifest;
+  try {
+    manifest = load_manifest_or_empty(opt.out_dir);
+  } catch (const ConfigError& e) {
+    // Another schema (or a broken manifest): every family is retrained from scratch anyway.
+    TC_LOG(Warn) << "starting a new manifest: " << e.what();
+    manifest = WeightsManifest{};
+  }
   manifest.feature_schema_version = kFeatureSchemaVersion;
   tiles.save((fs::path(opt.out_dir) / manifest.tile_table).string());
   TC_LOG(Info) << "tile table: " << tiles.size() << " shape bins from " << gemm_files.size() << " files";
