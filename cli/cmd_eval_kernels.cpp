@@ -9,7 +9,7 @@
 
 namespace tilecast::cli {
 
-int run_eval_kernels(const Args& args, const GlobalOptions&) {
+int run_eval_kernels(const Args& args, const GlobalOptions& g) {
   po::options_description desc("eval-kernels options");
   std::vector<std::string> data;
   std::string weights, gpu_dir, format, rows_csv;
@@ -27,7 +27,7 @@ int run_eval_kernels(const Args& args, const GlobalOptions&) {
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
   std::vector<predictor::KernelEvalRow> rows;
-  auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows);
+  auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows, g.quiet);
   if (!rows_csv.empty()) {
     std::ofstream out(rows_csv);
     if (!out) throw RuntimeError(rows_csv + ": cannot write");

@@ -14,6 +14,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
   std::string data, out, cfg_dir, gpu_dir;
   std::vector<std::string> families, collected;
   int epochs = 0;
+  int64_t seed = -1;
   int64_t max_rows = -1;
   desc.add_options()("neusight-dir", po::value(&data),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
@@ -23,6 +24,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
       "family", po::value(&families)->multitoken(),
       "families to train (bmm linear elementwise softmax layernorm; default all)")(
       "epochs", po::value(&epochs), "override the configs' epoch count")(
+      "seed", po::value(&seed), "override the configs' seed")(
       "max-rows", po::value(&max_rows), "train on a seeded subsample of this many rows")(
       "config-dir", po::value(&cfg_dir), "predictor configs (default: configs/predictors)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)");
@@ -36,6 +38,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
       cfg_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "predictors").string() : cfg_dir;
   for (const auto& f : families) opt.families.push_back(family_from_string(f));
   opt.epochs = epochs;
+  opt.seed = seed;
   opt.max_rows = max_rows;
   opt.quiet = g.quiet;
   opt.data_dirs = collected;

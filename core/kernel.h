@@ -64,7 +64,7 @@ double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
 
 // Feature schema. Bump kFeatureSchemaVersion whenever features change: weights trained on
 // another schema are refused at load time.
-constexpr int kFeatureSchemaVersion = 6;
+constexpr int kFeatureSchemaVersion = 7;  // 7: ensembles (manifest lists member files)
 const std::vector<std::string>& feature_names(Family f);
 // Feature vector (log2-scaled, unnormalised) for the family's MLP.
 void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li,

@@ -28,9 +28,9 @@ double ErrorStats::percentile_pct(double p) const {
 }
 
 KernelEvalReport eval_kernels(const std::vector<std::string>& files, const KernelPredictor& predictor,
-                              const GpuRegistry& gpus, std::vector<KernelEvalRow>* rows_out) {
+                              const GpuRegistry& gpus, std::vector<KernelEvalRow>* rows_out, bool quiet) {
   KernelEvalReport rep;
-  ProgressBar bar(static_cast<int64_t>(files.size()), "eval-kernels", files.size() < 2);
+  ProgressBar bar(static_cast<int64_t>(files.size()), "eval-kernels", quiet || files.size() < 2);
   for (const auto& file : files) {
     std::vector<KernelSample> samples = read_kernel_csv(file);
     // One batched forecast per device.

@@ -37,7 +37,7 @@ struct KernelEvalRow {
 // If `rows_out` is non-null, per-row results are appended there.
 KernelEvalReport eval_kernels(const std::vector<std::string>& csv_files,
                               const KernelPredictor& predictor, const GpuRegistry& gpus,
-                              std::vector<KernelEvalRow>* rows_out = nullptr);
+                              std::vector<KernelEvalRow>* rows_out = nullptr, bool quiet = false);
 
 std::string eval_report_json(const KernelEvalReport& r);
 std::string eval_report_table(const KernelEvalReport& r);

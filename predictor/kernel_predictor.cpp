@@ -14,7 +14,7 @@ namespace tilecast::predictor {
 struct KernelPredictor::Impl {
   trainer::WeightsManifest manifest;
   TileTable tiles;
-  std::vector<trainer::Mlp> models;  // by Family index; null if absent
+  std::vector<std::vector<trainer::Mlp>> models;  // by Family index: ensemble members; empty if absent
 };
 
 KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_unique<Impl>()) {
@@ -23,20 +23,22 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
   const std::string tile_path = (fs::path(dir) / impl_->manifest.tile_table).string();
   if (!fs::exists(tile_path)) throw ConfigError(tile_path + ": tile table missing from weights folder");
   impl_->tiles = TileTable::load(tile_path);
-  impl_->models.resize(static_cast<size_t>(Family::kCount), trainer::Mlp(nullptr));
+  impl_->models.resize(static_cast<size_t>(Family::kCount));
   for (const auto& kv : impl_->manifest.families) {
     const auto& e = kv.second;
-    const std::string path = (fs::path(dir) / e.file).string();
-    if (!fs::exists(path)) throw ConfigError(path + ": checkpoint listed in manifest.yaml is missing");
-    trainer::Mlp m(static_cast<int64_t>(e.features.size()), e.config.hidden_size, e.config.num_layers);
-    try {
-      torch::load(m, path);
-    } catch (const c10::Error& err) {
-      throw ConfigError(path + ": cannot load checkpoint (corrupt, or trained with another "
-                        "architecture than manifest.yaml says)");
+    for (const auto& file : e.files) {
+      const std::string path = (fs::path(dir) / file).string();
+      if (!fs::exists(path)) throw ConfigError(path + ": checkpoint listed in manifest.yaml is missing");
+      trainer::Mlp m(static_cast<int64_t>(e.features.size()), e.config.hidden_size, e.config.num_layers);
+      try {
+        torch::load(m, path);
+      } catch (const c10::Error& err) {
+        throw ConfigError(path + ": cannot load checkpoint (corrupt, or trained with another "
+                          "architecture than manifest.yaml says)");
+      }
+      m->eval();
+      impl_->models[static_cast<size_t>(e.config.family)].push_back(m);
     }
-    m->eval();
-    impl_->models[static_cast<size_t>(e.config.family)] = m;
   }
 }
 
@@ -44,7 +46,7 @@ KernelPredictor::~KernelPredictor() = default;
 KernelPredictor::KernelPredictor(KernelPredictor&&) noexcept = default;
 
 bool KernelPredictor::has_family(Family f) const {
-  return !impl_->models[static_cast<size_t>(f)].is_empty();
+  return !impl_->models[static_cast<size_t>(f)].empty();
 }
 const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_->manifest; }
 const TileTable& KernelPredictor::tiles() const { return impl_->tiles; }
@@ -60,8 +62,8 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
   for (Family fam : kAllFamilies) {
     const auto& idx = by_family[static_cast<size_t>(fam)];
     if (idx.empty()) continue;
-    trainer::Mlp model = impl_->models[static_cast<size_t>(fam)];  // shared handle
-    if (model.is_empty())
+    const auto& members = impl_->models[static_cast<size_t>(fam)];
+    if (members.empty())
       throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
                         "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
     const int64_t nf = static_cast<int64_t>(num_features(fam));
@@ -77,7 +79,13 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       r.bound = p.bounds.compute_s >= p.bounds.memory_s ? "compute" : "memory";
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
     }
-    auto o = model->forward(x).clamp(trainer::kMinLogSlowdown, trainer::kMaxLogSlowdown);
+    // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
+    torch::Tensor o;
+    for (auto m : members) {
+      auto om = m->forward(x).clamp(trainer::kMinLogSlowdown, trainer::kMaxLogSlowdown);
+      o = o.defined() ? o + om : om;
+    }
+    o = o / static_cast<double>(members.size());
     auto slow = torch::exp(o.to(torch::kFloat64));
     const double* sp = slow.data_ptr<double>();
     for (size_t j = 0; j < idx.size(); ++j) {

@@ -24,7 +24,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
-      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows"};
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble"};
   reject_unknown_keys(root, known, path);
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
@@ -41,6 +41,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["val_fraction"]) c.val_fraction = field<double>(root["val_fraction"], "val_fraction", path);
   if (root["seed"]) c.seed = field<uint64_t>(root["seed"], "seed", path);
   if (root["max_rows"]) c.max_rows = field<int64_t>(root["max_rows"], "max_rows", path);
+  if (root["ensemble"]) c.ensemble = field<int>(root["ensemble"], "ensemble", path);
   range(c.num_layers, 2, 64, "num_layers", path);
   range(c.hidden_size, 1, 8192, "hidden_size", path);
   range(c.lr, 1e-9, 1.0, "lr", path);
@@ -50,6 +51,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   range(c.epochs, 1, 100000, "epochs", path);
   range(c.val_fraction, 0.01, 0.9, "val_fraction", path);
   range(static_cast<double>(c.max_rows), 0, 1e9, "max_rows", path);
+  range(c.ensemble, 1, 32, "ensemble", path);
   if (c.lr_schedule != "constant" && c.lr_schedule != "cosine")
     throw ConfigError(path + ": field 'lr_schedule': expected constant or cosine");
   return c;
@@ -70,6 +72,7 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   out << YAML::Key << "val_fraction" << YAML::Value << c.val_fraction;
   out << YAML::Key << "seed" << YAML::Value << c.seed;
   out << YAML::Key << "max_rows" << YAML::Value << c.max_rows;
+  out << YAML::Key << "ensemble" << YAML::Value << c.ensemble;
   out << YAML::EndMap;
   return out.c_str();
 }

@@ -20,6 +20,7 @@ struct PredictorConfig {
   double val_fraction = 0.1;  // random rows of the training GPUs held out for checkpointing
   uint64_t seed = 0;
   int64_t max_rows = 0;       // 0 = all rows; else a seeded subsample (for smoke runs)
+  int ensemble = 1;           // members trained with seeds seed, seed+1, ...; forecasts average log-latency
   std::string origin;
 };
 

@@ -214,6 +214,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     if (cfg.family != fam) throw ConfigError(cfg.origin + ": field 'family' does not match the file name");
     if (opt.epochs > 0) cfg.epochs = opt.epochs;
     if (opt.max_rows >= 0) cfg.max_rows = opt.max_rows;
+    if (opt.seed >= 0) cfg.seed = static_cast<uint64_t>(opt.seed);
     auto files = files_for(fam);
     if (files.empty()) throw ConfigError(std::string("no training data for family ") + family_name(fam));
     std::vector<KernelSample> rows;
@@ -227,18 +228,31 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     }
     TC_LOG(Info) << "training " << family_name(fam) << " on " << rows.size() << " rows ("
                  << cfg.num_layers << "x" << cfg.hidden_size << ", lr " << cfg.lr << ", batch "
-                 << cfg.batch_size << ", " << cfg.epochs << " epochs)";
-    const std::string file = std::string(family_name(fam)) + ".pt";
-    FamilyResult r = train_family(cfg, rows, tiles, gpus, (fs::path(opt.out_dir) / file).string(), opt.quiet);
+                 << cfg.batch_size << ", " << cfg.epochs << " epochs, " << cfg.ensemble << " member(s))";
     FamilyEntry e;
-    e.file = file;
+    FamilyResult r;
+    double seconds = 0;
+    for (int member = 0; member < cfg.ensemble; ++member) {
+      // Members differ only in seed: initialisation, shuffling and validation split.
+      PredictorConfig mc = cfg;
+      mc.seed = cfg.seed + static_cast<uint64_t>(member);
+      const std::string file = std::string(family_name(fam)) + (member ? ".s" + std::to_string(member) : "") + ".pt";
+      r = train_family(mc, rows, tiles, gpus, (fs::path(opt.out_dir) / file).string(), opt.quiet);
+      seconds += r.seconds;
+      e.files.push_back(file);
+      e.member_val_mape_pct.push_back(r.val_mape_pct);
+      if (r.interrupted) break;
+    }
     e.features = feature_names(fam);
     e.config = cfg;
+    e.config.ensemble = static_cast<int>(e.files.size());
     e.rows_train = r.rows_train;
     e.rows_val = r.rows_val;
-    e.val_mape_pct = r.val_mape_pct;
+    e.val_mape_pct = 0;
+    for (double v : e.member_val_mape_pct) e.val_mape_pct += v / e.member_val_mape_pct.size();
     e.best_epoch = r.best_epoch;
-    e.train_seconds = r.seconds;
+    e.train_seconds = seconds;
+    r.seconds = seconds;
     e.data_hash = files_hash(files);
     if (collected) {
       for (const auto& r : rows)
@@ -250,9 +264,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.trained_at = utc_now();
     manifest.families[family_name(fam)] = e;
     save_manifest(opt.out_dir, manifest);
-    TC_LOG(Info) << family_name(fam) << ": best val MAPE " << r.val_mape_pct << "% at epoch "
-                 << r.best_epoch << ", " << static_cast<int>(r.seconds) << " s, "
+    TC_LOG(Info) << family_name(fam) << ": best val MAPE " << e.val_mape_pct << "% (mean of "
+                 << e.files.size() << " members), " << static_cast<int>(r.seconds) << " s, "
                  << static_cast<int>(r.samples_per_s) << " samples/s";
+    r.val_mape_pct = e.val_mape_pct;
     results.push_back(r);
     if (r.interrupted) break;
   }

@@ -36,6 +36,7 @@ struct TrainOptions {
   std::string predictor_config_dir; // configs/predictors
   std::vector<Family> families;     // empty = all five
   int epochs = 0;                   // >0 overrides the configs
+  int64_t seed = -1;                // >=0 overrides the configs
   int64_t max_rows = -1;            // >=0 overrides the configs
   bool quiet = false;
 };

@@ -42,7 +42,8 @@ WeightsManifest load_manifest(const std::string& dir) {
         const auto name = kv.first.as<std::string>();
         const YAML::Node n = kv.second;
         FamilyEntry e;
-        e.file = n["file"].as<std::string>();
+        for (const auto& f : n["files"]) e.files.push_back(f.as<std::string>());
+        if (e.files.empty()) throw ConfigError(path + ": family '" + name + "': field 'files' is empty");
         for (const auto& f : n["features"]) e.features.push_back(f.as<std::string>());
         e.config.family = family_from_string(name);
         const YAML::Node c = n["config"];
@@ -57,9 +58,11 @@ WeightsManifest load_manifest(const std::string& dir) {
         e.config.val_fraction = c["val_fraction"].as<double>();
         e.config.seed = c["seed"].as<uint64_t>();
         e.config.max_rows = c["max_rows"].as<int64_t>();
+        e.config.ensemble = c["ensemble"].as<int>();
         e.rows_train = n["rows_train"].as<int64_t>();
         e.rows_val = n["rows_val"].as<int64_t>();
         e.val_mape_pct = n["val_mape_pct"].as<double>();
+        for (const auto& v : n["member_val_mape_pct"]) e.member_val_mape_pct.push_back(v.as<double>());
         e.best_epoch = n["best_epoch"].as<int>();
         e.train_seconds = n["train_seconds"].as<double>();
         e.data_hash = n["data_hash"].as<std::string>();
@@ -94,12 +97,13 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
   for (const auto& kv : m.families) {
     const FamilyEntry& e = kv.second;
     out << YAML::Key << kv.first << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "file" << YAML::Value << e.file;
+    out << YAML::Key << "files" << YAML::Value << YAML::Flow << e.files;
     out << YAML::Key << "features" << YAML::Value << YAML::Flow << e.features;
     out << YAML::Key << "config" << YAML::Value << YAML::Load(predictor_config_to_yaml(e.config));
     out << YAML::Key << "rows_train" << YAML::Value << e.rows_train;
     out << YAML::Key << "rows_val" << YAML::Value << e.rows_val;
     out << YAML::Key << "val_mape_pct" << YAML::Value << e.val_mape_pct;
+    out << YAML::Key << "member_val_mape_pct" << YAML::Value << YAML::Flow << e.member_val_mape_pct;
     out << YAML::Key << "best_epoch" << YAML::Value << e.best_epoch;
     out << YAML::Key << "train_seconds" << YAML::Value << e.train_seconds;
     out << YAML::Key << "data_hash" << YAML::Value << e.data_hash;

@@ -9,11 +9,12 @@
 namespace tilecast::trainer {
 
 struct FamilyEntry {
-  std::string file;                   // e.g. "bmm.pt", relative to the weights folder
+  std::vector<std::string> files;     // ensemble members, e.g. "bmm.pt", "bmm.s1.pt" (relative)
   std::vector<std::string> features;  // feature names in input order
   PredictorConfig config;
   int64_t rows_train = 0, rows_val = 0;
-  double val_mape_pct = 0;   // best validation MAPE (training GPUs, held-out rows)
+  double val_mape_pct = 0;   // mean over members of the best validation MAPE (held-out rows)
+  std::vector<double> member_val_mape_pct;
   int best_epoch = 0;
   double train_seconds = 0;
   std::string data_hash;     // FNV-1a of the training CSVs

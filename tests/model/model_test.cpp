@@ -74,7 +74,7 @@ std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* res
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
   trainer::FamilyEntry e;
-  e.file = "elementwise.pt";
+  e.files = {"elementwise.pt"};
   e.features = feature_names(Family::kElementwise);
   e.config = cfg;
   e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
@@ -153,6 +153,28 @@ TEST(Predictor, LoadsTrainedWeightsAndForecasts) {
   g.op = OpKind::kBmm;
   g.b = g.m = g.n = g.k = 64;
   expect_error<ConfigError>([&] { p.predict(g, t4); }, {"no trained weights for family 'bmm'"});
+}
+
+TEST(Predictor, EnsembleAveragesMembersInLogSpace) {
+  std::string dir = tiny_weights_dir("tiny_ensemble");
+  predictor::KernelPredictor one(dir);
+  KernelQuery q = vec_q(OpKind::kAdd, 2048, 512);
+  const GpuSpec& v100 = registry().resolve("V100-PCIE-32GB");
+  const double single = one.predict(q, v100).latency_ms;
+  // A second, different member: the ensemble forecast is the geometric mean of the two.
+  auto cfg = tiny_config(Family::kElementwise);
+  cfg.seed = 99;
+  TileTable tiles;
+  trainer::train_family(cfg, synthetic_rows(150, 7), tiles, registry(), dir + "/elementwise.s1.pt", true);
+  auto m = trainer::load_manifest(dir);
+  m.families["elementwise"].files = {"elementwise.s1.pt"};
+  trainer::save_manifest(dir, m);
+  const double other = predictor::KernelPredictor(dir).predict(q, v100).latency_ms;
+  m.families["elementwise"].files = {"elementwise.pt", "elementwise.s1.pt"};
+  trainer::save_manifest(dir, m);
+  const double both = predictor::KernelPredictor(dir).predict(q, v100).latency_ms;
+  EXPECT_NE(single, other);
+  EXPECT_NEAR(both, std::sqrt(single * other), 1e-6 * both);
 }
 
 TEST(Predictor, RefusesOtherSchemaAndMissingFiles) {
