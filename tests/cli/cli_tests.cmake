@@ -50,3 +50,10 @@ tc_cli_fail(collect_cuda_without_gpu "--backend cuda: " "${TC};collect;--sweep;$
 tc_cli_fail(collect_bad_sweep "cannot open" "${TC};collect;--sweep;/nonexistent.yaml;--out;/tmp/x;--backend;cpu")
 tc_cli_test(predict_model_tp "\"communication_ms\"" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 4 --seq 1024 --mode training --tp 4 --format json)
 tc_cli_fail(predict_dp_indivisible "not divisible" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--batch;3;--seq;16;--dp;2")
+
+# eval-models on a small fixture folder (invented label values, NeuSight's layout): JSON rows
+# for a single-GPU and a tensor-parallel label; a malformed label is one error line.
+tc_cli_test(eval_models_fixture_json "\"option\": \"tp4\"" ${TC} eval-models --labels ${D}/labels --format json)
+tc_cli_test(eval_models_fixture_table "nvidia_inf layout" ${TC} eval-models --labels ${D}/labels)
+tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--labels;${D}/bad_labels")
+tc_cli_test(predict_model_csv "^name,kind,count,forward_ms,backward_ms,total_ms" ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
