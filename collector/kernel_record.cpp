@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/units.h"
+
 namespace tilecast::collector {
 
 std::map<uint64_t, ConfigKernels> group_by_config(const std::vector<KernelRecord>& kernels,
@@ -40,7 +42,7 @@ std::map<uint64_t, ConfigKernels> group_by_config(const std::vector<KernelRecord
     }
   }
   for (auto& kv : spans)
-    for (const auto& r : kv.second) out[kv.first].repeat_ms.push_back((r.second.end - r.second.start) * 1e-6);
+    for (const auto& r : kv.second) out[kv.first].repeat_ms.push_back(ns_to_ms(r.second.end - r.second.start));
   return out;
 }
 

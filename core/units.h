@@ -5,7 +5,6 @@
 namespace tilecast {
 
 constexpr double kBytesPerGb = 1e9;     // decimal gigabyte
-constexpr double kBytesPerMb = 1e6;     // decimal megabyte
 constexpr double kBytesPerMib = 1048576.0;
 constexpr double kFlopsPerGflop = 1e9;
 constexpr double kMsPerS = 1e3;
@@ -13,7 +12,6 @@ constexpr double kUsPerS = 1e6;
 
 constexpr double ns_to_ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
 constexpr double s_to_ms(double s) { return s * kMsPerS; }
-constexpr double ms_to_s(double ms) { return ms / kMsPerS; }
 constexpr double s_to_us(double s) { return s * kUsPerS; }
 
 // Seconds to move `bytes` at `gbps` GB/s.
