@@ -97,8 +97,9 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.vocab = int_field(j, path, {"vocab_size"});
     m.max_positions = int_field(j, path, {"max_position_embeddings"});
     m.activation = str("activation_function", "relu");
-    if (int_field(j, path, {"word_embed_proj_dim"}, false, m.hidden) != m.hidden)
-      throw ConfigError(path + ": field 'word_embed_proj_dim': projections (!= hidden_size) are not modelled");
+    m.embed_dim = int_field(j, path, {"word_embed_proj_dim"}, false, m.hidden);
+    if (j.contains("do_layer_norm_before") && j["do_layer_norm_before"].is_boolean())
+      m.final_layer_norm = j["do_layer_norm_before"].get<bool>();
   } else if (m.model_type == "switch_transformers") {
     m.hidden = int_field(j, path, {"d_model"});
     m.layers = int_field(j, path, {"num_layers"});
@@ -143,7 +144,8 @@ double model_parameters(const ModelConfig& m) {
     return v * h + stack(m.layers, m.encoder_sparse_step, 0) + stack(m.decoder_layers, m.decoder_sparse_step, attn) + 2 * h;
   }
   const double layer = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;  // attn + mlp + 2 LNs
-  double emb = v * h + double(m.max_positions) * h;
+  const double e = m.embed_dim > 0 ? m.embed_dim : h;
+  double emb = v * e + double(m.max_positions) * h + (e != h ? 2 * e * h : 0);
   if (m.model_type == "bert") emb += 2 * h + 2 * h;  // token types + embedding LN
   return emb + m.layers * layer + 2 * h;
 }

@@ -17,6 +17,9 @@ struct ModelConfig {
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu"
+  // opt only
+  int64_t embed_dim = 0;          // word_embed_proj_dim (== hidden unless projected, OPT-350m)
+  bool final_layer_norm = true;   // do_layer_norm_before
   // switch_transformers only
   int64_t decoder_layers = 0;
   int64_t num_experts = 0;

@@ -234,8 +234,10 @@ void build_gpt2(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
 
 void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   const int64_t t = batch * seq, h = m.hidden;
-  b.embedding("embed_tokens", t, m.vocab, h);
-  b.vocab_parallel_reduce(t, h);
+  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;
+  b.embedding("embed_tokens", t, m.vocab, e);
+  b.vocab_parallel_reduce(t, e);
+  if (e != h) b.linear("project_in", t, e, h, false);  // OPT-350m: embeddings narrower than the model
   b.mem("positions", 3 * 8.0 * t, 0);  // attention-mask cumsum -> position ids
   b.embedding("embed_positions", t, m.max_positions + 2, h);
   b.eltwise("embed_add", OpKind::kAdd, t, h);
@@ -262,8 +264,9 @@ void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   mlp_block(b, m, t, {"fc1", "", "fc2", "dropout_2", "residual_2"});
   b.set_count(1);
   b.set_prefix("");
-  b.layernorm("final_layer_norm", t, h);
-  b.linear_col("lm_head", t, h, m.vocab, false);
+  if (m.final_layer_norm) b.layernorm("final_layer_norm", t, h);
+  if (e != h) b.linear("project_out", t, h, e, false);
+  b.linear_col("lm_head", t, e, m.vocab, false);
 }
 
 void build_bert(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {

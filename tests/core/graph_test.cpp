@@ -110,6 +110,24 @@ TEST(OpGraph, Gpt2LayerShapesAndCounts) {
   expect_error<ConfigError>([&] { build_op_graph(m, 0, 16, Mode::kInference); }, {"--batch"});
 }
 
+TEST(OpGraph, OptWithEmbeddingProjection) {
+  // OPT-350m style: 512-wide embeddings projected to a 1024-wide model, post-LN (no final LN).
+  std::string p = ::testing::TempDir() + "opt350.json";
+  std::FILE* f = std::fopen(p.c_str(), "w");
+  std::fputs(R"({"model_type":"opt","hidden_size":1024,"num_hidden_layers":24,"num_attention_heads":16,
+    "ffn_dim":4096,"vocab_size":50272,"max_position_embeddings":2048,"word_embed_proj_dim":512,
+    "do_layer_norm_before":false,"activation_function":"relu"})", f);
+  std::fclose(f);
+  ModelConfig m = load_model_config(p, "");
+  EXPECT_EQ(m.embed_dim, 512);
+  OpGraph g = build_op_graph(m, 2, 64, Mode::kInference);
+  ShapeCount c = ours(g, false);
+  EXPECT_EQ(c["Linear(128,512,1024)"], 1);    // project_in
+  EXPECT_EQ(c["Linear(128,1024,512)"], 1);    // project_out
+  EXPECT_EQ(c["Linear(128,512,50272)"], 1);   // LM head over the embedding width
+  EXPECT_NEAR(model_parameters(m) / 331e6, 1.0, 0.05);  // OPT-350m: 331 M parameters
+}
+
 TEST(OpGraph, FusionKeepsGemmsAndMergesVectorRuns) {
   ModelConfig m = load_model_config("gpt2-large", models_dir());
   OpGraph g = build_op_graph(m, 4, 1024, Mode::kInference);
