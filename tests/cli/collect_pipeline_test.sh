@@ -10,43 +10,63 @@ W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
 ids() { for f in "$1"/*.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done | sort; }
 
-# 1. Uninterrupted reference run.
+# A sweep of many tiny configs that runs for several seconds, so that the kills below land
+# mid-run whatever the machine's speed.
+LONG="$W/long.yaml"
+cat > "$LONG" <<'YAML'
+name: long
+seed: 3
+warmup: 2
+repeats: 20
+families:
+  layernorm:
+    samples_per_cell: 8000
+    b: {edges: [64, 129]}
+    h: {edges: [256, 513]}
+YAML
+
+# 1. Uninterrupted reference runs.
 "$TC" -q collect --sweep "$SWEEP" --out "$W/ref" --backend cpu > /dev/null
 [ "$(ids "$W/ref" | wc -l)" -eq 200 ] || { echo "reference run: expected 200 rows"; exit 1; }
+"$TC" -q collect --sweep "$LONG" --out "$W/longref" --backend cpu > /dev/null
 
-# 2. SIGKILL part-way (the sweep takes ~2-3 s), then resume.
-"$TC" -q collect --sweep "$SWEEP" --out "$W/run" --backend cpu > /dev/null 2>&1 &
+# 2. SIGKILL part-way, then resume.
+"$TC" -q collect --sweep "$LONG" --out "$W/run" --backend cpu > /dev/null 2>&1 &
 pid=$!
-sleep 0.8
+sleep 1.5
 kill -9 "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
 before=$(ids "$W/run" | wc -l)
+total=$(ids "$W/longref" | wc -l)
+[ "$before" -lt "$total" ] || { echo "the kill came after the run had finished ($before rows)"; exit 1; }
 # Simulate a torn line as a kill mid-write leaves it.
-printf 'add,0.01,cpu,p1.13.0' >> "$W/run/elementwise.csv"
-"$TC" -q collect --sweep "$SWEEP" --out "$W/run" --backend cpu --resume > "$W/resume.csv"
-echo "killed after $before rows; resume: $(tail -1 "$W/resume.csv")"
-diff <(ids "$W/ref") <(ids "$W/run") || { echo "resumed run differs from the uninterrupted one"; exit 1; }
+printf 'ln,0.01,cpu,p1.13.0' >> "$W/run/layernorm.csv"
+"$TC" -q collect --sweep "$LONG" --out "$W/run" --backend cpu --resume > "$W/resume.csv"
+echo "killed after $before of $total rows; resume: $(tail -1 "$W/resume.csv")"
+diff <(ids "$W/longref") <(ids "$W/run") || { echo "resumed run differs from the uninterrupted one"; exit 1; }
 [ -z "$(ids "$W/run" | uniq -d)" ] || { echo "duplicate config ids after resume"; exit 1; }
 for f in "$W"/run/*.csv; do
   [ "$(tail -c 1 "$f" | od -An -c | tr -d ' ')" = '\n' ] || { echo "$f: torn last line"; exit 1; }
 done
 
 # 3. Without --resume an existing output is refused with one line.
-if "$TC" -q collect --sweep "$SWEEP" --out "$W/run" --backend cpu 2> "$W/err"; then
+if "$TC" -q collect --sweep "$SWEEP" --out "$W/ref" --backend cpu 2> "$W/err"; then
   echo "expected a refusal to overwrite"; exit 1
 fi
 grep -q -- "--resume" "$W/err"
 
-# 4. Ctrl-C finishes the current config and exits 130.
-"$TC" -q collect --sweep "$SWEEP" --out "$W/int" --backend cpu > /dev/null 2>&1 &
+# 4. Ctrl-C finishes the current config, prints its summary and exits 130.
+"$TC" -q collect --sweep "$LONG" --out "$W/int" --backend cpu > "$W/int.out" 2>&1 &
 pid=$!
-sleep 0.5
+sleep 1.5
 kill -INT "$pid"
 set +e
 wait "$pid"
 rc=$?
 set -e
 [ "$rc" -eq 130 ] || { echo "SIGINT: expected exit 130, got $rc"; exit 1; }
+grep -q '^configs_in_shard' "$W/int.out" || { echo "SIGINT: no orderly shutdown (summary missing)"; exit 1; }
+[ "$(tail -c 1 "$W/int/layernorm.csv" | od -An -c | tr -d ' ')" = '\n' ] || { echo "SIGINT: torn last line"; exit 1; }
 
 # 5. Shards joined by merge equal the whole sweep.
 "$TC" -q collect --sweep "$SWEEP" --out "$W/s0" --backend cpu --shard 0/2 > /dev/null
