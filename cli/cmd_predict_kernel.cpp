@@ -39,6 +39,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                         {"shape", query_shape_string(q)},
                         {"gpu", spec.name},
                         {"latency_ms", r.latency_ms},
+                        {"member_range_ms", {r.member_min_ms, r.member_max_ms}},
                         {"roofline_ms", r.roofline_ms},
                         {"base_ms", r.base_ms},
                         {"utilisation", r.utilisation},
@@ -59,7 +60,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("op           %s (%s)\n", op_name(kind), family_name(op_family(kind)));
   std::printf("shape        %s\n", query_shape_string(q).c_str());
   std::printf("gpu          %s (%s)\n", spec.name.c_str(), spec.cuda_name.c_str());
-  std::printf("latency_ms   %.6g\n", r.latency_ms);
+  std::printf("latency_ms   %.6g (ensemble members: %.6g - %.6g)\n", r.latency_ms, r.member_min_ms,
+              r.member_max_ms);
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.base_ms);
   if (gemm)

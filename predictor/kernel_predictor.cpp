@@ -80,18 +80,25 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
     }
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
-    torch::Tensor o;
+    torch::Tensor o, lo, hi;
     for (auto m : members) {
       auto om = m->forward(x).clamp(trainer::kMinLogSlowdown, trainer::kMaxLogSlowdown);
       o = o.defined() ? o + om : om;
+      lo = lo.defined() ? torch::minimum(lo, om) : om;
+      hi = hi.defined() ? torch::maximum(hi, om) : om;
     }
     o = o / static_cast<double>(members.size());
-    auto slow = torch::exp(o.to(torch::kFloat64));
+    auto slow = torch::exp(o.to(torch::kFloat64)), slow_lo = torch::exp(lo.to(torch::kFloat64)),
+         slow_hi = torch::exp(hi.to(torch::kFloat64));
     const double* sp = slow.data_ptr<double>();
+    const double* sl = slow_lo.data_ptr<double>();
+    const double* sh = slow_hi.data_ptr<double>();
     for (size_t j = 0; j < idx.size(); ++j) {
       KernelPrediction& r = out[idx[j]];
       r.latency_ms = r.base_ms * sp[j];
       r.utilisation = 1.0 / sp[j];
+      r.member_min_ms = r.base_ms * sl[j];
+      r.member_max_ms = r.base_ms * sh[j];
     }
   }
   return out;

@@ -16,6 +16,7 @@ struct KernelPrediction {
   double roofline_ms = 0;   // plain roofline, for comparison
   double base_ms = 0;       // wave-quantised roofline the MLP's utilisation divides
   double utilisation = 0;   // base_ms / latency_ms
+  double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
   const char* bound = "";   // "compute" | "memory"
   LaunchInfo launch;
 };

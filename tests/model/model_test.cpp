@@ -175,6 +175,9 @@ TEST(Predictor, EnsembleAveragesMembersInLogSpace) {
   const double both = predictor::KernelPredictor(dir).predict(q, v100).latency_ms;
   EXPECT_NE(single, other);
   EXPECT_NEAR(both, std::sqrt(single * other), 1e-6 * both);
+  auto r = predictor::KernelPredictor(dir).predict(q, v100);
+  EXPECT_NEAR(r.member_min_ms, std::min(single, other), 1e-6 * both);
+  EXPECT_NEAR(r.member_max_ms, std::max(single, other), 1e-6 * both);
 }
 
 TEST(Predictor, RefusesOtherSchemaAndMissingFiles) {
