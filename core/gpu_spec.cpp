@@ -200,7 +200,7 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   return std::string(out.c_str()) + "\n";
 }
 
-GpuRegistry::GpuRegistry(const std::string& dir) : dir_(dir) {
+GpuRegistry::GpuRegistry(const std::string& dir) {
   if (!fs::is_directory(dir)) throw ConfigError(dir + ": GPU spec directory not found");
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir))

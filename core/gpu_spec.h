@@ -62,10 +62,8 @@ class GpuRegistry {
   // Like resolve() but returns nullptr instead of throwing (paths are not accepted).
   const GpuSpec* find(const std::string& query) const;
   const std::vector<GpuSpec>& all() const { return specs_; }
-  const std::string& dir() const { return dir_; }
 
  private:
-  std::string dir_;
   std::vector<GpuSpec> specs_;
   mutable std::deque<GpuSpec> loaded_files_;  // specs resolved from explicit paths
 };

@@ -19,6 +19,5 @@ void install_interrupt_handler() {
   std::signal(SIGTERM, on_signal);
 }
 bool interrupted() { return g_interrupted != 0; }
-void clear_interrupt() { g_interrupted = 0; }
 
 }  // namespace tilecast

@@ -4,5 +4,4 @@
 namespace tilecast {
 void install_interrupt_handler();
 bool interrupted();
-void clear_interrupt();  // tests
 }  // namespace tilecast

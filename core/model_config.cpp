@@ -73,33 +73,36 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
   auto str = [&](const char* k, const std::string& dflt) {
     return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : dflt;
   };
-  if (m.model_type == "gpt2") {
-    m.hidden = int_field(j, path, {"n_embd"});
-    m.layers = int_field(j, path, {"n_layer"});
-    m.heads = int_field(j, path, {"n_head"});
-    m.ffn = int_field(j, path, {"n_inner"}, false, 4 * m.hidden);
+  // Hugging Face names of the same sizes in each dense family.
+  struct Keys {
+    const char* type;
+    std::vector<std::string> hidden, layers, heads, ffn, positions;
+    const char* act_key;
+    const char* act_default;
+  };
+  static const Keys dense[] = {
+      {"gpt2", {"n_embd"}, {"n_layer"}, {"n_head"}, {"n_inner"}, {"n_positions", "n_ctx"}, "activation_function", "gelu_new"},
+      {"bert", {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"}, {"intermediate_size"},
+       {"max_position_embeddings"}, "hidden_act", "gelu"},
+      {"opt", {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"}, {"ffn_dim"},
+       {"max_position_embeddings"}, "activation_function", "relu"}};
+  const Keys* keys = nullptr;
+  for (const auto& k : dense)
+    if (m.model_type == k.type) keys = &k;
+  if (keys) {
+    m.hidden = int_field(j, path, keys->hidden);
+    m.layers = int_field(j, path, keys->layers);
+    m.heads = int_field(j, path, keys->heads);
+    // GPT-2 configs may leave n_inner null: 4 x hidden.
+    m.ffn = int_field(j, path, keys->ffn, m.model_type != "gpt2", 4 * m.hidden);
     m.vocab = int_field(j, path, {"vocab_size"});
-    m.max_positions = int_field(j, path, {"n_positions", "n_ctx"});
-    m.activation = str("activation_function", "gelu_new");
-  } else if (m.model_type == "bert") {
-    m.hidden = int_field(j, path, {"hidden_size"});
-    m.layers = int_field(j, path, {"num_hidden_layers"});
-    m.heads = int_field(j, path, {"num_attention_heads"});
-    m.ffn = int_field(j, path, {"intermediate_size"});
-    m.vocab = int_field(j, path, {"vocab_size"});
-    m.max_positions = int_field(j, path, {"max_position_embeddings"});
-    m.activation = str("hidden_act", "gelu");
-  } else if (m.model_type == "opt") {
-    m.hidden = int_field(j, path, {"hidden_size"});
-    m.layers = int_field(j, path, {"num_hidden_layers"});
-    m.heads = int_field(j, path, {"num_attention_heads"});
-    m.ffn = int_field(j, path, {"ffn_dim"});
-    m.vocab = int_field(j, path, {"vocab_size"});
-    m.max_positions = int_field(j, path, {"max_position_embeddings"});
-    m.activation = str("activation_function", "relu");
-    m.embed_dim = int_field(j, path, {"word_embed_proj_dim"}, false, m.hidden);
-    if (j.contains("do_layer_norm_before") && j["do_layer_norm_before"].is_boolean())
-      m.final_layer_norm = j["do_layer_norm_before"].get<bool>();
+    m.max_positions = int_field(j, path, keys->positions);
+    m.activation = str(keys->act_key, keys->act_default);
+    if (m.model_type == "opt") {
+      m.embed_dim = int_field(j, path, {"word_embed_proj_dim"}, false, m.hidden);
+      if (j.contains("do_layer_norm_before") && j["do_layer_norm_before"].is_boolean())
+        m.final_layer_norm = j["do_layer_norm_before"].get<bool>();
+    }
   } else if (m.model_type == "switch_transformers") {
     m.hidden = int_field(j, path, {"d_model"});
     m.layers = int_field(j, path, {"num_layers"});

@@ -198,6 +198,13 @@ void activation(Builder& b, const std::string& p, const std::string& act, int64_
   }
 }
 
+// Attention output shared by GPT-2, OPT and BERT: row-parallel projection, dropout, residual.
+void attention_output(Builder& b, int64_t t, int64_t h, const std::array<const char*, 3>& names) {
+  b.linear_row(names[0], t, h, h);
+  b.dropout(names[1], t, h);
+  b.eltwise(names[2], OpKind::kAdd, t, h, true);
+}
+
 // Feed-forward block shared by GPT-2, OPT and BERT: column-parallel up-projection,
 // activation, row-parallel down-projection, dropout, residual add. `names` =
 // {up, activation prefix, down, dropout, residual}.
@@ -221,9 +228,7 @@ void build_gpt2(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.layernorm("ln_1", t, h);
   b.linear_col("attn.c_attn", t, h, 3 * h);
   attention_core(b, "attn.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, true, false, true);
-  b.linear_row("attn.c_proj", t, h, h);
-  b.dropout("attn.resid_dropout", t, h);
-  b.eltwise("residual_1", OpKind::kAdd, t, h, true);
+  attention_output(b, t, h, {"attn.c_proj", "attn.resid_dropout", "residual_1"});
   b.layernorm("ln_2", t, h);
   mlp_block(b, m, t, {"mlp.c_fc", "mlp.", "mlp.c_proj", "mlp.dropout", "residual_2"});
   b.set_count(1);
@@ -257,9 +262,7 @@ void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.softmax("self_attn.softmax", rows, seq);
   b.bmm("self_attn.context", bh, seq, seq, m.head_dim);
   b.mem("self_attn.merge_heads", 2 * kF32 * double(t) * h / b.tp(), 2 * kF32 * double(t) * h / b.tp());
-  b.linear_row("self_attn.out_proj", t, h, h);
-  b.dropout("dropout_1", t, h);
-  b.eltwise("residual_1", OpKind::kAdd, t, h, true);
+  attention_output(b, t, h, {"self_attn.out_proj", "dropout_1", "residual_1"});
   b.layernorm("final_layer_norm", t, h);
   mlp_block(b, m, t, {"fc1", "", "fc2", "dropout_2", "residual_2"});
   b.set_count(1);
@@ -285,9 +288,7 @@ void build_bert(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
   b.linear_col("attention.self.key", t, h, h);
   b.linear_col("attention.self.value", t, h, h);
   attention_core(b, "attention.self.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, false, true, true);
-  b.linear_row("attention.output.dense", t, h, h);
-  b.dropout("attention.output.dropout", t, h);
-  b.eltwise("attention.output.residual", OpKind::kAdd, t, h, true);
+  attention_output(b, t, h, {"attention.output.dense", "attention.output.dropout", "attention.output.residual"});
   b.layernorm("attention.output.layer_norm", t, h);
   mlp_block(b, m, t, {"intermediate.dense", "intermediate.", "output.dense", "output.dropout", "output.residual"});
   b.layernorm("output.layer_norm", t, h);

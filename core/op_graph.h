@@ -14,10 +14,11 @@ namespace tilecast {
 
 enum class Mode { kInference, kTraining };
 
-enum class Collective { kNone, kAllReduce, kSendRecv };
+enum class Collective { kNone, kAllReduce };
 
 // One kernel launch: a predicted kernel, a pure memory pass (copies, gathers, masks) costed
-// at DRAM bandwidth, or a collective over the interconnect (tensor/pipeline parallelism).
+// at DRAM bandwidth, or an all-reduce over the interconnect (tensor parallelism; pipeline
+// transfers and data-parallel gradients are costed by the step timeline instead).
 struct KernelCall {
   bool is_mem = false;
   KernelQuery query;   // neither mem nor collective

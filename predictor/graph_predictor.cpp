@@ -64,7 +64,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     collect(op.acc);
   }
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
-  double comm_in_ops = 0;  // TP collectives, counted once per execution
+  double comm_in_ops = 0;  // TP all-reduces of one microbatch
   auto cost = [&](const std::vector<KernelCall>& calls, int64_t count) {
     double ms = 0;
     for (const auto& c : calls) {
@@ -72,10 +72,6 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         ms += s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
       } else if (c.collective == Collective::kAllReduce) {
         const double t = all_reduce_ms(c.bytes, c.group, gpu);
-        ms += t;
-        comm_in_ops += t * count;
-      } else if (c.collective == Collective::kSendRecv) {
-        const double t = send_recv_ms(c.bytes, gpu);
         ms += t;
         comm_in_ops += t * count;
       } else {
