@@ -4,6 +4,7 @@
 #include "cli/common.h"
 #include "collector/collect.h"
 #include "collector/dataset_writer.h"
+#include "core/error.h"
 #include "core/interrupt.h"
 
 namespace tilecast::cli {
@@ -25,6 +26,8 @@ int run_collect(const Args& args, const GlobalOptions& g) {
                      "[--resume] [--limit N]"))
     return 0;
   opt.shard = collector::parse_shard(shard);
+  if (opt.limit < 0) throw ConfigError("--limit: expected >= 0 (0 = all), got " + std::to_string(opt.limit));
+  if (opt.device < 0) throw ConfigError("--device: expected >= 0, got " + std::to_string(opt.device));
   opt.resume = vm.count("resume") > 0;
   opt.quiet = g.quiet;
   install_interrupt_handler();
@@ -42,7 +45,8 @@ int run_merge(const Args& args, const GlobalOptions&) {
       "out", po::value(&out)->required(), "merged output folder");
   po::variables_map vm;
   if (!parse_options(args, desc, vm, "tilecast merge --in DIR [DIR ...] --out DIR")) return 0;
-  std::cout << "rows_written\n" << collector::merge_datasets(inputs, out) << "\n";
+  const int64_t rows = collector::merge_datasets(inputs, out);
+  std::cout << "rows_written\n" << rows << "\n";
   return 0;
 }
 

@@ -1,10 +1,11 @@
-#include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/fs_util.h"
 #include "predictor/kernel_eval.h"
 
 namespace tilecast::cli {
@@ -24,17 +25,18 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
                      "tilecast eval-kernels --data CSV [--data CSV ...] [--weights DIR] [--format table|json]"))
     return 0;
   check_format(format, {"table", "json"});
+  if (!rows_csv.empty()) check_output_not_input(rows_csv, data, "--rows-csv");
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
   std::vector<predictor::KernelEvalRow> rows;
   auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows, g.quiet);
   if (!rows_csv.empty()) {
-    std::ofstream out(rows_csv);
-    if (!out) throw RuntimeError(rows_csv + ": cannot write");
+    std::ostringstream out;
     out << "device,op,shape,measured_ms,predicted_ms,roofline_ms\n";
     for (const auto& r : rows)
       out << csv_escape(r.device) << ',' << r.op << ',' << csv_escape(r.shape) << ',' << r.measured_ms
           << ',' << r.predicted_ms << ',' << r.roofline_ms << '\n';
+    write_file_atomic(rows_csv, out.str());
   }
   std::cout << (format == "json" ? predictor::eval_report_json(rep) : predictor::eval_report_table(rep));
   return 0;

@@ -3,6 +3,8 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/error.h"
+#include "core/fs_util.h"
 #include "core/kernel_dataset.h"
 #include "predictor/model_eval.h"
 
@@ -29,8 +31,12 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   if (labels.empty()) labels = (fs::path(neusight_dir()) / "labels").string();
   while (labels.size() > 1 && labels.back() == '/') labels.pop_back();
   const fs::path root = fs::path(labels).lexically_normal().parent_path();
-  if (published.empty()) published = (root / "published" / "summary.csv").string();
-  if (opgraphs.empty()) opgraphs = (root / "opgraphs").string();
+  // Given explicitly, these must exist; the defaults are optional (a plain labels folder).
+  if (!published.empty()) check_readable_file(published);
+  if (!opgraphs.empty() && !fs::is_directory(opgraphs)) throw ConfigError("--opgraphs '" + opgraphs + "': folder not found");
+  if (published.empty() && fs::exists(root / "published" / "summary.csv"))
+    published = (root / "published" / "summary.csv").string();
+  if (opgraphs.empty() && fs::is_directory(root / "opgraphs")) opgraphs = (root / "opgraphs").string();
   const std::string mdir = models_dir.empty() ? (fs::path(trainer::config_dir()) / "models").string() : models_dir;
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));

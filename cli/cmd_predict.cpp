@@ -38,6 +38,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "[--fusion] [--format table|json|csv]"))
     return 0;
   check_format(format, {"table", "json", "csv"});
+  if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));
   if (mode != "inference" && mode != "training")
     throw ConfigError("--mode: expected inference or training, got '" + mode + "'");
   const std::string mdir = models_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : models_dir;

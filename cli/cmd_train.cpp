@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/error.h"
 #include "core/interrupt.h"
 #include "core/kernel_dataset.h"
 #include "trainer/train.h"
@@ -20,18 +21,26 @@ int run_train(const Args& args, const GlobalOptions& g) {
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "data", po::value(&collected)->multitoken(),
       "train on folders written by `tilecast collect` instead (their gpu.yaml joins the GPU list)")(
-      "out", po::value(&out)->required(), "weights folder to write (e.g. weights/ to replace the bundled ones)")(
+      "out", po::value(&out)->required(),
+      "weights folder to write; replaced only when the whole run succeeds (weights/ needs --force)")(
       "family", po::value(&families)->multitoken(),
       "families to train (bmm linear elementwise softmax layernorm; default all)")(
       "epochs", po::value(&epochs), "override the configs' epoch count")(
       "seed", po::value(&seed), "override the configs' seed")(
       "max-rows", po::value(&max_rows), "train on a seeded subsample of this many rows")(
       "config-dir", po::value(&cfg_dir), "predictor configs (default: configs/predictors)")(
-      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)");
+      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
+      "force", "allow --out onto the bundled weights/ or onto a non-empty folder that is not a weights folder");
   po::variables_map vm;
   if (!parse_options(args, desc, vm, "tilecast train --out DIR [--family F ...] [--epochs N] [--data DIR ...]"))
     return 0;
+  if (vm.count("epochs") && (epochs < 1 || epochs > 1000000))
+    throw ConfigError("--epochs: expected 1..1000000, got " + std::to_string(epochs));
+  if (vm.count("seed") && seed < 0) throw ConfigError("--seed: expected >= 0, got " + std::to_string(seed));
+  if (vm.count("max-rows") && max_rows < 4)
+    throw ConfigError("--max-rows: expected >= 4, got " + std::to_string(max_rows));
   trainer::TrainOptions opt;
+  opt.force = vm.count("force") > 0;
   opt.neusight_dir = neusight_dir(data);
   opt.out_dir = out;
   opt.predictor_config_dir =

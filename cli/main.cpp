@@ -3,10 +3,16 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <exception>
+#include <filesystem>
 #include <map>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/fs_util.h"
 #include "core/log.h"
 
 namespace po = boost::program_options;
@@ -43,9 +49,52 @@ void usage(std::ostream& os, const po::options_description& global) {
   os << "\n" << global << "\n'tilecast <command> --help' shows a command's options.\n";
 }
 
+// The one error path: every exception becomes one line on stderr and a documented exit
+// code (1 input/config, 2 feature not built, 3 runtime). Library messages may carry a
+// backtrace after a newline (LibTorch's c10::Error): only the first line is printed.
+int report_exception(std::exception_ptr ep) {
+  auto first_line = [](std::string s) {
+    const auto nl = s.find('\n');
+    if (nl != std::string::npos) s.resize(nl);
+    return s.empty() ? std::string("unknown error") : s;
+  };
+  auto say = [&](const std::string& msg, int rc) {
+    std::cerr << "tilecast: error: " << first_line(msg) << "\n";
+    return rc;
+  };
+  try {
+    std::rethrow_exception(ep);
+  } catch (const po::error& e) {
+    std::cerr << "tilecast: " << first_line(e.what()) << " (see tilecast --help)\n";
+    return 1;
+  } catch (const ConfigError& e) {
+    return say(e.what(), 1);
+  } catch (const DataError& e) {
+    return say(e.what(), 1);
+  } catch (const NotBuiltError& e) {
+    return say(e.what(), 2);
+  } catch (const YAML::Exception& e) {
+    return say(std::string("YAML: ") + e.what(), 1);
+  } catch (const nlohmann::json::exception& e) {
+    return say(std::string("JSON: ") + e.what(), 1);
+  } catch (const std::filesystem::filesystem_error& e) {
+    return say(e.what(), 3);
+  } catch (const std::bad_alloc&) {
+    return say("out of memory", 3);
+  } catch (const std::invalid_argument& e) {
+    return say(std::string("invalid value: ") + e.what(), 1);
+  } catch (const std::out_of_range& e) {
+    return say(std::string("value out of range: ") + e.what(), 1);
+  } catch (const std::exception& e) {
+    return say(e.what(), 3);
+  } catch (...) {
+    return say("unknown exception", 3);
+  }
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   po::options_description global("global options");
   global.add_options()("help,h", "show this help")(
       "log-level", po::value<std::string>()->default_value("info"), "error|warn|info|debug")(
@@ -85,20 +134,17 @@ int main(int argc, char** argv) {
     rest.erase(rest.begin());  // the command itself
     if (vm.count("help")) rest.push_back("--help");
     return it->second.run(rest, g);
-  } catch (const po::error& e) {
-    std::cerr << "tilecast: " << e.what() << " (see tilecast --help)\n";
-    return 1;
-  } catch (const ConfigError& e) {
-    std::cerr << "tilecast: error: " << e.what() << "\n";
-    return 1;
-  } catch (const DataError& e) {
-    std::cerr << "tilecast: error: " << e.what() << "\n";
-    return 1;
-  } catch (const NotBuiltError& e) {
-    std::cerr << "tilecast: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "tilecast: error: " << e.what() << "\n";
-    return 3;
+  } catch (...) {
+    return report_exception(std::current_exception());
   }
+}
+
+int main(int argc, char** argv) {
+  const int rc = run_main(argc, argv);
+  try {
+    flush_stdout_checked();  // `> /dev/full` or a closed pipe is an error, for every command
+  } catch (...) {
+    return report_exception(std::current_exception());
+  }
+  return rc;
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <cstring>
 #include <unistd.h>
@@ -12,7 +13,9 @@
 #include "collector/cupti_activity.h"
 #include "collector/dataset_writer.h"
 #include "collector/kernel_record.h"
+#include "core/config_io.h"
 #include "core/error.h"
+#include "core/fs_util.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -124,13 +127,49 @@ std::vector<Family> families_of(const Sweep& s) {
   return f;
 }
 
+std::string shard_text(const Shard& s) { return std::to_string(s.index) + "/" + std::to_string(s.count); }
+
 void write_run_config(const CollectOptions& opt, const Sweep& s, const std::string& device) {
-  std::ofstream out(fs::path(opt.out_dir) / "run_config.yaml");
-  out << "sweep: " << opt.sweep_path << "\nsweep_name: " << s.name << "\nbackend: " << opt.backend
-      << "\ndevice: \"" << device << "\"\nshard: " << opt.shard.index << "/" << opt.shard.count
-      << "\nseed: " << s.seed << "\nwarmup: " << s.warmup << "\nrepeats: " << s.repeats
-      << "\ntorch_version: " << TORCH_VERSION << "\ntilecast_version: " << TILECAST_VERSION
-      << "\nmath_mode: \"fp32: IEEE FP32, TF32 off; fp16/bf16: tensor cores, FP32 accumulate\"\n";
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "sweep" << YAML::Value << opt.sweep_path;
+  out << YAML::Key << "sweep_name" << YAML::Value << s.name;
+  out << YAML::Key << "sweep_fingerprint" << YAML::Value << sweep_fingerprint(s);
+  out << YAML::Key << "backend" << YAML::Value << opt.backend;
+  out << YAML::Key << "device" << YAML::Value << device;
+  out << YAML::Key << "shard" << YAML::Value << shard_text(opt.shard);
+  out << YAML::Key << "seed" << YAML::Value << s.seed;
+  out << YAML::Key << "warmup" << YAML::Value << s.warmup;
+  out << YAML::Key << "repeats" << YAML::Value << s.repeats;
+  out << YAML::Key << "torch_version" << YAML::Value << TORCH_VERSION;
+  out << YAML::Key << "tilecast_version" << YAML::Value << TILECAST_VERSION;
+  out << YAML::Key << "math_mode" << YAML::Value
+      << "fp32: IEEE FP32, TF32 off; fp16/bf16: tensor cores, FP32 accumulate";
+  out << YAML::EndMap;
+  write_file_atomic((fs::path(opt.out_dir) / "run_config.yaml").string(), std::string(out.c_str()) + "\n");
+}
+
+// --resume continues the same measurement only: the sweep (every field that decides the
+// configs and how they are timed), the backend and the shard must match the folder's.
+void check_resume_matches(const CollectOptions& opt, const Sweep& s) {
+  const std::string path = (fs::path(opt.out_dir) / "run_config.yaml").string();
+  if (!fs::exists(path)) return;  // killed before the first write: nothing to compare
+  const YAML::Node rc = load_yaml_map(path);
+  auto field = [&](const char* k) {
+    try {
+      return rc[k] ? rc[k].as<std::string>() : std::string();
+    } catch (const YAML::Exception&) {
+      throw DataError(path + ": field '" + k + "': expected a string");
+    }
+  };
+  if (field("sweep_fingerprint") != sweep_fingerprint(s))
+    throw ConfigError("--resume: " + opt.sweep_path + " differs from the sweep this folder was collected with (" +
+                      path + ": field 'sweep_fingerprint'); use another --out");
+  if (field("backend") != opt.backend)
+    throw ConfigError("--resume: --backend " + opt.backend + " differs from the folder's '" + field("backend") +
+                      "' (" + path + ")");
+  if (field("shard") != shard_text(opt.shard))
+    throw ConfigError("--resume: --shard " + shard_text(opt.shard) + " differs from the folder's '" +
+                      field("shard") + "' (" + path + ")");
 }
 
 }  // namespace
@@ -160,23 +199,28 @@ CollectSummary run_collect(const CollectOptions& opt) {
     at::globalContext().setAllowTF32CuDNN(false);
   }
 
+  // One collect per output folder: the lock is held until this process ends (kill -9 too).
+  std::error_code ec;
+  if (fs::exists(opt.out_dir, ec) && !fs::is_directory(opt.out_dir, ec))
+    throw ConfigError("--out '" + opt.out_dir + "': exists and is not a folder");
+  fs::create_directories(opt.out_dir);
+  FileLock lock((fs::path(opt.out_dir) / ".lock").string(), "collect output folder '" + opt.out_dir + "'");
+  if (opt.resume) check_resume_matches(opt, sweep);
   DatasetWriter writer(opt.out_dir, families_of(sweep), opt.resume);
   write_run_config(opt, sweep, device_name);
   if (opt.backend == "cpu") local = local_cpu_spec();
-  std::ofstream(fs::path(opt.out_dir) / "gpu.yaml") << gpu_spec_to_yaml(local);
+  write_file_atomic((fs::path(opt.out_dir) / "gpu.yaml").string(), gpu_spec_to_yaml(local));
 
   CollectSummary sum;
-  const int64_t n = sweep_size(sweep);
-  std::vector<int64_t> mine;
-  for (int64_t i = 0; i < n; ++i)
-    if (opt.shard.owns(i)) mine.push_back(i);
-  sum.total = static_cast<int64_t>(mine.size());
-  TC_LOG(Info) << "sweep " << sweep.name << ": " << n << " configs, " << mine.size() << " in shard "
+  const int64_t n = sweep_size(sweep);  // checked: load_sweep refuses sizes beyond kMaxSweepConfigs
+  // The shard's configs are index, index + count, ...: never materialised as a list.
+  sum.total = n > opt.shard.index ? (n - opt.shard.index + opt.shard.count - 1) / opt.shard.count : 0;
+  TC_LOG(Info) << "sweep " << sweep.name << ": " << n << " configs, " << sum.total << " in shard "
                << opt.shard.index << "/" << opt.shard.count << ", " << writer.done_count() << " already written";
   ProgressBar bar(sum.total, "collect", opt.quiet);
   torch::NoGradGuard no_grad;
   const uint64_t stride = static_cast<uint64_t>(sweep.warmup + sweep.repeats + 1);
-  for (int64_t idx : mine) {
+  for (int64_t idx = opt.shard.index; idx < n; idx += opt.shard.count) {
     if (interrupted()) {
       sum.interrupted = true;
       break;

@@ -2,10 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/fs_util.h"
 
 namespace fs = std::filesystem;
 
@@ -99,8 +101,10 @@ DatasetWriter::DatasetWriter(const std::string& dir, const std::vector<Family>& 
     if (!fp) throw RuntimeError(path + ": cannot open for writing");
     if (fs::file_size(path) == 0) {
       const std::string h = csv_join(collect_header(f)) + "\n";
-      std::fwrite(h.data(), 1, h.size(), fp);
-      std::fflush(fp);
+      if (std::fwrite(h.data(), 1, h.size(), fp) != h.size() || std::fflush(fp) != 0) {
+        std::fclose(fp);
+        throw RuntimeError(path + ": write failed (disk full?)");
+      }
     }
     files_[f] = fp;
   }
@@ -123,32 +127,57 @@ void DatasetWriter::append(Family f, const CollectedRow& row) {
 
 int64_t merge_datasets(const std::vector<std::string>& in_dirs, const std::string& out_dir) {
   if (in_dirs.empty()) throw ConfigError("merge: no input folders");
+  // Every input must be a collect folder; the output may not be (or lie inside) one of them.
+  bool any = false;
+  for (const auto& d : in_dirs) {
+    if (!fs::is_directory(d)) throw ConfigError("--in '" + d + "': folder not found");
+    bool has = false;
+    for (Family f : kAllFamilies) has = has || fs::exists(fs::path(d) / DatasetWriter::file_name(f));
+    if (!has) throw ConfigError("--in '" + d + "': no <family>.csv written by `tilecast collect` in it");
+    any = true;
+  }
+  TC_CHECK(any, "no inputs");
+  check_output_not_input(out_dir, in_dirs, "--out");
+  for (const auto& d : in_dirs) check_output_not_input(d, {out_dir}, "--in");
   fs::create_directories(out_dir);
+  FileLock lock((fs::path(out_dir) / ".lock").string(), "merge output folder '" + out_dir + "'");
   int64_t written = 0;
+  // Each output file is built in a temp file and renamed into place only when complete.
+  std::vector<std::unique_ptr<AtomicFile>> outputs;
   for (Family f : kAllFamilies) {
     const std::string name = DatasetWriter::file_name(f);
     std::set<std::string> seen;
-    std::string out_path = (fs::path(out_dir) / name).string();
-    std::ofstream out;
+    std::unique_ptr<AtomicFile> out;
     for (const auto& d : in_dirs) {
       const std::string path = (fs::path(d) / name).string();
       if (!fs::exists(path)) continue;
       CsvReader csv(path);
       if (csv.header() != collect_header(f)) throw DataError(path + ":1: not a tilecast collect file");
-      if (!out.is_open()) {
-        out.open(out_path, std::ios::trunc);
-        if (!out) throw RuntimeError(out_path + ": cannot write");
-        out << csv_join(collect_header(f)) << "\n";
+      if (!out) {
+        out = std::make_unique<AtomicFile>((fs::path(out_dir) / name).string());
+        out->write(csv_join(collect_header(f)) + "\n");
       }
       const int c_id = csv.column("config_id");
       std::vector<std::string> row;
       while (csv.next(row))
         if (seen.insert(row[c_id]).second) {
-          out << csv_join(row) << "\n";
+          out->write(csv_join(row) + "\n");
           ++written;
         }
     }
+    if (out) outputs.push_back(std::move(out));
   }
+  // The local GPU's spec travels with the rows (train --data reads DIR/gpu.yaml).
+  for (const auto& d : in_dirs) {
+    const fs::path spec = fs::path(d) / "gpu.yaml";
+    if (fs::exists(spec)) {
+      auto g = std::make_unique<AtomicFile>((fs::path(out_dir) / "gpu.yaml").string());
+      g->write(read_file(spec.string()));
+      outputs.push_back(std::move(g));
+      break;
+    }
+  }
+  for (auto& o : outputs) o->commit();
   return written;
 }
 

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <random>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "core/config_io.h"
 #include "core/error.h"
+#include "core/fs_util.h"
 
 namespace tilecast::collector {
 namespace {
@@ -50,9 +53,19 @@ DimRange parse_dim(const YAML::Node& n, const std::string& name, const std::stri
   return d;
 }
 
-int64_t configs_in(const FamilySweep& f, size_t n_dtypes) {
-  int64_t n = static_cast<int64_t>(f.ops.size() * n_dtypes) * f.samples_per_cell;
-  for (const auto& d : f.dims) n *= static_cast<int64_t>(cells_of(d).size());
+// Checked product: ConfigError (naming the sweep) instead of a wrapped int64.
+int64_t checked_mul(int64_t a, int64_t b, const std::string& where) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > kMaxSweepConfigs)
+    throw ConfigError(where + ": sweep has more than " + std::to_string(kMaxSweepConfigs) +
+                      " configs (reduce samples_per_cell, ops, dtypes or ranges)");
+  return r;
+}
+
+int64_t configs_in(const FamilySweep& f, size_t n_dtypes, const std::string& where = "sweep") {
+  int64_t n = checked_mul(static_cast<int64_t>(f.ops.size()), static_cast<int64_t>(n_dtypes), where);
+  n = checked_mul(n, f.samples_per_cell, where);
+  for (const auto& d : f.dims) n = checked_mul(n, static_cast<int64_t>(cells_of(d).size()), where);
   return n;
 }
 
@@ -137,13 +150,33 @@ Sweep load_sweep(const std::string& path) {
     if (f.ops.empty()) throw ConfigError(where + ".ops: empty");
     s.families.push_back(f);
   }
+  int64_t total = 0;
+  for (const auto& f : s.families) {
+    total += configs_in(f, s.dtypes.size(), path);
+    if (total > kMaxSweepConfigs) checked_mul(total, 1, path);
+  }
   return s;
 }
 
 int64_t sweep_size(const Sweep& s) {
   int64_t n = 0;
-  for (const auto& f : s.families) n += configs_in(f, s.dtypes.size());
+  for (const auto& f : s.families) n += configs_in(f, s.dtypes.size(), s.origin);
   return n;
+}
+
+std::string sweep_fingerprint(const Sweep& s) {
+  std::ostringstream os;
+  os << "seed=" << s.seed << ";warmup=" << s.warmup << ";repeats=" << s.repeats << ";dtypes=";
+  for (const auto& d : s.dtypes) os << d << ',';
+  for (const auto& f : s.families) {
+    os << ";family=" << family_name(f.family) << ";samples=" << f.samples_per_cell << ";ops=";
+    for (OpKind o : f.ops) os << op_name(o) << ',';
+    for (const auto& d : f.dims) {
+      os << ";" << d.name << "=";
+      for (const auto& c : d.cells) os << c.first << '-' << c.second << ',';
+    }
+  }
+  return sha256_hex(os.str()).substr(0, 16);
 }
 
 SweepConfig sweep_config(const Sweep& s, int64_t index) {
@@ -183,15 +216,14 @@ SweepConfig sweep_config(const Sweep& s, int64_t index) {
 }
 
 Shard parse_shard(const std::string& text) {
-  auto slash = text.find('/');
+  // Whole-string decimal I/N only: "1.5/2", "0/2/3", "0x1/2", " 1/2" are refused.
+  static const std::regex re(R"(^([0-9]{1,9})/([0-9]{1,9})$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re))
+    throw ConfigError("--shard: expected I/N with decimal integers (e.g. 0/4), got '" + text + "'");
   Shard s;
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("");
-    s.index = std::stoll(text.substr(0, slash));
-    s.count = std::stoll(text.substr(slash + 1));
-  } catch (const std::exception&) {
-    throw ConfigError("--shard: expected I/N (e.g. 0/4), got '" + text + "'");
-  }
+  s.index = std::stoll(m[1]);
+  s.count = std::stoll(m[2]);
   if (s.count < 1 || s.index < 0 || s.index >= s.count)
     throw ConfigError("--shard: need 0 <= I < N, got '" + text + "'");
   return s;

@@ -43,9 +43,15 @@ struct SweepConfig {
   KernelQuery query;
 };
 
-// Throws ConfigError naming the file and field for bad or unknown keys.
+// Largest sweep accepted (configs over all shards); larger ones are refused at load.
+constexpr int64_t kMaxSweepConfigs = int64_t{1} << 40;
+
+// Throws ConfigError naming the file and field for bad or unknown keys, and for a sweep
+// whose size exceeds kMaxSweepConfigs (checked arithmetic: no int64 wrap-around).
 Sweep load_sweep(const std::string& path);
 int64_t sweep_size(const Sweep& s);
+// Short hash of everything that decides a sweep's configs and their timing (not its name).
+std::string sweep_fingerprint(const Sweep& s);
 SweepConfig sweep_config(const Sweep& s, int64_t index);
 // Element size of a dtype name (fp32 4, fp16/bf16 2); throws ConfigError otherwise.
 int dtype_bytes(const std::string& dtype);

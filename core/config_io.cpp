@@ -4,9 +4,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/fs_util.h"
+
 namespace tilecast {
 
 YAML::Node load_yaml_map(const std::string& path) {
+  try {
+    check_readable_file(path);
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -20,6 +27,11 @@ YAML::Node load_yaml_map(const std::string& path) {
 }
 
 nlohmann::json load_json_object(const std::string& path) {
+  try {
+    check_readable_file(path);
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
+  }
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open file");
   nlohmann::json j;
@@ -27,6 +39,8 @@ nlohmann::json load_json_object(const std::string& path) {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(path + ": malformed JSON: " + std::string(e.what()));
+  } catch (const std::ios_base::failure& e) {
+    throw ConfigError(path + ": read error");
   }
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   return j;

@@ -5,10 +5,13 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/fs_util.h"
 
 namespace tilecast {
 
-CsvReader::CsvReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+CsvReader::CsvReader(const std::string& path) : path_(path) {
+  check_readable_file(path);
+  in_.open(path, std::ios::binary);
   if (!in_) throw DataError(path + ": cannot open file");
   if (!read_record(header_) || header_.empty() || (header_.size() == 1 && header_[0].empty()))
     throw DataError(path + ": empty file (no CSV header)");

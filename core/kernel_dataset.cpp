@@ -68,7 +68,7 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
     if (csv.column(req) < 0) throw DataError(where(path, 1) + ": missing column '" + req + "'");
   const int c_op = csv.column("OPName"), c_lat = csv.column("Latency"),
             c_dev = csv.column("Device"), c_kname = csv.column("Kernel Name");
-  const int c_status = csv.column("status");
+  const int c_status = csv.column("status"), c_dtype = csv.column("dtype");
   const int c_grid[3] = {csv.column("Grid x"), csv.column("Grid y"), csv.column("Grid z")};
   const int c_block[3] = {csv.column("Block x"), csv.column("Block y"), csv.column("Block z")};
   const int c_b = csv.column("B"), c_m = csv.column("M"), c_n = csv.column("N"),
@@ -88,8 +88,14 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
       throw DataError(where(path, line) + ": column 'OPName': unknown op '" + f[c_op] + "'");
     s.query.op = op;
     s.latency_ms = parse_double_field(f[c_lat], path, line, "Latency");
-    if (s.latency_ms <= 0)
-      throw DataError(where(path, line) + ": column 'Latency': must be > 0, got " + f[c_lat]);
+    if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
+      throw DataError(where(path, line) + ": column 'Latency': " + f[c_lat] + " ms outside (0, " +
+                      std::to_string(static_cast<long long>(kMaxKernelLatencyMs)) + "]");
+    // The families model FP32 kernels (NeuSight's data); rows of another dtype would be
+    // silently mixed into them.
+    if (c_dtype >= 0 && !f[c_dtype].empty() && f[c_dtype] != "fp32")
+      throw DataError(where(path, line) + ": column 'dtype': '" + f[c_dtype] +
+                      "' rows are not modelled (these families are FP32 only); collect them into another folder");
     s.device = f[c_dev];
     if (s.device.empty()) throw DataError(where(path, line) + ": column 'Device' is empty");
     auto dim = [&](int col, const char* name) -> int64_t {

@@ -22,8 +22,12 @@ struct KernelSample {
   long line = 0;
 };
 
+// A measured kernel latency above this (about 2.8 hours) is a unit or data error.
+constexpr double kMaxKernelLatencyMs = 1e7;
+
 // Reads one CSV in NeuSight's column layout. Unknown columns, unknown op names, bad
-// numbers, non-positive latencies or dims throw DataError naming file, line and column.
+// numbers, latencies outside (0, kMaxKernelLatencyMs], bad dims, and rows whose `dtype`
+// is not fp32 throw DataError naming file, line and column.
 std::vector<KernelSample> read_kernel_csv(const std::string& path);
 
 // Parses (Tile1, Tile2) from a cuBLAS/cutlass/Tensile kernel name as NeuSight does:

@@ -70,8 +70,11 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
   if (!j.contains("model_type") || !j["model_type"].is_string())
     throw ConfigError(path + ": missing field 'model_type'");
   m.model_type = j["model_type"].get<std::string>();
+  // A field of the wrong JSON type is an error, never a silent default; null means absent.
   auto str = [&](const char* k, const std::string& dflt) {
-    return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : dflt;
+    if (!j.contains(k) || j[k].is_null()) return dflt;
+    if (!j[k].is_string()) throw ConfigError(path + ": field '" + k + "': expected a string");
+    return j[k].get<std::string>();
   };
   // Hugging Face names of the same sizes in each dense family.
   struct Keys {
@@ -100,8 +103,11 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.activation = str(keys->act_key, keys->act_default);
     if (m.model_type == "opt") {
       m.embed_dim = int_field(j, path, {"word_embed_proj_dim"}, false, m.hidden);
-      if (j.contains("do_layer_norm_before") && j["do_layer_norm_before"].is_boolean())
+      if (j.contains("do_layer_norm_before") && !j["do_layer_norm_before"].is_null()) {
+        if (!j["do_layer_norm_before"].is_boolean())
+          throw ConfigError(path + ": field 'do_layer_norm_before': expected true or false");
         m.final_layer_norm = j["do_layer_norm_before"].get<bool>();
+      }
     }
   } else if (m.model_type == "switch_transformers") {
     m.hidden = int_field(j, path, {"d_model"});

@@ -416,6 +416,11 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
                       (m.model_type == "switch_transformers" ? " (tensor parallelism of switch_transformers is not modelled)"
                                                              : ": heads and FFN width must be divisible by it"));
   if (par.pp > m.layers) throw ConfigError("--pp " + std::to_string(par.pp) + " exceeds the " + std::to_string(m.layers) + " layers");
+  // Megatron-LM's uniform split: every stage holds layers / pp layers (it asserts divisibility).
+  if (m.layers % par.pp != 0)
+    throw ConfigError("--pp " + std::to_string(par.pp) + ": " + m.name + "'s " + std::to_string(m.layers) +
+                      " layers do not split evenly into " + std::to_string(par.pp) +
+                      " stages (Megatron-LM needs num_layers divisible by the pipeline size)");
   if (m.model_type == "switch_transformers" && par.pp > 1)
     throw ConfigError("--pp: pipeline parallelism of switch_transformers is not modelled");
   OpGraph g;

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/fs_util.h"
 
 namespace tilecast {
 namespace {
@@ -109,8 +111,7 @@ GemmTile TileTable::lookup(const GpuSpec& gpu, const KernelQuery& q) const {
 }
 
 void TileTable::save(const std::string& path) const {
-  std::ofstream out(path);
-  if (!out) throw RuntimeError(path + ": cannot write");
+  std::ostringstream out;
   out << "device,family,bin_b,bin_m,bin_n,bin_k,tile_m,tile_k,split_k,count\n";
   for (const auto& dev : entries_) {
     auto bar = dev.first.find('|');
@@ -121,6 +122,7 @@ void TileTable::save(const std::string& path) const {
             << kv.first[2] << ',' << kv.first[3] << ',' << v.first[0] << ',' << v.first[1] << ','
             << v.first[2] << ',' << v.second << '\n';
   }
+  write_file_atomic(path, out.str());
 }
 
 TileTable TileTable::load(const std::string& path) {

@@ -116,11 +116,13 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   } else {
     // Pipeline (GPipe / 1F1B have the same bubble): the first microbatch crosses every stage,
     // the others follow at the pace of the slowest stage; activations hop between stages.
-    const int64_t per_stage = (g.layers + par.pp - 1) / par.pp;
+    // Stages hold layers / pp layers each (build_op_graph refuses uneven splits, as Megatron-LM
+    // does); the first stage adds the embeddings, the last the head.
+    TC_CHECK(g.layers % par.pp == 0, "uneven pipeline split");
+    const int64_t per_stage = g.layers / par.pp;
     const double mid_fw = layer_fw * per_stage, mid_bw = layer_bw * per_stage;
     const double first_fw = pro_fw + mid_fw, first_bw = pro_bw + mid_bw;
-    const double last_fw = layer_fw * (g.layers - per_stage * (par.pp - 1)) + epi_fw;
-    const double last_bw = layer_bw * (g.layers - per_stage * (par.pp - 1)) + epi_bw;
+    const double last_fw = mid_fw + epi_fw, last_bw = mid_bw + epi_bw;
     const double slow_fw = std::max({first_fw, mid_fw, last_fw}), slow_bw = std::max({first_bw, mid_bw, last_bw});
     f.forward_ms = all_fw + (par.microbatches - 1) * slow_fw;
     f.backward_ms = all_bw + (par.microbatches - 1) * slow_bw;

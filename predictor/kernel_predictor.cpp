@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/featurize.h"
+#include "core/fs_util.h"
 #include "core/units.h"
 #include "trainer/mlp.h"
 
@@ -26,16 +27,22 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
   impl_->models.resize(static_cast<size_t>(Family::kCount));
   for (const auto& kv : impl_->manifest.families) {
     const auto& e = kv.second;
-    for (const auto& file : e.files) {
-      const std::string path = (fs::path(dir) / file).string();
+    for (size_t i = 0; i < e.files.size(); ++i) {
+      const std::string path = (fs::path(dir) / e.files[i]).string();
       if (!fs::exists(path)) throw ConfigError(path + ": checkpoint listed in manifest.yaml is missing");
+      // A flipped byte or a checkpoint copied in from elsewhere is refused before it is read.
+      if (sha256_file(path) != e.sha256[i])
+        throw ConfigError(path + ": sha256 differs from manifest.yaml (corrupt or replaced checkpoint; "
+                          "restore it or retrain)");
       trainer::Mlp m(static_cast<int64_t>(e.features.size()), e.config.hidden_size, e.config.num_layers);
       try {
         torch::load(m, path);
       } catch (const c10::Error& err) {
-        throw ConfigError(path + ": cannot load checkpoint (corrupt, or trained with another "
-                          "architecture than manifest.yaml says)");
+        throw ConfigError(path + ": cannot load checkpoint (trained with another architecture than "
+                          "manifest.yaml says)");
       }
+      if (trainer::layer_widths(m) != e.layer_widths[i])
+        throw ConfigError(path + ": layer widths differ from manifest.yaml's 'layer_widths'");
       m->eval();
       impl_->models[static_cast<size_t>(e.config.family)].push_back(m);
     }

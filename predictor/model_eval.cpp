@@ -12,6 +12,7 @@
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/fs_util.h"
 #include "core/model_config.h"
 #include "core/op_graph.h"
 #include "predictor/graph_predictor.h"
@@ -28,7 +29,7 @@ std::string cell_key(const std::string& model, int64_t seq, int64_t batch, const
 
 std::map<std::string, double> load_published(const std::string& path) {
   std::map<std::string, double> out;
-  if (path.empty() || !fs::exists(path)) return out;
+  if (path.empty()) return out;
   CsvReader csv(path);
   const int c_model = csv.column("model_name"), c_seq = csv.column("seqlen"), c_batch = csv.column("batch"),
             c_dev = csv.column("device"), c_mode = csv.column("mode"), c_opt = csv.column("option"),
@@ -79,7 +80,11 @@ std::map<std::string, double> label_per_kind(const std::string& label_csv, const
     auto it = op_of.find(f[c_name]);
     if (it == op_of.end() || f[c_lat].empty()) continue;
     const std::string kind = kind_of(it->second);
-    if (!kind.empty()) out[kind] += parse_double_field(f[c_lat], label_csv, l.line(), "latency");
+    if (kind.empty()) continue;
+    const double v = parse_double_field(f[c_lat], label_csv, l.line(), "latency");
+    if (!(v > 0) || v > 1e9)
+      throw DataError(where(label_csv, l.line()) + ": column 'latency': " + f[c_lat] + " outside (0, 1e9] ms");
+    out[kind] += v;
   }
   return out;
 }
@@ -108,8 +113,16 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     row.device_dir = p.parent_path().filename().string();
     row.model = m[1];
     row.mode = m[2];
-    row.seq = std::stoll(m[3]);
-    row.batch = std::stoll(m[4]);
+    // Whole-string, range-checked numbers from the file name (a 20-digit batch is an error).
+    auto name_int = [&](const std::string& text, const char* field) {
+      // The regex matched digits only; more than 10 of them cannot be in range.
+      const long long v = text.size() > 10 ? -1 : std::stoll(text);
+      if (v < 1 || v > (1LL << 31))
+        throw DataError(p.string() + ": file name field '" + field + "': " + text + " out of range [1, 2^31]");
+      return static_cast<int64_t>(v);
+    };
+    row.seq = name_int(m[3], "seq");
+    row.batch = name_int(m[4], "batch");
     row.option = m[6];
     Parallelism par;
     static const std::regex par_re(R"(^(dp|tp|pp)(\d+)(?:_(\d+))?$)");
@@ -119,10 +132,10 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
         res.skipped.push_back(p.string() + ": option '" + row.option + "' is not modelled");
         continue;
       }
-      const int64_t n = std::stoll(pm[2]);
+      const int64_t n = name_int(pm[2], "option");
       if (pm[1] == "dp") par.dp = n;
       else if (pm[1] == "tp") par.tp = n;
-      else par.pp = n, par.microbatches = pm[3].matched ? std::stoll(pm[3]) : 1;
+      else par.pp = n, par.microbatches = pm[3].matched ? name_int(pm[3], "microbatches") : 1;
     }
     if (row.option == "fusion" && row.mode != "inf") {
       res.skipped.push_back(p.string() + ": fusion is modelled for inference only");
@@ -131,6 +144,7 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     const GpuSpec* gpu = gpus.find(row.device_dir);
     if (!gpu) throw ConfigError(p.string() + ": no GPU spec for folder '" + row.device_dir + "'");
     row.gpu = gpu->name;
+    check_readable_file(p.string());
     std::ifstream in(p);
     nlohmann::json j;
     try {
@@ -141,8 +155,8 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     if (!j.contains("e2e_latency") || !j["e2e_latency"].is_number())
       throw DataError(p.string() + ": field 'e2e_latency': missing or not a number");
     row.label_ms = j["e2e_latency"].get<double>();
-    if (!(row.label_ms > 0) || !std::isfinite(row.label_ms))
-      throw DataError(p.string() + ": field 'e2e_latency': must be a positive number");
+    if (!(row.label_ms > 0) || !std::isfinite(row.label_ms) || row.label_ms > 1e9)
+      throw DataError(p.string() + ": field 'e2e_latency': must be a positive number of ms below 1e9");
     ModelConfig mc;
     try {
       mc = load_model_config(row.model, models_dir);

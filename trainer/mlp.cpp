@@ -1,6 +1,10 @@
 #include "trainer/mlp.h"
 
+#include <sstream>
 #include <thread>
+
+#include "core/error.h"
+#include "core/fs_util.h"
 
 namespace tilecast::trainer {
 
@@ -27,6 +31,26 @@ void MlpImpl::fit_normalizer(const torch::Tensor& x) {
   mean.copy_(x.mean(0));
   // Constant features (e.g. split_k on a family that never splits) keep a unit scale.
   inv_std.copy_(1.0 / x.std(0).clamp_min(1e-3));
+}
+
+std::vector<int64_t> layer_widths(const Mlp& m) {
+  std::vector<int64_t> w;
+  for (const auto& child : m->net->children())
+    if (auto* lin = child->as<torch::nn::LinearImpl>()) {
+      if (w.empty()) w.push_back(lin->weight.size(1));
+      w.push_back(lin->weight.size(0));
+    }
+  return w;
+}
+
+void save_checkpoint(const Mlp& m, const std::string& path) {
+  std::ostringstream buf;
+  try {
+    torch::save(m, buf);
+  } catch (const c10::Error& e) {
+    throw RuntimeError(path + ": cannot serialise checkpoint: " + e.what_without_backtrace());
+  }
+  write_file_atomic(path, buf.str());
 }
 
 torch::Tensor latency_from_output(const torch::Tensor& o, const torch::Tensor& base) {

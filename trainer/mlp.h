@@ -23,6 +23,12 @@ struct MlpImpl : torch::nn::Module {
 };
 TORCH_MODULE(Mlp);
 
+// [inputs, outputs of each Linear layer...] of a network, as recorded in the manifest.
+std::vector<int64_t> layer_widths(const Mlp& m);
+// Serialises a network (torch::save) and writes it atomically; a write failure throws
+// RuntimeError naming `path` and leaves any previous file there untouched.
+void save_checkpoint(const Mlp& m, const std::string& path);
+
 // latency = base * exp(clamp(o)); both [batch].
 torch::Tensor latency_from_output(const torch::Tensor& o, const torch::Tensor& base);
 // Symmetric MAPE, mean(2|p - y| / (|p| + |y| + eps)).

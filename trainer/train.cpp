@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/featurize.h"
+#include "core/fs_util.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -104,7 +105,6 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
                           torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
 
   fs::create_directories(fs::path(out_file).parent_path().empty() ? "." : fs::path(out_file).parent_path());
-  const std::string tmp = out_file + ".tmp";
   double best = std::numeric_limits<double>::infinity();
   ProgressBar bar(cfg.epochs, std::string("train ") + family_name(cfg.family), quiet, true);
   const int64_t n = r.rows_train;
@@ -137,8 +137,7 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
     if (val < best) {
       best = val;
       r.best_epoch = epoch;
-      torch::save(model, tmp);
-      fs::rename(tmp, out_file);
+      save_checkpoint(model, out_file);
     }
     r.epochs_run = epoch;
     char note[128];
@@ -155,6 +154,7 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   r.val_mape_pct = best;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.samples_per_s = train_s > 0 ? samples_seen / train_s : 0;
+  r.layer_widths = layer_widths(model);
   return r;
 }
 
@@ -194,18 +194,29 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     auto& dst = gemm_rows[op_family(rows.empty() ? OpKind::kBmm : rows.front().query.op)];
     dst.insert(dst.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
-  fs::create_directories(opt.out_dir);
+  // Outputs never overwrite inputs; the weights folder is replaced only by a finished run.
+  std::vector<std::string> inputs = opt.data_dirs;
+  if (!collected) inputs.push_back(opt.neusight_dir);
+  inputs.push_back(opt.predictor_config_dir);
+  check_output_not_input(opt.out_dir, inputs, "--out");
+  WeightsStaging staging(opt.out_dir, opt.force);
+  const std::string dir = staging.dir();
   WeightsManifest manifest;
   try {
-    manifest = load_manifest_or_empty(opt.out_dir);
+    manifest = load_manifest_or_empty(dir);
   } catch (const ConfigError& e) {
     // Another schema (or a broken manifest): every family is retrained from scratch anyway.
     TC_LOG(Warn) << "starting a new manifest: " << e.what();
     manifest = WeightsManifest{};
   }
   manifest.feature_schema_version = kFeatureSchemaVersion;
-  tiles.save((fs::path(opt.out_dir) / manifest.tile_table).string());
-  TC_LOG(Info) << "tile table: " << tiles.size() << " shape bins from " << gemm_files.size() << " files";
+  const fs::path tile_path = fs::path(dir) / manifest.tile_table;
+  if (!gemm_files.empty() || !fs::exists(tile_path)) {
+    tiles.save(tile_path.string());
+    TC_LOG(Info) << "tile table: " << tiles.size() << " shape bins from " << gemm_files.size() << " files";
+  } else {
+    TC_LOG(Info) << "tile table: no GEMM rows in the data, keeping " << tile_path.filename().string();
+  }
 
   std::vector<FamilyResult> results;
   for (Family fam : fams) {
@@ -226,6 +237,12 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
       }
     }
+    if (rows.size() < 4) {
+      std::string names;
+      for (const auto& f : files) names += (names.empty() ? "" : ", ") + f;
+      throw DataError(names + ": too few rows to train " + family_name(fam) + " (" + std::to_string(rows.size()) +
+                      " usable rows; at least 4 needed)");
+    }
     TC_LOG(Info) << "training " << family_name(fam) << " on " << rows.size() << " rows ("
                  << cfg.num_layers << "x" << cfg.hidden_size << ", lr " << cfg.lr << ", batch "
                  << cfg.batch_size << ", " << cfg.epochs << " epochs, " << cfg.ensemble << " member(s))";
@@ -237,9 +254,11 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       PredictorConfig mc = cfg;
       mc.seed = cfg.seed + static_cast<uint64_t>(member);
       const std::string file = std::string(family_name(fam)) + (member ? ".s" + std::to_string(member) : "") + ".pt";
-      r = train_family(mc, rows, tiles, gpus, (fs::path(opt.out_dir) / file).string(), opt.quiet);
+      const std::string path = (fs::path(dir) / file).string();
+      r = train_family(mc, rows, tiles, gpus, path, opt.quiet);
       seconds += r.seconds;
-      e.files.push_back(file);
+      if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
+      add_member(e, dir, file, r.layer_widths);
       e.member_val_mape_pct.push_back(r.val_mape_pct);
       if (r.interrupted) break;
     }
@@ -263,13 +282,20 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     }
     e.trained_at = utc_now();
     manifest.families[family_name(fam)] = e;
-    save_manifest(opt.out_dir, manifest);
+    save_manifest(dir, manifest);
     TC_LOG(Info) << family_name(fam) << ": best val MAPE " << e.val_mape_pct << "% (mean of "
                  << e.files.size() << " members), " << static_cast<int>(r.seconds) << " s, "
                  << static_cast<int>(r.samples_per_s) << " samples/s";
     r.val_mape_pct = e.val_mape_pct;
     results.push_back(r);
     if (r.interrupted) break;
+  }
+  if (!results.empty() && results.back().interrupted) {
+    const std::string kept = staging.keep_interrupted();
+    TC_LOG(Warn) << "interrupted: " << opt.out_dir << " left unchanged; what was finished is in " << kept;
+  } else {
+    staging.install();
+    TC_LOG(Info) << "weights installed in " << opt.out_dir;
   }
   return results;
 }

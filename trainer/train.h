@@ -19,6 +19,7 @@ struct FamilyResult {
   int best_epoch = 0, epochs_run = 0;
   double seconds = 0;
   double samples_per_s = 0;     // training samples processed per second
+  std::vector<int64_t> layer_widths;  // of the trained network
   bool interrupted = false;
 };
 
@@ -38,12 +39,14 @@ struct TrainOptions {
   int epochs = 0;                   // >0 overrides the configs
   int64_t seed = -1;                // >=0 overrides the configs
   int64_t max_rows = -1;            // >=0 overrides the configs
+  bool force = false;               // allow --out onto the bundled weights or a foreign folder
   bool quiet = false;
 };
 
 // Loads NeuSight's training CSVs (five training GPUs only) or the collected folders, builds
-// the tile table, trains the families in turn and records each in out_dir/manifest.yaml as
-// soon as it finishes.
+// the tile table and trains the families in turn, in a staging folder (WeightsStaging) that
+// replaces out_dir only when every family succeeded. An interrupted run leaves out_dir as it
+// was and keeps what it finished in OUT.interrupted.
 std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus);
 
 }  // namespace tilecast::trainer

@@ -6,9 +6,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <fcntl.h>
+#include <stdio.h>
 
 #include "core/error.h"
+#include "core/fs_util.h"
 #include "core/kernel.h"
+#include "core/log.h"
 
 namespace fs = std::filesystem;
 
@@ -45,6 +49,13 @@ WeightsManifest load_manifest(const std::string& dir) {
         for (const auto& f : n["files"]) e.files.push_back(f.as<std::string>());
         if (e.files.empty()) throw ConfigError(path + ": family '" + name + "': field 'files' is empty");
         for (const auto& f : n["features"]) e.features.push_back(f.as<std::string>());
+        const std::string fam = path + ": family '" + name + "': field ";
+        if (!n["sha256"] || !n["layer_widths"])
+          throw ConfigError(fam + "'sha256'/'layer_widths' missing (weights from an older tilecast: retrain)");
+        for (const auto& f : n["sha256"]) e.sha256.push_back(f.as<std::string>());
+        for (const auto& w : n["layer_widths"]) e.layer_widths.push_back(w.as<std::vector<int64_t>>());
+        if (e.sha256.size() != e.files.size() || e.layer_widths.size() != e.files.size())
+          throw ConfigError(fam + "'sha256'/'layer_widths': one entry per file expected");
         e.config.family = family_from_string(name);
         const YAML::Node c = n["config"];
         e.config.num_layers = c["num_layers"].as<int>();
@@ -70,6 +81,15 @@ WeightsManifest load_manifest(const std::string& dir) {
         e.trained_at = n["trained_at"].as<std::string>();
         if (e.features != feature_names(e.config.family))
           throw ConfigError(path + ": family '" + name + "': feature list differs from this build's schema (retrain)");
+        // The recorded architecture must agree with the config the network is rebuilt from.
+        for (const auto& w : e.layer_widths) {
+          bool ok = static_cast<int>(w.size()) == e.config.num_layers + 1 && w.front() == static_cast<int64_t>(e.features.size()) &&
+                    w.back() == 1;
+          for (size_t i = 1; ok && i + 1 < w.size(); ++i) ok = w[i] == e.config.hidden_size;
+          if (!ok)
+            throw ConfigError(fam + "'config': num_layers " + std::to_string(e.config.num_layers) + " / hidden_size " +
+                              std::to_string(e.config.hidden_size) + " disagree with 'layer_widths' (edited manifest?)");
+        }
         m.families[name] = e;
       }
     }
@@ -98,6 +118,10 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     const FamilyEntry& e = kv.second;
     out << YAML::Key << kv.first << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "files" << YAML::Value << YAML::Flow << e.files;
+    out << YAML::Key << "sha256" << YAML::Value << e.sha256;
+    out << YAML::Key << "layer_widths" << YAML::Value << YAML::BeginSeq;
+    for (const auto& w : e.layer_widths) out << YAML::Flow << w;
+    out << YAML::EndSeq;
     out << YAML::Key << "features" << YAML::Value << YAML::Flow << e.features;
     out << YAML::Key << "config" << YAML::Value << YAML::Load(predictor_config_to_yaml(e.config));
     out << YAML::Key << "rows_train" << YAML::Value << e.rows_train;
@@ -113,13 +137,91 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
   }
   out << YAML::EndMap << YAML::EndMap;
   fs::create_directories(dir);
-  const std::string path = manifest_path(dir), tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw RuntimeError(tmp + ": cannot write");
-    f << out.c_str() << "\n";
+  write_file_atomic(manifest_path(dir), std::string(out.c_str()) + "\n");
+}
+
+void add_member(FamilyEntry& e, const std::string& dir, const std::string& file,
+                const std::vector<int64_t>& layer_widths) {
+  e.files.push_back(file);
+  e.sha256.push_back(sha256_file((fs::path(dir) / file).string()));
+  e.layer_widths.push_back(layer_widths);
+}
+
+namespace {
+
+bool is_weights_folder(const fs::path& p) { return fs::is_regular_file(p / "manifest.yaml"); }
+
+std::string bundled_weights_dir() { return std::string(TILECAST_SOURCE_DIR) + "/weights"; }
+
+}  // namespace
+
+WeightsStaging::WeightsStaging(const std::string& out_dir, bool force) : out_(out_dir) {
+  while (out_.size() > 1 && out_.back() == '/') out_.pop_back();
+  const fs::path out(out_);
+  if (fs::exists(out) && !fs::is_directory(out)) throw ConfigError("--out '" + out_ + "': exists and is not a folder");
+  const bool non_empty = fs::is_directory(out) && !fs::is_empty(out);
+  if (!force && same_or_inside(out_, bundled_weights_dir()))
+    throw ConfigError("--out '" + out_ + "': is the bundled weights folder; pass --force to replace it");
+  if (non_empty && !is_weights_folder(out)) {
+    if (!force)
+      throw ConfigError("--out '" + out_ + "': folder is not empty and is not a tilecast weights folder "
+                        "(no manifest.yaml); pass --force to write into it");
+    foreign_ = true;
   }
-  fs::rename(tmp, path);
+  const fs::path parent = fs::absolute(out).parent_path();
+  fs::create_directories(parent);
+  const std::string name = out.filename().string();
+  lock_ = std::make_unique<FileLock>((parent / ("." + name + ".lock")).string(), "weights folder '" + out_ + "'");
+  staging_ = (parent / ("." + name + ".staging")).string();
+  if (fs::exists(staging_)) {
+    TC_LOG(Warn) << "removing " << staging_ << " left by an earlier train that did not finish";
+    fs::remove_all(staging_);
+  }
+  fs::create_directories(staging_);
+  // Families that are not retrained keep their checkpoints: start from the current folder.
+  if (non_empty && !foreign_)
+    for (const auto& e : fs::directory_iterator(out))
+      if (e.is_regular_file()) fs::copy_file(e.path(), fs::path(staging_) / e.path().filename());
+}
+
+WeightsStaging::~WeightsStaging() {
+  if (!done_) {
+    std::error_code ec;
+    fs::remove_all(staging_, ec);
+  }
+}
+
+void WeightsStaging::install() {
+  TC_CHECK(!done_, "install twice");
+  const fs::path out(out_);
+  if (foreign_) {
+    // --force into a folder that holds other things: move our files in, manifest last.
+    for (const auto& e : fs::directory_iterator(staging_))
+      if (e.path().filename() != "manifest.yaml") fs::rename(e.path(), out / e.path().filename());
+    fs::rename(fs::path(staging_) / "manifest.yaml", out / "manifest.yaml");
+    fs::remove_all(staging_);
+  } else if (!fs::exists(out)) {
+    fs::rename(staging_, out);
+  } else if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, out_.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(staging_);  // now holds the previous weights
+  } else {
+    // Filesystems without RENAME_EXCHANGE: two renames (a window where out_dir is absent).
+    const std::string old = staging_ + ".old";
+    fs::remove_all(old);
+    fs::rename(out, old);
+    fs::rename(staging_, out);
+    fs::remove_all(old);
+  }
+  done_ = true;
+}
+
+std::string WeightsStaging::keep_interrupted() {
+  TC_CHECK(!done_, "keep after install");
+  const std::string dst = out_ + ".interrupted";
+  fs::remove_all(dst);
+  fs::rename(staging_, dst);
+  done_ = true;
+  return dst;
 }
 
 std::string weights_dir(const std::string& flag) {

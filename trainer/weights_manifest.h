@@ -1,15 +1,19 @@
 #pragma once
 // weights/manifest.yaml: what a weights folder holds and how it was made.
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/fs_util.h"
 #include "trainer/predictor_config.h"
 
 namespace tilecast::trainer {
 
 struct FamilyEntry {
   std::vector<std::string> files;     // ensemble members, e.g. "bmm.pt", "bmm.s1.pt" (relative)
+  std::vector<std::string> sha256;    // per member: checksum of the checkpoint file, verified at load
+  std::vector<std::vector<int64_t>> layer_widths;  // per member: [inputs, hidden..., 1], verified at load
   std::vector<std::string> features;  // feature names in input order
   PredictorConfig config;
   int64_t rows_train = 0, rows_val = 0;
@@ -28,6 +32,10 @@ struct WeightsManifest {
   std::map<std::string, FamilyEntry> families;  // by family name
 };
 
+// Appends checkpoint `file` (in `dir`) to an entry with its sha256 and layer widths.
+void add_member(FamilyEntry& e, const std::string& dir, const std::string& file,
+                const std::vector<int64_t>& layer_widths);
+
 // Throws ConfigError for a missing/malformed manifest or a schema version other than
 // kFeatureSchemaVersion ("retrain with `tilecast train`").
 WeightsManifest load_manifest(const std::string& dir);
@@ -35,6 +43,34 @@ WeightsManifest load_manifest(const std::string& dir);
 WeightsManifest load_manifest_or_empty(const std::string& dir);
 // Writes atomically (temp file + rename).
 void save_manifest(const std::string& dir, const WeightsManifest& m);
+
+// A weights folder is replaced only as a whole, and only by a run that succeeded:
+// `train` writes into a staging folder beside it (.NAME.staging, started as a copy of the
+// current folder so that families not retrained are kept) and install() swaps the two
+// atomically (renameat2 RENAME_EXCHANGE). A run that throws removes the staging folder; a
+// run killed with -9 leaves it, and the next run removes it. A lock (.NAME.lock beside the
+// folder) refuses a second concurrent `train` on the same --out.
+class WeightsStaging {
+ public:
+  // Refuses (ConfigError) an --out that is a file, the bundled weights/ folder, or a
+  // non-empty folder without manifest.yaml, unless `force`.
+  WeightsStaging(const std::string& out_dir, bool force);
+  ~WeightsStaging();
+  WeightsStaging(const WeightsStaging&) = delete;
+  WeightsStaging& operator=(const WeightsStaging&) = delete;
+  const std::string& dir() const { return staging_; }
+  // Swaps the staging folder in place of out_dir (the previous contents are removed).
+  void install();
+  // Interrupted run: out_dir is left as it was; the partial folder is kept as
+  // OUT.interrupted (returned) for inspection.
+  std::string keep_interrupted();
+
+ private:
+  std::string out_, staging_;
+  bool foreign_ = false;  // --force onto a non-weights folder: files are moved in one by one
+  bool done_ = false;
+  std::unique_ptr<FileLock> lock_;
+};
 
 // Weights folder: `flag`, else $TILECAST_WEIGHTS_DIR, else the source tree's weights/.
 std::string weights_dir(const std::string& flag = "");

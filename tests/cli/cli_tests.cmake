@@ -2,14 +2,23 @@
 set(TC $<TARGET_FILE:tilecast>)
 set(D ${CMAKE_CURRENT_SOURCE_DIR}/data)
 
+# A succeeding command must exit 0 AND print the expected text on stdout.
 function(tc_cli_test name regex)
-  add_test(NAME cli.${name} COMMAND ${ARGN})
-  set_tests_properties(cli.${name} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}")
+  string(REPLACE ";" "|" cmdstr "${ARGN}")
+  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCMD=${cmdstr}" "-DREGEX=${regex}"
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_ok.cmake)
 endfunction()
-# A failing command must exit non-zero AND print the expected line.
+# A failing command must exit non-zero (exactly 1: bad input or configuration) AND print
+# the expected line, and only one line, on stderr.
 function(tc_cli_fail name regex cmd)
   string(REPLACE ";" "|" cmdstr "${cmd}")
-  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCMD=${cmdstr}" "-DREGEX=${regex}"
+  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCMD=${cmdstr}" "-DREGEX=${regex}" "-DRC=1"
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.cmake)
+endfunction()
+# The same with another exit code (2 feature not built, 3 runtime).
+function(tc_cli_fail_rc name rc regex cmd)
+  string(REPLACE ";" "|" cmdstr "${cmd}")
+  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCMD=${cmdstr}" "-DREGEX=${regex}" "-DRC=${rc}"
            -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.cmake)
 endfunction()
 
@@ -46,7 +55,10 @@ tc_cli_fail(eval_models_missing_dir "labels folder not found" "${TC};eval-models
 # Collector (CPU backend): resume after SIGKILL, Ctrl-C, shards + merge, train -> predict.
 add_test(NAME cli.collect_pipeline COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/collect_pipeline_test.sh ${TC})
 set_tests_properties(cli.collect_pipeline PROPERTIES TIMEOUT 600)
-tc_cli_fail(collect_cuda_without_gpu "--backend cuda: " "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml;--out;${CMAKE_BINARY_DIR}/collect_cuda_out;--backend;cuda")
+# Bad input and faults: exit codes, one error line, inputs and weights folders unchanged.
+add_test(NAME cli.reliability COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/reliability_test.sh ${TC})
+set_tests_properties(cli.reliability PROPERTIES TIMEOUT 600)
+tc_cli_fail_rc(collect_cuda_without_gpu 3 "--backend cuda: " "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml;--out;${CMAKE_BINARY_DIR}/collect_cuda_out;--backend;cuda")
 tc_cli_fail(collect_bad_sweep "cannot open" "${TC};collect;--sweep;/nonexistent.yaml;--out;/tmp/x;--backend;cpu")
 tc_cli_test(predict_model_tp "\"communication_ms\"" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 4 --seq 1024 --mode training --tp 4 --format json)
 tc_cli_fail(predict_dp_indivisible "not divisible" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--batch;3;--seq;16;--dp;2")

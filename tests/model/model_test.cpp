@@ -16,6 +16,7 @@
 #include "predictor/kernel_predictor.h"
 #include "trainer/mlp.h"
 #include "trainer/train.h"
+#include "core/fs_util.h"
 
 namespace fs = std::filesystem;
 using namespace tilecast;
@@ -74,7 +75,7 @@ std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* res
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
   trainer::FamilyEntry e;
-  e.files = {"elementwise.pt"};
+  trainer::add_member(e, dir, "elementwise.pt", r.layer_widths);
   e.features = feature_names(Family::kElementwise);
   e.config = cfg;
   e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
@@ -148,7 +149,7 @@ TEST(Predictor, LoadsTrainedWeightsAndForecasts) {
   EXPECT_NEAR(r.utilisation, r.base_ms / r.latency_ms, 1e-9);
   // Batched and single forecasts agree.
   auto batch = p.predict(std::vector<KernelQuery>{q, q}, t4);
-  EXPECT_NEAR(batch[1].latency_ms, r.latency_ms, 1e-9 * r.latency_ms);
+  EXPECT_NEAR(batch[1].latency_ms, r.latency_ms, 1e-6 * r.latency_ms);  // float32 BLAS: batch size changes the summation order
   KernelQuery g;
   g.op = OpKind::kBmm;
   g.b = g.m = g.n = g.k = 64;
@@ -167,10 +168,15 @@ TEST(Predictor, EnsembleAveragesMembersInLogSpace) {
   TileTable tiles;
   trainer::train_family(cfg, synthetic_rows(150, 7), tiles, registry(), dir + "/elementwise.s1.pt", true);
   auto m = trainer::load_manifest(dir);
-  m.families["elementwise"].files = {"elementwise.s1.pt"};
+  auto& e = m.families["elementwise"];
+  const auto widths = e.layer_widths[0];
+  e.files.clear(), e.sha256.clear(), e.layer_widths.clear();
+  trainer::add_member(e, dir, "elementwise.s1.pt", widths);
   trainer::save_manifest(dir, m);
   const double other = predictor::KernelPredictor(dir).predict(q, v100).latency_ms;
-  m.families["elementwise"].files = {"elementwise.pt", "elementwise.s1.pt"};
+  e.files.clear(), e.sha256.clear(), e.layer_widths.clear();
+  trainer::add_member(e, dir, "elementwise.pt", widths);
+  trainer::add_member(e, dir, "elementwise.s1.pt", widths);
   trainer::save_manifest(dir, m);
   const double both = predictor::KernelPredictor(dir).predict(q, v100).latency_ms;
   EXPECT_NE(single, other);
@@ -192,7 +198,69 @@ TEST(Predictor, RefusesOtherSchemaAndMissingFiles) {
   expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir2); }, {"elementwise.pt", "missing"});
   std::string dir3 = tiny_weights_dir("tiny_corrupt");
   std::ofstream(dir3 + "/elementwise.pt") << "not a checkpoint";
-  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir3); }, {"cannot load checkpoint"});
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir3); }, {"elementwise.pt", "sha256"});
+}
+
+// Weights are verified at load: a flipped byte, a member copied from another network and an
+// edited architecture in manifest.yaml are each refused with one line naming the file.
+TEST(Predictor, VerifiesChecksumsAndArchitectureAtLoad) {
+  const std::string dir = tiny_weights_dir("tiny_verify");
+  predictor::KernelPredictor ok(dir);  // the untouched folder loads
+  const std::string pt = dir + "/elementwise.pt";
+  const std::string original = read_file(pt);
+
+  std::string flipped = original;
+  flipped[flipped.size() / 2] ^= 0x01;
+  { std::ofstream(pt, std::ios::binary) << flipped; }
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir); }, {"elementwise.pt", "sha256"});
+
+  // Another trained network (other seed, same architecture) copied over the member.
+  auto cfg = tiny_config(Family::kElementwise);
+  cfg.seed = 5;
+  TileTable tiles;
+  trainer::train_family(cfg, synthetic_rows(60, 3), tiles, registry(), dir + "/other.pt", true);
+  fs::copy_file(dir + "/other.pt", pt, fs::copy_options::overwrite_existing);
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir); }, {"elementwise.pt", "sha256"});
+
+  { std::ofstream(pt, std::ios::binary) << original; }
+  auto m = trainer::load_manifest(dir);
+  m.families["elementwise"].config.num_layers += 1;
+  trainer::save_manifest(dir, m);
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir); }, {"manifest.yaml", "num_layers", "layer_widths"});
+}
+
+// A failed training run leaves the previous weights folder exactly as it was.
+TEST(Trainer, FailedRunLeavesWeightsFolderUnchanged) {
+  const std::string dir = tiny_weights_dir("tiny_staging");
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::directory_iterator(dir)) before[e.path().filename().string()] = read_file(e.path().string());
+  // Header-only collected data: no rows to train on.
+  const std::string data = ::testing::TempDir() + "tiny_staging_data";
+  fs::remove_all(data);
+  fs::create_directories(data);
+  {
+    std::ofstream f(data + "/softmax.csv");
+    f << "OPName,Latency,Device,B,H\n";
+  }
+  trainer::TrainOptions opt;
+  opt.data_dirs = {data};
+  opt.out_dir = dir;
+  opt.predictor_config_dir = std::string(TILECAST_SOURCE_DIR) + "/configs/predictors";
+  opt.quiet = true;
+  expect_error<DataError>([&] { trainer::run_training(opt, registry()); }, {"too few rows", "softmax"});
+  std::map<std::string, std::string> after;
+  for (const auto& e : fs::directory_iterator(dir)) after[e.path().filename().string()] = read_file(e.path().string());
+  EXPECT_EQ(before, after);
+  EXPECT_FALSE(fs::exists(fs::path(dir).parent_path() / ".tiny_staging.staging"));
+  // A non-empty folder that is not a weights folder is refused without --force.
+  opt.out_dir = data;
+  expect_error<ConfigError>([&] { trainer::run_training(opt, registry()); }, {"would overwrite the input"});
+  const std::string foreign = ::testing::TempDir() + "tiny_staging_foreign";
+  fs::create_directories(foreign);
+  std::ofstream(foreign + "/notes.txt") << "mine";
+  opt.out_dir = foreign;
+  expect_error<ConfigError>([&] { trainer::run_training(opt, registry()); }, {"not a tilecast weights folder", "--force"});
+  EXPECT_EQ(read_file(foreign + "/notes.txt"), "mine");
 }
 
 TEST(Eval, ReportsPerOpAndDeviceAndRejectsUnknownGpus) {
