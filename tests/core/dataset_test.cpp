@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "core/kernel_dataset.h"
@@ -83,7 +84,7 @@ TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {
 
 TEST(NeuSightData, TrainingFilesReadCompletely) {
   std::string root = neusight_dir();
-  if (!neusight_dir_present(root)) GTEST_SKIP() << "NeuSight data not found at " << root << " (set TILECAST_NEUSIGHT_DIR)";
+  TC_REQUIRE_NEUSIGHT(root);
   auto files = training_files(root, Family::kBmm);
   ASSERT_EQ(files.size(), 5u);
   size_t a100_rows = 0, with_tile = 0;
@@ -95,6 +96,14 @@ TEST(NeuSightData, TrainingFilesReadCompletely) {
   EXPECT_EQ(a100_rows, 16661u);  // row count documented for NeuSight's A100 bmm file
   EXPECT_GT(with_tile, 87000u);
   EXPECT_EQ(training_files(root, Family::kElementwise).size(), 55u);
-  EXPECT_EQ(files_hash({files[0]}), files_hash({files[0]}));
-  EXPECT_NE(files_hash({files[0]}), files_hash({files[1]}));
+  // The data hash follows the bytes, not the path: a copy hashes alike, one changed byte not.
+  const std::string copy = ::testing::TempDir() + "hash_copy.csv";
+  std::filesystem::copy_file(files[0], copy, std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(files_hash({copy}), files_hash({files[0]}));
+  {
+    std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('#');
+  }
+  EXPECT_NE(files_hash({copy}), files_hash({files[0]}));
 }

@@ -146,7 +146,7 @@ TEST(OpGraph, FusionKeepsGemmsAndMergesVectorRuns) {
 // per layer (NeuSight traces one layer). Backward GEMMs too, for training graphs.
 TEST(OpGraph, MatchesNeuSightParsedGraphs) {
   const std::string root = neusight_dir();
-  if (!neusight_dir_present(root)) GTEST_SKIP() << "NeuSight data not found at " << root;
+  TC_REQUIRE_NEUSIGHT(root);
   struct Case { const char* tag; const char* model; int64_t batch, seq; Mode mode; };
   const Case cases[] = {{"gpt2_large-inf-1024-4", "gpt2_large", 4, 1024, Mode::kInference},
                         {"gpt2_large-train-1024-4", "gpt2_large", 4, 1024, Mode::kTraining},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "../core/test_util.h"
@@ -290,7 +291,7 @@ TEST(Eval, ReportsPerOpAndDeviceAndRejectsUnknownGpus) {
 
 TEST(BundledWeights, ForecastEveryFamilyOnAnUnseenGpu) {
   const std::string dir = trainer::weights_dir();
-  if (!fs::exists(dir + "/manifest.yaml")) GTEST_SKIP() << "no bundled weights in " << dir;
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
   predictor::KernelPredictor p(dir);
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   for (const char* spec : {"bmm:64,512,64,512", "linear:1,4096,1280,3840", "gelu:8192,5120",
@@ -310,7 +311,7 @@ TEST(BundledWeights, ForecastEveryFamilyOnAnUnseenGpu) {
 
 TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
   const std::string dir = trainer::weights_dir();
-  if (!fs::exists(dir + "/manifest.yaml")) GTEST_SKIP() << "no bundled weights in " << dir;
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
   predictor::KernelPredictor p(dir);
   ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
   const GpuSpec& gpu = registry().resolve("A100-SXM4-40GB");
@@ -329,5 +330,21 @@ TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
   EXPECT_NEAR(predictor::all_reduce_ms(1e9, 4, gpu), 1.5e9 / (0.8 * 300e9) * 1e3 + 0.03, 1e-9);
   GpuSpec no_link = gpu;
   no_link.interconnect_gbps = 0;
+  // Pipeline stages hold 36 / pp layers: with 16 microbatches, more stages mean a shorter
+  // slowest stage and a faster step for every even split; 11 stages are refused.
+  double prev = std::numeric_limits<double>::infinity();
+  for (int64_t n : {1, 2, 3, 4, 6, 9, 12}) {
+    Parallelism par;
+    par.pp = n;
+    par.microbatches = 16;
+    auto f = predictor::forecast_model(build_op_graph(m, 64, 1024, Mode::kTraining, par), gpu, p);
+    EXPECT_LT(f.total_ms, prev) << "pp " << n;
+    EXPECT_GT(f.forward_ms, 0) << "pp " << n;
+    prev = f.total_ms;
+  }
+  Parallelism uneven;
+  uneven.pp = 11;
+  uneven.microbatches = 16;
+  expect_error<ConfigError>([&] { build_op_graph(m, 64, 1024, Mode::kTraining, uneven); }, {"--pp 11", "36 layers"});
   expect_error<ConfigError>([&] { predictor::all_reduce_ms(1e6, 2, no_link); }, {"interconnect_gbps"});
 }
