@@ -110,7 +110,7 @@ Sweep load_sweep(const std::string& path) {
   if (!root["families"] || !root["families"].IsMap() || root["families"].size() == 0)
     throw ConfigError(path + ": field 'families': expected a non-empty mapping");
   for (const auto& kv : root["families"]) {
-    const std::string fname = kv.first.as<std::string>();
+    const std::string fname = yaml_key(kv.first, path + ": field 'families'");
     const std::string where = path + ": families." + fname;
     FamilySweep f;
     try {

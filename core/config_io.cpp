@@ -37,7 +37,7 @@ nlohmann::json load_json_object(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for number overflow
     throw ConfigError(path + ": malformed JSON: " + std::string(e.what()));
   } catch (const std::ios_base::failure& e) {
     throw ConfigError(path + ": read error");
@@ -46,9 +46,31 @@ nlohmann::json load_json_object(const std::string& path) {
   return j;
 }
 
+double read_label_latency_ms(const std::string& path) {
+  const std::string text = read_file(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for number overflow
+    throw DataError(path + ": malformed JSON: " + std::string(e.what()));
+  }
+  if (!j.is_object()) throw DataError(path + ": expected a JSON object");
+  if (!j.contains("e2e_latency") || !j["e2e_latency"].is_number())
+    throw DataError(path + ": field 'e2e_latency': missing or not a number");
+  const double ms = j["e2e_latency"].get<double>();
+  if (!(ms > 0) || !std::isfinite(ms) || ms > 1e9)
+    throw DataError(path + ": field 'e2e_latency': must be a positive number of ms below 1e9");
+  return ms;
+}
+
+std::string yaml_key(const YAML::Node& key, const std::string& where) {
+  if (!key.IsScalar()) throw ConfigError(where + ": a key is not a plain name");
+  return key.Scalar();
+}
+
 void reject_unknown_keys(const YAML::Node& map, const std::set<std::string>& known, const std::string& where) {
   for (const auto& kv : map) {
-    const auto key = kv.first.as<std::string>();
+    const auto key = yaml_key(kv.first, where);
     if (!known.count(key)) throw ConfigError(where + ": unknown field '" + key + "'");
   }
 }

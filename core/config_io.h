@@ -16,6 +16,9 @@ namespace tilecast {
 YAML::Node load_yaml_map(const std::string& path);
 // Parses a JSON file that must be an object; throws ConfigError.
 nlohmann::json load_json_object(const std::string& path);
+// A mapping key as a string; ConfigError "<where>: a key is not a plain name" for a
+// complex (sequence/mapping) or null key.
+std::string yaml_key(const YAML::Node& key, const std::string& where);
 // Throws ConfigError "<where>: unknown field 'k'" for a key outside `known`.
 void reject_unknown_keys(const YAML::Node& map, const std::set<std::string>& known, const std::string& where);
 
@@ -32,6 +35,10 @@ T yaml_get(const YAML::Node& node, const std::string& key, const std::string& wh
     throw ConfigError(where + ": field '" + key + "': expected " + what);
   }
 }
+// A NeuSight end-to-end label JSON (an object with `e2e_latency` in ms): the latency,
+// checked to (0, 1e9]; DataError naming the file and field otherwise.
+double read_label_latency_ms(const std::string& path);
+
 // Throws "<where>: field 'key': v outside [lo, hi]" unless lo <= v <= hi (and finite).
 void check_range(double v, double lo, double hi, const std::string& key, const std::string& where);
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/csv.h"
+#include "core/config_io.h"
 #include "core/error.h"
 #include "core/fs_util.h"
 #include "core/model_config.h"
@@ -144,19 +145,7 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     const GpuSpec* gpu = gpus.find(row.device_dir);
     if (!gpu) throw ConfigError(p.string() + ": no GPU spec for folder '" + row.device_dir + "'");
     row.gpu = gpu->name;
-    check_readable_file(p.string());
-    std::ifstream in(p);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw DataError(p.string() + ": malformed JSON: " + e.what());
-    }
-    if (!j.contains("e2e_latency") || !j["e2e_latency"].is_number())
-      throw DataError(p.string() + ": field 'e2e_latency': missing or not a number");
-    row.label_ms = j["e2e_latency"].get<double>();
-    if (!(row.label_ms > 0) || !std::isfinite(row.label_ms) || row.label_ms > 1e9)
-      throw DataError(p.string() + ": field 'e2e_latency': must be a positive number of ms below 1e9");
+    row.label_ms = read_label_latency_ms(p.string());
     ModelConfig mc;
     try {
       mc = load_model_config(row.model, models_dir);

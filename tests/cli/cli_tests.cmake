@@ -69,3 +69,6 @@ tc_cli_test(eval_models_fixture_json "\"option\": \"tp4\"" ${TC} eval-models --l
 tc_cli_test(eval_models_fixture_table "nvidia_inf layout" ${TC} eval-models --labels ${D}/labels)
 tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--labels;${D}/bad_labels")
 tc_cli_test(predict_model_csv "^name,kind,count,forward_ms,backward_ms,total_ms" ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
+
+# Inputs that libFuzzer found crashing a parser (fixed): now one error line each.
+tc_cli_fail(fuzz_sweep_complex_key "sweep_complex_key.yaml: .*a key is not a plain name" "${TC};collect;--sweep;${D}/fuzz_found/sweep_complex_key.yaml;--out;${CMAKE_BINARY_DIR}/fuzz_out;--backend;cpu")
