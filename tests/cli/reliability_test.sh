@@ -142,5 +142,16 @@ snapshot "$W/tw" | diff - "$W/tw.sum" > /dev/null || fail "kill -9 during train 
 [ -d "$W/.tw.staging" ] || fail "expected the killed run's staging folder"
 expect 0 "" T train --data "$W/big" --out "$W/tw" --epochs 1 --family softmax
 [ ! -e "$W/.tw.staging" ] || fail "the next train did not clear the stale staging folder"
+snapshot "$W/tw" > "$W/tw.sum"
+# Ctrl-C: exit 130, the weights folder unchanged, the finished part kept beside it.
+"$TC" -q train --data "$W/big" --out "$W/tw" --epochs 100000 > /dev/null 2>&1 &
+tr=$!
+for _ in $(seq 100); do [ -n "$(find "$W/.tw.staging" -name '*.pt' -newer "$W/tw.sum" 2>/dev/null)" ] && break; sleep 0.1; done
+kill -INT "$tr"
+set +e; wait "$tr"; rc=$?; set -e
+[ "$rc" = 130 ] || fail "Ctrl-C during train: exit $rc, expected 130"
+snapshot "$W/tw" | diff - "$W/tw.sum" > /dev/null || fail "Ctrl-C during train changed the weights folder"
+[ -f "$W/tw.interrupted/manifest.yaml" ] || fail "Ctrl-C during train did not keep the finished part"
+echo "ok   exit 130 (Ctrl-C during train; weights unchanged, partial run in tw.interrupted)"
 expect 0 "" T predict-kernel --weights "$W/tw" --op softmax --shape 8,64 --gpu "$W/big/gpu.yaml"
 echo "all reliability cases passed"
