@@ -76,6 +76,11 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     if (!j[k].is_string()) throw ConfigError(path + ": field '" + k + "': expected a string");
     return j[k].get<std::string>();
   };
+  auto boolean = [&](const char* k, bool dflt) {
+    if (!j.contains(k) || j[k].is_null()) return dflt;
+    if (!j[k].is_boolean()) throw ConfigError(path + ": field '" + k + "': expected true or false");
+    return j[k].get<bool>();
+  };
   // Hugging Face names of the same sizes in each dense family.
   struct Keys {
     const char* type;
@@ -122,24 +127,76 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.encoder_sparse_step = int_field(j, path, {"encoder_sparse_step"}, false, 2);
     m.decoder_sparse_step = int_field(j, path, {"decoder_sparse_step"}, false, 2);
     m.activation = str("feed_forward_proj", "relu");
+  } else if (is_llm_family(m.model_type)) {
+    // Hugging Face LlamaConfig and its relatives (llama.cpp's hparams): one key set, with
+    // the family's fixed traits below.
+    m.hidden = int_field(j, path, {"hidden_size"});
+    m.layers = int_field(j, path, {"num_hidden_layers"});
+    m.heads = int_field(j, path, {"num_attention_heads"});
+    m.kv_heads = int_field(j, path, {"num_key_value_heads"}, false, m.heads);
+    m.head_dim = int_field(j, path, {"head_dim"}, false, 0);
+    m.ffn = int_field(j, path, {"intermediate_size"});
+    m.vocab = int_field(j, path, {"vocab_size"});
+    m.max_positions = int_field(j, path, {"max_position_embeddings"});
+    m.activation = str("hidden_act", "silu");
+    m.rms_norm = m.gated_ffn = m.rope = true;
+    m.tie_embeddings = boolean("tie_word_embeddings", false);
+    m.qkv_bias = m.model_type == "qwen2" || boolean("attention_bias", false);
+    m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
+    if (m.model_type == "mixtral") {
+      m.num_experts = int_field(j, path, {"num_local_experts"});
+      m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
+      m.moe_ffn = m.ffn;
+    } else if (m.model_type == "qwen3_moe") {
+      m.num_experts = int_field(j, path, {"num_experts"});
+      m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
+      m.moe_ffn = int_field(j, path, {"moe_intermediate_size"});
+      if (int_field(j, path, {"decoder_sparse_step"}, false, 1) != 1 ||
+          (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty()))
+        throw ConfigError(path + ": field 'decoder_sparse_step'/'mlp_only_layers': only all-MoE layers are modelled");
+    }
+    if (m.num_experts > 0 && m.experts_per_token > m.num_experts)
+      throw ConfigError(path + ": field 'num_experts_per_tok': " + std::to_string(m.experts_per_token) +
+                        " exceeds the " + std::to_string(m.num_experts) + " experts");
+    if (m.heads % m.kv_heads != 0)
+      throw ConfigError(path + ": field 'num_key_value_heads': " + std::to_string(m.heads) +
+                        " attention heads are not a multiple of " + std::to_string(m.kv_heads));
   } else {
     throw ConfigError(path + ": field 'model_type': unsupported '" + m.model_type +
-                      "' (bert, gpt2, opt, switch_transformers)");
+                      "' (bert, gpt2, opt, switch_transformers, llama, mistral, qwen2, qwen3, mixtral, qwen3_moe)");
   }
+  m.torch_dtype = str("torch_dtype", "");
+  if (m.kv_heads == 0) m.kv_heads = m.heads;
   if (m.head_dim == 0) {
     if (m.hidden % m.heads != 0)
       throw ConfigError(path + ": hidden size " + std::to_string(m.hidden) + " is not divisible by " +
                         std::to_string(m.heads) + " heads");
     m.head_dim = m.hidden / m.heads;
   }
-  static const char* acts[] = {"gelu", "gelu_new", "relu", "gelu_pytorch_tanh"};
-  if (std::find(std::begin(acts), std::end(acts), m.activation) == std::end(acts))
-    throw ConfigError(path + ": activation '" + m.activation + "' is not modelled (gelu, gelu_new, relu)");
+  static const char* acts[] = {"gelu", "gelu_new", "relu", "gelu_pytorch_tanh", "silu"};
+  if (std::find(std::begin(acts), std::end(acts), m.activation) == std::end(acts) ||
+      (m.gated_ffn != (m.activation == "silu")))
+    throw ConfigError(path + ": activation '" + m.activation + "' is not modelled for " + m.model_type +
+                      " (gelu, gelu_new, relu; silu for the gated LLM families)");
   return m;
+}
+
+bool is_llm_family(const std::string& t) {
+  static const char* types[] = {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe"};
+  return std::find(std::begin(types), std::end(types), t) != std::end(types);
 }
 
 double model_parameters(const ModelConfig& m) {
   const double h = m.hidden, f = m.ffn, v = m.vocab;
+  if (is_llm_family(m.model_type)) {
+    const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
+    double attn = h * q + 2 * h * kv + q * h;
+    if (m.qkv_bias) attn += q + 2 * kv;
+    if (m.qk_norm) attn += 2.0 * m.head_dim;
+    const double ffn = m.num_experts > 0 ? m.num_experts * 3 * h * double(m.moe_ffn) + h * m.num_experts
+                                         : 3 * h * f;
+    return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + 2 * h) + h;
+  }
   if (m.model_type == "switch_transformers") {
     const double inner = double(m.heads) * m.head_dim;
     const double attn = 4 * h * inner + h;  // q,k,v,o (no bias) + norm

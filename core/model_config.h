@@ -8,7 +8,7 @@ namespace tilecast {
 
 struct ModelConfig {
   std::string name;        // bundled name or file stem
-  std::string model_type;  // "bert" | "gpt2" | "opt" | "switch_transformers"
+  std::string model_type;  // bert, gpt2, opt, switch_transformers, or an LLM family (is_llm_family)
   int64_t hidden = 0;      // d_model
   int64_t layers = 0;      // (encoder) layers
   int64_t heads = 0;
@@ -16,7 +16,18 @@ struct ModelConfig {
   int64_t ffn = 0;         // feed-forward width
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
-  std::string activation;     // "gelu", "gelu_new", "relu"
+  std::string activation;     // "gelu", "gelu_new", "relu", "silu"
+  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe)
+  int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
+  bool rms_norm = false;          // RMSNorm instead of LayerNorm
+  bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
+  bool rope = false;              // rotary positions (no position table)
+  bool qkv_bias = false;          // biases on q/k/v projections (qwen2)
+  bool qk_norm = false;           // RMSNorm over each head of q and k (qwen3)
+  bool tie_embeddings = true;     // lm_head shares the token embedding table
+  int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
+  int64_t moe_ffn = 0;            // expert FFN width (moe_intermediate_size, or intermediate_size)
+  std::string torch_dtype;        // as the config states it ("bfloat16", "float32", ...), may be empty
   // opt only
   int64_t embed_dim = 0;          // word_embed_proj_dim (== hidden unless projected, OPT-350m)
   bool final_layer_norm = true;   // do_layer_norm_before
@@ -33,6 +44,8 @@ struct ModelConfig {
 // missing or non-positive fields throw ConfigError naming the file and field.
 ModelConfig load_model_config(const std::string& spec, const std::string& models_dir);
 std::vector<std::string> bundled_models(const std::string& models_dir);
+// Decoder-only LLM families built by the parameterised decoder (RMSNorm, RoPE, GQA, SwiGLU, MoE).
+bool is_llm_family(const std::string& model_type);
 // Parameter count (weights + biases + norms + embeddings), for the optimizer estimate.
 double model_parameters(const ModelConfig& m);
 

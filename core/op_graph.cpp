@@ -397,6 +397,123 @@ void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) 
   b.linear("lm_head", t, m.hidden, m.vocab, false);
 }
 
+// ---- LLM decoder families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe) -------------
+// One builder, parameterised by the model config's traits (RMSNorm, RoPE, GQA, SwiGLU,
+// q/k norms, MoE routing, tied head) as llama.cpp's llm_build_* are by their hparams; the
+// names of each family's modules are a table entry. Kernels follow Hugging Face's eager
+// implementation in FP32 (the dtype the kernel families model): RMSNorm and SiLU are costed
+// by the layer-norm and GELU kernel models (same memory pattern, one transcendental per
+// element), RoPE as its eager mul/neg/cat/mul/add, GQA's repeat_kv as a copy.
+struct DecoderNames {
+  const char* type;
+  const char* ffn;      // dense FFN module prefix
+  const char* router;   // MoE: router linear
+  const char* experts;  // MoE: expert module prefix
+  const char* gate;     // gated FFN projections
+  const char* up;
+  const char* down;
+};
+constexpr DecoderNames kDecoderNames[] = {
+    {"llama", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
+    {"mistral", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
+    {"qwen2", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
+    {"qwen3", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
+    {"mixtral", "block_sparse_moe.", "block_sparse_moe.gate", "block_sparse_moe.experts.", "w1", "w3", "w2"},
+    {"qwen3_moe", "mlp.", "mlp.gate", "mlp.experts.", "gate_proj", "up_proj", "down_proj"},
+};
+
+// RMSNorm (eager: pow, mean, rsqrt, two muls) costed as one layer-norm-family row kernel.
+void rms_norm(Builder& b, const std::string& name, int64_t rows, int64_t h) { b.layernorm(name, rows, h); }
+
+// Rotary embedding of `heads` heads: q * cos + rotate_half(q) * sin, rotate_half = cat(-x2, x1).
+void rope(Builder& b, const std::string& p, int64_t t, int64_t heads, int64_t head_dim) {
+  const int64_t rows = t * heads;
+  b.eltwise(p + ".mul_cos", OpKind::kMul, rows, head_dim);
+  b.eltwise(p + ".neg", OpKind::kMulU, rows, std::max<int64_t>(1, head_dim / 2));
+  b.mem(p + ".cat", 2 * kF32 * double(rows) * head_dim, 2 * kF32 * double(rows) * head_dim);
+  b.eltwise(p + ".mul_sin", OpKind::kMul, rows, head_dim);
+  b.eltwise(p + ".add", OpKind::kAdd, rows, head_dim);
+}
+
+// SwiGLU on `t` tokens: down(silu(gate(x)) * up(x)). Column/row parallel when `parallel`.
+void swiglu(Builder& b, const std::string& p, const DecoderNames& n, int64_t t, int64_t h, int64_t f,
+            bool parallel) {
+  if (parallel) {
+    b.linear_col(p + n.gate, t, h, f, false);
+    b.linear_col(p + n.up, t, h, f, false);
+  } else {
+    b.linear(p + n.gate, t, h, f, false);
+    b.linear(p + n.up, t, h, f, false);
+  }
+  const int64_t fl = parallel ? f / b.tp() : f;
+  b.eltwise(p + "act_fn", OpKind::kGelu, t, fl);  // SiLU: one transcendental per element
+  b.eltwise(p + "mul", OpKind::kMul, t, fl);
+  if (parallel) b.linear_row(p + n.down, t, f, h, false);
+  else b.linear(p + n.down, t, f, h, false);
+}
+
+void build_llm_decoder(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const DecoderNames* names = nullptr;
+  for (const auto& n : kDecoderNames)
+    if (m.model_type == n.type) names = &n;
+  TC_CHECK(names != nullptr, "no decoder names for " + m.model_type);
+  const int64_t t = batch * seq, h = m.hidden, hd = m.head_dim;
+  const int64_t heads = m.heads / b.tp(), kv = m.kv_heads / b.tp();
+  b.set_prefix("model.");
+  b.embedding("embed_tokens", t, m.vocab, h);
+  b.vocab_parallel_reduce(t, h);
+  b.set_count(m.layers);
+  b.set_prefix("model.layers.");
+  rms_norm(b, "input_layernorm", t, h);
+  b.linear_col("self_attn.q_proj", t, h, m.heads * hd, m.qkv_bias);
+  b.linear_col("self_attn.k_proj", t, h, m.kv_heads * hd, m.qkv_bias);
+  b.linear_col("self_attn.v_proj", t, h, m.kv_heads * hd, m.qkv_bias);
+  if (m.qk_norm) {
+    rms_norm(b, "self_attn.q_norm", t * heads, hd);
+    rms_norm(b, "self_attn.k_norm", t * kv, hd);
+  }
+  rope(b, "self_attn.rotary_q", t, heads, hd);
+  rope(b, "self_attn.rotary_k", t, kv, hd);
+  if (kv < heads) {  // repeat_kv: expand + reshape copies k and v to every query head
+    const double bytes = 2 * kF32 * double(t) * heads * hd;
+    b.mem("self_attn.repeat_kv", 2 * bytes, 2 * bytes);
+  }
+  const int64_t bh = batch * heads, rows = bh * seq;
+  b.bmm("self_attn.scores", bh, seq, hd, seq);
+  b.eltwise("self_attn.scale", OpKind::kMulU, rows, seq);
+  b.eltwise("self_attn.causal_mask", OpKind::kAdd, rows, seq);
+  b.softmax("self_attn.softmax", rows, seq);
+  b.bmm("self_attn.context", bh, seq, seq, hd);
+  const double t_q = double(t) * heads * hd;
+  b.mem("self_attn.merge_heads", 2 * kF32 * t_q, 2 * kF32 * t_q);
+  b.linear_row("self_attn.o_proj", t, m.heads * hd, h, false);
+  b.eltwise("residual_1", OpKind::kAdd, t, h, true);
+  rms_norm(b, "post_attention_layernorm", t, h);
+  if (m.num_experts == 0) {
+    swiglu(b, names->ffn, *names, t, h, m.ffn, true);
+  } else {
+    // Router, softmax, top-k; every expert then runs on the tokens routed to it (balanced
+    // routing: t * k / E each), gathered before and scattered (index_add) after.
+    const int64_t e = m.num_experts, k = m.experts_per_token;
+    const int64_t per_expert = std::max<int64_t>(1, (t * k + e - 1) / e);
+    b.linear(names->router, t, h, e, false);
+    b.softmax(std::string(names->ffn) + "routing_softmax", t, e);
+    b.mem(std::string(names->ffn) + "topk", kF32 * 4.0 * t * e, kF32 * 2.0 * t * e);
+    b.set_count(m.layers * e);
+    b.mem(std::string(names->experts) + "gather", 2 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
+    swiglu(b, names->experts, *names, per_expert, h, m.moe_ffn, false);
+    b.eltwise(std::string(names->experts) + "routing_weight", OpKind::kMul, per_expert, h);
+    b.mem(std::string(names->experts) + "index_add", 3 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
+    b.set_count(m.layers);
+  }
+  b.eltwise("residual_2", OpKind::kAdd, t, h, true);
+  b.set_count(1);
+  b.set_prefix("model.");
+  rms_norm(b, "norm", t, h);
+  b.set_prefix("");
+  b.linear_col("lm_head", t, h, m.vocab, false);
+}
+
 }  // namespace
 
 OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode,
@@ -411,10 +528,12 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
-  if (par.tp > 1 && (m.model_type == "switch_transformers" || m.heads % par.tp != 0 || m.ffn % par.tp != 0))
+  if (par.tp > 1 && (m.model_type == "switch_transformers" || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
+                     m.kv_heads % par.tp != 0 || m.num_experts > 0))
     throw ConfigError("--tp " + std::to_string(par.tp) + ": " + m.name +
-                      (m.model_type == "switch_transformers" ? " (tensor parallelism of switch_transformers is not modelled)"
-                                                             : ": heads and FFN width must be divisible by it"));
+                      (m.model_type == "switch_transformers" || m.num_experts > 0
+                           ? " (tensor parallelism of " + m.model_type + " is not modelled yet)"
+                           : ": heads, key/value heads and FFN width must be divisible by it"));
   if (par.pp > m.layers) throw ConfigError("--pp " + std::to_string(par.pp) + " exceeds the " + std::to_string(m.layers) + " layers");
   // Megatron-LM's uniform split: every stage holds layers / pp layers (it asserts divisibility).
   if (m.layers % par.pp != 0)
@@ -439,6 +558,7 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   else if (m.model_type == "opt") build_opt(b, m, mb, seq);
   else if (m.model_type == "bert") build_bert(b, m, mb, seq);
   else if (m.model_type == "switch_transformers") build_switch(b, m, mb, seq);
+  else if (is_llm_family(m.model_type)) build_llm_decoder(b, m, mb, seq);
   else throw ConfigError("unsupported model_type '" + m.model_type + "'");
   // Training: gradients of tied weights (GPT-2/OPT lm_head = wte) accumulate twice; the
   // second AccumulateGrad is already on the lm_head Linear, whose own weight is that table.

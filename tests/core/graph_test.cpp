@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 
@@ -205,4 +206,97 @@ TEST(OpGraph, ParallelLayoutsAreValidated) {
   ok.dp = 2;
   ok.microbatches = 2;
   EXPECT_EQ(build_op_graph(m, 8, 1024, Mode::kTraining, ok).micro_batch, 2);
+}
+
+// LLM families on the parameterised decoder. Parameter counts derived by hand from the
+// configs (embeddings, per-layer q/k/v/o with GQA, SwiGLU or experts, norms, untied head):
+// Llama-3.1-8B 8.03 B, 70B 70.55 B, Qwen3-32B 32.76 B, Mixtral-8x7B 46.70 B, Qwen3-30B-A3B
+// 30.53 B, as their model cards state.
+TEST(ModelConfig, LlmFamiliesParameterCounts) {
+  const std::pair<const char*, double> cases[] = {{"llama-3.1-8b", 8030261248.0},
+                                                  {"llama-3.1-70b", 70553706496.0},
+                                                  {"qwen3-32b", 32762123264.0},
+                                                  {"mixtral-8x7b", 46702792704.0},
+                                                  {"qwen3-30b-a3b", 30532122624.0}};
+  for (const auto& c : cases) {
+    ModelConfig m = load_model_config(c.first, models_dir());
+    EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
+    EXPECT_EQ(m.torch_dtype, "bfloat16") << c.first;
+  }
+}
+
+TEST(OpGraph, LlamaLayerShapesGqaAndTensorParallel) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  OpGraph g = build_op_graph(m, 2, 128, Mode::kInference);
+  ShapeCount c = ours(g, false);
+  // 256 tokens; q/o 4096 -> 4096; k/v to 8 KV heads x 128; SwiGLU 4096 -> 14336 -> 4096.
+  EXPECT_EQ(c["Linear(256,4096,4096)"], 2);    // q_proj, o_proj
+  EXPECT_EQ(c["Linear(256,4096,1024)"], 2);    // k_proj, v_proj
+  EXPECT_EQ(c["Linear(256,4096,14336)"], 2);   // gate_proj, up_proj
+  EXPECT_EQ(c["Linear(256,14336,4096)"], 1);   // down_proj
+  EXPECT_EQ(c["BMM(64,128,128,128)"], 2);      // scores and context: 2 x 32 heads
+  EXPECT_EQ(c["Linear(256,4096,128256)"], 1);  // untied LM head
+  int64_t linear_per_step = 0, norms = 0;
+  for (const auto& op : g.ops) {
+    if (op.kind == "linear") linear_per_step += op.count;
+    if (op.kind == "layernorm") norms += op.count;
+  }
+  EXPECT_EQ(linear_per_step, 32 * 7 + 1);
+  EXPECT_EQ(norms, 32 * 2 + 1);  // input and post-attention RMSNorm per layer, final norm
+  Parallelism tp;
+  tp.tp = 2;
+  ShapeCount s = ours(build_op_graph(m, 2, 128, Mode::kInference, tp), false);
+  EXPECT_EQ(s["Linear(256,4096,2048)"], 1);  // q_proj: 16 heads per rank
+  EXPECT_EQ(s["Linear(256,4096,512)"], 2);   // k_proj, v_proj: 4 KV heads per rank
+  EXPECT_EQ(s["Linear(256,2048,4096)"], 1);  // o_proj, row-parallel
+  EXPECT_EQ(s["BMM(32,128,128,128)"], 2);
+  tp.tp = 16;  // more ranks than the 8 KV heads
+  expect_error<ConfigError>([&] { build_op_graph(m, 2, 128, Mode::kInference, tp); }, {"--tp 16", "key/value heads"});
+}
+
+TEST(OpGraph, MoeExpertsRunOnTheirRoutedTokens) {
+  // Mixtral: 8 experts, top-2; 2 x 128 = 256 tokens -> 64 per expert under balanced routing.
+  ModelConfig mx = load_model_config("mixtral-8x7b", models_dir());
+  OpGraph g = build_op_graph(mx, 2, 128, Mode::kInference);
+  int64_t w1 = 0, router = 0;
+  for (const auto& op : g.ops) {
+    if (op.name == "model.layers.block_sparse_moe.experts.w1") {
+      w1 = op.count;
+      EXPECT_EQ(shape_key(op.fw.at(0).query), "Linear(64,4096,14336)");
+    }
+    if (op.name == "model.layers.block_sparse_moe.gate") {
+      router = op.count;
+      EXPECT_EQ(shape_key(op.fw.at(0).query), "Linear(256,4096,8)");
+    }
+  }
+  EXPECT_EQ(w1, 32 * 8);
+  EXPECT_EQ(router, 32);
+  // Qwen3-30B-A3B: 128 experts, top-8; 256 tokens -> 16 per expert; q/k norms per head.
+  ModelConfig q = load_model_config("qwen3-30b-a3b", models_dir());
+  ShapeCount c = ours(build_op_graph(q, 2, 128, Mode::kInference), false);
+  EXPECT_EQ(c["Linear(16,2048,768)"], 2);     // gate_proj, up_proj of an expert
+  EXPECT_EQ(c["Linear(16,768,2048)"], 1);     // down_proj
+  EXPECT_EQ(c["Linear(256,2048,4096)"], 1);   // q_proj: 32 heads x 128
+  EXPECT_EQ(c["VECln(8192,128)"], 1);         // q_norm over 256 tokens x 32 heads
+  EXPECT_EQ(c["VECln(1024,128)"], 1);         // k_norm over 4 KV heads
+}
+
+TEST(ModelConfig, LlmConfigErrorsNameTheField) {
+  const std::string dir = ::testing::TempDir() + "llm_bad";
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& json) {
+    std::ofstream(dir + "/" + name) << json;
+    return dir + "/" + name;
+  };
+  const std::string base = R"("model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64)";
+  expect_error<ConfigError>([&] { load_model_config(write("kv.json", "{" + base + R"(, "num_key_value_heads": 3})"), dir); },
+                            {"kv.json", "num_key_value_heads"});
+  expect_error<ConfigError>([&] { load_model_config(write("tie.json", "{" + base + R"(, "tie_word_embeddings": "yes"})"), dir); },
+                            {"tie.json", "tie_word_embeddings", "true or false"});
+  expect_error<ConfigError>([&] { load_model_config(write("act.json", "{" + base + R"(, "hidden_act": "gelu"})"), dir); },
+                            {"act.json", "activation 'gelu'"});
+  ModelConfig ok = load_model_config(write("ok.json", "{" + base + "}"), dir);
+  EXPECT_EQ(ok.kv_heads, 4);
+  EXPECT_EQ(ok.head_dim, 16);
 }
