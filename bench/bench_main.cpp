@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     TileTable tiles = TileTable::load(trainer::weights_dir(weights) + "/tiles.csv");
-    for (Family f : kAllFamilies) {
+    for (Family f : kNeuSightFamilies) {
       trainer::PredictorConfig cfg =
           trainer::load_predictor_config(trainer::config_dir() + "/predictors/" + family_name(f) + ".yaml");
       cfg.epochs = 2;

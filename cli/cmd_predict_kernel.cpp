@@ -11,11 +11,14 @@ namespace tilecast::cli {
 
 int run_predict_kernel(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict-kernel options");
-  std::string op, shape, gpu, weights, gpu_dir, format;
+  std::string op, shape, gpu, weights, gpu_dir, format, dtype;
   desc.add_options()("op", po::value(&op)->required(),
-                     "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln")(
+                     "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln "
+                     "(FP32, NeuSight's families); gemm (tensor cores, --dtype)")(
       "shape", po::value(&shape)->required(),
-      "bmm: B,M,N,K; linear: M,N,K (N = in, K = out features); vector ops: B,H")(
+      "bmm: B,M,N,K; linear and gemm: M,N,K (M tokens, N = in, K = out features); vector ops: B,H")(
+      "dtype", po::value(&dtype)->default_value("fp32"),
+      "fp32|tf32|fp16|bf16|fp8|fp8_block (gemm); the FP32 families take fp32 only")(
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -28,15 +31,28 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   OpKind kind;
   if (!try_op_kind_from_string(op, &kind)) throw ConfigError("--op: unknown op '" + op + "'");
   KernelQuery q = parse_query(kind, shape);
+  DType dt;
+  try {
+    dt = dtype_from_string(dtype);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--dtype: ") + e.what());
+  }
+  if (kind == OpKind::kGemm) {
+    q = gemm_q(q.m, q.n, q.k, dt);
+  } else if (dt != DType::kFp32) {
+    throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
+                      "' is modelled in fp32 only (NeuSight's FP32 data); use --op gemm for tensor-core GEMMs");
+  }
   GpuRegistry reg = load_registry(gpu_dir);
   const GpuSpec& spec = reg.resolve(gpu);
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
   auto r = pred.predict(q, spec);
-  const bool gemm = is_gemm(op_family(kind));
+  const bool gemm = has_mnk(op_family(kind));
   if (format == "json") {
     nlohmann::json j = {{"op", op_name(kind)},
                         {"family", family_name(op_family(kind))},
                         {"shape", query_shape_string(q)},
+                        {"dtype", dtype_name(q.dtype)},
                         {"gpu", spec.name},
                         {"latency_ms", r.latency_ms},
                         {"member_range_ms", {r.member_min_ms, r.member_max_ms}},
@@ -48,17 +64,18 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                         {"ctas_per_sm", r.launch.ctas_per_sm},
                         {"waves", r.launch.num_waves},
                         {"flops", query_flops(q)},
-                        {"bytes", query_bytes(q)}};
+                        {"bytes", query_bytes(q)},
+                        {"outside_training_range", r.out_of_range}};
     if (gemm)
       j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
-                   {"from", pred.tiles().reference_device(spec)}};
+                   {"from", kind == OpKind::kGemm ? spec.arch + " tensor-core tile" : pred.tiles().reference_device(spec)}};
     else
       j["tile"] = {{"elems_per_cta", r.launch.elems_per_cta}, {"threads_per_cta", r.launch.threads_per_cta}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("op           %s (%s)\n", op_name(kind), family_name(op_family(kind)));
-  std::printf("shape        %s\n", query_shape_string(q).c_str());
+  std::printf("shape        %s (%s)\n", query_shape_string(q).c_str(), dtype_name(q.dtype));
   std::printf("gpu          %s (%s)\n", spec.name.c_str(), spec.cuda_name.c_str());
   std::printf("latency_ms   %.6g (ensemble members: %.6g - %.6g)\n", r.latency_ms, r.member_min_ms,
               r.member_max_ms);
@@ -66,10 +83,16 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.base_ms);
   if (gemm)
     std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,
-                r.launch.tile.tk, r.launch.tile.split_k, pred.tiles().reference_device(spec).c_str());
+                r.launch.tile.tk, r.launch.tile.split_k,
+                kind == OpKind::kGemm ? (spec.arch + " tensor-core tile").c_str() : pred.tiles().reference_device(spec).c_str());
   else
     std::printf("tile         %g elements/CTA, %d threads/CTA\n", r.launch.elems_per_cta,
                 r.launch.threads_per_cta);
+  if (!r.out_of_range.empty()) {
+    std::string names;
+    for (const auto& n : r.out_of_range) names += (names.empty() ? "" : ", ") + n;
+    std::printf("note         outside the training range (clamped): %s\n", names.c_str());
+  }
   std::printf("waves        %lld (%lld CTAs, %d per SM, last wave %.0f%% full)\n",
               static_cast<long long>(r.launch.num_waves), static_cast<long long>(r.launch.num_ctas),
               r.launch.ctas_per_sm, 100 * r.launch.last_wave_fill);

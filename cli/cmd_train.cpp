@@ -13,7 +13,8 @@ namespace tilecast::cli {
 int run_train(const Args& args, const GlobalOptions& g) {
   po::options_description desc("train options");
   std::string data, out, cfg_dir, gpu_dir;
-  std::vector<std::string> families, collected;
+  std::vector<std::string> families, collected, exclude;
+  std::string llm_dir;
   int epochs = 0;
   int64_t seed = -1;
   int64_t max_rows = -1;
@@ -24,7 +25,11 @@ int run_train(const Args& args, const GlobalOptions& g) {
       "out", po::value(&out)->required(),
       "weights folder to write; replaced only when the whole run succeeds (weights/ needs --force)")(
       "family", po::value(&families)->multitoken(),
-      "families to train (bmm linear elementwise softmax layernorm; default all)")(
+      "families to train (bmm linear elementwise softmax layernorm gemm; default all with data)")(
+      "llm-dir", po::value(&llm_dir),
+      "LLM-era kernel data root for gemm (default: $TILECAST_LLM_KERNELS_DIR or ../shared/llm-kernels)")(
+      "exclude-gpu", po::value(&exclude)->multitoken(),
+      "leave these devices' rows out (CUDA device names; leave-one-GPU-out studies)")(
       "epochs", po::value(&epochs), "override the configs' epoch count")(
       "seed", po::value(&seed), "override the configs' seed")(
       "max-rows", po::value(&max_rows), "train on a seeded subsample of this many rows")(
@@ -42,6 +47,8 @@ int run_train(const Args& args, const GlobalOptions& g) {
   trainer::TrainOptions opt;
   opt.force = vm.count("force") > 0;
   opt.neusight_dir = neusight_dir(data);
+  opt.llm_dir = llm_kernels_dir(llm_dir);
+  opt.exclude_gpus = exclude;
   opt.out_dir = out;
   opt.predictor_config_dir =
       cfg_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "predictors").string() : cfg_dir;

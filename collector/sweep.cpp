@@ -118,6 +118,9 @@ Sweep load_sweep(const std::string& path) {
     } catch (const ConfigError&) {
       throw ConfigError(where + ": unknown family (bmm, linear, elementwise, softmax, layernorm)");
     }
+    if (is_llm_kernel_family(f.family))
+      throw ConfigError(where + ": the collector does not run " + fname +
+                        " kernels yet (its data comes from ../shared/llm-kernels)");
     const YAML::Node n = kv.second;
     if (!n.IsMap()) throw ConfigError(where + ": expected a mapping");
     std::set<std::string> keys = {"samples_per_cell", "ops"};

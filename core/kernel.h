@@ -11,6 +11,18 @@
 
 namespace tilecast {
 
+// Element type of a kernel's inputs. fp8 is per-tensor scaled, fp8_block block-scaled
+// (128x128 scales, DeepSeek-style); both run on the FP8 tensor-core peak.
+enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block };
+const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block
+// Our names plus the data's spellings (bfloat16, float16, float32, fp8_static); false if unknown.
+bool try_dtype_from_string(const std::string& s, DType* out);
+DType dtype_from_string(const std::string& s);  // ConfigError listing the known ones
+int dtype_size(DType d);                         // bytes per element: 4, 4, 2, 2, 1, 1
+// The GPU's dense tensor-core peak for `d` (GFLOP/s); fp32 is the SIMT GEMM peak. A GPU
+// without that tensor path (FP8 before Ada/Hopper) is ConfigError naming GPU and dtype.
+double gemm_peak_gflops(const GpuSpec& gpu, DType d);
+
 // Shapes follow NeuSight: BMM (B,M,N)x(B,N,K)->(B,M,K); Linear input (M,N) times a (N->K)
 // layer (B = 1); N is always the reduction dim. Vector ops act on a (B,H) tensor, H = last dim.
 struct KernelQuery {
@@ -18,11 +30,14 @@ struct KernelQuery {
   int64_t b = 1, m = 0, n = 0, k = 0;  // GEMMs
   int64_t h = 0;                       // vector ops (with b)
   int dtype_bytes = 4;                 // FP32 (the training data is FP32, TF32 off)
+  DType dtype = DType::kFp32;          // gemm: the tensor-core input type
 };
+// A tensor-core GEMM (op gemm): M tokens, N in-features (reduction), K out-features, as linear.
+KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d);
 
 // Throws DataError if a dim is < 1 or absurd (> 2^31 per dim, > 2^40 elements per tensor).
 void validate_query(const KernelQuery& q, const std::string& context);
-// Parses "B,M,N,K" (bmm), "M,N,K" or "B,M,N,K" with B=1 (linear), "B,H" (vector ops).
+// Parses "B,M,N,K" (bmm), "M,N,K" or "B,M,N,K" with B=1 (linear, gemm), "B,H" (vector ops).
 KernelQuery parse_query(OpKind op, const std::string& shape);
 std::string query_shape_string(const KernelQuery& q);
 

@@ -4,10 +4,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/log.h"
 
 namespace fs = std::filesystem;
 
@@ -59,8 +61,61 @@ bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int
   return false;
 }
 
+namespace {
+
+// ../shared/llm-kernels/aiconfigurator/<GPU>/<op>_perf.csv (SGLang kernels, BF16/FP8).
+std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
+  const std::string& path = csv.path();
+  for (const char* req : {"device", "op_name", "latency"})
+    if (csv.column(req) < 0) throw DataError(where(path, 1) + ": missing column '" + req + "'");
+  const int c_dev = csv.column("device"), c_op = csv.column("op_name"), c_lat = csv.column("latency");
+  const int c_dtype = csv.column("gemm_dtype"), c_m = csv.column("m"), c_n = csv.column("n"), c_k = csv.column("k");
+  std::vector<KernelSample> rows;
+  std::map<std::string, int64_t> skipped;
+  std::vector<std::string> f;
+  while (csv.next(f)) {
+    const long line = csv.line();
+    if (f[c_op] != "gemm")
+      throw DataError(where(path, line) + ": column 'op_name': '" + f[c_op] +
+                      "' is not modelled yet (gemm is; attention and MoE families are planned)");
+    for (int c : {c_dtype, c_m, c_n, c_k})
+      if (c < 0) throw DataError(where(path, 1) + ": gemm rows need columns gemm_dtype, m, n, k");
+    DType d;
+    if (!try_dtype_from_string(f[c_dtype], &d)) {
+      ++skipped[f[c_dtype]];  // e.g. nvfp4: no FP4 model (counted and reported)
+      continue;
+    }
+    KernelSample s;
+    s.file = path;
+    s.line = line;
+    auto dim = [&](int col, const char* name) -> int64_t {
+      const long long v = parse_int_field(f[col], path, line, name);
+      if (v < 1 || v > (int64_t{1} << 31))
+        throw DataError(where(path, line) + ": column '" + name + "': " + f[col] + " out of range [1, 2^31]");
+      return v;
+    };
+    // F.linear(a[m, k], b[n, k]): m tokens, k in-features (our N), n out-features (our K).
+    s.query = gemm_q(dim(c_m, "m"), dim(c_k, "k"), dim(c_n, "n"), d);
+    validate_query(s.query, where(path, line));
+    s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
+    if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
+      throw DataError(where(path, line) + ": column 'latency': " + f[c_lat] + " ms outside (0, 1e7]");
+    s.device = f[c_dev];
+    if (s.device.empty()) throw DataError(where(path, line) + ": column 'device' is empty");
+    rows.push_back(std::move(s));
+  }
+  for (const auto& kv : skipped)
+    TC_LOG(Warn) << path << ": skipped " << kv.second << " rows of gemm_dtype '" << kv.first
+                 << "' (not modelled: fp32, tf32, fp16, bf16, fp8, fp8_block are)";
+  return rows;
+}
+
+}  // namespace
+
 std::vector<KernelSample> read_kernel_csv(const std::string& path) {
   CsvReader csv(path);
+  if (csv.header().size() > 3 && csv.header()[0] == "framework" && csv.column("op_name") >= 0)
+    return read_aiconfigurator_csv(csv);
   for (const auto& name : csv.header())
     if (!known_columns().count(name))
       throw DataError(where(path, 1) + ": unknown column '" + name + "'");
@@ -156,6 +211,33 @@ bool neusight_dir_present(const std::string& dir) {
   return fs::is_directory(fs::path(dir) / "kernels" / "nvidia");
 }
 
+std::string llm_kernels_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("TILECAST_LLM_KERNELS_DIR"); env && *env) return env;
+  if (fs::is_directory("../shared/llm-kernels/aiconfigurator")) return "../shared/llm-kernels";
+#ifdef TILECAST_SOURCE_DIR
+  std::string from_src = std::string(TILECAST_SOURCE_DIR) + "/../shared/llm-kernels";
+  if (fs::is_directory(from_src + "/aiconfigurator")) return from_src;
+#endif
+  return "../shared/llm-kernels";
+}
+
+const std::vector<std::string>& llm_training_gpu_dirs() {
+  static const std::vector<std::string> dirs = {"A100-SXM4-80GB", "L40S", "B200"};
+  return dirs;
+}
+
+std::vector<std::string> llm_training_files(const std::string& root, Family f) {
+  TC_CHECK(f == Family::kGemm, "no LLM-era data for this family");
+  std::vector<std::string> files;
+  for (const auto& gpu : llm_training_gpu_dirs()) {
+    const fs::path p = fs::path(root) / "aiconfigurator" / gpu / "gemm_perf.csv";
+    if (!fs::exists(p)) throw DataError(p.string() + ": training file missing (set TILECAST_LLM_KERNELS_DIR or --llm-dir)");
+    files.push_back(p.string());
+  }
+  return files;
+}
+
 const std::vector<std::string>& training_gpus() {
   static const std::vector<std::string> gpus = {"Tesla P4", "Tesla P100-PCIE-16GB",
                                                 "Tesla V100-PCIE-32GB", "Tesla T4",
@@ -173,6 +255,7 @@ std::vector<std::string> training_files(const std::string& root, Family f) {
     case Family::kElementwise:
       ops = {"add", "addu", "mul", "mulu", "div", "divu", "pow", "powu", "relu", "gelu", "tanh"};
       break;
+    case Family::kGemm:  // LLM-era data: llm_training_files()
     case Family::kCount: break;
   }
   std::vector<std::string> files;

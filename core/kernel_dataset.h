@@ -28,11 +28,21 @@ constexpr double kMaxKernelLatencyMs = 1e7;
 // Reads one CSV in NeuSight's column layout. Unknown columns, unknown op names, bad
 // numbers, latencies outside (0, kMaxKernelLatencyMs], bad dims, and rows whose `dtype`
 // is not fp32 throw DataError naming file, line and column.
+// Also reads the aiconfigurator layout of ../shared/llm-kernels (detected from the header:
+// `framework,version,device,op_name,...`): gemm rows (m tokens, k in-, n out-features, dtype);
+// rows of a dtype without a model (nvfp4) are skipped and counted in a warning; other op_names
+// are refused until their family exists.
 std::vector<KernelSample> read_kernel_csv(const std::string& path);
 
 // Parses (Tile1, Tile2) from a cuBLAS/cutlass/Tensile kernel name as NeuSight does:
 // `_mt<a>x<b>`, `sgemm_<a>x<b>`, `tilesize<a>x<b>`. Returns false if none matches.
 bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int* tile2);
+
+// The LLM-era data root: `flag`, else $TILECAST_LLM_KERNELS_DIR, else ../shared/llm-kernels.
+std::string llm_kernels_dir(const std::string& flag = "");
+// Training files of an LLM-era family: aiconfigurator/{A100-SXM4-80GB,L40S,B200}/<op>_perf.csv.
+std::vector<std::string> llm_training_files(const std::string& root, Family f);
+const std::vector<std::string>& llm_training_gpu_dirs();
 
 // NeuSight data root: `flag` if non-empty, else $TILECAST_NEUSIGHT_DIR, else
 // ../shared/neusight (relative to the working directory, then to the source tree).

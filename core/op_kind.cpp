@@ -47,6 +47,7 @@ const char* family_name(Family f) {
     case Family::kElementwise: return "elementwise";
     case Family::kSoftmax: return "softmax";
     case Family::kLayerNorm: return "layernorm";
+    case Family::kGemm: return "gemm";
     case Family::kCount: break;
   }
   return "?";
@@ -58,7 +59,7 @@ Family family_from_string(const std::string& name) {
   if (name == "ln") return Family::kLayerNorm;
   if (name == "vec" || name == "elem") return Family::kElementwise;
   throw ConfigError("unknown predictor family '" + name +
-                    "' (bmm, linear, elementwise, softmax, layernorm)");
+                    "' (bmm, linear, elementwise, softmax, layernorm, gemm)");
 }
 
 }  // namespace tilecast

@@ -21,11 +21,12 @@ enum class OpKind {
   kTanh,
   kSoftmax,
   kLayerNorm,
+  kGemm,  // tensor-core GEMM (BF16/FP16/FP8/TF32), as serving engines launch it
   kCount
 };
 
 // One MLP per family.
-enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kCount };
+enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kCount };
 
 struct OpInfo {
   OpKind kind;
@@ -56,6 +57,7 @@ inline constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kCount)> kOpTabl
     {OpKind::kTanh, "tanh", Family::kElementwise, 8, 10, false},
     {OpKind::kSoftmax, "softmax", Family::kSoftmax, 8, 5, false},
     {OpKind::kLayerNorm, "ln", Family::kLayerNorm, 8, 8, false},
+    {OpKind::kGemm, "gemm", Family::kGemm, 0, 0, false},
 }};
 
 const OpInfo& op_info(OpKind k);
@@ -67,9 +69,16 @@ bool try_op_kind_from_string(const std::string& name, OpKind* out);
 
 const char* family_name(Family f);  // "bmm", "linear", "elementwise", "softmax", "layernorm"
 Family family_from_string(const std::string& name);  // throws ConfigError
-constexpr std::array<Family, 5> kAllFamilies = {Family::kBmm, Family::kLinear,
+constexpr std::array<Family, 6> kAllFamilies = {Family::kBmm,     Family::kLinear,
                                                 Family::kElementwise, Family::kSoftmax,
-                                                Family::kLayerNorm};
+                                                Family::kLayerNorm, Family::kGemm};
+// NeuSight's FP32 families (trained on its five GPUs) and the LLM-era ones (../shared/llm-kernels).
+constexpr std::array<Family, 5> kNeuSightFamilies = {Family::kBmm, Family::kLinear, Family::kElementwise,
+                                                     Family::kSoftmax, Family::kLayerNorm};
+inline bool is_llm_kernel_family(Family f) { return f == Family::kGemm; }
+// SIMT FP32 GEMMs of NeuSight's data (tiles from the tile table).
 inline bool is_gemm(Family f) { return f == Family::kBmm || f == Family::kLinear; }
+// Any family whose shape is M,N,K.
+inline bool has_mnk(Family f) { return is_gemm(f) || f == Family::kGemm; }
 
 }  // namespace tilecast

@@ -54,6 +54,7 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
         const std::string fam = family_name(op_family(s.query.op));
         rep.overall.add(ape, rape);
         rep.by_op[fam].add(ape, rape);
+        rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape);
         rep.by_device[s.device].add(ape, rape);
         rep.by_device_op[s.device][fam].add(ape, rape);
         if (rows_out)
@@ -82,6 +83,8 @@ std::string eval_report_json(const KernelEvalReport& r) {
   j["overall"] = stats_json(r.overall);
   j["by_op"] = nlohmann::json::object();
   for (const auto& kv : r.by_op) j["by_op"][kv.first] = stats_json(kv.second);
+  j["by_op_dtype"] = nlohmann::json::object();
+  for (const auto& kv : r.by_op_dtype) j["by_op_dtype"][kv.first] = stats_json(kv.second);
   j["by_device"] = nlohmann::json::object();
   for (const auto& kv : r.by_device) j["by_device"][kv.first] = stats_json(kv.second);
   j["by_device_op"] = nlohmann::json::object();
@@ -104,6 +107,8 @@ std::string eval_report_table(const KernelEvalReport& r) {
   os << buf;
   os << "-- by op family\n";
   for (const auto& kv : r.by_op) line(kv.first, kv.second);
+  os << "-- by op family and dtype\n";
+  for (const auto& kv : r.by_op_dtype) line(kv.first, kv.second);
   os << "-- by device\n";
   for (const auto& kv : r.by_device) line(kv.first, kv.second);
   os << "-- by device and op family\n";

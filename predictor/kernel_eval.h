@@ -24,6 +24,7 @@ struct KernelEvalReport {
   ErrorStats overall;
   std::map<std::string, ErrorStats> by_op;         // family name
   std::map<std::string, ErrorStats> by_device;     // CUDA device name
+  std::map<std::string, ErrorStats> by_op_dtype;   // "gemm/bf16", "softmax/fp32", ...
   std::map<std::string, std::map<std::string, ErrorStats>> by_device_op;
 };
 

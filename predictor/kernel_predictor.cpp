@@ -16,6 +16,7 @@ struct KernelPredictor::Impl {
   trainer::WeightsManifest manifest;
   TileTable tiles;
   std::vector<std::vector<trainer::Mlp>> models;  // by Family index: ensemble members; empty if absent
+  std::vector<std::vector<double>> feature_min, feature_max;  // by Family index; empty = no clamp
 };
 
 KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_unique<Impl>()) {
@@ -25,6 +26,12 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
   if (!fs::exists(tile_path)) throw ConfigError(tile_path + ": tile table missing from weights folder");
   impl_->tiles = TileTable::load(tile_path);
   impl_->models.resize(static_cast<size_t>(Family::kCount));
+  impl_->feature_min.resize(static_cast<size_t>(Family::kCount));
+  impl_->feature_max.resize(static_cast<size_t>(Family::kCount));
+  for (const auto& kv : impl_->manifest.families) {
+    impl_->feature_min[static_cast<size_t>(kv.second.config.family)] = kv.second.feature_min;
+    impl_->feature_max[static_cast<size_t>(kv.second.config.family)] = kv.second.feature_max;
+  }
   for (const auto& kv : impl_->manifest.families) {
     const auto& e = kv.second;
     for (size_t i = 0; i < e.files.size(); ++i) {
@@ -70,9 +77,6 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
     const auto& idx = by_family[static_cast<size_t>(fam)];
     if (idx.empty()) continue;
     const auto& members = impl_->models[static_cast<size_t>(fam)];
-    if (members.empty())
-      throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
-                        "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
     const int64_t nf = static_cast<int64_t>(num_features(fam));
     auto x = torch::empty({static_cast<int64_t>(idx.size()), nf}, torch::kFloat32);
     float* xp = x.data_ptr<float>();
@@ -85,7 +89,26 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       r.base_ms = s_to_ms(p.bounds.base_s);
       r.bound = p.bounds.compute_s >= p.bounds.memory_s ? "compute" : "memory";
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
+      // LLM-era families: a feature outside the training range is clamped to it (a ReLU
+      // network extrapolates linearly in log space) and reported.
+      const auto& lo = impl_->feature_min[static_cast<size_t>(fam)];
+      const auto& hi = impl_->feature_max[static_cast<size_t>(fam)];
+      if (!lo.empty()) {
+        const auto& names = feature_names(fam);
+        float* row = xp + j * nf;
+        for (int64_t c = 0; c < nf; ++c) {
+          const double v = row[c];
+          if (v < lo[c] - 1e-6 || v > hi[c] + 1e-6) {
+            r.out_of_range.push_back(names[c]);
+            row[c] = static_cast<float>(std::min(std::max(v, lo[c]), hi[c]));
+          }
+        }
+      }
     }
+    // After featurising, so that a query the GPU cannot run (FP8 on an A100) says so first.
+    if (members.empty())
+      throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
+                        "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
     torch::Tensor o, lo, hi;
     for (auto m : members) {

@@ -101,6 +101,11 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 
   Mlp model(static_cast<int64_t>(num_features(cfg.family)), cfg.hidden_size, cfg.num_layers);
   model->fit_normalizer(tr.x);
+  {
+    auto mn = std::get<0>(tr.x.min(0)), mx = std::get<0>(tr.x.max(0));
+    r.feature_min.assign(mn.data_ptr<float>(), mn.data_ptr<float>() + mn.numel());
+    r.feature_max.assign(mx.data_ptr<float>(), mx.data_ptr<float>() + mx.numel());
+  }
   torch::optim::AdamW opt(model->parameters(),
                           torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
 
@@ -161,11 +166,20 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus) {
   configure_torch_threads();
   const bool collected = !opt.data_dirs.empty();
-  if (!collected && !neusight_dir_present(opt.neusight_dir))
-    throw ConfigError(opt.neusight_dir + ": NeuSight data not found (pass --neusight-dir or set TILECAST_NEUSIGHT_DIR)");
   std::vector<Family> fams = opt.families;
-  // Collected data: the families present; NeuSight's: all five.
+  const bool only_llm = !fams.empty() && std::all_of(fams.begin(), fams.end(), is_llm_kernel_family);
+  if (!collected && !only_llm && !neusight_dir_present(opt.neusight_dir))
+    throw ConfigError(opt.neusight_dir + ": NeuSight data not found (pass --neusight-dir or set TILECAST_NEUSIGHT_DIR)");
+  const bool llm_present = fs::is_directory(fs::path(opt.llm_dir) / "aiconfigurator");
+  if (only_llm && !llm_present)
+    throw ConfigError(opt.llm_dir + ": LLM kernel data not found (pass --llm-dir or set TILECAST_LLM_KERNELS_DIR)");
+  // Collected data: the families present; NeuSight's: its five, plus the LLM-era families
+  // from ../shared/llm-kernels when that folder is there.
   auto files_for = [&](Family f) {
+    if (is_llm_kernel_family(f)) {
+      if (collected || !llm_present) return std::vector<std::string>{};
+      return llm_training_files(opt.llm_dir, f);
+    }
     if (!collected) return training_files(opt.neusight_dir, f);
     std::vector<std::string> files;
     for (const auto& d : opt.data_dirs) {
@@ -197,6 +211,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   // Outputs never overwrite inputs; the weights folder is replaced only by a finished run.
   std::vector<std::string> inputs = opt.data_dirs;
   if (!collected) inputs.push_back(opt.neusight_dir);
+  if (!collected && llm_present) inputs.push_back(opt.llm_dir);
   inputs.push_back(opt.predictor_config_dir);
   check_output_not_input(opt.out_dir, inputs, "--out");
   WeightsStaging staging(opt.out_dir, opt.force);
@@ -237,6 +252,16 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
       }
     }
+    if (!opt.exclude_gpus.empty()) {
+      const auto before = rows.size();
+      rows.erase(std::remove_if(rows.begin(), rows.end(),
+                                [&](const KernelSample& s) {
+                                  return std::find(opt.exclude_gpus.begin(), opt.exclude_gpus.end(), s.device) !=
+                                         opt.exclude_gpus.end();
+                                }),
+                 rows.end());
+      TC_LOG(Info) << family_name(fam) << ": left out " << before - rows.size() << " rows of the excluded GPUs";
+    }
     if (rows.size() < 4) {
       std::string names;
       for (const auto& f : files) names += (names.empty() ? "" : ", ") + f;
@@ -263,6 +288,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       if (r.interrupted) break;
     }
     e.features = feature_names(fam);
+    if (is_llm_kernel_family(fam)) {  // forecasts clamp to the training range (extrapolation guard)
+      e.feature_min = r.feature_min;
+      e.feature_max = r.feature_max;
+    }
     e.config = cfg;
     e.config.ensemble = static_cast<int>(e.files.size());
     e.rows_train = r.rows_train;
@@ -273,7 +302,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.train_seconds = seconds;
     r.seconds = seconds;
     e.data_hash = files_hash(files);
-    if (collected) {
+    if (collected || is_llm_kernel_family(fam) || !opt.exclude_gpus.empty()) {
       for (const auto& r : rows)
         if (std::find(e.training_gpus.begin(), e.training_gpus.end(), r.device) == e.training_gpus.end())
           e.training_gpus.push_back(r.device);

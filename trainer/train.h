@@ -20,6 +20,7 @@ struct FamilyResult {
   double seconds = 0;
   double samples_per_s = 0;     // training samples processed per second
   std::vector<int64_t> layer_widths;  // of the trained network
+  std::vector<double> feature_min, feature_max;  // over the training rows
   bool interrupted = false;
 };
 
@@ -32,6 +33,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 
 struct TrainOptions {
   std::string neusight_dir;         // data root (NeuSight's training GPUs), when data_dirs is empty
+  std::string llm_dir;              // ../shared/llm-kernels: the LLM-era families (gemm)
+  std::vector<std::string> exclude_gpus;  // device names left out (leave-one-GPU-out studies)
   std::vector<std::string> data_dirs;  // instead: folders written by `tilecast collect`
   std::string out_dir;              // weights folder to write
   std::string predictor_config_dir; // configs/predictors

@@ -54,6 +54,11 @@ WeightsManifest load_manifest(const std::string& dir) {
           throw ConfigError(fam + "'sha256'/'layer_widths' missing (weights from an older tilecast: retrain)");
         for (const auto& f : n["sha256"]) e.sha256.push_back(f.as<std::string>());
         for (const auto& w : n["layer_widths"]) e.layer_widths.push_back(w.as<std::vector<int64_t>>());
+        if (n["feature_min"]) e.feature_min = n["feature_min"].as<std::vector<double>>();
+        if (n["feature_max"]) e.feature_max = n["feature_max"].as<std::vector<double>>();
+        if (e.feature_min.size() != e.feature_max.size() ||
+            (!e.feature_min.empty() && e.feature_min.size() != e.features.size()))
+          throw ConfigError(fam + "'feature_min'/'feature_max': one value per feature expected");
         if (e.sha256.size() != e.files.size() || e.layer_widths.size() != e.files.size())
           throw ConfigError(fam + "'sha256'/'layer_widths': one entry per file expected");
         e.config.family = family_from_string(name);
@@ -123,6 +128,10 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     for (const auto& w : e.layer_widths) out << YAML::Flow << w;
     out << YAML::EndSeq;
     out << YAML::Key << "features" << YAML::Value << YAML::Flow << e.features;
+    if (!e.feature_min.empty()) {
+      out << YAML::Key << "feature_min" << YAML::Value << YAML::Flow << e.feature_min;
+      out << YAML::Key << "feature_max" << YAML::Value << YAML::Flow << e.feature_max;
+    }
     out << YAML::Key << "config" << YAML::Value << YAML::Load(predictor_config_to_yaml(e.config));
     out << YAML::Key << "rows_train" << YAML::Value << e.rows_train;
     out << YAML::Key << "rows_val" << YAML::Value << e.rows_val;

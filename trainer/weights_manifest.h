@@ -15,6 +15,8 @@ struct FamilyEntry {
   std::vector<std::string> sha256;    // per member: checksum of the checkpoint file, verified at load
   std::vector<std::vector<int64_t>> layer_widths;  // per member: [inputs, hidden..., 1], verified at load
   std::vector<std::string> features;  // feature names in input order
+  // Training range of each feature (LLM-era families): forecasts clamp to it and say so.
+  std::vector<double> feature_min, feature_max;
   PredictorConfig config;
   int64_t rows_train = 0, rows_val = 0;
   double val_mape_pct = 0;   // mean over members of the best validation MAPE (held-out rows)

@@ -72,3 +72,11 @@ tc_cli_test(predict_model_csv "^name,kind,count,forward_ms,backward_ms,total_ms"
 
 # Inputs that libFuzzer found crashing a parser (fixed): now one error line each.
 tc_cli_fail(fuzz_sweep_complex_key "sweep_complex_key.yaml: .*a key is not a plain name" "${TC};collect;--sweep;${D}/fuzz_found/sweep_complex_key.yaml;--out;${CMAKE_BINARY_DIR}/fuzz_out;--backend;cpu")
+
+# Tensor-core GEMMs: dtype errors are one line (the GPU, the dtype and the op named).
+tc_cli_fail(gemm_fp8_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8;--gpu;A100-SXM4-40GB")
+tc_cli_fail(unknown_dtype "--dtype: unknown dtype 'int3'" "${TC};predict-kernel;--op;gemm;--shape;64,64,64;--dtype;int3;--gpu;H100-SXM")
+tc_cli_fail(fp16_on_fp32_family "--dtype fp16: op 'softmax' is modelled in fp32 only" "${TC};predict-kernel;--op;softmax;--shape;64,64;--dtype;fp16;--gpu;H100-SXM")
+tc_cli_fail(eval_aic_attention "aic_attention.csv:2: column 'op_name'" "${TC};eval-kernels;--data;${D}/bad/aic_attention.csv")
+tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aiconfigurator_gemm_small.csv --format json)
+tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)

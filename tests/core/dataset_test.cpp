@@ -107,3 +107,24 @@ TEST(NeuSightData, TrainingFilesReadCompletely) {
   }
   EXPECT_NE(files_hash({copy}), files_hash({files[0]}));
 }
+
+// The aiconfigurator layout of ../shared/llm-kernels: F.linear(a[m,k], b[n,k]) rows become
+// gemm queries with M = m tokens, N = k (reduction), K = n (out); nvfp4 rows are skipped.
+TEST(Dataset, ReadsAiconfiguratorGemmRows) {
+  auto rows = read_kernel_csv(data_path("aiconfigurator_gemm_small.csv"));
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].device, "NVIDIA L40S");
+  EXPECT_EQ(rows[0].query.op, OpKind::kGemm);
+  EXPECT_EQ(rows[0].query.dtype, DType::kBf16);
+  EXPECT_EQ(rows[2].query.dtype, DType::kFp8);  // fp8_static: per-tensor scaled
+  EXPECT_EQ(rows[2].query.m, 16);
+  EXPECT_EQ(rows[2].query.n, 4096);   // k column: in-features
+  EXPECT_EQ(rows[2].query.k, 14336);  // n column: out-features
+  EXPECT_EQ(rows[3].query.dtype, DType::kFp8Block);
+  EXPECT_EQ(rows[3].query.n, 7168);
+  EXPECT_DOUBLE_EQ(rows[3].latency_ms, 0.02);
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_attention.csv")); },
+                          {"aic_attention.csv:2", "op_name", "context_attention"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_zero_dim.csv")); },
+                          {"aic_zero_dim.csv:2", "column 'k'"});
+}

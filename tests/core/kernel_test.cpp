@@ -106,3 +106,35 @@ TEST(Kernel, ParseQueryValidatesShapes) {
   expect_error<DataError>([] { parse_query(OpKind::kBmm, "4294967296,2,3,4"); }, {"dimension B"});
   expect_error<DataError>([] { parse_query(OpKind::kAdd, "2000000000,2000000"); }, {"2^40"});
 }
+
+// Tensor-core GEMM launch and bounds, hand-derived for a BF16 4096^3 GEMM on an H100 SXM:
+// 128 x 256 output tiles -> 32 x 16 = 512 CTAs over 132 SMs = 4 waves, the last 116/132 full;
+// 2 x 4096^3 FLOP at 989.4 TFLOP/s = 0.1389 ms, padded to 4 full waves x 1.03125 = 0.1433 ms;
+// 3 x 4096^2 x 2 B = 100.7 MB at 3352 GB/s = 0.0300 ms.
+TEST(Kernel, TensorCoreGemmLaunchAndBounds) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& h100 = reg.resolve("H100-SXM");
+  const KernelQuery q = gemm_q(4096, 4096, 4096, DType::kBf16);
+  auto li = launch_info(q, h100);
+  EXPECT_EQ(li.tile.tm, 128);
+  EXPECT_EQ(li.tile.tk, 256);
+  EXPECT_EQ(li.num_ctas, 512);
+  EXPECT_EQ(li.num_waves, 4);
+  EXPECT_NEAR(li.last_wave_fill, 116.0 / 132, 1e-12);
+  auto kb = kernel_bounds(q, h100, li);
+  EXPECT_NEAR(kb.compute_s, 1.4325e-4, 1e-7);
+  EXPECT_NEAR(kb.memory_s, 3.003e-5, 1e-7);
+  EXPECT_NEAR(roofline_s(q, h100), 1.3891e-4, 1e-7);
+  // FP8 halves the compute bound and the input bytes; decode-sized M takes a small tile.
+  EXPECT_NEAR(roofline_s(gemm_q(4096, 4096, 4096, DType::kFp8), h100), 1.3891e-4 / 2, 2e-7);
+  EXPECT_EQ(launch_info(gemm_q(8, 4096, 4096, DType::kBf16), h100).tile.tm, 16);
+  std::vector<float> f(num_features(Family::kGemm));
+  featurize(gemm_q(8, 4096, 14336, DType::kFp8Block), h100, TileTable{}, f.data());
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kGemm)[i];
+  // An A100 has no FP8 tensor cores: one line naming the GPU and dtype.
+  expect_error<ConfigError>([&] { roofline_s(gemm_q(64, 64, 64, DType::kFp8), a100()); }, {"A100-PCIE-40GB", "fp8"});
+  DType d;
+  EXPECT_TRUE(try_dtype_from_string("bfloat16", &d));
+  EXPECT_EQ(d, DType::kBf16);
+  expect_error<ConfigError>([] { dtype_from_string("int3"); }, {"unknown dtype 'int3'"});
+}

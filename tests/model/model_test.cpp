@@ -309,6 +309,28 @@ TEST(BundledWeights, ForecastEveryFamilyOnAnUnseenGpu) {
   }
 }
 
+// The bundled tensor-core GEMM model on a GPU it never saw (Hopper): more tokens take longer,
+// FP8 beats BF16 on a large compute-bound GEMM, and a query far outside the training range
+// is clamped and reported.
+TEST(BundledWeights, TensorCoreGemmOnAnUnseenGpu) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  ASSERT_TRUE(p.has_family(Family::kGemm));
+  const GpuSpec& h200 = registry().resolve("NVIDIA H200");
+  auto r = p.predict(std::vector<KernelQuery>{gemm_q(64, 4096, 4096, DType::kBf16),
+                                              gemm_q(8192, 4096, 4096, DType::kBf16),
+                                              gemm_q(8192, 8192, 8192, DType::kBf16),
+                                              gemm_q(8192, 8192, 8192, DType::kFp8)},
+                     h200);
+  for (const auto& x : r) EXPECT_TRUE(std::isfinite(x.latency_ms) && x.latency_ms > 0);
+  EXPECT_GT(r[1].latency_ms, r[0].latency_ms);
+  EXPECT_LT(r[3].latency_ms, r[2].latency_ms);
+  // 8192^3 BF16 at H200's 989 TFLOP/s is 1.11 ms at peak: the forecast may not beat the roofline.
+  EXPECT_GT(r[2].latency_ms, 1.11);
+  EXPECT_TRUE(r[2].out_of_range.empty());
+  auto far = p.predict(gemm_q(int64_t{1} << 26, 8192, 8192, DType::kBf16), h200);
+  EXPECT_FALSE(far.out_of_range.empty());
+}
+
 TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
   const std::string dir = trainer::weights_dir();
   ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
