@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -11,13 +12,24 @@ int run_gpus(const Args& args, const GlobalOptions&) {
   std::string show, gpu_dir, format;
   desc.add_options()("show", po::value(&show), "print one GPU's full spec as YAML (any --gpu form)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "format", po::value(&format)->default_value("table"), "table|csv");
+      "format", po::value(&format)->default_value("table"), "table|csv|json");
   po::variables_map vm;
-  if (!parse_options(args, desc, vm, "tilecast gpus [--show NAME] [--format table|csv]")) return 0;
-  check_format(format, {"table", "csv"});
+  if (!parse_options(args, desc, vm, "tilecast gpus [--show NAME] [--format table|csv|json]")) return 0;
+  check_format(format, {"table", "csv", "json"});
   GpuRegistry reg = load_registry(gpu_dir);
   if (!show.empty()) {
     std::cout << gpu_spec_to_yaml(reg.resolve(show));
+    return 0;
+  }
+  if (format == "json") {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& s : reg.all())
+      list.push_back({{"name", s.name}, {"cuda_name", s.cuda_name}, {"vendor", s.vendor}, {"arch", s.arch},
+                      {"num_sms", s.num_sms}, {"boost_clock_mhz", s.boost_clock_mhz},
+                      {"fp32_peak_gflops", s.fp32_peak_gflops}, {"tensor_peak_gflops", s.tensor_peak_gflops},
+                      {"mem_bw_gbps", s.mem_bw_gbps}, {"mem_gb", s.mem_gb}, {"l2_cache_mb", s.l2_cache_mb},
+                      {"interconnect_gbps", s.interconnect_gbps}});
+    std::cout << list.dump(2) << "\n";
     return 0;
   }
   if (format == "csv")

@@ -21,7 +21,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
       "batch", po::value(&batch)->required(), "batch size")(
       "seq", po::value(&seq)->required(), "sequence length")(
-      "mode", po::value(&mode)->default_value("inference"), "inference|training")(
+      "mode", po::value(&mode)->default_value("inference"), "inference|training (NeuSight's inf|train too)")(
       "fusion", "model torch.compile fusion (inference)")(
       "dp", po::value(&par.dp)->default_value(1), "data-parallel GPUs (DDP; --batch is the global batch)")(
       "tp", po::value(&par.tp)->default_value(1), "tensor-parallel GPUs (Megatron-LM column/row split)")(
@@ -39,6 +39,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));
+  if (mode == "inf") mode = "inference";
+  if (mode == "train") mode = "training";
   if (mode != "inference" && mode != "training")
     throw ConfigError("--mode: expected inference or training, got '" + mode + "'");
   const std::string mdir = models_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : models_dir;

@@ -81,10 +81,12 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
               r.member_max_ms);
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.base_ms);
-  if (gemm)
+  if (kind == OpKind::kGemm)
+    std::printf("tile         %dx%d (%s tensor-core tile, from the spec's architecture)\n", r.launch.tile.tm,
+                r.launch.tile.tk, spec.arch.c_str());
+  else if (gemm)
     std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,
-                r.launch.tile.tk, r.launch.tile.split_k,
-                kind == OpKind::kGemm ? (spec.arch + " tensor-core tile").c_str() : pred.tiles().reference_device(spec).c_str());
+                r.launch.tile.tk, r.launch.tile.split_k, pred.tiles().reference_device(spec).c_str());
   else
     std::printf("tile         %g elements/CTA, %d threads/CTA\n", r.launch.elems_per_cta,
                 r.launch.threads_per_cta);

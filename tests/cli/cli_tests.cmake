@@ -80,3 +80,5 @@ tc_cli_fail(fp16_on_fp32_family "--dtype fp16: op 'softmax' is modelled in fp32 
 tc_cli_fail(eval_aic_attention "aic_attention.csv:2: column 'op_name'" "${TC};eval-kernels;--data;${D}/bad/aic_attention.csv")
 tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aiconfigurator_gemm_small.csv --format json)
 tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)
+tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)
+tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --model gpt2-large --gpu T4 --batch 1 --seq 64 --mode train --format json)
