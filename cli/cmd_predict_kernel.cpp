@@ -11,14 +11,18 @@ namespace tilecast::cli {
 
 int run_predict_kernel(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict-kernel options");
-  std::string op, shape, gpu, weights, gpu_dir, format, dtype;
+  std::string op, shape, gpu, weights, gpu_dir, format, dtype, kv_dtype;
+  int64_t window = 0;
   desc.add_options()("op", po::value(&op)->required(),
                      "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln "
-                     "(FP32, NeuSight's families); gemm (tensor cores, --dtype)")(
+                     "(FP32, NeuSight's families); gemm (tensor cores), attention_prefill, attention_decode (--dtype)")(
       "shape", po::value(&shape)->required(),
-      "bmm: B,M,N,K; linear and gemm: M,N,K (M tokens, N = in, K = out features); vector ops: B,H")(
-      "dtype", po::value(&dtype)->default_value("fp32"),
-      "fp32|tf32|fp16|bf16|fp8|fp8_block (gemm); the FP32 families take fp32 only")(
+      "bmm: B,M,N,K; linear and gemm: M,N,K (M tokens, N = in, K = out features); vector ops: B,H; "
+      "attention_prefill: B,S,H,KV,D; attention_decode: B,CTX,H,KV,D")(
+      "dtype", po::value(&dtype),
+      "fp32|tf32|fp16|bf16|fp8|fp8_block: gemm and attention (default bf16); the FP32 families take fp32 only")(
+      "kv-dtype", po::value(&kv_dtype), "attention: KV cache dtype (default: --dtype)")(
+      "window", po::value(&window)->default_value(0), "attention: sliding window in tokens (0 = none)")(
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -31,14 +35,27 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   OpKind kind;
   if (!try_op_kind_from_string(op, &kind)) throw ConfigError("--op: unknown op '" + op + "'");
   KernelQuery q = parse_query(kind, shape);
-  DType dt;
+  const bool llm = is_llm_kernel_family(op_family(kind));
+  if (dtype.empty()) dtype = llm ? "bf16" : "fp32";
+  if (kv_dtype.empty()) kv_dtype = dtype;
+  DType dt, kvd;
   try {
     dt = dtype_from_string(dtype);
   } catch (const ConfigError& e) {
     throw ConfigError(std::string("--dtype: ") + e.what());
   }
+  try {
+    kvd = dtype_from_string(kv_dtype);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--kv-dtype: ") + e.what());
+  }
+  if (window < 0) throw ConfigError("--window: expected >= 0, got " + std::to_string(window));
   if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);
+  } else if (is_attention(op_family(kind))) {
+    q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, window)
+                                     : attention_decode_q(q.b, q.ctx, q.k, q.h, q.n, dt, kvd, window);
+    validate_query(q, "--shape");
   } else if (dt != DType::kFp32) {
     throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
                       "' is modelled in fp32 only (NeuSight's FP32 data); use --op gemm for tensor-core GEMMs");
@@ -48,6 +65,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
   auto r = pred.predict(q, spec);
   const bool gemm = has_mnk(op_family(kind));
+  const bool attn = is_attention(op_family(kind));
   if (format == "json") {
     nlohmann::json j = {{"op", op_name(kind)},
                         {"family", family_name(op_family(kind))},
@@ -66,7 +84,9 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                         {"flops", query_flops(q)},
                         {"bytes", query_bytes(q)},
                         {"outside_training_range", r.out_of_range}};
-    if (gemm)
+    if (attn)
+      j["library"] = attention_library(spec);
+    else if (gemm)
       j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
                    {"from", kind == OpKind::kGemm ? spec.arch + " tensor-core tile" : pred.tiles().reference_device(spec)}};
     else
@@ -81,7 +101,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
               r.member_max_ms);
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.base_ms);
-  if (kind == OpKind::kGemm)
+  if (attn)
+    std::printf("tasks        %lld CTAs (%s; %s)\n", static_cast<long long>(r.launch.num_ctas),
+                kind == OpKind::kAttnPrefill ? "sequence x head x 128-query block" : "sequence x KV head x KV split",
+                attention_library(spec));
+  else if (kind == OpKind::kGemm)
     std::printf("tile         %dx%d (%s tensor-core tile, from the spec's architecture)\n", r.launch.tile.tm,
                 r.launch.tile.tk, spec.arch.c_str());
   else if (gemm)

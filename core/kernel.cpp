@@ -109,6 +109,41 @@ KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d) {
   return q;
 }
 
+KernelQuery attention_prefill_q(int64_t batch, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                DType dtype, DType kv_dtype, int64_t window) {
+  KernelQuery q;
+  q.op = OpKind::kAttnPrefill;
+  q.b = batch, q.m = seq, q.k = heads, q.h = kv_heads, q.n = head_dim;
+  q.ctx = seq, q.window = window, q.dtype = dtype, q.kv_dtype = kv_dtype;
+  q.dtype_bytes = dtype_size(dtype);
+  return q;
+}
+
+KernelQuery attention_decode_q(int64_t batch, int64_t ctx, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                               DType dtype, DType kv_dtype, int64_t window) {
+  KernelQuery q = attention_prefill_q(batch, 1, heads, kv_heads, head_dim, dtype, kv_dtype, window);
+  q.op = OpKind::kAttnDecode;
+  q.ctx = ctx;
+  return q;
+}
+
+const char* attention_library(const GpuSpec& gpu) {
+  return gpu.arch == "blackwell" ? "trtllm_mha" : "flash_attention";
+}
+
+namespace {
+// Keys each query attends, summed over the queries of one sequence (causal, optional window).
+double attended_keys(const KernelQuery& q) {
+  const double w = q.window > 0 ? double(q.window) : 1e30;
+  if (q.op == OpKind::kAttnDecode) return std::min(double(q.ctx), w);
+  const double s = double(q.m);
+  if (w >= s) return s * (s + 1) / 2;
+  return w * (w + 1) / 2 + (s - w) * w;
+}
+constexpr int64_t kAttnQueryBlock = 128;  // FlashAttention's query tile
+constexpr int64_t kDecodeSplit = 256;     // split-KV chunk of flash-decoding kernels
+}  // namespace
+
 void validate_query(const KernelQuery& q, const std::string& context) {
   auto check = [&](int64_t v, const char* dim) {
     if (v < 1 || v > kMaxDim)
@@ -116,6 +151,21 @@ void validate_query(const KernelQuery& q, const std::string& context) {
                       " out of range [1, 2^31]");
   };
   check(q.b, "B");
+  if (is_attention(op_family(q.op))) {
+    check(q.m, "S");
+    check(q.k, "H");
+    check(q.h, "KV");
+    check(q.n, "D");
+    check(q.ctx, "CTX");
+    if (q.n > 1024) throw DataError(context + ": head_dim " + std::to_string(q.n) + " out of range [1, 1024]");
+    if (q.k % q.h != 0)
+      throw DataError(context + ": " + std::to_string(q.k) + " query heads are not a multiple of " +
+                      std::to_string(q.h) + " KV heads");
+    if (q.window < 0) throw DataError(context + ": window must be >= 0");
+    if (double(q.b) * std::max(q.m, q.ctx) * q.k * q.n > kMaxElems)
+      throw DataError(context + ": tensor larger than 2^40 elements");
+    return;
+  }
   if (has_mnk(op_family(q.op))) {
     check(q.m, "M");
     check(q.n, "N");
@@ -146,6 +196,14 @@ KernelQuery parse_query(OpKind op, const std::string& shape) {
   if (f == Family::kBmm) {
     if (dims.size() != 4) throw ConfigError("--shape: bmm takes B,M,N,K");
     q.b = dims[0], q.m = dims[1], q.n = dims[2], q.k = dims[3];
+  } else if (is_attention(f)) {
+    if (dims.size() != 5)
+      throw ConfigError(std::string("--shape: ") + op_name(op) +
+                        (f == Family::kAttnPrefill ? " takes B,S,H,KV,D (batch, prompt tokens, heads, KV heads, head_dim)"
+                                                   : " takes B,CTX,H,KV,D (batch, cached tokens, heads, KV heads, head_dim)"));
+    q = f == Family::kAttnPrefill
+            ? attention_prefill_q(dims[0], dims[1], dims[2], dims[3], dims[4], DType::kBf16, DType::kBf16)
+            : attention_decode_q(dims[0], dims[1], dims[2], dims[3], dims[4], DType::kBf16, DType::kBf16);
   } else if (f == Family::kLinear || f == Family::kGemm) {
     if (dims.size() == 3) {
       q.b = 1, q.m = dims[0], q.n = dims[1], q.k = dims[2];
@@ -164,7 +222,11 @@ KernelQuery parse_query(OpKind op, const std::string& shape) {
 
 std::string query_shape_string(const KernelQuery& q) {
   std::ostringstream os;
-  if (op_family(q.op) == Family::kGemm)
+  if (q.op == OpKind::kAttnPrefill)
+    os << q.b << "," << q.m << "," << q.k << "," << q.h << "," << q.n << (q.window ? ",w" + std::to_string(q.window) : "");
+  else if (q.op == OpKind::kAttnDecode)
+    os << q.b << "," << q.ctx << "," << q.k << "," << q.h << "," << q.n << (q.window ? ",w" + std::to_string(q.window) : "");
+  else if (op_family(q.op) == Family::kGemm)
     os << q.m << "," << q.n << "," << q.k;
   else if (is_gemm(op_family(q.op)))
     os << q.b << "," << q.m << "," << q.n << "," << q.k;
@@ -175,6 +237,8 @@ std::string query_shape_string(const KernelQuery& q) {
 
 double query_flops(const KernelQuery& q) {
   if (q.op == OpKind::kGemm) return 2.0 * q.m * double(q.n) * q.k;
+  // QK^T and PV: 2 x 2 x head_dim FLOPs per (query, key) pair and head.
+  if (is_attention(op_family(q.op))) return 4.0 * q.b * double(q.k) * q.n * attended_keys(q);
   if (is_gemm(op_family(q.op))) {
     double f = 2.0 * q.b * q.m * q.n * q.k;
     if (q.op == OpKind::kLinear) f += double(q.m) * q.k;  // bias add
@@ -185,6 +249,11 @@ double query_flops(const KernelQuery& q) {
 
 double query_bytes(const KernelQuery& q) {
   const double e = q.dtype_bytes;
+  if (is_attention(op_family(q.op))) {
+    // Q in, O out (BF16) for every query; K and V of the attended span once per sequence.
+    const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m);
+    return double(q.b) * (double(q.m) * q.k * q.n * (e + 2.0) + 2.0 * kv_tokens * q.h * q.n * dtype_size(q.kv_dtype));
+  }
   if (q.op == OpKind::kGemm) {
     // Inputs in the dtype, output in BF16/FP16 (FP32 for fp32/tf32): A (M,N), B (K,N), C (M,K).
     const double out = q.dtype_bytes >= 4 ? 4.0 : 2.0;
@@ -203,7 +272,22 @@ double query_bytes(const KernelQuery& q) {
 LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile& tile) {
   LaunchInfo li;
   Family f = op_family(q.op);
-  if (f == Family::kGemm) {
+  if (f == Family::kAttnPrefill) {
+    // One CTA per (sequence, head, 128-query block).
+    li.num_ctas = q.b * q.k * ceil_div(q.m, kAttnQueryBlock);
+    li.threads_per_cta = 128;
+    li.ctas_per_sm = 1;
+    li.tile.tm = static_cast<int>(kAttnQueryBlock);
+  } else if (f == Family::kAttnDecode) {
+    // One CTA per (sequence, KV head), the cache split into chunks while that leaves SMs idle.
+    const int64_t base = q.b * q.h;
+    const int64_t splits = std::max<int64_t>(1, std::min(ceil_div(attended_keys(q) > 0 ? int64_t(attended_keys(q)) : 1, kDecodeSplit),
+                                                         ceil_div(2 * int64_t{gpu.num_sms}, base)));
+    li.num_ctas = base * splits;
+    li.threads_per_cta = 128;
+    li.ctas_per_sm = 1;
+    li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
+  } else if (f == Family::kGemm) {
     li.tile = tensor_core_tile(q, gpu);
     li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk);
     li.threads_per_cta = 256;
@@ -240,7 +324,7 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
       li.num_ctas = q.b;
     }
   }
-  if (!has_mnk(f))
+  if (!has_mnk(f) && !is_attention(f))
     li.ctas_per_sm = std::max(1, std::min(gpu.max_blocks_per_sm,
                                           gpu.max_threads_per_sm / li.threads_per_cta));
   const int64_t slots = int64_t{gpu.num_sms} * li.ctas_per_sm;
@@ -256,6 +340,26 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   // Work charged as full waves: the last, partial wave takes as long as a full one.
   const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
   Family f = op_family(q.op);
+  if (is_attention(f)) {
+    const double peak = gemm_peak_gflops(gpu, q.dtype);
+    if (f == Family::kAttnPrefill) {
+      // Causal work per CTA grows with its query block's position: the busiest SM gets at
+      // least the longest CTA and at least an even share of all (query, key) block pairs.
+      const int64_t nb = ceil_div(q.m, kAttnQueryBlock);
+      const int64_t wb = q.window > 0 ? std::max<int64_t>(1, ceil_div(q.window, kAttnQueryBlock)) : nb;
+      double pairs = 0;
+      for (int64_t j = 1; j <= nb && j <= 1 << 20; ++j) pairs += double(std::min(j, wb));
+      const double total = pairs * q.b * q.k;
+      const double busiest = std::max(std::ceil(total / gpu.num_sms), double(std::min(nb, wb)));
+      const double pair_flops = 4.0 * kAttnQueryBlock * kAttnQueryBlock * q.n;
+      kb.compute_s = compute_s(busiest * pair_flops, peak / gpu.num_sms);
+    } else {
+      kb.compute_s = compute_s(query_flops(q) * pad, peak);
+    }
+    kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
+    kb.base_s = std::max(kb.compute_s, kb.memory_s);
+    return kb;
+  }
   if (f == Family::kGemm) {
     const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                                 double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
@@ -273,7 +377,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
-  double peak = q.op == OpKind::kGemm         ? gemm_peak_gflops(gpu, q.dtype)
+  double peak = q.op == OpKind::kGemm || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
                 : is_gemm(op_family(q.op)) ? gpu.fp32_gemm_peak_gflops()
                                            : gpu.fp32_peak_gflops;
   return std::max(compute_s(query_flops(q), peak), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
@@ -291,6 +395,11 @@ const std::vector<std::string>& feature_names(Family f) {
       "log2_ideal_compute_us", "log2_tile_m", "log2_tile_k", "log2_m", "log2_n", "log2_k",
       "log2_bytes_over_l2", "log2_wave_us", "dtype_bytes", "block_scaled", "align_m", "align_k"};
   if (f == Family::kGemm) return tc_gemm;
+  static const std::vector<std::string> attn = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us",
+      "log2_ctas_over_sms", "log2_batch", "log2_query_tokens", "log2_ctx", "log2_heads", "log2_group",
+      "log2_head_dim", "dtype_bytes", "kv_dtype_bytes", "window_fraction"};
+  if (is_attention(f)) return attn;
   static const std::vector<std::string> vec = {
       "log2_compute_us", "log2_memory_us", "log2_waves",        "last_wave_fill",
       "log2_b",          "log2_h",         "log2_bytes_over_l2", "bytes_per_elem_over_4",
@@ -310,6 +419,21 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
   out[i++] = float(lg(s_to_us(kb.memory_s)));
   out[i++] = float(lg(double(li.num_waves)));
   out[i++] = float(li.last_wave_fill);
+  if (is_attention(op_family(q.op))) {
+    out[i++] = float(lg(s_to_us(compute_s(query_flops(q), gemm_peak_gflops(gpu, q.dtype)))));
+    out[i++] = float(lg(double(li.num_ctas) / gpu.num_sms));
+    out[i++] = float(lg(double(q.b)));
+    out[i++] = float(lg(double(q.m)));
+    out[i++] = float(lg(double(q.ctx)));
+    out[i++] = float(lg(double(q.k)));
+    out[i++] = float(lg(double(q.k) / q.h));
+    out[i++] = float(lg(double(q.n)));
+    out[i++] = float(dtype_size(q.dtype));
+    out[i++] = float(dtype_size(q.kv_dtype));
+    const double span = q.op == OpKind::kAttnDecode ? double(q.ctx) : double(q.m);
+    out[i++] = q.window > 0 ? float(std::min(1.0, double(q.window) / span)) : 1.f;
+    return;
+  }
   if (q.op == OpKind::kGemm) {
     const double peak = gemm_peak_gflops(gpu, q.dtype);
     out[i++] = float(lg(s_to_us(compute_s(query_flops(q), peak))));

@@ -30,14 +30,29 @@ struct KernelQuery {
   int64_t b = 1, m = 0, n = 0, k = 0;  // GEMMs
   int64_t h = 0;                       // vector ops (with b)
   int dtype_bytes = 4;                 // FP32 (the training data is FP32, TF32 off)
-  DType dtype = DType::kFp32;          // gemm: the tensor-core input type
+  DType dtype = DType::kFp32;          // gemm: the tensor-core input type; attention: Q/K/V compute type
+  // Attention (context_attention / generation_attention): b = batch, m = query tokens per
+  // sequence (prefill: the prompt; decode: 1), k = query heads, h = KV heads, n = head_dim;
+  int64_t ctx = 0;                     // decode: tokens in the KV cache (attended keys)
+  int64_t window = 0;                  // sliding window in tokens (0 = none)
+  DType kv_dtype = DType::kBf16;       // KV cache element type
 };
+// Causal prefill of `batch` prompts of `seq` tokens; decode of one token per sequence over
+// `ctx` cached tokens. Heads must be a multiple of kv_heads (GQA).
+KernelQuery attention_prefill_q(int64_t batch, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                DType dtype, DType kv_dtype, int64_t window = 0);
+KernelQuery attention_decode_q(int64_t batch, int64_t ctx, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                               DType dtype, DType kv_dtype, int64_t window = 0);
+// The attention library a GPU runs in SGLang, from its architecture (never from the row):
+// "trtllm_mha" on Blackwell, "flash_attention" elsewhere.
+const char* attention_library(const GpuSpec& gpu);
 // A tensor-core GEMM (op gemm): M tokens, N in-features (reduction), K out-features, as linear.
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d);
 
 // Throws DataError if a dim is < 1 or absurd (> 2^31 per dim, > 2^40 elements per tensor).
 void validate_query(const KernelQuery& q, const std::string& context);
-// Parses "B,M,N,K" (bmm), "M,N,K" or "B,M,N,K" with B=1 (linear, gemm), "B,H" (vector ops).
+// Parses "B,M,N,K" (bmm), "M,N,K" or "B,M,N,K" with B=1 (linear, gemm), "B,H" (vector ops),
+// "B,S,H,KV,D" (attention_prefill) and "B,CTX,H,KV,D" (attention_decode).
 KernelQuery parse_query(OpKind op, const std::string& shape);
 std::string query_shape_string(const KernelQuery& q);
 

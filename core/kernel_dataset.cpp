@@ -70,14 +70,59 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
     if (csv.column(req) < 0) throw DataError(where(path, 1) + ": missing column '" + req + "'");
   const int c_dev = csv.column("device"), c_op = csv.column("op_name"), c_lat = csv.column("latency");
   const int c_dtype = csv.column("gemm_dtype"), c_m = csv.column("m"), c_n = csv.column("n"), c_k = csv.column("k");
+  const int c_src = csv.column("kernel_source");
   std::vector<KernelSample> rows;
   std::map<std::string, int64_t> skipped;
   std::vector<std::string> f;
+  auto col = [&](const char* name) {
+    const int c = csv.column(name);
+    if (c < 0) throw DataError(where(path, 1) + ": missing column '" + name + "'");
+    return c;
+  };
   while (csv.next(f)) {
     const long line = csv.line();
+    auto dim = [&](int c, const char* name, int64_t lo) -> int64_t {
+      const long long v = parse_int_field(f[c], path, line, name);
+      if (v < lo || v > (int64_t{1} << 31))
+        throw DataError(where(path, line) + ": column '" + name + "': " + f[c] + " out of range [" +
+                        std::to_string(lo) + ", 2^31]");
+      return v;
+    };
+    if (f[c_op] == "context_attention" || f[c_op] == "generation_attention") {
+      const bool prefill = f[c_op] == "context_attention";
+      DType d, kvd;
+      const int c_ad = col("attn_dtype"), c_kd = col("kv_cache_dtype");
+      if (!try_dtype_from_string(f[c_ad], &d) || !try_dtype_from_string(f[c_kd], &kvd)) {
+        ++skipped[f[c_ad] + "/" + f[c_kd]];
+        continue;
+      }
+      if (dim(col("beam_width"), "beam_width", 1) != 1) {
+        ++skipped["beam_width>1"];
+        continue;
+      }
+      const int c_win = csv.column("window_size");
+      const int64_t window = c_win >= 0 && !f[c_win].empty() ? dim(c_win, "window_size", 0) : 0;
+      const int64_t b = dim(col("batch_size"), "batch_size", 1), isl = dim(col("isl"), "isl", 1);
+      const int64_t h = dim(col("num_heads"), "num_heads", 1), kv = dim(col("num_key_value_heads"), "num_key_value_heads", 1);
+      const int64_t hd = dim(col("head_dim"), "head_dim", 1), step = dim(col("step"), "step", 0);
+      KernelSample s;
+      s.file = path;
+      s.line = line;
+      // Decode: `step` tokens are cached before this one; the new token attends to all of them and itself.
+      s.query = prefill ? attention_prefill_q(b, isl, h, kv, hd, d, kvd, window)
+                        : attention_decode_q(b, step + 1, h, kv, hd, d, kvd, window);
+      validate_query(s.query, where(path, line));
+      s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
+      if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
+        throw DataError(where(path, line) + ": column 'latency': " + f[c_lat] + " ms outside (0, 1e7]");
+      s.device = f[c_dev];
+      if (c_src >= 0) s.library = f[c_src];
+      rows.push_back(std::move(s));
+      continue;
+    }
     if (f[c_op] != "gemm")
       throw DataError(where(path, line) + ": column 'op_name': '" + f[c_op] +
-                      "' is not modelled yet (gemm is; attention and MoE families are planned)");
+                      "' is not modelled yet (gemm, context_attention and generation_attention are; moe is planned)");
     for (int c : {c_dtype, c_m, c_n, c_k})
       if (c < 0) throw DataError(where(path, 1) + ": gemm rows need columns gemm_dtype, m, n, k");
     DType d;
@@ -88,14 +133,9 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
     KernelSample s;
     s.file = path;
     s.line = line;
-    auto dim = [&](int col, const char* name) -> int64_t {
-      const long long v = parse_int_field(f[col], path, line, name);
-      if (v < 1 || v > (int64_t{1} << 31))
-        throw DataError(where(path, line) + ": column '" + name + "': " + f[col] + " out of range [1, 2^31]");
-      return v;
-    };
+    if (c_src >= 0) s.library = f[c_src];
     // F.linear(a[m, k], b[n, k]): m tokens, k in-features (our N), n out-features (our K).
-    s.query = gemm_q(dim(c_m, "m"), dim(c_k, "k"), dim(c_n, "n"), d);
+    s.query = gemm_q(dim(c_m, "m", 1), dim(c_k, "k", 1), dim(c_n, "n", 1), d);
     validate_query(s.query, where(path, line));
     s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
     if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
@@ -105,8 +145,8 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
     rows.push_back(std::move(s));
   }
   for (const auto& kv : skipped)
-    TC_LOG(Warn) << path << ": skipped " << kv.second << " rows of gemm_dtype '" << kv.first
-                 << "' (not modelled: fp32, tf32, fp16, bf16, fp8, fp8_block are)";
+    TC_LOG(Warn) << path << ": skipped " << kv.second << " rows of '" << kv.first
+                 << "' (not modelled: dtypes fp32, tf32, fp16, bf16, fp8, fp8_block and beam width 1 are)";
   return rows;
 }
 
@@ -228,10 +268,11 @@ const std::vector<std::string>& llm_training_gpu_dirs() {
 }
 
 std::vector<std::string> llm_training_files(const std::string& root, Family f) {
-  TC_CHECK(f == Family::kGemm, "no LLM-era data for this family");
+  TC_CHECK(is_llm_kernel_family(f), "no LLM-era data for this family");
+  const std::string file = std::string(family_name(f)) + "_perf.csv";  // gemm, context_attention, ...
   std::vector<std::string> files;
   for (const auto& gpu : llm_training_gpu_dirs()) {
-    const fs::path p = fs::path(root) / "aiconfigurator" / gpu / "gemm_perf.csv";
+    const fs::path p = fs::path(root) / "aiconfigurator" / gpu / file;
     if (!fs::exists(p)) throw DataError(p.string() + ": training file missing (set TILECAST_LLM_KERNELS_DIR or --llm-dir)");
     files.push_back(p.string());
   }
@@ -256,6 +297,8 @@ std::vector<std::string> training_files(const std::string& root, Family f) {
       ops = {"add", "addu", "mul", "mulu", "div", "divu", "pow", "powu", "relu", "gelu", "tanh"};
       break;
     case Family::kGemm:  // LLM-era data: llm_training_files()
+    case Family::kAttnPrefill:
+    case Family::kAttnDecode:
     case Family::kCount: break;
   }
   std::vector<std::string> files;

@@ -14,6 +14,7 @@ struct KernelSample {
   std::string device;       // CUDA device name from the `Device` column
   double latency_ms = 0;    // measured latency (label)
   std::string kernel_name;  // measured kernel (empty if unknown); never used to forecast
+  std::string library;      // aiconfigurator's kernel_source (training keeps the spec's choice)
   int64_t grid[3] = {0, 0, 0};
   int64_t block[3] = {0, 0, 0};
   bool has_tile = false;  // measured_tile parsed from the kernel name + grid

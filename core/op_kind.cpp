@@ -29,6 +29,14 @@ bool try_op_kind_from_string(const std::string& name, OpKind* out) {
     *out = OpKind::kLayerNorm;
     return true;
   }
+  if (name == "attention_prefill") {
+    *out = OpKind::kAttnPrefill;
+    return true;
+  }
+  if (name == "attention_decode") {
+    *out = OpKind::kAttnDecode;
+    return true;
+  }
   return false;
 }
 
@@ -48,6 +56,8 @@ const char* family_name(Family f) {
     case Family::kSoftmax: return "softmax";
     case Family::kLayerNorm: return "layernorm";
     case Family::kGemm: return "gemm";
+    case Family::kAttnPrefill: return "context_attention";
+    case Family::kAttnDecode: return "generation_attention";
     case Family::kCount: break;
   }
   return "?";
@@ -57,9 +67,11 @@ Family family_from_string(const std::string& name) {
   for (Family f : kAllFamilies)
     if (name == family_name(f)) return f;
   if (name == "ln") return Family::kLayerNorm;
+  if (name == "attention_prefill") return Family::kAttnPrefill;
+  if (name == "attention_decode") return Family::kAttnDecode;
   if (name == "vec" || name == "elem") return Family::kElementwise;
   throw ConfigError("unknown predictor family '" + name +
-                    "' (bmm, linear, elementwise, softmax, layernorm, gemm)");
+                    "' (bmm, linear, elementwise, softmax, layernorm, gemm, attention_prefill, attention_decode)");
 }
 
 }  // namespace tilecast

@@ -22,11 +22,13 @@ enum class OpKind {
   kSoftmax,
   kLayerNorm,
   kGemm,  // tensor-core GEMM (BF16/FP16/FP8/TF32), as serving engines launch it
+  kAttnPrefill,  // causal FlashAttention-style prefill (aiconfigurator's context_attention)
+  kAttnDecode,   // decode attention over a KV cache (generation_attention)
   kCount
 };
 
 // One MLP per family.
-enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kCount };
+enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kCount };
 
 struct OpInfo {
   OpKind kind;
@@ -58,6 +60,8 @@ inline constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kCount)> kOpTabl
     {OpKind::kSoftmax, "softmax", Family::kSoftmax, 8, 5, false},
     {OpKind::kLayerNorm, "ln", Family::kLayerNorm, 8, 8, false},
     {OpKind::kGemm, "gemm", Family::kGemm, 0, 0, false},
+    {OpKind::kAttnPrefill, "context_attention", Family::kAttnPrefill, 0, 0, false},
+    {OpKind::kAttnDecode, "generation_attention", Family::kAttnDecode, 0, 0, false},
 }};
 
 const OpInfo& op_info(OpKind k);
@@ -69,13 +73,16 @@ bool try_op_kind_from_string(const std::string& name, OpKind* out);
 
 const char* family_name(Family f);  // "bmm", "linear", "elementwise", "softmax", "layernorm"
 Family family_from_string(const std::string& name);  // throws ConfigError
-constexpr std::array<Family, 6> kAllFamilies = {Family::kBmm,     Family::kLinear,
-                                                Family::kElementwise, Family::kSoftmax,
-                                                Family::kLayerNorm, Family::kGemm};
+constexpr std::array<Family, 8> kAllFamilies = {Family::kBmm,       Family::kLinear,     Family::kElementwise,
+                                                Family::kSoftmax,   Family::kLayerNorm,  Family::kGemm,
+                                                Family::kAttnPrefill, Family::kAttnDecode};
 // NeuSight's FP32 families (trained on its five GPUs) and the LLM-era ones (../shared/llm-kernels).
 constexpr std::array<Family, 5> kNeuSightFamilies = {Family::kBmm, Family::kLinear, Family::kElementwise,
                                                      Family::kSoftmax, Family::kLayerNorm};
-inline bool is_llm_kernel_family(Family f) { return f == Family::kGemm; }
+inline bool is_llm_kernel_family(Family f) {
+  return f == Family::kGemm || f == Family::kAttnPrefill || f == Family::kAttnDecode;
+}
+inline bool is_attention(Family f) { return f == Family::kAttnPrefill || f == Family::kAttnDecode; }
 // SIMT FP32 GEMMs of NeuSight's data (tiles from the tile table).
 inline bool is_gemm(Family f) { return f == Family::kBmm || f == Family::kLinear; }
 // Any family whose shape is M,N,K.

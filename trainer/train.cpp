@@ -198,6 +198,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   TileTable tiles;
   std::vector<std::string> gemm_files;
   for (Family f : {Family::kBmm, Family::kLinear}) {
+    if (only_llm) break;  // the LLM-era families use no tile table; keep the folder's
     auto files = files_for(f);
     gemm_files.insert(gemm_files.end(), files.begin(), files.end());
   }
@@ -250,6 +251,29 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       for (const auto& f : files) {
         auto r = read_kernel_csv(f);
         rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+      }
+    }
+    if (is_attention(fam)) {
+      // Several libraries measured the same shapes on one GPU (B200: trtllm_mha and triton);
+      // train on the one a forecast for that GPU assumes, chosen from its spec. Rows measured
+      // more than 1.5x faster than the dtype's compute roofline cannot have run the attention
+      // they describe (e.g. L40S prefill of 16,384 tokens in 0.05 ms, 30x beyond its peak):
+      // measurement artefacts, left out of training (forecasts never see the row).
+      const auto before = rows.size();
+      int64_t impossible = 0;
+      rows.erase(std::remove_if(rows.begin(), rows.end(),
+                                [&](const KernelSample& s) {
+                                  const GpuSpec* g = gpus.find(s.device);
+                                  if (!g) return false;
+                                  if (!s.library.empty() && s.library != attention_library(*g)) return true;
+                                  const double roof_ms = 1e3 * compute_s(query_flops(s.query), gemm_peak_gflops(*g, s.query.dtype));
+                                  if (s.latency_ms * 1.5 < roof_ms) return ++impossible, true;
+                                  return false;
+                                }),
+                 rows.end());
+      if (rows.size() != before) {
+        TC_LOG(Info) << family_name(fam) << ": left out " << before - rows.size() << " rows (" << impossible
+                     << " faster than 1.5x the compute roofline, the rest of another kernel library than the spec's choice)";
       }
     }
     if (!opt.exclude_gpus.empty()) {

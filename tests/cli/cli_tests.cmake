@@ -77,7 +77,7 @@ tc_cli_fail(fuzz_sweep_complex_key "sweep_complex_key.yaml: .*a key is not a pla
 tc_cli_fail(gemm_fp8_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8;--gpu;A100-SXM4-40GB")
 tc_cli_fail(unknown_dtype "--dtype: unknown dtype 'int3'" "${TC};predict-kernel;--op;gemm;--shape;64,64,64;--dtype;int3;--gpu;H100-SXM")
 tc_cli_fail(fp16_on_fp32_family "--dtype fp16: op 'softmax' is modelled in fp32 only" "${TC};predict-kernel;--op;softmax;--shape;64,64;--dtype;fp16;--gpu;H100-SXM")
-tc_cli_fail(eval_aic_attention "aic_attention.csv:2: column 'op_name'" "${TC};eval-kernels;--data;${D}/bad/aic_attention.csv")
+tc_cli_fail(eval_aic_moe "aic_moe.csv:2: column .op_name.: .moe. is not modelled yet" "${TC};eval-kernels;--data;${D}/bad/aic_moe.csv")
 tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aiconfigurator_gemm_small.csv --format json)
 tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)
 tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)

@@ -123,8 +123,27 @@ TEST(Dataset, ReadsAiconfiguratorGemmRows) {
   EXPECT_EQ(rows[3].query.dtype, DType::kFp8Block);
   EXPECT_EQ(rows[3].query.n, 7168);
   EXPECT_DOUBLE_EQ(rows[3].latency_ms, 0.02);
-  expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_attention.csv")); },
-                          {"aic_attention.csv:2", "op_name", "context_attention"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_moe.csv")); },
+                          {"aic_moe.csv:2", "op_name", "'moe' is not modelled yet"});
   expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_zero_dim.csv")); },
                           {"aic_zero_dim.csv:2", "column 'k'"});
+}
+
+// Attention rows of the aiconfigurator layout: prefill from isl, decode from step (+ the new
+// token), KV cache dtype, window and kernel library; beam search rows are skipped.
+TEST(Dataset, ReadsAiconfiguratorAttentionRows) {
+  auto rows = read_kernel_csv(data_path("aiconfigurator_attn_small.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].query.op, OpKind::kAttnPrefill);
+  EXPECT_EQ(rows[0].query.m, 1024);
+  EXPECT_EQ(rows[0].query.k, 32);
+  EXPECT_EQ(rows[0].query.h, 8);
+  EXPECT_EQ(rows[0].query.n, 128);
+  EXPECT_EQ(rows[0].query.kv_dtype, DType::kFp8);
+  EXPECT_EQ(rows[0].library, "trtllm_mha");
+  EXPECT_EQ(rows[1].query.window, 128);
+  EXPECT_EQ(rows[1].library, "triton");
+  EXPECT_EQ(rows[2].query.op, OpKind::kAttnDecode);
+  EXPECT_EQ(rows[2].query.ctx, 512);
+  EXPECT_EQ(rows[2].query.m, 1);
 }

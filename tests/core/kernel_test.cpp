@@ -138,3 +138,32 @@ TEST(Kernel, TensorCoreGemmLaunchAndBounds) {
   EXPECT_EQ(d, DType::kBf16);
   expect_error<ConfigError>([] { dtype_from_string("int3"); }, {"unknown dtype 'int3'"});
 }
+
+// Attention FLOPs, bytes and tasks, hand-derived.
+// Prefill, 2 prompts x 256 tokens, 8 heads over 2 KV heads, head_dim 64, BF16, causal:
+// 256 x 257 / 2 = 32,896 (query, key) pairs per head; 4 x 64 FLOPs each x 2 x 8 heads
+// = 134,742,016 FLOPs. Bytes: Q and O 2 x 256 x 8 x 64 x (2 + 2) = 1,048,576, K and V
+// 2 x 2 x 256 x 2 x 64 x 2 = 262,144: 1,310,720. CTAs: 2 x 8 x 2 query blocks = 32.
+// A 64-token window: 64 x 65 / 2 + 192 x 64 = 14,368 pairs -> 58,851,328 FLOPs.
+// Decode, 4 sequences x 1000 cached tokens, 32 heads over 8 KV heads, head_dim 128, FP8 KV:
+// 4 x 4 x 32 x 128 x 1000 = 65,536,000 FLOPs; 4 x (32 x 128 x 4 + 2 x 1000 x 8 x 128 x 1)
+// = 8,257,536 bytes; 32 (sequence, KV head) tasks split 4 ways (1000 / 256) on an H100.
+TEST(Kernel, AttentionWorkAndTasks) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& h100 = reg.resolve("H100-SXM");
+  const auto p = attention_prefill_q(2, 256, 8, 2, 64, DType::kBf16, DType::kBf16);
+  EXPECT_DOUBLE_EQ(query_flops(p), 134742016.0);
+  EXPECT_DOUBLE_EQ(query_bytes(p), 1310720.0);
+  EXPECT_EQ(launch_info(p, h100).num_ctas, 32);
+  EXPECT_DOUBLE_EQ(query_flops(attention_prefill_q(2, 256, 8, 2, 64, DType::kBf16, DType::kBf16, 64)), 58851328.0);
+  const auto d = attention_decode_q(4, 1000, 32, 8, 128, DType::kBf16, DType::kFp8);
+  EXPECT_DOUBLE_EQ(query_flops(d), 65536000.0);
+  EXPECT_DOUBLE_EQ(query_bytes(d), 8257536.0);
+  EXPECT_EQ(launch_info(d, h100).num_ctas, 128);
+  EXPECT_EQ(parse_query(OpKind::kAttnDecode, "4,1000,32,8,128").ctx, 1000);
+  expect_error<DataError>([] { parse_query(OpKind::kAttnPrefill, "1,128,32,5,128"); }, {"32 query heads", "5 KV heads"});
+  expect_error<ConfigError>([] { parse_query(OpKind::kAttnPrefill, "1,128,32"); }, {"B,S,H,KV,D"});
+  std::vector<float> f(num_features(Family::kAttnPrefill));
+  featurize(p, h100, TileTable{}, f.data());
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kAttnPrefill)[i];
+}

@@ -329,6 +329,18 @@ TEST(BundledWeights, TensorCoreGemmOnAnUnseenGpu) {
   EXPECT_TRUE(r[2].out_of_range.empty());
   auto far = p.predict(gemm_q(int64_t{1} << 26, 8192, 8192, DType::kBf16), h200);
   EXPECT_FALSE(far.out_of_range.empty());
+  // Attention: a prompt twice as long costs more; an FP8 KV cache reads half the bytes of a
+  // long BF16 one and is forecast faster; no forecast beats the compute or memory roofline
+  // by more than the training data's 1.5x slack.
+  auto a = p.predict(std::vector<KernelQuery>{
+                         attention_prefill_q(1, 4096, 32, 8, 128, DType::kBf16, DType::kBf16),
+                         attention_prefill_q(1, 8192, 32, 8, 128, DType::kBf16, DType::kBf16),
+                         attention_decode_q(64, 8192, 32, 8, 128, DType::kBf16, DType::kBf16),
+                         attention_decode_q(64, 8192, 32, 8, 128, DType::kBf16, DType::kFp8)},
+                     h200);
+  EXPECT_GT(a[1].latency_ms, a[0].latency_ms);
+  EXPECT_LT(a[3].latency_ms, a[2].latency_ms);
+  for (const auto& x : a) EXPECT_GT(x.latency_ms * 1.5, x.roofline_ms);
 }
 
 TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
