@@ -6,6 +6,7 @@
 #include <ctime>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "core/error.h"
 #include "core/featurize.h"
@@ -218,10 +219,16 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   WeightsStaging staging(opt.out_dir, opt.force);
   const std::string dir = staging.dir();
   WeightsManifest manifest;
+  std::set<std::string> replaced;
+  for (Family f : fams) replaced.insert(family_name(f));
   try {
-    manifest = load_manifest_or_empty(dir);
+    manifest = load_manifest_or_empty(dir, replaced);
   } catch (const ConfigError& e) {
-    // Another schema (or a broken manifest): every family is retrained from scratch anyway.
+    // A whole retrain starts a new manifest; a partial one would silently drop the families
+    // it keeps, so it stops (before anything is installed).
+    if (!opt.families.empty())
+      throw ConfigError(std::string(e.what()) + "; the families kept from it cannot be loaded: retrain them too "
+                        "(add them to --family) or use another --out");
     TC_LOG(Warn) << "starting a new manifest: " << e.what();
     manifest = WeightsManifest{};
   }

@@ -22,7 +22,7 @@ namespace {
 std::string manifest_path(const std::string& dir) { return (fs::path(dir) / "manifest.yaml").string(); }
 }  // namespace
 
-WeightsManifest load_manifest(const std::string& dir) {
+WeightsManifest load_manifest(const std::string& dir, const std::set<std::string>& replaced) {
   const std::string path = manifest_path(dir);
   if (!fs::exists(path))
     throw ConfigError(path + ": weights manifest not found (train with `tilecast train` or pass --weights DIR)");
@@ -44,6 +44,7 @@ WeightsManifest load_manifest(const std::string& dir) {
     if (root["families"]) {
       for (const auto& kv : root["families"]) {
         const auto name = kv.first.as<std::string>();
+        if (replaced.count(name)) continue;
         const YAML::Node n = kv.second;
         FamilyEntry e;
         for (const auto& f : n["files"]) e.files.push_back(f.as<std::string>());
@@ -104,13 +105,13 @@ WeightsManifest load_manifest(const std::string& dir) {
   return m;
 }
 
-WeightsManifest load_manifest_or_empty(const std::string& dir) {
+WeightsManifest load_manifest_or_empty(const std::string& dir, const std::set<std::string>& replaced) {
   if (!fs::exists(manifest_path(dir))) {
     WeightsManifest m;
     m.feature_schema_version = kFeatureSchemaVersion;
     return m;
   }
-  return load_manifest(dir);
+  return load_manifest(dir, replaced);
 }
 
 void save_manifest(const std::string& dir, const WeightsManifest& m) {

@@ -2,6 +2,7 @@
 // weights/manifest.yaml: what a weights folder holds and how it was made.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,10 @@ void add_member(FamilyEntry& e, const std::string& dir, const std::string& file,
 
 // Throws ConfigError for a missing/malformed manifest or a schema version other than
 // kFeatureSchemaVersion ("retrain with `tilecast train`").
-WeightsManifest load_manifest(const std::string& dir);
+// Entries of the families in `replaced` are skipped unread (a run that retrains them).
+WeightsManifest load_manifest(const std::string& dir, const std::set<std::string>& replaced = {});
 // Missing manifest -> empty manifest with the current schema version.
-WeightsManifest load_manifest_or_empty(const std::string& dir);
+WeightsManifest load_manifest_or_empty(const std::string& dir, const std::set<std::string>& replaced = {});
 // Writes atomically (temp file + rename).
 void save_manifest(const std::string& dir, const WeightsManifest& m);
 
