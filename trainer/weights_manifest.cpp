@@ -33,6 +33,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
     throw ConfigError(path + ": malformed YAML: " + e.msg);
   }
   WeightsManifest m;
+  std::string current;  // the family entry being read, for the error line
   try {
     if (!root["feature_schema_version"]) throw ConfigError(path + ": missing field 'feature_schema_version'");
     m.feature_schema_version = root["feature_schema_version"].as<int>();
@@ -45,6 +46,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
       for (const auto& kv : root["families"]) {
         const auto name = kv.first.as<std::string>();
         if (replaced.count(name)) continue;
+        current = name;
         const YAML::Node n = kv.second;
         FamilyEntry e;
         for (const auto& f : n["files"]) e.files.push_back(f.as<std::string>());
@@ -100,7 +102,8 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
       }
     }
   } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ": malformed manifest: " + e.msg);
+    throw ConfigError(path + ": malformed manifest" + (current.empty() ? "" : " (family '" + current + "')") +
+                      ": " + e.msg);
   }
   return m;
 }

@@ -264,6 +264,47 @@ TEST(Trainer, FailedRunLeavesWeightsFolderUnchanged) {
   EXPECT_EQ(read_file(foreign + "/notes.txt"), "mine");
 }
 
+// Retraining one family keeps the others' manifest entries, even when the retrained family's
+// entry cannot be read any more (its features changed); a kept entry that cannot be read
+// stops the run instead of being dropped.
+TEST(Trainer, PartialRetrainKeepsTheOtherFamilies) {
+  const std::string dir = tiny_weights_dir("tiny_partial");
+  const std::string data = ::testing::TempDir() + "tiny_partial_data";
+  fs::remove_all(data);
+  fs::create_directories(data);
+  {
+    std::ofstream f(data + "/softmax.csv");
+    f << "OPName,Latency,Device,B,H\n";
+    for (int i = 1; i <= 40; ++i) f << "softmax," << 0.01 * i << ",Tesla T4," << 64 * i << "," << 32 * (i % 7 + 1) << "\n";
+  }
+  auto add_stale_entry = [&](const std::string& fam) {
+    std::ofstream m(dir + "/manifest.yaml", std::ios::app);
+    m << "  " << fam << ":\n    files: [x.pt]\n    sha256: [0]\n    layer_widths: [[1, 1]]\n    features: [old_feature]\n";
+  };
+  add_stale_entry("softmax");  // an entry from an older feature schema, about to be retrained
+  trainer::TrainOptions opt;
+  opt.data_dirs = {data};
+  opt.out_dir = dir;
+  opt.predictor_config_dir = std::string(TILECAST_SOURCE_DIR) + "/configs/predictors";
+  opt.families = {Family::kSoftmax};
+  opt.epochs = 1;
+  opt.quiet = true;
+  trainer::run_training(opt, registry());
+  auto m = trainer::load_manifest(dir);
+  ASSERT_EQ(m.families.count("elementwise"), 1u);
+  ASSERT_EQ(m.families.count("softmax"), 1u);
+  EXPECT_EQ(m.families["softmax"].features, feature_names(Family::kSoftmax));
+  predictor::KernelPredictor p(dir);
+  EXPECT_TRUE(p.has_family(Family::kElementwise));
+  // Now a kept family's entry (layernorm, not retrained) is unreadable: the run stops and
+  // installs nothing.
+  add_stale_entry("layernorm");
+  const std::string before = read_file(dir + "/manifest.yaml");
+  expect_error<ConfigError>([&] { trainer::run_training(opt, registry()); },
+                            {"manifest.yaml", "layernorm", "retrain them too"});
+  EXPECT_EQ(read_file(dir + "/manifest.yaml"), before);
+}
+
 TEST(Eval, ReportsPerOpAndDeviceAndRejectsUnknownGpus) {
   std::string dir = tiny_weights_dir("tiny_eval");
   predictor::KernelPredictor p(dir);
