@@ -152,8 +152,16 @@ GpuSpec load_neusight_device_json(const std::string& path) {
   s.arch = "unknown";
   s.mem_gb = num("Dev_Mem");
   s.mem_bw_gbps = num("Mem_Bw");
-  s.num_sms = static_cast<int>(num("Num_Sm"));
-  s.cores_per_sm = static_cast<int>(num("Core_Per_SM"));
+  // Counts are checked before the conversion to int (a value beyond int's range is UB).
+  auto count = [&](const char* key, double hi) {
+    const double v = num(key);
+    if (!(v >= 1 && v <= hi) || v != std::floor(v))
+      throw ConfigError(path + ": field '" + std::string(key) + "': expected a whole number in [1, " +
+                        std::to_string(static_cast<long long>(hi)) + "]");
+    return static_cast<int>(v);
+  };
+  s.num_sms = count("Num_Sm", 10000);
+  s.cores_per_sm = count("Core_Per_SM", 4096);
   s.boost_clock_mhz = num("Freq");
   s.l2_cache_mb = num("L2Cache");
   if (j.contains("SingleFLOPs")) {

@@ -33,6 +33,7 @@ find tests/data/labels tests/data/bad_labels -name '*.json' -exec cp {} "$C/seed
 # Inputs that crashed a parser once (fixed) stay in the seeds as regression cases.
 cp tests/data/fuzz_found/label_*.json "$C/seed/label_json/"
 cp tests/data/fuzz_found/sweep_*.yaml "$C/seed/sweep/"
+cp tests/data/fuzz_found/gpu_spec_* "$C/seed/gpu_spec/"  # first byte already picks JSON
 for t in csv gpu_spec sweep model_config label_json; do
   mkdir -p "$C/$t"
   echo "fuzz_$t: ${SECONDS_PER_TARGET}s" >&2

@@ -71,6 +71,7 @@ tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--lab
 tc_cli_test(predict_model_csv "^name,kind,count,forward_ms,backward_ms,total_ms" ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
 
 # Inputs that libFuzzer found crashing a parser (fixed): now one error line each.
+tc_cli_fail(fuzz_device_json_num_sm "field .Num_Sm.: expected a whole number" "${TC};gpus;--show;${D}/fuzz_found/device_num_sm_overflow.json")
 tc_cli_fail(fuzz_sweep_complex_key "sweep_complex_key.yaml: .*a key is not a plain name" "${TC};collect;--sweep;${D}/fuzz_found/sweep_complex_key.yaml;--out;${CMAKE_BINARY_DIR}/fuzz_out;--backend;cpu")
 
 # Tensor-core GEMMs: dtype errors are one line (the GPU, the dtype and the op named).
