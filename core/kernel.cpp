@@ -281,8 +281,8 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
   } else if (f == Family::kAttnDecode) {
     // One CTA per (sequence, KV head), the cache split into chunks while that leaves SMs idle.
     const int64_t base = q.b * q.h;
-    const int64_t splits = std::max<int64_t>(1, std::min(ceil_div(attended_keys(q) > 0 ? int64_t(attended_keys(q)) : 1, kDecodeSplit),
-                                                         ceil_div(2 * int64_t{gpu.num_sms}, base)));
+    const int64_t keys = static_cast<int64_t>(attended_keys(q));  // >= 1: ctx and window are validated
+    const int64_t splits = std::max<int64_t>(1, std::min(ceil_div(keys, kDecodeSplit), ceil_div(2 * int64_t{gpu.num_sms}, base)));
     li.num_ctas = base * splits;
     li.threads_per_cta = 128;
     li.ctas_per_sm = 1;
@@ -347,8 +347,8 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
       // least the longest CTA and at least an even share of all (query, key) block pairs.
       const int64_t nb = ceil_div(q.m, kAttnQueryBlock);
       const int64_t wb = q.window > 0 ? std::max<int64_t>(1, ceil_div(q.window, kAttnQueryBlock)) : nb;
-      double pairs = 0;
-      for (int64_t j = 1; j <= nb && j <= 1 << 20; ++j) pairs += double(std::min(j, wb));
+      // Pairs per (sequence, head): sum over query blocks j = 1..nb of min(j, wb).
+      const double pairs = wb >= nb ? double(nb) * (nb + 1) / 2 : double(wb) * (wb + 1) / 2 + double(nb - wb) * wb;
       const double total = pairs * q.b * q.k;
       const double busiest = std::max(std::ceil(total / gpu.num_sms), double(std::min(nb, wb)));
       const double pair_flops = 4.0 * kAttnQueryBlock * kAttnQueryBlock * q.n;
