@@ -15,12 +15,15 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   int64_t window = 0;
   desc.add_options()("op", po::value(&op)->required(),
                      "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln "
-                     "(FP32, NeuSight's families); gemm (tensor cores), attention_prefill, attention_decode (--dtype)")(
+                     "(FP32, NeuSight's families); gemm (tensor cores), attention_prefill, attention_decode, rmsnorm, silu_mul, "
+                     "rope, residual_add (--dtype)")(
       "shape", po::value(&shape)->required(),
       "bmm: B,M,N,K; linear and gemm: M,N,K (M tokens, N = in, K = out features); vector ops: B,H; "
-      "attention_prefill: B,S,H,KV,D; attention_decode: B,CTX,H,KV,D")(
+      "attention_prefill: B,S,H,KV,D; attention_decode: B,CTX,H,KV,D; rmsnorm, residual_add: T,H (tokens, hidden); "
+      "silu_mul: T,F (F = FFN width of one rank); rope: T,W (W = (heads + KV heads) x head_dim)")(
       "dtype", po::value(&dtype),
-      "fp32|tf32|fp16|bf16|fp8|fp8_block: gemm and attention (default bf16); the FP32 families take fp32 only")(
+      "fp32|tf32|fp16|bf16|fp8|fp8_block: gemm and attention (default bf16); memory ops: fp32|fp16|bf16 "
+      "(default bf16); the FP32 families take fp32 only")(
       "kv-dtype", po::value(&kv_dtype), "attention: KV cache dtype (default: --dtype)")(
       "window", po::value(&window)->default_value(0), "attention: sliding window in tokens (0 = none)")(
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
@@ -56,6 +59,12 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, window)
                                      : attention_decode_q(q.b, q.ctx, q.k, q.h, q.n, dt, kvd, window);
     validate_query(q, "--shape");
+  } else if (op_family(kind) == Family::kMemoryOp) {
+    if (dt != DType::kFp32 && dt != DType::kFp16 && dt != DType::kBf16)
+      throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
+                        "' runs in the model's activation dtype: fp32, fp16 or bf16");
+    q.dtype = dt;
+    q.dtype_bytes = dtype_size(dt);
   } else if (dt != DType::kFp32) {
     throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
                       "' is modelled in fp32 only (NeuSight's FP32 data); use --op gemm for tensor-core GEMMs");
@@ -86,6 +95,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                         {"outside_training_range", r.out_of_range}};
     if (attn)
       j["library"] = attention_library(spec);
+    else if (op_family(kind) == Family::kMemoryOp)
+      j["model"] = "physics: per-launch floor + DRAM time + SM-side time per byte (fitted)";
     else if (gemm)
       j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
                    {"from", kind == OpKind::kGemm ? spec.arch + " tensor-core tile" : pred.tiles().reference_device(spec)}};
@@ -108,6 +119,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   else if (kind == OpKind::kGemm)
     std::printf("tile         %dx%d (%s tensor-core tile, from the spec's architecture)\n", r.launch.tile.tm,
                 r.launch.tile.tk, spec.arch.c_str());
+  else if (op_family(kind) == Family::kMemoryOp)
+    std::printf("model        physics: per-launch floor + DRAM time + SM-side time per byte (fitted)\n");
   else if (gemm)
     std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,
                 r.launch.tile.tk, r.launch.tile.split_k, pred.tiles().reference_device(spec).c_str());

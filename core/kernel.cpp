@@ -1,6 +1,8 @@
 #include "core/kernel.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <cmath>
 #include <sstream>
 
@@ -264,6 +266,11 @@ double query_bytes(const KernelQuery& q) {
     if (q.op == OpKind::kLinear) elems += q.k;  // bias
     return e * elems;
   }
+  if (op_family(q.op) == Family::kMemoryOp) {
+    double bytes = op_info(q.op).bytes_per_elem * e * double(q.b) * q.h;
+    if (q.op == OpKind::kRmsNorm) bytes += e * q.h;  // weight
+    return bytes;
+  }
   double bytes = op_info(q.op).bytes_per_elem * (e / 4.0) * double(q.b) * q.h;
   if (q.op == OpKind::kLayerNorm) bytes += 2.0 * e * q.h;  // gamma, beta
   return bytes;
@@ -305,6 +312,11 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
     li.threads_per_cta = 128;
     li.elems_per_cta = 512;
     li.num_ctas = ceil_div(q.b * q.h, 512);
+  } else if (f == Family::kMemoryOp) {
+    // vLLM/SGLang custom kernels: one CTA per token row.
+    li.threads_per_cta = std::min(1024, std::max(32, next_pow2(q.h) / 8));
+    li.elems_per_cta = double(q.h);
+    li.num_ctas = q.b;
   } else if (f == Family::kLayerNorm) {
     // vectorized_layer_norm_kernel: one row per CTA of 32x4 threads.
     li.threads_per_cta = 128;
@@ -400,6 +412,8 @@ const std::vector<std::string>& feature_names(Family f) {
       "log2_ctas_over_sms", "log2_batch", "log2_query_tokens", "log2_ctx", "log2_heads", "log2_group",
       "log2_head_dim", "dtype_bytes", "kv_dtype_bytes", "window_fraction"};
   if (is_attention(f)) return attn;
+  static const std::vector<std::string> none;
+  if (f == Family::kMemoryOp) return none;  // physics, no MLP
   static const std::vector<std::string> vec = {
       "log2_compute_us", "log2_memory_us", "log2_waves",        "last_wave_fill",
       "log2_b",          "log2_h",         "log2_bytes_over_l2", "bytes_per_elem_over_4",
@@ -412,6 +426,7 @@ size_t num_features(Family f) { return feature_names(f).size(); }
 
 void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li,
                      const KernelBounds& kb, float* out) {
+  if (op_family(q.op) == Family::kMemoryOp) return;  // no features: physics
   const double l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
   const double bytes = query_bytes(q);
   int i = 0;
@@ -485,6 +500,78 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = float(std::min(lg(li.elems_per_cta), kRowWidthCap));
     out[i++] = alignment(q.h, 4);
   }
+}
+
+namespace {
+// The three regressors of the memory_op model for one query: 1 (floor), time at DRAM
+// bandwidth, and bytes per SM-cycle (an SM-side rate: per-row reductions and address math,
+// which bound these kernels on GPUs with much bandwidth per SM).
+std::array<double, 3> memory_op_terms(double bytes, const GpuSpec& gpu) {
+  return {1.0, transfer_s(bytes, gpu.mem_bw_gbps), bytes / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6)};
+}
+}  // namespace
+
+double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c) {
+  const auto x = memory_op_terms(query_bytes(q), gpu);
+  return c.floor_us * 1e-6 + c.dram_factor * x[1] + c.sm_cycles_per_byte * x[2];
+}
+
+MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
+  // Non-negative least squares in relative error, sum ((c . x_i) / y_i - 1)^2, by trying every
+  // subset of the three coefficients (exact for three) and keeping the best feasible one.
+  if (rows.size() < 3) throw DataError("memory_op fit: fewer than 3 rows");
+  std::vector<std::array<double, 3>> xs;
+  for (const auto& r : rows) {
+    if (!(r.latency_s > 0) || !(r.bytes > 0)) throw DataError("memory_op fit: non-positive bytes or latency");
+    auto x = memory_op_terms(r.bytes, *r.gpu);
+    for (double& v : x) v /= r.latency_s;  // relative error: divide the row by its label
+    xs.push_back(x);
+  }
+  double best_err = std::numeric_limits<double>::infinity();
+  std::array<double, 3> best{0, 0, 0};
+  for (int mask = 1; mask < 8; ++mask) {
+    std::vector<int> use;
+    for (int j = 0; j < 3; ++j)
+      if (mask & (1 << j)) use.push_back(j);
+    const size_t n = use.size();
+    double a[3][4] = {};  // normal equations [A | b]
+    for (const auto& x : xs)
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < n; ++j) a[i][j] += x[use[i]] * x[use[j]];
+        a[i][n] += x[use[i]];  // target 1 after dividing by y
+      }
+    // Gaussian elimination with partial pivoting.
+    bool ok = true;
+    for (size_t c = 0; c < n && ok; ++c) {
+      size_t p = c;
+      for (size_t r = c + 1; r < n; ++r)
+        if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
+      if (std::abs(a[p][c]) < 1e-300) ok = false;
+      for (size_t k = 0; ok && k <= n; ++k) std::swap(a[c][k], a[p][k]);
+      for (size_t r = 0; ok && r < n; ++r)
+        if (r != c) {
+          const double f = a[r][c] / a[c][c];
+          for (size_t k = c; k <= n; ++k) a[r][k] -= f * a[c][k];
+        }
+    }
+    if (!ok) continue;
+    std::array<double, 3> coef{0, 0, 0};
+    for (size_t i = 0; i < n; ++i) coef[use[i]] = a[i][n] / a[i][i];
+    if (coef[0] < 0 || coef[1] < 0 || coef[2] < 0) continue;
+    double err = 0;
+    for (const auto& x : xs) {
+      const double e = coef[0] * x[0] + coef[1] * x[1] + coef[2] * x[2] - 1;
+      err += e * e;
+    }
+    if (err < best_err) best_err = err, best = coef;
+  }
+  if (!std::isfinite(best_err)) throw DataError("memory_op fit: no non-negative solution");
+  MemoryOpCoeffs c;
+  c.floor_us = best[0] * 1e6;
+  c.dram_factor = best[1];
+  c.sm_cycles_per_byte = best[2];
+  c.rows = static_cast<int64_t>(rows.size());
+  return c;
 }
 
 }  // namespace tilecast

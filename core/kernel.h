@@ -92,6 +92,26 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
 // Plain roofline (no tiles, no waves): max(flops / peak, bytes / bandwidth), seconds.
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
 
+// memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:
+//   latency = floor + dram_factor x bytes / DRAM bandwidth + sm_cycles_per_byte x bytes / (SMs x clock)
+// The last term is an SM-side rate (row reductions, address arithmetic): on GPUs with much
+// DRAM bandwidth per SM these kernels do not reach DRAM speed. Coefficients (all >= 0) are
+// fitted on measured layer ops of the training GPUs by `tilecast train --family memory_op`.
+struct MemoryOpCoeffs {
+  double floor_us = 0;            // per-launch floor
+  double dram_factor = 1;         // x time at the spec's DRAM bandwidth
+  double sm_cycles_per_byte = 0;  // SM cycles per byte, spread over all SMs
+  int64_t rows = 0;               // rows fitted
+};
+double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c);
+struct MemoryOpRow {
+  const GpuSpec* gpu = nullptr;
+  double bytes = 0;      // query_bytes
+  double latency_s = 0;  // measured
+};
+// Non-negative least squares in relative error.
+MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows);
+
 // Feature schema. Bump kFeatureSchemaVersion whenever features change: weights trained on
 // another schema are refused at load time.
 constexpr int kFeatureSchemaVersion = 7;  // 7: ensembles (manifest lists member files)

@@ -1,5 +1,6 @@
 #include "core/kernel_dataset.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -7,9 +8,11 @@
 #include <map>
 #include <set>
 
+#include "core/config_io.h"
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/op_graph.h"
 
 namespace fs = std::filesystem;
 
@@ -150,12 +153,159 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
   return rows;
 }
 
+// ../shared/llm-kernels/vidur/<gpu>/<org>/<model>/mlp.csv (FP16 per-layer ops of the Sarathi
+// engine, medians in ms). The GPU comes from the folder name (the files carry none).
+std::vector<KernelSample> read_vidur_csv(CsvReader& csv) {
+  const std::string& path = csv.path();
+  static const std::map<std::string, std::string> kDevices = {{"a100", "NVIDIA A100-SXM4-80GB"},
+                                                              {"a40", "NVIDIA A40"}};
+  const fs::path p(path);
+  const std::string gpu_dir = p.parent_path().parent_path().parent_path().filename().string();
+  auto dev = kDevices.find(gpu_dir);
+  if (dev == kDevices.end())
+    throw DataError(path + ": vidur file outside vidur/<a100|a40>/<org>/<model>/ (GPU folder '" + gpu_dir + "' unknown)");
+  auto col = [&](const std::string& name) {
+    const int c = csv.column(name);
+    if (c < 0) throw DataError(where(path, 1) + ": missing column '" + name + "'");
+    return c;
+  };
+  const int c_t = col("num_tokens"), c_tp = col("num_tensor_parallel_workers"), c_h = col("n_head"),
+            c_kv = col("n_kv_head"), c_e = col("n_embd"), c_f = col("n_expanded_embd"), c_g = col("use_gated_mlp");
+  std::vector<KernelSample> rows;
+  std::vector<std::string> f;
+  while (csv.next(f)) {
+    const long line = csv.line();
+    auto dim = [&](int c, const char* name) -> int64_t {
+      const long long v = parse_int_field(f[c], path, line, name);
+      if (v < 1 || v > (int64_t{1} << 31))
+        throw DataError(where(path, line) + ": column '" + name + "': " + f[c] + " out of range [1, 2^31]");
+      return v;
+    };
+    const int64_t t = dim(c_t, "num_tokens"), tp = dim(c_tp, "num_tensor_parallel_workers");
+    const int64_t heads = dim(c_h, "n_head"), kv = dim(c_kv, "n_kv_head"), h = dim(c_e, "n_embd"),
+                  ffn = dim(c_f, "n_expanded_embd");
+    if (f[c_g] != "True" && f[c_g] != "False")
+      throw DataError(where(path, line) + ": column 'use_gated_mlp': expected True or False, got '" + f[c_g] + "'");
+    const bool gated = f[c_g] == "True";
+    if (h % heads != 0 || heads % tp != 0 || kv % tp != 0 || ffn % tp != 0)
+      throw DataError(where(path, line) + ": heads/hidden/ffn not divisible by the tensor-parallel size");
+    const int64_t hd = h / heads;
+    auto add = [&](const std::string& op, const KernelQuery& q) {
+      const std::string name = "time_stats." + op + ".median";
+      KernelSample s;
+      s.file = path;
+      s.line = line;
+      s.query = q;
+      validate_query(s.query, where(path, line));
+      s.latency_ms = parse_double_field(f[col(name)], path, line, name);
+      if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
+        throw DataError(where(path, line) + ": column '" + name + "': " + f[col(name)] + " ms outside (0, 1e7]");
+      s.device = dev->second;
+      s.library = "vidur";
+      rows.push_back(std::move(s));
+    };
+    const DType d = DType::kFp16;
+    auto mem = [&](OpKind op, int64_t width) {
+      KernelQuery q = vec_q(op, t, width);
+      q.dtype = d;
+      q.dtype_bytes = dtype_size(d);
+      return q;
+    };
+    // cuBLAS GEMMs of one tensor-parallel rank (F.linear: our N = in-features, K = out-features).
+    add("attn_pre_proj", gemm_q(t, h, (heads + 2 * kv) * hd / tp, d));
+    add("attn_post_proj", gemm_q(t, heads * hd / tp, h, d));
+    add("mlp_up_proj", gemm_q(t, h, (gated ? 2 : 1) * ffn / tp, d));
+    add("mlp_down_proj", gemm_q(t, ffn / tp, h, d));
+    add("add", mem(OpKind::kResidualAdd, h));
+    if (gated) {  // Llama-like (RMSNorm, rotary, SwiGLU); phi-2's LayerNorm/GELU rows are not these ops
+      add("input_layernorm", mem(OpKind::kRmsNorm, h));
+      add("post_attention_layernorm", mem(OpKind::kRmsNorm, h));
+      add("attn_rope", mem(OpKind::kRope, (heads + kv) / tp * hd));
+      add("mlp_act", mem(OpKind::kSiluMul, ffn / tp));
+    }
+  }
+  return rows;
+}
+
+// ../shared/llm-kernels/llmservingsim/<hw>/<org>/<model>/<variant>/tp<N>/dense.csv: vLLM layer
+// timings (microseconds) of one model; its dims come from meta.yaml two folders up
+// (hf_overrides), the hidden size from the model id (meta.yaml does not state it).
+std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
+  const std::string& path = csv.path();
+  const fs::path tp_dir = fs::path(path).parent_path();
+  const std::string meta_path = (tp_dir.parent_path() / "meta.yaml").string();
+  if (!fs::exists(meta_path)) throw DataError(path + ": meta.yaml missing beside the tp folder (" + meta_path + ")");
+  const YAML::Node meta = load_yaml_map(meta_path);
+  auto field = [&](const YAML::Node& n, const char* key) {
+    if (!n[key]) throw DataError(meta_path + ": missing field '" + key + "'");
+    return n[key];
+  };
+  const std::string device = yaml_get<std::string>(field(meta, "gpu"), "gpu", meta_path);
+  const std::string model = yaml_get<std::string>(field(meta, "model"), "model", meta_path);
+  const std::string variant = yaml_get<std::string>(field(meta, "variant"), "variant", meta_path);
+  const YAML::Node hf = field(field(meta, "engine_effective"), "hf_overrides");
+  const int64_t heads = yaml_get<int64_t>(field(hf, "num_attention_heads"), "num_attention_heads", meta_path);
+  const int64_t kv = yaml_get<int64_t>(field(hf, "num_key_value_heads"), "num_key_value_heads", meta_path);
+  const int64_t ffn = yaml_get<int64_t>(field(hf, "intermediate_size"), "intermediate_size", meta_path);
+  static const std::map<std::string, int64_t> kHidden = {{"meta-llama/Llama-3.1-8B", 4096}};
+  auto hid = kHidden.find(model);
+  if (hid == kHidden.end()) throw DataError(meta_path + ": field 'model': hidden size of '" + model + "' unknown");
+  const int64_t h = hid->second;
+  DType d;
+  if (!try_dtype_from_string(variant, &d)) throw DataError(meta_path + ": field 'variant': unknown dtype '" + variant + "'");
+  const std::string tps = tp_dir.filename().string();
+  char* end = nullptr;
+  const long tp = tps.size() > 2 && tps.compare(0, 2, "tp") == 0 ? std::strtol(tps.c_str() + 2, &end, 10) : 0;
+  if (tp < 1 || !end || *end != '\0' || heads % tp != 0 || kv % tp != 0 || ffn % tp != 0 || h % heads != 0)
+    throw DataError(path + ": folder '" + tps + "' is not tp<N> dividing the model's heads and FFN");
+  const int64_t hd = h / heads;
+  const int c_layer = csv.column("layer"), c_t = csv.column("tokens"), c_us = csv.column("time_us");
+  std::vector<KernelSample> rows;
+  std::vector<std::string> f;
+  while (csv.next(f)) {
+    const long line = csv.line();
+    const long long t = parse_int_field(f[c_t], path, line, "tokens");
+    if (t < 1 || t > (int64_t{1} << 31)) throw DataError(where(path, line) + ": column 'tokens': out of range [1, 2^31]");
+    const std::string& layer = f[c_layer];
+    KernelQuery q;
+    auto mem = [&](OpKind op, int64_t width) {
+      q = vec_q(op, t, width);
+      q.dtype = d;
+      q.dtype_bytes = dtype_size(d);
+    };
+    if (layer == "layernorm" || layer == "final_layernorm") mem(OpKind::kRmsNorm, h);
+    else if (layer == "act_fn") mem(OpKind::kSiluMul, ffn / tp);
+    else if (layer == "rotary_emb") mem(OpKind::kRope, (heads + kv) / tp * hd);
+    else if (layer == "qkv_proj") q = gemm_q(t, h, (heads + 2 * kv) * hd / tp, d);
+    else if (layer == "o_proj") q = gemm_q(t, heads * hd / tp, h, d);
+    else if (layer == "gate_up_proj") q = gemm_q(t, h, 2 * ffn / tp, d);
+    else if (layer == "down_proj") q = gemm_q(t, ffn / tp, h, d);
+    else if (layer == "embedding") continue;  // a gather, not one of the modelled ops
+    else throw DataError(where(path, line) + ": column 'layer': unknown layer '" + layer + "'");
+    KernelSample s;
+    s.file = path;
+    s.line = line;
+    s.query = q;
+    validate_query(s.query, where(path, line));
+    const double us = parse_double_field(f[c_us], path, line, "time_us");
+    if (!(us > 0) || us > kMaxKernelLatencyMs * 1e3)
+      throw DataError(where(path, line) + ": column 'time_us': " + f[c_us] + " outside (0, 1e10]");
+    s.latency_ms = us * 1e-3;
+    s.device = device;
+    s.library = "vllm";
+    rows.push_back(std::move(s));
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::vector<KernelSample> read_kernel_csv(const std::string& path) {
   CsvReader csv(path);
   if (csv.header().size() > 3 && csv.header()[0] == "framework" && csv.column("op_name") >= 0)
     return read_aiconfigurator_csv(csv);
+  if (csv.column("num_tokens") >= 0 && csv.column("time_stats.add.median") >= 0) return read_vidur_csv(csv);
+  if (csv.header() == std::vector<std::string>{"layer", "tokens", "time_us"}) return read_llmservingsim_csv(csv);
   for (const auto& name : csv.header())
     if (!known_columns().count(name))
       throw DataError(where(path, 1) + ": unknown column '" + name + "'");
@@ -269,6 +419,19 @@ const std::vector<std::string>& llm_training_gpu_dirs() {
 
 std::vector<std::string> llm_training_files(const std::string& root, Family f) {
   TC_CHECK(is_llm_kernel_family(f), "no LLM-era data for this family");
+  if (f == Family::kMemoryOp) {  // layer ops: vidur (A100, A40; every model) and llmservingsim (RTX 4090)
+    std::vector<std::string> files;
+    for (const char* sub : {"vidur", "llmservingsim"}) {
+      const fs::path base = fs::path(root) / sub;
+      if (!fs::is_directory(base)) throw DataError(base.string() + ": folder missing (set TILECAST_LLM_KERNELS_DIR or --llm-dir)");
+      for (const auto& e : fs::recursive_directory_iterator(base))
+        if (e.is_regular_file() && (e.path().filename() == "mlp.csv" || e.path().filename() == "dense.csv"))
+          files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw DataError(root + ": no vidur mlp.csv or llmservingsim dense.csv files");
+    return files;
+  }
   const std::string file = std::string(family_name(f)) + "_perf.csv";  // gemm, context_attention, ...
   std::vector<std::string> files;
   for (const auto& gpu : llm_training_gpu_dirs()) {
@@ -299,6 +462,7 @@ std::vector<std::string> training_files(const std::string& root, Family f) {
     case Family::kGemm:  // LLM-era data: llm_training_files()
     case Family::kAttnPrefill:
     case Family::kAttnDecode:
+    case Family::kMemoryOp:
     case Family::kCount: break;
   }
   std::vector<std::string> files;

@@ -33,6 +33,9 @@ constexpr double kMaxKernelLatencyMs = 1e7;
 // `framework,version,device,op_name,...`): gemm rows (m tokens, k in-, n out-features, dtype);
 // rows of a dtype without a model (nvfp4) are skipped and counted in a warning; other op_names
 // are refused until their family exists.
+// Also reads vidur's per-layer mlp.csv (../shared/llm-kernels/vidur/<a100|a40>/<org>/<model>/,
+// detected from its columns): FP16 cuBLAS GEMMs (gemm) and the memory ops of Llama-like models
+// (rmsnorm, rope, silu_mul, residual_add), per tensor-parallel rank.
 std::vector<KernelSample> read_kernel_csv(const std::string& path);
 
 // Parses (Tile1, Tile2) from a cuBLAS/cutlass/Tensile kernel name as NeuSight does:

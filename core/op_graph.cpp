@@ -2,10 +2,21 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "core/error.h"
 
 namespace tilecast {
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::kInference: return "inference";
+    case Mode::kTraining: return "training";
+    case Mode::kPrefill: return "prefill";
+    case Mode::kDecode: return "decode";
+  }
+  return "?";
+}
 
 KernelQuery linear_q(int64_t m, int64_t n, int64_t k) {
   KernelQuery q;
@@ -562,6 +573,128 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   else throw ConfigError("unsupported model_type '" + m.model_type + "'");
   // Training: gradients of tied weights (GPT-2/OPT lm_head = wte) accumulate twice; the
   // second AccumulateGrad is already on the lm_head Linear, whose own weight is that table.
+  return g;
+}
+
+double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
+  const double p_miss = std::pow(1.0 - double(k) / double(e), double(tokens));
+  return std::max(1.0, double(e) * (1.0 - p_miss));
+}
+
+namespace {
+KernelQuery mem_q(OpKind op, int64_t rows, int64_t h, DType d) {
+  KernelQuery q = vec_q(op, rows, h);
+  q.dtype = d;
+  q.dtype_bytes = dtype_size(d);
+  return q;
+}
+}  // namespace
+
+OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
+                            DType kv_dtype, int64_t tp) {
+  if (!is_llm_family(m.model_type))
+    throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families "
+                      "(llama, mistral, qwen2, qwen3, mixtral, qwen3_moe), not '" + m.model_type + "'");
+  TC_CHECK(phase == Mode::kPrefill || phase == Mode::kDecode, "serving graph of a training/inference mode");
+  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
+  const char* tok_flag = phase == Mode::kPrefill ? "--seq" : "--context";
+  if (tokens < (phase == Mode::kPrefill ? 1 : 0) || tokens > (1 << 22))
+    throw ConfigError(std::string(tok_flag) + ": " + std::to_string(tokens) + " out of range [" +
+                      (phase == Mode::kPrefill ? "1" : "0") + ", 2^22]");
+  if (m.max_positions > 0 && tokens + (phase == Mode::kDecode ? 1 : 0) > m.max_positions)
+    throw ConfigError(std::string(tok_flag) + ": " + std::to_string(tokens) + " exceeds " + m.name + "'s " +
+                      std::to_string(m.max_positions) + " positions");
+  if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
+  const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
+  if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0)
+    throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) + " heads, " +
+                      std::to_string(m.kv_heads) + " KV heads and FFN width " + std::to_string(ffn) +
+                      " must be divisible by it");
+  const DType act = dtype == DType::kFp8 || dtype == DType::kFp8Block ? DType::kBf16 : dtype;  // activations
+  if (act == DType::kTf32) throw ConfigError("--dtype tf32: serving runs in fp32, fp16, bf16 or fp8");
+  OpGraph g;
+  g.model = m.name;
+  g.batch = batch;
+  g.seq = phase == Mode::kPrefill ? tokens : 1;
+  g.micro_batch = batch;
+  g.layers = m.layers;
+  g.hidden = m.hidden;
+  g.mode = phase;
+  g.par.tp = tp;
+  g.parameters = model_parameters(m);
+  g.dtype = dtype;
+  g.kv_dtype = kv_dtype;
+  g.context = tokens;
+  const int64_t t = phase == Mode::kPrefill ? batch * tokens : batch;  // tokens in this step
+  const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
+  const double e = dtype_size(act);
+  Builder b(g);
+  auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
+    b.op(name, kind).fw.push_back(KernelCall::kernel(q));
+  };
+  auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out) {
+    kernel(name, "gemm", gemm_q(rows, in, out, dtype));
+  };
+  auto all_reduce = [&](int64_t rows) {  // row-parallel output summed over the tp group
+    if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(e * double(rows) * h, tp));
+  };
+  b.set_prefix("model.");
+  b.op("embed_tokens", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
+  b.set_count(m.layers);
+  b.set_prefix("model.layers.");
+  kernel("input_layernorm", "memory_op", mem_q(OpKind::kRmsNorm, t, h, act));
+  gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd);
+  if (m.qk_norm) {
+    kernel("self_attn.q_norm", "memory_op", mem_q(OpKind::kRmsNorm, t * heads, hd, act));
+    kernel("self_attn.k_norm", "memory_op", mem_q(OpKind::kRmsNorm, t * kv, hd, act));
+  }
+  kernel("self_attn.rotary_emb", "memory_op", mem_q(OpKind::kRope, t, (heads + kv) * hd, act));
+  // New keys and values into the paged cache (read + write, in the cache dtype).
+  b.op("self_attn.kv_cache_write", "memory").fw.push_back(
+      KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
+  const DType attn_dtype = act == DType::kFp32 ? DType::kFp32 : act;
+  if (phase == Mode::kPrefill)
+    kernel("self_attn.attn", "attention", attention_prefill_q(batch, tokens, heads, kv, hd, attn_dtype, kv_dtype));
+  else
+    kernel("self_attn.attn", "attention", attention_decode_q(batch, tokens + 1, heads, kv, hd, attn_dtype, kv_dtype));
+  gemm("self_attn.o_proj", t, heads * hd, h);
+  all_reduce(t);
+  kernel("residual_1", "memory_op", mem_q(OpKind::kResidualAdd, t, h, act));
+  kernel("post_attention_layernorm", "memory_op", mem_q(OpKind::kRmsNorm, t, h, act));
+  if (m.num_experts == 0) {
+    gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp);
+    kernel("mlp.act_fn", "memory_op", mem_q(OpKind::kSiluMul, t, m.ffn / tp, act));
+    gemm("mlp.down_proj", t, m.ffn / tp, h);
+    all_reduce(t);
+  } else {
+    // Router in the activation dtype, top-k, then the experts as a grouped GEMM: every expert
+    // hit runs its tokens (uniform routing: t*k/hit each) through gate_up and down. Expert
+    // FFNs are split over the tp ranks (moe_tp = tp).
+    const int64_t ex = m.num_experts, k = m.experts_per_token;
+    const double hit = expected_experts_hit(t, k, ex);
+    const int64_t n_hit = std::max<int64_t>(1, static_cast<int64_t>(std::llround(hit)));
+    const int64_t per_expert = std::max<int64_t>(1, (t * k + n_hit - 1) / n_hit);
+    const int64_t f = m.moe_ffn / tp;
+    kernel("mlp.gate", "gemm", gemm_q(t, h, ex, act));
+    b.op("mlp.topk", "memory").fw.push_back(KernelCall::mem(4.0 * double(t) * ex + 8.0 * double(t) * k));
+    b.op("mlp.experts.permute", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * k * h));
+    b.set_count(m.layers * n_hit);
+    gemm("mlp.experts.gate_up_proj", per_expert, h, 2 * f);
+    kernel("mlp.experts.act_fn", "memory_op", mem_q(OpKind::kSiluMul, per_expert, f, act));
+    gemm("mlp.experts.down_proj", per_expert, f, h);
+    b.set_count(m.layers);
+    b.op("mlp.experts.unpermute_reduce", "memory").fw.push_back(KernelCall::mem(e * double(t) * (k + 1) * h));
+    all_reduce(t);
+  }
+  kernel("residual_2", "memory_op", mem_q(OpKind::kResidualAdd, t, h, act));
+  b.set_count(1);
+  b.set_prefix("model.");
+  kernel("norm", "memory_op", mem_q(OpKind::kRmsNorm, t, h, act));
+  b.set_prefix("");
+  // Logits of each sequence's last token only, vocab-parallel; the gather of the shards costs
+  // half an all-reduce of the FP32 logits.
+  gemm("lm_head", batch, h, (m.vocab + tp - 1) / tp);
+  if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(batch) * m.vocab, tp));
   return g;
 }
 

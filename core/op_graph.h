@@ -12,7 +12,11 @@
 
 namespace tilecast {
 
-enum class Mode { kInference, kTraining };
+// kInference/kTraining: eager FP32 PyTorch (NeuSight's setting). kPrefill/kDecode: an LLM
+// serving engine (vLLM/SGLang kernels) in BF16/FP16/FP8: one prefill of the prompts, or one
+// decode step of every sequence.
+enum class Mode { kInference, kTraining, kPrefill, kDecode };
+const char* mode_name(Mode m);  // inference, training, prefill, decode
 
 enum class Collective { kNone, kAllReduce };
 
@@ -60,12 +64,30 @@ struct OpGraph {
   bool fused = false;
   double parameters = 0;  // for the optimizer estimate
   std::vector<GraphOp> ops;
+  // Serving graphs (kPrefill/kDecode): GEMM dtype, KV-cache dtype, and per sequence the
+  // prompt tokens (prefill) or the tokens cached before the new one (decode).
+  DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
+  int64_t context = 0;
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a
 // parallel layout that does not divide the batch, heads or layers.
 OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode,
                        const Parallelism& par = {});
+// One step of an LLM serving engine on each GPU of a tensor-parallel group, for the decoder
+// families (is_llm_family): kPrefill runs `batch` prompts of `tokens` tokens; kDecode one new
+// token for each of `batch` sequences whose KV cache holds `tokens` tokens before it. GEMMs
+// are tensor-core `gemm` kernels in `dtype` (fp8: FP8 weights and activations, BF16 elsewhere),
+// attention is FlashAttention-style prefill/decode over a `kv_dtype` cache, and RMSNorm,
+// RoPE, SiLU-mul and residual adds are memory ops; MoE experts run as a grouped GEMM (one
+// GEMM per expert hit). Rules: docs/model-graphs.md#serving. Throws ConfigError for other
+// model types, sizes out of range, or a tp that does not divide heads, KV heads and FFN.
+OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
+                            DType kv_dtype, int64_t tp);
+// Expected number of distinct experts hit when `tokens` tokens each pick `k` of `e` experts
+// uniformly: e (1 - (1 - k/e)^tokens), at least 1.
+double expected_experts_hit(int64_t tokens, int64_t k, int64_t e);
+
 // torch.compile-style fusion for inference: maximal runs of non-GEMM operators become one
 // kernel each (costed as one pass over the run's external inputs and final output, routed to
 // the softmax/layernorm/elementwise model of its heaviest member). GEMMs stay.

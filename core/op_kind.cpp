@@ -37,6 +37,10 @@ bool try_op_kind_from_string(const std::string& name, OpKind* out) {
     *out = OpKind::kAttnDecode;
     return true;
   }
+  if (name == "rms_norm") {
+    *out = OpKind::kRmsNorm;
+    return true;
+  }
   return false;
 }
 
@@ -58,6 +62,7 @@ const char* family_name(Family f) {
     case Family::kGemm: return "gemm";
     case Family::kAttnPrefill: return "context_attention";
     case Family::kAttnDecode: return "generation_attention";
+    case Family::kMemoryOp: return "memory_op";
     case Family::kCount: break;
   }
   return "?";
@@ -71,7 +76,7 @@ Family family_from_string(const std::string& name) {
   if (name == "attention_decode") return Family::kAttnDecode;
   if (name == "vec" || name == "elem") return Family::kElementwise;
   throw ConfigError("unknown predictor family '" + name +
-                    "' (bmm, linear, elementwise, softmax, layernorm, gemm, attention_prefill, attention_decode)");
+                    "' (bmm, linear, elementwise, softmax, layernorm, gemm, attention_prefill, attention_decode, memory_op)");
 }
 
 }  // namespace tilecast

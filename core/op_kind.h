@@ -24,17 +24,24 @@ enum class OpKind {
   kGemm,  // tensor-core GEMM (BF16/FP16/FP8/TF32), as serving engines launch it
   kAttnPrefill,  // causal FlashAttention-style prefill (aiconfigurator's context_attention)
   kAttnDecode,   // decode attention over a KV cache (generation_attention)
+  // Memory-bound LLM layer ops in the model's dtype (vLLM/SGLang custom kernels): a physics
+  // model with a per-launch floor, fitted on measured layer ops (family memory_op).
+  kRmsNorm,      // RMSNorm of (tokens, H)
+  kSiluMul,      // SwiGLU activation: silu(gate) * up, (tokens, 2F) -> (tokens, F)
+  kRope,         // rotary embedding of q and k in place: (tokens, (heads + kv_heads) * head_dim)
+  kResidualAdd,  // residual add of (tokens, H)
   kCount
 };
 
 // One MLP per family.
-enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kCount };
+enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kMemoryOp, kCount };
 
 struct OpInfo {
   OpKind kind;
   const char* name;       // NeuSight's OPName ("ln" for layer norm)
   Family family;
-  double bytes_per_elem;  // FP32 DRAM traffic per output element (inputs + output)
+  double bytes_per_elem;  // DRAM traffic per output element (inputs + output) in elements of 4 B
+                          // (memory ops: in elements of the query's dtype)
   double flops_per_elem;  // arithmetic per output element (approximate instruction cost)
   bool scalar_operand;    // "u" variants: tensor op Python scalar
 };
@@ -62,6 +69,11 @@ inline constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kCount)> kOpTabl
     {OpKind::kGemm, "gemm", Family::kGemm, 0, 0, false},
     {OpKind::kAttnPrefill, "context_attention", Family::kAttnPrefill, 0, 0, false},
     {OpKind::kAttnDecode, "generation_attention", Family::kAttnDecode, 0, 0, false},
+    // Memory ops: elements moved per element of the (tokens, H) query (dtype-sized).
+    {OpKind::kRmsNorm, "rmsnorm", Family::kMemoryOp, 2, 4, false},
+    {OpKind::kSiluMul, "silu_mul", Family::kMemoryOp, 3, 6, false},
+    {OpKind::kRope, "rope", Family::kMemoryOp, 2, 3, false},
+    {OpKind::kResidualAdd, "residual_add", Family::kMemoryOp, 3, 1, false},
 }};
 
 const OpInfo& op_info(OpKind k);
@@ -73,14 +85,16 @@ bool try_op_kind_from_string(const std::string& name, OpKind* out);
 
 const char* family_name(Family f);  // "bmm", "linear", "elementwise", "softmax", "layernorm"
 Family family_from_string(const std::string& name);  // throws ConfigError
-constexpr std::array<Family, 8> kAllFamilies = {Family::kBmm,       Family::kLinear,     Family::kElementwise,
+constexpr std::array<Family, 9> kAllFamilies = {Family::kBmm,       Family::kLinear,     Family::kElementwise,
                                                 Family::kSoftmax,   Family::kLayerNorm,  Family::kGemm,
-                                                Family::kAttnPrefill, Family::kAttnDecode};
+                                                Family::kAttnPrefill, Family::kAttnDecode, Family::kMemoryOp};
+// MLP families (every family but memory_op, whose physics coefficients are fitted, not learnt).
+inline bool is_mlp_family(Family f) { return f != Family::kMemoryOp; }
 // NeuSight's FP32 families (trained on its five GPUs) and the LLM-era ones (../shared/llm-kernels).
 constexpr std::array<Family, 5> kNeuSightFamilies = {Family::kBmm, Family::kLinear, Family::kElementwise,
                                                      Family::kSoftmax, Family::kLayerNorm};
 inline bool is_llm_kernel_family(Family f) {
-  return f == Family::kGemm || f == Family::kAttnPrefill || f == Family::kAttnDecode;
+  return f == Family::kGemm || f == Family::kAttnPrefill || f == Family::kAttnDecode || f == Family::kMemoryOp;
 }
 inline bool is_attention(Family f) { return f == Family::kAttnPrefill || f == Family::kAttnDecode; }
 // SIMT FP32 GEMMs of NeuSight's data (tiles from the tile table).

@@ -14,10 +14,12 @@
 namespace tilecast::predictor {
 namespace {
 
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t>;
-Key key_of(const KernelQuery& q) { return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h}; }
+using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t>;
+Key key_of(const KernelQuery& q) {
+  return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h, static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype),
+          q.ctx, q.window};
+}
 
-const char* mode_name(Mode m) { return m == Mode::kTraining ? "training" : "inference"; }
 
 }  // namespace
 
@@ -88,6 +90,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.mode = g.mode;
   f.fused = g.fused;
   f.par = g.par;
+  f.dtype = g.dtype;
+  f.kv_dtype = g.kv_dtype;
+  f.context = g.context;
   const Parallelism& par = g.par;
   // Per microbatch: the repeated layer (ops with count == layers) and the rest.
   double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;
@@ -162,8 +167,14 @@ std::string forecast_json(const ModelForecast& f) {
                       {"forward_ms", f.forward_ms}, {"backward_ms", f.backward_ms},
                       {"optimizer_ms", f.optimizer_ms}, {"communication_ms", f.communication_ms},
                       {"total_ms", f.total_ms},
+                      {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
                                     {"microbatches", f.par.microbatches}}}};
+  if (is_serving(f.mode)) {
+    j["kv_dtype"] = dtype_name(f.kv_dtype);
+    j["context"] = f.context;
+    j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
+  }
   j["ops"] = nlohmann::json::array();
   for (const auto& o : f.ops)
     j["ops"].push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count},
@@ -183,12 +194,22 @@ std::string forecast_csv(const ModelForecast& f) {
 std::string forecast_table(const ModelForecast& f, int top_ops) {
   std::ostringstream os;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s on %s, batch %lld, seq %lld, %s%s\n", f.model.c_str(), f.gpu.c_str(),
-                static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
-                f.fused ? " (fused)" : "");
+  if (is_serving(f.mode))
+    std::snprintf(buf, sizeof buf, "%s on %s, %s, batch %lld, %s %lld, %s (KV cache %s), tp %lld\n", f.model.c_str(),
+                  f.gpu.c_str(), mode_name(f.mode), static_cast<long long>(f.batch),
+                  f.mode == Mode::kPrefill ? "prompt" : "cached context", static_cast<long long>(f.context),
+                  dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.par.tp));
+  else
+    std::snprintf(buf, sizeof buf, "%s on %s, batch %lld, seq %lld, %s%s, %s\n", f.model.c_str(), f.gpu.c_str(),
+                  static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
+                  f.fused ? " (fused)" : "", dtype_name(f.dtype));
   os << buf;
-  std::snprintf(buf, sizeof buf, "forward_ms    %10.3f\nbackward_ms   %10.3f\ntotal_ms      %10.3f\n",
-                f.forward_ms, f.backward_ms, f.total_ms);
+  if (is_serving(f.mode))
+    std::snprintf(buf, sizeof buf, "%s       %10.3f  (%s)\n", f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms", f.total_ms,
+                  f.mode == Mode::kPrefill ? "the prefill step: time to first token" : "one decode step");
+  else
+    std::snprintf(buf, sizeof buf, "forward_ms    %10.3f\nbackward_ms   %10.3f\ntotal_ms      %10.3f\n",
+                  f.forward_ms, f.backward_ms, f.total_ms);
   os << buf;
   if (f.mode == Mode::kTraining) {
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
@@ -223,6 +244,117 @@ std::string forecast_table(const ModelForecast& f, int top_ops) {
                   f.total_ms > 0 ? 100 * total(o) / f.total_ms : 0);
     os << buf;
   }
+  return os.str();
+}
+
+ServingMemory serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
+                             int64_t tokens, const GpuSpec& gpu) {
+  const bool fp8 = dtype == DType::kFp8 || dtype == DType::kFp8Block;
+  const double act_bytes = fp8 ? 2.0 : dtype_size(dtype);
+  const double embed = double(m.vocab) * m.hidden * (m.tie_embeddings ? 1 : 2);
+  const double norms = double(m.hidden) * (2.0 * m.layers + 1);
+  const double linear = std::max(0.0, model_parameters(m) - embed - norms);
+  ServingMemory r;
+  r.weights_gb = (linear * dtype_size(dtype) + embed * act_bytes) / tp / 1e9 + norms * act_bytes / 1e9;
+  r.kv_cache_gb = 2.0 * m.layers * double(m.kv_heads / tp) * m.head_dim * double(tokens) * batch *
+                  dtype_size(kv_dtype) / 1e9;
+  r.capacity_gb = gpu.mem_gb;
+  r.fits = r.weights_gb + r.kv_cache_gb <= 0.9 * gpu.mem_gb;
+  return r;
+}
+
+std::string serving_memory_table(const ServingMemory& m) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "memory/GPU    %10.2f GB weights + %.2f GB KV cache of %.0f GB: %s\n", m.weights_gb,
+                m.kv_cache_gb, m.capacity_gb, m.fits ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
+  return buf;
+}
+
+GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
+                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp) {
+  if (gen < 2 || gen > (1 << 20))
+    throw ConfigError("--gen: " + std::to_string(gen) + " out of range [2, 2^20] (one output token is --mode prefill)");
+  GenerateForecast f;
+  f.model = m.name;
+  f.gpu = gpu.name;
+  f.dtype = dtype;
+  f.kv_dtype = kv_dtype;
+  f.batch = batch, f.seq = seq, f.gen = gen, f.tp = tp;
+  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, tp), gpu, kp);
+  f.ttft_ms = f.prefill.total_ms;
+  // Decode step i (1..gen-1) runs with seq + i - 1 tokens cached.
+  const int64_t steps = gen - 1;
+  auto step_ms = [&](int64_t cached) {
+    f.last_decode = forecast_model(build_serving_graph(m, Mode::kDecode, batch, cached, dtype, kv_dtype, tp), gpu, kp);
+    ++f.decode_steps_forecast;
+    return f.last_decode.total_ms;
+  };
+  double sum = 0;
+  if (steps <= 64) {
+    for (int64_t i = 1; i <= steps; ++i) sum += step_ms(seq + i - 1);
+  } else {
+    const int n = 33;
+    std::vector<double> x(n), y(n);
+    for (int j = 0; j < n; ++j) {
+      x[j] = std::round(1.0 + double(steps - 1) * j / (n - 1));
+      y[j] = step_ms(seq + static_cast<int64_t>(x[j]) - 1);
+    }
+    // Trapezoid over steps 1..steps (x spans them), plus half of each end step.
+    for (int j = 1; j < n; ++j) sum += 0.5 * (y[j] + y[j - 1]) * (x[j] - x[j - 1]);
+    sum += 0.5 * (y.front() + y.back());
+  }
+  f.tpot_ms = sum / steps;
+  f.e2e_ms = f.ttft_ms + sum;
+  f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
+  f.memory = serving_memory(m, dtype, kv_dtype, tp, batch, seq + gen, gpu);
+  return f;
+}
+
+std::string generate_json(const GenerateForecast& f) {
+  nlohmann::json j = {{"model", f.model},
+                      {"gpu", f.gpu},
+                      {"mode", "generate"},
+                      {"dtype", dtype_name(f.dtype)},
+                      {"kv_dtype", dtype_name(f.kv_dtype)},
+                      {"batch", f.batch},
+                      {"seq", f.seq},
+                      {"gen", f.gen},
+                      {"parallel", {{"tp", f.tp}}},
+                      {"ttft_ms", f.ttft_ms},
+                      {"tpot_ms", f.tpot_ms},
+                      {"e2e_ms", f.e2e_ms},
+                      {"tokens_per_s", f.tokens_per_s},
+                      {"weights_gb", f.memory.weights_gb},
+                      {"kv_cache_gb", f.memory.kv_cache_gb},
+                      {"memory_gb", f.memory.capacity_gb},
+                      {"fits", f.memory.fits},
+                      {"decode_steps_forecast", f.decode_steps_forecast}};
+  auto ops = [](const ModelForecast& m) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& o : m.ops)
+      a.push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count}, {"ms", o.fw_ms * o.count}});
+    return a;
+  };
+  j["prefill_ops"] = ops(f.prefill);
+  j["last_decode_step_ops"] = ops(f.last_decode);
+  return j.dump(2) + "\n";
+}
+
+std::string generate_table(const GenerateForecast& f, int top_ops) {
+  std::ostringstream os;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld\n",
+                f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
+                static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.tp));
+  os << buf;
+  std::snprintf(buf, sizeof buf,
+                "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"
+                "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
+                f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
+  os << buf << serving_memory_table(f.memory);
+  os << "\n-- prefill\n" << forecast_table(f.prefill, top_ops);
+  os << "\n-- last decode step\n" << forecast_table(f.last_decode, top_ops);
   return os.str();
 }
 

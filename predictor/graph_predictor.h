@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/gpu_spec.h"
+#include "core/model_config.h"
 #include "core/op_graph.h"
 #include "predictor/kernel_predictor.h"
 
@@ -26,8 +27,12 @@ struct ModelForecast {
   double communication_ms = 0;  // multi-GPU: time in collectives on the critical path
   double total_ms = 0;      // forward + backward (+ exposed communication, pipeline bubbles)
   Parallelism par;
+  DType dtype = DType::kFp32, kv_dtype = DType::kFp32;  // serving: GEMM and KV-cache dtypes
+  int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
   std::vector<OpForecast> ops;
 };
+
+inline bool is_serving(Mode m) { return m == Mode::kPrefill || m == Mode::kDecode; }
 
 // Identical kernels are forecast once; all kernels of a family go through one batched MLP call.
 ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp);
@@ -41,6 +46,38 @@ double send_recv_ms(double bytes, const GpuSpec& gpu);
 // AdamW (PyTorch's foreach implementation): a memory-bound pass over parameters, gradients
 // and both moments; 1 GB = 1e9 bytes. Seconds -> ms.
 double adamw_step_ms(double parameters, const GpuSpec& gpu);
+
+// Memory one GPU of a tp group holds while serving (1 GB = 1e9 bytes): weights (GEMM weights
+// in the GEMM dtype, embeddings and norms in the activation dtype, all split over tp except
+// norms) and the KV cache of `batch` sequences of `tokens` tokens. `fits` compares their sum
+// with 90 % of the spec's memory (the rest: activations, workspace, CUDA context).
+struct ServingMemory {
+  double weights_gb = 0, kv_cache_gb = 0, capacity_gb = 0;
+  bool fits = false;
+};
+ServingMemory serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
+                             int64_t tokens, const GpuSpec& gpu);
+
+// `generate`: prefill of `batch` prompts of `seq` tokens (its time is the time to first token),
+// then gen - 1 decode steps with the context growing from seq to seq + gen - 2 cached tokens.
+// tpot_ms is the mean decode step; e2e_ms = ttft_ms + the decode steps. Up to 64 decode steps
+// are forecast one by one; longer runs are forecast at 33 evenly spaced contexts and
+// integrated by the trapezoid rule (a decode step is smooth in its context length).
+struct GenerateForecast {
+  std::string model, gpu;
+  DType dtype = DType::kBf16, kv_dtype = DType::kBf16;
+  int64_t batch = 0, seq = 0, gen = 0, tp = 1;
+  double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
+  int64_t decode_steps_forecast = 0;  // decode graphs actually forecast
+  ServingMemory memory;
+  ModelForecast prefill, last_decode;
+};
+GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
+                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp);
+std::string generate_json(const GenerateForecast& f);
+std::string generate_table(const GenerateForecast& f, int top_ops = 10);
+// Memory lines of a serving forecast, for the prefill/decode table and JSON.
+std::string serving_memory_table(const ServingMemory& m);
 
 std::string forecast_json(const ModelForecast& f);
 std::string forecast_csv(const ModelForecast& f);

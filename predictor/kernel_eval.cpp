@@ -51,7 +51,10 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
         const double y = s.latency_ms;
         const double ape = 100.0 * std::abs(preds[j].latency_ms - y) / y;
         const double rape = 100.0 * std::abs(preds[j].roofline_ms - y) / y;
-        const std::string fam = family_name(op_family(s.query.op));
+        // by_op keys are family names (the aiconfigurator files' op_name values); memory ops,
+        // one physics fit each, are keyed by op.
+        const std::string fam = op_family(s.query.op) == Family::kMemoryOp ? op_name(s.query.op)
+                                                                           : family_name(op_family(s.query.op));
         rep.overall.add(ape, rape);
         rep.by_op[fam].add(ape, rape);
         rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape);

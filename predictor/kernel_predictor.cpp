@@ -60,6 +60,7 @@ KernelPredictor::~KernelPredictor() = default;
 KernelPredictor::KernelPredictor(KernelPredictor&&) noexcept = default;
 
 bool KernelPredictor::has_family(Family f) const {
+  if (f == Family::kMemoryOp) return impl_->manifest.has_memory_ops;
   return !impl_->models[static_cast<size_t>(f)].empty();
 }
 const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_->manifest; }
@@ -76,6 +77,10 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
   for (Family fam : kAllFamilies) {
     const auto& idx = by_family[static_cast<size_t>(fam)];
     if (idx.empty()) continue;
+    if (fam == Family::kMemoryOp) {
+      predict_memory_ops(queries, idx, gpu, out);
+      continue;
+    }
     const auto& members = impl_->models[static_cast<size_t>(fam)];
     const int64_t nf = static_cast<int64_t>(num_features(fam));
     auto x = torch::empty({static_cast<int64_t>(idx.size()), nf}, torch::kFloat32);
@@ -132,6 +137,28 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
     }
   }
   return out;
+}
+
+void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
+                                         const GpuSpec& gpu, std::vector<KernelPrediction>& out) const {
+  for (size_t i : idx) {
+    const KernelQuery& q = queries[i];
+    validate_query(q, "query");
+    KernelPrediction& r = out[i];
+    r.launch = launch_info(q, gpu);
+    const KernelBounds kb = kernel_bounds(q, gpu, r.launch);
+    r.base_ms = s_to_ms(kb.base_s);
+    r.bound = "memory";
+    r.roofline_ms = s_to_ms(roofline_s(q, gpu));
+    const auto& ops = impl_->manifest.memory_ops.ops;
+    auto it = ops.find(op_name(q.op));
+    if (!impl_->manifest.has_memory_ops || it == ops.end())
+      throw ConfigError(std::string("no fitted coefficients for memory op '") + op_name(q.op) +
+                        "' in the weights folder (run `tilecast train --family memory_op`)");
+    r.latency_ms = s_to_ms(memory_op_latency_s(q, gpu, it->second));
+    r.utilisation = r.base_ms / r.latency_ms;
+    r.member_min_ms = r.member_max_ms = r.latency_ms;
+  }
 }
 
 KernelPrediction KernelPredictor::predict(const KernelQuery& q, const GpuSpec& gpu) const {

@@ -35,11 +35,14 @@ class KernelPredictor {
   std::vector<KernelPrediction> predict(const std::vector<KernelQuery>& queries,
                                         const GpuSpec& gpu) const;
   KernelPrediction predict(const KernelQuery& q, const GpuSpec& gpu) const;
-  bool has_family(Family f) const;
+  bool has_family(Family f) const;  // memory_op: fitted coefficients present
   const trainer::WeightsManifest& manifest() const;
   const TileTable& tiles() const;
 
  private:
+  // memory_op family: fitted physics (floor + bytes at a fraction of DRAM bandwidth).
+  void predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
+                          const GpuSpec& gpu, std::vector<KernelPrediction>& out) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -164,6 +165,41 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   return r;
 }
 
+FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::vector<std::string>& exclude_gpus,
+                            const GpuRegistry& gpus, MemoryOpEntry& out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (files.empty()) throw ConfigError("no training data for family memory_op");
+  std::map<OpKind, std::vector<MemoryOpRow>> by_op;
+  MemoryOpEntry e;
+  int64_t n = 0;
+  for (const auto& f : files)
+    for (const auto& s : read_kernel_csv(f)) {
+      if (op_family(s.query.op) != Family::kMemoryOp) continue;
+      if (std::find(exclude_gpus.begin(), exclude_gpus.end(), s.device) != exclude_gpus.end()) continue;
+      const GpuSpec* g = gpus.find(s.device);
+      if (!g) throw DataError(where(s.file, s.line) + ": unknown GPU '" + s.device + "' (no spec in configs/gpus/)");
+      by_op[s.query.op].push_back({g, query_bytes(s.query), s.latency_ms * 1e-3});
+      if (std::find(e.training_gpus.begin(), e.training_gpus.end(), s.device) == e.training_gpus.end())
+        e.training_gpus.push_back(s.device);
+      ++n;
+    }
+  if (by_op.empty()) throw DataError("memory_op: no rmsnorm/silu_mul/rope/residual_add rows in the training files");
+  for (const auto& kv : by_op) {
+    e.ops[op_name(kv.first)] = fit_memory_op(kv.second);
+    const MemoryOpCoeffs& c = e.ops[op_name(kv.first)];
+    TC_LOG(Info) << "memory_op " << op_name(kv.first) << ": floor " << c.floor_us << " us, DRAM factor "
+                 << c.dram_factor << ", " << c.sm_cycles_per_byte << " SM cycles/byte (" << c.rows << " rows)";
+  }
+  e.data_hash = files_hash(files);
+  e.fitted_at = utc_now();
+  out = e;
+  FamilyResult r;
+  r.family = Family::kMemoryOp;
+  r.rows_train = n;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
 std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus) {
   configure_torch_threads();
   const bool collected = !opt.data_dirs.empty();
@@ -179,6 +215,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   auto files_for = [&](Family f) {
     if (is_llm_kernel_family(f)) {
       if (collected || !llm_present) return std::vector<std::string>{};
+      if (f == Family::kMemoryOp && !fs::is_directory(fs::path(opt.llm_dir) / "vidur")) return std::vector<std::string>{};
       return llm_training_files(opt.llm_dir, f);
     }
     if (!collected) return training_files(opt.neusight_dir, f);
@@ -243,6 +280,13 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
 
   std::vector<FamilyResult> results;
   for (Family fam : fams) {
+    if (fam == Family::kMemoryOp) {  // physics coefficients, no network
+      FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops);
+      manifest.has_memory_ops = true;
+      save_manifest(dir, manifest);
+      results.push_back(r);
+      continue;
+    }
     PredictorConfig cfg = load_predictor_config(
         (fs::path(opt.predictor_config_dir) / (std::string(family_name(fam)) + ".yaml")).string());
     if (cfg.family != fam) throw ConfigError(cfg.origin + ": field 'family' does not match the file name");

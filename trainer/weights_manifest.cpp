@@ -101,6 +101,31 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         m.families[name] = e;
       }
     }
+    if (root["memory_ops"] && !replaced.count("memory_op")) {
+      current = "memory_op";
+      const YAML::Node n = root["memory_ops"];
+      MemoryOpEntry& e = m.memory_ops;
+      for (const auto& kv : n["coefficients"]) {
+        const std::string op = kv.first.as<std::string>();
+        OpKind k;
+        if (!try_op_kind_from_string(op, &k) || op_family(k) != Family::kMemoryOp)
+          throw ConfigError(path + ": memory_ops: '" + op + "' is not a memory op");
+        MemoryOpCoeffs c;
+        c.floor_us = kv.second["floor_us"].as<double>();
+        c.dram_factor = kv.second["dram_factor"].as<double>();
+        c.sm_cycles_per_byte = kv.second["sm_cycles_per_byte"].as<double>();
+        c.rows = kv.second["rows"].as<int64_t>();
+        if (!(c.floor_us >= 0 && c.floor_us < 1e6) || !(c.dram_factor >= 0 && c.dram_factor < 1e3) ||
+            !(c.sm_cycles_per_byte >= 0 && c.sm_cycles_per_byte < 1e3) || !(c.dram_factor > 0 || c.sm_cycles_per_byte > 0))
+          throw ConfigError(path + ": memory_ops: '" + op + "': coefficients out of range (floor_us in [0, 1e6), "
+                            "dram_factor and sm_cycles_per_byte in [0, 1e3), not both 0)");
+        e.ops[op] = c;
+      }
+      e.data_hash = n["data_hash"].as<std::string>();
+      for (const auto& g : n["training_gpus"]) e.training_gpus.push_back(g.as<std::string>());
+      e.fitted_at = n["fitted_at"].as<std::string>();
+      m.has_memory_ops = true;
+    }
   } catch (const YAML::Exception& e) {
     throw ConfigError(path + ": malformed manifest" + (current.empty() ? "" : " (family '" + current + "')") +
                       ": " + e.msg);
@@ -148,7 +173,25 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "trained_at" << YAML::Value << e.trained_at;
     out << YAML::EndMap;
   }
-  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::EndMap;
+  if (m.has_memory_ops) {
+    out << YAML::Key << "memory_ops" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "coefficients" << YAML::Value << YAML::BeginMap;
+    for (const auto& kv : m.memory_ops.ops) {
+      out << YAML::Key << kv.first << YAML::Value << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "floor_us" << YAML::Value << kv.second.floor_us;
+      out << YAML::Key << "dram_factor" << YAML::Value << kv.second.dram_factor;
+      out << YAML::Key << "sm_cycles_per_byte" << YAML::Value << kv.second.sm_cycles_per_byte;
+      out << YAML::Key << "rows" << YAML::Value << kv.second.rows;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+    out << YAML::Key << "data_hash" << YAML::Value << m.memory_ops.data_hash;
+    out << YAML::Key << "training_gpus" << YAML::Value << YAML::Flow << m.memory_ops.training_gpus;
+    out << YAML::Key << "fitted_at" << YAML::Value << m.memory_ops.fitted_at;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
   fs::create_directories(dir);
   write_file_atomic(manifest_path(dir), std::string(out.c_str()) + "\n");
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/fs_util.h"
+#include "core/kernel.h"
 #include "trainer/predictor_config.h"
 
 namespace tilecast::trainer {
@@ -29,10 +30,20 @@ struct FamilyEntry {
   std::string trained_at;    // ISO-8601 UTC
 };
 
+// The memory_op family: physics coefficients per op (no network), fitted by `train`.
+struct MemoryOpEntry {
+  std::map<std::string, MemoryOpCoeffs> ops;  // by op name: rmsnorm, silu_mul, rope, residual_add
+  std::string data_hash;
+  std::vector<std::string> training_gpus;
+  std::string fitted_at;  // ISO-8601 UTC
+};
+
 struct WeightsManifest {
   int feature_schema_version = 0;
   std::string tile_table = "tiles.csv";
-  std::map<std::string, FamilyEntry> families;  // by family name
+  std::map<std::string, FamilyEntry> families;  // by family name (MLP families)
+  bool has_memory_ops = false;
+  MemoryOpEntry memory_ops;
 };
 
 // Appends checkpoint `file` (in `dir`) to an entry with its sha256 and layer widths.

@@ -83,3 +83,18 @@ tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eva
 tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)
 tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)
 tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --model gpt2-large --gpu T4 --batch 1 --seq 64 --mode train --format json)
+
+# LLM serving forecasts (BF16/FP8 kernels, TP): the contract's JSON keys, the memory verdict,
+# and one-line errors for what is not modelled.
+tc_cli_test(predict_generate_json "\"tpot_ms\": [0-9.e+-]+,.*\"ttft_ms\": [0-9]" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 4 --seq 512 --gen 16 --format json)
+tc_cli_test(predict_generate_memory "\"kv_cache_gb\": 0.5[0-9]*," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 8 --seq 400 --gen 100 --format json)
+tc_cli_test(predict_decode_table "tpot_ms .*one decode step" ${TC} predict --model qwen3-32b --gpu H200 --mode decode --batch 16 --context 4096 --tp 2)
+tc_cli_test(predict_prefill_moe "ttft_ms .*time to first token" ${TC} predict --model mixtral-8x7b --gpu B200 --mode prefill --batch 1 --seq 1024 --dtype fp8)
+tc_cli_test(predict_decode_does_not_fit "DOES NOT FIT" ${TC} predict --model llama-3.1-70b --gpu L4 --mode decode --batch 1 --context 128)
+tc_cli_fail(predict_serving_fp8_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict;--model;llama-3.1-8b;--gpu;A100-SXM4-40GB;--mode;prefill;--batch;1;--seq;128;--dtype;fp8")
+tc_cli_fail(predict_serving_gpt2 "serving graphs cover the decoder families" "${TC};predict;--model;gpt2-large;--gpu;T4;--mode;prefill;--batch;1;--seq;128")
+tc_cli_fail(predict_decode_needs_context "--mode decode needs --context" "${TC};predict;--model;llama-3.1-8b;--gpu;T4;--mode;decode;--batch;1")
+tc_cli_fail(predict_inference_bf16 "--dtype bf16: --mode inference models eager FP32" "${TC};predict;--model;llama-3.1-8b;--gpu;T4;--mode;inference;--batch;1;--seq;16;--dtype;bf16")
+tc_cli_fail(predict_generate_one_token "--gen: 1 out of range" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;16;--gen;1")
+tc_cli_test(predict_kernel_rmsnorm_json "\"model\": \"physics" ${TC} predict-kernel --op rmsnorm --shape 4096,8192 --gpu H100-SXM --format json)
+tc_cli_fail(predict_kernel_rope_fp8 "--dtype fp8: op 'rope' runs in the model's activation dtype" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8;--gpu;H100-SXM")

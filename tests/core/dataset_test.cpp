@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "core/error.h"
 #include "core/kernel_dataset.h"
@@ -146,4 +147,61 @@ TEST(Dataset, ReadsAiconfiguratorAttentionRows) {
   EXPECT_EQ(rows[2].query.op, OpKind::kAttnDecode);
   EXPECT_EQ(rows[2].query.ctx, 512);
   EXPECT_EQ(rows[2].query.m, 1);
+}
+
+// vidur's per-layer mlp.csv (the GPU from the folder name) and LLMServingSim's dense.csv +
+// meta.yaml: small generated fixtures in the sources' layouts.
+TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "llm_layer_ops";
+  fs::remove_all(root);
+  const fs::path vdir = root / "vidur" / "a40" / "org" / "model";
+  fs::create_directories(vdir);
+  std::string header, row;
+  for (const char* op : {"emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
+                         "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"})
+    for (const char* st : {"min", "max", "mean", "median", "std"}) {
+      header += std::string(header.empty() ? "" : ",") + "time_stats." + op + "." + st;
+      row += std::string(row.empty() ? "" : ",") + (std::string(st) == "median" ? "0.5" : "9");
+    }
+  header += ",n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers";
+  std::ofstream(vdir / "mlp.csv") << header << "\n" << row << ",32,8,4096,14336,128256,True,64,2\n";
+  auto v = read_kernel_csv((vdir / "mlp.csv").string());
+  ASSERT_EQ(v.size(), 9u);  // 4 GEMMs, add, 2 RMSNorms, rope, SiLU-mul
+  std::map<std::string, int> seen;
+  for (const auto& s : v) {
+    EXPECT_EQ(s.device, "NVIDIA A40");
+    EXPECT_DOUBLE_EQ(s.latency_ms, 0.5);  // the median column
+    EXPECT_EQ(s.query.dtype, DType::kFp16);
+    seen[std::string(op_name(s.query.op)) + "(" + query_shape_string(s.query) + ")"]++;
+  }
+  EXPECT_EQ(seen["gemm(64,4096,3072)"], 1);   // QKV of one of 2 ranks: (32 + 16) x 128 / 2
+  EXPECT_EQ(seen["gemm(64,2048,4096)"], 1);   // o_proj
+  EXPECT_EQ(seen["gemm(64,4096,14336)"], 1);  // gate_up: 2 x 14336 / 2
+  EXPECT_EQ(seen["gemm(64,7168,4096)"], 1);   // down
+  EXPECT_EQ(seen["rmsnorm(64,4096)"], 2);
+  EXPECT_EQ(seen["rope(64,2560)"], 1);        // (16 + 4) x 128
+  EXPECT_EQ(seen["silu_mul(64,7168)"], 1);
+  EXPECT_EQ(seen["residual_add(64,4096)"], 1);
+  const fs::path bad = root / "vidur" / "h100" / "org" / "model";
+  fs::create_directories(bad);
+  fs::copy_file(vdir / "mlp.csv", bad / "mlp.csv");
+  expect_error<DataError>([&] { read_kernel_csv((bad / "mlp.csv").string()); }, {"GPU folder 'h100' unknown"});
+
+  const fs::path sdir = root / "llmservingsim" / "RTX4090" / "meta-llama" / "Llama-3.1-8B" / "bf16";
+  fs::create_directories(sdir / "tp1");
+  std::ofstream(sdir / "meta.yaml") << "gpu: NVIDIA GeForce RTX 4090\nmodel: meta-llama/Llama-3.1-8B\nvariant: bf16\n"
+                                       "engine_effective:\n  hf_overrides:\n    intermediate_size: 14336\n"
+                                       "    num_attention_heads: 32\n    num_key_value_heads: 8\n";
+  std::ofstream(sdir / "tp1" / "dense.csv") << "layer,tokens,time_us\nact_fn,8,3.5\nqkv_proj,8,55\nembedding,8,2\n";
+  auto d = read_kernel_csv((sdir / "tp1" / "dense.csv").string());
+  ASSERT_EQ(d.size(), 2u);  // the embedding gather is not a modelled op
+  EXPECT_EQ(d[0].device, "NVIDIA GeForce RTX 4090");
+  EXPECT_EQ(d[0].query.op, OpKind::kSiluMul);
+  EXPECT_EQ(query_shape_string(d[0].query), "8,14336");
+  EXPECT_DOUBLE_EQ(d[0].latency_ms, 0.0035);
+  EXPECT_EQ(query_shape_string(d[1].query), "8,4096,6144");
+  EXPECT_EQ(d[1].query.dtype, DType::kBf16);
+  std::ofstream(sdir / "tp1" / "dense.csv") << "layer,tokens,time_us\nconv,8,3.5\n";
+  expect_error<DataError>([&] { read_kernel_csv((sdir / "tp1" / "dense.csv").string()); }, {"dense.csv:2", "unknown layer 'conv'"});
 }

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <cmath>
 
 #include "core/csv.h"
 #include "core/error.h"
@@ -299,4 +300,83 @@ TEST(ModelConfig, LlmConfigErrorsNameTheField) {
   ModelConfig ok = load_model_config(write("ok.json", "{" + base + "}"), dir);
   EXPECT_EQ(ok.kv_heads, 4);
   EXPECT_EQ(ok.head_dim, 16);
+}
+
+namespace {
+// Serving-graph kernels of one kind, by shape: "gemm(M,N,K)" -> how often per step.
+std::map<std::string, int64_t> serving_kernels(const OpGraph& g) {
+  std::map<std::string, int64_t> c;
+  for (const auto& op : g.ops)
+    for (const auto& call : op.fw)
+      if (call.is_kernel()) c[std::string(op_name(call.query.op)) + "(" + query_shape_string(call.query) + ")"] += op.count;
+  return c;
+}
+}  // namespace
+
+// Llama-3.1-8B as vLLM/SGLang run it: fused QKV (32 + 2 x 8 heads of 128 = 6144 columns),
+// gate_up 2 x 14336, down 14336 -> 4096, LM head on each sequence's last token only.
+TEST(ServingGraph, LlamaPrefillAndDecodeShapes) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  OpGraph p = build_serving_graph(m, Mode::kPrefill, 2, 512, DType::kBf16, DType::kBf16, 1);
+  auto c = serving_kernels(p);
+  EXPECT_EQ(c["gemm(1024,4096,6144)"], 32);
+  EXPECT_EQ(c["gemm(1024,4096,4096)"], 32);   // o_proj
+  EXPECT_EQ(c["gemm(1024,4096,28672)"], 32);  // gate_up
+  EXPECT_EQ(c["gemm(1024,14336,4096)"], 32);  // down
+  EXPECT_EQ(c["gemm(2,4096,128256)"], 1);     // lm_head: 2 last tokens
+  EXPECT_EQ(c["context_attention(2,512,32,8,128)"], 32);
+  EXPECT_EQ(c["rmsnorm(1024,4096)"], 2 * 32 + 1);
+  EXPECT_EQ(c["silu_mul(1024,14336)"], 32);
+  EXPECT_EQ(c["rope(1024,5120)"], 32);        // (32 + 8) heads x 128
+  EXPECT_EQ(c["residual_add(1024,4096)"], 2 * 32);
+  for (const auto& op : p.ops)
+    for (const auto& call : op.fw)
+      if (call.is_kernel() && call.query.op == OpKind::kGemm) EXPECT_EQ(call.query.dtype, DType::kBf16);
+  // Decode: one token per sequence, 4096 cached -> attends 4097; FP8 GEMMs, BF16 activations.
+  OpGraph d = build_serving_graph(m, Mode::kDecode, 16, 4096, DType::kFp8, DType::kFp8, 2);
+  auto e = serving_kernels(d);
+  EXPECT_EQ(e["gemm(16,4096,3072)"], 32);     // qkv over tp 2: (16 + 2 x 4) x 128
+  EXPECT_EQ(e["gemm(16,2048,4096)"], 32);     // o_proj, row-parallel
+  EXPECT_EQ(e["generation_attention(16,4097,16,4,128)"], 32);
+  EXPECT_EQ(e["gemm(16,4096,64128)"], 1);     // vocab-parallel head
+  int64_t all_reduces = 0;
+  for (const auto& op : d.ops)
+    for (const auto& call : op.fw)
+      if (call.collective == Collective::kAllReduce) all_reduces += op.count;
+  EXPECT_EQ(all_reduces, 2 * 32 + 1);  // o_proj and down per layer, logits gather
+  for (const auto& op : d.ops)
+    for (const auto& call : op.fw)
+      if (call.is_kernel() && call.query.op == OpKind::kRmsNorm) EXPECT_EQ(call.query.dtype, DType::kBf16);
+}
+
+TEST(ServingGraph, MoeGroupedGemmAndQkNorm) {
+  // Mixtral decode of 1 token: top-2 of 8 experts -> 2 experts hit, 1 token each.
+  EXPECT_DOUBLE_EQ(expected_experts_hit(1, 2, 8), 2.0);
+  EXPECT_NEAR(expected_experts_hit(4096, 2, 8), 8.0, 1e-9);
+  ModelConfig mx = load_model_config("mixtral-8x7b", models_dir());
+  auto c = serving_kernels(build_serving_graph(mx, Mode::kDecode, 1, 100, DType::kBf16, DType::kBf16, 1));
+  EXPECT_EQ(c["gemm(1,4096,28672)"], 32 * 2);  // gate_up of the 2 experts hit
+  EXPECT_EQ(c["gemm(1,14336,4096)"], 32 * 2);
+  EXPECT_EQ(c["gemm(1,4096,8)"], 32);          // router
+  // Qwen3-30B-A3B prefill of 256 tokens: 128 experts, top-8, all hit; q/k norms per head.
+  ModelConfig q = load_model_config("qwen3-30b-a3b", models_dir());
+  auto e = serving_kernels(build_serving_graph(q, Mode::kPrefill, 1, 256, DType::kBf16, DType::kBf16, 1));
+  const int64_t hit = std::llround(expected_experts_hit(256, 8, 128));
+  EXPECT_EQ(hit, 128);
+  EXPECT_EQ(e["gemm(16,2048,1536)"], 48 * 128);  // 256 x 8 / 128 = 16 tokens per expert
+  EXPECT_EQ(e["rmsnorm(8192,128)"], 48);         // q_norm: 256 tokens x 32 heads
+  EXPECT_EQ(e["rmsnorm(1024,128)"], 48);         // k_norm: 4 KV heads
+}
+
+TEST(ServingGraph, RefusesWhatItDoesNotModel) {
+  ModelConfig gpt2 = load_model_config("gpt2-large", models_dir());
+  expect_error<ConfigError>([&] { build_serving_graph(gpt2, Mode::kPrefill, 1, 16, DType::kBf16, DType::kBf16, 1); },
+                            {"serving graphs cover the decoder families", "gpt2"});
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  expect_error<ConfigError>([&] { build_serving_graph(m, Mode::kPrefill, 1, 16, DType::kBf16, DType::kBf16, 3); },
+                            {"--tp 3", "divisible"});
+  expect_error<ConfigError>([&] { build_serving_graph(m, Mode::kDecode, 1, 200000, DType::kBf16, DType::kBf16, 1); },
+                            {"--context", "positions"});
+  expect_error<ConfigError>([&] { build_serving_graph(m, Mode::kPrefill, 0, 16, DType::kBf16, DType::kBf16, 1); },
+                            {"--batch"});
 }

@@ -167,3 +167,42 @@ TEST(Kernel, AttentionWorkAndTasks) {
   featurize(p, h100, TileTable{}, f.data());
   for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kAttnPrefill)[i];
 }
+
+// The memory_op fit recovers known coefficients from rows generated on two GPUs whose DRAM
+// bandwidth per SM-cycle differs (so the DRAM and SM terms are separable), and refuses
+// fewer than three rows.
+TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& a = reg.resolve("A100-SXM4-40GB");
+  const GpuSpec& l4 = reg.resolve("L4");
+  MemoryOpCoeffs truth;
+  truth.floor_us = 2.5;
+  truth.dram_factor = 1.2;
+  truth.sm_cycles_per_byte = 0.05;
+  std::vector<MemoryOpRow> rows;
+  for (const GpuSpec* g : {&a, &l4})
+    for (int64_t t : {1, 16, 256, 4096, 32768}) {
+      KernelQuery q = vec_q(OpKind::kRmsNorm, t, 4096);
+      q.dtype = DType::kBf16;
+      q.dtype_bytes = 2;
+      // Hand-derived bytes: read and write t x 4096 BF16 values plus the 4096-wide weight.
+      const double bytes = 2.0 * 2 * t * 4096 + 2.0 * 4096;
+      EXPECT_DOUBLE_EQ(query_bytes(q), bytes);
+      const double y = 2.5e-6 + 1.2 * bytes / (g->mem_bw_gbps * 1e9) +
+                       0.05 * bytes / (double(g->num_sms) * g->boost_clock_mhz * 1e6);
+      EXPECT_NEAR(memory_op_latency_s(q, *g, truth), y, 1e-15);
+      rows.push_back({g, bytes, y});
+    }
+  MemoryOpCoeffs fit = fit_memory_op(rows);
+  EXPECT_NEAR(fit.floor_us, 2.5, 1e-6);
+  EXPECT_NEAR(fit.dram_factor, 1.2, 1e-6);
+  EXPECT_NEAR(fit.sm_cycles_per_byte, 0.05, 1e-8);
+  EXPECT_EQ(fit.rows, 10);
+  // A negative slope in the data is clipped to a non-negative model (a floor alone here).
+  std::vector<MemoryOpRow> falling = {{&a, 1e6, 3e-6}, {&a, 2e6, 2e-6}, {&a, 3e6, 1e-6}};
+  MemoryOpCoeffs f2 = fit_memory_op(falling);
+  EXPECT_GE(f2.dram_factor, 0);
+  EXPECT_GE(f2.sm_cycles_per_byte, 0);
+  EXPECT_GT(f2.floor_us, 0);
+  expect_error<DataError>([&] { fit_memory_op({{&a, 1e6, 1e-6}}); }, {"fewer than 3 rows"});
+}

@@ -423,3 +423,50 @@ TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
   expect_error<ConfigError>([&] { build_op_graph(m, 64, 1024, Mode::kTraining, uneven); }, {"--pp 11", "36 layers"});
   expect_error<ConfigError>([&] { predictor::all_reduce_ms(1e6, 2, no_link); }, {"interconnect_gbps"});
 }
+
+// Serving memory against hand-derived counts (1 GB = 1e9 bytes).
+TEST(Serving, MemoryMatchesHandDerivedCounts) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  // BF16: every one of the 8,030,261,248 parameters in 2 bytes. KV cache of one sequence of
+  // 1000 tokens: 2 (K, V) x 32 layers x 8 KV heads x 128 x 1000 x 2 bytes = 131,072,000 B.
+  auto bf = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 1, 1000, h100);
+  EXPECT_NEAR(bf.weights_gb, 16.060522496, 1e-9);
+  EXPECT_NEAR(bf.kv_cache_gb, 0.131072, 1e-12);
+  EXPECT_TRUE(bf.fits);
+  // FP8 over tp 2: linear weights (8,030,261,248 - 2 x 525,336,576 embeddings - 65 x 4096
+  // norms = 6,979,321,856) in 1 byte and embeddings in BF16, both halved; norms replicated.
+  auto f8 = predictor::serving_memory(m, DType::kFp8, DType::kFp8, 2, 1, 1000, h100);
+  EXPECT_NEAR(f8.weights_gb, (6979321856.0 + 2 * 1050673152.0) / 2 / 1e9 + 266240 * 2 / 1e9, 1e-9);
+  EXPECT_NEAR(f8.kv_cache_gb, 0.032768, 1e-12);
+  // Llama-3.1-70B in BF16 (141 GB of weights) does not fit one 80 GB GPU.
+  ModelConfig big = load_model_config("llama-3.1-70b", mdir);
+  EXPECT_FALSE(predictor::serving_memory(big, DType::kBf16, DType::kBf16, 1, 1, 128, h100).fits);
+}
+
+// generate = prefill + decode steps at growing context: checked against separately built
+// graphs (3 tokens: every step forecast), and the sampled path (long runs) against the sum
+// of every step.
+TEST(Serving, GenerateSumsPrefillAndDecodeSteps) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& gpu = registry().resolve("H200");
+  auto g = predictor::forecast_generate(m, gpu, p, 4, 1000, 3, DType::kBf16, DType::kBf16, 1);
+  auto step = [&](Mode mode, int64_t tokens) {
+    return predictor::forecast_model(build_serving_graph(m, mode, 4, tokens, DType::kBf16, DType::kBf16, 1), gpu, p).total_ms;
+  };
+  const double prefill = step(Mode::kPrefill, 1000), d1 = step(Mode::kDecode, 1000), d2 = step(Mode::kDecode, 1001);
+  EXPECT_NEAR(g.ttft_ms, prefill, 1e-9);
+  EXPECT_NEAR(g.tpot_ms, (d1 + d2) / 2, 1e-9);
+  EXPECT_NEAR(g.e2e_ms, prefill + d1 + d2, 1e-9);
+  EXPECT_NEAR(g.tokens_per_s, 4 * 3 / (g.e2e_ms * 1e-3), 1e-6);
+  EXPECT_EQ(g.decode_steps_forecast, 2);
+  auto longer = predictor::forecast_generate(m, gpu, p, 4, 1000, 200, DType::kBf16, DType::kBf16, 1);
+  EXPECT_EQ(longer.decode_steps_forecast, 33);
+  double exact = 0;
+  for (int64_t i = 1; i <= 199; ++i) exact += step(Mode::kDecode, 1000 + i - 1);
+  EXPECT_NEAR(longer.tpot_ms, exact / 199, 0.01 * exact / 199);
+  EXPECT_GT(step(Mode::kDecode, 8000), d1);  // a longer cache costs more
+}
