@@ -91,6 +91,22 @@ int main(int argc, char** argv) {
       std::printf("model_forecast_gpt3_2.7b_train_ms,%d,%.3f,ms\n", torch::get_num_threads(), 1e3 * secs(t0, t1) / reps);
       if (sink <= 0) return 1;
     }
+    // Serving forecast: Llama-3.1-70B generate (batch 8, prompt 2048, 256 tokens, tp 4) on
+    // H100: one prefill graph and 33 decode graphs.
+    {
+      ModelConfig mc = load_model_config("llama-3.1-70b", trainer::config_dir() + "/models");
+      auto run = [&] {
+        return predictor::forecast_generate(mc, h100, pred, 8, 2048, 256, DType::kBf16, DType::kBf16, 4).e2e_ms;
+      };
+      run();  // warm-up
+      const int reps = 10;
+      double sink = 0;
+      auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) sink += run();
+      auto t1 = Clock::now();
+      std::printf("generate_forecast_llama_3.1_70b_tp4_ms,%d,%.3f,ms\n", torch::get_num_threads(), 1e3 * secs(t0, t1) / reps);
+      if (sink <= 0) return 1;
+    }
     if (skip_train) return 0;
     std::string root = neusight_dir(data);
     if (!neusight_dir_present(root)) {

@@ -11,21 +11,25 @@ namespace tilecast::cli {
 
 int run_predict_kernel(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict-kernel options");
-  std::string op, shape, gpu, weights, gpu_dir, format, dtype, kv_dtype;
-  int64_t window = 0;
+  std::string op, shape, gpu, weights, gpu_dir, format, dtype, kv_dtype, routing;
+  int64_t window = 0, moe_tp = 1, moe_ep = 1;
   desc.add_options()("op", po::value(&op)->required(),
                      "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln "
                      "(FP32, NeuSight's families); gemm (tensor cores), attention_prefill, attention_decode, rmsnorm, silu_mul, "
-                     "rope, residual_add (--dtype)")(
+                     "rope, residual_add, moe (--dtype)")(
       "shape", po::value(&shape)->required(),
       "bmm: B,M,N,K; linear and gemm: M,N,K (M tokens, N = in, K = out features); vector ops: B,H; "
       "attention_prefill: B,S,H,KV,D; attention_decode: B,CTX,H,KV,D; rmsnorm, residual_add: T,H (tokens, hidden); "
-      "silu_mul: T,F (F = FFN width of one rank); rope: T,W (W = (heads + KV heads) x head_dim)")(
+      "silu_mul: T,F (F = FFN width of one rank); rope: T,W (W = (heads + KV heads) x head_dim); "
+      "moe: T,H,F,K,E (tokens, hidden, expert FFN width, top-k, experts)")(
       "dtype", po::value(&dtype),
       "fp32|tf32|fp16|bf16|fp8|fp8_block: gemm and attention (default bf16); memory ops: fp32|fp16|bf16 "
       "(default bf16); the FP32 families take fp32 only")(
       "kv-dtype", po::value(&kv_dtype), "attention: KV cache dtype (default: --dtype)")(
       "window", po::value(&window)->default_value(0), "attention: sliding window in tokens (0 = none)")(
+      "moe-tp", po::value(&moe_tp)->default_value(1), "moe: ranks the expert FFN width is split over")(
+      "moe-ep", po::value(&moe_ep)->default_value(1), "moe: ranks the experts are split over (rank 0 forecast)")(
+      "routing", po::value(&routing)->default_value("balanced"), "moe: balanced or power_law_<a> (e.g. power_law_1.2)")(
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -53,7 +57,19 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     throw ConfigError(std::string("--kv-dtype: ") + e.what());
   }
   if (window < 0) throw ConfigError("--window: expected >= 0, got " + std::to_string(window));
-  if (kind == OpKind::kGemm) {
+  const bool moe = kind == OpKind::kMoe;
+  if (!moe && (moe_tp != 1 || moe_ep != 1 || routing != "balanced"))
+    throw ConfigError("--moe-tp/--moe-ep/--routing apply to --op moe only");
+  if (moe) {
+    double alpha = 0;
+    if (!try_parse_routing(routing, &alpha))
+      throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
+                        routing + "'");
+    if (dt != DType::kBf16 && dt != DType::kFp16 && dt != DType::kFp8 && dt != DType::kFp8Block)
+      throw ConfigError(std::string("--dtype ") + dtype + ": fused MoE is modelled in bf16, fp16, fp8 and fp8_block");
+    q = moe_q(q.b, q.h, q.n, q.topk, q.experts, moe_tp, moe_ep, dt, alpha);
+    validate_query(q, "--shape");
+  } else if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);
   } else if (is_attention(op_family(kind))) {
     q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, window)
@@ -95,6 +111,13 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                         {"outside_training_range", r.out_of_range}};
     if (attn)
       j["library"] = attention_library(spec);
+    else if (moe) {
+      const MoeLoad l = moe_load(q);
+      j["library"] = moe_library(spec);
+      j["experts_hit"] = l.hit;
+      j["tokens_on_rank"] = l.tokens;
+      j["busiest_expert_tokens"] = l.max_load;
+    }
     else if (op_family(kind) == Family::kMemoryOp)
       j["model"] = "physics: per-launch floor + DRAM time + SM-side time per byte (fitted)";
     else if (gemm)
@@ -119,6 +142,9 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   else if (kind == OpKind::kGemm)
     std::printf("tile         %dx%d (%s tensor-core tile, from the spec's architecture)\n", r.launch.tile.tm,
                 r.launch.tile.tk, spec.arch.c_str());
+  else if (moe)
+    std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)\n", moe_load(q).hit,
+                moe_load(q).tokens, moe_load(q).max_load, moe_library(spec));
   else if (op_family(kind) == Family::kMemoryOp)
     std::printf("model        physics: per-launch floor + DRAM time + SM-side time per byte (fitted)\n");
   else if (gemm)

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -57,6 +59,7 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   check_range(s.max_threads_per_sm, 32, 65536, "max_threads_per_sm", origin);
   check_range(s.max_blocks_per_sm, 1, 1024, "max_blocks_per_sm", origin);
   if (s.interconnect_gbps != 0) check_range(s.interconnect_gbps, 1, 1e5, "interconnect_gbps", origin);
+  if (s.tdp_w != 0) check_range(s.tdp_w, 5, 1e5, "tdp_w", origin);
   if (s.fp32_matrix_peak_gflops != 0)
     check_range(s.fp32_matrix_peak_gflops, 100, 1e7, "fp32_matrix_peak_gflops", origin);
   for (const auto& kv : s.tensor_peak_gflops)
@@ -73,7 +76,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
       "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
-      "interconnect_gbps"};
+      "interconnect_gbps", "tdp_w"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
@@ -104,6 +107,14 @@ GpuSpec load_gpu_yaml(const std::string& path) {
     s.max_blocks_per_sm = get_scalar<int>(root["max_blocks_per_sm"], "max_blocks_per_sm", path);
   if (root["interconnect_gbps"])
     s.interconnect_gbps = get_scalar<double>(root["interconnect_gbps"], "interconnect_gbps", path);
+  if (root["compute_capability"]) {
+    const std::string cc = get_scalar<std::string>(root["compute_capability"], "compute_capability", path);
+    char* end = nullptr;
+    s.compute_capability = std::strtod(cc.c_str(), &end);
+    if (cc.empty() || *end != '\0' || !(s.compute_capability >= 1 && s.compute_capability < 100))
+      throw ConfigError(path + ": field 'compute_capability': expected a version like \"9.0\", got '" + cc + "'");
+  }
+  if (root["tdp_w"]) s.tdp_w = get_scalar<double>(root["tdp_w"], "tdp_w", path);
   if (root["tile_reference"])
     s.tile_reference = get_scalar<std::string>(root["tile_reference"], "tile_reference", path);
   if (root["notes"]) s.notes = get_scalar<std::string>(root["notes"], "notes", path);
@@ -200,6 +211,12 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   out << YAML::Key << "max_threads_per_sm" << YAML::Value << s.max_threads_per_sm;
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;
   if (s.interconnect_gbps > 0) out << YAML::Key << "interconnect_gbps" << YAML::Value << s.interconnect_gbps;
+  if (s.tdp_w > 0) out << YAML::Key << "tdp_w" << YAML::Value << s.tdp_w;
+  if (s.compute_capability > 0) {
+    char cc[16];
+    std::snprintf(cc, sizeof cc, "%.1f", s.compute_capability);
+    out << YAML::Key << "compute_capability" << YAML::Value << std::string(cc);
+  }
   if (!s.tile_reference.empty())
     out << YAML::Key << "tile_reference" << YAML::Value << s.tile_reference;
   out << YAML::Key << "sources" << YAML::Value << s.sources;

@@ -15,6 +15,7 @@ struct GpuSpec {
   std::vector<std::string> aliases;
   std::string vendor;  // "nvidia" | "amd" | "cpu" (the collector's CPU backend)
   std::string arch;    // "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna1".."cdna3"
+  double compute_capability = 0;  // CUDA compute capability (e.g. 10.0, 12.0); 0 = not stated
   int num_sms = 0;     // SMs (NVIDIA) or CUs (AMD) visible to one device
   int cores_per_sm = 0;           // FP32 lanes per SM
   double boost_clock_mhz = 0;     // boost clock used for the peaks
@@ -27,11 +28,18 @@ struct GpuSpec {
   int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)
   double interconnect_gbps = 0;   // GPU-to-GPU bandwidth per direction (NVLink/xGMI, else PCIe), GB/s; 0 = unknown
+  double tdp_w = 0;               // board power limit (TDP/TBP), W; 0 = unknown
   std::string tile_reference;     // training GPU whose kernel (tile) choices stand in for this one
   std::vector<std::string> sources;
   std::string notes;
   std::string origin;  // file it was read from
 
+  // Hopper (wgmma) and datacenter Blackwell (tcgen05, compute capability 10.x): the
+  // asynchronous tensor-core path with large tiles; Ada, Ampere and consumer/workstation
+  // Blackwell (12.x) run mma.sync.
+  bool async_tensor_cores() const {
+    return arch == "hopper" || (arch == "blackwell" && (compute_capability == 0 || compute_capability < 12));
+  }
   // Peak GFLOP/s a FP32 GEMM can reach with TF32 off (AMD: matrix cores when present).
   double fp32_gemm_peak_gflops() const {
     return fp32_matrix_peak_gflops > 0 ? fp32_matrix_peak_gflops : fp32_peak_gflops;

@@ -28,13 +28,20 @@ int next_pow2(int64_t x) {
 
 double lg(double x) { return std::log2(std::max(x, 1e-30)); }
 
+// Board power per FLOP at a tensor-core peak, pJ: W / (GFLOP/s) x 1e3.
+double pj_per_flop(const GpuSpec& gpu, double peak_gflops) {
+  if (!(gpu.tdp_w > 0))
+    throw ConfigError(gpu.origin + ": field 'tdp_w' (board power, W) is needed for tensor-core forecasts");
+  return gpu.tdp_w * 1e3 / peak_gflops;
+}
+
 // Output tile of the tensor-core GEMM libraries, from the architecture alone: 128 x 128
-// (Ampere, Ada: mma.sync) or 128 x 256 (Hopper wgmma, Blackwell tcgen05) output columns per
+// (Ampere, Ada, Blackwell 12.x: mma.sync) or 128 x 256 (Hopper wgmma, Blackwell 10.x tcgen05) output columns per
 // CTA; small-M (decode) GEMMs take an M tile of the next power of two, 16 to 128.
 GemmTile tensor_core_tile(const KernelQuery& q, const GpuSpec& gpu) {
   GemmTile t;
   t.tm = static_cast<int>(std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(q.m))));
-  t.tk = (gpu.arch == "hopper" || gpu.arch == "blackwell") ? 256 : 128;
+  t.tk = gpu.async_tensor_cores() ? 256 : 128;
   t.split_k = 1;
   return t;
 }
@@ -129,8 +136,66 @@ KernelQuery attention_decode_q(int64_t batch, int64_t ctx, int64_t heads, int64_
   return q;
 }
 
+KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, int64_t experts, int64_t moe_tp,
+                  int64_t moe_ep, DType dtype, double routing_alpha) {
+  KernelQuery q;
+  q.op = OpKind::kMoe;
+  q.b = tokens, q.h = hidden, q.n = inter;
+  q.topk = topk, q.experts = experts, q.moe_tp = moe_tp, q.moe_ep = moe_ep;
+  q.routing_alpha = routing_alpha;
+  q.dtype = dtype;
+  q.dtype_bytes = dtype_size(dtype);
+  return q;
+}
+
+bool try_parse_routing(const std::string& s, double* alpha) {
+  if (s == "balanced") {
+    *alpha = 0;
+    return true;
+  }
+  if (s.rfind("power_law_", 0) != 0 || s.size() == 10) return false;
+  char* end = nullptr;
+  const double a = std::strtod(s.c_str() + 10, &end);
+  if (*end != '\0' || !(a > 0 && a <= 10)) return false;
+  *alpha = a;
+  return true;
+}
+
+const char* moe_library(const GpuSpec& gpu) {
+  return gpu.arch == "blackwell" && gpu.async_tensor_cores() ? "sglang_flashinfer_trtllm_moe" : "sglang_fused_moe_triton";
+}
+
+MoeLoad moe_load(const KernelQuery& q) {
+  // Expected loads: assignments A = tokens x topk spread over experts with weights
+  // w_i ~ i^-alpha (alpha = 0: balanced), an expert taking at most every token once; rank 0
+  // holds experts 1..E/ep.
+  const int64_t e = q.experts, local = q.experts / q.moe_ep;
+  const double a = double(q.b) * q.topk;
+  double norm = 0;
+  for (int64_t i = 1; i <= e; ++i) norm += std::pow(double(i), -q.routing_alpha);
+  MoeLoad r;
+  std::vector<double> load(static_cast<size_t>(local));
+  for (int64_t i = 1; i <= local; ++i) {
+    load[i - 1] = std::min(double(q.b), a * std::pow(double(i), -q.routing_alpha) / norm);
+    r.tokens += load[i - 1];
+    r.max_load = std::max(r.max_load, load[i - 1]);
+  }
+  // Triton fused_moe's BLOCK_SIZE_M follows the tokens per expert (16..128).
+  const double per_hit_guess = std::max(1.0, r.tokens / std::max(1.0, double(local)));
+  r.tm = static_cast<int>(std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(static_cast<int64_t>(std::ceil(per_hit_guess))))));
+  for (double l : load) {
+    // Each token picks the expert with probability l / tokens: hit unless no token does
+    // (exact for balanced routing: 1 - (1 - k/E)^T).
+    const double p_hit = 1.0 - std::pow(1.0 - std::min(1.0, l / double(q.b)), double(q.b));
+    r.hit += p_hit;
+    r.tiles_m += p_hit * std::ceil(std::max(1.0, l) / r.tm);
+  }
+  r.hit = std::max(r.hit, 1e-9);
+  return r;
+}
+
 const char* attention_library(const GpuSpec& gpu) {
-  return gpu.arch == "blackwell" ? "trtllm_mha" : "flash_attention";
+  return gpu.arch == "blackwell" && gpu.async_tensor_cores() ? "trtllm_mha" : "flash_attention";
 }
 
 namespace {
@@ -153,6 +218,23 @@ void validate_query(const KernelQuery& q, const std::string& context) {
                       " out of range [1, 2^31]");
   };
   check(q.b, "B");
+  if (q.op == OpKind::kMoe) {
+    check(q.h, "H");
+    check(q.n, "F");
+    check(q.experts, "E");
+    check(q.topk, "K");
+    if (q.topk > q.experts)
+      throw DataError(context + ": top-k " + std::to_string(q.topk) + " exceeds the " + std::to_string(q.experts) + " experts");
+    if (q.moe_tp < 1 || q.moe_ep < 1 || q.n % q.moe_tp != 0 || q.experts % q.moe_ep != 0)
+      throw DataError(context + ": moe_tp must divide the expert FFN width and moe_ep the experts (got tp " +
+                      std::to_string(q.moe_tp) + ", ep " + std::to_string(q.moe_ep) + ")");
+    if (q.experts > 65536) throw DataError(context + ": " + std::to_string(q.experts) + " experts out of range [1, 65536]");
+    if (!(q.routing_alpha >= 0 && q.routing_alpha <= 10))
+      throw DataError(context + ": routing power-law exponent must be in [0, 10]");
+    if (double(q.b) * q.topk * std::max(q.h, q.n) > kMaxElems || double(q.experts) * q.h * q.n > kMaxElems)
+      throw DataError(context + ": tensor larger than 2^40 elements");
+    return;
+  }
   if (is_attention(op_family(q.op))) {
     check(q.m, "S");
     check(q.k, "H");
@@ -206,6 +288,10 @@ KernelQuery parse_query(OpKind op, const std::string& shape) {
     q = f == Family::kAttnPrefill
             ? attention_prefill_q(dims[0], dims[1], dims[2], dims[3], dims[4], DType::kBf16, DType::kBf16)
             : attention_decode_q(dims[0], dims[1], dims[2], dims[3], dims[4], DType::kBf16, DType::kBf16);
+  } else if (f == Family::kMoe) {
+    if (dims.size() != 5)
+      throw ConfigError("--shape: moe takes T,H,F,K,E (tokens, hidden, expert FFN width, top-k, experts)");
+    q = moe_q(dims[0], dims[1], dims[2], dims[3], dims[4], 1, 1, DType::kBf16);
   } else if (f == Family::kLinear || f == Family::kGemm) {
     if (dims.size() == 3) {
       q.b = 1, q.m = dims[0], q.n = dims[1], q.k = dims[2];
@@ -224,7 +310,12 @@ KernelQuery parse_query(OpKind op, const std::string& shape) {
 
 std::string query_shape_string(const KernelQuery& q) {
   std::ostringstream os;
-  if (q.op == OpKind::kAttnPrefill)
+  if (q.op == OpKind::kMoe) {
+    os << q.b << "," << q.h << "," << q.n << "," << q.topk << "," << q.experts;
+    if (q.moe_tp > 1) os << ",tp" << q.moe_tp;
+    if (q.moe_ep > 1) os << ",ep" << q.moe_ep;
+    if (q.routing_alpha > 0) os << ",a" << q.routing_alpha;
+  } else if (q.op == OpKind::kAttnPrefill)
     os << q.b << "," << q.m << "," << q.k << "," << q.h << "," << q.n << (q.window ? ",w" + std::to_string(q.window) : "");
   else if (q.op == OpKind::kAttnDecode)
     os << q.b << "," << q.ctx << "," << q.k << "," << q.h << "," << q.n << (q.window ? ",w" + std::to_string(q.window) : "");
@@ -239,6 +330,8 @@ std::string query_shape_string(const KernelQuery& q) {
 
 double query_flops(const KernelQuery& q) {
   if (q.op == OpKind::kGemm) return 2.0 * q.m * double(q.n) * q.k;
+  // gate_up (h -> 2 f) and down (f -> h) for every token routed to this rank's experts.
+  if (q.op == OpKind::kMoe) return 6.0 * moe_load(q).tokens * double(q.h) * (q.n / q.moe_tp);
   // QK^T and PV: 2 x 2 x head_dim FLOPs per (query, key) pair and head.
   if (is_attention(op_family(q.op))) return 4.0 * q.b * double(q.k) * q.n * attended_keys(q);
   if (is_gemm(op_family(q.op))) {
@@ -251,6 +344,13 @@ double query_flops(const KernelQuery& q) {
 
 double query_bytes(const KernelQuery& q) {
   const double e = q.dtype_bytes;
+  if (q.op == OpKind::kMoe) {
+    // Weights of every expert hit, in the dtype; per routed token its hidden input and the
+    // BF16 intermediates (gate_up out, SiLU-mul in/out, down out); the combined output.
+    const MoeLoad l = moe_load(q);
+    const double f = double(q.n / q.moe_tp);
+    return l.hit * 3.0 * q.h * f * e + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
+  }
   if (is_attention(op_family(q.op))) {
     // Q in, O out (BF16) for every query; K and V of the attended span once per sequence.
     const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m);
@@ -294,6 +394,14 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
     li.threads_per_cta = 128;
     li.ctas_per_sm = 1;
     li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
+  } else if (f == Family::kMoe) {
+    // Grouped gate_up GEMM: M tiles over the experts hit x 128-column N tiles of 2 x F.
+    const MoeLoad l = moe_load(q);
+    li.tile.tm = l.tm;
+    li.tile.tk = 128;
+    li.num_ctas = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(l.tiles_m)) * ceil_div(2 * (q.n / q.moe_tp), 128));
+    li.threads_per_cta = 128;
+    li.ctas_per_sm = 1;
   } else if (f == Family::kGemm) {
     li.tile = tensor_core_tile(q, gpu);
     li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk);
@@ -372,6 +480,14 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
     kb.base_s = std::max(kb.compute_s, kb.memory_s);
     return kb;
   }
+  if (f == Family::kMoe) {
+    const MoeLoad l = moe_load(q);
+    const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
+    kb.compute_s = compute_s(padded_flops * pad, gemm_peak_gflops(gpu, q.dtype));
+    kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
+    kb.base_s = std::max(kb.compute_s, kb.memory_s);
+    return kb;
+  }
   if (f == Family::kGemm) {
     const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                                 double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
@@ -389,7 +505,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
-  double peak = q.op == OpKind::kGemm || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
+  double peak = q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
                 : is_gemm(op_family(q.op)) ? gpu.fp32_gemm_peak_gflops()
                                            : gpu.fp32_peak_gflops;
   return std::max(compute_s(query_flops(q), peak), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
@@ -414,6 +530,12 @@ const std::vector<std::string>& feature_names(Family f) {
   if (is_attention(f)) return attn;
   static const std::vector<std::string> none;
   if (f == Family::kMemoryOp) return none;  // physics, no MLP
+  static const std::vector<std::string> moe = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us",
+      "log2_tokens", "log2_hidden", "log2_inter_local", "log2_topk", "log2_experts_local", "log2_experts_hit",
+      "log2_max_load", "log2_tokens_per_hit", "routing_alpha", "dtype_bytes", "log2_weight_bytes_over_l2",
+      "log2_pj_per_flop"};
+  if (f == Family::kMoe) return moe;
   static const std::vector<std::string> vec = {
       "log2_compute_us", "log2_memory_us", "log2_waves",        "last_wave_fill",
       "log2_b",          "log2_h",         "log2_bytes_over_l2", "bytes_per_elem_over_4",
@@ -451,6 +573,25 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     // 56.3 -> 59.9 %, L40S 756 -> 970 %; docs/accuracy.md).
     return;
   }
+  if (q.op == OpKind::kMoe) {
+    const double peak = gemm_peak_gflops(gpu, q.dtype);
+    const MoeLoad l = moe_load(q);
+    const double f = double(q.n / q.moe_tp);
+    out[i++] = float(lg(s_to_us(compute_s(query_flops(q), peak))));
+    out[i++] = float(lg(double(q.b)));
+    out[i++] = float(lg(double(q.h)));
+    out[i++] = float(lg(f));
+    out[i++] = float(lg(double(q.topk)));
+    out[i++] = float(lg(double(q.experts / q.moe_ep)));
+    out[i++] = float(lg(l.hit));
+    out[i++] = float(lg(std::max(l.max_load, 1e-3)));
+    out[i++] = float(lg(std::max(l.tokens / l.hit, 1e-3)));
+    out[i++] = float(q.routing_alpha);
+    out[i++] = float(dtype_size(q.dtype));
+    out[i++] = float(lg(l.hit * 3.0 * q.h * f * q.dtype_bytes / l2_bytes));
+    out[i++] = float(lg(pj_per_flop(gpu, peak)));
+    return;
+  }
   if (q.op == OpKind::kGemm) {
     const double peak = gemm_peak_gflops(gpu, q.dtype);
     out[i++] = float(lg(s_to_us(compute_s(query_flops(q), peak))));
@@ -469,6 +610,8 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;
     out[i++] = alignment(q.m, 4);
     out[i++] = alignment(q.k, 4);
+    // No board-power-per-FLOP feature (tdp_w / peak): measured worse in leave-one-GPU-out
+    // (10 epochs: L40S 101.5 -> 106.6 %, B200 35.2 -> 44.5 %, A100 20.4 -> 19.8 %; docs/accuracy.md).
     return;
   }
   if (is_gemm(op_family(q.op))) {

@@ -36,6 +36,10 @@ struct KernelQuery {
   int64_t ctx = 0;                     // decode: tokens in the KV cache (attended keys)
   int64_t window = 0;                  // sliding window in tokens (0 = none)
   DType kv_dtype = DType::kBf16;       // KV cache element type
+  // Fused MoE (op moe): b = tokens, h = hidden, n = expert FFN width (whole, before tp);
+  int64_t experts = 0, topk = 0;       // experts in the layer, experts per token
+  int64_t moe_tp = 1, moe_ep = 1;      // expert FFNs split over moe_tp ranks, experts over moe_ep
+  double routing_alpha = 0;            // token routing: 0 = balanced, else power law i^-alpha
 };
 // Causal prefill of `batch` prompts of `seq` tokens; decode of one token per sequence over
 // `ctx` cached tokens. Heads must be a multiple of kv_heads (GQA).
@@ -44,15 +48,33 @@ KernelQuery attention_prefill_q(int64_t batch, int64_t seq, int64_t heads, int64
 KernelQuery attention_decode_q(int64_t batch, int64_t ctx, int64_t heads, int64_t kv_heads, int64_t head_dim,
                                DType dtype, DType kv_dtype, int64_t window = 0);
 // The attention library a GPU runs in SGLang, from its architecture (never from the row):
-// "trtllm_mha" on Blackwell, "flash_attention" elsewhere.
+// "trtllm_mha" on datacenter Blackwell (compute capability 10.x), "flash_attention" elsewhere.
 const char* attention_library(const GpuSpec& gpu);
+// A fused MoE layer on one rank: `tokens` tokens pick `topk` of `experts` experts; each expert
+// is gate_up (hidden -> 2 x inter) and down (inter -> hidden). aiconfigurator's layout.
+KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, int64_t experts, int64_t moe_tp,
+                  int64_t moe_ep, DType dtype, double routing_alpha = 0);
+// Token routing of a MoE query: "balanced" (0) or "power_law_<a>" with 0 < a <= 10.
+bool try_parse_routing(const std::string& s, double* alpha);
+// The fused-MoE kernel SGLang runs, from the architecture: flashinfer's TRT-LLM kernel on
+// datacenter Blackwell, the Triton fused_moe kernel elsewhere.
+const char* moe_library(const GpuSpec& gpu);
+// Expected per-expert load on rank 0 of the expert-parallel group (experts 1..E/ep, the most
+// loaded under a power law): tokens routed there, experts hit, the busiest expert's tokens and
+// the M tiles of the grouped GEMM (tile `tm` rows).
+struct MoeLoad {
+  double tokens = 0, hit = 0, max_load = 0, tiles_m = 0;
+  int tm = 64;
+};
+MoeLoad moe_load(const KernelQuery& q);
 // A tensor-core GEMM (op gemm): M tokens, N in-features (reduction), K out-features, as linear.
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d);
 
 // Throws DataError if a dim is < 1 or absurd (> 2^31 per dim, > 2^40 elements per tensor).
 void validate_query(const KernelQuery& q, const std::string& context);
 // Parses "B,M,N,K" (bmm), "M,N,K" or "B,M,N,K" with B=1 (linear, gemm), "B,H" (vector ops),
-// "B,S,H,KV,D" (attention_prefill) and "B,CTX,H,KV,D" (attention_decode).
+// "B,S,H,KV,D" (attention_prefill), "B,CTX,H,KV,D" (attention_decode) and "T,H,F,K,E"
+// (moe: tokens, hidden, expert FFN width, top-k, experts; moe_tp = moe_ep = 1, balanced).
 KernelQuery parse_query(OpKind op, const std::string& shape);
 std::string query_shape_string(const KernelQuery& q);
 

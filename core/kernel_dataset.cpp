@@ -91,6 +91,21 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
                         std::to_string(lo) + ", 2^31]");
       return v;
     };
+    // One row: the query, validated, with the row's latency, device and kernel library.
+    auto emit = [&](const KernelQuery& q) {
+      KernelSample s;
+      s.file = path;
+      s.line = line;
+      s.query = q;
+      validate_query(s.query, where(path, line));
+      s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
+      if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
+        throw DataError(where(path, line) + ": column 'latency': " + f[c_lat] + " ms outside (0, 1e7]");
+      s.device = f[c_dev];
+      if (s.device.empty()) throw DataError(where(path, line) + ": column 'device' is empty");
+      if (c_src >= 0) s.library = f[c_src];
+      rows.push_back(std::move(s));
+    };
     if (f[c_op] == "context_attention" || f[c_op] == "generation_attention") {
       const bool prefill = f[c_op] == "context_attention";
       DType d, kvd;
@@ -108,24 +123,33 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
       const int64_t b = dim(col("batch_size"), "batch_size", 1), isl = dim(col("isl"), "isl", 1);
       const int64_t h = dim(col("num_heads"), "num_heads", 1), kv = dim(col("num_key_value_heads"), "num_key_value_heads", 1);
       const int64_t hd = dim(col("head_dim"), "head_dim", 1), step = dim(col("step"), "step", 0);
-      KernelSample s;
-      s.file = path;
-      s.line = line;
       // Decode: `step` tokens are cached before this one; the new token attends to all of them and itself.
-      s.query = prefill ? attention_prefill_q(b, isl, h, kv, hd, d, kvd, window)
-                        : attention_decode_q(b, step + 1, h, kv, hd, d, kvd, window);
-      validate_query(s.query, where(path, line));
-      s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
-      if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
-        throw DataError(where(path, line) + ": column 'latency': " + f[c_lat] + " ms outside (0, 1e7]");
-      s.device = f[c_dev];
-      if (c_src >= 0) s.library = f[c_src];
-      rows.push_back(std::move(s));
+      emit(prefill ? attention_prefill_q(b, isl, h, kv, hd, d, kvd, window)
+                   : attention_decode_q(b, step + 1, h, kv, hd, d, kvd, window));
+      continue;
+    }
+    if (f[c_op] == "moe") {
+      DType d;
+      const int c_md = col("moe_dtype");
+      if (!try_dtype_from_string(f[c_md], &d) || (d != DType::kBf16 && d != DType::kFp16 && d != DType::kFp8 &&
+                                                  d != DType::kFp8Block)) {
+        ++skipped[f[c_md]];  // int4_wo, mxfp4, nvfp4: weight-only / FP4 kernels are not modelled
+        continue;
+      }
+      const std::string dist = f[col("distribution")];
+      double alpha = 0;
+      if (!try_parse_routing(dist, &alpha))
+        throw DataError(where(path, line) + ": column 'distribution': expected balanced or power_law_<a> (0 < a <= 10), got '" +
+                        dist + "'");
+      emit(moe_q(dim(col("num_tokens"), "num_tokens", 1), dim(col("hidden_size"), "hidden_size", 1),
+                 dim(col("inter_size"), "inter_size", 1), dim(col("topk"), "topk", 1),
+                 dim(col("num_experts"), "num_experts", 1), dim(col("moe_tp_size"), "moe_tp_size", 1),
+                 dim(col("moe_ep_size"), "moe_ep_size", 1), d, alpha));
       continue;
     }
     if (f[c_op] != "gemm")
       throw DataError(where(path, line) + ": column 'op_name': '" + f[c_op] +
-                      "' is not modelled yet (gemm, context_attention and generation_attention are; moe is planned)");
+                      "' is not modelled (gemm, context_attention, generation_attention and moe are)");
     for (int c : {c_dtype, c_m, c_n, c_k})
       if (c < 0) throw DataError(where(path, 1) + ": gemm rows need columns gemm_dtype, m, n, k");
     DType d;
@@ -133,19 +157,8 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
       ++skipped[f[c_dtype]];  // e.g. nvfp4: no FP4 model (counted and reported)
       continue;
     }
-    KernelSample s;
-    s.file = path;
-    s.line = line;
-    if (c_src >= 0) s.library = f[c_src];
     // F.linear(a[m, k], b[n, k]): m tokens, k in-features (our N), n out-features (our K).
-    s.query = gemm_q(dim(c_m, "m", 1), dim(c_k, "k", 1), dim(c_n, "n", 1), d);
-    validate_query(s.query, where(path, line));
-    s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
-    if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
-      throw DataError(where(path, line) + ": column 'latency': " + f[c_lat] + " ms outside (0, 1e7]");
-    s.device = f[c_dev];
-    if (s.device.empty()) throw DataError(where(path, line) + ": column 'device' is empty");
-    rows.push_back(std::move(s));
+    emit(gemm_q(dim(c_m, "m", 1), dim(c_k, "k", 1), dim(c_n, "n", 1), d));
   }
   for (const auto& kv : skipped)
     TC_LOG(Warn) << path << ": skipped " << kv.second << " rows of '" << kv.first
@@ -227,8 +240,8 @@ std::vector<KernelSample> read_vidur_csv(CsvReader& csv) {
   return rows;
 }
 
-// ../shared/llm-kernels/llmservingsim/<hw>/<org>/<model>/<variant>/tp<N>/dense.csv: vLLM layer
-// timings (microseconds) of one model; its dims come from meta.yaml two folders up
+// ../shared/llm-kernels/llmservingsim/<hw>/<org>/<model>/<variant>/tp<N>/{dense,attention}.csv:
+// vLLM layer and attention timings (microseconds) of one model; its dims come from meta.yaml two folders up
 // (hf_overrides), the hidden size from the model id (meta.yaml does not state it).
 std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
   const std::string& path = csv.path();
@@ -259,9 +272,54 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
   if (tp < 1 || !end || *end != '\0' || heads % tp != 0 || kv % tp != 0 || ffn % tp != 0 || h % heads != 0)
     throw DataError(path + ": folder '" + tps + "' is not tp<N> dividing the model's heads and FFN");
   const int64_t hd = h / heads;
-  const int c_layer = csv.column("layer"), c_t = csv.column("tokens"), c_us = csv.column("time_us");
   std::vector<KernelSample> rows;
   std::vector<std::string> f;
+  auto finish = [&](KernelSample& s, long line, const std::string& us_text) {
+    validate_query(s.query, where(path, line));
+    const double us = parse_double_field(us_text, path, line, "time_us");
+    if (!(us > 0) || us > kMaxKernelLatencyMs * 1e3)
+      throw DataError(where(path, line) + ": column 'time_us': " + us_text + " outside (0, 1e10]");
+    s.file = path;
+    s.line = line;
+    s.latency_ms = us * 1e-3;
+    s.device = device;
+    s.library = "vllm";
+    rows.push_back(std::move(s));
+  };
+  if (csv.column("prefill_chunk") >= 0) {
+    // attention.csv: one attention call over a batch mixing a prefill chunk (prefill_chunk new
+    // tokens after kv_prefill cached ones) and n_decode decode requests of kv_decode cached
+    // tokens. Pure decode rows and fresh single-prompt prefills are the modelled kernels; mixed
+    // batches are skipped (counted).
+    const int c_pc = csv.column("prefill_chunk"), c_kp = csv.column("kv_prefill"), c_nd = csv.column("n_decode"),
+              c_kd = csv.column("kv_decode"), c_us = csv.column("time_us");
+    int64_t mixed = 0;
+    while (csv.next(f)) {
+      const long line = csv.line();
+      auto num = [&](int c, const char* name) {
+        const long long v = parse_int_field(f[c], path, line, name);
+        if (v < 0 || v > (int64_t{1} << 31)) throw DataError(where(path, line) + ": column '" + name + "': out of range [0, 2^31]");
+        return static_cast<int64_t>(v);
+      };
+      const int64_t pc = num(c_pc, "prefill_chunk"), kp = num(c_kp, "kv_prefill"), nd = num(c_nd, "n_decode"),
+                    kd = num(c_kd, "kv_decode");
+      KernelSample s;
+      if (pc == 0 && nd > 0 && kd > 0) {
+        s.query = attention_decode_q(nd, kd + 1, heads / tp, kv / tp, hd, d, d);
+      } else if (nd == 0 && kp == 0 && pc > 0) {
+        s.query = attention_prefill_q(1, pc, heads / tp, kv / tp, hd, d, d);
+      } else {
+        ++mixed;
+        continue;
+      }
+      finish(s, line, f[c_us]);
+    }
+    if (mixed) {
+      TC_LOG(Info) << path << ": skipped " << mixed << " rows mixing prefill and decode in one batch";
+    }
+    return rows;
+  }
+  const int c_layer = csv.column("layer"), c_t = csv.column("tokens"), c_us = csv.column("time_us");
   while (csv.next(f)) {
     const long line = csv.line();
     const long long t = parse_int_field(f[c_t], path, line, "tokens");
@@ -283,17 +341,8 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
     else if (layer == "embedding") continue;  // a gather, not one of the modelled ops
     else throw DataError(where(path, line) + ": column 'layer': unknown layer '" + layer + "'");
     KernelSample s;
-    s.file = path;
-    s.line = line;
     s.query = q;
-    validate_query(s.query, where(path, line));
-    const double us = parse_double_field(f[c_us], path, line, "time_us");
-    if (!(us > 0) || us > kMaxKernelLatencyMs * 1e3)
-      throw DataError(where(path, line) + ": column 'time_us': " + f[c_us] + " outside (0, 1e10]");
-    s.latency_ms = us * 1e-3;
-    s.device = device;
-    s.library = "vllm";
-    rows.push_back(std::move(s));
+    finish(s, line, f[c_us]);
   }
   return rows;
 }
@@ -305,7 +354,9 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
   if (csv.header().size() > 3 && csv.header()[0] == "framework" && csv.column("op_name") >= 0)
     return read_aiconfigurator_csv(csv);
   if (csv.column("num_tokens") >= 0 && csv.column("time_stats.add.median") >= 0) return read_vidur_csv(csv);
-  if (csv.header() == std::vector<std::string>{"layer", "tokens", "time_us"}) return read_llmservingsim_csv(csv);
+  if (csv.header() == std::vector<std::string>{"layer", "tokens", "time_us"} ||
+      csv.header() == std::vector<std::string>{"prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us"})
+    return read_llmservingsim_csv(csv);
   for (const auto& name : csv.header())
     if (!known_columns().count(name))
       throw DataError(where(path, 1) + ": unknown column '" + name + "'");
@@ -432,6 +483,17 @@ std::vector<std::string> llm_training_files(const std::string& root, Family f) {
     if (files.empty()) throw DataError(root + ": no vidur mlp.csv or llmservingsim dense.csv files");
     return files;
   }
+  if (f == Family::kGemm) {
+    // aiconfigurator's SGLang GEMMs, plus the cuBLAS GEMMs of the layer-op sources (vidur:
+    // A100, A40 in FP16; LLMServingSim: RTX 4090 in BF16); readers return their other ops too.
+    std::vector<std::string> files = llm_training_files(root, Family::kMemoryOp);
+    for (const auto& gpu : llm_training_gpu_dirs()) {
+      const fs::path p = fs::path(root) / "aiconfigurator" / gpu / "gemm_perf.csv";
+      if (!fs::exists(p)) throw DataError(p.string() + ": training file missing (set TILECAST_LLM_KERNELS_DIR or --llm-dir)");
+      files.push_back(p.string());
+    }
+    return files;
+  }
   const std::string file = std::string(family_name(f)) + "_perf.csv";  // gemm, context_attention, ...
   std::vector<std::string> files;
   for (const auto& gpu : llm_training_gpu_dirs()) {
@@ -463,6 +525,7 @@ std::vector<std::string> training_files(const std::string& root, Family f) {
     case Family::kAttnPrefill:
     case Family::kAttnDecode:
     case Family::kMemoryOp:
+    case Family::kMoe:
     case Family::kCount: break;
   }
   std::vector<std::string> files;

@@ -35,7 +35,9 @@ constexpr double kMaxKernelLatencyMs = 1e7;
 // are refused until their family exists.
 // Also reads vidur's per-layer mlp.csv (../shared/llm-kernels/vidur/<a100|a40>/<org>/<model>/,
 // detected from its columns): FP16 cuBLAS GEMMs (gemm) and the memory ops of Llama-like models
-// (rmsnorm, rope, silu_mul, residual_add), per tensor-parallel rank.
+// (rmsnorm, rope, silu_mul, residual_add), per tensor-parallel rank; and LLMServingSim's vLLM
+// dense.csv (the same ops, GPU and dims from meta.yaml) and attention.csv (pure decode and
+// fresh-prefill rows).
 std::vector<KernelSample> read_kernel_csv(const std::string& path);
 
 // Parses (Tile1, Tile2) from a cuBLAS/cutlass/Tensile kernel name as NeuSight does:

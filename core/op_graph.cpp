@@ -667,23 +667,11 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     gemm("mlp.down_proj", t, m.ffn / tp, h);
     all_reduce(t);
   } else {
-    // Router in the activation dtype, top-k, then the experts as a grouped GEMM: every expert
-    // hit runs its tokens (uniform routing: t*k/hit each) through gate_up and down. Expert
-    // FFNs are split over the tp ranks (moe_tp = tp).
-    const int64_t ex = m.num_experts, k = m.experts_per_token;
-    const double hit = expected_experts_hit(t, k, ex);
-    const int64_t n_hit = std::max<int64_t>(1, static_cast<int64_t>(std::llround(hit)));
-    const int64_t per_expert = std::max<int64_t>(1, (t * k + n_hit - 1) / n_hit);
-    const int64_t f = m.moe_ffn / tp;
-    kernel("mlp.gate", "gemm", gemm_q(t, h, ex, act));
-    b.op("mlp.topk", "memory").fw.push_back(KernelCall::mem(4.0 * double(t) * ex + 8.0 * double(t) * k));
-    b.op("mlp.experts.permute", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * k * h));
-    b.set_count(m.layers * n_hit);
-    gemm("mlp.experts.gate_up_proj", per_expert, h, 2 * f);
-    kernel("mlp.experts.act_fn", "memory_op", mem_q(OpKind::kSiluMul, per_expert, f, act));
-    gemm("mlp.experts.down_proj", per_expert, f, h);
-    b.set_count(m.layers);
-    b.op("mlp.experts.unpermute_reduce", "memory").fw.push_back(KernelCall::mem(e * double(t) * (k + 1) * h));
+    // Router GEMM in the activation dtype, then one fused MoE kernel (top-k, grouped gate_up
+    // GEMM, SiLU-mul, grouped down GEMM, weighted combine) with the expert FFNs split over the
+    // tp ranks (moe_tp = tp), balanced routing.
+    kernel("mlp.gate", "gemm", gemm_q(t, h, m.num_experts, act));
+    kernel("mlp.experts", "moe", moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, dtype));
     all_reduce(t);
   }
   kernel("residual_2", "memory_op", mem_q(OpKind::kResidualAdd, t, h, act));

@@ -79,8 +79,8 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // token for each of `batch` sequences whose KV cache holds `tokens` tokens before it. GEMMs
 // are tensor-core `gemm` kernels in `dtype` (fp8: FP8 weights and activations, BF16 elsewhere),
 // attention is FlashAttention-style prefill/decode over a `kv_dtype` cache, and RMSNorm,
-// RoPE, SiLU-mul and residual adds are memory ops; MoE experts run as a grouped GEMM (one
-// GEMM per expert hit). Rules: docs/model-graphs.md#serving. Throws ConfigError for other
+// RoPE, SiLU-mul and residual adds are memory ops; MoE layers are a router GEMM and one fused
+// MoE kernel (family moe). Rules: docs/model-graphs.md#serving. Throws ConfigError for other
 // model types, sizes out of range, or a tp that does not divide heads, KV heads and FFN.
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp);

@@ -63,6 +63,7 @@ const char* family_name(Family f) {
     case Family::kAttnPrefill: return "context_attention";
     case Family::kAttnDecode: return "generation_attention";
     case Family::kMemoryOp: return "memory_op";
+    case Family::kMoe: return "moe";
     case Family::kCount: break;
   }
   return "?";
@@ -76,7 +77,7 @@ Family family_from_string(const std::string& name) {
   if (name == "attention_decode") return Family::kAttnDecode;
   if (name == "vec" || name == "elem") return Family::kElementwise;
   throw ConfigError("unknown predictor family '" + name +
-                    "' (bmm, linear, elementwise, softmax, layernorm, gemm, attention_prefill, attention_decode, memory_op)");
+                    "' (bmm, linear, elementwise, softmax, layernorm, gemm, attention_prefill, attention_decode, memory_op, moe)");
 }
 
 }  // namespace tilecast

@@ -30,11 +30,12 @@ enum class OpKind {
   kSiluMul,      // SwiGLU activation: silu(gate) * up, (tokens, 2F) -> (tokens, F)
   kRope,         // rotary embedding of q and k in place: (tokens, (heads + kv_heads) * head_dim)
   kResidualAdd,  // residual add of (tokens, H)
+  kMoe,          // fused MoE layer: top-k routing, grouped gate_up GEMM, SiLU-mul, grouped down GEMM
   kCount
 };
 
 // One MLP per family.
-enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kMemoryOp, kCount };
+enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kMemoryOp, kMoe, kCount };
 
 struct OpInfo {
   OpKind kind;
@@ -74,6 +75,7 @@ inline constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kCount)> kOpTabl
     {OpKind::kSiluMul, "silu_mul", Family::kMemoryOp, 3, 6, false},
     {OpKind::kRope, "rope", Family::kMemoryOp, 2, 3, false},
     {OpKind::kResidualAdd, "residual_add", Family::kMemoryOp, 3, 1, false},
+    {OpKind::kMoe, "moe", Family::kMoe, 0, 0, false},
 }};
 
 const OpInfo& op_info(OpKind k);
@@ -85,16 +87,18 @@ bool try_op_kind_from_string(const std::string& name, OpKind* out);
 
 const char* family_name(Family f);  // "bmm", "linear", "elementwise", "softmax", "layernorm"
 Family family_from_string(const std::string& name);  // throws ConfigError
-constexpr std::array<Family, 9> kAllFamilies = {Family::kBmm,       Family::kLinear,     Family::kElementwise,
-                                                Family::kSoftmax,   Family::kLayerNorm,  Family::kGemm,
-                                                Family::kAttnPrefill, Family::kAttnDecode, Family::kMemoryOp};
+constexpr std::array<Family, 10> kAllFamilies = {Family::kBmm,       Family::kLinear,     Family::kElementwise,
+                                                 Family::kSoftmax,   Family::kLayerNorm,  Family::kGemm,
+                                                 Family::kAttnPrefill, Family::kAttnDecode, Family::kMemoryOp,
+                                                 Family::kMoe};
 // MLP families (every family but memory_op, whose physics coefficients are fitted, not learnt).
 inline bool is_mlp_family(Family f) { return f != Family::kMemoryOp; }
 // NeuSight's FP32 families (trained on its five GPUs) and the LLM-era ones (../shared/llm-kernels).
 constexpr std::array<Family, 5> kNeuSightFamilies = {Family::kBmm, Family::kLinear, Family::kElementwise,
                                                      Family::kSoftmax, Family::kLayerNorm};
 inline bool is_llm_kernel_family(Family f) {
-  return f == Family::kGemm || f == Family::kAttnPrefill || f == Family::kAttnDecode || f == Family::kMemoryOp;
+  return f == Family::kGemm || f == Family::kAttnPrefill || f == Family::kAttnDecode || f == Family::kMemoryOp ||
+         f == Family::kMoe;
 }
 inline bool is_attention(Family f) { return f == Family::kAttnPrefill || f == Family::kAttnDecode; }
 // SIMT FP32 GEMMs of NeuSight's data (tiles from the tile table).

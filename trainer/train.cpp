@@ -304,6 +304,9 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         rows.insert(rows.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
       }
     }
+    // Layer-op files hold several families (GEMMs and memory ops): keep this one's rows.
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const KernelSample& s) { return op_family(s.query.op) != fam; }),
+               rows.end());
     if (is_attention(fam)) {
       // Several libraries measured the same shapes on one GPU (B200: trtllm_mha and triton);
       // train on the one a forecast for that GPU assumes, chosen from its spec. Rows measured
@@ -325,6 +328,19 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       if (rows.size() != before) {
         TC_LOG(Info) << family_name(fam) << ": left out " << before - rows.size() << " rows (" << impossible
                      << " faster than 1.5x the compute roofline, the rest of another kernel library than the spec's choice)";
+      }
+    }
+    if (fam == Family::kMoe) {
+      // Fused MoE: train on the kernel library a forecast for that GPU assumes (from its spec).
+      const auto before = rows.size();
+      rows.erase(std::remove_if(rows.begin(), rows.end(),
+                                [&](const KernelSample& s) {
+                                  const GpuSpec* g = gpus.find(s.device);
+                                  return g && !s.library.empty() && s.library != moe_library(*g);
+                                }),
+                 rows.end());
+      if (rows.size() != before) {
+        TC_LOG(Info) << "moe: left out " << before - rows.size() << " rows of another kernel library than the spec's choice";
       }
     }
     if (!opt.exclude_gpus.empty()) {

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -124,8 +125,8 @@ TEST(Dataset, ReadsAiconfiguratorGemmRows) {
   EXPECT_EQ(rows[3].query.dtype, DType::kFp8Block);
   EXPECT_EQ(rows[3].query.n, 7168);
   EXPECT_DOUBLE_EQ(rows[3].latency_ms, 0.02);
-  expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_moe.csv")); },
-                          {"aic_moe.csv:2", "op_name", "'moe' is not modelled yet"});
+  expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_unknown_op.csv")); },
+                          {"aic_unknown_op.csv:2", "op_name", "'allreduce' is not modelled"});
   expect_error<DataError>([] { read_kernel_csv(data_path("bad/aic_zero_dim.csv")); },
                           {"aic_zero_dim.csv:2", "column 'k'"});
 }
@@ -202,6 +203,58 @@ TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
   EXPECT_DOUBLE_EQ(d[0].latency_ms, 0.0035);
   EXPECT_EQ(query_shape_string(d[1].query), "8,4096,6144");
   EXPECT_EQ(d[1].query.dtype, DType::kBf16);
+  // attention.csv: a pure decode row (4 requests, 100 cached tokens each), a fresh prefill
+  // chunk of 64 tokens, and a mixed batch (skipped).
+  std::ofstream(sdir / "tp1" / "attention.csv") << "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n"
+                                                   "0,0,4,100,9.5\n64,0,0,0,10.2\n64,16,2,32,20\n";
+  auto at = read_kernel_csv((sdir / "tp1" / "attention.csv").string());
+  ASSERT_EQ(at.size(), 2u);
+  EXPECT_EQ(at[0].query.op, OpKind::kAttnDecode);
+  EXPECT_EQ(query_shape_string(at[0].query), "4,101,32,8,128");  // attends the cache + itself
+  EXPECT_EQ(at[1].query.op, OpKind::kAttnPrefill);
+  EXPECT_EQ(query_shape_string(at[1].query), "1,64,32,8,128");
+  EXPECT_DOUBLE_EQ(at[1].latency_ms, 0.0102);
   std::ofstream(sdir / "tp1" / "dense.csv") << "layer,tokens,time_us\nconv,8,3.5\n";
   expect_error<DataError>([&] { read_kernel_csv((sdir / "tp1" / "dense.csv").string()); }, {"dense.csv:2", "unknown layer 'conv'"});
+}
+
+// Fused-MoE rows: dims per column, routing from `distribution`, weight-only int4 skipped; the
+// expected expert loads by hand: 48 tokens x top-8 over 128 experts balanced = 3 each.
+TEST(Dataset, ReadsAiconfiguratorMoeRows) {
+  namespace fs = std::filesystem;
+  const std::string p = ::testing::TempDir() + "aic_moe.csv";
+  std::ofstream(p) << "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,"
+                      "num_experts,moe_tp_size,moe_ep_size,distribution,latency\n"
+                      "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,bfloat16,48,2816,704,8,128,1,1,balanced,2.25\n"
+                      "SGLang,0.5,NVIDIA L40S,moe,sglang_marlin_moe,int4_wo,48,2816,704,8,128,1,1,balanced,1.5\n"
+                      "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,fp8_block,16,7168,2048,8,256,2,4,power_law_1.2,0.3\n";
+  auto rows = read_kernel_csv(p);
+  ASSERT_EQ(rows.size(), 2u);
+  const KernelQuery& a = rows[0].query;
+  EXPECT_EQ(a.op, OpKind::kMoe);
+  EXPECT_EQ(a.b, 48);
+  EXPECT_EQ(a.h, 2816);
+  EXPECT_EQ(a.n, 704);
+  EXPECT_EQ(a.topk, 8);
+  EXPECT_EQ(a.experts, 128);
+  EXPECT_DOUBLE_EQ(a.routing_alpha, 0);
+  EXPECT_EQ(rows[0].library, "sglang_fused_moe_triton");
+  MoeLoad l = moe_load(a);
+  EXPECT_NEAR(l.tokens, 384, 1e-9);            // 48 x 8 assignments, all on this rank
+  EXPECT_NEAR(l.max_load, 3, 1e-9);
+  EXPECT_NEAR(l.hit, 128 * (1 - std::pow(1 - 8.0 / 128, 48)), 1e-9);  // P(no token picks it)
+  const KernelQuery& b = rows[1].query;
+  EXPECT_EQ(b.dtype, DType::kFp8Block);
+  EXPECT_EQ(b.moe_tp, 2);
+  EXPECT_EQ(b.moe_ep, 4);
+  EXPECT_DOUBLE_EQ(b.routing_alpha, 1.2);
+  // Rank 0 holds experts 1..64, the heaviest under the power law: expert 1 gets
+  // 128 x 1 / sum_{i<=256} i^-1.2 of the 128 assignments (capped at 16 tokens).
+  double norm = 0;
+  for (int i = 1; i <= 256; ++i) norm += std::pow(i, -1.2);
+  EXPECT_NEAR(moe_load(b).max_load, std::min(16.0, 128.0 / norm), 1e-9);
+  std::ofstream(p) << "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,"
+                      "num_experts,moe_tp_size,moe_ep_size,distribution,latency\n"
+                      "SGLang,0.5,NVIDIA L40S,moe,x,bfloat16,48,2816,704,8,128,1,1,zipf,2.25\n";
+  expect_error<DataError>([&] { read_kernel_csv(p); }, {"aic_moe.csv:2", "distribution", "zipf"});
 }

@@ -349,23 +349,29 @@ TEST(ServingGraph, LlamaPrefillAndDecodeShapes) {
       if (call.is_kernel() && call.query.op == OpKind::kRmsNorm) EXPECT_EQ(call.query.dtype, DType::kBf16);
 }
 
-TEST(ServingGraph, MoeGroupedGemmAndQkNorm) {
-  // Mixtral decode of 1 token: top-2 of 8 experts -> 2 experts hit, 1 token each.
-  EXPECT_DOUBLE_EQ(expected_experts_hit(1, 2, 8), 2.0);
+TEST(ServingGraph, MoeFusedKernelAndQkNorm) {
+  EXPECT_DOUBLE_EQ(expected_experts_hit(1, 2, 8), 2.0);  // one token picks 2 distinct experts
   EXPECT_NEAR(expected_experts_hit(4096, 2, 8), 8.0, 1e-9);
+  // Mixtral decode of 1 token: router 4096 -> 8 experts, then one fused MoE kernel per layer
+  // (top-2 of 8, expert FFN 14336 split over tp 2).
   ModelConfig mx = load_model_config("mixtral-8x7b", models_dir());
-  auto c = serving_kernels(build_serving_graph(mx, Mode::kDecode, 1, 100, DType::kBf16, DType::kBf16, 1));
-  EXPECT_EQ(c["gemm(1,4096,28672)"], 32 * 2);  // gate_up of the 2 experts hit
-  EXPECT_EQ(c["gemm(1,14336,4096)"], 32 * 2);
-  EXPECT_EQ(c["gemm(1,4096,8)"], 32);          // router
-  // Qwen3-30B-A3B prefill of 256 tokens: 128 experts, top-8, all hit; q/k norms per head.
+  OpGraph g = build_serving_graph(mx, Mode::kDecode, 1, 100, DType::kBf16, DType::kBf16, 2);
+  auto c = serving_kernels(g);
+  EXPECT_EQ(c["gemm(1,4096,8)"], 32);
+  EXPECT_EQ(c["moe(1,4096,14336,2,8,tp2)"], 32);
+  EXPECT_EQ(c.count("silu_mul(1,7168)"), 0u);  // inside the fused kernel
+  // Qwen3-30B-A3B prefill of 256 tokens: 128 experts, top-8; q/k norms per head.
   ModelConfig q = load_model_config("qwen3-30b-a3b", models_dir());
-  auto e = serving_kernels(build_serving_graph(q, Mode::kPrefill, 1, 256, DType::kBf16, DType::kBf16, 1));
-  const int64_t hit = std::llround(expected_experts_hit(256, 8, 128));
-  EXPECT_EQ(hit, 128);
-  EXPECT_EQ(e["gemm(16,2048,1536)"], 48 * 128);  // 256 x 8 / 128 = 16 tokens per expert
-  EXPECT_EQ(e["rmsnorm(8192,128)"], 48);         // q_norm: 256 tokens x 32 heads
-  EXPECT_EQ(e["rmsnorm(1024,128)"], 48);         // k_norm: 4 KV heads
+  auto e = serving_kernels(build_serving_graph(q, Mode::kPrefill, 1, 256, DType::kFp8, DType::kBf16, 1));
+  EXPECT_EQ(e["moe(256,2048,768,8,128)"], 48);
+  EXPECT_EQ(e["rmsnorm(8192,128)"], 48);  // q_norm: 256 tokens x 32 heads
+  EXPECT_EQ(e["rmsnorm(1024,128)"], 48);  // k_norm: 4 KV heads
+  for (const auto& op : g.ops)
+    for (const auto& call : op.fw)
+      if (call.is_kernel() && call.query.op == OpKind::kMoe) {
+        EXPECT_EQ(call.query.moe_tp, 2);
+        EXPECT_EQ(call.query.dtype, DType::kBf16);
+      }
 }
 
 TEST(ServingGraph, RefusesWhatItDoesNotModel) {
