@@ -42,7 +42,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   OpKind kind;
   if (!try_op_kind_from_string(op, &kind)) throw ConfigError("--op: unknown op '" + op + "'");
   KernelQuery q = parse_query(kind, shape);
-  const bool llm = is_llm_kernel_family(op_family(kind));
+  const bool llm = family_traits(op_family(kind)).dtyped;
   if (dtype.empty()) dtype = llm ? "bf16" : "fp32";
   if (kv_dtype.empty()) kv_dtype = dtype;
   DType dt, kvd;

@@ -52,32 +52,27 @@ OpKind op_kind_from_string(const std::string& name) {
   throw DataError("unknown op '" + name + "' (known: " + all + ")");
 }
 
+namespace {
+constexpr bool family_table_in_order() {
+  for (size_t i = 0; i < kFamilyTable.size(); ++i)
+    if (static_cast<size_t>(kFamilyTable[i].family) != i) return false;
+  return true;
+}
+}  // namespace
+static_assert(family_table_in_order(), "kFamilyTable must follow the order of Family");
+
 const char* family_name(Family f) {
-  switch (f) {
-    case Family::kBmm: return "bmm";
-    case Family::kLinear: return "linear";
-    case Family::kElementwise: return "elementwise";
-    case Family::kSoftmax: return "softmax";
-    case Family::kLayerNorm: return "layernorm";
-    case Family::kGemm: return "gemm";
-    case Family::kAttnPrefill: return "context_attention";
-    case Family::kAttnDecode: return "generation_attention";
-    case Family::kMemoryOp: return "memory_op";
-    case Family::kMoe: return "moe";
-    case Family::kCount: break;
-  }
-  return "?";
+  TC_CHECK(f != Family::kCount, "family_name of Family::kCount");
+  return family_traits(f).name;
 }
 
 Family family_from_string(const std::string& name) {
-  for (Family f : kAllFamilies)
-    if (name == family_name(f)) return f;
-  if (name == "ln") return Family::kLayerNorm;
-  if (name == "attention_prefill") return Family::kAttnPrefill;
-  if (name == "attention_decode") return Family::kAttnDecode;
-  if (name == "vec" || name == "elem") return Family::kElementwise;
-  throw ConfigError("unknown predictor family '" + name +
-                    "' (bmm, linear, elementwise, softmax, layernorm, gemm, attention_prefill, attention_decode, memory_op, moe)");
+  std::string all;
+  for (const auto& t : kFamilyTable) {
+    if (name == t.name || (*t.alias1 && name == t.alias1) || (*t.alias2 && name == t.alias2)) return t.family;
+    all += std::string(all.empty() ? "" : ", ") + t.name;
+  }
+  throw ConfigError("unknown predictor family '" + name + "' (" + all + ")");
 }
 
 }  // namespace tilecast

@@ -85,21 +85,50 @@ Family op_family(OpKind k);
 OpKind op_kind_from_string(const std::string& name);
 bool try_op_kind_from_string(const std::string& name, OpKind* out);
 
-const char* family_name(Family f);  // "bmm", "linear", "elementwise", "softmax", "layernorm"
-Family family_from_string(const std::string& name);  // throws ConfigError
+// One row per kernel family: what the rest of tilecast asks of a family is read from here
+// (names, where its data comes from, how it is modelled, its shape schema for --shape).
+enum class FamilyData { kNeuSight, kLlmKernels };  // ../shared/neusight or ../shared/llm-kernels
+enum class FamilyModel { kMlp, kPhysics };         // a trained network, or fitted coefficients
+struct FamilyTraits {
+  Family family;
+  const char* name;     // manifest key, --family value, file stem of collected data
+  const char* alias1;   // other accepted spellings ("" = none)
+  const char* alias2;
+  FamilyData data;
+  FamilyModel model;
+  bool dtyped;          // takes --dtype beyond fp32 (tensor cores, serving dtypes)
+  const char* shape;    // --shape schema, for help and errors
+};
+// Order must follow Family (checked by static_assert in op_kind.cpp).
+inline constexpr std::array<FamilyTraits, static_cast<size_t>(Family::kCount)> kFamilyTable = {{
+    {Family::kBmm, "bmm", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,M,N,K"},
+    {Family::kLinear, "linear", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "M,N,K"},
+    {Family::kElementwise, "elementwise", "vec", "elem", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,H"},
+    {Family::kSoftmax, "softmax", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,H"},
+    {Family::kLayerNorm, "layernorm", "ln", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,H"},
+    {Family::kGemm, "gemm", "", "", FamilyData::kLlmKernels, FamilyModel::kMlp, true, "M,N,K"},
+    {Family::kAttnPrefill, "context_attention", "attention_prefill", "", FamilyData::kLlmKernels, FamilyModel::kMlp,
+     true, "B,S,H,KV,D"},
+    {Family::kAttnDecode, "generation_attention", "attention_decode", "", FamilyData::kLlmKernels, FamilyModel::kMlp,
+     true, "B,CTX,H,KV,D"},
+    {Family::kMemoryOp, "memory_op", "", "", FamilyData::kLlmKernels, FamilyModel::kPhysics, true, "T,W"},
+    {Family::kMoe, "moe", "", "", FamilyData::kLlmKernels, FamilyModel::kMlp, true, "T,H,F,K,E"},
+}};
+inline const FamilyTraits& family_traits(Family f) { return kFamilyTable.at(static_cast<size_t>(f)); }
+
+const char* family_name(Family f);  // the table's name: "bmm", ..., "moe"
+Family family_from_string(const std::string& name);  // name or alias; throws ConfigError listing them
 constexpr std::array<Family, 10> kAllFamilies = {Family::kBmm,       Family::kLinear,     Family::kElementwise,
                                                  Family::kSoftmax,   Family::kLayerNorm,  Family::kGemm,
                                                  Family::kAttnPrefill, Family::kAttnDecode, Family::kMemoryOp,
                                                  Family::kMoe};
+static_assert(kAllFamilies.size() == static_cast<size_t>(Family::kCount), "kAllFamilies lists every family");
 // MLP families (every family but memory_op, whose physics coefficients are fitted, not learnt).
-inline bool is_mlp_family(Family f) { return f != Family::kMemoryOp; }
+inline bool is_mlp_family(Family f) { return family_traits(f).model == FamilyModel::kMlp; }
 // NeuSight's FP32 families (trained on its five GPUs) and the LLM-era ones (../shared/llm-kernels).
 constexpr std::array<Family, 5> kNeuSightFamilies = {Family::kBmm, Family::kLinear, Family::kElementwise,
                                                      Family::kSoftmax, Family::kLayerNorm};
-inline bool is_llm_kernel_family(Family f) {
-  return f == Family::kGemm || f == Family::kAttnPrefill || f == Family::kAttnDecode || f == Family::kMemoryOp ||
-         f == Family::kMoe;
-}
+inline bool is_llm_kernel_family(Family f) { return family_traits(f).data == FamilyData::kLlmKernels; }
 inline bool is_attention(Family f) { return f == Family::kAttnPrefill || f == Family::kAttnDecode; }
 // SIMT FP32 GEMMs of NeuSight's data (tiles from the tile table).
 inline bool is_gemm(Family f) { return f == Family::kBmm || f == Family::kLinear; }

@@ -206,3 +206,20 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
   EXPECT_GT(f2.floor_us, 0);
   expect_error<DataError>([&] { fit_memory_op({{&a, 1e6, 1e-6}}); }, {"fewer than 3 rows"});
 }
+
+// The family table: every family's name and aliases resolve to it, and an unknown name lists
+// the known ones (so adding a row is all a new family needs for --family and the manifest).
+TEST(FamilyTable, NamesAndAliasesRoundTrip) {
+  for (const auto& t : kFamilyTable) {
+    EXPECT_EQ(family_from_string(t.name), t.family);
+    if (*t.alias1) EXPECT_EQ(family_from_string(t.alias1), t.family);
+    if (*t.alias2) EXPECT_EQ(family_from_string(t.alias2), t.family);
+    EXPECT_STREQ(family_name(t.family), t.name);
+  }
+  EXPECT_EQ(family_from_string("ln"), Family::kLayerNorm);
+  EXPECT_EQ(family_from_string("attention_decode"), Family::kAttnDecode);
+  EXPECT_TRUE(is_llm_kernel_family(Family::kMoe));
+  EXPECT_FALSE(is_llm_kernel_family(Family::kSoftmax));
+  EXPECT_FALSE(is_mlp_family(Family::kMemoryOp));
+  expect_error<ConfigError>([] { family_from_string("conv"); }, {"unknown predictor family 'conv'", "memory_op", "moe"});
+}
