@@ -4,16 +4,19 @@
 
 namespace tilecast {
 
-
-
 namespace {
-constexpr bool table_in_order() {
-  for (size_t i = 0; i < kOpTable.size(); ++i)
-    if (static_cast<size_t>(kOpTable[i].kind) != i) return false;
+// True if row i of a table describes enumerator i (the tables are indexed by the enum).
+template <typename Row, size_t N, typename Key>
+constexpr bool rows_in_enum_order(const std::array<Row, N>& table, Key key) {
+  for (size_t i = 0; i < N; ++i)
+    if (static_cast<size_t>(key(table[i])) != i) return false;
   return true;
 }
 }  // namespace
-static_assert(table_in_order(), "kOpTable must follow the order of OpKind");
+static_assert(rows_in_enum_order(kOpTable, [](const OpInfo& r) { return r.kind; }),
+              "kOpTable must follow the order of OpKind");
+static_assert(rows_in_enum_order(kFamilyTable, [](const FamilyTraits& r) { return r.family; }),
+              "kFamilyTable must follow the order of Family");
 
 const OpInfo& op_info(OpKind k) { return kOpTable.at(static_cast<size_t>(k)); }
 const char* op_name(OpKind k) { return op_info(k).name; }
@@ -51,15 +54,6 @@ OpKind op_kind_from_string(const std::string& name) {
   for (const auto& info : kOpTable) all += std::string(all.empty() ? "" : ", ") + info.name;
   throw DataError("unknown op '" + name + "' (known: " + all + ")");
 }
-
-namespace {
-constexpr bool family_table_in_order() {
-  for (size_t i = 0; i < kFamilyTable.size(); ++i)
-    if (static_cast<size_t>(kFamilyTable[i].family) != i) return false;
-  return true;
-}
-}  // namespace
-static_assert(family_table_in_order(), "kFamilyTable must follow the order of Family");
 
 const char* family_name(Family f) {
   TC_CHECK(f != Family::kCount, "family_name of Family::kCount");
