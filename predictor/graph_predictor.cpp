@@ -236,12 +236,18 @@ std::string forecast_table(const ModelForecast& f, int top_ops) {
   for (const auto& o : f.ops) ops.push_back(&o);
   auto total = [](const OpForecast* o) { return (o->fw_ms + o->bw_ms + o->acc_ms) * o->count; };
   std::sort(ops.begin(), ops.end(), [&](auto a, auto b) { return total(a) > total(b); });
-  os << "\ntop operators                                 count   fw_ms(all)   bw_ms(all)      %\n";
+  const bool serving = is_serving(f.mode);  // forward only: one column of time
+  os << (serving ? "\ntop operators                                 count      ms(all)      %\n"
+                 : "\ntop operators                                 count   fw_ms(all)   bw_ms(all)      %\n");
   for (int i = 0; i < top_ops && i < static_cast<int>(ops.size()); ++i) {
     const OpForecast* o = ops[i];
-    std::snprintf(buf, sizeof buf, "%-44s %6lld %12.3f %12.3f %6.1f%%\n", o->name.c_str(),
-                  static_cast<long long>(o->count), o->fw_ms * o->count, (o->bw_ms + o->acc_ms) * o->count,
-                  f.total_ms > 0 ? 100 * total(o) / f.total_ms : 0);
+    const double share = f.total_ms > 0 ? 100 * total(o) / f.total_ms : 0;
+    if (serving)
+      std::snprintf(buf, sizeof buf, "%-44s %6lld %12.3f %6.1f%%\n", o->name.c_str(), static_cast<long long>(o->count),
+                    o->fw_ms * o->count, share);
+    else
+      std::snprintf(buf, sizeof buf, "%-44s %6lld %12.3f %12.3f %6.1f%%\n", o->name.c_str(),
+                    static_cast<long long>(o->count), o->fw_ms * o->count, (o->bw_ms + o->acc_ms) * o->count, share);
     os << buf;
   }
   return os.str();
