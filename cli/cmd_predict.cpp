@@ -1,6 +1,5 @@
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -70,13 +69,6 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (mode == "generate") need("--gen T", vm.count("gen") > 0);
   const std::string mdir = models_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : models_dir;
   ModelConfig mc = load_model_config(model, mdir);
-  auto parse_dtype = [](const std::string& flag, const std::string& v) {
-    try {
-      return dtype_from_string(v);
-    } catch (const ConfigError& e) {
-      throw ConfigError(flag + ": " + e.what());
-    }
-  };
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
   if (serving) {
     refuse("--fusion", vm.count("fusion") > 0);
@@ -86,13 +78,13 @@ int run_predict(const Args& args, const GlobalOptions&) {
       DType d;
       dtype = !mc.torch_dtype.empty() && try_dtype_from_string(mc.torch_dtype, &d) ? d : DType::kBf16;
     } else {
-      dtype = parse_dtype("--dtype", dtype_s);
+      dtype = parse_dtype_flag("--dtype", dtype_s);
     }
     const bool fp8 = dtype == DType::kFp8 || dtype == DType::kFp8Block;
-    kv_dtype = kv_dtype_s.empty() ? (fp8 ? DType::kBf16 : dtype) : parse_dtype("--kv-dtype", kv_dtype_s);
+    kv_dtype = kv_dtype_s.empty() ? (fp8 ? DType::kBf16 : dtype) : parse_dtype_flag("--kv-dtype", kv_dtype_s);
   } else {
     refuse("--kv-dtype", !kv_dtype_s.empty());
-    if (!dtype_s.empty() && parse_dtype("--dtype", dtype_s) != DType::kFp32)
+    if (!dtype_s.empty() && parse_dtype_flag("--dtype", dtype_s) != DType::kFp32)
       throw ConfigError("--dtype " + dtype_s + ": --mode " + mode +
                         " models eager FP32 PyTorch (NeuSight's data); BF16/FP16/FP8 forecasts are the serving "
                         "modes (--mode prefill|decode|generate)");
@@ -119,27 +111,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
     if (vm.count("fusion")) g = fuse_op_graph(g);
   }
   auto f = predictor::forecast_model(g, spec, kp);
-  if (format == "json") {
-    std::string j = predictor::forecast_json(f);
-    if (serving) {  // memory fields beside the forecast
-      auto obj = nlohmann::json::parse(j);
-      obj["weights_gb"] = memory.weights_gb;
-      obj["kv_cache_gb"] = memory.kv_cache_gb;
-      obj["memory_gb"] = memory.capacity_gb;
-      obj["fits"] = memory.fits;
-      j = obj.dump(2) + "\n";
-    }
-    std::cout << j;
-  } else if (format == "csv") {
-    std::cout << predictor::forecast_csv(f);
-  } else {
-    std::string t = predictor::forecast_table(f, top);
-    if (serving) {
-      const size_t nl = t.find('\n');
-      t.insert(nl + 1, predictor::serving_memory_table(memory));
-    }
-    std::cout << t;
-  }
+  const predictor::ServingMemory* mem = serving ? &memory : nullptr;
+  if (format == "json") std::cout << predictor::forecast_json(f, mem);
+  else if (format == "csv") std::cout << predictor::forecast_csv(f);
+  else std::cout << predictor::forecast_table(f, top, mem);
   return 0;
 }
 

@@ -45,17 +45,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   const bool llm = family_traits(op_family(kind)).dtyped;
   if (dtype.empty()) dtype = llm ? "bf16" : "fp32";
   if (kv_dtype.empty()) kv_dtype = dtype;
-  DType dt, kvd;
-  try {
-    dt = dtype_from_string(dtype);
-  } catch (const ConfigError& e) {
-    throw ConfigError(std::string("--dtype: ") + e.what());
-  }
-  try {
-    kvd = dtype_from_string(kv_dtype);
-  } catch (const ConfigError& e) {
-    throw ConfigError(std::string("--kv-dtype: ") + e.what());
-  }
+  const DType dt = parse_dtype_flag("--dtype", dtype), kvd = parse_dtype_flag("--kv-dtype", kv_dtype);
   if (window < 0) throw ConfigError("--window: expected >= 0, got " + std::to_string(window));
   const bool moe = kind == OpKind::kMoe;
   if (!moe && (moe_tp != 1 || moe_ep != 1 || routing != "balanced"))
@@ -80,7 +70,6 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
                         "' runs in the model's activation dtype: fp32, fp16 or bf16");
     q.dtype = dt;
-    q.dtype_bytes = dtype_size(dt);
   } else if (dt != DType::kFp32) {
     throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
                       "' is modelled in fp32 only (NeuSight's FP32 data); use --op gemm for tensor-core GEMMs");
@@ -112,7 +101,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     if (attn)
       j["library"] = attention_library(spec);
     else if (moe) {
-      const MoeLoad l = moe_load(q);
+      const MoeLoad& l = r.launch.moe;
       j["library"] = moe_library(spec);
       j["experts_hit"] = l.hit;
       j["tokens_on_rank"] = l.tokens;
@@ -143,8 +132,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("tile         %dx%d (%s tensor-core tile, from the spec's architecture)\n", r.launch.tile.tm,
                 r.launch.tile.tk, spec.arch.c_str());
   else if (moe)
-    std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)\n", moe_load(q).hit,
-                moe_load(q).tokens, moe_load(q).max_load, moe_library(spec));
+    std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)\n", r.launch.moe.hit,
+                r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec));
   else if (op_family(kind) == Family::kMemoryOp)
     std::printf("model        physics: per-launch floor + DRAM time + SM-side time per byte (fitted)\n");
   else if (gemm)

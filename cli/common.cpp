@@ -31,6 +31,14 @@ GpuRegistry load_registry(const std::string& gpu_dir_flag) {
   return GpuRegistry(dir);
 }
 
+DType parse_dtype_flag(const std::string& flag, const std::string& value) {
+  try {
+    return dtype_from_string(value);
+  } catch (const ConfigError& e) {
+    throw ConfigError(flag + ": " + e.what());
+  }
+}
+
 void check_format(const std::string& fmt, const std::vector<std::string>& allowed) {
   for (const auto& a : allowed)
     if (fmt == a) return;

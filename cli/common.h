@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/gpu_spec.h"
+#include "core/kernel.h"
 
 namespace tilecast::cli {
 
@@ -19,5 +20,7 @@ GpuRegistry load_registry(const std::string& gpu_dir_flag = "");
 
 // Validates --format against the allowed set; throws ConfigError.
 void check_format(const std::string& fmt, const std::vector<std::string>& allowed);
+// A --dtype-style flag's value; ConfigError "<flag>: unknown dtype ..." otherwise.
+DType parse_dtype_flag(const std::string& flag, const std::string& value);
 
 }  // namespace tilecast::cli

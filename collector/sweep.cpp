@@ -77,10 +77,12 @@ std::vector<std::string> dim_names(Family f) {
 
 }  // namespace
 
-int dtype_bytes(const std::string& dtype) {
-  if (dtype == "fp32") return 4;
-  if (dtype == "fp16" || dtype == "bf16") return 2;
-  throw ConfigError("unknown dtype '" + dtype + "' (fp32, fp16, bf16)");
+DType sweep_dtype(const std::string& dtype) {
+  DType d;
+  if (!try_dtype_from_string(dtype, &d) || dtype != dtype_name(d) ||
+      (d != DType::kFp32 && d != DType::kFp16 && d != DType::kBf16))
+    throw ConfigError("unknown dtype '" + dtype + "' (fp32, fp16, bf16)");
+  return d;
 }
 
 Sweep load_sweep(const std::string& path) {
@@ -102,7 +104,7 @@ Sweep load_sweep(const std::string& path) {
   if (s.dtypes.empty()) throw ConfigError(path + ": field 'dtypes': empty");
   for (const auto& d : s.dtypes) {
     try {
-      dtype_bytes(d);
+      sweep_dtype(d);
     } catch (const ConfigError& e) {
       throw ConfigError(path + ": field 'dtypes': " + e.what());
     }
@@ -208,7 +210,7 @@ SweepConfig sweep_config(const Sweep& s, int64_t index) {
   c.index = index;
   c.dtype = dtype;
   c.query.op = op;
-  c.query.dtype_bytes = dtype_bytes(dtype);
+  c.query.dtype = sweep_dtype(dtype);
   if (f.family == Family::kBmm) c.query.b = v[0], c.query.m = v[1], c.query.n = v[2], c.query.k = v[3];
   else if (f.family == Family::kLinear) c.query.b = 1, c.query.m = v[0], c.query.n = v[1], c.query.k = v[2];
   else c.query.b = v[0], c.query.h = v[1];

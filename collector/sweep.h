@@ -53,8 +53,8 @@ int64_t sweep_size(const Sweep& s);
 // Short hash of everything that decides a sweep's configs and their timing (not its name).
 std::string sweep_fingerprint(const Sweep& s);
 SweepConfig sweep_config(const Sweep& s, int64_t index);
-// Element size of a dtype name (fp32 4, fp16/bf16 2); throws ConfigError otherwise.
-int dtype_bytes(const std::string& dtype);
+// A dtype the collector runs, by its canonical name (fp32, fp16, bf16); ConfigError otherwise.
+DType sweep_dtype(const std::string& dtype);
 
 // "--shard I/N": I in [0, N). Throws ConfigError for bad text.
 struct Shard {

@@ -114,7 +114,6 @@ KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d) {
   q.op = OpKind::kGemm;
   q.b = 1, q.m = m, q.n = n, q.k = k;
   q.dtype = d;
-  q.dtype_bytes = dtype_size(d);
   return q;
 }
 
@@ -124,7 +123,6 @@ KernelQuery attention_prefill_q(int64_t batch, int64_t seq, int64_t heads, int64
   q.op = OpKind::kAttnPrefill;
   q.b = batch, q.m = seq, q.k = heads, q.h = kv_heads, q.n = head_dim;
   q.ctx = seq, q.window = window, q.dtype = dtype, q.kv_dtype = kv_dtype;
-  q.dtype_bytes = dtype_size(dtype);
   return q;
 }
 
@@ -144,7 +142,6 @@ KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, i
   q.topk = topk, q.experts = experts, q.moe_tp = moe_tp, q.moe_ep = moe_ep;
   q.routing_alpha = routing_alpha;
   q.dtype = dtype;
-  q.dtype_bytes = dtype_size(dtype);
   return q;
 }
 
@@ -196,6 +193,12 @@ MoeLoad moe_load(const KernelQuery& q) {
 
 const char* attention_library(const GpuSpec& gpu) {
   return gpu.arch == "blackwell" && gpu.async_tensor_cores() ? "trtllm_mha" : "flash_attention";
+}
+
+const char* kernel_library(Family f, const GpuSpec& gpu) {
+  if (is_attention(f)) return attention_library(gpu);
+  if (f == Family::kMoe) return moe_library(gpu);
+  return nullptr;
 }
 
 namespace {
@@ -328,10 +331,20 @@ std::string query_shape_string(const KernelQuery& q) {
   return os.str();
 }
 
+namespace {
+// gate_up (h -> 2 f) and down (f -> h) for every token routed to this rank's experts.
+double moe_flops(const KernelQuery& q, const MoeLoad& l) { return 6.0 * l.tokens * double(q.h) * (q.n / q.moe_tp); }
+// Weights of every expert hit, in the dtype; per routed token its hidden input and the BF16
+// intermediates (gate_up out, SiLU-mul in/out, down out); the combined output.
+double moe_bytes(const KernelQuery& q, const MoeLoad& l) {
+  const double e = dtype_size(q.dtype), f = double(q.n / q.moe_tp);
+  return l.hit * 3.0 * q.h * f * e + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
+}
+}  // namespace
+
 double query_flops(const KernelQuery& q) {
   if (q.op == OpKind::kGemm) return 2.0 * q.m * double(q.n) * q.k;
-  // gate_up (h -> 2 f) and down (f -> h) for every token routed to this rank's experts.
-  if (q.op == OpKind::kMoe) return 6.0 * moe_load(q).tokens * double(q.h) * (q.n / q.moe_tp);
+  if (q.op == OpKind::kMoe) return moe_flops(q, moe_load(q));
   // QK^T and PV: 2 x 2 x head_dim FLOPs per (query, key) pair and head.
   if (is_attention(op_family(q.op))) return 4.0 * q.b * double(q.k) * q.n * attended_keys(q);
   if (is_gemm(op_family(q.op))) {
@@ -343,14 +356,8 @@ double query_flops(const KernelQuery& q) {
 }
 
 double query_bytes(const KernelQuery& q) {
-  const double e = q.dtype_bytes;
-  if (q.op == OpKind::kMoe) {
-    // Weights of every expert hit, in the dtype; per routed token its hidden input and the
-    // BF16 intermediates (gate_up out, SiLU-mul in/out, down out); the combined output.
-    const MoeLoad l = moe_load(q);
-    const double f = double(q.n / q.moe_tp);
-    return l.hit * 3.0 * q.h * f * e + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
-  }
+  const double e = dtype_size(q.dtype);
+  if (q.op == OpKind::kMoe) return moe_bytes(q, moe_load(q));
   if (is_attention(op_family(q.op))) {
     // Q in, O out (BF16) for every query; K and V of the attended span once per sequence.
     const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m);
@@ -358,7 +365,7 @@ double query_bytes(const KernelQuery& q) {
   }
   if (q.op == OpKind::kGemm) {
     // Inputs in the dtype, output in BF16/FP16 (FP32 for fp32/tf32): A (M,N), B (K,N), C (M,K).
-    const double out = q.dtype_bytes >= 4 ? 4.0 : 2.0;
+    const double out = e >= 4 ? 4.0 : 2.0;
     return e * (double(q.m) * q.n + double(q.k) * q.n) + out * double(q.m) * q.k;
   }
   if (is_gemm(op_family(q.op))) {
@@ -396,12 +403,11 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
     li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
   } else if (f == Family::kMoe) {
     // Grouped gate_up GEMM: M tiles over the experts hit x 128-column N tiles of 2 x F.
-    const MoeLoad l = moe_load(q);
-    li.tile.tm = l.tm;
+    li.moe = moe_load(q);
+    li.tile.tm = li.moe.tm;
     li.tile.tk = 128;
-    li.num_ctas = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(l.tiles_m)) * ceil_div(2 * (q.n / q.moe_tp), 128));
+    li.num_ctas = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(li.moe.tiles_m)) * ceil_div(2 * (q.n / q.moe_tp), 128));
     li.threads_per_cta = 128;
-    li.ctas_per_sm = 1;
   } else if (f == Family::kGemm) {
     li.tile = tensor_core_tile(q, gpu);
     li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk);
@@ -444,7 +450,13 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
       li.num_ctas = q.b;
     }
   }
-  if (!has_mnk(f) && !is_attention(f))
+  // As many CTAs per SM as threads and the block limit allow: row and element kernels, and the
+  // Triton fused-MoE kernel (4-warp CTAs; one CTA per SM was measured worse in leave-one-GPU-out:
+  // mean MAPE 46.8 -> 55.8 % over the four MoE folds of scripts/eval-llm-loo.sh --epochs 10).
+  // Tiled GEMMs and attention run one CTA per SM per wave.
+  const bool occupancy_bound = f == Family::kElementwise || f == Family::kSoftmax || f == Family::kLayerNorm ||
+                               f == Family::kMemoryOp || f == Family::kMoe;
+  if (occupancy_bound)
     li.ctas_per_sm = std::max(1, std::min(gpu.max_blocks_per_sm,
                                           gpu.max_threads_per_sm / li.threads_per_cta));
   const int64_t slots = int64_t{gpu.num_sms} * li.ctas_per_sm;
@@ -481,10 +493,10 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
     return kb;
   }
   if (f == Family::kMoe) {
-    const MoeLoad l = moe_load(q);
+    const MoeLoad& l = li.moe;
     const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
     kb.compute_s = compute_s(padded_flops * pad, gemm_peak_gflops(gpu, q.dtype));
-    kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
+    kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
     kb.base_s = std::max(kb.compute_s, kb.memory_s);
     return kb;
   }
@@ -550,7 +562,6 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
                      const KernelBounds& kb, float* out) {
   if (op_family(q.op) == Family::kMemoryOp) return;  // no features: physics
   const double l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
-  const double bytes = query_bytes(q);
   int i = 0;
   out[i++] = float(lg(s_to_us(kb.compute_s)));
   out[i++] = float(lg(s_to_us(kb.memory_s)));
@@ -575,9 +586,9 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
   }
   if (q.op == OpKind::kMoe) {
     const double peak = gemm_peak_gflops(gpu, q.dtype);
-    const MoeLoad l = moe_load(q);
+    const MoeLoad& l = li.moe;
     const double f = double(q.n / q.moe_tp);
-    out[i++] = float(lg(s_to_us(compute_s(query_flops(q), peak))));
+    out[i++] = float(lg(s_to_us(compute_s(moe_flops(q, l), peak))));
     out[i++] = float(lg(double(q.b)));
     out[i++] = float(lg(double(q.h)));
     out[i++] = float(lg(f));
@@ -588,10 +599,11 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = float(lg(std::max(l.tokens / l.hit, 1e-3)));
     out[i++] = float(q.routing_alpha);
     out[i++] = float(dtype_size(q.dtype));
-    out[i++] = float(lg(l.hit * 3.0 * q.h * f * q.dtype_bytes / l2_bytes));
+    out[i++] = float(lg(l.hit * 3.0 * q.h * f * dtype_size(q.dtype) / l2_bytes));
     out[i++] = float(lg(pj_per_flop(gpu, peak)));
     return;
   }
+  const double bytes = query_bytes(q);  // GEMM and vector families below
   if (q.op == OpKind::kGemm) {
     const double peak = gemm_peak_gflops(gpu, q.dtype);
     out[i++] = float(lg(s_to_us(compute_s(query_flops(q), peak))));
@@ -610,8 +622,8 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;
     out[i++] = alignment(q.m, 4);
     out[i++] = alignment(q.k, 4);
-    // No board-power-per-FLOP feature (tdp_w / peak): measured worse in leave-one-GPU-out
-    // (10 epochs: L40S 101.5 -> 106.6 %, B200 35.2 -> 44.5 %, A100 20.4 -> 19.8 %; docs/accuracy.md).
+    // No board-power-per-FLOP feature (tdp_w / peak): worse in leave-one-GPU-out on the L40S
+    // and B200 folds (docs/accuracy.md).
     return;
   }
   if (is_gemm(op_family(q.op))) {

@@ -29,8 +29,8 @@ struct KernelQuery {
   OpKind op = OpKind::kBmm;
   int64_t b = 1, m = 0, n = 0, k = 0;  // GEMMs
   int64_t h = 0;                       // vector ops (with b)
-  int dtype_bytes = 4;                 // FP32 (the training data is FP32, TF32 off)
-  DType dtype = DType::kFp32;          // gemm: the tensor-core input type; attention: Q/K/V compute type
+  DType dtype = DType::kFp32;          // element type (NeuSight's data: FP32, TF32 off); gemm: the
+                                       // tensor-core input type; attention: Q/K/V compute type
   // Attention (context_attention / generation_attention): b = batch, m = query tokens per
   // sequence (prefill: the prompt; decode: 1), k = query heads, h = KV heads, n = head_dim;
   int64_t ctx = 0;                     // decode: tokens in the KV cache (attended keys)
@@ -67,6 +67,9 @@ struct MoeLoad {
   int tm = 64;
 };
 MoeLoad moe_load(const KernelQuery& q);
+// The kernel library the family's forecasts assume on this GPU (attention_library,
+// moe_library), or nullptr for families measured with one library.
+const char* kernel_library(Family f, const GpuSpec& gpu);
 // A tensor-core GEMM (op gemm): M tokens, N in-features (reduction), K out-features, as linear.
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d);
 
@@ -98,6 +101,7 @@ struct LaunchInfo {
   double last_wave_fill = 1;  // fraction of CTA slots busy in the last wave, (0, 1]
   double elems_per_cta = 0;   // vector ops: output elements per CTA
   GemmTile tile;              // GEMMs
+  MoeLoad moe;                // moe: expected expert loads (computed once per query)
 };
 
 // Launch model. GEMMs use `tile` (from the tile table); vector ops follow PyTorch's fixed

@@ -218,12 +218,7 @@ std::vector<KernelSample> read_vidur_csv(CsvReader& csv) {
       rows.push_back(std::move(s));
     };
     const DType d = DType::kFp16;
-    auto mem = [&](OpKind op, int64_t width) {
-      KernelQuery q = vec_q(op, t, width);
-      q.dtype = d;
-      q.dtype_bytes = dtype_size(d);
-      return q;
-    };
+    auto mem = [&](OpKind op, int64_t width) { return vec_q(op, t, width, d); };
     // cuBLAS GEMMs of one tensor-parallel rank (F.linear: our N = in-features, K = out-features).
     add("attn_pre_proj", gemm_q(t, h, (heads + 2 * kv) * hd / tp, d));
     add("attn_post_proj", gemm_q(t, heads * hd / tp, h, d));
@@ -326,11 +321,7 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
     if (t < 1 || t > (int64_t{1} << 31)) throw DataError(where(path, line) + ": column 'tokens': out of range [1, 2^31]");
     const std::string& layer = f[c_layer];
     KernelQuery q;
-    auto mem = [&](OpKind op, int64_t width) {
-      q = vec_q(op, t, width);
-      q.dtype = d;
-      q.dtype_bytes = dtype_size(d);
-    };
+    auto mem = [&](OpKind op, int64_t width) { q = vec_q(op, t, width, d); };
     if (layer == "layernorm" || layer == "final_layernorm") mem(OpKind::kRmsNorm, h);
     else if (layer == "act_fn") mem(OpKind::kSiluMul, ffn / tp);
     else if (layer == "rotary_emb") mem(OpKind::kRope, (heads + kv) / tp * hd);

@@ -30,10 +30,11 @@ KernelQuery bmm_q(int64_t b, int64_t m, int64_t n, int64_t k) {
   q.b = b, q.m = m, q.n = n, q.k = k;
   return q;
 }
-KernelQuery vec_q(OpKind op, int64_t rows, int64_t h) {
+KernelQuery vec_q(OpKind op, int64_t rows, int64_t h, DType d) {
   KernelQuery q;
   q.op = op;
   q.b = rows, q.h = h;
+  q.dtype = d;
   return q;
 }
 
@@ -581,15 +582,6 @@ double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
   return std::max(1.0, double(e) * (1.0 - p_miss));
 }
 
-namespace {
-KernelQuery mem_q(OpKind op, int64_t rows, int64_t h, DType d) {
-  KernelQuery q = vec_q(op, rows, h);
-  q.dtype = d;
-  q.dtype_bytes = dtype_size(d);
-  return q;
-}
-}  // namespace
-
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp) {
   if (!is_llm_family(m.model_type))
@@ -642,28 +634,27 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   b.op("embed_tokens", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
-  kernel("input_layernorm", "memory_op", mem_q(OpKind::kRmsNorm, t, h, act));
+  kernel("input_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd);
   if (m.qk_norm) {
-    kernel("self_attn.q_norm", "memory_op", mem_q(OpKind::kRmsNorm, t * heads, hd, act));
-    kernel("self_attn.k_norm", "memory_op", mem_q(OpKind::kRmsNorm, t * kv, hd, act));
+    kernel("self_attn.q_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * heads, hd, act));
+    kernel("self_attn.k_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * kv, hd, act));
   }
-  kernel("self_attn.rotary_emb", "memory_op", mem_q(OpKind::kRope, t, (heads + kv) * hd, act));
+  kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, t, (heads + kv) * hd, act));
   // New keys and values into the paged cache (read + write, in the cache dtype).
   b.op("self_attn.kv_cache_write", "memory").fw.push_back(
       KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
-  const DType attn_dtype = act == DType::kFp32 ? DType::kFp32 : act;
   if (phase == Mode::kPrefill)
-    kernel("self_attn.attn", "attention", attention_prefill_q(batch, tokens, heads, kv, hd, attn_dtype, kv_dtype));
+    kernel("self_attn.attn", "attention", attention_prefill_q(batch, tokens, heads, kv, hd, act, kv_dtype));
   else
-    kernel("self_attn.attn", "attention", attention_decode_q(batch, tokens + 1, heads, kv, hd, attn_dtype, kv_dtype));
+    kernel("self_attn.attn", "attention", attention_decode_q(batch, tokens + 1, heads, kv, hd, act, kv_dtype));
   gemm("self_attn.o_proj", t, heads * hd, h);
   all_reduce(t);
-  kernel("residual_1", "memory_op", mem_q(OpKind::kResidualAdd, t, h, act));
-  kernel("post_attention_layernorm", "memory_op", mem_q(OpKind::kRmsNorm, t, h, act));
+  kernel("residual_1", "memory_op", vec_q(OpKind::kResidualAdd, t, h, act));
+  kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   if (m.num_experts == 0) {
     gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp);
-    kernel("mlp.act_fn", "memory_op", mem_q(OpKind::kSiluMul, t, m.ffn / tp, act));
+    kernel("mlp.act_fn", "memory_op", vec_q(OpKind::kSiluMul, t, m.ffn / tp, act));
     gemm("mlp.down_proj", t, m.ffn / tp, h);
     all_reduce(t);
   } else {
@@ -674,10 +665,10 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     kernel("mlp.experts", "moe", moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, dtype));
     all_reduce(t);
   }
-  kernel("residual_2", "memory_op", mem_q(OpKind::kResidualAdd, t, h, act));
+  kernel("residual_2", "memory_op", vec_q(OpKind::kResidualAdd, t, h, act));
   b.set_count(1);
   b.set_prefix("model.");
-  kernel("norm", "memory_op", mem_q(OpKind::kRmsNorm, t, h, act));
+  kernel("norm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   b.set_prefix("");
   // Logits of each sequence's last token only, vocab-parallel; the gather of the shards costs
   // half an all-reduce of the FP32 logits.

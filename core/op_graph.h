@@ -96,6 +96,6 @@ OpGraph fuse_op_graph(const OpGraph& g);
 // Helpers used by the builders and tests.
 KernelQuery linear_q(int64_t m, int64_t n, int64_t k);          // (M,N) x (N->K)
 KernelQuery bmm_q(int64_t b, int64_t m, int64_t n, int64_t k);  // (B,M,N) x (B,N,K)
-KernelQuery vec_q(OpKind op, int64_t rows, int64_t h);
+KernelQuery vec_q(OpKind op, int64_t rows, int64_t h, DType d = DType::kFp32);
 
 }  // namespace tilecast

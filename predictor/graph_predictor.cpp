@@ -160,7 +160,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   return f;
 }
 
-std::string forecast_json(const ModelForecast& f) {
+std::string forecast_json(const ModelForecast& f, const ServingMemory* memory) {
   nlohmann::json j = {{"model", f.model},       {"gpu", f.gpu},
                       {"batch", f.batch},       {"seq", f.seq},
                       {"mode", mode_name(f.mode)}, {"fusion", f.fused},
@@ -174,6 +174,12 @@ std::string forecast_json(const ModelForecast& f) {
     j["kv_dtype"] = dtype_name(f.kv_dtype);
     j["context"] = f.context;
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
+  }
+  if (memory) {
+    j["weights_gb"] = memory->weights_gb;
+    j["kv_cache_gb"] = memory->kv_cache_gb;
+    j["memory_gb"] = memory->capacity_gb;
+    j["fits"] = memory->fits;
   }
   j["ops"] = nlohmann::json::array();
   for (const auto& o : f.ops)
@@ -191,7 +197,7 @@ std::string forecast_csv(const ModelForecast& f) {
   return os.str();
 }
 
-std::string forecast_table(const ModelForecast& f, int top_ops) {
+std::string forecast_table(const ModelForecast& f, int top_ops, const ServingMemory* memory) {
   std::ostringstream os;
   char buf[256];
   if (is_serving(f.mode))
@@ -204,6 +210,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops) {
                   static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
                   f.fused ? " (fused)" : "", dtype_name(f.dtype));
   os << buf;
+  if (memory) os << serving_memory_table(*memory);
   if (is_serving(f.mode))
     std::snprintf(buf, sizeof buf, "%s       %10.3f  (%s)\n", f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms", f.total_ms,
                   f.mode == Mode::kPrefill ? "the prefill step: time to first token" : "one decode step");

@@ -79,8 +79,9 @@ std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 // Memory lines of a serving forecast, for the prefill/decode table and JSON.
 std::string serving_memory_table(const ServingMemory& m);
 
-std::string forecast_json(const ModelForecast& f);
+// `memory` (serving forecasts): weights, KV cache and the fit verdict beside the times.
+std::string forecast_json(const ModelForecast& f, const ServingMemory* memory = nullptr);
 std::string forecast_csv(const ModelForecast& f);
-std::string forecast_table(const ModelForecast& f, int top_ops = 10);
+std::string forecast_table(const ModelForecast& f, int top_ops = 10, const ServingMemory* memory = nullptr);
 
 }  // namespace tilecast::predictor

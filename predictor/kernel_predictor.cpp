@@ -60,7 +60,7 @@ KernelPredictor::~KernelPredictor() = default;
 KernelPredictor::KernelPredictor(KernelPredictor&&) noexcept = default;
 
 bool KernelPredictor::has_family(Family f) const {
-  if (f == Family::kMemoryOp) return impl_->manifest.has_memory_ops;
+  if (f == Family::kMemoryOp) return !impl_->manifest.memory_ops.ops.empty();
   return !impl_->models[static_cast<size_t>(f)].empty();
 }
 const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_->manifest; }
@@ -152,7 +152,7 @@ void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries
     r.roofline_ms = s_to_ms(roofline_s(q, gpu));
     const auto& ops = impl_->manifest.memory_ops.ops;
     auto it = ops.find(op_name(q.op));
-    if (!impl_->manifest.has_memory_ops || it == ops.end())
+    if (it == ops.end())
       throw ConfigError(std::string("no fitted coefficients for memory op '") + op_name(q.op) +
                         "' in the weights folder (run `tilecast train --family memory_op`)");
     r.latency_ms = s_to_ms(memory_op_latency_s(q, gpu, it->second));

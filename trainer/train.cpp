@@ -282,7 +282,6 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   for (Family fam : fams) {
     if (fam == Family::kMemoryOp) {  // physics coefficients, no network
       FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops);
-      manifest.has_memory_ops = true;
       save_manifest(dir, manifest);
       results.push_back(r);
       continue;
@@ -307,40 +306,31 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // Layer-op files hold several families (GEMMs and memory ops): keep this one's rows.
     rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const KernelSample& s) { return op_family(s.query.op) != fam; }),
                rows.end());
-    if (is_attention(fam)) {
-      // Several libraries measured the same shapes on one GPU (B200: trtllm_mha and triton);
-      // train on the one a forecast for that GPU assumes, chosen from its spec. Rows measured
-      // more than 1.5x faster than the dtype's compute roofline cannot have run the attention
-      // they describe (e.g. L40S prefill of 16,384 tokens in 0.05 ms, 30x beyond its peak):
-      // measurement artefacts, left out of training (forecasts never see the row).
+    // Several kernel libraries measured the same shapes on one GPU (B200 attention: trtllm_mha
+    // and Triton; B200 MoE: flashinfer and Triton): train on the one a forecast for that GPU
+    // assumes, chosen from its spec (kernel_library). Attention rows measured more than 1.5x
+    // faster than the dtype's compute roofline cannot have run the attention they describe
+    // (e.g. L40S prefill of 16,384 tokens in 0.05 ms, 30x beyond its peak): measurement
+    // artefacts, left out of training (forecasts never see the row).
+    {
       const auto before = rows.size();
-      int64_t impossible = 0;
+      int64_t other_library = 0, impossible = 0;
       rows.erase(std::remove_if(rows.begin(), rows.end(),
                                 [&](const KernelSample& s) {
                                   const GpuSpec* g = gpus.find(s.device);
                                   if (!g) return false;
-                                  if (!s.library.empty() && s.library != attention_library(*g)) return true;
+                                  const char* lib = kernel_library(fam, *g);
+                                  if (lib && !s.library.empty() && s.library != lib) return ++other_library, true;
+                                  if (!is_attention(fam)) return false;
                                   const double roof_ms = 1e3 * compute_s(query_flops(s.query), gemm_peak_gflops(*g, s.query.dtype));
                                   if (s.latency_ms * 1.5 < roof_ms) return ++impossible, true;
                                   return false;
                                 }),
                  rows.end());
       if (rows.size() != before) {
-        TC_LOG(Info) << family_name(fam) << ": left out " << before - rows.size() << " rows (" << impossible
-                     << " faster than 1.5x the compute roofline, the rest of another kernel library than the spec's choice)";
-      }
-    }
-    if (fam == Family::kMoe) {
-      // Fused MoE: train on the kernel library a forecast for that GPU assumes (from its spec).
-      const auto before = rows.size();
-      rows.erase(std::remove_if(rows.begin(), rows.end(),
-                                [&](const KernelSample& s) {
-                                  const GpuSpec* g = gpus.find(s.device);
-                                  return g && !s.library.empty() && s.library != moe_library(*g);
-                                }),
-                 rows.end());
-      if (rows.size() != before) {
-        TC_LOG(Info) << "moe: left out " << before - rows.size() << " rows of another kernel library than the spec's choice";
+        TC_LOG(Info) << family_name(fam) << ": left out " << other_library
+                     << " rows of another kernel library than the spec's choice and " << impossible
+                     << " faster than 1.5x the compute roofline";
       }
     }
     if (!opt.exclude_gpus.empty()) {

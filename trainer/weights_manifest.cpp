@@ -124,7 +124,6 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
       e.data_hash = n["data_hash"].as<std::string>();
       for (const auto& g : n["training_gpus"]) e.training_gpus.push_back(g.as<std::string>());
       e.fitted_at = n["fitted_at"].as<std::string>();
-      m.has_memory_ops = true;
     }
   } catch (const YAML::Exception& e) {
     throw ConfigError(path + ": malformed manifest" + (current.empty() ? "" : " (family '" + current + "')") +
@@ -174,7 +173,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
-  if (m.has_memory_ops) {
+  if (!m.memory_ops.ops.empty()) {
     out << YAML::Key << "memory_ops" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "coefficients" << YAML::Value << YAML::BeginMap;
     for (const auto& kv : m.memory_ops.ops) {

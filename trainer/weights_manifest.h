@@ -42,8 +42,7 @@ struct WeightsManifest {
   int feature_schema_version = 0;
   std::string tile_table = "tiles.csv";
   std::map<std::string, FamilyEntry> families;  // by family name (MLP families)
-  bool has_memory_ops = false;
-  MemoryOpEntry memory_ops;
+  MemoryOpEntry memory_ops;  // empty ops: no memory_op coefficients in this folder
 };
 
 // Appends checkpoint `file` (in `dir`) to an entry with its sha256 and layer widths.

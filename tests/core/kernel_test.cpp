@@ -182,9 +182,7 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
   std::vector<MemoryOpRow> rows;
   for (const GpuSpec* g : {&a, &l4})
     for (int64_t t : {1, 16, 256, 4096, 32768}) {
-      KernelQuery q = vec_q(OpKind::kRmsNorm, t, 4096);
-      q.dtype = DType::kBf16;
-      q.dtype_bytes = 2;
+      KernelQuery q = vec_q(OpKind::kRmsNorm, t, 4096, DType::kBf16);
       // Hand-derived bytes: read and write t x 4096 BF16 values plus the 4096-wide weight.
       const double bytes = 2.0 * 2 * t * 4096 + 2.0 * 4096;
       EXPECT_DOUBLE_EQ(query_bytes(q), bytes);
