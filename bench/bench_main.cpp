@@ -1,6 +1,7 @@
-// tilecast_bench: prediction latency and throughput, and training throughput per family.
-// Not a test: run it by hand and record the output in docs/performance.md.
-//   tilecast_bench [--weights DIR] [--neusight-dir DIR] [--skip-train]
+// tilecast_bench: forecast latency and throughput (no LibTorch, as `tilecast` runs them).
+// Training throughput is bench/bench_train.cpp. Not a test: run it by hand and record the
+// output in docs/performance.md.
+//   tilecast_bench [--weights DIR]
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -13,9 +14,9 @@
 #include "core/model_config.h"
 #include "core/op_graph.h"
 #include "predictor/graph_predictor.h"
+#include "predictor/dense_mlp.h"
 #include "predictor/kernel_predictor.h"
-#include "trainer/mlp.h"
-#include "trainer/train.h"
+#include "trainer/weights_manifest.h"
 
 using namespace tilecast;
 using Clock = std::chrono::steady_clock;
@@ -45,22 +46,19 @@ std::vector<KernelQuery> random_queries(int n, uint64_t seed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string weights, data;
-  bool skip_train = false;
+  std::string weights;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
-    else if (!std::strcmp(argv[i], "--neusight-dir") && i + 1 < argc) data = argv[++i];
-    else if (!std::strcmp(argv[i], "--skip-train")) skip_train = true;
-    else { std::fprintf(stderr, "usage: tilecast_bench [--weights DIR] [--neusight-dir DIR] [--skip-train]\n"); return 1; }
+    else { std::fprintf(stderr, "usage: tilecast_bench [--weights DIR]\n"); return 1; }
   }
   try {
     GpuRegistry reg(trainer::config_dir() + "/gpus");
     const GpuSpec& h100 = reg.resolve("H100-SXM");
     predictor::KernelPredictor pred(trainer::weights_dir(weights));
     std::printf("metric,threads,value,unit\n");
+    std::fprintf(stderr, "BLAS: %s\n", predictor::blas_name().c_str());
     for (int threads : {1, 0}) {
-      trainer::configure_torch_threads(threads);
-      const int nthreads = torch::get_num_threads();
+      const int nthreads = predictor::set_blas_threads(threads);
       // Single-kernel latency: one query per call.
       auto qs = random_queries(2000, 1);
       for (int i = 0; i < 50; ++i) pred.predict(qs[i], h100);  // warm-up
@@ -77,7 +75,7 @@ int main(int argc, char** argv) {
       t1 = Clock::now();
       std::printf("batched_predictions_per_s,%d,%.0f,1/s\n", nthreads, reps * big.size() / secs(t0, t1));
     }
-    trainer::configure_torch_threads();
+    const int all_threads = predictor::set_blas_threads(0);
     // Whole-model forecast: GPT3-2.7B training step (batch 2, seq 2048) on H100, warm.
     {
       ModelConfig mc = load_model_config("gpt3-2.7b", trainer::config_dir() + "/models");
@@ -88,7 +86,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps; ++r)
         sink += predictor::forecast_model(build_op_graph(mc, 2, 2048, Mode::kTraining), h100, pred).total_ms;
       auto t1 = Clock::now();
-      std::printf("model_forecast_gpt3_2.7b_train_ms,%d,%.3f,ms\n", torch::get_num_threads(), 1e3 * secs(t0, t1) / reps);
+      std::printf("model_forecast_gpt3_2.7b_train_ms,%d,%.3f,ms\n", all_threads, 1e3 * secs(t0, t1) / reps);
       if (sink <= 0) return 1;
     }
     // Serving forecast: Llama-3.1-70B generate (batch 8, prompt 2048, 256 tokens, tp 4) on
@@ -104,28 +102,8 @@ int main(int argc, char** argv) {
       auto t0 = Clock::now();
       for (int r = 0; r < reps; ++r) sink += run();
       auto t1 = Clock::now();
-      std::printf("generate_forecast_llama_3.1_70b_tp4_ms,%d,%.3f,ms\n", torch::get_num_threads(), 1e3 * secs(t0, t1) / reps);
+      std::printf("generate_forecast_llama_3.1_70b_tp4_ms,%d,%.3f,ms\n", all_threads, 1e3 * secs(t0, t1) / reps);
       if (sink <= 0) return 1;
-    }
-    if (skip_train) return 0;
-    std::string root = neusight_dir(data);
-    if (!neusight_dir_present(root)) {
-      std::fprintf(stderr, "NeuSight data not found at %s: skipping training throughput\n", root.c_str());
-      return 0;
-    }
-    TileTable tiles = TileTable::load(trainer::weights_dir(weights) + "/tiles.csv");
-    for (Family f : kNeuSightFamilies) {
-      trainer::PredictorConfig cfg =
-          trainer::load_predictor_config(trainer::config_dir() + "/predictors/" + family_name(f) + ".yaml");
-      cfg.epochs = 2;
-      cfg.max_rows = 20000;
-      std::vector<KernelSample> rows;
-      for (const auto& file : training_files(root, f)) {
-        auto r = read_kernel_csv(file);
-        rows.insert(rows.end(), r.begin(), r.end());
-      }
-      auto res = trainer::train_family(cfg, rows, tiles, reg, "/tmp/tilecast_bench_" + std::string(family_name(f)) + ".pt", true);
-      std::printf("train_samples_per_s_%s,%d,%.0f,1/s\n", family_name(f), torch::get_num_threads(), res.samples_per_s);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tilecast_bench: error: %s\n", e.what());

@@ -20,5 +20,6 @@ int run_predict(const Args& args, const GlobalOptions& g);
 int run_eval_models(const Args& args, const GlobalOptions& g);
 int run_collect(const Args& args, const GlobalOptions& g);
 int run_merge(const Args& args, const GlobalOptions& g);
+int run_export_weights(const Args& args, const GlobalOptions& g);
 
 }  // namespace tilecast::cli

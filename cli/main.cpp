@@ -1,7 +1,16 @@
 // tilecast: forecast deep-learning kernel latency on GPUs you do not have.
 // Dispatches to subcommands; all logic lives in the libraries.
+//
+// Two executables are built from this file (docs/architecture.md): `tilecast`, which
+// forecasts and never loads LibTorch, and `tilecast-torch` (TILECAST_TORCH_TOOL), which
+// trains, collects and exports weights. `tilecast train|collect|merge|export-weights`
+// replaces its process with `tilecast-torch` from the same folder (execv, same arguments),
+// so users keep one command.
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <unistd.h>
 #include <iostream>
 #include <exception>
 #include <filesystem>
@@ -14,6 +23,7 @@
 #include "core/error.h"
 #include "core/fs_util.h"
 #include "core/log.h"
+#include "predictor/dense_mlp.h"
 
 namespace po = boost::program_options;
 using namespace tilecast;
@@ -21,22 +31,50 @@ using namespace tilecast;
 namespace {
 
 struct Command {
-  int (*run)(const cli::Args&, const cli::GlobalOptions&);
+  int (*run)(const cli::Args&, const cli::GlobalOptions&);  // nullptr: runs in the other executable
   const char* help;
+  bool torch;  // needs LibTorch: runs in tilecast-torch
 };
+
+#ifdef TILECAST_TORCH_TOOL
+#define TC_TORCH_CMD(fn) fn
+#define TC_LIGHT_CMD(fn) nullptr
+#else
+#define TC_TORCH_CMD(fn) nullptr
+#define TC_LIGHT_CMD(fn) fn
+#endif
 
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> cmds = {
-      {"collect", {cli::run_collect, "profile LibTorch kernels of a sweep (CUPTI, or the CPU backend)"}},
-      {"merge", {cli::run_merge, "join the outputs of sharded collect runs"}},
-      {"gpus", {cli::run_gpus, "list the known GPU specs (or show one)"}},
-      {"predict-kernel", {cli::run_predict_kernel, "forecast one kernel on a GPU"}},
-      {"train", {cli::run_train, "train the per-family MLPs on the training GPUs' kernel data"}},
-      {"eval-kernels", {cli::run_eval_kernels, "forecast NeuSight-format kernel rows and report MAPE"}},
-      {"predict", {cli::run_predict, "forecast a whole model (inference or a training step) on a GPU"}},
-      {"eval-models", {cli::run_eval_models, "forecast NeuSight's end-to-end labels and compare with its published errors"}},
+      {"collect", {TC_TORCH_CMD(cli::run_collect), "profile LibTorch kernels of a sweep (CUPTI, or the CPU backend)", true}},
+      {"merge", {TC_TORCH_CMD(cli::run_merge), "join the outputs of sharded collect runs", true}},
+      {"train", {TC_TORCH_CMD(cli::run_train), "train the per-family MLPs on the training GPUs' kernel data", true}},
+      {"export-weights", {TC_TORCH_CMD(cli::run_export_weights), "write the torch-free network files of a weights folder", true}},
+      {"gpus", {TC_LIGHT_CMD(cli::run_gpus), "list the known GPU specs (or show one)", false}},
+      {"predict-kernel", {TC_LIGHT_CMD(cli::run_predict_kernel), "forecast one kernel on a GPU", false}},
+      {"eval-kernels", {TC_LIGHT_CMD(cli::run_eval_kernels), "forecast NeuSight-format kernel rows and report MAPE", false}},
+      {"predict", {TC_LIGHT_CMD(cli::run_predict), "forecast a whole model (inference or a training step) on a GPU", false}},
+      {"eval-models", {TC_LIGHT_CMD(cli::run_eval_models), "forecast NeuSight's end-to-end labels and compare with its published errors", false}},
   };
   return cmds;
+}
+
+// Replaces this process with the sibling executable that runs `cmd` (same arguments).
+[[noreturn]] void hand_over(const std::string& cmd, bool to_torch, char** argv) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) self = fs::absolute(argv[0]);
+  const fs::path other = self.parent_path() / (to_torch ? "tilecast-torch" : "tilecast");
+  if (!fs::exists(other))
+    throw NotBuiltError("'" + cmd + "' runs in " + other.string() + ", which was not built" +
+                        (to_torch ? " (it needs LibTorch: build the tilecast-torch target)" : ""));
+  flush_stdout_checked();
+  if (to_torch) predictor::prefer_fast_blas_kernels();  // LibTorch loads OpenBLAS at start-up
+  std::string path = other.string();
+  argv[0] = path.data();
+  execv(path.c_str(), argv);
+  throw RuntimeError(path + ": cannot execute: " + std::strerror(errno));
 }
 
 void usage(std::ostream& os, const po::options_description& global) {
@@ -131,6 +169,7 @@ static int run_main(int argc, char** argv) {
       return 1;
     }
     std::vector<std::string> rest = po::collect_unrecognized(parsed.options, po::include_positional);
+    if (!it->second.run) hand_over(cmd, it->second.torch, argv);
     rest.erase(rest.begin());  // the command itself
     if (vm.count("help")) rest.push_back("--help");
     return it->second.run(rest, g);

@@ -111,8 +111,18 @@ std::string read_file(const std::string& path) {
   check_readable_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(path + ": cannot open file: " + errno_text(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // One read of the whole size, then whatever a growing file added since.
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  std::string data(ec ? 0 : static_cast<size_t>(size), '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<size_t>(in.gcount()));
   if (in.bad()) throw DataError(path + ": read error");
+  if (!in.eof()) {
+    in.clear();
+    data.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) throw DataError(path + ": read error");
+  }
   return data;
 }
 

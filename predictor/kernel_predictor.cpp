@@ -1,58 +1,85 @@
 #include "predictor/kernel_predictor.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 
 #include "core/error.h"
 #include "core/featurize.h"
 #include "core/fs_util.h"
 #include "core/units.h"
-#include "trainer/mlp.h"
+#include "predictor/dense_mlp.h"
 
 namespace fs = std::filesystem;
 
 namespace tilecast::predictor {
 
+// Networks and the tile table are read when a forecast first needs them (a forecast of
+// one GEMM reads one family's files, not all 26 MB): the manifest and the presence of every
+// listed file are checked up front; a file's sha256 and format when it is read.
 struct KernelPredictor::Impl {
+  std::string dir;
   trainer::WeightsManifest manifest;
-  TileTable tiles;
-  std::vector<std::vector<trainer::Mlp>> models;  // by Family index: ensemble members; empty if absent
-  std::vector<std::vector<double>> feature_min, feature_max;  // by Family index; empty = no clamp
+  std::string tile_path;
+  std::optional<TileTable> tiles;
+  std::vector<const trainer::FamilyEntry*> entries;  // by Family index; nullptr if absent
+  std::vector<std::optional<std::vector<DenseMlp>>> models;  // by Family index, once loaded
+  std::mutex mu;
+
+  const TileTable& tile_table() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!tiles) tiles = TileTable::load(tile_path);
+    return *tiles;
+  }
+  const std::vector<DenseMlp>& members(Family f) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& slot = models[static_cast<size_t>(f)];
+    if (slot) return *slot;
+    std::vector<DenseMlp> ms;
+    if (const trainer::FamilyEntry* e = entries[static_cast<size_t>(f)]) {
+      for (size_t i = 0; i < e->net_files.size(); ++i) {
+        const std::string path = (fs::path(dir) / e->net_files[i]).string();
+        std::string bytes;
+        try {
+          bytes = read_file(path);
+        } catch (const DataError& err) {
+          throw ConfigError(err.what());
+        }
+        // A flipped byte or a file copied in from elsewhere is refused before it is parsed.
+        if (sha256_hex(bytes) != e->net_sha256[i])
+          throw ConfigError(path + ": sha256 differs from manifest.yaml (corrupt or replaced network file; "
+                            "restore it or retrain)");
+        DenseMlp m = DenseMlp::parse(bytes, path);
+        if (m.layer_widths() != e->layer_widths[i])
+          throw ConfigError(path + ": layer widths differ from manifest.yaml's 'layer_widths'");
+        ms.push_back(std::move(m));
+      }
+    }
+    slot = std::move(ms);
+    return *slot;
+  }
 };
 
 KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_unique<Impl>()) {
-  trainer::configure_torch_threads();
+  impl_->dir = dir;
   impl_->manifest = trainer::load_manifest(dir);
-  const std::string tile_path = (fs::path(dir) / impl_->manifest.tile_table).string();
-  if (!fs::exists(tile_path)) throw ConfigError(tile_path + ": tile table missing from weights folder");
-  impl_->tiles = TileTable::load(tile_path);
+  impl_->tile_path = (fs::path(dir) / impl_->manifest.tile_table).string();
+  if (!fs::exists(impl_->tile_path)) throw ConfigError(impl_->tile_path + ": tile table missing from weights folder");
+  impl_->entries.assign(static_cast<size_t>(Family::kCount), nullptr);
   impl_->models.resize(static_cast<size_t>(Family::kCount));
-  impl_->feature_min.resize(static_cast<size_t>(Family::kCount));
-  impl_->feature_max.resize(static_cast<size_t>(Family::kCount));
-  for (const auto& kv : impl_->manifest.families) {
-    impl_->feature_min[static_cast<size_t>(kv.second.config.family)] = kv.second.feature_min;
-    impl_->feature_max[static_cast<size_t>(kv.second.config.family)] = kv.second.feature_max;
-  }
   for (const auto& kv : impl_->manifest.families) {
     const auto& e = kv.second;
-    for (size_t i = 0; i < e.files.size(); ++i) {
-      const std::string path = (fs::path(dir) / e.files[i]).string();
-      if (!fs::exists(path)) throw ConfigError(path + ": checkpoint listed in manifest.yaml is missing");
-      // A flipped byte or a checkpoint copied in from elsewhere is refused before it is read.
-      if (sha256_file(path) != e.sha256[i])
-        throw ConfigError(path + ": sha256 differs from manifest.yaml (corrupt or replaced checkpoint; "
-                          "restore it or retrain)");
-      trainer::Mlp m(static_cast<int64_t>(e.features.size()), e.config.hidden_size, e.config.num_layers);
-      try {
-        torch::load(m, path);
-      } catch (const c10::Error& err) {
-        throw ConfigError(path + ": cannot load checkpoint (trained with another architecture than "
-                          "manifest.yaml says)");
-      }
-      if (trainer::layer_widths(m) != e.layer_widths[i])
-        throw ConfigError(path + ": layer widths differ from manifest.yaml's 'layer_widths'");
-      m->eval();
-      impl_->models[static_cast<size_t>(e.config.family)].push_back(m);
+    if (e.net_files.empty())
+      throw ConfigError((fs::path(dir) / "manifest.yaml").string() + ": family '" + kv.first +
+                        "' has no torch-free network files ('net_files'; weights written before tilecast 0.2): "
+                        "run `tilecast export-weights --weights " + dir + "`");
+    for (const auto& f : e.net_files) {
+      const std::string path = (fs::path(dir) / f).string();
+      if (!fs::exists(path)) throw ConfigError(path + ": network file listed in manifest.yaml is missing");
     }
+    impl_->entries[static_cast<size_t>(e.config.family)] = &e;
   }
 }
 
@@ -61,10 +88,10 @@ KernelPredictor::KernelPredictor(KernelPredictor&&) noexcept = default;
 
 bool KernelPredictor::has_family(Family f) const {
   if (f == Family::kMemoryOp) return !impl_->manifest.memory_ops.ops.empty();
-  return !impl_->models[static_cast<size_t>(f)].empty();
+  return impl_->entries[static_cast<size_t>(f)] != nullptr;
 }
 const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_->manifest; }
-const TileTable& KernelPredictor::tiles() const { return impl_->tiles; }
+const TileTable& KernelPredictor::tiles() const { return impl_->tile_table(); }
 
 std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQuery>& queries,
                                                        const GpuSpec& gpu) const {
@@ -73,7 +100,6 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
   for (size_t i = 0; i < queries.size(); ++i)
     by_family[static_cast<size_t>(op_family(queries[i].op))].push_back(i);
 
-  torch::NoGradGuard no_grad;
   for (Family fam : kAllFamilies) {
     const auto& idx = by_family[static_cast<size_t>(fam)];
     if (idx.empty()) continue;
@@ -81,14 +107,16 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       predict_memory_ops(queries, idx, gpu, out);
       continue;
     }
-    const auto& members = impl_->models[static_cast<size_t>(fam)];
+    const trainer::FamilyEntry* entry = impl_->entries[static_cast<size_t>(fam)];
+    static const TileTable kNoTiles;  // only the NeuSight GEMM families look tiles up (featurize)
+    const TileTable& tiles = is_gemm(fam) ? impl_->tile_table() : kNoTiles;
     const int64_t nf = static_cast<int64_t>(num_features(fam));
-    auto x = torch::empty({static_cast<int64_t>(idx.size()), nf}, torch::kFloat32);
-    float* xp = x.data_ptr<float>();
+    std::vector<float> x(idx.size() * nf);
+    float* xp = x.data();
     for (size_t j = 0; j < idx.size(); ++j) {
       const KernelQuery& q = queries[idx[j]];
       validate_query(q, "query");
-      PreparedKernel p = featurize(q, gpu, impl_->tiles, xp + j * nf);
+      PreparedKernel p = featurize(q, gpu, tiles, xp + j * nf);
       KernelPrediction& r = out[idx[j]];
       r.launch = p.launch;
       r.base_ms = s_to_ms(p.bounds.base_s);
@@ -96,9 +124,9 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
       // LLM-era families: a feature outside the training range is clamped to it (a ReLU
       // network extrapolates linearly in log space) and reported.
-      const auto& lo = impl_->feature_min[static_cast<size_t>(fam)];
-      const auto& hi = impl_->feature_max[static_cast<size_t>(fam)];
-      if (!lo.empty()) {
+      if (entry && !entry->feature_min.empty()) {
+        const auto& lo = entry->feature_min;
+        const auto& hi = entry->feature_max;
         const auto& names = feature_names(fam);
         float* row = xp + j * nf;
         for (int64_t c = 0; c < nf; ++c) {
@@ -111,29 +139,30 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       }
     }
     // After featurising, so that a query the GPU cannot run (FP8 on an A100) says so first.
-    if (members.empty())
+    if (!entry)
       throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
                         "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
+    const std::vector<DenseMlp>& members = impl_->members(fam);
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
-    torch::Tensor o, lo, hi;
-    for (auto m : members) {
-      auto om = m->forward(x).clamp(trainer::kMinLogSlowdown, trainer::kMaxLogSlowdown);
-      o = o.defined() ? o + om : om;
-      lo = lo.defined() ? torch::minimum(lo, om) : om;
-      hi = hi.defined() ? torch::maximum(hi, om) : om;
+    const size_t n = idx.size();
+    std::vector<float> om(n);
+    std::vector<double> o(n, 0.0), lo(n, kMaxLogSlowdown), hi(n, kMinLogSlowdown);
+    for (const DenseMlp& m : members) {
+      m.forward(xp, n, om.data());
+      for (size_t j = 0; j < n; ++j) {
+        const double v = std::min(std::max(static_cast<double>(om[j]), kMinLogSlowdown), kMaxLogSlowdown);
+        o[j] += v / static_cast<double>(members.size());
+        lo[j] = std::min(lo[j], v);
+        hi[j] = std::max(hi[j], v);
+      }
     }
-    o = o / static_cast<double>(members.size());
-    auto slow = torch::exp(o.to(torch::kFloat64)), slow_lo = torch::exp(lo.to(torch::kFloat64)),
-         slow_hi = torch::exp(hi.to(torch::kFloat64));
-    const double* sp = slow.data_ptr<double>();
-    const double* sl = slow_lo.data_ptr<double>();
-    const double* sh = slow_hi.data_ptr<double>();
-    for (size_t j = 0; j < idx.size(); ++j) {
+    for (size_t j = 0; j < n; ++j) {
       KernelPrediction& r = out[idx[j]];
-      r.latency_ms = r.base_ms * sp[j];
-      r.utilisation = 1.0 / sp[j];
-      r.member_min_ms = r.base_ms * sl[j];
-      r.member_max_ms = r.base_ms * sh[j];
+      const double slow = std::exp(o[j]);
+      r.latency_ms = r.base_ms * slow;
+      r.utilisation = 1.0 / slow;
+      r.member_min_ms = r.base_ms * std::exp(lo[j]);
+      r.member_max_ms = r.base_ms * std::exp(hi[j]);
     }
   }
   return out;

@@ -1,5 +1,5 @@
 #pragma once
-// Kernel latency forecasts from the trained MLPs (torch stays behind a pimpl).
+// Kernel latency forecasts from the trained MLPs (no LibTorch: predictor/dense_mlp.h).
 #include <memory>
 #include <string>
 #include <vector>

@@ -6,7 +6,8 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build git
   libtorch-dev            # LibTorch 1.13 (CPU): the MLPs
-  libopenblas0-openmp     # fast BLAS for libtorch (reference BLAS is ~30x slower for training)
+  libopenblas0-openmp     # fast BLAS for libtorch and the forecasts (reference BLAS is ~30x slower)
+  libblas-dev             # cblas.h (the forecasting MLP calls cblas_sgemm, opened at run time)
   libyaml-cpp-dev         # configs/*.yaml
   libboost-program-options-dev
   nlohmann-json3-dev      # JSON reports, NeuSight label/device JSONs

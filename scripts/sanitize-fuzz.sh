@@ -21,7 +21,7 @@ ctest --test-dir "$B" --output-on-failure -j 2
 
 # Seed corpora: the project's fixtures and configs (nothing from ../shared is copied).
 C="$B/corpus"
-rm -rf "$C/seed"; mkdir -p "$C/seed"/{csv,gpu_spec,sweep,model_config,label_json}
+rm -rf "$C/seed"; mkdir -p "$C/seed"/{csv,gpu_spec,sweep,model_config,label_json,dense_mlp}
 cp tests/data/*.csv tests/data/bad/*.csv "$C/seed/csv/"
 for f in configs/gpus/*.yaml tests/data/gpus_bad/*.yaml; do
   { printf '\0'; cat "$f"; } > "$C/seed/gpu_spec/$(basename "$f")"
@@ -34,7 +34,8 @@ find tests/data/labels tests/data/bad_labels -name '*.json' -exec cp {} "$C/seed
 cp tests/data/fuzz_found/label_*.json "$C/seed/label_json/"
 cp tests/data/fuzz_found/sweep_*.yaml "$C/seed/sweep/"
 cp tests/data/fuzz_found/gpu_spec_* "$C/seed/gpu_spec/"  # first byte already picks JSON
-for t in csv gpu_spec sweep model_config label_json; do
+cp tests/data/tiny.tcmlp "$C/seed/dense_mlp/"
+for t in csv gpu_spec sweep model_config label_json dense_mlp; do
   mkdir -p "$C/$t"
   echo "fuzz_$t: ${SECONDS_PER_TARGET}s" >&2
   # A fixed seed keeps CI reproducible; TILECAST_FUZZ_SEED=0 draws a fresh one for hunting.

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/fs_util.h"
+#include "trainer/weights_manifest.h"
 
 namespace tilecast::trainer {
 
@@ -51,6 +52,42 @@ void save_checkpoint(const Mlp& m, const std::string& path) {
     throw RuntimeError(path + ": cannot serialise checkpoint: " + e.what_without_backtrace());
   }
   write_file_atomic(path, buf.str());
+  to_dense(m).save(net_file_for(path));
+}
+
+Mlp load_checkpoint(const std::string& path, const std::vector<int64_t>& widths) {
+  if (widths.size() < 2) throw ConfigError(path + ": layer widths of the manifest are empty");
+  Mlp m(widths.front(), widths.size() > 2 ? widths[1] : 1, static_cast<int64_t>(widths.size()) - 1);
+  try {
+    torch::load(m, path);
+  } catch (const c10::Error&) {
+    throw ConfigError(path + ": cannot load checkpoint (trained with another architecture than "
+                      "manifest.yaml says)");
+  }
+  if (layer_widths(m) != widths) throw ConfigError(path + ": layer widths differ from manifest.yaml's 'layer_widths'");
+  m->eval();
+  return m;
+}
+
+predictor::DenseMlp to_dense(const Mlp& m) {
+  torch::NoGradGuard no_grad;
+  auto vec = [](const torch::Tensor& t) {
+    auto c = t.detach().to(torch::kFloat32).contiguous();
+    return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  };
+  predictor::DenseMlp d;
+  d.mean = vec(m->mean);
+  d.inv_std = vec(m->inv_std);
+  for (const auto& child : m->net->children())
+    if (auto* lin = child->as<torch::nn::LinearImpl>()) {
+      predictor::DenseLayer L;
+      L.in = lin->weight.size(1);
+      L.out = lin->weight.size(0);
+      L.weight = vec(lin->weight);
+      L.bias = vec(lin->bias);
+      d.layers.push_back(std::move(L));
+    }
+  return d;
 }
 
 torch::Tensor latency_from_output(const torch::Tensor& o, const torch::Tensor& base) {

@@ -5,11 +5,12 @@
 // keep this header out of non-torch translation units.
 #include <torch/torch.h>
 
+#include "predictor/dense_mlp.h"
+
 namespace tilecast::trainer {
 
-// o is clamped to this range: utilisation within [exp(-kMaxLogSlowdown), exp(-kMinLogSlowdown)].
-constexpr double kMinLogSlowdown = -3.0;
-constexpr double kMaxLogSlowdown = 14.0;
+using predictor::kMaxLogSlowdown;
+using predictor::kMinLogSlowdown;
 
 struct MlpImpl : torch::nn::Module {
   MlpImpl(int64_t in_features, int64_t hidden, int64_t num_layers);
@@ -25,9 +26,15 @@ TORCH_MODULE(Mlp);
 
 // [inputs, outputs of each Linear layer...] of a network, as recorded in the manifest.
 std::vector<int64_t> layer_widths(const Mlp& m);
-// Serialises a network (torch::save) and writes it atomically; a write failure throws
-// RuntimeError naming `path` and leaves any previous file there untouched.
+// Serialises a network (torch::save) to `path` and its torch-free copy to
+// net_file_for(path) (what forecasting reads), each atomically; a write failure throws
+// RuntimeError naming the file and leaves any previous file there untouched.
 void save_checkpoint(const Mlp& m, const std::string& path);
+// Reads a checkpoint written by save_checkpoint into a network of the given shape;
+// ConfigError naming `path` when it does not load or has other layer widths.
+Mlp load_checkpoint(const std::string& path, const std::vector<int64_t>& layer_widths);
+// The same network as plain arrays (predictor::DenseMlp).
+predictor::DenseMlp to_dense(const Mlp& m);
 
 // latency = base * exp(clamp(o)); both [batch].
 torch::Tensor latency_from_output(const torch::Tensor& o, const torch::Tensor& base);

@@ -364,7 +364,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       r = train_family(mc, rows, tiles, gpus, path, opt.quiet);
       seconds += r.seconds;
       if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
-      add_member(e, dir, file, r.layer_widths);
+      add_member(e, dir, file, net_file_for(file), r.layer_widths);
       e.member_val_mape_pct.push_back(r.val_mape_pct);
       if (r.interrupted) break;
     }
@@ -408,6 +408,31 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     TC_LOG(Info) << "weights installed in " << opt.out_dir;
   }
   return results;
+}
+
+int export_networks(const std::string& dir) {
+  auto lock = lock_weights_folder(dir);
+  WeightsManifest m = load_manifest(dir);
+  int written = 0;
+  for (auto& kv : m.families) {
+    FamilyEntry& e = kv.second;
+    e.net_files.clear();
+    e.net_sha256.clear();
+    for (size_t i = 0; i < e.files.size(); ++i) {
+      const std::string pt = (fs::path(dir) / e.files[i]).string();
+      if (!fs::exists(pt)) throw ConfigError(pt + ": checkpoint listed in manifest.yaml is missing");
+      if (sha256_file(pt) != e.sha256[i])
+        throw ConfigError(pt + ": sha256 differs from manifest.yaml (corrupt or replaced checkpoint; restore it "
+                          "or retrain)");
+      const std::string net = net_file_for(e.files[i]);
+      to_dense(load_checkpoint(pt, e.layer_widths[i])).save((fs::path(dir) / net).string());
+      e.net_files.push_back(net);
+      e.net_sha256.push_back(sha256_file((fs::path(dir) / net).string()));
+      ++written;
+    }
+  }
+  save_manifest(dir, m);
+  return written;
 }
 
 }  // namespace tilecast::trainer

@@ -52,4 +52,10 @@ struct TrainOptions {
 // was and keeps what it finished in OUT.interrupted.
 std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus);
 
+// Writes the torch-free network file (`.tcmlp`) of every checkpoint in the weights folder
+// `dir` and records them in its manifest (weights written before tilecast 0.2 lack them).
+// Each checkpoint's sha256 is verified first; the manifest is replaced atomically, under
+// the folder's lock. Returns the number of networks written.
+int export_networks(const std::string& dir);
+
 }  // namespace tilecast::trainer

@@ -64,6 +64,12 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           throw ConfigError(fam + "'feature_min'/'feature_max': one value per feature expected");
         if (e.sha256.size() != e.files.size() || e.layer_widths.size() != e.files.size())
           throw ConfigError(fam + "'sha256'/'layer_widths': one entry per file expected");
+        if (n["net_files"] || n["net_sha256"]) {
+          for (const auto& f : n["net_files"]) e.net_files.push_back(f.as<std::string>());
+          for (const auto& f : n["net_sha256"]) e.net_sha256.push_back(f.as<std::string>());
+          if (e.net_files.size() != e.files.size() || e.net_sha256.size() != e.files.size())
+            throw ConfigError(fam + "'net_files'/'net_sha256': one entry per file expected");
+        }
         e.config.family = family_from_string(name);
         const YAML::Node c = n["config"];
         e.config.num_layers = c["num_layers"].as<int>();
@@ -152,6 +158,10 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << kv.first << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "files" << YAML::Value << YAML::Flow << e.files;
     out << YAML::Key << "sha256" << YAML::Value << e.sha256;
+    if (!e.net_files.empty()) {
+      out << YAML::Key << "net_files" << YAML::Value << YAML::Flow << e.net_files;
+      out << YAML::Key << "net_sha256" << YAML::Value << e.net_sha256;
+    }
     out << YAML::Key << "layer_widths" << YAML::Value << YAML::BeginSeq;
     for (const auto& w : e.layer_widths) out << YAML::Flow << w;
     out << YAML::EndSeq;
@@ -195,11 +205,17 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
   write_file_atomic(manifest_path(dir), std::string(out.c_str()) + "\n");
 }
 
-void add_member(FamilyEntry& e, const std::string& dir, const std::string& file,
+void add_member(FamilyEntry& e, const std::string& dir, const std::string& file, const std::string& net_file,
                 const std::vector<int64_t>& layer_widths) {
   e.files.push_back(file);
   e.sha256.push_back(sha256_file((fs::path(dir) / file).string()));
+  e.net_files.push_back(net_file);
+  e.net_sha256.push_back(sha256_file((fs::path(dir) / net_file).string()));
   e.layer_widths.push_back(layer_widths);
+}
+
+std::string net_file_for(const std::string& checkpoint_file) {
+  return fs::path(checkpoint_file).replace_extension(".tcmlp").string();
 }
 
 namespace {
@@ -209,6 +225,14 @@ bool is_weights_folder(const fs::path& p) { return fs::is_regular_file(p / "mani
 std::string bundled_weights_dir() { return std::string(TILECAST_SOURCE_DIR) + "/weights"; }
 
 }  // namespace
+
+std::unique_ptr<FileLock> lock_weights_folder(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  const fs::path p = fs::absolute(d);
+  return std::make_unique<FileLock>((p.parent_path() / ("." + p.filename().string() + ".lock")).string(),
+                                    "weights folder '" + d + "'");
+}
 
 WeightsStaging::WeightsStaging(const std::string& out_dir, bool force) : out_(out_dir) {
   while (out_.size() > 1 && out_.back() == '/') out_.pop_back();
@@ -226,7 +250,7 @@ WeightsStaging::WeightsStaging(const std::string& out_dir, bool force) : out_(ou
   const fs::path parent = fs::absolute(out).parent_path();
   fs::create_directories(parent);
   const std::string name = out.filename().string();
-  lock_ = std::make_unique<FileLock>((parent / ("." + name + ".lock")).string(), "weights folder '" + out_ + "'");
+  lock_ = lock_weights_folder(out_);
   staging_ = (parent / ("." + name + ".staging")).string();
   if (fs::exists(staging_)) {
     TC_LOG(Warn) << "removing " << staging_ << " left by an earlier train that did not finish";

@@ -16,6 +16,10 @@ struct FamilyEntry {
   std::vector<std::string> files;     // ensemble members, e.g. "bmm.pt", "bmm.s1.pt" (relative)
   std::vector<std::string> sha256;    // per member: checksum of the checkpoint file, verified at load
   std::vector<std::vector<int64_t>> layer_widths;  // per member: [inputs, hidden..., 1], verified at load
+  // Per member: the torch-free copy of the network that forecasting reads (`bmm.tcmlp`,
+  // predictor/dense_mlp.h) and its checksum. Empty in folders written before tilecast 0.2
+  // (`tilecast export-weights` adds them).
+  std::vector<std::string> net_files, net_sha256;
   std::vector<std::string> features;  // feature names in input order
   // Training range of each feature (LLM-era families): forecasts clamp to it and say so.
   std::vector<double> feature_min, feature_max;
@@ -45,9 +49,12 @@ struct WeightsManifest {
   MemoryOpEntry memory_ops;  // empty ops: no memory_op coefficients in this folder
 };
 
-// Appends checkpoint `file` (in `dir`) to an entry with its sha256 and layer widths.
-void add_member(FamilyEntry& e, const std::string& dir, const std::string& file,
+// Appends checkpoint `file` (in `dir`) and its torch-free copy `net_file` to an entry with
+// their sha256s and the layer widths.
+void add_member(FamilyEntry& e, const std::string& dir, const std::string& file, const std::string& net_file,
                 const std::vector<int64_t>& layer_widths);
+// The torch-free network file of a checkpoint: "bmm.s1.pt" -> "bmm.s1.tcmlp".
+std::string net_file_for(const std::string& checkpoint_file);
 
 // Throws ConfigError for a missing/malformed manifest or a schema version other than
 // kFeatureSchemaVersion ("retrain with `tilecast train`").
@@ -85,6 +92,10 @@ class WeightsStaging {
   bool done_ = false;
   std::unique_ptr<FileLock> lock_;
 };
+
+// The lock of a weights folder (".NAME.lock" beside it): held by `train` and
+// `export-weights` while they change the folder.
+std::unique_ptr<FileLock> lock_weights_folder(const std::string& dir);
 
 // Weights folder: `flag`, else $TILECAST_WEIGHTS_DIR, else the source tree's weights/.
 std::string weights_dir(const std::string& flag = "");

@@ -107,18 +107,34 @@ snapshot "$W/M" | diff - "$W/M.sum" > /dev/null || fail "a failed merge changed 
 expect 3 "rows.csv: write failed" small_disk 2 bash -c '"$0" -q --log-level error eval-kernels --data "$1" --rows-csv "$2" > /dev/null' "$TC" "$W/vec_many.csv" "$W/rows.csv"
 [ ! -e "$W/rows.csv" ] || fail "a failed --rows-csv left a file"
 
+echo "== two executables: forecasting without LibTorch, training handed over to tilecast-torch"
+if ldd "$TC" | grep -q libtorch; then fail "tilecast links LibTorch: forecasting must not load it"; fi
+mkdir -p "$W/lone"; cp "$TC" "$W/lone/tilecast"
+expect 2 "'train' runs in .*/lone/tilecast-torch, which was not built" "$W/lone/tilecast" train --out "$W/never"
+expect 0 "" "$W/lone/tilecast" predict-kernel --op gemm --shape 64,4096,4096 --dtype bf16 --gpu H100-SXM
+grep -q "latency_ms" "$W/stdout" || fail "a lone tilecast binary cannot forecast"
+[ ! -e "$W/never" ] || fail "a train that could not start created its --out"
+
 echo "== weights folders: verified at load, replaced only by a finished run"
 cp -r "$SRC/weights" "$W/w"
+# A folder from before the torch-free networks: one line saying how to complete it, and
+# export-weights completes it with the same networks as the bundled ones.
+cp -r "$SRC/weights" "$W/old"; rm "$W/old"/*.tcmlp
+sed -i '/^    net_files:/,/^    layer_widths:/{/^    layer_widths:/!d}' "$W/old/manifest.yaml"
+expect 1 "family 'bmm' has no torch-free network files .*tilecast export-weights --weights" T predict-kernel --weights "$W/old" --op add --shape 8,64 --gpu T4
+expect 0 "" T export-weights --weights "$W/old"
+for f in "$SRC"/weights/*.tcmlp; do cmp -s "$f" "$W/old/$(basename "$f")" || fail "export-weights wrote another $(basename "$f")"; done
+expect 0 "" T predict-kernel --weights "$W/old" --op add --shape 8,64 --gpu T4
 expect 0 "" T predict-kernel --op bmm --shape 8,64,64,64 --gpu T4
-python3 - "$W/w/bmm.s1.pt" <<'PY'
+python3 - "$W/w/bmm.s1.tcmlp" <<'PY'
 import sys
 p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 1; open(p, 'wb').write(b)
 PY
-expect 1 "bmm.s1.pt: sha256 differs from manifest.yaml" T predict-kernel --weights "$W/w" --op bmm --shape 8,64,64,64 --gpu T4
-cp "$SRC/weights/bmm.s1.pt" "$W/w/bmm.s1.pt"
-cp "$SRC/weights/softmax.pt" "$W/w/layernorm.pt"
-expect 1 "layernorm.pt: sha256 differs" T predict-kernel --weights "$W/w" --op ln --shape 8,64 --gpu T4
-cp "$SRC/weights/layernorm.pt" "$W/w/layernorm.pt"
+expect 1 "bmm.s1.tcmlp: sha256 differs from manifest.yaml" T predict-kernel --weights "$W/w" --op bmm --shape 8,64,64,64 --gpu T4
+cp "$SRC/weights/bmm.s1.tcmlp" "$W/w/bmm.s1.tcmlp"
+cp "$SRC/weights/softmax.tcmlp" "$W/w/layernorm.tcmlp"
+expect 1 "layernorm.tcmlp: sha256 differs" T predict-kernel --weights "$W/w" --op ln --shape 8,64 --gpu T4
+cp "$SRC/weights/layernorm.tcmlp" "$W/w/layernorm.tcmlp"
 sed -i '0,/num_layers: 8/s//num_layers: 6/' "$W/w/manifest.yaml"
 expect 1 "manifest.yaml: family 'bmm': field 'config': num_layers 6" T predict-kernel --weights "$W/w" --op add --shape 8,64 --gpu T4
 expect 1 "is the bundled weights folder; pass --force" T train --out "$SRC/weights" --family softmax

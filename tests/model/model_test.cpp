@@ -17,6 +17,7 @@
 #include "predictor/kernel_predictor.h"
 #include "trainer/mlp.h"
 #include "trainer/train.h"
+#include "core/featurize.h"
 #include "core/fs_util.h"
 
 namespace fs = std::filesystem;
@@ -76,7 +77,7 @@ std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* res
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
   trainer::FamilyEntry e;
-  trainer::add_member(e, dir, "elementwise.pt", r.layer_widths);
+  trainer::add_member(e, dir, "elementwise.pt", "elementwise.tcmlp", r.layer_widths);
   e.features = feature_names(Family::kElementwise);
   e.config = cfg;
   e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
@@ -171,13 +172,13 @@ TEST(Predictor, EnsembleAveragesMembersInLogSpace) {
   auto m = trainer::load_manifest(dir);
   auto& e = m.families["elementwise"];
   const auto widths = e.layer_widths[0];
-  e.files.clear(), e.sha256.clear(), e.layer_widths.clear();
-  trainer::add_member(e, dir, "elementwise.s1.pt", widths);
+  e.files.clear(), e.sha256.clear(), e.layer_widths.clear(), e.net_files.clear(), e.net_sha256.clear();
+  trainer::add_member(e, dir, "elementwise.s1.pt", "elementwise.s1.tcmlp", widths);
   trainer::save_manifest(dir, m);
   const double other = predictor::KernelPredictor(dir).predict(q, v100).latency_ms;
-  e.files.clear(), e.sha256.clear(), e.layer_widths.clear();
-  trainer::add_member(e, dir, "elementwise.pt", widths);
-  trainer::add_member(e, dir, "elementwise.s1.pt", widths);
+  e.files.clear(), e.sha256.clear(), e.layer_widths.clear(), e.net_files.clear(), e.net_sha256.clear();
+  trainer::add_member(e, dir, "elementwise.pt", "elementwise.tcmlp", widths);
+  trainer::add_member(e, dir, "elementwise.s1.pt", "elementwise.s1.tcmlp", widths);
   trainer::save_manifest(dir, m);
   const double both = predictor::KernelPredictor(dir).predict(q, v100).latency_ms;
   EXPECT_NE(single, other);
@@ -195,33 +196,38 @@ TEST(Predictor, RefusesOtherSchemaAndMissingFiles) {
   expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir); }, {"manifest.yaml", "schema"});
   expect_error<ConfigError>([&] { predictor::KernelPredictor p("/nonexistent/weights"); }, {"manifest"});
   std::string dir2 = tiny_weights_dir("tiny_missing");
-  fs::remove(dir2 + "/elementwise.pt");
-  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir2); }, {"elementwise.pt", "missing"});
+  fs::remove(dir2 + "/elementwise.tcmlp");
+  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir2); }, {"elementwise.tcmlp", "missing"});
   std::string dir3 = tiny_weights_dir("tiny_corrupt");
-  std::ofstream(dir3 + "/elementwise.pt") << "not a checkpoint";
-  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir3); }, {"elementwise.pt", "sha256"});
+  std::ofstream(dir3 + "/elementwise.tcmlp") << "not a network";
+  // Network files are read at the family's first forecast.
+  const KernelQuery add = vec_q(OpKind::kAdd, 2048, 512);
+  const GpuSpec& t4 = registry().resolve("T4");
+  expect_error<ConfigError>([&] { predictor::KernelPredictor(dir3).predict(add, t4); }, {"elementwise.tcmlp", "sha256"});
 }
 
 // Weights are verified at load: a flipped byte, a member copied from another network and an
 // edited architecture in manifest.yaml are each refused with one line naming the file.
 TEST(Predictor, VerifiesChecksumsAndArchitectureAtLoad) {
   const std::string dir = tiny_weights_dir("tiny_verify");
-  predictor::KernelPredictor ok(dir);  // the untouched folder loads
-  const std::string pt = dir + "/elementwise.pt";
+  const KernelQuery add = vec_q(OpKind::kAdd, 2048, 512);
+  const GpuSpec& t4 = registry().resolve("T4");
+  EXPECT_GT(predictor::KernelPredictor(dir).predict(add, t4).latency_ms, 0);  // the untouched folder loads
+  const std::string pt = dir + "/elementwise.tcmlp";
   const std::string original = read_file(pt);
 
   std::string flipped = original;
   flipped[flipped.size() / 2] ^= 0x01;
   { std::ofstream(pt, std::ios::binary) << flipped; }
-  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir); }, {"elementwise.pt", "sha256"});
+  expect_error<ConfigError>([&] { predictor::KernelPredictor(dir).predict(add, t4); }, {"elementwise.tcmlp", "sha256"});
 
   // Another trained network (other seed, same architecture) copied over the member.
   auto cfg = tiny_config(Family::kElementwise);
   cfg.seed = 5;
   TileTable tiles;
   trainer::train_family(cfg, synthetic_rows(60, 3), tiles, registry(), dir + "/other.pt", true);
-  fs::copy_file(dir + "/other.pt", pt, fs::copy_options::overwrite_existing);
-  expect_error<ConfigError>([&] { predictor::KernelPredictor p(dir); }, {"elementwise.pt", "sha256"});
+  fs::copy_file(dir + "/other.tcmlp", pt, fs::copy_options::overwrite_existing);
+  expect_error<ConfigError>([&] { predictor::KernelPredictor(dir).predict(add, t4); }, {"elementwise.tcmlp", "sha256"});
 
   { std::ofstream(pt, std::ios::binary) << original; }
   auto m = trainer::load_manifest(dir);
@@ -469,4 +475,74 @@ TEST(Serving, GenerateSumsPrefillAndDecodeSteps) {
   for (int64_t i = 1; i <= 199; ++i) exact += step(Mode::kDecode, 1000 + i - 1);
   EXPECT_NEAR(longer.tpot_ms, exact / 199, 0.01 * exact / 199);
   EXPECT_GT(step(Mode::kDecode, 8000), d1);  // a longer cache costs more
+}
+
+// The torch-free forward pass (predictor/dense_mlp.h) against LibTorch on every member of
+// every bundled family: inputs drawn around the training distribution (mean +- 3 std of the
+// stored standardisation), outputs within float tolerance.
+TEST(DenseMlp, MatchesLibTorchOnEveryBundledNetwork) {
+  const std::string dir = trainer::weights_dir();
+  const auto m = trainer::load_manifest(dir);
+  ASSERT_GE(m.families.size(), 9u) << "bundled weights incomplete in " << dir;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> z(0.0f, 1.0f);
+  int networks = 0;
+  for (const auto& kv : m.families) {
+    const auto& e = kv.second;
+    ASSERT_EQ(e.net_files.size(), e.files.size()) << kv.first;
+    for (size_t i = 0; i < e.files.size(); ++i) {
+      auto tm = trainer::load_checkpoint(dir + "/" + e.files[i], e.layer_widths[i]);
+      auto dm = predictor::DenseMlp::load(dir + "/" + e.net_files[i]);
+      ASSERT_EQ(dm.layer_widths(), e.layer_widths[i]);
+      const int64_t nf = dm.inputs(), rows = 3000;  // > one 2048-row block
+      std::vector<float> x(rows * nf);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < nf; ++c) x[r * nf + c] = dm.mean[c] + 3.0f * z(rng) / dm.inv_std[c];
+      std::vector<float> got(rows);
+      dm.forward(x.data(), rows, got.data());
+      torch::NoGradGuard ng;
+      auto want = tm->forward(torch::from_blob(x.data(), {rows, nf}, torch::kFloat32)).contiguous();
+      const float* w = want.data_ptr<float>();
+      double worst = 0;
+      for (int64_t r = 0; r < rows; ++r) worst = std::max(worst, std::abs(double(got[r]) - w[r]) / (1.0 + std::abs(w[r])));
+      EXPECT_LT(worst, 1e-4) << e.net_files[i];
+      ++networks;
+    }
+  }
+  EXPECT_EQ(networks, 19);
+}
+
+// Whole forecasts of the torch-free predictor against the same forecasts computed here with
+// LibTorch from the .pt checkpoints (featurise, members' outputs clamped and averaged in
+// log space, times the wave-quantised base), for a NeuSight and an LLM-era family.
+TEST(DenseMlp, ForecastsMatchTheLibTorchPath) {
+  const std::string dir = trainer::weights_dir();
+  predictor::KernelPredictor p(dir);
+  const auto m = trainer::load_manifest(dir);
+  const GpuSpec& a100 = registry().resolve("A100-SXM4-40GB");
+  std::vector<KernelQuery> qs;
+  for (int64_t s : {64, 512, 2048}) {
+    KernelQuery b;
+    b.op = OpKind::kBmm;
+    b.b = 8, b.m = s, b.n = s, b.k = s;
+    qs.push_back(b);
+    qs.push_back(gemm_q(s * 4, 4096, 4096, DType::kBf16));
+  }
+  const auto got = p.predict(qs, a100);
+  for (size_t i = 0; i < qs.size(); ++i) {
+    const Family f = op_family(qs[i].op);
+    const auto& e = m.families.at(family_name(f));
+    std::vector<float> x(num_features(f));
+    const PreparedKernel pk = featurize(qs[i], a100, p.tiles(), x.data());
+    ASSERT_TRUE(got[i].out_of_range.empty());
+    double o = 0;
+    for (size_t k = 0; k < e.files.size(); ++k) {
+      auto tm = trainer::load_checkpoint(dir + "/" + e.files[k], e.layer_widths[k]);
+      torch::NoGradGuard ng;
+      const double om = tm->forward(torch::from_blob(x.data(), {1, (int64_t)x.size()}, torch::kFloat32)).item<double>();
+      o += std::min(std::max(om, trainer::kMinLogSlowdown), trainer::kMaxLogSlowdown) / e.files.size();
+    }
+    const double want_ms = s_to_ms(pk.bounds.base_s) * std::exp(o);
+    EXPECT_NEAR(got[i].latency_ms, want_ms, 1e-4 * want_ms) << i;
+  }
 }

@@ -1,0 +1,26 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "trainer/train.h"
+#include "trainer/weights_manifest.h"
+
+namespace tilecast::cli {
+
+int run_export_weights(const Args& args, const GlobalOptions& g) {
+  po::options_description desc("export-weights options");
+  std::string weights;
+  desc.add_options()("weights", po::value(&weights),
+                     "weights folder to complete (default: $TILECAST_WEIGHTS_DIR or the bundled weights/)");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm, "tilecast export-weights [--weights DIR]\n"
+                     "Writes the torch-free network file (.tcmlp) of every checkpoint of a weights folder\n"
+                     "and lists them in its manifest.yaml; forecasting reads only those files."))
+    return 0;
+  const std::string dir = trainer::weights_dir(weights);
+  const int n = trainer::export_networks(dir);
+  if (!g.quiet) std::cout << "wrote " << n << " network file(s) in " << dir << "\n";
+  return 0;
+}
+
+}  // namespace tilecast::cli
