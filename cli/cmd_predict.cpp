@@ -12,7 +12,7 @@ namespace tilecast::cli {
 
 int run_predict(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict options");
-  std::string model, gpu, mode, format, weights, gpu_dir, models_dir, dtype_s, kv_dtype_s;
+  std::string model, gpu, mode, format, weights, gpu_dir, models_dir, dtype_s, kv_dtype_s, optimizer;
   int64_t batch = 0, seq = -1, context = -1, gen = 0;
   int top = 10;
   Parallelism par;
@@ -31,6 +31,9 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "inference/training are fp32")(
       "kv-dtype", po::value(&kv_dtype_s), "serving: KV cache dtype (default: bf16 for fp8, else --dtype)")(
       "fusion", "model torch.compile fusion (inference)")(
+      "optimizer", po::value(&optimizer)->default_value("adamw"),
+      "training: adamw (its step time apart, its two FP32 moments in memory) or none (forward and backward "
+      "only, as NeuSight's training labels were measured)")(
       "dp", po::value(&par.dp)->default_value(1), "data-parallel GPUs (DDP; --batch is the global batch)")(
       "tp", po::value(&par.tp)->default_value(1), "tensor-parallel GPUs (Megatron-LM column/row split)")(
       "pp", po::value(&par.pp)->default_value(1), "pipeline stages")(
@@ -50,6 +53,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));
+  if (optimizer != "adamw" && optimizer != "none")
+    throw ConfigError("--optimizer: expected adamw or none, got '" + optimizer + "'");
   if (mode == "inf") mode = "inference";
   if (mode == "train") mode = "training";
   const bool serving = mode == "prefill" || mode == "decode" || mode == "generate";
@@ -100,18 +105,23 @@ int run_predict(const Args& args, const GlobalOptions&) {
     return 0;
   }
   OpGraph g;
-  predictor::ServingMemory memory;
+  MemoryEstimate memory;
   if (serving) {
     const Mode phase = mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     const int64_t tokens = phase == Mode::kPrefill ? seq : context;
     g = build_serving_graph(mc, phase, batch, tokens, dtype, kv_dtype, par.tp);
     memory = predictor::serving_memory(mc, dtype, kv_dtype, par.tp, batch, tokens + (phase == Mode::kDecode ? 1 : 0), spec);
   } else {
-    g = build_op_graph(mc, batch, seq, mode == "training" ? Mode::kTraining : Mode::kInference, par);
+    const bool training = mode == "training";
+    g = build_op_graph(mc, batch, seq, training ? Mode::kTraining : Mode::kInference, par);
     if (vm.count("fusion")) g = fuse_op_graph(g);
+    memory = training ? training_memory(mc, batch, seq, par, spec, optimizer == "adamw")
+                      : inference_memory(mc, batch, seq, par, spec);
   }
+  refuse("--optimizer", mode != "training" && !vm["optimizer"].defaulted());
   auto f = predictor::forecast_model(g, spec, kp);
-  const predictor::ServingMemory* mem = serving ? &memory : nullptr;
+  if (optimizer == "none") f.optimizer_ms = 0;
+  const MemoryEstimate* mem = &memory;
   if (format == "json") std::cout << predictor::forecast_json(f, mem);
   else if (format == "csv") std::cout << predictor::forecast_csv(f);
   else std::cout << predictor::forecast_table(f, top, mem);

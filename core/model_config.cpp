@@ -166,6 +166,21 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
                       "' (bert, gpt2, opt, switch_transformers, llama, mistral, qwen2, qwen3, mixtral, qwen3_moe)");
   }
   m.torch_dtype = str("torch_dtype", "");
+  // Dropout probabilities (they decide which tensors training keeps for the backward pass).
+  auto prob = [&](std::initializer_list<const char*> keys, double dflt) {
+    for (const char* k : keys) {
+      if (!j.contains(k) || j[k].is_null()) continue;
+      if (!j[k].is_number()) throw ConfigError(path + ": field '" + k + "': expected a number");
+      const double v = j[k].get<double>();
+      if (!(v >= 0 && v < 1)) throw ConfigError(path + ": field '" + k + "': " + std::to_string(v) + " not in [0, 1)");
+      return v;
+    }
+    return dflt;
+  };
+  const bool llm = is_llm_family(m.model_type);
+  m.attention_dropout = prob({"attn_pdrop", "attention_probs_dropout_prob", "attention_dropout", "dropout_rate"},
+                             llm ? 0.0 : 0.1);
+  m.hidden_dropout = llm ? 0.0 : prob({"resid_pdrop", "hidden_dropout_prob", "dropout", "dropout_rate"}, 0.1);
   if (m.kv_heads == 0) m.kv_heads = m.heads;
   if (m.head_dim == 0) {
     if (m.hidden % m.heads != 0)

@@ -28,6 +28,10 @@ struct ModelConfig {
   int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
   int64_t moe_ffn = 0;            // expert FFN width (moe_intermediate_size, or intermediate_size)
   std::string torch_dtype;        // as the config states it ("bfloat16", "float32", ...), may be empty
+  // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
+  // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,
+  // dropout, dropout_rate). p = 0 launches nothing and keeps no mask (PyTorch returns the input).
+  double attention_dropout = 0, hidden_dropout = 0;
   // opt only
   int64_t embed_dim = 0;          // word_embed_proj_dim (== hidden unless projected, OPT-350m)
   bool final_layer_norm = true;   // do_layer_norm_before

@@ -160,7 +160,18 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   return f;
 }
 
-std::string forecast_json(const ModelForecast& f, const ServingMemory* memory) {
+void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
+  j["weights_gb"] = m.weights_gb;
+  j["kv_cache_gb"] = m.kv_cache_gb;
+  j["gradients_gb"] = m.gradients_gb;
+  j["optimizer_gb"] = m.optimizer_gb;
+  j["activations_gb"] = m.activations_gb;
+  j["memory_gb"] = m.total_gb();          // per GPU
+  j["gpu_memory_gb"] = m.capacity_gb;     // the spec's
+  j["fits"] = m.fits();
+}
+
+std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) {
   nlohmann::json j = {{"model", f.model},       {"gpu", f.gpu},
                       {"batch", f.batch},       {"seq", f.seq},
                       {"mode", mode_name(f.mode)}, {"fusion", f.fused},
@@ -175,12 +186,7 @@ std::string forecast_json(const ModelForecast& f, const ServingMemory* memory) {
     j["context"] = f.context;
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
   }
-  if (memory) {
-    j["weights_gb"] = memory->weights_gb;
-    j["kv_cache_gb"] = memory->kv_cache_gb;
-    j["memory_gb"] = memory->capacity_gb;
-    j["fits"] = memory->fits;
-  }
+  if (memory) add_memory_json(j, *memory);
   j["ops"] = nlohmann::json::array();
   for (const auto& o : f.ops)
     j["ops"].push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count},
@@ -197,7 +203,7 @@ std::string forecast_csv(const ModelForecast& f) {
   return os.str();
 }
 
-std::string forecast_table(const ModelForecast& f, int top_ops, const ServingMemory* memory) {
+std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEstimate* memory) {
   std::ostringstream os;
   char buf[256];
   if (is_serving(f.mode))
@@ -210,7 +216,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const ServingMem
                   static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
                   f.fused ? " (fused)" : "", dtype_name(f.dtype));
   os << buf;
-  if (memory) os << serving_memory_table(*memory);
+  if (memory) os << memory_summary(*memory);
   if (is_serving(f.mode))
     std::snprintf(buf, sizeof buf, "%s       %10.3f  (%s)\n", f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms", f.total_ms,
                   f.mode == Mode::kPrefill ? "the prefill step: time to first token" : "one decode step");
@@ -260,27 +266,19 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const ServingMem
   return os.str();
 }
 
-ServingMemory serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
+MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu) {
   const bool fp8 = dtype == DType::kFp8 || dtype == DType::kFp8Block;
   const double act_bytes = fp8 ? 2.0 : dtype_size(dtype);
   const double embed = double(m.vocab) * m.hidden * (m.tie_embeddings ? 1 : 2);
   const double norms = double(m.hidden) * (2.0 * m.layers + 1);
   const double linear = std::max(0.0, model_parameters(m) - embed - norms);
-  ServingMemory r;
+  MemoryEstimate r;
   r.weights_gb = (linear * dtype_size(dtype) + embed * act_bytes) / tp / 1e9 + norms * act_bytes / 1e9;
   r.kv_cache_gb = 2.0 * m.layers * double(m.kv_heads / tp) * m.head_dim * double(tokens) * batch *
                   dtype_size(kv_dtype) / 1e9;
   r.capacity_gb = gpu.mem_gb;
-  r.fits = r.weights_gb + r.kv_cache_gb <= 0.9 * gpu.mem_gb;
   return r;
-}
-
-std::string serving_memory_table(const ServingMemory& m) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "memory/GPU    %10.2f GB weights + %.2f GB KV cache of %.0f GB: %s\n", m.weights_gb,
-                m.kv_cache_gb, m.capacity_gb, m.fits ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
-  return buf;
 }
 
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
@@ -337,11 +335,8 @@ std::string generate_json(const GenerateForecast& f) {
                       {"tpot_ms", f.tpot_ms},
                       {"e2e_ms", f.e2e_ms},
                       {"tokens_per_s", f.tokens_per_s},
-                      {"weights_gb", f.memory.weights_gb},
-                      {"kv_cache_gb", f.memory.kv_cache_gb},
-                      {"memory_gb", f.memory.capacity_gb},
-                      {"fits", f.memory.fits},
                       {"decode_steps_forecast", f.decode_steps_forecast}};
+  add_memory_json(j, f.memory);
   auto ops = [](const ModelForecast& m) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& o : m.ops)
@@ -365,7 +360,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                 "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"
                 "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
                 f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
-  os << buf << serving_memory_table(f.memory);
+  os << buf << memory_summary(f.memory);
   os << "\n-- prefill\n" << forecast_table(f.prefill, top_ops);
   os << "\n-- last decode step\n" << forecast_table(f.last_decode, top_ops);
   return os.str();

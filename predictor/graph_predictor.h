@@ -1,9 +1,11 @@
 #pragma once
 // Whole-model forecasts: cost every operator of an OpGraph on one GPU.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/gpu_spec.h"
+#include "core/memory_model.h"
 #include "core/model_config.h"
 #include "core/op_graph.h"
 #include "predictor/kernel_predictor.h"
@@ -49,13 +51,9 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu);
 
 // Memory one GPU of a tp group holds while serving (1 GB = 1e9 bytes): weights (GEMM weights
 // in the GEMM dtype, embeddings and norms in the activation dtype, all split over tp except
-// norms) and the KV cache of `batch` sequences of `tokens` tokens. `fits` compares their sum
+// norms) and the KV cache of `batch` sequences of `tokens` tokens. fits() compares their sum
 // with 90 % of the spec's memory (the rest: activations, workspace, CUDA context).
-struct ServingMemory {
-  double weights_gb = 0, kv_cache_gb = 0, capacity_gb = 0;
-  bool fits = false;
-};
-ServingMemory serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
+MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu);
 
 // `generate`: prefill of `batch` prompts of `seq` tokens (its time is the time to first token),
@@ -69,19 +67,21 @@ struct GenerateForecast {
   int64_t batch = 0, seq = 0, gen = 0, tp = 1;
   double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
   int64_t decode_steps_forecast = 0;  // decode graphs actually forecast
-  ServingMemory memory;
+  MemoryEstimate memory;
   ModelForecast prefill, last_decode;
 };
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp);
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
-// Memory lines of a serving forecast, for the prefill/decode table and JSON.
-std::string serving_memory_table(const ServingMemory& m);
 
-// `memory` (serving forecasts): weights, KV cache and the fit verdict beside the times.
-std::string forecast_json(const ModelForecast& f, const ServingMemory* memory = nullptr);
+// `memory`: what one GPU holds (weights, KV cache, gradients, optimizer state, activations)
+// and the fit verdict beside the times.
+std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory = nullptr);
+// The memory keys of every JSON forecast: weights_gb, kv_cache_gb, gradients_gb, optimizer_gb,
+// activations_gb, memory_gb (their sum, per GPU), gpu_memory_gb (the spec's), fits.
+void add_memory_json(nlohmann::json& j, const MemoryEstimate& m);
 std::string forecast_csv(const ModelForecast& f);
-std::string forecast_table(const ModelForecast& f, int top_ops = 10, const ServingMemory* memory = nullptr);
+std::string forecast_table(const ModelForecast& f, int top_ops = 10, const MemoryEstimate* memory = nullptr);
 
 }  // namespace tilecast::predictor

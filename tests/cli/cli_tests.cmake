@@ -106,3 +106,7 @@ tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced or power_la
 tc_cli_fail(predict_kernel_moe_topk "top-k 9 exceeds the 8 experts" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,9,8;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_flags_on_gemm "--moe-tp/--moe-ep/--routing apply to --op moe only" "${TC};predict-kernel;--op;gemm;--shape;64,64,64;--moe-tp;2;--gpu;H100-SXM")
 tc_cli_test(gpus_new_blackwell "NVIDIA RTX PRO 6000 Blackwell Server Edition" ${TC} gpus)
+# Memory per GPU in every forecast: a GPT-3 2.7B training step on an 8 GB P4 says it does not fit.
+tc_cli_test(predict_training_does_not_fit "memory/GPU .*AdamW state.*DOES NOT FIT" ${TC} predict --model gpt3-2.7b --gpu P4 --batch 1 --seq 2048 --mode training)
+tc_cli_test(predict_training_memory_json "\"activations_gb\": 9.949814784,.*\"fits\": true" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 1024 --mode training --optimizer none --format json)
+tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")

@@ -440,7 +440,7 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   auto bf = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 1, 1000, h100);
   EXPECT_NEAR(bf.weights_gb, 16.060522496, 1e-9);
   EXPECT_NEAR(bf.kv_cache_gb, 0.131072, 1e-12);
-  EXPECT_TRUE(bf.fits);
+  EXPECT_TRUE(bf.fits());
   // FP8 over tp 2: linear weights (8,030,261,248 - 2 x 525,336,576 embeddings - 65 x 4096
   // norms = 6,979,321,856) in 1 byte and embeddings in BF16, both halved; norms replicated.
   auto f8 = predictor::serving_memory(m, DType::kFp8, DType::kFp8, 2, 1, 1000, h100);
@@ -448,7 +448,7 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   EXPECT_NEAR(f8.kv_cache_gb, 0.032768, 1e-12);
   // Llama-3.1-70B in BF16 (141 GB of weights) does not fit one 80 GB GPU.
   ModelConfig big = load_model_config("llama-3.1-70b", mdir);
-  EXPECT_FALSE(predictor::serving_memory(big, DType::kBf16, DType::kBf16, 1, 1, 128, h100).fits);
+  EXPECT_FALSE(predictor::serving_memory(big, DType::kBf16, DType::kBf16, 1, 1, 128, h100).fits());
 }
 
 // generate = prefill + decode steps at growing context: checked against separately built

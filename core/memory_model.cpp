@@ -1,0 +1,110 @@
+#include "core/memory_model.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace tilecast {
+
+namespace {
+
+int64_t kv_heads_of(const ModelConfig& m) { return m.kv_heads > 0 ? m.kv_heads : m.heads; }
+
+// FFN width each token passes through: the dense width, or top-k experts of their width
+// (Switch routes each token to one expert of d_ff).
+double ffn_width(const ModelConfig& m) {
+  if (m.experts_per_token > 0) return double(m.experts_per_token) * (m.moe_ffn > 0 ? m.moe_ffn : m.ffn);
+  return double(m.ffn);
+}
+
+// Attention block's saved activations (see layer_activation_bytes).
+double attention_bytes(const ModelConfig& m, double t, double s, double tp) {
+  const double h = m.hidden, a = m.heads, kv = kv_heads_of(m), d = m.head_dim;
+  double b = 4 * t * h + 4 * t * (a + 2 * kv) * d / tp + 4 * t * a * d / tp + 4 * (a / tp) * t * s;
+  if (m.attention_dropout > 0) b += 5 * (a / tp) * t * s;
+  if (m.hidden_dropout > 0) b += t * h;
+  return b;
+}
+
+double ffn_bytes(const ModelConfig& m, double t, double tp) {
+  const double h = m.hidden, f = ffn_width(m);
+  double b = 4 * t * h + (m.gated_ffn ? 3 : 2) * 4 * t * f / tp;
+  if (m.hidden_dropout > 0) b += t * h;
+  return b;
+}
+
+void check_layout(const Parallelism& par, int64_t batch, int64_t seq) {
+  if (par.dp < 1 || par.tp < 1 || par.pp < 1 || par.microbatches < 1)
+    throw ConfigError("parallel layout: dp, tp, pp and microbatches must be >= 1");
+  if (batch < 1 || seq < 1) throw ConfigError("batch and seq must be >= 1");
+}
+
+}  // namespace
+
+double layer_activation_bytes(const ModelConfig& m, int64_t tokens, int64_t seq, int64_t tp) {
+  return attention_bytes(m, double(tokens), double(seq), double(tp)) + ffn_bytes(m, double(tokens), double(tp));
+}
+
+MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
+                               const GpuSpec& gpu, bool optimizer_state) {
+  check_layout(par, batch, seq);
+  MemoryEstimate r;
+  r.capacity_gb = gpu.mem_gb;
+  const double params = model_parameters(m) / double(par.tp * par.pp);
+  r.weights_gb = 4 * params / 1e9;
+  r.gradients_gb = 4 * params / 1e9;
+  r.optimizer_gb = optimizer_state ? 8 * params / 1e9 : 0;  // AdamW exp_avg and exp_avg_sq in FP32
+  const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
+  const double in_flight = double(std::min(par.pp, par.microbatches));
+  const double t = micro_seqs * seq * in_flight;  // tokens whose activations the first stage holds
+  const double tp = double(par.tp), s = double(seq);
+  double bytes = double(m.layers) * layer_activation_bytes(m, int64_t(t), seq, par.tp);
+  // Encoder-decoder (Switch): decoder layers add a cross-attention block.
+  bytes += double(m.decoder_layers) * (layer_activation_bytes(m, int64_t(t), seq, par.tp) + attention_bytes(m, t, s, tp));
+  bytes /= double(par.pp);
+  // Embedding output (and its dropout mask) on the first stage; the last stage's logits and
+  // their log-softmax for the loss, one microbatch.
+  const double t1 = micro_seqs * seq;
+  bytes += (m.hidden_dropout > 0 ? 5 : 4) * t * m.hidden + 2 * 4 * t1 * double(m.vocab) / tp;
+  r.activations_gb = bytes / 1e9;
+  return r;
+}
+
+MemoryEstimate inference_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
+                                const GpuSpec& gpu) {
+  check_layout(par, batch, seq);
+  MemoryEstimate r;
+  r.capacity_gb = gpu.mem_gb;
+  r.weights_gb = 4 * model_parameters(m) / double(par.tp * par.pp) / 1e9;
+  // Largest set alive at once (eager, no grad): the residual stream and a norm output, plus the
+  // largest of the attention scores with their softmax, the FFN's intermediate tensors, or
+  // the logits.
+  const double t = double(batch) / double(par.dp) / double(par.microbatches) * seq, tp = double(par.tp);
+  const double scores = 2 * 4 * (double(m.heads) / tp) * t * seq;
+  const double ffn = (m.gated_ffn ? 3 : 2) * 4 * t * ffn_width(m) / tp;
+  const double logits = 4 * t * double(m.vocab) / tp;
+  r.activations_gb = (2 * 4 * t * m.hidden + std::max({scores, ffn, logits})) / 1e9;
+  return r;
+}
+
+std::string memory_summary(const MemoryEstimate& m) {
+  char buf[320];
+  std::string parts;
+  auto add = [&](const char* name, double gb) {
+    if (gb <= 0) return;
+    char p[64];
+    std::snprintf(p, sizeof p, "%s%.2f GB %s", parts.empty() ? "" : " + ", gb, name);
+    parts += p;
+  };
+  add("weights", m.weights_gb);
+  add("gradients", m.gradients_gb);
+  add("AdamW state", m.optimizer_gb);
+  add("activations", m.activations_gb);
+  add("KV cache", m.kv_cache_gb);
+  std::snprintf(buf, sizeof buf, "memory/GPU    %10.2f GB (%s) of %.0f GB: %s\n", m.total_gb(), parts.c_str(),
+                m.capacity_gb, m.fits() ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
+  return buf;
+}
+
+}  // namespace tilecast

@@ -1,0 +1,58 @@
+#pragma once
+// What one GPU holds for a forecast (1 GB = 1e9 bytes), and whether it fits.
+//
+// Training (eager FP32 PyTorch with AdamW, as NeuSight's labels were measured): weights,
+// gradients and both AdamW moments (4 + 4 + 8 bytes per parameter), and the activations the
+// backward pass needs (no recomputation). Inference (eager FP32, whole sequence, no KV cache):
+// weights and the largest set of tensors alive at once. Serving (predictor::serving_memory):
+// weights in the serving dtype and the KV cache.
+//
+// The split over GPUs: tp divides the linear layers' weights and the per-head / FFN-width
+// activations (Megatron-LM), pp divides the layers, dp replicates. Parameters per GPU are
+// taken as P / (tp * pp) (embeddings and norms split like the rest: a small overstatement of
+// the split, said here). Pipeline stages run 1F1B (Megatron-LM's schedule): the first stage
+// holds the activations of min(pp, microbatches) microbatches; the last stage adds the logits.
+#include <cstdint>
+#include <string>
+
+#include "core/gpu_spec.h"
+#include "core/model_config.h"
+#include "core/op_graph.h"
+
+namespace tilecast {
+
+// Share of the GPU's memory a forecast may use; the rest is the CUDA context, the caching
+// allocator's fragmentation and library workspaces.
+constexpr double kUsableMemoryFraction = 0.9;
+
+struct MemoryEstimate {
+  double weights_gb = 0, gradients_gb = 0, optimizer_gb = 0, activations_gb = 0, kv_cache_gb = 0;
+  double capacity_gb = 0;  // the spec's memory
+  double total_gb() const { return weights_gb + gradients_gb + optimizer_gb + activations_gb + kv_cache_gb; }
+  bool fits() const { return total_gb() <= kUsableMemoryFraction * capacity_gb; }
+};
+
+// Activations saved for the backward pass by one transformer layer, in bytes, for `tokens`
+// tokens of sequences of `seq` tokens in FP32 (4-byte tensors, 1-byte dropout masks), on one
+// GPU of a tp group:
+//   attention: its input (norm output) 4th, Q/K/V 4t(a + 2 kv) d / tp, the context before the
+//              output projection 4t a d / tp, the softmax output 4 (a / tp) t s, with
+//              attention dropout (p > 0) its mask and output (1 + 4) (a / tp) t s, with hidden
+//              dropout the output projection's mask t h;
+//   FFN:       its input 4th, the activation's input and output 4t f / tp each (gated: the
+//              gate and up projections, 3 x 4t f / tp), with hidden dropout the mask t h;
+//   norms keep their input: counted above as the inputs of attention and FFN.
+// (HF eager attention; the scaling and masking before the softmax keep nothing.)
+double layer_activation_bytes(const ModelConfig& m, int64_t tokens, int64_t seq, int64_t tp);
+
+// `optimizer_state`: AdamW's two FP32 moments (what a training run holds); false for a run
+// that only times forward and backward, as NeuSight's training labels were measured.
+MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
+                               const GpuSpec& gpu, bool optimizer_state = true);
+MemoryEstimate inference_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
+                                const GpuSpec& gpu);
+
+// "weights 1.2 + gradients ... of 80 GB: fits" for tables.
+std::string memory_summary(const MemoryEstimate& m);
+
+}  // namespace tilecast

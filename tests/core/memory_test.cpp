@@ -1,0 +1,82 @@
+// Memory per GPU (core/memory_model.h) against counts derived by hand for two models, and
+// against the configurations NeuSight measured (a run that was measured fitted).
+#include <gtest/gtest.h>
+
+#include "core/memory_model.h"
+#include "test_util.h"
+
+using namespace tilecast;
+
+namespace {
+const GpuRegistry& registry() {
+  static GpuRegistry reg(gpu_dir());
+  return reg;
+}
+ModelConfig model(const std::string& name) {
+  return load_model_config(name, std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+}
+}  // namespace
+
+// GPT-2 large, batch 1 x 1024 tokens, FP32 training without optimizer state. Parameters:
+// 774,030,080 (the published count). Activations per layer, t = s = 1024, h 1280, 20 heads,
+// FFN 5120, dropout 0.1 on attention and hidden states:
+//   attention: LN out 5,242,880 + QKV 15,728,640 + context 5,242,880 + softmax 83,886,080
+//              + attention-dropout mask and output 104,857,600 + output mask 1,310,720 = 216,268,800
+//   FFN:       LN out 5,242,880 + GELU in/out 41,943,040 + mask 1,310,720 = 48,496,640
+// x 36 layers = 9,531,555,840, + embedding output and mask 6,553,600, + logits and their
+// log-softmax 2 x 4 x 1024 x 50,257 = 411,705,344: 9,949,814,784 bytes.
+TEST(Memory, Gpt2LargeTrainingByHand) {
+  const auto m = training_memory(model("gpt2-large"), 1, 1024, {}, registry().resolve("H100-SXM"), false);
+  EXPECT_DOUBLE_EQ(m.weights_gb, 4 * 774030080.0 / 1e9);
+  EXPECT_DOUBLE_EQ(m.gradients_gb, m.weights_gb);
+  EXPECT_EQ(m.optimizer_gb, 0);
+  EXPECT_NEAR(m.activations_gb, 9949814784.0 / 1e9, 1e-9);
+  const auto adam = training_memory(model("gpt2-large"), 1, 1024, {}, registry().resolve("H100-SXM"));
+  EXPECT_DOUBLE_EQ(adam.optimizer_gb, 8 * 774030080.0 / 1e9);
+}
+
+// Llama 3.1 8B, batch 1 x 2048 tokens: 8,030,261,248 parameters (published), no dropout,
+// GQA (32 query / 8 KV heads of 128), SwiGLU FFN 14336, vocab 128,256. Per layer:
+//   attention: norm out 33,554,432 + Q/K/V 4 x 2048 x 48 x 128 = 50,331,648 + context
+//              33,554,432 + softmax 4 x 32 x 2048^2 = 536,870,912 -> 654,311,424
+//   FFN:       norm out 33,554,432 + gate, up, SiLU-mul 3 x 4 x 2048 x 14336 = 352,321,536
+// x 32 = 33,285,996,544, + embedding 33,554,432 + logits 2 x 4 x 2048 x 128,256 =
+// 2,101,346,304: 35,420,897,280 bytes.
+TEST(Memory, Llama8bTrainingByHand) {
+  const auto m = training_memory(model("llama-3.1-8b"), 1, 2048, {}, registry().resolve("H100-SXM"), false);
+  EXPECT_DOUBLE_EQ(m.weights_gb, 4 * 8030261248.0 / 1e9);
+  EXPECT_NEAR(m.activations_gb, 35420897280.0 / 1e9, 1e-9);
+  EXPECT_FALSE(m.fits());  // 99.7 GB on an 80 GB GPU
+}
+
+TEST(Memory, ParallelLayoutsSplitWhatTheyShard) {
+  const ModelConfig g = model("gpt2-large");
+  const GpuSpec& a100 = registry().resolve("A100-SXM4-40GB");
+  const auto one = training_memory(g, 4, 1024, {}, a100);
+  Parallelism tp;
+  tp.tp = 4;
+  const auto t4 = training_memory(g, 4, 1024, tp, a100);
+  EXPECT_DOUBLE_EQ(t4.weights_gb, one.weights_gb / 4);
+  EXPECT_LT(t4.activations_gb, one.activations_gb);
+  EXPECT_GT(t4.activations_gb, one.activations_gb / 4);  // norm inputs and masks are replicated
+  Parallelism dp;
+  dp.dp = 4;
+  const auto d4 = training_memory(g, 4, 1024, dp, a100);
+  EXPECT_DOUBLE_EQ(d4.weights_gb, one.weights_gb);  // replicas
+  EXPECT_NEAR(d4.activations_gb, training_memory(g, 1, 1024, {}, a100).activations_gb, 1e-9);
+}
+
+// NeuSight measured these training runs (forward + backward, no optimizer): each must fit.
+// (The same models at batch 4 / 2 were not measured on the 24-32 GB GPUs.)
+TEST(Memory, ConfigurationsNeuSightMeasuredFit) {
+  struct Run { const char* gpu; const char* model; int64_t batch, seq; };
+  const Run runs[] = {{"NVIDIA L4", "gpt2-large", 1, 1024},       {"NVIDIA L4", "bert-large", 8, 512},
+                      {"Tesla V100-PCIE-32GB", "gpt2-large", 1, 1024}, {"AMD Instinct MI210", "gpt3-xl", 1, 2048},
+                      {"AMD Instinct MI210", "gpt2-large", 4, 1024},   {"NVIDIA A100 80GB PCIe", "gpt3-2.7b", 1, 2048},
+                      {"NVIDIA A100 80GB PCIe", "opt-1.3b", 2, 2048},  {"NVIDIA A100 80GB PCIe", "switch-xl4", 2, 512}};
+  for (const Run& r : runs)
+    EXPECT_TRUE(training_memory(model(r.model), r.batch, r.seq, {}, registry().resolve(r.gpu), false).fits())
+        << r.model << " on " << r.gpu;
+  // GPT-3 2.7B with AdamW's state does not fit the 80 GB card NeuSight timed it on without one.
+  EXPECT_FALSE(training_memory(model("gpt3-2.7b"), 1, 2048, {}, registry().resolve("NVIDIA A100 80GB PCIe")).fits());
+}
