@@ -21,5 +21,7 @@ int run_eval_models(const Args& args, const GlobalOptions& g);
 int run_collect(const Args& args, const GlobalOptions& g);
 int run_merge(const Args& args, const GlobalOptions& g);
 int run_export_weights(const Args& args, const GlobalOptions& g);
+int run_compare(const Args& args, const GlobalOptions& g);
+int run_plan(const Args& args, const GlobalOptions& g);
 
 }  // namespace tilecast::cli

@@ -47,4 +47,37 @@ void check_format(const std::string& fmt, const std::vector<std::string>& allowe
   throw ConfigError("--format: unknown format '" + fmt + "' (" + all + ")");
 }
 
+std::vector<std::string> parse_name_list(const std::string& flag, const std::string& value) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (size_t i = 0; i <= value.size(); ++i) {
+    if (i == value.size() || value[i] == ',') {
+      if (cur.empty()) throw ConfigError(flag + " '" + value + "': empty item in the list");
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += value[i];
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& value, int64_t lo, int64_t hi) {
+  std::vector<int64_t> out;
+  for (const auto& item : parse_name_list(flag, value)) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < lo || v > hi)
+      throw ConfigError(flag + " '" + value + "': '" + item + "' is not a whole number in [" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + "]");
+    out.push_back(v);
+  }
+  return out;
+}
+
 }  // namespace tilecast::cli

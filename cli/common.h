@@ -23,4 +23,9 @@ void check_format(const std::string& fmt, const std::vector<std::string>& allowe
 // A --dtype-style flag's value; ConfigError "<flag>: unknown dtype ..." otherwise.
 DType parse_dtype_flag(const std::string& flag, const std::string& value);
 
+// "1,8,16" -> {1, 8, 16}: every item a whole number in [lo, hi]; ConfigError naming the flag.
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& value, int64_t lo, int64_t hi);
+// "a,b,c" -> {"a", "b", "c"} (empty items refused).
+std::vector<std::string> parse_name_list(const std::string& flag, const std::string& value);
+
 }  // namespace tilecast::cli

@@ -54,6 +54,8 @@ const std::map<std::string, Command>& commands() {
       {"predict-kernel", {TC_LIGHT_CMD(cli::run_predict_kernel), "forecast one kernel on a GPU", false}},
       {"eval-kernels", {TC_LIGHT_CMD(cli::run_eval_kernels), "forecast NeuSight-format kernel rows and report MAPE", false}},
       {"predict", {TC_LIGHT_CMD(cli::run_predict), "forecast a whole model (inference or a training step) on a GPU", false}},
+      {"compare", {TC_LIGHT_CMD(cli::run_compare), "forecast many GPUs x configs x parallel layouts in one call; rank by time, throughput or cost", false}},
+      {"plan", {TC_LIGHT_CMD(cli::run_plan), "search dp x tp x pp layouts of N GPUs that fit, fastest first", false}},
       {"eval-models", {TC_LIGHT_CMD(cli::run_eval_models), "forecast NeuSight's end-to-end labels and compare with its published errors", false}},
   };
   return cmds;

@@ -1,0 +1,144 @@
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "predictor/compare.h"
+#include "trainer/weights_manifest.h"
+
+namespace tilecast::cli {
+
+namespace {
+
+std::string models_folder(const std::string& flag) {
+  return flag.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : flag;
+}
+
+void read_prices(const std::string& file, const std::vector<std::string>& items, const GpuRegistry& reg,
+                 predictor::Prices& p) {
+  if (!file.empty()) p = predictor::load_prices(file, reg);
+  for (const auto& i : items) predictor::add_price(p, i, reg);
+}
+
+void print_rows(const std::vector<predictor::CompareRow>& rows, const std::string& format, const predictor::Prices& p) {
+  if (format == "json") std::cout << predictor::compare_json(rows, &p);
+  else if (format == "csv") std::cout << predictor::compare_csv(rows);
+  else std::cout << predictor::compare_table(rows, &p);
+}
+
+}  // namespace
+
+int run_compare(const Args& args, const GlobalOptions&) {
+  po::options_description desc("compare options");
+  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1";
+  std::string format, sort, prices_file, weights, gpu_dir, models_dir, optimizer;
+  std::vector<std::string> price_items;
+  int64_t gen = 0;
+  desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
+      "gpus", po::value(&gpus)->required(), "GPUs, comma-separated (names, aliases, CUDA names), or 'all'")(
+      "mode", po::value(&mode)->default_value("inference"), "inference|training|prefill|decode|generate (inf|train too)")(
+      "batch", po::value(&batch), "batch size(s), comma-separated (default 1; global batch with --dp)")(
+      "seq", po::value(&seq), "sequence / prompt length(s), comma-separated")(
+      "context", po::value(&context), "decode: cached tokens per sequence, comma-separated")(
+      "gen", po::value(&gen), "generate: output tokens per sequence")(
+      "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype); inference/training are fp32")(
+      "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
+      "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
+      "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
+      "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
+      "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
+      "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
+      "sort", po::value(&sort)->default_value("time"), "time|throughput|cost (fitting rows first)")(
+      "format", po::value(&format)->default_value("table"), "table|json|csv")(
+      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
+      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
+      "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm,
+                     "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
+                     "[--dp/--tp/--pp lists] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost]\n"
+                     "Forecasts every combination in one process; one row each (tokens/s: training and inference "
+                     "count batch x seq per step, prefill prompt tokens, decode and generate output tokens)."))
+    return 0;
+  check_format(format, {"table", "json", "csv"});
+  if (optimizer != "adamw" && optimizer != "none") throw ConfigError("--optimizer: expected adamw or none, got '" + optimizer + "'");
+  if (mode == "inf") mode = "inference";
+  if (mode == "train") mode = "training";
+  predictor::CompareRequest req;
+  req.models = parse_name_list("--model", models);
+  req.gpus = parse_name_list("--gpus", gpus);
+  req.mode = mode;
+  req.dtype = dtype;
+  req.kv_dtype = kv_dtype;
+  req.batches = parse_int_list("--batch", batch, 1, 1 << 20);
+  if (mode == "decode") {
+    if (!seq.empty()) throw ConfigError("--seq does not apply to --mode decode (use --context)");
+    if (context.empty()) throw ConfigError("--mode decode needs --context L");
+    req.seqs = parse_int_list("--context", context, 1, 1 << 24);
+  } else {
+    if (!context.empty()) throw ConfigError("--context applies to --mode decode only");
+    if (seq.empty()) throw ConfigError("--mode " + mode + " needs --seq S");
+    req.seqs = parse_int_list("--seq", seq, 1, 1 << 24);
+  }
+  if (mode != "generate" && vm.count("gen")) throw ConfigError("--gen applies to --mode generate only");
+  req.gen = gen;
+  req.dps = parse_int_list("--dp", dp, 1, 4096);
+  req.tps = parse_int_list("--tp", tp, 1, 4096);
+  req.pps = parse_int_list("--pp", pp, 1, 4096);
+  req.microbatches = parse_int_list("--microbatches", mb, 1, 1 << 20);
+  req.optimizer_state = optimizer == "adamw";
+  GpuRegistry reg = load_registry(gpu_dir);
+  predictor::Prices prices;
+  read_prices(prices_file, price_items, reg, prices);
+  predictor::KernelPredictor kp(trainer::weights_dir(weights));
+  auto rows = predictor::run_compare(req, reg, kp, models_folder(models_dir), &prices);
+  predictor::rank_rows(rows, sort);
+  print_rows(rows, format, prices);
+  return 0;
+}
+
+int run_plan(const Args& args, const GlobalOptions&) {
+  po::options_description desc("plan options");
+  std::string model, gpu, mode, format, prices_file, weights, gpu_dir, models_dir, optimizer;
+  std::vector<std::string> price_items;
+  int64_t gpus = 0, global_batch = 0, seq = 0;
+  int top = 10;
+  desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
+      "gpu", po::value(&gpu)->required(), "GPU type")("gpus", po::value(&gpus)->required(), "number of GPUs")(
+      "global-batch", po::value(&global_batch)->required(), "sequences per training step, over all replicas")(
+      "seq", po::value(&seq)->required(), "sequence length")(
+      "mode", po::value(&mode)->default_value("training"), "training|inference")(
+      "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
+      "top", po::value(&top)->default_value(10), "layouts listed (table)")(
+      "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
+      "prices", po::value(&prices_file), "prices YAML (see compare --help)")(
+      "format", po::value(&format)->default_value("table"), "table|json|csv")(
+      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
+      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
+      "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm,
+                     "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
+                     "Searches dp x tp x pp (x microbatches) over N GPUs; layouts that fit first, fastest first."))
+    return 0;
+  check_format(format, {"table", "json", "csv"});
+  if (top < 1) throw ConfigError("--top: expected >= 1, got " + std::to_string(top));
+  if (optimizer != "adamw" && optimizer != "none") throw ConfigError("--optimizer: expected adamw or none, got '" + optimizer + "'");
+  if (mode == "train") mode = "training";
+  if (mode == "inf") mode = "inference";
+  GpuRegistry reg = load_registry(gpu_dir);
+  predictor::Prices prices;
+  read_prices(prices_file, price_items, reg, prices);
+  predictor::KernelPredictor kp(trainer::weights_dir(weights));
+  auto rows = predictor::run_plan(model, gpu, gpus, global_batch, seq, mode, optimizer == "adamw", reg, kp,
+                                  models_folder(models_dir), &prices);
+  if (rows.empty())
+    throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs divides the model and the global batch " +
+                      std::to_string(global_batch));
+  if (format == "table" && static_cast<int>(rows.size()) > top) rows.resize(top);
+  print_rows(rows, format, prices);
+  return 0;
+}
+
+}  // namespace tilecast::cli

@@ -1,0 +1,351 @@
+#include "predictor/compare.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/csv.h"
+#include "core/error.h"
+#include "core/fs_util.h"
+#include "core/memory_model.h"
+#include "predictor/graph_predictor.h"
+
+namespace tilecast::predictor {
+
+namespace {
+
+bool serving_mode(const std::string& mode) { return mode == "prefill" || mode == "decode" || mode == "generate"; }
+
+void check_mode(const std::string& mode) {
+  if (mode != "inference" && mode != "training" && !serving_mode(mode))
+    throw ConfigError("--mode: expected inference, training, prefill, decode or generate, got '" + mode + "'");
+}
+
+// Everything about one combination that does not depend on it being valid.
+struct Combo {
+  const ModelConfig* model = nullptr;
+  const GpuSpec* gpu = nullptr;
+  std::string mode;
+  DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
+  int64_t batch = 0, seq = 0, gen = 0;
+  Parallelism par;
+  bool optimizer_state = true;
+};
+
+DType serving_dtype(const std::string& flag, const ModelConfig& m) {
+  if (flag.empty()) {
+    DType d;
+    return !m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &d) ? d : DType::kBf16;
+  }
+  return dtype_from_string(flag);
+}
+
+CompareRow forecast_one(const Combo& c, const KernelPredictor& kp, const Prices* prices) {
+  CompareRow r;
+  r.model = c.model->name;
+  r.gpu = c.gpu->name;
+  r.mode = c.mode;
+  r.dtype = dtype_name(c.dtype);
+  r.batch = c.batch, r.seq = c.seq, r.gen = c.gen;
+  r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches;
+  r.gpu_memory_gb = c.gpu->mem_gb;
+  try {
+    MemoryEstimate mem;
+    if (c.mode == "training" || c.mode == "inference") {
+      const bool training = c.mode == "training";
+      const auto f = forecast_model(build_op_graph(*c.model, c.batch, c.seq, training ? Mode::kTraining : Mode::kInference,
+                                                   c.par),
+                                    *c.gpu, kp);
+      mem = training ? training_memory(*c.model, c.batch, c.seq, c.par, *c.gpu, c.optimizer_state)
+                     : inference_memory(*c.model, c.batch, c.seq, c.par, *c.gpu);
+      r.step_ms = f.total_ms;
+      r.tokens_per_s = double(c.batch) * c.seq / (r.step_ms / 1e3);
+    } else {
+      if (c.par.dp != 1 || c.par.pp != 1 || c.par.microbatches != 1)
+        throw ConfigError("serving forecasts take tp only (one tensor-parallel replica)");
+      if (c.mode == "generate") {
+        const auto f = forecast_generate(*c.model, *c.gpu, kp, c.batch, c.seq, c.gen, c.dtype, c.kv_dtype, c.par.tp);
+        mem = f.memory;
+        r.step_ms = f.e2e_ms, r.ttft_ms = f.ttft_ms, r.tpot_ms = f.tpot_ms, r.tokens_per_s = f.tokens_per_s;
+      } else {
+        const bool prefill = c.mode == "prefill";
+        const auto f = forecast_model(build_serving_graph(*c.model, prefill ? Mode::kPrefill : Mode::kDecode, c.batch,
+                                                          c.seq, c.dtype, c.kv_dtype, c.par.tp),
+                                      *c.gpu, kp);
+        mem = serving_memory(*c.model, c.dtype, c.kv_dtype, c.par.tp, c.batch, c.seq + (prefill ? 0 : 1), *c.gpu);
+        r.step_ms = f.total_ms;
+        (prefill ? r.ttft_ms : r.tpot_ms) = f.total_ms;
+        r.tokens_per_s = double(c.batch) * (prefill ? c.seq : 1) / (r.step_ms / 1e3);
+      }
+    }
+    r.memory_gb = mem.total_gb();
+    r.fits = mem.fits();
+    if (prices) {
+      auto it = prices->usd_per_gpu_hour.find(c.gpu->name);
+      if (it != prices->usd_per_gpu_hour.end() && r.tokens_per_s > 0) {
+        r.usd_per_hour = it->second * double(r.gpus());
+        r.usd_per_m_tokens = r.usd_per_hour / 3600.0 * 1e6 / r.tokens_per_s;
+      }
+    }
+  } catch (const ConfigError& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+std::vector<const GpuSpec*> resolve_gpus(const std::vector<std::string>& names, const GpuRegistry& reg) {
+  std::vector<const GpuSpec*> out;
+  for (const auto& n : names) {
+    if (n == "all") {
+      for (const auto& s : reg.all())
+        if (s.vendor != "cpu") out.push_back(&s);
+    } else {
+      out.push_back(&reg.resolve(n));
+    }
+  }
+  if (out.empty()) throw ConfigError("--gpus: no GPU given");
+  return out;
+}
+
+double price_value(const YAML::Node& n, const std::string& where) {
+  double v = 0;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(where + ": expected a number (USD per GPU-hour)");
+  }
+  if (!(v > 0) || !std::isfinite(v) || v > 1e6) throw ConfigError(where + ": expected a price in (0, 1e6] USD per GPU-hour");
+  return v;
+}
+
+}  // namespace
+
+Prices load_prices(const std::string& path, const GpuRegistry& reg) {
+  check_readable_file(path);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(path + ": expected a map with date, source and usd_per_gpu_hour");
+  Prices p;
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "date" && k != "source" && k != "usd_per_gpu_hour") throw ConfigError(path + ": unknown field '" + k + "'");
+  }
+  if (!root["date"] || !root["source"])
+    throw ConfigError(path + ": fields 'date' and 'source' are required (prices change: say when and where from)");
+  p.date = root["date"].as<std::string>();
+  p.source = root["source"].as<std::string>();
+  const YAML::Node m = root["usd_per_gpu_hour"];
+  if (!m || !m.IsMap() || m.size() == 0) throw ConfigError(path + ": field 'usd_per_gpu_hour': expected a map GPU: USD");
+  for (const auto& kv : m) {
+    const std::string g = kv.first.as<std::string>();
+    const GpuSpec* s = reg.find(g);
+    if (!s) throw ConfigError(path + ": field 'usd_per_gpu_hour': unknown GPU '" + g + "'");
+    p.usd_per_gpu_hour[s->name] = price_value(kv.second, path + ": field 'usd_per_gpu_hour." + g + "'");
+  }
+  return p;
+}
+
+void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0) throw ConfigError("--price '" + arg + "': expected GPU=USD_PER_HOUR");
+  const GpuSpec& s = reg.resolve(arg.substr(0, eq));
+  p.usd_per_gpu_hour[s.name] = price_value(YAML::Load(arg.substr(eq + 1)), "--price '" + arg + "'");
+  if (p.source.empty()) p.source = "--price";
+}
+
+std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
+                                    const std::string& models_dir, const Prices* prices) {
+  check_mode(req.mode);
+  const bool serving = serving_mode(req.mode);
+  if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
+    throw ConfigError("--dtype " + req.dtype + ": --mode " + req.mode +
+                      " models eager FP32 PyTorch; BF16/FP16/FP8 are the serving modes (prefill, decode, generate)");
+  if (req.mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
+  for (int64_t s : req.seqs)
+    if (s < 1) throw ConfigError(std::string(req.mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
+  if (req.models.empty()) throw ConfigError("--model: no model given");
+  std::vector<ModelConfig> models;
+  for (const auto& m : req.models) models.push_back(load_model_config(m, models_dir));
+  const auto gpus = resolve_gpus(req.gpus, reg);
+  std::vector<CompareRow> rows;
+  for (const auto& m : models)
+    for (const GpuSpec* g : gpus)
+      for (int64_t b : req.batches)
+        for (int64_t s : req.seqs)
+          for (int64_t dp : req.dps)
+            for (int64_t tp : req.tps)
+              for (int64_t pp : req.pps)
+                for (int64_t mb : req.microbatches) {
+                  Combo c;
+                  c.model = &m, c.gpu = g, c.mode = req.mode;
+                  c.batch = b, c.seq = s, c.gen = req.gen;
+                  c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb;
+                  c.optimizer_state = req.optimizer_state;
+                  if (serving) {
+                    c.dtype = serving_dtype(req.dtype, m);
+                    const bool fp8 = c.dtype == DType::kFp8 || c.dtype == DType::kFp8Block;
+                    c.kv_dtype = req.kv_dtype.empty() ? (fp8 ? DType::kBf16 : c.dtype) : dtype_from_string(req.kv_dtype);
+                  }
+                  rows.push_back(forecast_one(c, kp, prices));
+                }
+  return rows;
+}
+
+void rank_rows(std::vector<CompareRow>& rows, const std::string& key) {
+  if (key != "time" && key != "throughput" && key != "cost")
+    throw ConfigError("--sort: expected time, throughput or cost, got '" + key + "'");
+  auto group = [](const CompareRow& r) { return !r.error.empty() ? 2 : (r.fits ? 0 : 1); };
+  std::stable_sort(rows.begin(), rows.end(), [&](const CompareRow& a, const CompareRow& b) {
+    if (group(a) != group(b)) return group(a) < group(b);
+    if (key == "throughput") return a.tokens_per_s > b.tokens_per_s;
+    if (key == "cost") {
+      const bool pa = a.usd_per_m_tokens > 0, pb = b.usd_per_m_tokens > 0;  // unpriced after priced
+      if (pa != pb) return pa;
+      if (pa) return a.usd_per_m_tokens < b.usd_per_m_tokens;
+    }
+    return a.step_ms < b.step_ms;
+  });
+}
+
+std::string compare_row_json(const CompareRow& r) {
+  nlohmann::json j = {{"model", r.model}, {"gpu", r.gpu}, {"mode", r.mode}, {"dtype", r.dtype},
+                      {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
+                      {"microbatches", r.microbatches}, {"gpus", r.gpus()}, {"gpu_memory_gb", r.gpu_memory_gb}};
+  if (r.mode == "generate") j["gen"] = r.gen;
+  if (!r.error.empty()) {
+    j["error"] = r.error;
+    return j.dump();
+  }
+  j["step_ms"] = r.step_ms;
+  if (serving_mode(r.mode)) {
+    j["ttft_ms"] = r.ttft_ms;
+    j["tpot_ms"] = r.tpot_ms;
+  }
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["memory_gb"] = r.memory_gb;
+  j["fits"] = r.fits;
+  j["usd_per_hour"] = r.usd_per_hour > 0 ? nlohmann::json(r.usd_per_hour) : nlohmann::json(nullptr);
+  j["usd_per_m_tokens"] = r.usd_per_m_tokens > 0 ? nlohmann::json(r.usd_per_m_tokens) : nlohmann::json(nullptr);
+  return j.dump();
+}
+
+std::string compare_json(const std::vector<CompareRow>& rows, const Prices* prices) {
+  nlohmann::json j;
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : rows) j["rows"].push_back(nlohmann::json::parse(compare_row_json(r)));
+  if (prices && !prices->usd_per_gpu_hour.empty())
+    j["prices"] = {{"date", prices->date}, {"source", prices->source}, {"usd_per_gpu_hour", prices->usd_per_gpu_hour}};
+  return j.dump(2) + "\n";
+}
+
+std::string compare_csv(const std::vector<CompareRow>& rows) {
+  std::ostringstream os;
+  os.precision(10);
+  os << "model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,step_ms,ttft_ms,tpot_ms,tokens_per_s,"
+        "memory_gb,gpu_memory_gb,fits,usd_per_hour,usd_per_m_tokens,error\n";
+  for (const auto& r : rows) {
+    os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
+       << r.seq << ',' << r.gen << ',' << r.dp << ',' << r.tp << ',' << r.pp << ',' << r.microbatches << ','
+       << r.gpus() << ',';
+    if (r.error.empty()) {
+      os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
+         << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ',';
+      if (r.usd_per_hour > 0) os << r.usd_per_hour << ',' << r.usd_per_m_tokens;
+      else os << ',';
+      os << ",\n";
+    } else {
+      os << ",,,,," << r.gpu_memory_gb << ",,,," << csv_escape(r.error) << '\n';
+    }
+  }
+  return os.str();
+}
+
+std::string compare_table(const std::vector<CompareRow>& rows, const Prices* prices) {
+  std::ostringstream os;
+  char buf[512];
+  const bool serving = !rows.empty() && serving_mode(rows.front().mode);
+  const bool priced = prices && !prices->usd_per_gpu_hour.empty();
+  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s %3s %12s %s%12s %14s  %s\n", "rank", "model",
+                "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp", "mb",
+                "step_ms", serving ? "     ttft_ms      tpot_ms " : "", "tokens/s", "memory GB", priced ? "  $/1M tokens" : "");
+  os << buf;
+  int rank = 0;
+  for (const auto& r : rows) {
+    if (!r.error.empty()) {
+      std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld %3lld  cannot run: %s\n", "-",
+                    r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
+                    (long long)r.dp, (long long)r.tp, (long long)r.pp, (long long)r.microbatches, r.error.c_str());
+      os << buf;
+      continue;
+    }
+    char serv[64] = "";
+    if (serving) std::snprintf(serv, sizeof serv, " %12.3f %12.3f", r.ttft_ms, r.tpot_ms);
+    char mem[48];
+    std::snprintf(mem, sizeof mem, "%6.1f/%-4.0f%s", r.memory_gb, r.gpu_memory_gb, r.fits ? "" : " NO");
+    char cost[32] = "";
+    if (priced) {
+      if (r.usd_per_m_tokens > 0) std::snprintf(cost, sizeof cost, "  %12.4f", r.usd_per_m_tokens);
+      else std::snprintf(cost, sizeof cost, "  %12s", "no price");
+    }
+    std::snprintf(buf, sizeof buf, "%4d %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld %3lld %12.3f%s %12.0f %14s%s\n",
+                  ++rank, r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
+                  (long long)r.dp, (long long)r.tp, (long long)r.pp, (long long)r.microbatches, r.step_ms, serv,
+                  r.tokens_per_s, mem, cost);
+    os << buf;
+  }
+  os << "(memory GB: forecast per GPU / the GPU's; NO = above " << static_cast<int>(kUsableMemoryFraction * 100)
+     << " % of it)\n";
+  if (priced) os << "prices: " << prices->source << (prices->date.empty() ? "" : ", " + prices->date) << "\n";
+  return os.str();
+}
+
+std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
+                                 int64_t seq, const std::string& mode, bool optimizer_state, const GpuRegistry& reg,
+                                 const KernelPredictor& kp, const std::string& models_dir, const Prices* prices) {
+  if (mode != "training" && mode != "inference") throw ConfigError("plan: --mode expected training or inference");
+  if (gpus < 1 || gpus > 4096) throw ConfigError("--gpus: expected 1..4096, got " + std::to_string(gpus));
+  if (global_batch < 1) throw ConfigError("--global-batch: expected >= 1");
+  if (seq < 1) throw ConfigError("--seq: expected >= 1");
+  const ModelConfig m = load_model_config(model, models_dir);
+  const GpuSpec& g = reg.resolve(gpu);
+  auto divisors = [](int64_t n) {
+    std::vector<int64_t> d;
+    for (int64_t i = 1; i <= n; ++i)
+      if (n % i == 0) d.push_back(i);
+    return d;
+  };
+  std::vector<CompareRow> rows;
+  for (int64_t dp : divisors(gpus)) {
+    if (global_batch % dp) continue;
+    for (int64_t tp : divisors(gpus / dp)) {
+      const int64_t pp = gpus / dp / tp;
+      std::vector<int64_t> mbs{1};
+      if (pp > 1) {
+        mbs.clear();
+        for (int64_t mb : divisors(global_batch / dp))
+          if (mb <= 64) mbs.push_back(mb);
+      }
+      for (int64_t mb : mbs) {
+        Combo c;
+        c.model = &m, c.gpu = &g, c.mode = mode;
+        c.batch = global_batch, c.seq = seq;
+        c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb;
+        c.optimizer_state = optimizer_state;
+        CompareRow r = forecast_one(c, kp, prices);
+        if (r.error.empty()) rows.push_back(r);
+      }
+    }
+  }
+  rank_rows(rows, "time");
+  return rows;
+}
+
+}  // namespace tilecast::predictor

@@ -1,0 +1,80 @@
+#pragma once
+// `tilecast compare` and `tilecast plan`: many forecasts in one process, one row each, with
+// every identifying column, the memory verdict and (given a price) the cost.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/gpu_spec.h"
+#include "core/model_config.h"
+#include "core/op_graph.h"
+#include "predictor/kernel_predictor.h"
+
+namespace tilecast::predictor {
+
+// What a forecast is asked for. Lists are crossed: every model x gpu x batch x seq x dp x tp
+// x pp x microbatches combination is one row.
+struct CompareRequest {
+  std::vector<std::string> models;            // names or config.json paths
+  std::vector<std::string> gpus;              // registry names; "all" = every spec
+  std::string mode = "inference";             // inference|training|prefill|decode|generate
+  std::string dtype;                          // serving dtype; empty = the config's torch_dtype
+  std::string kv_dtype;                       // serving KV cache; empty = bf16 for fp8, else dtype
+  std::vector<int64_t> batches{1}, seqs{0};   // seq: prompt / sequence (decode: --context)
+  int64_t gen = 0;                            // generate: output tokens
+  std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
+  bool optimizer_state = true;                // training memory: AdamW moments
+};
+
+// USD per GPU-hour, keyed by the registry's canonical GPU name; the file's date and source.
+struct Prices {
+  std::map<std::string, double> usd_per_gpu_hour;
+  std::string date, source;
+};
+// YAML: {date: 2026-11-01, source: "...", usd_per_gpu_hour: {H100-SXM: 2.49, ...}}. Unknown
+// GPUs, non-positive or non-numeric prices, missing date/source: ConfigError naming the field.
+Prices load_prices(const std::string& path, const GpuRegistry& reg);
+// "G=USD" (--price); ConfigError otherwise.
+void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg);
+
+struct CompareRow {
+  std::string model, gpu, mode, dtype;
+  int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
+  int64_t gpus() const { return dp * tp * pp; }
+  std::string error;  // non-empty: this combination cannot run (the reason); no numbers
+  double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
+  double ttft_ms = 0, tpot_ms = 0;  // serving
+  double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;
+                            // decode: batch per step; generate: output tokens per second
+  double memory_gb = 0, gpu_memory_gb = 0;
+  bool fits = false;
+  double usd_per_hour = 0;         // price x GPUs; 0 = no price given
+  double usd_per_m_tokens = 0;     // 0 = no price given
+};
+
+// Forecasts every combination. Combinations a model or GPU cannot run (a layout that does
+// not divide the heads, FP8 on an A100, ...) become rows with `error` set; a bad model or GPU
+// name throws ConfigError.
+std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
+                                    const std::string& models_dir, const Prices* prices = nullptr);
+
+// Rows ranked by `key`: "time" (step_ms ascending), "throughput" (tokens_per_s descending) or
+// "cost" (usd_per_m_tokens ascending); rows that do not fit come after those that do, and
+// rows with an error last. Adds nothing, removes nothing.
+void rank_rows(std::vector<CompareRow>& rows, const std::string& key);
+
+std::string compare_table(const std::vector<CompareRow>& rows, const Prices* prices);
+std::string compare_csv(const std::vector<CompareRow>& rows);
+std::string compare_json(const std::vector<CompareRow>& rows, const Prices* prices);
+// One row as JSON (the Python module's dicts).
+std::string compare_row_json(const CompareRow& r);
+
+// `plan`: every dp x tp x pp with dp * tp * pp == gpus and microbatch counts that divide the
+// per-replica batch, for one model on one GPU type and a global batch; the rows of
+// run_compare (errors dropped), ranked by step time with the fitting layouts first.
+std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
+                                 int64_t seq, const std::string& mode, bool optimizer_state, const GpuRegistry& reg,
+                                 const KernelPredictor& kp, const std::string& models_dir,
+                                 const Prices* prices = nullptr);
+
+}  // namespace tilecast::predictor

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# `compare` and `plan`: one row per combination with every identifying column, the same
+# numbers as `predict` for the same configuration, ranking, prices, and one-line errors.
+# Usage: compare_test.sh TILECAST_BIN
+set -euo pipefail
+TC="$1"
+W="$(mktemp -d)"
+trap 'rm -rf "$W"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_fail() {  # expect_fail REGEX CMD...: exit 1 and one stderr line matching REGEX
+  local re="$1"; shift
+  set +e; "$@" > "$W/out" 2> "$W/err"; local rc=$?; set -e
+  [ "$rc" = 1 ] || { cat "$W/err"; fail "$* -> exit $rc, expected 1"; }
+  grep -Eq -- "$re" "$W/err" || { cat "$W/err"; fail "$* -> stderr lacks '$re'"; }
+  [ "$(wc -l < "$W/err")" -eq 1 ] || { cat "$W/err"; fail "$* -> more than one stderr line"; }
+  echo "ok   $(head -c 150 "$W/err")"
+}
+
+echo "== compare: 2 GPUs x 2 batches x 2 tp = 8 rows, the same step times as predict"
+"$TC" compare --model gpt2-large --gpus H100-SXM,A100-SXM4-40GB --mode training --batch 4,8 --seq 1024 --tp 1,2 \
+  --price H100-SXM=3.6 --format json > "$W/c.json"
+"$TC" predict --model gpt2-large --gpu A100-SXM4-40GB --mode training --batch 8 --seq 1024 --tp 2 --format json > "$W/p.json"
+python3 - "$W/c.json" "$W/p.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+rows = c["rows"]
+assert len(rows) == 8, len(rows)
+keys = {"model", "gpu", "mode", "dtype", "batch", "seq", "dp", "tp", "pp", "microbatches", "gpus", "step_ms",
+        "tokens_per_s", "memory_gb", "gpu_memory_gb", "fits", "usd_per_hour", "usd_per_m_tokens"}
+for r in rows:
+    assert keys <= set(r), keys - set(r)
+combos = {(r["gpu"], r["batch"], r["tp"]) for r in rows}
+assert len(combos) == 8, combos
+# Same configuration through predict: the same step time and memory.
+r = next(r for r in rows if r["gpu"] == "A100-SXM4-40GB" and r["batch"] == 8 and r["tp"] == 2)
+assert abs(r["step_ms"] - p["total_ms"]) <= 1e-9 * p["total_ms"], (r["step_ms"], p["total_ms"])
+assert abs(r["memory_gb"] - p["memory_gb"]) < 1e-9 and r["fits"] == p["fits"]
+assert abs(r["tokens_per_s"] - 8 * 1024 / (p["total_ms"] / 1e3)) < 1e-6 * r["tokens_per_s"]
+# Ranking: fitting rows first, each group by step time.
+fits = [r["fits"] for r in rows]
+assert fits == sorted(fits, reverse=True), fits
+for grp in (True, False):
+    t = [r["step_ms"] for r in rows if r["fits"] == grp]
+    assert t == sorted(t), t
+# 3.6 USD per GPU-hour is 0.001 USD per GPU-second; a tp-2 row pays for two GPUs.
+for r in rows:
+    if r["gpu"] != "H100-SXM":
+        assert r["usd_per_m_tokens"] is None
+    else:
+        assert abs(r["usd_per_hour"] - 3.6 * r["tp"]) < 1e-9
+        want = 0.001 * r["tp"] * 1e6 / r["tokens_per_s"]
+        assert abs(r["usd_per_m_tokens"] - want) < 1e-9 * want, (r["usd_per_m_tokens"], want)
+assert c["prices"]["usd_per_gpu_hour"] == {"H100-SXM": 3.6}
+print("ok   8 rows, same as predict, ranked, priced")
+PY
+
+echo "== combinations that cannot run are rows, not aborts"
+"$TC" compare --model llama-3.1-8b --gpus A100-SXM4-40GB,H100-SXM --mode prefill --batch 1 --seq 512 --dtype fp8 > "$W/t.txt"
+grep -q "cannot run: .*A100-SXM4-40GB' has no fp8 tensor-core peak" "$W/t.txt" || { cat "$W/t.txt"; fail "fp8 on an A100 is not reported"; }
+grep -Eq "^ +1 llama-3.1-8b +H100-SXM +fp8" "$W/t.txt" || { cat "$W/t.txt"; fail "the H100 row is missing"; }
+echo "ok   fp8 on A100 reported in its row"
+"$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1,64 --context 4096 --format csv > "$W/d.csv"
+[ "$(wc -l < "$W/d.csv")" = 3 ] || fail "decode CSV: expected a header and 2 rows"
+head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,step_ms" || fail "CSV header"
+echo "ok   decode CSV"
+
+echo "== prices"
+printf 'date: 2026-11-01\nsource: test quote\nusd_per_gpu_hour:\n  H100: 2.0\n' > "$W/p.yaml"
+"$TC" compare --model gpt2-large --gpus H100-SXM --batch 1 --seq 128 --prices "$W/p.yaml" | grep -q "prices: test quote, 2026-11-01" \
+  || fail "prices source not printed"
+printf 'source: x\nusd_per_gpu_hour: {H100: 2.0}\n' > "$W/nodate.yaml"
+expect_fail "nodate.yaml: fields 'date' and 'source' are required" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --prices "$W/nodate.yaml"
+printf 'date: x\nsource: x\nusd_per_gpu_hour: {Z9000: 2.0}\n' > "$W/unk.yaml"
+expect_fail "unk.yaml: field 'usd_per_gpu_hour': unknown GPU 'Z9000'" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --prices "$W/unk.yaml"
+printf 'date: x\nsource: x\nusd_per_gpu_hour: {H100: -1}\n' > "$W/neg.yaml"
+expect_fail "neg.yaml: field 'usd_per_gpu_hour.H100': expected a price" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --prices "$W/neg.yaml"
+expect_fail "--price 'H100': expected GPU=USD_PER_HOUR" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --price H100
+expect_fail "--batch '4,x': 'x' is not a whole number" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --batch 4,x
+expect_fail "--sort: expected time, throughput or cost" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --sort fastest
+expect_fail "unknown GPU 'H10'" "$TC" compare --model gpt2-large --gpus H10 --seq 128
+
+echo "== plan: layouts of 8 GPUs, fitting first, each forecast as compare would"
+"$TC" plan --model gpt3-2.7b --gpu A100-SXM4-40GB --gpus 8 --global-batch 16 --seq 2048 --format json > "$W/plan.json"
+python3 - "$W/plan.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+assert all(r["dp"] * r["tp"] * r["pp"] == 8 for r in rows)
+assert all(16 % r["dp"] == 0 for r in rows)
+assert rows[0]["fits"], rows[0]
+assert any(not r["fits"] for r in rows)  # dp 8 (whole model per GPU) does not fit 40 GB
+fits = [r["fits"] for r in rows]
+assert fits == sorted(fits, reverse=True)
+print("ok   %d layouts, %d fit" % (len(rows), sum(fits)))
+PY
+expect_fail "plan: no layout of 7 GPUs divides" "$TC" plan --model gpt2-large --gpu A100-SXM4-40GB --gpus 7 --global-batch 1 --seq 1024
+echo "all compare cases passed"
