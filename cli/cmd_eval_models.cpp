@@ -14,8 +14,10 @@ namespace tilecast::cli {
 
 int run_eval_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("eval-models options");
-  std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir;
-  desc.add_options()("labels", po::value(&labels),
+  std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir, ns_dir;
+  desc.add_options()("neusight-dir", po::value(&ns_dir),
+                     "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
+      "labels", po::value(&labels),
                      "label folder in NeuSight's layout (default: <neusight-dir>/labels)")(
       "published", po::value(&published),
       "NeuSight's summary.csv for the side-by-side column (default: <labels>/../published/summary.csv)")(
@@ -28,7 +30,8 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   po::variables_map vm;
   if (!parse_options(args, desc, vm, "tilecast eval-models [--labels DIR] [--format table|json|csv]")) return 0;
   check_format(format, {"table", "json", "csv"});
-  if (labels.empty()) labels = (fs::path(neusight_dir()) / "labels").string();
+  if (!labels.empty() && !ns_dir.empty()) throw ConfigError("--labels and --neusight-dir: give one of them");
+  if (labels.empty()) labels = (fs::path(neusight_dir(ns_dir)) / "labels").string();
   while (labels.size() > 1 && labels.back() == '/') labels.pop_back();
   const fs::path root = fs::path(labels).lexically_normal().parent_path();
   // Given explicitly, these must exist; the defaults are optional (a plain labels folder).

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "predictor/api.h"
 
 namespace tilecast::cli {
 
@@ -23,12 +24,7 @@ int run_gpus(const Args& args, const GlobalOptions&) {
   }
   if (format == "json") {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& s : reg.all())
-      list.push_back({{"name", s.name}, {"cuda_name", s.cuda_name}, {"vendor", s.vendor}, {"arch", s.arch},
-                      {"num_sms", s.num_sms}, {"boost_clock_mhz", s.boost_clock_mhz},
-                      {"fp32_peak_gflops", s.fp32_peak_gflops}, {"tensor_peak_gflops", s.tensor_peak_gflops},
-                      {"mem_bw_gbps", s.mem_bw_gbps}, {"mem_gb", s.mem_gb}, {"l2_cache_mb", s.l2_cache_mb},
-                      {"interconnect_gbps", s.interconnect_gbps}});
+    for (const auto& s : reg.all()) list.push_back(predictor::gpu_json(s));
     std::cout << list.dump(2) << "\n";
     return 0;
   }

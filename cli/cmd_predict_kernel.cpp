@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "predictor/api.h"
 #include "predictor/kernel_predictor.h"
 
 namespace tilecast::cli {
@@ -33,47 +34,18 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "format", po::value(&format)->default_value("table"), "table|json");
+      "format", po::value(&format)->default_value("table"), "table|json|csv");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
-                     "tilecast predict-kernel --op OP --shape DIMS --gpu GPU [--format table|json]"))
+                     "tilecast predict-kernel --op OP --shape DIMS --gpu GPU [--format table|json|csv]"))
     return 0;
-  check_format(format, {"table", "json"});
-  OpKind kind;
-  if (!try_op_kind_from_string(op, &kind)) throw ConfigError("--op: unknown op '" + op + "'");
-  KernelQuery q = parse_query(kind, shape);
-  const bool llm = family_traits(op_family(kind)).dtyped;
-  if (dtype.empty()) dtype = llm ? "bf16" : "fp32";
-  if (kv_dtype.empty()) kv_dtype = dtype;
-  const DType dt = parse_dtype_flag("--dtype", dtype), kvd = parse_dtype_flag("--kv-dtype", kv_dtype);
-  if (window < 0) throw ConfigError("--window: expected >= 0, got " + std::to_string(window));
+  check_format(format, {"table", "json", "csv"});
+  predictor::KernelArgs ka;
+  ka.op = op, ka.shape = shape, ka.dtype = dtype, ka.kv_dtype = kv_dtype, ka.routing = routing;
+  ka.window = window, ka.moe_tp = moe_tp, ka.moe_ep = moe_ep;
+  const KernelQuery q = predictor::build_kernel_query(ka);
+  const OpKind kind = q.op;
   const bool moe = kind == OpKind::kMoe;
-  if (!moe && (moe_tp != 1 || moe_ep != 1 || routing != "balanced"))
-    throw ConfigError("--moe-tp/--moe-ep/--routing apply to --op moe only");
-  if (moe) {
-    double alpha = 0;
-    if (!try_parse_routing(routing, &alpha))
-      throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
-                        routing + "'");
-    if (dt != DType::kBf16 && dt != DType::kFp16 && dt != DType::kFp8 && dt != DType::kFp8Block)
-      throw ConfigError(std::string("--dtype ") + dtype + ": fused MoE is modelled in bf16, fp16, fp8 and fp8_block");
-    q = moe_q(q.b, q.h, q.n, q.topk, q.experts, moe_tp, moe_ep, dt, alpha);
-    validate_query(q, "--shape");
-  } else if (kind == OpKind::kGemm) {
-    q = gemm_q(q.m, q.n, q.k, dt);
-  } else if (is_attention(op_family(kind))) {
-    q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, window)
-                                     : attention_decode_q(q.b, q.ctx, q.k, q.h, q.n, dt, kvd, window);
-    validate_query(q, "--shape");
-  } else if (op_family(kind) == Family::kMemoryOp) {
-    if (dt != DType::kFp32 && dt != DType::kFp16 && dt != DType::kBf16)
-      throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
-                        "' runs in the model's activation dtype: fp32, fp16 or bf16");
-    q.dtype = dt;
-  } else if (dt != DType::kFp32) {
-    throw ConfigError(std::string("--dtype ") + dtype + ": op '" + op_name(kind) +
-                      "' is modelled in fp32 only (NeuSight's FP32 data); use --op gemm for tensor-core GEMMs");
-  }
   GpuRegistry reg = load_registry(gpu_dir);
   const GpuSpec& spec = reg.resolve(gpu);
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
@@ -81,40 +53,19 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   const bool gemm = has_mnk(op_family(kind));
   const bool attn = is_attention(op_family(kind));
   if (format == "json") {
-    nlohmann::json j = {{"op", op_name(kind)},
-                        {"family", family_name(op_family(kind))},
-                        {"shape", query_shape_string(q)},
-                        {"dtype", dtype_name(q.dtype)},
-                        {"gpu", spec.name},
-                        {"latency_ms", r.latency_ms},
-                        {"member_range_ms", {r.member_min_ms, r.member_max_ms}},
-                        {"roofline_ms", r.roofline_ms},
-                        {"base_ms", r.base_ms},
-                        {"utilisation", r.utilisation},
-                        {"bound", r.bound},
-                        {"num_ctas", r.launch.num_ctas},
-                        {"ctas_per_sm", r.launch.ctas_per_sm},
-                        {"waves", r.launch.num_waves},
-                        {"flops", query_flops(q)},
-                        {"bytes", query_bytes(q)},
-                        {"outside_training_range", r.out_of_range}};
-    if (attn)
-      j["library"] = attention_library(spec);
-    else if (moe) {
-      const MoeLoad& l = r.launch.moe;
-      j["library"] = moe_library(spec);
-      j["experts_hit"] = l.hit;
-      j["tokens_on_rank"] = l.tokens;
-      j["busiest_expert_tokens"] = l.max_load;
-    }
-    else if (op_family(kind) == Family::kMemoryOp)
-      j["model"] = "physics: per-launch floor + DRAM time + SM-side time per byte (fitted)";
-    else if (gemm)
-      j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
-                   {"from", kind == OpKind::kGemm ? spec.arch + " tensor-core tile" : pred.tiles().reference_device(spec)}};
-    else
-      j["tile"] = {{"elems_per_cta", r.launch.elems_per_cta}, {"threads_per_cta", r.launch.threads_per_cta}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << predictor::kernel_forecast_json(q, r, spec, pred).dump(2) << "\n";
+    return 0;
+  }
+  if (format == "csv") {
+    std::cout << "op,family,shape,dtype,gpu,latency_ms,member_min_ms,member_max_ms,roofline_ms,base_ms,utilisation,bound,"
+                 "num_ctas,ctas_per_sm,waves,flops,bytes,outside_training_range\n";
+    std::string oor;
+    for (const auto& n : r.out_of_range) oor += (oor.empty() ? "" : ";") + n;
+    std::printf("%s,%s,\"%s\",%s,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%s,%lld,%d,%lld,%.9g,%.9g,%s\n", op_name(kind),
+                family_name(op_family(kind)), query_shape_string(q).c_str(), dtype_name(q.dtype), spec.name.c_str(),
+                r.latency_ms, r.member_min_ms, r.member_max_ms, r.roofline_ms, r.base_ms, r.utilisation, r.bound,
+                static_cast<long long>(r.launch.num_ctas), r.launch.ctas_per_sm, static_cast<long long>(r.launch.num_waves),
+                query_flops(q), query_bytes(q), oor.c_str());
     return 0;
   }
   std::printf("op           %s (%s)\n", op_name(kind), family_name(op_family(kind)));

@@ -195,11 +195,18 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
 }
 
 std::string forecast_csv(const ModelForecast& f) {
+  // Every row says which forecast it belongs to; the last row, name "(total)", is the step.
   std::ostringstream os;
-  os << "name,kind,count,forward_ms,backward_ms,total_ms\n";
+  os.precision(10);
+  const std::string id = csv_escape(f.model) + ',' + csv_escape(f.gpu) + ',' + mode_name(f.mode) + ',' +
+                         dtype_name(f.dtype) + ',' + std::to_string(f.batch) + ',' +
+                         std::to_string(is_serving(f.mode) ? f.context : f.seq) + ',' + std::to_string(f.par.dp) + ',' +
+                         std::to_string(f.par.tp) + ',' + std::to_string(f.par.pp) + ',';
+  os << "model,gpu,mode,dtype,batch,seq,dp,tp,pp,name,kind,count,forward_ms,backward_ms,total_ms\n";
   for (const auto& o : f.ops)
-    os << csv_escape(o.name) << ',' << o.kind << ',' << o.count << ',' << o.fw_ms * o.count << ','
+    os << id << csv_escape(o.name) << ',' << o.kind << ',' << o.count << ',' << o.fw_ms * o.count << ','
        << (o.bw_ms + o.acc_ms) * o.count << ',' << (o.fw_ms + o.bw_ms + o.acc_ms) * o.count << '\n';
+  os << id << "(total),step,1," << f.forward_ms << ',' << f.backward_ms << ',' << f.total_ms << '\n';
   return os.str();
 }
 

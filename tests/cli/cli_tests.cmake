@@ -68,7 +68,8 @@ tc_cli_fail(predict_dp_indivisible "not divisible" "${TC};predict;--model;gpt2-l
 tc_cli_test(eval_models_fixture_json "\"option\": \"tp4\"" ${TC} eval-models --labels ${D}/labels --format json)
 tc_cli_test(eval_models_fixture_table "nvidia_inf layout" ${TC} eval-models --labels ${D}/labels)
 tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--labels;${D}/bad_labels")
-tc_cli_test(predict_model_csv "^name,kind,count,forward_ms,backward_ms,total_ms" ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
+tc_cli_test(predict_model_csv "^model,gpu,mode,dtype,batch,seq,dp,tp,pp,name,kind,count,forward_ms,backward_ms,total_ms\n.*opt-1.3b,T4,inference,fp32,1,128,1,1,1,\\(total\\),step,1," ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
+tc_cli_test(predict_kernel_csv "^op,family,shape,dtype,gpu,latency_ms.*\ngemm,gemm,\"64,4096,4096\",bf16,H100-SXM," ${TC} predict-kernel --op gemm --shape 64,4096,4096 --gpu H100-SXM --format csv)
 
 # Inputs that libFuzzer found crashing a parser (fixed): now one error line each.
 tc_cli_fail(fuzz_device_json_num_sm "field .Num_Sm.: expected a whole number" "${TC};gpus;--show;${D}/fuzz_found/device_num_sm_overflow.json")
