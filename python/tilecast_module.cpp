@@ -1,0 +1,197 @@
+// `import tilecast`: the forecasting engine as a Python module (pybind11, no LibTorch).
+// Every function returns what the matching CLI command prints with --format json, parsed by
+// Python's json module, so a notebook and a shell script see the same numbers and keys.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/gpu_spec.h"
+#include "predictor/api.h"
+#include "predictor/compare.h"
+#include "predictor/kernel_predictor.h"
+#include "trainer/weights_manifest.h"
+
+namespace py = pybind11;
+using namespace tilecast;
+
+namespace {
+
+// Loaded once per weights folder / GPU folder: repeated calls in a notebook pay nothing.
+struct Engine {
+  GpuRegistry reg;
+  predictor::KernelPredictor kp;
+  std::string models_dir;
+  Engine(const std::string& weights, const std::string& gpu_dir)
+      : reg(gpu_dir.empty() ? trainer::config_dir() + "/gpus" : gpu_dir),
+        kp(trainer::weights_dir(weights)),
+        models_dir(trainer::config_dir() + "/models") {}
+};
+
+Engine& engine(const std::string& weights, const std::string& gpu_dir) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, std::unique_ptr<Engine>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& e = cache[{weights, gpu_dir}];
+  if (!e) e = std::make_unique<Engine>(weights, gpu_dir);
+  return *e;
+}
+
+py::object json_to_py(const std::string& s) { return py::module_::import("json").attr("loads")(s); }
+
+// A list argument: a Python list/tuple, or a comma-separated string ("H100,A100").
+std::vector<std::string> names(const py::object& o, const char* arg) {
+  std::vector<std::string> out;
+  if (py::isinstance<py::str>(o)) {
+    std::string s = o.cast<std::string>(), cur;
+    for (size_t i = 0; i <= s.size(); ++i) {
+      if (i == s.size() || s[i] == ',') {
+        if (cur.empty()) throw ConfigError(std::string(arg) + ": empty item in '" + s + "'");
+        out.push_back(cur);
+        cur.clear();
+      } else {
+        cur += s[i];
+      }
+    }
+    return out;
+  }
+  for (const auto& x : o) out.push_back(py::str(x).cast<std::string>());
+  if (out.empty()) throw ConfigError(std::string(arg) + ": empty list");
+  return out;
+}
+
+std::vector<int64_t> ints(const py::object& o, const char* arg) {
+  if (py::isinstance<py::int_>(o)) return {o.cast<int64_t>()};
+  std::vector<int64_t> out;
+  for (const auto& x : o) {
+    if (!py::isinstance<py::int_>(x)) throw ConfigError(std::string(arg) + ": expected whole numbers");
+    out.push_back(x.cast<int64_t>());
+  }
+  if (out.empty()) throw ConfigError(std::string(arg) + ": empty list");
+  return out;
+}
+
+std::string shape_string(const py::object& o) {
+  if (py::isinstance<py::str>(o)) return o.cast<std::string>();
+  std::string s;
+  for (const auto& x : o) s += (s.empty() ? "" : ",") + std::to_string(x.cast<int64_t>());
+  return s;
+}
+
+py::object predict(const std::string& model, const std::string& gpu, int64_t batch, std::optional<int64_t> seq,
+                   const std::string& mode, std::optional<int64_t> context, std::optional<int64_t> gen,
+                   const std::string& dtype, const std::string& kv_dtype, int64_t dp, int64_t tp, int64_t pp,
+                   int64_t microbatches, bool fusion, const std::string& optimizer, const std::string& weights,
+                   const std::string& gpu_dir) {
+  Engine& e = engine(weights, gpu_dir);
+  predictor::PredictArgs a;
+  a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
+  a.dtype = dtype, a.kv_dtype = kv_dtype, a.fusion = fusion, a.optimizer = optimizer;
+  a.par.dp = dp, a.par.tp = tp, a.par.pp = pp, a.par.microbatches = microbatches;
+  std::string out;
+  {
+    py::gil_scoped_release nogil;
+    out = predictor::predict_result_json(predictor::run_predict(a, e.reg, e.kp, e.models_dir));
+  }
+  return json_to_py(out);
+}
+
+py::object predict_kernel(const std::string& op, const py::object& shape, const std::string& gpu,
+                          const std::string& dtype, const std::string& kv_dtype, int64_t window, int64_t moe_tp,
+                          int64_t moe_ep, const std::string& routing, const std::string& weights,
+                          const std::string& gpu_dir) {
+  Engine& e = engine(weights, gpu_dir);
+  predictor::KernelArgs a;
+  a.op = op, a.shape = shape_string(shape), a.dtype = dtype, a.kv_dtype = kv_dtype, a.window = window;
+  a.moe_tp = moe_tp, a.moe_ep = moe_ep, a.routing = routing;
+  const KernelQuery q = predictor::build_kernel_query(a);
+  const GpuSpec& spec = e.reg.resolve(gpu);
+  const auto r = e.kp.predict(q, spec);
+  return json_to_py(predictor::kernel_forecast_json(q, r, spec, e.kp).dump());
+}
+
+py::object compare(const py::object& model, const py::object& gpus, const std::string& mode, const py::object& batch,
+                   const py::object& seq, const py::object& context, std::optional<int64_t> gen,
+                   const std::string& dtype, const std::string& kv_dtype, const py::object& dp, const py::object& tp,
+                   const py::object& pp, const py::object& microbatches, const std::string& optimizer,
+                   const std::map<std::string, double>& prices, const std::string& sort, const std::string& weights,
+                   const std::string& gpu_dir) {
+  Engine& e = engine(weights, gpu_dir);
+  predictor::CompareRequest req;
+  req.models = names(model, "model");
+  req.gpus = names(gpus, "gpus");
+  req.mode = mode == "inf" ? "inference" : mode == "train" ? "training" : mode;
+  req.dtype = dtype, req.kv_dtype = kv_dtype;
+  req.batches = ints(batch, "batch");
+  if (req.mode == "decode") {
+    if (context.is_none()) throw ConfigError("mode decode needs context");
+    req.seqs = ints(context, "context");
+  } else {
+    if (seq.is_none()) throw ConfigError("mode " + req.mode + " needs seq");
+    req.seqs = ints(seq, "seq");
+  }
+  req.gen = gen.value_or(0);
+  req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
+  req.microbatches = ints(microbatches, "microbatches");
+  if (optimizer != "adamw" && optimizer != "none") throw ConfigError("optimizer: expected adamw or none");
+  req.optimizer_state = optimizer == "adamw";
+  predictor::Prices p;
+  p.source = "compare(prices=...)";
+  for (const auto& kv : prices) predictor::add_price(p, kv.first + "=" + std::to_string(kv.second), e.reg);
+  std::vector<predictor::CompareRow> rows;
+  {
+    py::gil_scoped_release nogil;
+    rows = predictor::run_compare(req, e.reg, e.kp, e.models_dir, &p);
+    predictor::rank_rows(rows, sort);
+  }
+  py::list out;
+  for (const auto& r : rows) out.append(json_to_py(predictor::compare_row_json(r)));
+  return std::move(out);
+}
+
+py::object gpus(const std::string& gpu_dir) {
+  Engine& e = engine("", gpu_dir);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& s : e.reg.all()) list.push_back(predictor::gpu_json(s));
+  return json_to_py(list.dump());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(tilecast, m) {
+  m.doc() = "tilecast: forecast deep-learning kernel and model latency on GPUs you do not have (no LibTorch).";
+  // tilecast's own errors (bad model, GPU, shape, layout...) are ValueError with the CLI's one line.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const tilecast::Error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  m.def("predict", &predict, "Whole-model forecast; the dict `tilecast predict --format json` prints.",
+        py::arg("model"), py::arg("gpu"), py::arg("batch"), py::arg("seq") = py::none(), py::arg("mode") = "inference",
+        py::arg("context") = py::none(), py::arg("gen") = py::none(), py::arg("dtype") = "", py::arg("kv_dtype") = "",
+        py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1, py::arg("microbatches") = 1, py::arg("fusion") = false,
+        py::arg("optimizer") = "adamw", py::arg("weights") = "", py::arg("gpu_dir") = "");
+  m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
+        py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
+        py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
+        py::arg("weights") = "", py::arg("gpu_dir") = "");
+  m.def("compare", &compare,
+        "Every model x GPU x batch x seq x dp x tp x pp combination: a list of dicts (one per row of "
+        "`tilecast compare --format json`), ready for pandas.DataFrame.",
+        py::arg("model"), py::arg("gpus"), py::arg("mode") = "inference", py::arg("batch") = 1,
+        py::arg("seq") = py::none(), py::arg("context") = py::none(), py::arg("gen") = py::none(),
+        py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1,
+        py::arg("microbatches") = 1, py::arg("optimizer") = "adamw",
+        py::arg("prices") = std::map<std::string, double>{}, py::arg("sort") = "time", py::arg("weights") = "",
+        py::arg("gpu_dir") = "");
+  m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
+  m.attr("__version__") = TILECAST_VERSION;
+}

@@ -1,0 +1,56 @@
+"""`import tilecast` from the build tree: the same forecasts as the CLI's JSON, no LibTorch
+loaded, tilecast's errors as ValueError. Usage: python3 test_module.py BUILD_DIR"""
+import json
+import subprocess
+import sys
+
+build = sys.argv[1]
+sys.path.insert(0, build + "/python")
+import tilecast  # noqa: E402
+
+tc = build + "/tilecast"
+
+
+def cli(*args):
+    return json.loads(subprocess.run([tc, *args, "--format", "json"], check=True, capture_output=True, text=True).stdout)
+
+
+# predict: the dict the CLI prints, key for key.
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=512, mode="generate", gen=16)
+sh = cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "4", "--seq", "512", "--mode",
+         "generate", "--gen", "16")
+assert py == sh, (set(py) ^ set(sh), py.get("ttft_ms"), sh.get("ttft_ms"))
+assert py["tpot_ms"] > 0 and py["ttft_ms"] > py["tpot_ms"]
+py = tilecast.predict(model="gpt2-large", gpu="A100-SXM4-40GB", batch=4, seq=1024, mode="training", tp=2)
+sh = cli("predict", "--model", "gpt2-large", "--gpu", "A100-SXM4-40GB", "--batch", "4", "--seq", "1024",
+         "--mode", "training", "--tp", "2")
+assert py == sh
+# predict_kernel: shape as a list or a string.
+k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
+assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
+assert k["dtype"] == "fp8" and k["latency_ms"] > 0
+# compare: rows like `compare --format json`, ready for a DataFrame.
+rows = tilecast.compare(model="gpt2-large", gpus=["H100-SXM", "L4"], mode="training", batch=[1, 4], seq=1024,
+                        prices={"H100-SXM": 3.6})
+sh = cli("compare", "--model", "gpt2-large", "--gpus", "H100-SXM,L4", "--mode", "training", "--batch", "1,4",
+         "--seq", "1024", "--price", "H100-SXM=3.6")["rows"]
+assert rows == sh, (rows, sh)
+assert len(rows) == 4 and {r["gpu"] for r in rows} == {"H100-SXM", "L4"}
+# gpus
+g = tilecast.gpus()
+assert any(x["cuda_name"] == "NVIDIA H200" for x in g) and g == cli("gpus")
+# Errors: one line, ValueError.
+try:
+    tilecast.predict(model="gpt2-large", gpu="H10", batch=1, seq=16)
+    raise SystemExit("FAIL: unknown GPU accepted")
+except ValueError as e:
+    assert "unknown GPU 'H10'" in str(e) and "\n" not in str(e), e
+try:
+    tilecast.predict_kernel(op="gemm", shape="64,4096,4096", gpu="A100-SXM4-40GB", dtype="fp8")
+    raise SystemExit("FAIL: fp8 on an A100 accepted")
+except ValueError as e:
+    assert "has no fp8 tensor-core peak" in str(e), e
+# No LibTorch in this process.
+maps = open("/proc/self/maps").read()
+assert "libtorch" not in maps and "torch" not in sys.modules
+print("python module: all checks passed")
