@@ -19,12 +19,12 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "rows-csv", po::value(&rows_csv), "also write per-row forecasts to this CSV")(
-      "format", po::value(&format)->default_value("table"), "table|json");
+      "format", po::value(&format)->default_value("table"), "table|json|csv");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
-                     "tilecast eval-kernels --data CSV [--data CSV ...] [--weights DIR] [--format table|json]"))
+                     "tilecast eval-kernels --data CSV [--data CSV ...] [--weights DIR] [--format table|json|csv]"))
     return 0;
-  check_format(format, {"table", "json"});
+  check_format(format, {"table", "json", "csv"});
   if (!rows_csv.empty()) check_output_not_input(rows_csv, data, "--rows-csv");
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
@@ -38,7 +38,9 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
           << ',' << r.predicted_ms << ',' << r.roofline_ms << '\n';
     write_file_atomic(rows_csv, out.str());
   }
-  std::cout << (format == "json" ? predictor::eval_report_json(rep) : predictor::eval_report_table(rep));
+  std::cout << (format == "json"  ? predictor::eval_report_json(rep)
+                : format == "csv" ? predictor::eval_report_csv(rep)
+                                  : predictor::eval_report_table(rep));
   return 0;
 }
 

@@ -89,7 +89,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("model        physics: per-launch floor + DRAM time + SM-side time per byte (fitted)\n");
   else if (gemm)
     std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,
-                r.launch.tile.tk, r.launch.tile.split_k, pred.tiles().reference_device(spec).c_str());
+                r.launch.tile.tk, r.launch.tile.split_k, pred.set_for(spec, op_family(kind)).tiles().reference_device(spec).c_str());
   else
     std::printf("tile         %g elements/CTA, %d threads/CTA\n", r.launch.elems_per_cta,
                 r.launch.threads_per_cta);

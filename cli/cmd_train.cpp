@@ -14,7 +14,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
   po::options_description desc("train options");
   std::string data, out, cfg_dir, gpu_dir;
   std::vector<std::string> families, collected, exclude;
-  std::string llm_dir;
+  std::string llm_dir, vendor;
   int epochs = 0;
   int64_t seed = -1;
   int64_t max_rows = -1;
@@ -28,6 +28,8 @@ int run_train(const Args& args, const GlobalOptions& g) {
       "families to train (bmm linear elementwise softmax layernorm gemm; default all with data)")(
       "llm-dir", po::value(&llm_dir),
       "LLM-era kernel data root for gemm (default: $TILECAST_LLM_KERNELS_DIR or ../shared/llm-kernels)")(
+      "vendor", po::value(&vendor)->default_value("nvidia"),
+      "nvidia (the five old GPUs) or amd (the AMD predictor set: MI100, MI210; bundled in weights/amd)")(
       "exclude-gpu", po::value(&exclude)->multitoken(),
       "leave these devices' rows out (CUDA device names; leave-one-GPU-out studies)")(
       "epochs", po::value(&epochs), "override the configs' epoch count")(
@@ -48,6 +50,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
   opt.force = vm.count("force") > 0;
   opt.neusight_dir = neusight_dir(data);
   opt.llm_dir = llm_kernels_dir(llm_dir);
+  opt.vendor = vendor;
   opt.exclude_gpus = exclude;
   opt.out_dir = out;
   opt.predictor_config_dir =

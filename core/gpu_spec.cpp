@@ -232,6 +232,10 @@ GpuRegistry::GpuRegistry(const std::string& dir) {
     if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) add(load_gpu_yaml(f.string()));
+  // A tile_reference must name a GPU of the folder (a typo would silently borrow other tiles).
+  for (const auto& s : specs_)
+    if (!s.tile_reference.empty() && !find(s.tile_reference))
+      throw ConfigError(s.origin + ": field 'tile_reference': unknown GPU '" + s.tile_reference + "' (not in " + dir + ")");
 }
 
 void GpuRegistry::add(GpuSpec spec) {

@@ -495,14 +495,17 @@ std::vector<std::string> llm_training_files(const std::string& root, Family f) {
   return files;
 }
 
-const std::vector<std::string>& training_gpus() {
-  static const std::vector<std::string> gpus = {"Tesla P4", "Tesla P100-PCIE-16GB",
-                                                "Tesla V100-PCIE-32GB", "Tesla T4",
-                                                "NVIDIA A100-PCIE-40GB"};
-  return gpus;
+const std::vector<std::string>& training_gpus(const std::string& vendor) {
+  static const std::vector<std::string> nvidia = {"Tesla P4", "Tesla P100-PCIE-16GB",
+                                                  "Tesla V100-PCIE-32GB", "Tesla T4",
+                                                  "NVIDIA A100-PCIE-40GB"};
+  static const std::vector<std::string> amd = {"AMD Instinct MI100", "AMD Instinct MI210"};
+  if (vendor == "amd") return amd;
+  if (vendor != "nvidia") throw ConfigError("--vendor: expected nvidia or amd, got '" + vendor + "'");
+  return nvidia;
 }
 
-std::vector<std::string> training_files(const std::string& root, Family f) {
+std::vector<std::string> training_files(const std::string& root, Family f, const std::string& vendor) {
   std::vector<std::string> ops;
   switch (f) {
     case Family::kBmm: ops = {"bmm"}; break;
@@ -520,9 +523,12 @@ std::vector<std::string> training_files(const std::string& root, Family f) {
     case Family::kCount: break;
   }
   std::vector<std::string> files;
+  const bool amd = vendor == "amd";
   for (const auto& op : ops)
-    for (const auto& gpu : training_gpus()) {
-      fs::path p = fs::path(root) / "kernels" / "nvidia" / "train" / op / "p2.1.0" / (gpu + ".csv");
+    for (const auto& gpu : training_gpus(vendor)) {
+      const fs::path p =
+          amd ? fs::path(root) / "kernels" / "amd" / (is_gemm(f) ? "test" : "train") / "collect" / op / "p2.4.1" / (gpu + ".csv")
+              : fs::path(root) / "kernels" / "nvidia" / "train" / op / "p2.1.0" / (gpu + ".csv");
       if (!fs::exists(p)) throw DataError(p.string() + ": training file missing");
       files.push_back(p.string());
     }

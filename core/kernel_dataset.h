@@ -56,10 +56,14 @@ std::string neusight_dir(const std::string& flag = "");
 // True if `dir` looks like NeuSight's data folder.
 bool neusight_dir_present(const std::string& dir);
 
-// The five training GPUs (CUDA names), fixed by the protocol: never train on others.
-const std::vector<std::string>& training_gpus();
-// Training CSVs for a family under the data root (kernels/nvidia/train/<op>/p2.1.0/<GPU>.csv).
-std::vector<std::string> training_files(const std::string& root, Family f);
+// The training GPUs (CUDA names), fixed by the protocol: never train on others. NVIDIA: the
+// five old GPUs; AMD (the separate AMD predictor set, issue 9): MI100 and MI210.
+const std::vector<std::string>& training_gpus(const std::string& vendor = "nvidia");
+// Training CSVs for a family under the data root. NVIDIA: kernels/nvidia/train/<op>/p2.1.0/
+// <GPU>.csv. AMD: kernels/amd/train/collect/<op>/p2.4.1/<GPU>.csv for the vector families and
+// kernels/amd/test/collect/{bmm,linear}/p2.4.1/<GPU>.csv, the only AMD GEMM rows published
+// (neither GPU is a held-out one).
+std::vector<std::string> training_files(const std::string& root, Family f, const std::string& vendor = "nvidia");
 
 // 64-bit FNV-1a over the bytes of the files, hex: the data hash in weight manifests.
 std::string files_hash(const std::vector<std::string>& paths);

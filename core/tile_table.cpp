@@ -70,8 +70,14 @@ size_t TileTable::size() const {
 std::string TileTable::reference_device(const GpuSpec& gpu) const {
   for (Family f : {Family::kBmm, Family::kLinear})
     if (entries_.count(table_key(gpu.cuda_name, f))) return gpu.cuda_name;
-  if (!gpu.tile_reference.empty()) return gpu.tile_reference;
-  return kDefaultReference;
+  // The spec's reference where this table has it (the AMD set's table has MI100/MI210, the
+  // NVIDIA set's the five NVIDIA GPUs), else the A100, else the table's first device.
+  for (const std::string& ref : {gpu.tile_reference, std::string(kDefaultReference)})
+    if (!ref.empty())
+      for (Family f : {Family::kBmm, Family::kLinear})
+        if (entries_.count(table_key(ref, f))) return ref;
+  if (!entries_.empty()) return entries_.begin()->first.substr(0, entries_.begin()->first.find('|'));
+  return gpu.tile_reference.empty() ? kDefaultReference : gpu.tile_reference;
 }
 
 GemmTile TileTable::lookup(const GpuSpec& gpu, const KernelQuery& q) const {

@@ -87,7 +87,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["model"] = "physics: per-launch floor + DRAM time + SM-side time per byte (fitted)";
   } else if (has_mnk(fam)) {
     j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
-                 {"from", kind == OpKind::kGemm ? spec.arch + " tensor-core tile" : kp.tiles().reference_device(spec)}};
+                 {"from", kind == OpKind::kGemm ? spec.arch + " tensor-core tile" : kp.set_for(spec, fam).tiles().reference_device(spec)}};
   } else {
     j["tile"] = {{"elems_per_cta", r.launch.elems_per_cta}, {"threads_per_cta", r.launch.threads_per_cta}};
   }

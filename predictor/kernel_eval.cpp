@@ -30,6 +30,17 @@ double ErrorStats::percentile_pct(double p) const {
 KernelEvalReport eval_kernels(const std::vector<std::string>& files, const KernelPredictor& predictor,
                               const GpuRegistry& gpus, std::vector<KernelEvalRow>* rows_out, bool quiet) {
   KernelEvalReport rep;
+  auto trained_on = [&](Family f, const GpuSpec& gpu, const std::string& device) {
+    const auto& m = predictor.set_for(gpu, f).manifest();
+    const std::vector<std::string>* gpus_of = nullptr;
+    if (f == Family::kMemoryOp) {
+      gpus_of = &m.memory_ops.training_gpus;
+    } else {
+      auto it = m.families.find(family_name(f));
+      if (it != m.families.end()) gpus_of = &it->second.training_gpus;
+    }
+    return gpus_of && std::find(gpus_of->begin(), gpus_of->end(), device) != gpus_of->end();
+  };
   ProgressBar bar(static_cast<int64_t>(files.size()), "eval-kernels", quiet || files.size() < 2);
   for (const auto& file : files) {
     std::vector<KernelSample> samples = read_kernel_csv(file);
@@ -56,6 +67,7 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
         const std::string fam = op_family(s.query.op) == Family::kMemoryOp ? op_name(s.query.op)
                                                                            : family_name(op_family(s.query.op));
         rep.overall.add(ape, rape);
+        (trained_on(op_family(s.query.op), *gpu, s.device) ? rep.training_gpus : rep.unseen_gpus).add(ape, rape);
         rep.by_op[fam].add(ape, rape);
         rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape);
         rep.by_device[s.device].add(ape, rape);
@@ -84,6 +96,8 @@ nlohmann::json stats_json(const ErrorStats& s) {
 std::string eval_report_json(const KernelEvalReport& r) {
   nlohmann::json j;
   j["overall"] = stats_json(r.overall);
+  j["training_gpus"] = stats_json(r.training_gpus);
+  j["unseen_gpus"] = stats_json(r.unseen_gpus);
   j["by_op"] = nlohmann::json::object();
   for (const auto& kv : r.by_op) j["by_op"][kv.first] = stats_json(kv.second);
   j["by_op_dtype"] = nlohmann::json::object();
@@ -108,6 +122,9 @@ std::string eval_report_table(const KernelEvalReport& r) {
   std::snprintf(buf, sizeof buf, "%-28s %7s %10s %10s %10s %12s\n", "group", "rows", "MAPE%",
                 "p50 APE%", "p90 APE%", "roofline%");
   os << buf;
+  os << "-- headline: rows on GPUs the family was trained on, and on GPUs it never saw\n";
+  line("training GPUs", r.training_gpus);
+  line("unseen GPUs", r.unseen_gpus);
   os << "-- by op family\n";
   for (const auto& kv : r.by_op) line(kv.first, kv.second);
   os << "-- by op family and dtype\n";
@@ -119,6 +136,25 @@ std::string eval_report_table(const KernelEvalReport& r) {
     for (const auto& kv : d.second) line(d.first + " / " + kv.first, kv.second);
   os << "-- all\n";
   line("overall", r.overall);
+  return os.str();
+}
+
+std::string eval_report_csv(const KernelEvalReport& r) {
+  std::ostringstream os;
+  os.precision(10);
+  os << "section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct\n";
+  auto line = [&](const std::string& section, const std::string& group, const ErrorStats& s) {
+    os << section << ',' << '"' << group << '"' << ',' << s.rows << ',' << s.mape_pct() << ',' << s.percentile_pct(50)
+       << ',' << s.percentile_pct(90) << ',' << s.roofline_mape_pct() << '\n';
+  };
+  line("headline", "training_gpus", r.training_gpus);
+  line("headline", "unseen_gpus", r.unseen_gpus);
+  for (const auto& kv : r.by_op) line("op", kv.first, kv.second);
+  for (const auto& kv : r.by_op_dtype) line("op_dtype", kv.first, kv.second);
+  for (const auto& kv : r.by_device) line("device", kv.first, kv.second);
+  for (const auto& d : r.by_device_op)
+    for (const auto& kv : d.second) line("device_op", d.first + " / " + kv.first, kv.second);
+  line("all", "overall", r.overall);
   return os.str();
 }
 

@@ -22,6 +22,9 @@ struct ErrorStats {
 
 struct KernelEvalReport {
   ErrorStats overall;
+  // The headline split: rows on GPUs the row's family was trained on (the manifest's
+  // training_gpus; held-out shapes at best) and rows on GPUs it never saw.
+  ErrorStats training_gpus, unseen_gpus;
   std::map<std::string, ErrorStats> by_op;         // family name
   std::map<std::string, ErrorStats> by_device;     // CUDA device name
   std::map<std::string, ErrorStats> by_op_dtype;   // "gemm/bf16", "softmax/fp32", ...
@@ -42,5 +45,7 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& csv_files,
 
 std::string eval_report_json(const KernelEvalReport& r);
 std::string eval_report_table(const KernelEvalReport& r);
+// One line per group: section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct.
+std::string eval_report_csv(const KernelEvalReport& r);
 
 }  // namespace tilecast::predictor

@@ -31,18 +31,24 @@ class KernelPredictor {
   ~KernelPredictor();
   KernelPredictor(KernelPredictor&&) noexcept;
 
-  // Batched forecast on one GPU: groups queries by family, one MLP call per family.
+  // Batched forecast on one GPU: groups queries by family, one MLP call per family. An AMD
+  // GPU (spec vendor "amd") is forecast by the AMD predictor set (`<dir>/amd/`, trained on
+  // MI100 and MI210 only) for the families that set has, by this folder's otherwise.
   std::vector<KernelPrediction> predict(const std::vector<KernelQuery>& queries,
                                         const GpuSpec& gpu) const;
   KernelPrediction predict(const KernelQuery& q, const GpuSpec& gpu) const;
   bool has_family(Family f) const;  // memory_op: fitted coefficients present
   const trainer::WeightsManifest& manifest() const;
   const TileTable& tiles() const;
+  // The predictor set that forecasts family `f` on `gpu`: this one, or its AMD set.
+  const KernelPredictor& set_for(const GpuSpec& gpu, Family f) const;
+  bool has_amd_set() const;
 
  private:
   // memory_op family: fitted physics (floor + bytes at a fraction of DRAM bandwidth).
   void predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
                           const GpuSpec& gpu, std::vector<KernelPrediction>& out) const;
+  std::vector<KernelPrediction> predict_here(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

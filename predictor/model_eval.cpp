@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -251,17 +252,23 @@ std::string per_op_table(const ModelEvalResult& r) {
 std::string model_eval_json(const ModelEvalResult& r) {
   nlohmann::json j;
   j["rows"] = nlohmann::json::array();
-  std::map<std::string, std::vector<double>> by;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> by;
   for (const auto& x : r.rows) {
     nlohmann::json row = {{"device", x.device_dir}, {"gpu", x.gpu}, {"model", x.model}, {"mode", x.mode},
                           {"option", x.option}, {"seq", x.seq}, {"batch", x.batch}, {"label_ms", x.label_ms},
                           {"forecast_ms", x.predicted_ms}, {"error_pct", x.error_pct}};
     row["neusight_error_pct"] = x.neusight_error_pct >= 0 ? nlohmann::json(x.neusight_error_pct) : nlohmann::json();
     j["rows"].push_back(row);
-    by[x.gpu + "|" + x.mode + (x.option.empty() ? "" : "-" + x.option)].push_back(x.error_pct);
+    by[{x.gpu, x.mode, x.option}].push_back(x.error_pct);
   }
-  j["mean_error_pct"] = nlohmann::json::object();
-  for (const auto& kv : by) j["mean_error_pct"][kv.first] = mean(kv.second);
+  // One object per GPU, mode and option (plain keys, no composite strings).
+  j["by_gpu_mode"] = nlohmann::json::array();
+  for (const auto& kv : by)
+    j["by_gpu_mode"].push_back({{"gpu", std::get<0>(kv.first)},
+                                {"mode", std::get<1>(kv.first)},
+                                {"option", std::get<2>(kv.first)},
+                                {"rows", kv.second.size()},
+                                {"mean_error_pct", mean(kv.second)}});
   j["per_op"] = nlohmann::json::array();
   for (const auto& x : r.per_op)
     j["per_op"].push_back({{"gpu", x.gpu}, {"model", x.model}, {"mode", x.mode}, {"seq", x.seq},

@@ -204,6 +204,14 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   configure_torch_threads();
   const bool collected = !opt.data_dirs.empty();
   std::vector<Family> fams = opt.families;
+  const bool amd = opt.vendor == "amd";
+  training_gpus(opt.vendor);  // validates the vendor
+  if (amd && collected) throw ConfigError("--vendor amd trains on NeuSight's AMD data; --data folders carry their own GPU");
+  if (amd)
+    for (Family f : fams)
+      if (is_llm_kernel_family(f))
+        throw ConfigError(std::string("--vendor amd: family '") + family_name(f) +
+                          "' has no AMD data (the AMD set covers bmm, linear, elementwise, softmax, layernorm)");
   const bool only_llm = !fams.empty() && std::all_of(fams.begin(), fams.end(), is_llm_kernel_family);
   if (!collected && !only_llm && !neusight_dir_present(opt.neusight_dir))
     throw ConfigError(opt.neusight_dir + ": NeuSight data not found (pass --neusight-dir or set TILECAST_NEUSIGHT_DIR)");
@@ -214,11 +222,11 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   // from ../shared/llm-kernels when that folder is there.
   auto files_for = [&](Family f) {
     if (is_llm_kernel_family(f)) {
-      if (collected || !llm_present) return std::vector<std::string>{};
+      if (collected || !llm_present || amd) return std::vector<std::string>{};
       if (f == Family::kMemoryOp && !fs::is_directory(fs::path(opt.llm_dir) / "vidur")) return std::vector<std::string>{};
       return llm_training_files(opt.llm_dir, f);
     }
-    if (!collected) return training_files(opt.neusight_dir, f);
+    if (!collected) return training_files(opt.neusight_dir, f, opt.vendor);
     std::vector<std::string> files;
     for (const auto& d : opt.data_dirs) {
       fs::path p = fs::path(d) / (std::string(family_name(f)) + ".csv");
@@ -243,6 +251,13 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   std::map<Family, std::vector<KernelSample>> gemm_rows;
   for (const auto& f : gemm_files) {
     auto rows = read_kernel_csv(f);
+    // A left-out GPU's kernel choices stay out of the tile table too (leave-one-GPU-out).
+    rows.erase(std::remove_if(rows.begin(), rows.end(),
+                              [&](const KernelSample& s) {
+                                return std::find(opt.exclude_gpus.begin(), opt.exclude_gpus.end(), s.device) !=
+                                       opt.exclude_gpus.end();
+                              }),
+               rows.end());
     tiles.add_samples(rows);
     auto& dst = gemm_rows[op_family(rows.empty() ? OpKind::kBmm : rows.front().query.op)];
     dst.insert(dst.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
@@ -369,7 +384,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       if (r.interrupted) break;
     }
     e.features = feature_names(fam);
-    if (is_llm_kernel_family(fam)) {  // forecasts clamp to the training range (extrapolation guard)
+    // Forecasts clamp to the training range (extrapolation guard): the LLM-era families, and
+    // the AMD set, whose few thousand rows per family leave whole-model shapes outside them
+    // (MI100 <-> MI210 leave-one-out: docs/accuracy.md).
+    if (is_llm_kernel_family(fam) || amd) {
       e.feature_min = r.feature_min;
       e.feature_max = r.feature_max;
     }
@@ -388,7 +406,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         if (std::find(e.training_gpus.begin(), e.training_gpus.end(), r.device) == e.training_gpus.end())
           e.training_gpus.push_back(r.device);
     } else {
-      e.training_gpus = training_gpus();
+      e.training_gpus = training_gpus(opt.vendor);
     }
     e.trained_at = utc_now();
     manifest.families[family_name(fam)] = e;

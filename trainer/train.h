@@ -35,6 +35,7 @@ struct TrainOptions {
   std::string neusight_dir;         // data root (NeuSight's training GPUs), when data_dirs is empty
   std::string llm_dir;              // ../shared/llm-kernels: the LLM-era families (gemm)
   std::vector<std::string> exclude_gpus;  // device names left out (leave-one-GPU-out studies)
+  std::string vendor = "nvidia";    // nvidia | amd: which training GPUs (the AMD predictor set: MI100, MI210)
   std::vector<std::string> data_dirs;  // instead: folders written by `tilecast collect`
   std::string out_dir;              // weights folder to write
   std::string predictor_config_dir; // configs/predictors

@@ -258,9 +258,13 @@ WeightsStaging::WeightsStaging(const std::string& out_dir, bool force) : out_(ou
   }
   fs::create_directories(staging_);
   // Families that are not retrained keep their checkpoints: start from the current folder.
+  // Sub-folders (the AMD set in weights/amd) are kept too.
   if (non_empty && !foreign_)
-    for (const auto& e : fs::directory_iterator(out))
+    for (const auto& e : fs::directory_iterator(out)) {
       if (e.is_regular_file()) fs::copy_file(e.path(), fs::path(staging_) / e.path().filename());
+      else if (e.is_directory() && !e.is_symlink() && e.path().filename().string().rfind('.', 0) != 0)
+        fs::copy(e.path(), fs::path(staging_) / e.path().filename(), fs::copy_options::recursive);
+    }
 }
 
 WeightsStaging::~WeightsStaging() {

@@ -78,10 +78,44 @@ TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {
   lin.m = lin.n = lin.k = 64;
   // No linear kernel names at all (e.g. CPU-backend data): the default tile.
   EXPECT_EQ(t.lookup(reg.resolve("T4"), lin), (GemmTile{128, 128, 1}));
+  // A reference this table does not hold (the AMD set's MI210 seen from the NVIDIA set's
+  // table) falls back to the A100; a reference naming no GPU at all is refused when the spec
+  // folder is read.
   GpuSpec orphan = reg.resolve("T4");
   orphan.cuda_name = "Orphan GPU";
-  orphan.tile_reference = "Nowhere";
-  expect_error<ConfigError>([&] { t.lookup(orphan, q); }, {"no bmm kernels for 'Nowhere'"});
+  orphan.tile_reference = "AMD Instinct MI210";
+  EXPECT_EQ(t.reference_device(orphan), "NVIDIA A100-PCIE-40GB");
+  const std::string dir = ::testing::TempDir() + "gpus_bad_ref";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(gpu_dir() + "/T4.yaml", dir + "/T4.yaml");
+  {
+    std::ofstream f(dir + "/T4.yaml", std::ios::app);
+    f << "tile_reference: \"Nowhere GPU\"\n";
+  }
+  expect_error<ConfigError>([&] { GpuRegistry bad(dir); }, {"T4.yaml", "field 'tile_reference'", "Nowhere GPU"});
+}
+
+// The AMD predictor set's data: MI100 and MI210 only, every GEMM row with its Tensile macro
+// tile parsed from the kernel name (MT64x32x32 -> 64 x 32).
+TEST(NeuSightData, AmdTrainingFilesAreMi100AndMi210Only) {
+  std::string root = neusight_dir();
+  TC_REQUIRE_NEUSIGHT(root);
+  for (Family f : kNeuSightFamilies) {
+    const auto files = training_files(root, f, "amd");
+    ASSERT_FALSE(files.empty()) << family_name(f);
+    size_t rows = 0, tiles = 0;
+    for (const auto& file : files)
+      for (const auto& r : read_kernel_csv(file)) {
+        ++rows;
+        tiles += r.has_tile;
+        EXPECT_TRUE(r.device == "AMD Instinct MI100" || r.device == "AMD Instinct MI210") << file << ": " << r.device;
+      }
+    EXPECT_GT(rows, 1000u) << family_name(f);
+    if (is_gemm(f)) EXPECT_EQ(tiles, rows) << family_name(f);
+  }
+  EXPECT_EQ(training_files(root, Family::kElementwise, "amd").size(), 22u);  // 11 ops x 2 GPUs
+  expect_error<ConfigError>([&] { training_gpus("intel"); }, {"--vendor", "intel"});
 }
 
 TEST(NeuSightData, TrainingFilesReadCompletely) {

@@ -295,7 +295,11 @@ TEST(Trainer, PartialRetrainKeepsTheOtherFamilies) {
   opt.families = {Family::kSoftmax};
   opt.epochs = 1;
   opt.quiet = true;
+  // A sub-folder (the AMD set lives in weights/amd) survives the retrain of its parent.
+  fs::create_directories(dir + "/amd");
+  { std::ofstream(dir + "/amd/marker") << "kept"; }
   trainer::run_training(opt, registry());
+  EXPECT_EQ(read_file(dir + "/amd/marker"), "kept");
   auto m = trainer::load_manifest(dir);
   ASSERT_EQ(m.families.count("elementwise"), 1u);
   ASSERT_EQ(m.families.count("softmax"), 1u);
@@ -545,4 +549,30 @@ TEST(DenseMlp, ForecastsMatchTheLibTorchPath) {
     const double want_ms = s_to_ms(pk.bounds.base_s) * std::exp(o);
     EXPECT_NEAR(got[i].latency_ms, want_ms, 1e-4 * want_ms) << i;
   }
+}
+
+// AMD GPUs are forecast by the bundled AMD predictor set (weights/amd, trained on MI100 and
+// MI210 only) for its five families, NVIDIA GPUs never; LLM-era families on an AMD GPU fall
+// back to the NVIDIA-trained set. The AMD set's tiles for the unseen MI250 come from the
+// MI210 (same CDNA2 architecture), its own measured kernels never being available.
+TEST(BundledWeights, AmdGpusUseTheAmdSet) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  ASSERT_TRUE(p.has_amd_set()) << "weights/amd missing";
+  const GpuSpec& mi250 = registry().resolve("MI250");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const auto& amd = p.set_for(mi250, Family::kBmm);
+  EXPECT_NE(&amd, &p);
+  EXPECT_EQ(amd.manifest().families.at("bmm").training_gpus,
+            (std::vector<std::string>{"AMD Instinct MI100", "AMD Instinct MI210"}));
+  EXPECT_EQ(&p.set_for(h100, Family::kBmm), &p);
+  EXPECT_EQ(&p.set_for(mi250, Family::kGemm), &p);
+  EXPECT_EQ(amd.tiles().reference_device(mi250), "AMD Instinct MI210");
+  KernelQuery b;
+  b.op = OpKind::kBmm;
+  b.b = 16, b.m = 512, b.n = 64, b.k = 512;
+  // The mixed batch gives each query what its own set forecasts alone.
+  const auto both = p.predict(std::vector<KernelQuery>{b, gemm_q(512, 4096, 4096, DType::kBf16)}, mi250);
+  EXPECT_DOUBLE_EQ(both[0].latency_ms, amd.predict(b, mi250).latency_ms);
+  EXPECT_GT(both[1].latency_ms, 0);
+  EXPECT_NE(both[0].latency_ms, p.predict(std::vector<KernelQuery>{b}, h100)[0].latency_ms);
 }
