@@ -13,6 +13,7 @@ PKGS=(
   nlohmann-json3-dev      # JSON reports, NeuSight label/device JSONs
   libgtest-dev            # tests
   pybind11-dev python3-dev  # the Python module (`import tilecast`, python/)
+  python3-matplotlib      # plots of scripts/reproduce-paper.sh
   libssl-dev              # SHA-256 of weights checkpoints (OpenSSL libcrypto)
   clang libclang-rt-14-dev  # sanitizer + libFuzzer build of the core (scripts/sanitize-fuzz.sh)
 )

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""NeuSight's accuracy tables rebuilt from the shared data, tilecast beside the published
+baselines (Roofline, Habitat, Li et al., NeuSight), plus signed bias and plots.
+Called by scripts/reproduce-paper.sh; reads `tilecast eval-models --format json` output.
+  reproduce_paper.py EVAL_MODELS_JSON NEUSIGHT_DIR OUT_DIR"""
+import csv
+import json
+import os
+import statistics
+import sys
+
+em_path, ns, out = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(out, exist_ok=True)
+em = json.load(open(em_path))
+summary = list(csv.DictReader(open(os.path.join(ns, "published", "summary.csv"))))
+OOD_MODELS = {"gpt3_xl", "opt_13", "gpt3_27"}
+OOD_DEVICES = {"NVIDIA_H100_80GB_HBM3", "NVIDIA_L4", "NVIDIA_A100_80GB_PCIe"}
+PREDS = [("roofline", "Roofline"), ("habitat", "Habitat"), ("micro", "Li et al."), ("neusight", "NeuSight")]
+
+
+def key(model, seq, batch, device, mode, option):
+    return (model, int(seq), int(batch), device, mode, option or "")
+
+
+def num(x):
+    try:
+        v = float(x)
+        return v if v == v else None
+    except (TypeError, ValueError):
+        return None
+
+
+pub = {key(r["model_name"], r["seqlen"], r["batch"], r["device"], r["mode"], r["option"]): r for r in summary}
+rows = em["rows"]
+gpu_to_device = {r["gpu"]: r["device"] for r in rows}
+md = []
+
+
+def table(header, lines):
+    md.append("| " + " | ".join(header) + " |")
+    md.append("|" + "---|" * len(header))
+    for l in lines:
+        md.append("| " + " | ".join(l) + " |")
+    md.append("")
+
+
+def f1(v):
+    return "" if v is None else "%.1f" % v
+
+
+def mean(v):
+    v = [x for x in v if x is not None]
+    return sum(v) / len(v) if v else None
+
+
+# ---- 1. per operator kind, in and out of distribution (perop.csv's definition) ----------
+kind_cols = [("bmm", "BMM", "BMM"), ("linear", "Linear", "FC"), ("elementwise", "VEC", "EW"),
+             ("softmax", "VECsoftmax", "Softmax"), ("layernorm", "VECln", "LN")]
+ours = {}  # (ood, col) -> [ape]
+for p in em["per_op"]:
+    dev = gpu_to_device.get(p["gpu"])
+    if dev is None or dev.startswith("AMD"):
+        continue
+    k = key(p["model"], p["seq"], p["batch"], dev, p["mode"], "")
+    if k not in pub:
+        continue
+    r = pub[k]
+    ood = r["OOD"] == "True"
+    for kind, op, title in kind_cols:
+        if p["kind"] != kind or num(r.get("neusight_%s_e2e_err" % op)) is None or p["label_ms"] <= 0:
+            continue
+        ours.setdefault((ood, title), []).append(100 * abs(p["forecast_ms"] - p["label_ms"]) / p["label_ms"])
+perop = list(csv.reader(open(os.path.join(ns, "published", "perop.csv"))))
+md.append("## Per operator kind (one layer's ops, fw + bw; NeuSight's perop.csv definition)\n")
+md.append("Mean APE %. OOD = an unseen model (GPT3-XL, OPT-1.3B, GPT3-2.7B) or an unseen GPU (L4, "
+          "A100-80GB, H100). The published rows include the H100, whose labels are not in ../shared: "
+          "tilecast's OOD columns cover L4 and A100-80GB only (rows per cell in brackets).\n")
+titles = ["BMM", "FC", "EW", "Softmax", "LN"]
+lines = []
+for r in perop[2:]:
+    if r and r[0]:
+        lines.append([r[0] + " (published)"] + [f1(num(x)) for x in r[1:11]])
+lines.append(["**tilecast**"] + ["**%s** (%d)" % (f1(mean(ours.get((ood, t), []))), len(ours.get((ood, t), [])))
+                                 for ood in (False, True) for t in titles])
+table(["predictor"] + ["in-dist " + t for t in titles] + ["OOD " + t for t in titles], lines)
+
+# ---- 2. end to end, per GPU, mode and option, same rows as the published baselines -------
+md.append("## End to end, per GPU and mode (mean APE %)\n")
+md.append("tilecast: every label of the group; the published columns: the rows each reports (e.g. 12 of the 14 "
+          "A100-PCIE-40GB inference labels for NeuSight). Bias < 1: forecast too fast.\n")
+groups = {}
+for r in rows:
+    k = key(r["model"], r["seq"], r["batch"], r["device"], r["mode"], r["option"])
+    g = (r["device"], r["mode"], r["option"])
+    groups.setdefault(g, []).append((r, pub.get(k)))
+lines = []
+for g in sorted(groups):
+    items = groups[g]
+    cells = [g[0], g[1] + ("-" + g[2] if g[2] else ""), str(len(items)), "**%s**" % f1(mean([r["error_pct"] for r, _ in items]))]
+    for p, _ in PREDS:
+        cells.append(f1(mean([num(pb.get(p + "_all_e2e_err")) for _, pb in items if pb])))
+    bias = statistics.median([r["forecast_ms"] / r["label_ms"] for r, _ in items])
+    cells.append("%.3f" % bias)
+    lines.append(cells)
+table(["GPU", "mode", "labels", "tilecast", "Roofline", "Habitat", "Li et al.", "NeuSight", "tilecast bias (median forecast/measured)"], lines)
+allm = mean([r["error_pct"] for r in rows])
+md.append("All %d labels: tilecast mean %.1f %%. Blank: no published value for those rows.\n" % (len(rows), allm))
+
+# ---- 3. signed bias per GPU and kernel family (per-op rows) -------------------------------
+md.append("## Signed bias per GPU and operator kind (median forecast / measured over the per-op rows)\n")
+bias = {}
+for p in em["per_op"]:
+    if p["label_ms"] > 0:
+        bias.setdefault((p["gpu"], p["kind"]), []).append(p["forecast_ms"] / p["label_ms"])
+gpus = sorted({g for g, _ in bias})
+table(["GPU"] + [k for k, _, _ in kind_cols],
+      [[g] + ["%.2f" % statistics.median(bias[(g, k)]) if (g, k) in bias else "" for k, _, _ in kind_cols] for g in gpus])
+
+open(os.path.join(out, "tables.md"), "w").write("\n".join(md) + "\n")
+print("\n".join(md))
+
+# ---- 4. plots -------------------------------------------------------------------------------
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    print("reproduce-paper: matplotlib not found (apt-get install python3-matplotlib): no plots", file=sys.stderr)
+    sys.exit(0)
+fig, ax = plt.subplots(figsize=(6.5, 6))
+for dev in sorted({r["device"] for r in rows}):
+    pts = [(r["label_ms"], r["forecast_ms"]) for r in rows if r["device"] == dev]
+    ax.scatter([a for a, _ in pts], [b for _, b in pts], s=14, label=dev.replace("_", " "))
+lo = min(min(r["label_ms"], r["forecast_ms"]) for r in rows) / 1.5
+hi = max(max(r["label_ms"], r["forecast_ms"]) for r in rows) * 1.5
+ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlim(lo, hi); ax.set_ylim(lo, hi)
+ax.set_xlabel("measured (ms)"); ax.set_ylabel("tilecast forecast (ms)")
+ax.set_title("Whole models: forecast vs measured (NeuSight's labels)")
+ax.legend(fontsize=6, loc="upper left")
+fig.tight_layout()
+for ext in ("png", "svg"):
+    fig.savefig(os.path.join(out, "forecast_vs_measured." + ext), dpi=150)
+fig, ax = plt.subplots(figsize=(10, 4.5))
+labels_, ours_, theirs_ = [], [], []
+for g in sorted(groups):
+    items = groups[g]
+    ns_err = mean([num(pb.get("neusight_all_e2e_err")) for _, pb in items if pb])
+    labels_.append(g[0].replace("NVIDIA_", "").replace("Tesla_", "").replace("AMD_Instinct_", "") + "\n" + g[1] + ("-" + g[2] if g[2] else ""))
+    ours_.append(mean([r["error_pct"] for r, _ in items]))
+    theirs_.append(ns_err if ns_err is not None else 0)
+x = range(len(labels_))
+ax.bar([i - 0.2 for i in x], ours_, 0.4, label="tilecast")
+ax.bar([i + 0.2 for i in x], theirs_, 0.4, label="NeuSight (published)")
+ax.set_xticks(list(x)); ax.set_xticklabels(labels_, fontsize=6, rotation=60)
+ax.set_ylabel("mean APE (%)"); ax.set_title("End-to-end error per GPU and mode"); ax.legend()
+fig.tight_layout()
+for ext in ("png", "svg"):
+    fig.savefig(os.path.join(out, "error_per_gpu_mode." + ext), dpi=150)
+print("plots: %s/{forecast_vs_measured,error_per_gpu_mode}.{png,svg}" % out, file=sys.stderr)
