@@ -43,7 +43,15 @@ row predict_llama8b_generate "$TC" predict --model llama-3.1-8b --gpu H100-SXM -
 GPUS=$("$TC" gpus --format json | python3 -c "import json,sys; g=[x['name'] for x in json.load(sys.stdin) if x.get('vendor')=='nvidia']; print(','.join(g[:20]))")
 [ "$(echo "$GPUS" | tr ',' '\n' | wc -l)" = 20 ] || { echo "startup.sh: fewer than 20 NVIDIA specs" >&2; exit 1; }
 row compare_20gpus_x_8configs "$TC" compare --model gpt2-large --gpus "$GPUS" --mode training --batch 1,2,4,8 --seq 512,1024 --format csv
+# The Python module: import and one forecast, in a fresh interpreter (includes python3's own start).
+if ls "$B"/python/tilecast*.so > /dev/null 2>&1; then
+  row python_import_and_predict python3 -c "import sys; sys.path.insert(0, '$B/python'); import tilecast; tilecast.predict(model='gpt2-large', gpu='H100-SXM', batch=4, seq=1024)"
+fi
 row eval_kernels_fixture "$TC" -q --log-level error eval-kernels --data tests/data/aiconfigurator_gemm_small.csv
+# In-process forecast throughput (tilecast_bench, 1 and all OpenBLAS threads).
+if [ -x "$B/tilecast_bench" ]; then
+  "$B/tilecast_bench" 2> /dev/null | awk -F, 'NR > 1 { printf "inproc_%s_threads%s,%s,%s\n", $1, $2, $3, $4 }'
+fi
 NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"
 if [ -d "$NS/labels" ]; then
   row eval_models_all_neusight_labels "$TC" -q --log-level error eval-models --neusight-dir "$NS"

@@ -46,6 +46,9 @@ class Reader {
     return v;
   }
   std::vector<float> floats(size_t n, const char* what) {
+    // Checked before allocating: a header claiming 65536 x 65536 weights in a short file is
+    // refused without reserving 16 GiB.
+    if ((d_.size() - pos_) / 4 < n) throw ConfigError(path_ + ": truncated network file (ends inside " + what + ")");
     std::vector<float> v(n);
     bytes(v.data(), n * 4, what);
     for (float f : v)
