@@ -49,6 +49,33 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
       auto w = torch::randn({q.k, q.n}, opts), bias = torch::randn({q.k}, opts);
       return [x, w, bias] { torch::nn::functional::linear(x, w, bias); };
     }
+    case OpKind::kGemm: {  // a projection without bias: (M tokens x N in) x (N in -> K out)
+      auto x = torch::randn({q.m, q.n}, opts), w = torch::randn({q.k, q.n}, opts);
+      return [x, w] { torch::nn::functional::linear(x, w); };
+    }
+    // The LLM layer ops as eager LibTorch composes them (vLLM fuses each into one kernel; the
+    // collector records whatever kernels the op launches).
+    case OpKind::kRmsNorm: {
+      auto x = torch::randn({q.b, q.h}, opts), w = torch::ones({q.h}, opts);
+      return [x, w] { (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6)) * w; };
+    }
+    case OpKind::kSiluMul: {  // (tokens, 2F) -> (tokens, F)
+      auto gu = torch::randn({q.b, 2 * q.h}, opts);
+      const int64_t h = q.h;
+      return [gu, h] { torch::silu(gu.slice(-1, 0, h)) * gu.slice(-1, h, 2 * h); };
+    }
+    case OpKind::kRope: {  // (tokens, heads x 64): rotate halves of each 64-wide head
+      auto x = torch::randn({q.b, q.h / 64, 64}, opts);
+      auto cos = torch::rand({q.b, 1, 64}, opts), sin = torch::rand({q.b, 1, 64}, opts);
+      return [x, cos, sin] {
+        auto rot = torch::cat({-x.slice(-1, 32, 64), x.slice(-1, 0, 32)}, -1);
+        x* cos + rot * sin;
+      };
+    }
+    case OpKind::kResidualAdd: {
+      auto x = torch::randn({q.b, q.h}, opts), r = torch::randn({q.b, q.h}, opts);
+      return [x, r] { x + r; };
+    }
     default: break;
   }
   auto x = torch::rand({q.b, q.h}, opts) + 0.5, y = torch::rand({q.b, q.h}, opts) + 0.5;
@@ -239,7 +266,7 @@ CollectSummary run_collect(const CollectOptions& opt) {
     row.cuda_version = cuda_version;
     row.dtype = c.dtype;
     row.config_id = c.id;
-    if (is_gemm(op_family(c.query.op))) row.dims = {c.query.b, c.query.m, c.query.n, c.query.k};
+    if (has_mnk(op_family(c.query.op))) row.dims = {c.query.b, c.query.m, c.query.n, c.query.k};
     else row.dims = {c.query.b, c.query.h};
     try {
       auto op = make_op(c, dev);

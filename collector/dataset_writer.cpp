@@ -41,7 +41,7 @@ std::vector<std::string> collect_header(Family f) {
   std::vector<std::string> h = {"OPName", "Latency", "Device", "Torch Version", "CUDNN Version",
                                 "Kernel Name", "Warps per SM", "Blocks per SM", "Grid x", "Grid y",
                                 "Grid z", "Block x", "Block y", "Block z", "CUDA Version", "Kernels"};
-  if (is_gemm(f)) h.insert(h.end(), {"B", "M", "N", "K"});
+  if (has_mnk(f)) h.insert(h.end(), {"B", "M", "N", "K"});
   else h.insert(h.end(), {"B", "H"});
   h.insert(h.end(), {"dtype", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes",
                      "latency_spread_ms", "status", "error_message", "tilecast_version", "config_id"});
@@ -61,7 +61,7 @@ std::string format_row(Family f, const CollectedRow& r) {
   }
   v.push_back(r.cuda_version);
   v.push_back(r.kernels);
-  const size_t ndims = is_gemm(f) ? 4 : 2;
+  const size_t ndims = has_mnk(f) ? 4 : 2;
   TC_CHECK(r.dims.size() == ndims, "row dims do not match the family");
   for (int64_t d : r.dims) v.push_back(std::to_string(d));
   v.push_back(r.dtype);

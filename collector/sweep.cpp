@@ -71,8 +71,8 @@ int64_t configs_in(const FamilySweep& f, size_t n_dtypes, const std::string& whe
 
 std::vector<std::string> dim_names(Family f) {
   if (f == Family::kBmm) return {"b", "m", "n", "k"};
-  if (f == Family::kLinear) return {"m", "n", "k"};
-  return {"b", "h"};
+  if (f == Family::kLinear || f == Family::kGemm) return {"m", "n", "k"};
+  return {"b", "h"};  // memory_op: b = tokens, h = width
 }
 
 }  // namespace
@@ -118,11 +118,12 @@ Sweep load_sweep(const std::string& path) {
     try {
       f.family = family_from_string(fname);
     } catch (const ConfigError&) {
-      throw ConfigError(where + ": unknown family (bmm, linear, elementwise, softmax, layernorm)");
+      throw ConfigError(where + ": unknown family (bmm, linear, elementwise, softmax, layernorm, gemm, memory_op)");
     }
-    if (is_llm_kernel_family(f.family))
+    if (is_llm_kernel_family(f.family) && f.family != Family::kGemm && f.family != Family::kMemoryOp)
       throw ConfigError(where + ": the collector does not run " + fname +
-                        " kernels yet (its data comes from ../shared/llm-kernels)");
+                        " kernels yet (gemm and memory_op it does; attention and MoE data come from "
+                        "../shared/llm-kernels)");
     const YAML::Node n = kv.second;
     if (!n.IsMap()) throw ConfigError(where + ": expected a mapping");
     std::set<std::string> keys = {"samples_per_cell", "ops"};
@@ -130,17 +131,18 @@ Sweep load_sweep(const std::string& path) {
     reject_unknown_keys(n, keys, where);
     try {
       if (n["samples_per_cell"]) f.samples_per_cell = n["samples_per_cell"].as<int>();
-      if (f.family == Family::kElementwise) {
+      if (f.family == Family::kElementwise || f.family == Family::kMemoryOp) {
         if (!n["ops"]) throw ConfigError(where + ": missing field 'ops'");
         for (const auto& o : n["ops"].as<std::vector<std::string>>()) {
           OpKind k;
-          if (!try_op_kind_from_string(o, &k) || op_family(k) != Family::kElementwise)
-            throw ConfigError(where + ".ops: '" + o + "' is not an elementwise op");
+          if (!try_op_kind_from_string(o, &k) || op_family(k) != f.family)
+            throw ConfigError(where + ".ops: '" + o + "' is not an op of family " + fname);
           f.ops.push_back(k);
         }
       } else {
-        if (n["ops"]) throw ConfigError(where + ": field 'ops' is for elementwise only");
+        if (n["ops"]) throw ConfigError(where + ": field 'ops' is for elementwise and memory_op only");
         f.ops = {f.family == Family::kBmm ? OpKind::kBmm : f.family == Family::kLinear ? OpKind::kLinear
+                 : f.family == Family::kGemm ? OpKind::kGemm
                  : f.family == Family::kSoftmax ? OpKind::kSoftmax : OpKind::kLayerNorm};
       }
       for (const auto& d : dim_names(f.family)) {
@@ -213,7 +215,10 @@ SweepConfig sweep_config(const Sweep& s, int64_t index) {
   c.query.dtype = sweep_dtype(dtype);
   if (f.family == Family::kBmm) c.query.b = v[0], c.query.m = v[1], c.query.n = v[2], c.query.k = v[3];
   else if (f.family == Family::kLinear) c.query.b = 1, c.query.m = v[0], c.query.n = v[1], c.query.k = v[2];
+  else if (f.family == Family::kGemm) c.query = gemm_q(v[0], v[1], v[2], c.query.dtype), c.query.op = op;
   else c.query.b = v[0], c.query.h = v[1];
+  // RoPE rotates head_dim-wide halves: the width is a whole number of 64-wide heads.
+  if (op == OpKind::kRope) c.query.h = std::max<int64_t>(64, (c.query.h + 63) / 64 * 64);
   std::string shape = query_shape_string(c.query);
   std::replace(shape.begin(), shape.end(), ',', 'x');  // ids stay plain CSV fields
   c.id = std::string(op_name(op)) + "/" + dtype + "/" + shape;

@@ -378,11 +378,18 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
     if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
       throw DataError(where(path, line) + ": column 'Latency': " + f[c_lat] + " ms outside (0, " +
                       std::to_string(static_cast<long long>(kMaxKernelLatencyMs)) + "]");
-    // The families model FP32 kernels (NeuSight's data); rows of another dtype would be
-    // silently mixed into them.
-    if (c_dtype >= 0 && !f[c_dtype].empty() && f[c_dtype] != "fp32")
+    // NeuSight's families model FP32 kernels; rows of another dtype would be silently mixed
+    // into them. The dtyped families (gemm, memory_op; written by our collector) carry theirs.
+    const bool dtyped = family_traits(op_family(op)).dtyped;
+    if (!dtyped && c_dtype >= 0 && !f[c_dtype].empty() && f[c_dtype] != "fp32")
       throw DataError(where(path, line) + ": column 'dtype': '" + f[c_dtype] +
                       "' rows are not modelled (these families are FP32 only); collect them into another folder");
+    if (dtyped) {
+      if (c_dtype < 0 || f[c_dtype].empty())
+        throw DataError(where(path, line) + ": column 'dtype': required for op " + f[c_op]);
+      if (!try_dtype_from_string(f[c_dtype], &s.query.dtype))
+        throw DataError(where(path, line) + ": column 'dtype': unknown dtype '" + f[c_dtype] + "'");
+    }
     s.device = f[c_dev];
     if (s.device.empty()) throw DataError(where(path, line) + ": column 'Device' is empty");
     auto dim = [&](int col, const char* name) -> int64_t {
@@ -394,7 +401,9 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
       return v;
     };
     s.query.b = dim(c_b, "B");
-    if (is_gemm(op_family(op))) {
+    if (op_family(op) == Family::kGemm) {
+      s.query = gemm_q(dim(c_m, "M"), dim(c_n, "N"), dim(c_k, "K"), s.query.dtype);
+    } else if (is_gemm(op_family(op))) {
       s.query.m = dim(c_m, "M");
       s.query.n = dim(c_n, "N");
       s.query.k = dim(c_k, "K");

@@ -27,3 +27,7 @@ rm -rf "$OUT/collect"
 time "$BUILD/tilecast" collect --sweep configs/sweeps/smoke.yaml --out "$OUT/collect" --backend cuda
 head -3 "$OUT/collect/bmm.csv"
 cat "$OUT/collect/gpu.yaml"
+# The LLM-era runners: BF16/FP16 tensor-core GEMMs and the memory-bound layer ops.
+rm -rf "$OUT/collect-llm"
+time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-gpu.yaml --out "$OUT/collect-llm" --backend cuda
+head -3 "$OUT/collect-llm/gemm.csv" "$OUT/collect-llm/memory_op.csv"

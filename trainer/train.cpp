@@ -221,8 +221,8 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   // Collected data: the families present; NeuSight's: its five, plus the LLM-era families
   // from ../shared/llm-kernels when that folder is there.
   auto files_for = [&](Family f) {
-    if (is_llm_kernel_family(f)) {
-      if (collected || !llm_present || amd) return std::vector<std::string>{};
+    if (is_llm_kernel_family(f) && !collected) {
+      if (!llm_present || amd) return std::vector<std::string>{};
       if (f == Family::kMemoryOp && !fs::is_directory(fs::path(opt.llm_dir) / "vidur")) return std::vector<std::string>{};
       return llm_training_files(opt.llm_dir, f);
     }

@@ -78,4 +78,22 @@ diff <(ids "$W/ref") <(ids "$W/merged") || { echo "merged shards differ from the
 "$TC" -q train --data "$W/ref" --out "$W/weights" --epochs 2 > "$W/train.csv"
 grep -q '^softmax,' "$W/train.csv"
 "$TC" predict-kernel --weights "$W/weights" --gpu "$W/ref/gpu.yaml" --op bmm --shape 4,64,64,64 --format json | grep -q latency_ms
+# 7. The LLM-era families: tensor-core GEMM and memory-op runners on the CPU backend (fp32),
+#    trained and forecast like the others; attention is refused in one line.
+LLM_SWEEP="$(dirname "$0")/../../configs/sweeps/llm-smoke.yaml"
+"$TC" -q collect --sweep "$LLM_SWEEP" --out "$W/llm" --backend cpu > /dev/null
+head -1 "$W/llm/gemm.csv" | grep -q ',B,M,N,K,dtype,' || { echo "gemm.csv: no B,M,N,K,dtype columns"; exit 1; }
+[ "$(grep -c '^gemm,' "$W/llm/gemm.csv")" = 32 ] || { echo "gemm.csv: expected 32 rows"; exit 1; }
+for op in rmsnorm silu_mul rope residual_add; do
+  [ "$(grep -c "^$op," "$W/llm/memory_op.csv")" = 12 ] || { echo "memory_op.csv: expected 12 $op rows"; exit 1; }
+done
+"$TC" -q train --data "$W/llm" --family gemm memory_op --out "$W/llm_weights" --epochs 2 > /dev/null
+"$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op gemm --dtype fp32 --shape 64,512,512 --format json \
+  | grep -q '"family": "gemm"' || { echo "no gemm forecast from collected data"; exit 1; }
+"$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op rmsnorm --dtype fp32 --shape 64,1024 --format json \
+  | grep -q '"model": "physics' || { echo "no memory-op forecast from collected data"; exit 1; }
+printf 'name: x\ndtypes: [bf16]\nfamilies:\n  context_attention:\n    b: [1, 2]\n' > "$W/attn.yaml"
+set +e; "$TC" collect --sweep "$W/attn.yaml" --out "$W/attn" --backend cpu 2> "$W/attn.err"; rc=$?; set -e
+[ "$rc" = 1 ] && grep -q "does not run context_attention kernels yet" "$W/attn.err" && [ "$(wc -l < "$W/attn.err")" = 1 ] \
+  || { cat "$W/attn.err"; echo "attention sweep: expected one error line, exit 1 (got $rc)"; exit 1; }
 echo "collect pipeline OK"

@@ -81,7 +81,7 @@ TEST(Sweep, BadFilesNameTheField) {
   expect_error<ConfigError>([] { load_sweep(write_tmp("s3.yaml", "dtypes: [fp8]\nfamilies: {softmax: {b: [1, 2], h: [1, 2]}}\n")); },
                             {"s3.yaml", "dtypes", "fp8"});
   expect_error<ConfigError>([] { load_sweep(write_tmp("s4.yaml", "families: {elementwise: {ops: [softmax], b: [1, 2], h: [1, 2]}}\n")); },
-                            {"not an elementwise op"});
+                            {"s4.yaml", "'softmax' is not an op of family elementwise"});
   expect_error<ConfigError>([] { load_sweep(write_tmp("s5.yaml", "repeat: 3\nfamilies: {}\n")); }, {"unknown field 'repeat'"});
 }
 
