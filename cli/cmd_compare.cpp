@@ -11,10 +11,6 @@ namespace tilecast::cli {
 
 namespace {
 
-std::string models_folder(const std::string& flag) {
-  return flag.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : flag;
-}
-
 void read_prices(const std::string& file, const std::vector<std::string>& items, const GpuRegistry& reg,
                  predictor::Prices& p) {
   if (!file.empty()) p = predictor::load_prices(file, reg);
@@ -32,7 +28,8 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
 int run_compare(const Args& args, const GlobalOptions&) {
   po::options_description desc("compare options");
   std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1";
-  std::string format, sort, prices_file, weights, gpu_dir, models_dir, optimizer;
+  std::string format, sort, prices_file, optimizer;
+  ForecastPaths paths;
   std::vector<std::string> price_items;
   int64_t gen = 0;
   desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
@@ -50,10 +47,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
       "sort", po::value(&sort)->default_value("time"), "time|throughput|cost (fitting rows first)")(
-      "format", po::value(&format)->default_value("table"), "table|json|csv")(
-      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
-      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
+      "format", po::value(&format)->default_value("table"), "table|json|csv");
+  add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
@@ -62,7 +57,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
                      "count batch x seq per step, prefill prompt tokens, decode and generate output tokens)."))
     return 0;
   check_format(format, {"table", "json", "csv"});
-  if (optimizer != "adamw" && optimizer != "none") throw ConfigError("--optimizer: expected adamw or none, got '" + optimizer + "'");
+  check_optimizer(optimizer);
   if (mode == "inf") mode = "inference";
   if (mode == "train") mode = "training";
   predictor::CompareRequest req;
@@ -88,11 +83,11 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.pps = parse_int_list("--pp", pp, 1, 4096);
   req.microbatches = parse_int_list("--microbatches", mb, 1, 1 << 20);
   req.optimizer_state = optimizer == "adamw";
-  GpuRegistry reg = load_registry(gpu_dir);
+  GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;
   read_prices(prices_file, price_items, reg, prices);
-  predictor::KernelPredictor kp(trainer::weights_dir(weights));
-  auto rows = predictor::run_compare(req, reg, kp, models_folder(models_dir), &prices);
+  predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
+  auto rows = predictor::run_compare(req, reg, kp, paths.models(), &prices);
   predictor::rank_rows(rows, sort);
   print_rows(rows, format, prices);
   return 0;
@@ -100,7 +95,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
 
 int run_plan(const Args& args, const GlobalOptions&) {
   po::options_description desc("plan options");
-  std::string model, gpu, mode, format, prices_file, weights, gpu_dir, models_dir, optimizer;
+  std::string model, gpu, mode, format, prices_file, optimizer;
+  ForecastPaths paths;
   std::vector<std::string> price_items;
   int64_t gpus = 0, global_batch = 0, seq = 0;
   int top = 10;
@@ -113,10 +109,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "top", po::value(&top)->default_value(10), "layouts listed (table)")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
       "prices", po::value(&prices_file), "prices YAML (see compare --help)")(
-      "format", po::value(&format)->default_value("table"), "table|json|csv")(
-      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
-      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
+      "format", po::value(&format)->default_value("table"), "table|json|csv");
+  add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
@@ -124,15 +118,15 @@ int run_plan(const Args& args, const GlobalOptions&) {
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 1) throw ConfigError("--top: expected >= 1, got " + std::to_string(top));
-  if (optimizer != "adamw" && optimizer != "none") throw ConfigError("--optimizer: expected adamw or none, got '" + optimizer + "'");
+  check_optimizer(optimizer);
   if (mode == "train") mode = "training";
   if (mode == "inf") mode = "inference";
-  GpuRegistry reg = load_registry(gpu_dir);
+  GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;
   read_prices(prices_file, price_items, reg, prices);
-  predictor::KernelPredictor kp(trainer::weights_dir(weights));
+  predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   auto rows = predictor::run_plan(model, gpu, gpus, global_batch, seq, mode, optimizer == "adamw", reg, kp,
-                                  models_folder(models_dir), &prices);
+                                  paths.models(), &prices);
   if (rows.empty())
     throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs divides the model and the global batch " +
                       std::to_string(global_batch));

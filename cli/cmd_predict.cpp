@@ -11,7 +11,8 @@ namespace tilecast::cli {
 int run_predict(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict options");
   predictor::PredictArgs a;
-  std::string format, weights, gpu_dir, models_dir;
+  std::string format;
+  ForecastPaths paths;
   int64_t seq = 0, context = 0, gen = 0;
   int top = 10;
   desc.add_options()("model", po::value(&a.model)->required(),
@@ -37,10 +38,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "pp", po::value(&a.par.pp)->default_value(1), "pipeline stages")(
       "microbatches", po::value(&a.par.microbatches)->default_value(1), "microbatches per step (pipeline)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
-      "top", po::value(&top)->default_value(10), "operators listed in the table")(
-      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
-      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
+      "top", po::value(&top)->default_value(10), "operators listed in the table");
+  add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
@@ -55,10 +54,9 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("context")) a.context = context;
   if (vm.count("gen")) a.gen = gen;
   a.fusion = vm.count("fusion") > 0;
-  const std::string mdir = models_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : models_dir;
-  GpuRegistry reg = load_registry(gpu_dir);
-  predictor::KernelPredictor kp(trainer::weights_dir(weights));
-  const auto r = predictor::run_predict(a, reg, kp, mdir);
+  GpuRegistry reg = load_registry(paths.gpu_dir);
+  predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
+  const auto r = predictor::run_predict(a, reg, kp, paths.models());
   if (format == "json") std::cout << predictor::predict_result_json(r);
   else if (r.generate && format == "csv") std::cout << predictor::forecast_csv(r.generate->prefill);
   else if (r.generate) std::cout << predictor::generate_table(*r.generate, top);

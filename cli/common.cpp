@@ -80,4 +80,18 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
   return out;
 }
 
+std::string ForecastPaths::models() const {
+  return models_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : models_dir;
+}
+
+void add_forecast_path_options(po::options_description& desc, ForecastPaths& p) {
+  desc.add_options()("weights", po::value(&p.weights), "weights folder (default: bundled weights/)")(
+      "gpu-dir", po::value(&p.gpu_dir), "GPU spec folder (default: configs/gpus)")(
+      "models-dir", po::value(&p.models_dir), "bundled model configs (default: configs/models)");
+}
+
+void check_optimizer(const std::string& value) {
+  if (value != "adamw" && value != "none") throw ConfigError("--optimizer: expected adamw or none, got '" + value + "'");
+}
+
 }  // namespace tilecast::cli

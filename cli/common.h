@@ -28,4 +28,13 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
 // "a,b,c" -> {"a", "b", "c"} (empty items refused).
 std::vector<std::string> parse_name_list(const std::string& flag, const std::string& value);
 
+// The folders every forecasting command reads: --weights, --gpu-dir, --models-dir.
+struct ForecastPaths {
+  std::string weights, gpu_dir, models_dir;
+  std::string models() const;  // --models-dir or configs/models
+};
+void add_forecast_path_options(po::options_description& desc, ForecastPaths& p);
+// --optimizer: adamw or none (training memory and step).
+void check_optimizer(const std::string& value);
+
 }  // namespace tilecast::cli
