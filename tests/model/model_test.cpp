@@ -482,15 +482,16 @@ TEST(Serving, GenerateSumsPrefillAndDecodeSteps) {
 }
 
 // The torch-free forward pass (predictor/dense_mlp.h) against LibTorch on every member of
-// every bundled family: inputs drawn around the training distribution (mean +- 3 std of the
+// every bundled family (NVIDIA and AMD sets): inputs drawn around the training distribution (mean +- 3 std of the
 // stored standardisation), outputs within float tolerance.
 TEST(DenseMlp, MatchesLibTorchOnEveryBundledNetwork) {
-  const std::string dir = trainer::weights_dir();
-  const auto m = trainer::load_manifest(dir);
-  ASSERT_GE(m.families.size(), 9u) << "bundled weights incomplete in " << dir;
   std::mt19937_64 rng(7);
   std::normal_distribution<float> z(0.0f, 1.0f);
   int networks = 0;
+  // The NVIDIA set and the AMD set (weights/amd).
+  for (const std::string dir : {trainer::weights_dir(), trainer::weights_dir() + "/amd"}) {
+  const auto m = trainer::load_manifest(dir);
+  ASSERT_GE(m.families.size(), 5u) << "bundled weights incomplete in " << dir;
   for (const auto& kv : m.families) {
     const auto& e = kv.second;
     ASSERT_EQ(e.net_files.size(), e.files.size()) << kv.first;
@@ -513,7 +514,8 @@ TEST(DenseMlp, MatchesLibTorchOnEveryBundledNetwork) {
       ++networks;
     }
   }
-  EXPECT_EQ(networks, 19);
+  }
+  EXPECT_EQ(networks, 19 + 15);
 }
 
 // Whole forecasts of the torch-free predictor against the same forecasts computed here with
