@@ -15,10 +15,15 @@ NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"
 mkdir -p "$OUT"
 ./build/tilecast -q --log-level error eval-models --neusight-dir "$NS" --format json > "$OUT/eval_models.json"
 ./build/tilecast -q --log-level error eval-models --neusight-dir "$NS" > "$OUT/eval_models.txt"
+# Kernel test rows of every NVIDIA GPU (NeuSight's kernels/nvidia/test), per row, for the
+# kernel table with the Li et al. baseline computed from its published coefficients.
+KT="$NS/kernels/nvidia/test"
+./build/tilecast -q --log-level error eval-kernels --data "$KT/bmm.csv" "$KT/linear.csv" "$KT/elem.csv" "$KT/softmax.csv" \
+  "$KT/ln.csv" --rows-csv "$OUT/kernel_rows.csv" > /dev/null
 # Debian's matplotlib lives in /usr/bin/python3's dist-packages.
 PY=python3
 python3 -c "import matplotlib" 2> /dev/null || { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import matplotlib" 2> /dev/null && PY=/usr/bin/python3; } || true
-"$PY" scripts/reproduce_paper.py "$OUT/eval_models.json" "$NS" "$OUT"
+"$PY" scripts/reproduce_paper.py "$OUT/eval_models.json" "$NS" "$OUT" "$OUT/kernel_rows.csv"
 if [ -n "$DOCS" ]; then
   mkdir -p docs/img
   { echo "# NeuSight's tables, rebuilt"

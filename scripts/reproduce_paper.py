@@ -2,7 +2,7 @@
 """NeuSight's accuracy tables rebuilt from the shared data, tilecast beside the published
 baselines (Roofline, Habitat, Li et al., NeuSight), plus signed bias and plots.
 Called by scripts/reproduce-paper.sh; reads `tilecast eval-models --format json` output.
-  reproduce_paper.py EVAL_MODELS_JSON NEUSIGHT_DIR OUT_DIR"""
+  reproduce_paper.py EVAL_MODELS_JSON NEUSIGHT_DIR OUT_DIR [KERNEL_ROWS_CSV]"""
 import csv
 import json
 import os
@@ -10,6 +10,7 @@ import statistics
 import sys
 
 em_path, ns, out = sys.argv[1], sys.argv[2], sys.argv[3]
+kernel_rows = sys.argv[4] if len(sys.argv) > 4 else None
 os.makedirs(out, exist_ok=True)
 em = json.load(open(em_path))
 summary = list(csv.DictReader(open(os.path.join(ns, "published", "summary.csv"))))
@@ -115,6 +116,54 @@ for p in em["per_op"]:
 gpus = sorted({g for g, _ in bias})
 table(["GPU"] + [k for k, _, _ in kind_cols],
       [[g] + ["%.2f" % statistics.median(bias[(g, k)]) if (g, k) in bias else "" for k, _, _ in kind_cols] for g in gpus])
+
+# ---- 4. kernels per GPU and family: tilecast, plain roofline, Li et al. (re-run) ------------
+TRAINING_GPUS = {"Tesla P4", "Tesla P100-PCIE-16GB", "Tesla V100-PCIE-32GB", "Tesla T4", "NVIDIA A100-PCIE-40GB"}
+
+
+def norm(name):
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+if kernel_rows:
+    # Li et al. (NeuSight's MICRO baseline): latency[s] = coef * X + intercept per GPU, X = 2BMNK
+    # FLOPs for GEMMs, bytes = B*H*4*(3 binary | 2 unary, softmax, ln) for vector ops; the
+    # unseen GPUs' rows hold coefficients regressed on memory bandwidth (intercept 0).
+    li = {}
+    for fam, fname in (("bmm", "bmm"), ("linear", "linear"), ("elementwise", "elem"), ("softmax", "softmax"),
+                       ("layernorm", "ln")):
+        for r in csv.DictReader(open(os.path.join(ns, "baselines", "li_et_al", fname + ".csv"))):
+            li[(fam, norm(r["Device"].replace("_", " ")))] = (float(r["coef"]), float(r["intercept"]))
+    binary = {"add", "mul", "div", "pow"}
+    fam_of = {"bmm": "bmm", "linear": "linear", "softmax": "softmax", "ln": "layernorm"}
+    stats = {}
+    for r in csv.DictReader(open(kernel_rows)):
+        fam = fam_of.get(r["op"], "elementwise")
+        dims = [int(x) for x in r["shape"].split(",")]
+        y = float(r["measured_ms"])
+        if fam in ("bmm", "linear"):
+            x = 2.0 * dims[0] * dims[1] * dims[2] * dims[3]
+        else:
+            x = dims[0] * dims[1] * 4.0 * (3 if r["op"] in binary else 2)
+        c = li.get((fam, norm(r["device"])))
+        li_ms = (c[0] * x + c[1]) * 1e3 if c else None
+        st = stats.setdefault((r["device"], fam), {"n": 0, "ours": [], "roof": [], "li": [], "ratio": []})
+        st["n"] += 1
+        st["ours"].append(100 * abs(float(r["predicted_ms"]) - y) / y)
+        st["roof"].append(100 * abs(float(r["roofline_ms"]) - y) / y)
+        st["ratio"].append(float(r["predicted_ms"]) / y)
+        if li_ms is not None:
+            st["li"].append(100 * abs(li_ms - y) / y)
+    md.append("## Kernels per GPU and family (NeuSight's kernels/nvidia/test rows; MAPE %, bias = median forecast/measured)\n")
+    md.append("Training GPUs first (held-out shapes of NeuSight's test split), then the unseen ones. Li et al.: "
+              "re-run here from its published coefficients (baselines/li_et_al).\n")
+    lines = []
+    for dev, fam in sorted(stats, key=lambda k: (k[0] not in TRAINING_GPUS, k[0], k[1])):
+        st = stats[(dev, fam)]
+        lines.append([dev + ("" if dev in TRAINING_GPUS else " (unseen)"), fam, str(st["n"]),
+                      "**%.1f**" % mean(st["ours"]), f1(mean(st["roof"])), f1(mean(st["li"])),
+                      "%.2f" % statistics.median(st["ratio"])])
+    table(["GPU", "family", "rows", "tilecast", "roofline", "Li et al.", "tilecast bias"], lines)
 
 open(os.path.join(out, "tables.md"), "w").write("\n".join(md) + "\n")
 print("\n".join(md))
