@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -88,6 +89,9 @@ int run_compare(const Args& args, const GlobalOptions&) {
   read_prices(prices_file, price_items, reg, prices);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   auto rows = predictor::run_compare(req, reg, kp, paths.models(), &prices);
+  // Nothing can run: that is bad input, not a table of refusals.
+  if (std::all_of(rows.begin(), rows.end(), [](const predictor::CompareRow& r) { return !r.error.empty(); }))
+    throw ConfigError("compare: no combination can run (" + rows.front().error + ")");
   predictor::rank_rows(rows, sort);
   print_rows(rows, format, prices);
   return 0;

@@ -78,6 +78,7 @@ expect_fail "--price 'H100': expected GPU=USD_PER_HOUR" "$TC" compare --model gp
 expect_fail "--batch '4,x': 'x' is not a whole number" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --batch 4,x
 expect_fail "--sort: expected time, throughput or cost" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --sort fastest
 expect_fail "unknown GPU 'H10'" "$TC" compare --model gpt2-large --gpus H10 --seq 128
+expect_fail "compare: no combination can run \(--seq: 4096 exceeds gpt2-large's 1024 positions\)" "$TC" compare --model gpt2-large --gpus H100-SXM,L4 --seq 4096
 
 echo "== plan: layouts of 8 GPUs, fitting first, each forecast as compare would"
 "$TC" plan --model gpt3-2.7b --gpu A100-SXM4-40GB --gpus 8 --global-batch 16 --seq 2048 --format json > "$W/plan.json"
