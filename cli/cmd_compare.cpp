@@ -102,13 +102,18 @@ int run_plan(const Args& args, const GlobalOptions&) {
   std::string model, gpu, mode, format, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
-  int64_t gpus = 0, global_batch = 0, seq = 0;
+  int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0;
+  std::string dtype;
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
       "gpu", po::value(&gpu)->required(), "GPU type")("gpus", po::value(&gpus)->required(), "number of GPUs")(
       "global-batch", po::value(&global_batch)->required(), "sequences per training step, over all replicas")(
-      "seq", po::value(&seq)->required(), "sequence length")(
-      "mode", po::value(&mode)->default_value("training"), "training|inference")(
+      "seq", po::value(&seq), "sequence length (serving: prompt tokens)")(
+      "context", po::value(&context), "decode: cached tokens per sequence")(
+      "gen", po::value(&gen), "generate: output tokens per sequence")(
+      "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
+      "mode", po::value(&mode)->default_value("training"),
+      "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "top", po::value(&top)->default_value(10), "layouts listed (table)")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
@@ -118,19 +123,28 @@ int run_plan(const Args& args, const GlobalOptions&) {
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
-                     "Searches dp x tp x pp (x microbatches) over N GPUs; layouts that fit first, fastest first."))
+                     "       tilecast plan --model M --gpu G --gpus N --global-batch B --mode generate --seq S --gen T [--dtype D]\n"
+                     "Searches dp x tp x pp (x microbatches) over N GPUs (serving: replicas x tp); layouts that fit first, "
+                     "fastest first (decode/generate: highest tokens/s first)."))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 1) throw ConfigError("--top: expected >= 1, got " + std::to_string(top));
   check_optimizer(optimizer);
   if (mode == "train") mode = "training";
   if (mode == "inf") mode = "inference";
+  if (mode == "decode") {
+    if (vm.count("seq") || !vm.count("context")) throw ConfigError("--mode decode takes --context L (not --seq)");
+    seq = context;
+  } else if (!vm.count("seq") || vm.count("context")) {
+    throw ConfigError("--mode " + mode + " takes --seq S (not --context)");
+  }
+  if (mode != "generate" && vm.count("gen")) throw ConfigError("--gen applies to --mode generate only");
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;
   read_prices(prices_file, price_items, reg, prices);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   auto rows = predictor::run_plan(model, gpu, gpus, global_batch, seq, mode, optimizer == "adamw", reg, kp,
-                                  paths.models(), &prices);
+                                  paths.models(), &prices, gen, dtype);
   if (rows.empty())
     throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs divides the model and the global batch " +
                       std::to_string(global_batch));

@@ -309,11 +309,16 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
 
 std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
                                  int64_t seq, const std::string& mode, bool optimizer_state, const GpuRegistry& reg,
-                                 const KernelPredictor& kp, const std::string& models_dir, const Prices* prices) {
-  if (mode != "training" && mode != "inference") throw ConfigError("plan: --mode expected training or inference");
+                                 const KernelPredictor& kp, const std::string& models_dir, const Prices* prices,
+                                 int64_t gen, const std::string& dtype) {
+  check_mode(mode);
+  const bool serving = serving_mode(mode);
   if (gpus < 1 || gpus > 4096) throw ConfigError("--gpus: expected 1..4096, got " + std::to_string(gpus));
   if (global_batch < 1) throw ConfigError("--global-batch: expected >= 1");
-  if (seq < 1) throw ConfigError("--seq: expected >= 1");
+  if (seq < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + ": expected >= 1");
+  if (mode == "generate" && gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
+  if (!serving && !dtype.empty() && dtype_from_string(dtype) != DType::kFp32)
+    throw ConfigError("--dtype " + dtype + ": --mode " + mode + " models eager FP32 PyTorch");
   const ModelConfig m = load_model_config(model, models_dir);
   const GpuSpec& g = reg.resolve(gpu);
   auto divisors = [](int64_t n) {
@@ -327,6 +332,7 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
     if (global_batch % dp) continue;
     for (int64_t tp : divisors(gpus / dp)) {
       const int64_t pp = gpus / dp / tp;
+      if (serving && pp != 1) continue;  // serving layouts: replicas of tensor-parallel groups
       std::vector<int64_t> mbs{1};
       if (pp > 1) {
         mbs.clear();
@@ -336,15 +342,28 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
       for (int64_t mb : mbs) {
         Combo c;
         c.model = &m, c.gpu = &g, c.mode = mode;
-        c.batch = global_batch, c.seq = seq;
+        c.batch = global_batch, c.seq = seq, c.gen = gen;
         c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb;
         c.optimizer_state = optimizer_state;
+        if (serving) {
+          c.batch = global_batch / dp;  // one replica's sequences
+          c.par.dp = 1;
+          c.dtype = serving_dtype(dtype, m);
+          c.kv_dtype = (c.dtype == DType::kFp8 || c.dtype == DType::kFp8Block) ? DType::kBf16 : c.dtype;
+        }
         CompareRow r = forecast_one(c, kp, prices);
-        if (r.error.empty()) rows.push_back(r);
+        if (!r.error.empty()) continue;
+        if (serving) {  // all replicas together
+          r.dp = dp;
+          r.batch = global_batch;
+          r.tokens_per_s *= double(dp);
+          r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
+        }
+        rows.push_back(r);
       }
     }
   }
-  rank_rows(rows, "time");
+  rank_rows(rows, serving && mode != "prefill" ? "throughput" : "time");
   return rows;
 }
 

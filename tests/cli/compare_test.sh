@@ -93,5 +93,21 @@ fits = [r["fits"] for r in rows]
 assert fits == sorted(fits, reverse=True)
 print("ok   %d layouts, %d fit" % (len(rows), sum(fits)))
 PY
+# Serving: replicas of tensor-parallel groups, ranked by tokens/s; a replica's step, all replicas' tokens/s.
+"$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 4 --global-batch 32 --mode decode --context 2048 --format json > "$W/splan.json"
+"$TC" predict --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 16 --context 2048 --tp 2 --format json > "$W/sp.json"
+python3 - "$W/splan.json" "$W/sp.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]; p = json.load(open(sys.argv[2]))
+assert {(r["dp"], r["tp"]) for r in rows} == {(1, 4), (2, 2), (4, 1)}, rows
+assert all(r["pp"] == 1 and r["batch"] == 32 for r in rows)
+t = [r["tokens_per_s"] for r in rows if r["fits"]]
+assert t == sorted(t, reverse=True), t
+r = next(r for r in rows if r["dp"] == 2)  # 2 replicas x tp 2, 16 sequences each
+assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"]
+assert abs(r["tokens_per_s"] - 2 * 16 / (p["tpot_ms"] / 1e3)) < 1e-6 * r["tokens_per_s"]
+print("ok   serving plan: 3 layouts, replica step = predict's, tokens/s of all replicas")
+PY
+expect_fail "--mode decode takes --context L" "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 4 --global-batch 32 --mode decode --seq 10
 expect_fail "plan: no layout of 7 GPUs divides" "$TC" plan --model gpt2-large --gpu A100-SXM4-40GB --gpus 7 --global-batch 1 --seq 1024
 echo "all compare cases passed"
