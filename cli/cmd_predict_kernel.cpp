@@ -96,7 +96,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   if (!r.out_of_range.empty()) {
     std::string names;
     for (const auto& n : r.out_of_range) names += (names.empty() ? "" : ", ") + n;
-    std::printf("note         outside the training range (clamped): %s\n", names.c_str());
+    std::printf("note         outside the training range (%s): %s\n",
+                r.clamped ? "clamped to it" : "extrapolated", names.c_str());
   }
   std::printf("waves        %lld (%lld CTAs, %d per SM, last wave %.0f%% full)\n",
               static_cast<long long>(r.launch.num_waves), static_cast<long long>(r.launch.num_ctas),

@@ -74,7 +74,8 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"waves", r.launch.num_waves},
                       {"flops", query_flops(q)},
                       {"bytes", query_bytes(q)},
-                      {"outside_training_range", r.out_of_range}};
+                      {"outside_training_range", r.out_of_range},
+                      {"clamped_to_training_range", r.clamped}};
   if (is_attention(fam)) {
     j["library"] = attention_library(spec);
   } else if (kind == OpKind::kMoe) {

@@ -150,8 +150,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.base_ms = s_to_ms(p.bounds.base_s);
       r.bound = p.bounds.compute_s >= p.bounds.memory_s ? "compute" : "memory";
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
-      // LLM-era families: a feature outside the training range is clamped to it (a ReLU
-      // network extrapolates linearly in log space) and reported.
+      // A feature outside the training range is reported and, where the family clamps (LLM-era
+      // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
       if (entry && !entry->feature_min.empty()) {
         const auto& lo = entry->feature_min;
         const auto& hi = entry->feature_max;
@@ -161,7 +161,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
           const double v = row[c];
           if (v < lo[c] - 1e-6 || v > hi[c] + 1e-6) {
             r.out_of_range.push_back(names[c]);
-            row[c] = static_cast<float>(std::min(std::max(v, lo[c]), hi[c]));
+            r.clamped = entry->clamp_features;
+            if (entry->clamp_features) row[c] = static_cast<float>(std::min(std::max(v, lo[c]), hi[c]));
           }
         }
       }

@@ -18,8 +18,10 @@ struct KernelPrediction {
   double utilisation = 0;   // base_ms / latency_ms
   double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
   const char* bound = "";   // "compute" | "memory"
-  // Features outside the range the family was trained on (clamped to it), by name.
+  // Features outside the range the family was trained on, by name; `clamped`: moved into the
+  // range (families that clamp) rather than extrapolated.
   std::vector<std::string> out_of_range;
+  bool clamped = false;
   LaunchInfo launch;
 };
 

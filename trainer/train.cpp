@@ -387,10 +387,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // Forecasts clamp to the training range (extrapolation guard): the LLM-era families, and
     // the AMD set, whose few thousand rows per family leave whole-model shapes outside them
     // (MI100 <-> MI210 leave-one-out: docs/accuracy.md).
-    if (is_llm_kernel_family(fam) || amd) {
-      e.feature_min = r.feature_min;
-      e.feature_max = r.feature_max;
-    }
+    // The other families record the range and only report queries outside it.
+    e.feature_min = r.feature_min;
+    e.feature_max = r.feature_max;
+    e.clamp_features = is_llm_kernel_family(fam) || amd;
     e.config = cfg;
     e.config.ensemble = static_cast<int>(e.files.size());
     e.rows_train = r.rows_train;
@@ -426,6 +426,43 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     TC_LOG(Info) << "weights installed in " << opt.out_dir;
   }
   return results;
+}
+
+int record_feature_ranges(const std::string& dir, const std::string& neusight_dir, const GpuRegistry& gpus) {
+  auto lock = lock_weights_folder(dir);
+  WeightsManifest m = load_manifest(dir);
+  const TileTable tiles = TileTable::load((fs::path(dir) / m.tile_table).string());
+  int done = 0;
+  for (auto& kv : m.families) {
+    FamilyEntry& e = kv.second;
+    const Family fam = e.config.family;
+    if (!e.feature_min.empty() || is_llm_kernel_family(fam)) continue;
+    if (e.training_gpus != training_gpus("nvidia"))
+      throw ConfigError(dir + ": family '" + kv.first + "' was not trained on NeuSight's five NVIDIA GPUs; retrain "
+                        "it to record its feature ranges");
+    std::vector<KernelSample> rows;
+    for (const auto& f : training_files(neusight_dir, fam)) {
+      auto r = read_kernel_csv(f);
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
+    const size_t nf = num_features(fam);
+    std::vector<float> x(nf);
+    e.feature_min.assign(nf, std::numeric_limits<double>::infinity());
+    e.feature_max.assign(nf, -std::numeric_limits<double>::infinity());
+    for (const auto& s : rows) {
+      const GpuSpec* gpu = gpus.find(s.device);
+      if (!gpu) throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device + "'");
+      featurize(s.query, *gpu, tiles, x.data());
+      for (size_t c = 0; c < nf; ++c) {
+        e.feature_min[c] = std::min<double>(e.feature_min[c], x[c]);
+        e.feature_max[c] = std::max<double>(e.feature_max[c], x[c]);
+      }
+    }
+    e.clamp_features = false;
+    ++done;
+  }
+  save_manifest(dir, m);
+  return done;
 }
 
 int export_networks(const std::string& dir) {

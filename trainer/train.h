@@ -58,5 +58,9 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
 // Each checkpoint's sha256 is verified first; the manifest is replaced atomically, under
 // the folder's lock. Returns the number of networks written.
 int export_networks(const std::string& dir);
+// Records the feature ranges of NeuSight-family entries that lack them (weights trained before
+// tilecast 0.2), from NeuSight's training rows featurised with the folder's tile table:
+// report-only (clamp_features false). Returns the number of families updated.
+int record_feature_ranges(const std::string& dir, const std::string& neusight_dir, const GpuRegistry& gpus);
 
 }  // namespace tilecast::trainer

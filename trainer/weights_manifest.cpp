@@ -59,6 +59,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         for (const auto& w : n["layer_widths"]) e.layer_widths.push_back(w.as<std::vector<int64_t>>());
         if (n["feature_min"]) e.feature_min = n["feature_min"].as<std::vector<double>>();
         if (n["feature_max"]) e.feature_max = n["feature_max"].as<std::vector<double>>();
+        if (n["clamp_features"]) e.clamp_features = n["clamp_features"].as<bool>();
         if (e.feature_min.size() != e.feature_max.size() ||
             (!e.feature_min.empty() && e.feature_min.size() != e.features.size()))
           throw ConfigError(fam + "'feature_min'/'feature_max': one value per feature expected");
@@ -169,6 +170,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     if (!e.feature_min.empty()) {
       out << YAML::Key << "feature_min" << YAML::Value << YAML::Flow << e.feature_min;
       out << YAML::Key << "feature_max" << YAML::Value << YAML::Flow << e.feature_max;
+      if (!e.clamp_features) out << YAML::Key << "clamp_features" << YAML::Value << false;
     }
     out << YAML::Key << "config" << YAML::Value << YAML::Load(predictor_config_to_yaml(e.config));
     out << YAML::Key << "rows_train" << YAML::Value << e.rows_train;

@@ -21,8 +21,11 @@ struct FamilyEntry {
   // (`tilecast export-weights` adds them).
   std::vector<std::string> net_files, net_sha256;
   std::vector<std::string> features;  // feature names in input order
-  // Training range of each feature (LLM-era families): forecasts clamp to it and say so.
+  // Training range of each feature: forecasts outside it say so (`outside_training_range`)
+  // and, with clamp_features (the LLM-era families and the AMD set), are clamped to it. The
+  // NVIDIA NeuSight families report only (a clamp was measured worse on their unseen GPUs).
   std::vector<double> feature_min, feature_max;
+  bool clamp_features = true;
   PredictorConfig config;
   int64_t rows_train = 0, rows_val = 0;
   double val_mape_pct = 0;   // mean over members of the best validation MAPE (held-out rows)

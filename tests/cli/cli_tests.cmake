@@ -113,3 +113,5 @@ tc_cli_test(predict_training_memory_json "\"activations_gb\": 9.949814784,.*\"fi
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")
 # compare and plan: rows, ranking, prices, errors.
 add_test(NAME cli.compare COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_test.sh ${TC})
+# NeuSight families report (without clamping) a query outside their training range.
+tc_cli_test(predict_kernel_outside_range "outside the training range \\(extrapolated\\): log2_b" ${TC} predict-kernel --op ln --shape 65536,8192 --gpu H100-SXM)
