@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "predictor/api.h"
 #include "predictor/compare.h"
 #include "trainer/weights_manifest.h"
 
@@ -58,12 +59,11 @@ int run_compare(const Args& args, const GlobalOptions&) {
                      "count batch x seq per step, prefill prompt tokens, decode and generate output tokens)."))
     return 0;
   check_format(format, {"table", "json", "csv"});
-  check_optimizer(optimizer);
-  if (mode == "inf") mode = "inference";
-  if (mode == "train") mode = "training";
+  predictor::check_optimizer(optimizer);
+  mode = predictor::canonical_mode(mode);
   predictor::CompareRequest req;
-  req.models = parse_name_list("--model", models);
-  req.gpus = parse_name_list("--gpus", gpus);
+  req.models = predictor::split_list("--model", models);
+  req.gpus = predictor::split_list("--gpus", gpus);
   req.mode = mode;
   req.dtype = dtype;
   req.kv_dtype = kv_dtype;
@@ -129,9 +129,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 1) throw ConfigError("--top: expected >= 1, got " + std::to_string(top));
-  check_optimizer(optimizer);
-  if (mode == "train") mode = "training";
-  if (mode == "inf") mode = "inference";
+  predictor::check_optimizer(optimizer);
+  mode = predictor::canonical_mode(mode);
   if (mode == "decode") {
     if (vm.count("seq") || !vm.count("context")) throw ConfigError("--mode decode takes --context L (not --seq)");
     seq = context;

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "predictor/api.h"
 #include "trainer/weights_manifest.h"
 
 namespace tilecast::cli {
@@ -31,14 +32,6 @@ GpuRegistry load_registry(const std::string& gpu_dir_flag) {
   return GpuRegistry(dir);
 }
 
-DType parse_dtype_flag(const std::string& flag, const std::string& value) {
-  try {
-    return dtype_from_string(value);
-  } catch (const ConfigError& e) {
-    throw ConfigError(flag + ": " + e.what());
-  }
-}
-
 void check_format(const std::string& fmt, const std::vector<std::string>& allowed) {
   for (const auto& a : allowed)
     if (fmt == a) return;
@@ -47,24 +40,9 @@ void check_format(const std::string& fmt, const std::vector<std::string>& allowe
   throw ConfigError("--format: unknown format '" + fmt + "' (" + all + ")");
 }
 
-std::vector<std::string> parse_name_list(const std::string& flag, const std::string& value) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (size_t i = 0; i <= value.size(); ++i) {
-    if (i == value.size() || value[i] == ',') {
-      if (cur.empty()) throw ConfigError(flag + " '" + value + "': empty item in the list");
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += value[i];
-    }
-  }
-  return out;
-}
-
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& value, int64_t lo, int64_t hi) {
   std::vector<int64_t> out;
-  for (const auto& item : parse_name_list(flag, value)) {
+  for (const auto& item : predictor::split_list(flag, value)) {
     size_t used = 0;
     long long v = 0;
     try {
@@ -88,10 +66,6 @@ void add_forecast_path_options(po::options_description& desc, ForecastPaths& p) 
   desc.add_options()("weights", po::value(&p.weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&p.gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "models-dir", po::value(&p.models_dir), "bundled model configs (default: configs/models)");
-}
-
-void check_optimizer(const std::string& value) {
-  if (value != "adamw" && value != "none") throw ConfigError("--optimizer: expected adamw or none, got '" + value + "'");
 }
 
 }  // namespace tilecast::cli

@@ -20,13 +20,9 @@ GpuRegistry load_registry(const std::string& gpu_dir_flag = "");
 
 // Validates --format against the allowed set; throws ConfigError.
 void check_format(const std::string& fmt, const std::vector<std::string>& allowed);
-// A --dtype-style flag's value; ConfigError "<flag>: unknown dtype ..." otherwise.
-DType parse_dtype_flag(const std::string& flag, const std::string& value);
 
 // "1,8,16" -> {1, 8, 16}: every item a whole number in [lo, hi]; ConfigError naming the flag.
 std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& value, int64_t lo, int64_t hi);
-// "a,b,c" -> {"a", "b", "c"} (empty items refused).
-std::vector<std::string> parse_name_list(const std::string& flag, const std::string& value);
 
 // The folders every forecasting command reads: --weights, --gpu-dir, --models-dir.
 struct ForecastPaths {
@@ -34,7 +30,5 @@ struct ForecastPaths {
   std::string models() const;  // --models-dir or configs/models
 };
 void add_forecast_path_options(po::options_description& desc, ForecastPaths& p);
-// --optimizer: adamw or none (training memory and step).
-void check_optimizer(const std::string& value);
 
 }  // namespace tilecast::cli

@@ -5,15 +5,51 @@
 
 namespace tilecast::predictor {
 
-namespace {
-DType flag_dtype(const std::string& flag, const std::string& value) {
+DType dtype_flag(const std::string& flag, const std::string& value) {
   try {
     return dtype_from_string(value);
   } catch (const ConfigError& e) {
     throw ConfigError(flag + ": " + e.what());
   }
 }
-}  // namespace
+
+std::vector<std::string> split_list(const std::string& flag, const std::string& value) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (size_t i = 0; i <= value.size(); ++i) {
+    if (i == value.size() || value[i] == ',') {
+      if (cur.empty()) throw ConfigError(flag + " '" + value + "': empty item in the list");
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += value[i];
+    }
+  }
+  return out;
+}
+
+std::string canonical_mode(const std::string& mode) {
+  const std::string m = mode == "inf" ? "inference" : mode == "train" ? "training" : mode;
+  if (m != "inference" && m != "training" && !is_serving_mode(m))
+    throw ConfigError("--mode: expected inference, training, prefill, decode or generate, got '" + mode + "'");
+  return m;
+}
+
+bool is_serving_mode(const std::string& m) { return m == "prefill" || m == "decode" || m == "generate"; }
+
+void check_optimizer(const std::string& value) {
+  if (value != "adamw" && value != "none") throw ConfigError("--optimizer: expected adamw or none, got '" + value + "'");
+}
+
+ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, const std::string& kv_dtype) {
+  ServingDtypes d;
+  DType cfg;
+  if (!dtype.empty()) d.gemm = dtype_flag("--dtype", dtype);
+  else if (!m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &cfg)) d.gemm = cfg;
+  const bool fp8 = d.gemm == DType::kFp8 || d.gemm == DType::kFp8Block;
+  d.kv = kv_dtype.empty() ? (fp8 ? DType::kBf16 : d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
+  return d;
+}
 
 KernelQuery build_kernel_query(const KernelArgs& a) {
   OpKind kind;
@@ -22,7 +58,7 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   const bool llm = family_traits(op_family(kind)).dtyped;
   const std::string dtype = a.dtype.empty() ? (llm ? "bf16" : "fp32") : a.dtype;
   const std::string kv_dtype = a.kv_dtype.empty() ? dtype : a.kv_dtype;
-  const DType dt = flag_dtype("--dtype", dtype), kvd = flag_dtype("--kv-dtype", kv_dtype);
+  const DType dt = dtype_flag("--dtype", dtype), kvd = dtype_flag("--kv-dtype", kv_dtype);
   if (a.window < 0) throw ConfigError("--window: expected >= 0, got " + std::to_string(a.window));
   const bool moe = kind == OpKind::kMoe;
   if (!moe && (a.moe_tp != 1 || a.moe_ep != 1 || a.routing != "balanced"))
@@ -110,23 +146,17 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"interconnect_gbps", s.interconnect_gbps}};
 }
 
-PredictResult run_predict(const PredictArgs& in, const GpuRegistry& reg, const KernelPredictor& kp,
+PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const KernelPredictor& kp,
                           const std::string& models_dir) {
-  PredictArgs a = in;
-  if (a.mode == "inf") a.mode = "inference";
-  if (a.mode == "train") a.mode = "training";
-  const std::string& mode = a.mode;
-  if (a.optimizer != "adamw" && a.optimizer != "none")
-    throw ConfigError("--optimizer: expected adamw or none, got '" + a.optimizer + "'");
-  const bool serving = mode == "prefill" || mode == "decode" || mode == "generate";
-  if (mode != "inference" && mode != "training" && !serving)
-    throw ConfigError("--mode: expected inference, training, prefill, decode or generate, got '" + mode + "'");
+  const std::string mode = canonical_mode(a.mode);
+  check_optimizer(a.optimizer);
   auto need = [&](const char* flag, bool ok) {
-    if (!ok) throw ConfigError(std::string("--mode ") + mode + " needs " + flag);
+    if (!ok) throw ConfigError("--mode " + mode + " needs " + flag);
   };
   auto refuse = [&](const char* flag, bool given) {
     if (given) throw ConfigError(std::string(flag) + " does not apply to --mode " + mode);
   };
+  const bool serving = is_serving_mode(mode);
   refuse("--context", mode != "decode" && a.context.has_value());
   refuse("--gen", mode != "generate" && a.gen.has_value());
   refuse("--seq", mode == "decode" && a.seq.has_value());
@@ -135,49 +165,55 @@ PredictResult run_predict(const PredictArgs& in, const GpuRegistry& reg, const K
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
   const ModelConfig mc = load_model_config(a.model, models_dir);
-  DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
+  ForecastRequest r;
+  r.model = &mc;
+  r.mode = mode;
+  r.batch = a.batch;
+  r.tokens = mode == "decode" ? *a.context : *a.seq;
+  r.gen = a.gen.value_or(0);
+  r.par = a.par;
+  r.fusion = a.fusion;
+  r.optimizer_state = a.optimizer == "adamw";
   if (serving) {
     refuse("--fusion", a.fusion);
-    if (a.par.dp != 1 || a.par.pp != 1 || a.par.microbatches != 1)
-      throw ConfigError("--mode " + mode + ": serving forecasts take --tp only (one tensor-parallel replica)");
-    if (a.dtype.empty()) {
-      DType d;
-      dtype = !mc.torch_dtype.empty() && try_dtype_from_string(mc.torch_dtype, &d) ? d : DType::kBf16;
-    } else {
-      dtype = flag_dtype("--dtype", a.dtype);
-    }
-    const bool fp8 = dtype == DType::kFp8 || dtype == DType::kFp8Block;
-    kv_dtype = a.kv_dtype.empty() ? (fp8 ? DType::kBf16 : dtype) : flag_dtype("--kv-dtype", a.kv_dtype);
+    r.dtypes = serving_dtypes(mc, a.dtype, a.kv_dtype);
   } else {
     refuse("--kv-dtype", !a.kv_dtype.empty());
-    if (!a.dtype.empty() && flag_dtype("--dtype", a.dtype) != DType::kFp32)
+    if (!a.dtype.empty() && dtype_flag("--dtype", a.dtype) != DType::kFp32)
       throw ConfigError("--dtype " + a.dtype + ": --mode " + mode +
                         " models eager FP32 PyTorch (NeuSight's data); BF16/FP16/FP8 forecasts are the serving "
                         "modes (--mode prefill|decode|generate)");
   }
-  const GpuSpec& spec = reg.resolve(a.gpu);
+  r.gpu = &reg.resolve(a.gpu);
+  return forecast(r, kp);
+}
+
+PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
+  const ModelConfig& mc = *q.model;
+  const GpuSpec& spec = *q.gpu;
   PredictResult r;
-  if (mode == "generate") {
-    r.generate = forecast_generate(mc, spec, kp, a.batch, *a.seq, *a.gen, dtype, kv_dtype, a.par.tp);
-    r.memory = r.generate->memory;
-    r.forecast = r.generate->prefill;
+  if (is_serving_mode(q.mode)) {
+    if (q.par.dp != 1 || q.par.pp != 1 || q.par.microbatches != 1)
+      throw ConfigError("--mode " + q.mode + ": serving forecasts take --tp only (one tensor-parallel replica)");
+    const ServingDtypes& d = q.dtypes;
+    if (q.mode == "generate") {
+      r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par.tp);
+      r.memory = r.generate->memory;
+      r.forecast = r.generate->prefill;
+      return r;
+    }
+    const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
+    r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp), spec, kp);
+    r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec);
     return r;
   }
-  OpGraph g;
-  if (serving) {
-    const Mode phase = mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
-    const int64_t tokens = phase == Mode::kPrefill ? *a.seq : *a.context;
-    g = build_serving_graph(mc, phase, a.batch, tokens, dtype, kv_dtype, a.par.tp);
-    r.memory = serving_memory(mc, dtype, kv_dtype, a.par.tp, a.batch, tokens + (phase == Mode::kDecode ? 1 : 0), spec);
-  } else {
-    const bool training = mode == "training";
-    g = build_op_graph(mc, a.batch, *a.seq, training ? Mode::kTraining : Mode::kInference, a.par);
-    if (a.fusion) g = fuse_op_graph(g);
-    r.memory = training ? training_memory(mc, a.batch, *a.seq, a.par, spec, a.optimizer == "adamw")
-                        : inference_memory(mc, a.batch, *a.seq, a.par, spec);
-  }
+  const bool training = q.mode == "training";
+  OpGraph g = build_op_graph(mc, q.batch, q.tokens, training ? Mode::kTraining : Mode::kInference, q.par);
+  if (q.fusion) g = fuse_op_graph(g);
   r.forecast = forecast_model(g, spec, kp);
-  if (a.optimizer == "none") r.forecast.optimizer_ms = 0;
+  r.memory = training ? training_memory(mc, q.batch, q.tokens, q.par, spec, q.optimizer_state)
+                      : inference_memory(mc, q.batch, q.tokens, q.par, spec);
+  if (!q.optimizer_state) r.forecast.optimizer_ms = 0;
   return r;
 }
 

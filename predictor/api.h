@@ -9,6 +9,7 @@
 #include "core/gpu_spec.h"
 #include "core/kernel.h"
 #include "core/memory_model.h"
+#include "core/model_config.h"
 #include "core/op_graph.h"
 #include "predictor/graph_predictor.h"
 #include "predictor/kernel_predictor.h"
@@ -28,6 +29,23 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
 // `gpus --format json`: one object per spec.
 nlohmann::json gpu_json(const GpuSpec& s);
 
+// "inf"/"train" (NeuSight's spelling) -> inference/training; anything but inference,
+// training, prefill, decode or generate is a ConfigError.
+std::string canonical_mode(const std::string& mode);
+bool is_serving_mode(const std::string& mode);  // prefill, decode, generate
+// "a,b,c" -> {"a", "b", "c"}; an empty item is a ConfigError naming `flag`.
+std::vector<std::string> split_list(const std::string& flag, const std::string& value);
+// --optimizer: adamw or none.
+void check_optimizer(const std::string& value);
+// A dtype option's value; ConfigError "<flag>: unknown dtype ..." otherwise.
+DType dtype_flag(const std::string& flag, const std::string& value);
+// Serving dtypes: `dtype` (empty: the config's torch_dtype, else bf16) and the KV cache
+// (`kv_dtype`, empty: bf16 under FP8 GEMMs, else the GEMM dtype).
+struct ServingDtypes {
+  DType gemm = DType::kBf16, kv = DType::kBf16;
+};
+ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, const std::string& kv_dtype);
+
 // `predict`.
 struct PredictArgs {
   std::string model, gpu, mode = "inference";  // inference|training (inf|train)|prefill|decode|generate
@@ -43,8 +61,24 @@ struct PredictResult {
   std::optional<GenerateForecast> generate;    // generate
   MemoryEstimate memory;
 };
+// Validates the options (one ConfigError naming the flag), loads model and GPU, forecasts.
 PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const KernelPredictor& kp,
                           const std::string& models_dir);
+
+// One forecast of a resolved request: what `predict` prints and each `compare`/`plan` row is
+// made of. `tokens`: the sequence (training, inference), the prompt (prefill, generate) or
+// the cached context (decode). Serving modes take tp only (dp, pp, microbatches 1).
+struct ForecastRequest {
+  const ModelConfig* model = nullptr;
+  const GpuSpec* gpu = nullptr;
+  std::string mode;  // canonical
+  int64_t batch = 0, tokens = 0, gen = 0;
+  ServingDtypes dtypes;  // serving modes only
+  Parallelism par;
+  bool fusion = false;
+  bool optimizer_state = true;
+};
+PredictResult forecast(const ForecastRequest& r, const KernelPredictor& kp);
 // The JSON `predict --format json` prints.
 std::string predict_result_json(const PredictResult& r);
 

@@ -12,78 +12,38 @@
 #include "core/error.h"
 #include "core/fs_util.h"
 #include "core/memory_model.h"
+#include "predictor/api.h"
 #include "predictor/graph_predictor.h"
 
 namespace tilecast::predictor {
 
 namespace {
 
-bool serving_mode(const std::string& mode) { return mode == "prefill" || mode == "decode" || mode == "generate"; }
-
-void check_mode(const std::string& mode) {
-  if (mode != "inference" && mode != "training" && !serving_mode(mode))
-    throw ConfigError("--mode: expected inference, training, prefill, decode or generate, got '" + mode + "'");
-}
-
-// Everything about one combination that does not depend on it being valid.
-struct Combo {
-  const ModelConfig* model = nullptr;
-  const GpuSpec* gpu = nullptr;
-  std::string mode;
-  DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
-  int64_t batch = 0, seq = 0, gen = 0;
-  Parallelism par;
-  bool optimizer_state = true;
-};
-
-DType serving_dtype(const std::string& flag, const ModelConfig& m) {
-  if (flag.empty()) {
-    DType d;
-    return !m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &d) ? d : DType::kBf16;
-  }
-  return dtype_from_string(flag);
-}
-
-CompareRow forecast_one(const Combo& c, const KernelPredictor& kp, const Prices* prices) {
+// One combination's row: forecast() (what `predict` runs) plus the identifying columns,
+// tokens/s and the price. A combination that cannot run becomes a row saying why.
+CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, const Prices* prices) {
   CompareRow r;
   r.model = c.model->name;
   r.gpu = c.gpu->name;
   r.mode = c.mode;
-  r.dtype = dtype_name(c.dtype);
-  r.batch = c.batch, r.seq = c.seq, r.gen = c.gen;
+  r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : DType::kFp32);
+  r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches;
   r.gpu_memory_gb = c.gpu->mem_gb;
   try {
-    MemoryEstimate mem;
-    if (c.mode == "training" || c.mode == "inference") {
-      const bool training = c.mode == "training";
-      const auto f = forecast_model(build_op_graph(*c.model, c.batch, c.seq, training ? Mode::kTraining : Mode::kInference,
-                                                   c.par),
-                                    *c.gpu, kp);
-      mem = training ? training_memory(*c.model, c.batch, c.seq, c.par, *c.gpu, c.optimizer_state)
-                     : inference_memory(*c.model, c.batch, c.seq, c.par, *c.gpu);
-      r.step_ms = f.total_ms;
-      r.tokens_per_s = double(c.batch) * c.seq / (r.step_ms / 1e3);
+    const PredictResult f = forecast(c, kp);
+    if (f.generate) {
+      r.step_ms = f.generate->e2e_ms, r.ttft_ms = f.generate->ttft_ms, r.tpot_ms = f.generate->tpot_ms;
+      r.tokens_per_s = f.generate->tokens_per_s;
     } else {
-      if (c.par.dp != 1 || c.par.pp != 1 || c.par.microbatches != 1)
-        throw ConfigError("serving forecasts take tp only (one tensor-parallel replica)");
-      if (c.mode == "generate") {
-        const auto f = forecast_generate(*c.model, *c.gpu, kp, c.batch, c.seq, c.gen, c.dtype, c.kv_dtype, c.par.tp);
-        mem = f.memory;
-        r.step_ms = f.e2e_ms, r.ttft_ms = f.ttft_ms, r.tpot_ms = f.tpot_ms, r.tokens_per_s = f.tokens_per_s;
-      } else {
-        const bool prefill = c.mode == "prefill";
-        const auto f = forecast_model(build_serving_graph(*c.model, prefill ? Mode::kPrefill : Mode::kDecode, c.batch,
-                                                          c.seq, c.dtype, c.kv_dtype, c.par.tp),
-                                      *c.gpu, kp);
-        mem = serving_memory(*c.model, c.dtype, c.kv_dtype, c.par.tp, c.batch, c.seq + (prefill ? 0 : 1), *c.gpu);
-        r.step_ms = f.total_ms;
-        (prefill ? r.ttft_ms : r.tpot_ms) = f.total_ms;
-        r.tokens_per_s = double(c.batch) * (prefill ? c.seq : 1) / (r.step_ms / 1e3);
-      }
+      r.step_ms = f.forecast.total_ms;
+      if (c.mode == "prefill") r.ttft_ms = r.step_ms;
+      if (c.mode == "decode") r.tpot_ms = r.step_ms;
+      // training/inference: batch x seq per step; prefill: prompt tokens; decode: one per sequence.
+      r.tokens_per_s = double(c.batch) * (c.mode == "decode" ? 1 : c.tokens) / (r.step_ms / 1e3);
     }
-    r.memory_gb = mem.total_gb();
-    r.fits = mem.fits();
+    r.memory_gb = f.memory.total_gb();
+    r.fits = f.memory.fits();
     if (prices) {
       auto it = prices->usd_per_gpu_hour.find(c.gpu->name);
       if (it != prices->usd_per_gpu_hour.end() && r.tokens_per_s > 0) {
@@ -163,14 +123,14 @@ void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg) {
 
 std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                     const std::string& models_dir, const Prices* prices) {
-  check_mode(req.mode);
-  const bool serving = serving_mode(req.mode);
+  const std::string mode = canonical_mode(req.mode);
+  const bool serving = is_serving_mode(mode);
   if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
-    throw ConfigError("--dtype " + req.dtype + ": --mode " + req.mode +
+    throw ConfigError("--dtype " + req.dtype + ": --mode " + mode +
                       " models eager FP32 PyTorch; BF16/FP16/FP8 are the serving modes (prefill, decode, generate)");
-  if (req.mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
+  if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   for (int64_t s : req.seqs)
-    if (s < 1) throw ConfigError(std::string(req.mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
+    if (s < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
   if (req.models.empty()) throw ConfigError("--model: no model given");
   std::vector<ModelConfig> models;
   for (const auto& m : req.models) models.push_back(load_model_config(m, models_dir));
@@ -184,16 +144,12 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
             for (int64_t tp : req.tps)
               for (int64_t pp : req.pps)
                 for (int64_t mb : req.microbatches) {
-                  Combo c;
-                  c.model = &m, c.gpu = g, c.mode = req.mode;
-                  c.batch = b, c.seq = s, c.gen = req.gen;
+                  ForecastRequest c;
+                  c.model = &m, c.gpu = g, c.mode = mode;
+                  c.batch = b, c.tokens = s, c.gen = req.gen;
                   c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb;
                   c.optimizer_state = req.optimizer_state;
-                  if (serving) {
-                    c.dtype = serving_dtype(req.dtype, m);
-                    const bool fp8 = c.dtype == DType::kFp8 || c.dtype == DType::kFp8Block;
-                    c.kv_dtype = req.kv_dtype.empty() ? (fp8 ? DType::kBf16 : c.dtype) : dtype_from_string(req.kv_dtype);
-                  }
+                  if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
                   rows.push_back(forecast_one(c, kp, prices));
                 }
   return rows;
@@ -225,7 +181,7 @@ std::string compare_row_json(const CompareRow& r) {
     return j.dump();
   }
   j["step_ms"] = r.step_ms;
-  if (serving_mode(r.mode)) {
+  if (is_serving_mode(r.mode)) {
     j["ttft_ms"] = r.ttft_ms;
     j["tpot_ms"] = r.tpot_ms;
   }
@@ -271,7 +227,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
 std::string compare_table(const std::vector<CompareRow>& rows, const Prices* prices) {
   std::ostringstream os;
   char buf[512];
-  const bool serving = !rows.empty() && serving_mode(rows.front().mode);
+  const bool serving = !rows.empty() && is_serving_mode(rows.front().mode);
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s %3s %12s %s%12s %14s  %s\n", "rank", "model",
                 "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp", "mb",
@@ -308,11 +264,11 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
 }
 
 std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
-                                 int64_t seq, const std::string& mode, bool optimizer_state, const GpuRegistry& reg,
+                                 int64_t seq, const std::string& mode_flag, bool optimizer_state, const GpuRegistry& reg,
                                  const KernelPredictor& kp, const std::string& models_dir, const Prices* prices,
                                  int64_t gen, const std::string& dtype) {
-  check_mode(mode);
-  const bool serving = serving_mode(mode);
+  const std::string mode = canonical_mode(mode_flag);
+  const bool serving = is_serving_mode(mode);
   if (gpus < 1 || gpus > 4096) throw ConfigError("--gpus: expected 1..4096, got " + std::to_string(gpus));
   if (global_batch < 1) throw ConfigError("--global-batch: expected >= 1");
   if (seq < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + ": expected >= 1");
@@ -340,16 +296,15 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
           if (mb <= 64) mbs.push_back(mb);
       }
       for (int64_t mb : mbs) {
-        Combo c;
+        ForecastRequest c;
         c.model = &m, c.gpu = &g, c.mode = mode;
-        c.batch = global_batch, c.seq = seq, c.gen = gen;
+        c.batch = global_batch, c.tokens = seq, c.gen = gen;
         c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb;
         c.optimizer_state = optimizer_state;
         if (serving) {
           c.batch = global_batch / dp;  // one replica's sequences
           c.par.dp = 1;
-          c.dtype = serving_dtype(dtype, m);
-          c.kv_dtype = (c.dtype == DType::kFp8 || c.dtype == DType::kFp8Block) ? DType::kBf16 : c.dtype;
+          c.dtypes = serving_dtypes(m, dtype, "");
         }
         CompareRow r = forecast_one(c, kp, prices);
         if (!r.error.empty()) continue;

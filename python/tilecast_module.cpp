@@ -47,20 +47,8 @@ py::object json_to_py(const std::string& s) { return py::module_::import("json")
 
 // A list argument: a Python list/tuple, or a comma-separated string ("H100,A100").
 std::vector<std::string> names(const py::object& o, const char* arg) {
+  if (py::isinstance<py::str>(o)) return predictor::split_list(arg, o.cast<std::string>());
   std::vector<std::string> out;
-  if (py::isinstance<py::str>(o)) {
-    std::string s = o.cast<std::string>(), cur;
-    for (size_t i = 0; i <= s.size(); ++i) {
-      if (i == s.size() || s[i] == ',') {
-        if (cur.empty()) throw ConfigError(std::string(arg) + ": empty item in '" + s + "'");
-        out.push_back(cur);
-        cur.clear();
-      } else {
-        cur += s[i];
-      }
-    }
-    return out;
-  }
   for (const auto& x : o) out.push_back(py::str(x).cast<std::string>());
   if (out.empty()) throw ConfigError(std::string(arg) + ": empty list");
   return out;
@@ -126,7 +114,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   predictor::CompareRequest req;
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
-  req.mode = mode == "inf" ? "inference" : mode == "train" ? "training" : mode;
+  req.mode = predictor::canonical_mode(mode);
   req.dtype = dtype, req.kv_dtype = kv_dtype;
   req.batches = ints(batch, "batch");
   if (req.mode == "decode") {
@@ -139,7 +127,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   req.gen = gen.value_or(0);
   req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
   req.microbatches = ints(microbatches, "microbatches");
-  if (optimizer != "adamw" && optimizer != "none") throw ConfigError("optimizer: expected adamw or none");
+  predictor::check_optimizer(optimizer);
   req.optimizer_state = optimizer == "adamw";
   predictor::Prices p;
   p.source = "compare(prices=...)";
