@@ -26,7 +26,16 @@ struct KernelPredictor::Impl {
   std::optional<TileTable> tiles;
   std::vector<const trainer::FamilyEntry*> entries;  // by Family index; nullptr if absent
   std::vector<std::optional<std::vector<DenseMlp>>> models;  // by Family index, once loaded
-  std::unique_ptr<KernelPredictor> amd;  // <dir>/amd: the AMD predictor set, if bundled
+  // <dir>/amd: the AMD predictor set, if bundled; opened at the first AMD forecast (an NVIDIA
+  // forecast does not read its manifest).
+  std::string amd_dir;
+  std::unique_ptr<KernelPredictor> amd;
+  std::once_flag amd_once;
+  const KernelPredictor* amd_set() {
+    if (amd_dir.empty()) return nullptr;
+    std::call_once(amd_once, [&] { amd = std::make_unique<KernelPredictor>(amd_dir); });
+    return amd.get();
+  }
   std::mutex mu;
 
   const TileTable& tile_table() {
@@ -83,13 +92,15 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
     impl_->entries[static_cast<size_t>(e.config.family)] = &e;
   }
   const fs::path amd = fs::path(dir) / "amd";
-  if (fs::exists(amd / "manifest.yaml")) impl_->amd = std::make_unique<KernelPredictor>(amd.string());
+  if (fs::exists(amd / "manifest.yaml")) impl_->amd_dir = amd.string();
 }
 
-bool KernelPredictor::has_amd_set() const { return impl_->amd != nullptr; }
+bool KernelPredictor::has_amd_set() const { return !impl_->amd_dir.empty(); }
 
 const KernelPredictor& KernelPredictor::set_for(const GpuSpec& gpu, Family f) const {
-  if (gpu.vendor == "amd" && impl_->amd && impl_->amd->has_family(f)) return *impl_->amd;
+  if (gpu.vendor != "amd") return *this;
+  const KernelPredictor* amd = impl_->amd_set();
+  if (amd && amd->has_family(f)) return *amd;
   return *this;
 }
 
@@ -105,17 +116,18 @@ const TileTable& KernelPredictor::tiles() const { return impl_->tile_table(); }
 
 std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQuery>& queries,
                                                        const GpuSpec& gpu) const {
-  if (gpu.vendor != "amd" || !impl_->amd) return predict_here(queries, gpu);
+  const KernelPredictor* amd = gpu.vendor == "amd" ? impl_->amd_set() : nullptr;
+  if (!amd) return predict_here(queries, gpu);
   std::vector<size_t> on_amd, here;
   for (size_t i = 0; i < queries.size(); ++i)
-    (impl_->amd->has_family(op_family(queries[i].op)) ? on_amd : here).push_back(i);
-  if (here.empty()) return impl_->amd->predict_here(queries, gpu);
+    (amd->has_family(op_family(queries[i].op)) ? on_amd : here).push_back(i);
+  if (here.empty()) return amd->predict_here(queries, gpu);
   std::vector<KernelPrediction> out(queries.size());
   for (auto* part : {&on_amd, &here}) {
     if (part->empty()) continue;
     std::vector<KernelQuery> qs;
     for (size_t i : *part) qs.push_back(queries[i]);
-    const auto r = (part == &on_amd ? impl_->amd.get() : this)->predict_here(qs, gpu);
+    const auto r = (part == &on_amd ? amd : this)->predict_here(qs, gpu);
     for (size_t j = 0; j < part->size(); ++j) out[(*part)[j]] = r[j];
   }
   return out;
