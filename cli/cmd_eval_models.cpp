@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/fs_util.h"
 #include "core/kernel_dataset.h"
+#include "predictor/graph_predictor.h"
 #include "predictor/model_eval.h"
 
 namespace fs = std::filesystem;
@@ -15,6 +16,7 @@ namespace tilecast::cli {
 int run_eval_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("eval-models options");
   std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir, ns_dir;
+  double host_gap_us = 0;
   desc.add_options()("neusight-dir", po::value(&ns_dir),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "labels", po::value(&labels),
@@ -23,6 +25,8 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
       "NeuSight's summary.csv for the side-by-side column (default: <labels>/../published/summary.csv)")(
       "opgraphs", po::value(&opgraphs),
       "NeuSight's parsed graphs, to name label-CSV nodes for the per-op check (default: <labels>/../opgraphs)")(
+      "host-gap-us", po::value(&host_gap_us)->default_value(0),
+      "host time added per kernel launch in the whole-model forecasts, us (as predict --host-gap-us)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -41,9 +45,10 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
     published = (root / "published" / "summary.csv").string();
   if (opgraphs.empty() && fs::is_directory(root / "opgraphs")) opgraphs = (root / "opgraphs").string();
   const std::string mdir = models_dir.empty() ? (fs::path(trainer::config_dir()) / "models").string() : models_dir;
+  predictor::check_host_gap_us(host_gap_us);
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));
-  auto r = predictor::eval_models(labels, mdir, published, opgraphs, reg, kp);
+  auto r = predictor::eval_models(labels, mdir, published, opgraphs, reg, kp, host_gap_us);
   if (format == "json") std::cout << predictor::model_eval_json(r);
   else if (format == "csv") std::cout << predictor::model_eval_csv(r);
   else

@@ -40,6 +40,26 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+// Issue-bound FP32 rate of a SIMT SGEMM. The main loop of an 8x8 thread tile (cuBLAS's and
+// CUTLASS's SIMT SGEMM register tile) issues, per K step, 64 FFMA and 4 LDS.128 that bring
+// the 8 + 8 operands from shared memory (the global loads, barrier and loop control of each
+// K block add a little more; left out, so the fraction is an upper bound). A scheduler feeding
+// L FP32 lanes keeps them busy while the FFMAs take at least 1 / (L / 32) of its issue slots:
+// 16-lane partitions (Volta, Turing, GA100) need an FFMA every other clock and have slots to
+// spare; 32-lane partitions with one dispatch per clock (GA10x, Ada, Hopper, Blackwell) reach
+// at most 64 / 68 of peak; Pascal's two dispatch units issue the loads beside the FFMAs.
+double GpuSpec::fp32_issue_fraction() const {
+  if (vendor != "nvidia" || fp32_matrix_peak_gflops > 0) return 1.0;
+  constexpr double kFfmaPerK = 64, kOtherPerK = 4;
+  const int schedulers = warp_schedulers_per_sm > 0 ? warp_schedulers_per_sm : 4;
+  const bool dual = arch == "kepler" || arch == "maxwell" || arch == "pascal";
+  const int dispatch = dispatch_per_scheduler > 0 ? dispatch_per_scheduler : dual ? 2 : 1;
+  const double lanes = double(cores_per_sm) / schedulers;   // FP32 lanes per scheduler
+  const double clocks_per_ffma = std::max(1.0, 32.0 / lanes);  // FP32 pipe clocks per warp FFMA
+  const double issue_clocks = (kFfmaPerK + kOtherPerK) / dispatch;
+  return std::min(1.0, kFfmaPerK * clocks_per_ffma / issue_clocks);
+}
+
 std::string normalize_gpu_key(const std::string& s) {
   std::string out;
   for (char c : s)
@@ -60,6 +80,11 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   check_range(s.max_blocks_per_sm, 1, 1024, "max_blocks_per_sm", origin);
   if (s.interconnect_gbps != 0) check_range(s.interconnect_gbps, 1, 1e5, "interconnect_gbps", origin);
   if (s.tdp_w != 0) check_range(s.tdp_w, 5, 1e5, "tdp_w", origin);
+  if (s.warp_schedulers_per_sm != 0) check_range(s.warp_schedulers_per_sm, 1, 64, "warp_schedulers_per_sm", origin);
+  if (s.dispatch_per_scheduler != 0) check_range(s.dispatch_per_scheduler, 1, 4, "dispatch_per_scheduler", origin);
+  if (s.warp_schedulers_per_sm != 0 && s.cores_per_sm % s.warp_schedulers_per_sm != 0)
+    throw ConfigError(origin + ": field 'warp_schedulers_per_sm': " + std::to_string(s.warp_schedulers_per_sm) +
+                      " does not divide cores_per_sm (" + std::to_string(s.cores_per_sm) + ")");
   if (s.fp32_matrix_peak_gflops != 0)
     check_range(s.fp32_matrix_peak_gflops, 100, 1e7, "fp32_matrix_peak_gflops", origin);
   for (const auto& kv : s.tensor_peak_gflops)
@@ -76,7 +101,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
       "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
-      "interconnect_gbps", "tdp_w"};
+      "interconnect_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
@@ -115,6 +140,10 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       throw ConfigError(path + ": field 'compute_capability': expected a version like \"9.0\", got '" + cc + "'");
   }
   if (root["tdp_w"]) s.tdp_w = get_scalar<double>(root["tdp_w"], "tdp_w", path);
+  if (root["warp_schedulers_per_sm"])
+    s.warp_schedulers_per_sm = get_scalar<int>(root["warp_schedulers_per_sm"], "warp_schedulers_per_sm", path);
+  if (root["dispatch_per_scheduler"])
+    s.dispatch_per_scheduler = get_scalar<int>(root["dispatch_per_scheduler"], "dispatch_per_scheduler", path);
   if (root["tile_reference"])
     s.tile_reference = get_scalar<std::string>(root["tile_reference"], "tile_reference", path);
   if (root["notes"]) s.notes = get_scalar<std::string>(root["notes"], "notes", path);
@@ -212,6 +241,10 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;
   if (s.interconnect_gbps > 0) out << YAML::Key << "interconnect_gbps" << YAML::Value << s.interconnect_gbps;
   if (s.tdp_w > 0) out << YAML::Key << "tdp_w" << YAML::Value << s.tdp_w;
+  if (s.warp_schedulers_per_sm > 0)
+    out << YAML::Key << "warp_schedulers_per_sm" << YAML::Value << s.warp_schedulers_per_sm;
+  if (s.dispatch_per_scheduler > 0)
+    out << YAML::Key << "dispatch_per_scheduler" << YAML::Value << s.dispatch_per_scheduler;
   if (s.compute_capability > 0) {
     char cc[16];
     std::snprintf(cc, sizeof cc, "%.1f", s.compute_capability);
@@ -270,6 +303,9 @@ const GpuSpec& GpuRegistry::resolve(const std::string& query) const {
         spec.max_threads_per_sm = known->max_threads_per_sm;
         spec.max_blocks_per_sm = known->max_blocks_per_sm;
         spec.tile_reference = known->tile_reference;
+        if (known->warp_schedulers_per_sm > 0 && spec.cores_per_sm % known->warp_schedulers_per_sm == 0)
+          spec.warp_schedulers_per_sm = known->warp_schedulers_per_sm;
+        spec.dispatch_per_scheduler = known->dispatch_per_scheduler;
       }
     }
     loaded_files_.push_back(std::move(spec));

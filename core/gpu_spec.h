@@ -29,6 +29,8 @@ struct GpuSpec {
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)
   double interconnect_gbps = 0;   // GPU-to-GPU bandwidth per direction (NVLink/xGMI, else PCIe), GB/s; 0 = unknown
   double tdp_w = 0;               // board power limit (TDP/TBP), W; 0 = unknown
+  int warp_schedulers_per_sm = 0;  // SM partitions, one warp scheduler each; 0 = not stated (4)
+  int dispatch_per_scheduler = 0;  // instructions a scheduler issues per clock; 0 = not stated (by arch)
   std::string tile_reference;     // training GPU whose kernel (tile) choices stand in for this one
   std::vector<std::string> sources;
   std::string notes;
@@ -40,10 +42,17 @@ struct GpuSpec {
   bool async_tensor_cores() const {
     return arch == "hopper" || (arch == "blackwell" && (compute_capability == 0 || compute_capability < 12));
   }
-  // Peak GFLOP/s a FP32 GEMM can reach with TF32 off (AMD: matrix cores when present).
+  // Peak GFLOP/s a FP32 GEMM can reach with TF32 off (AMD: matrix cores when present), as the
+  // spec sheet states it: the plain roofline's compute bound.
   double fp32_gemm_peak_gflops() const {
     return fp32_matrix_peak_gflops > 0 ? fp32_matrix_peak_gflops : fp32_peak_gflops;
   }
+  // Fraction of the FP32 peak a SIMT SGEMM main loop can issue (NVIDIA): 1 where a scheduler's
+  // FP32 lanes take more than one clock per warp instruction or it dispatches two per clock,
+  // else the loop's FFMA share of issue slots (see gpu_spec.cpp). 1 for AMD and the CPU.
+  double fp32_issue_fraction() const;
+  // The FP32 GEMM compute rate tilecast's bounds use: fp32_gemm_peak_gflops() x fp32_issue_fraction().
+  double fp32_simt_gemm_gflops() const { return fp32_gemm_peak_gflops() * fp32_issue_fraction(); }
 };
 
 // Reads one of our YAML specs; unknown keys, missing or out-of-range values throw ConfigError

@@ -100,7 +100,7 @@ int dtype_size(DType d) {
 }
 
 double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
-  if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
+  if (d == DType::kFp32) return gpu.fp32_simt_gemm_gflops();
   const std::string key = d == DType::kFp8Block ? "fp8" : dtype_name(d);
   auto it = gpu.tensor_peak_gflops.find(key);
   if (it == gpu.tensor_peak_gflops.end() || !(it->second > 0))
@@ -507,7 +507,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   } else if (is_gemm(f)) {
     double padded_flops = 2.0 * q.b * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                           double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
-    kb.compute_s = compute_s(padded_flops * pad, gpu.fp32_gemm_peak_gflops());
+    kb.compute_s = compute_s(padded_flops * pad, gpu.fp32_simt_gemm_gflops());
   } else {
     kb.compute_s = compute_s(query_flops(q) * pad, gpu.fp32_peak_gflops);
   }
@@ -517,7 +517,9 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
-  double peak = q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
+  // The spec sheet's peaks (not the issue-bound FP32 GEMM rate): the plain roofline baseline.
+  double peak = q.dtype == DType::kFp32 && (q.op == OpKind::kGemm || q.op == OpKind::kMoe) ? gpu.fp32_gemm_peak_gflops()
+                : q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
                 : is_gemm(op_family(q.op)) ? gpu.fp32_gemm_peak_gflops()
                                            : gpu.fp32_peak_gflops;
   return std::max(compute_s(query_flops(q), peak), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
@@ -639,7 +641,7 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = float(lg(bytes / l2_bytes));
     // Time of one wave of tiles on one SM at peak (NeuSight's tile-level feature).
     double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
-    out[i++] = float(lg(s_to_us(compute_s(tile_flops, gpu.fp32_gemm_peak_gflops() / gpu.num_sms))));
+    out[i++] = float(lg(s_to_us(compute_s(tile_flops, gpu.fp32_simt_gemm_gflops() / gpu.num_sms))));
     out[i++] = alignment(q.m, 4);
     out[i++] = alignment(q.n, 4);
     out[i++] = alignment(q.k, 4);

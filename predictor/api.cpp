@@ -174,6 +174,8 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.par = a.par;
   r.fusion = a.fusion;
   r.optimizer_state = a.optimizer == "adamw";
+  check_host_gap_us(a.host_gap_us);
+  r.host_gap_us = a.host_gap_us;
   if (serving) {
     refuse("--fusion", a.fusion);
     r.dtypes = serving_dtypes(mc, a.dtype, a.kv_dtype);
@@ -197,20 +199,21 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
       throw ConfigError("--mode " + q.mode + ": serving forecasts take --tp only (one tensor-parallel replica)");
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
-      r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par.tp);
+      r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par.tp, q.host_gap_us);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
-    r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp), spec, kp);
+    r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp), spec, kp,
+                                q.host_gap_us);
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec);
     return r;
   }
   const bool training = q.mode == "training";
   OpGraph g = build_op_graph(mc, q.batch, q.tokens, training ? Mode::kTraining : Mode::kInference, q.par);
   if (q.fusion) g = fuse_op_graph(g);
-  r.forecast = forecast_model(g, spec, kp);
+  r.forecast = forecast_model(g, spec, kp, q.host_gap_us);
   r.memory = training ? training_memory(mc, q.batch, q.tokens, q.par, spec, q.optimizer_state)
                       : inference_memory(mc, q.batch, q.tokens, q.par, spec);
   if (!q.optimizer_state) r.forecast.optimizer_ms = 0;

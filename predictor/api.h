@@ -55,6 +55,7 @@ struct PredictArgs {
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
+  double host_gap_us = 0;                      // host time per kernel launch (forecast_model)
 };
 struct PredictResult {
   ModelForecast forecast;                      // prefill/decode/inference/training
@@ -77,6 +78,7 @@ struct ForecastRequest {
   Parallelism par;
   bool fusion = false;
   bool optimizer_state = true;
+  double host_gap_us = 0;
 };
 PredictResult forecast(const ForecastRequest& r, const KernelPredictor& kp);
 // The JSON `predict --format json` prints.

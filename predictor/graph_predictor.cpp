@@ -1,6 +1,7 @@
 #include "predictor/graph_predictor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -53,7 +54,14 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu) {
   return s_to_ms(transfer_s(40.0 * parameters, gpu.mem_bw_gbps));
 }
 
-ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp) {
+void check_host_gap_us(double us) {
+  if (!std::isfinite(us) || us < 0 || us > 1e4)
+    throw ConfigError("--host-gap-us: expected 0..10000 microseconds, got " + std::to_string(us));
+}
+
+ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp, double host_gap_us) {
+  check_host_gap_us(host_gap_us);
+  const double gap_ms = host_gap_us * 1e-3;
   std::map<Key, size_t> index;
   std::vector<KernelQuery> unique;
   auto collect = [&](const std::vector<KernelCall>& calls) {
@@ -67,9 +75,14 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   }
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
   double comm_in_ops = 0;  // TP all-reduces of one microbatch
+  int64_t launches = 0;    // one microbatch
   auto cost = [&](const std::vector<KernelCall>& calls, int64_t count) {
     double ms = 0;
     for (const auto& c : calls) {
+      if (c.collective != Collective::kAllReduce) {
+        launches += count;
+        ms += gap_ms;
+      }
       if (c.is_mem) {
         ms += s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
       } else if (c.collective == Collective::kAllReduce) {
@@ -93,6 +106,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.dtype = g.dtype;
   f.kv_dtype = g.kv_dtype;
   f.context = g.context;
+  f.host_gap_us = host_gap_us;
   const Parallelism& par = g.par;
   // Per microbatch: the repeated layer (ops with count == layers) and the rest.
   double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;
@@ -115,6 +129,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const double all_fw = pro_fw + layer_fw * g.layers + epi_fw;
   const double all_bw = pro_bw + layer_bw * g.layers + epi_bw;
   f.communication_ms = comm_in_ops * par.microbatches;
+  f.kernel_launches = launches * par.microbatches;
   if (par.pp <= 1) {
     f.forward_ms = all_fw * par.microbatches;
     f.backward_ms = all_bw * par.microbatches;
@@ -178,6 +193,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"forward_ms", f.forward_ms}, {"backward_ms", f.backward_ms},
                       {"optimizer_ms", f.optimizer_ms}, {"communication_ms", f.communication_ms},
                       {"total_ms", f.total_ms},
+                      {"kernel_launches", f.kernel_launches}, {"host_gap_us", f.host_gap_us},
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
                                     {"microbatches", f.par.microbatches}}}};
@@ -289,7 +305,8 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 }
 
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
-                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp) {
+                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp,
+                                   double host_gap_us) {
   if (gen < 2 || gen > (1 << 20))
     throw ConfigError("--gen: " + std::to_string(gen) + " out of range [2, 2^20] (one output token is --mode prefill)");
   GenerateForecast f;
@@ -298,12 +315,14 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.dtype = dtype;
   f.kv_dtype = kv_dtype;
   f.batch = batch, f.seq = seq, f.gen = gen, f.tp = tp;
-  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, tp), gpu, kp);
+  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, tp), gpu, kp,
+                             host_gap_us);
   f.ttft_ms = f.prefill.total_ms;
   // Decode step i (1..gen-1) runs with seq + i - 1 tokens cached.
   const int64_t steps = gen - 1;
   auto step_ms = [&](int64_t cached) {
-    f.last_decode = forecast_model(build_serving_graph(m, Mode::kDecode, batch, cached, dtype, kv_dtype, tp), gpu, kp);
+    f.last_decode =
+        forecast_model(build_serving_graph(m, Mode::kDecode, batch, cached, dtype, kv_dtype, tp), gpu, kp, host_gap_us);
     ++f.decode_steps_forecast;
     return f.last_decode.total_ms;
   };

@@ -31,13 +31,21 @@ struct ModelForecast {
   Parallelism par;
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;  // serving: GEMM and KV-cache dtypes
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
+  int64_t kernel_launches = 0;  // kernels (and copies) one step launches on one GPU, all microbatches
+  double host_gap_us = 0;       // host time added per launch (see forecast_model)
   std::vector<OpForecast> ops;
 };
 
 inline bool is_serving(Mode m) { return m == Mode::kPrefill || m == Mode::kDecode; }
 
 // Identical kernels are forecast once; all kernels of a family go through one batched MLP call.
-ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp);
+// `host_gap_us`: host time added to every kernel launch and copy (eager PyTorch's dispatch and
+// launch cost when the GPU waits for the host); 0 (the bundled default) adds none: fitted on the
+// training GPUs' whole-model labels by scripts/fit-host-gap.sh, any gap made them worse.
+ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp,
+                             double host_gap_us = 0);
+// Validates a --host-gap-us value (finite, 0..10000 us); ConfigError naming the flag otherwise.
+void check_host_gap_us(double us);
 
 // Ring all-reduce of `bytes` over `group` GPUs: 2 (n-1)/n * bytes at 80 % of the per-direction
 // interconnect bandwidth, plus 5 us per ring step. Throws ConfigError if the spec has no
@@ -71,7 +79,8 @@ struct GenerateForecast {
   ModelForecast prefill, last_decode;
 };
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
-                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp);
+                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp,
+                                   double host_gap_us = 0);
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

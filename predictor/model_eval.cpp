@@ -95,7 +95,7 @@ std::map<std::string, double> label_per_kind(const std::string& label_csv, const
 
 ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
                             const std::string& published_summary, const std::string& opgraphs_dir,
-                            const GpuRegistry& gpus, const KernelPredictor& kp) {
+                            const GpuRegistry& gpus, const KernelPredictor& kp, double host_gap_us) {
   if (!fs::is_directory(labels_dir)) throw ConfigError(labels_dir + ": labels folder not found");
   const auto published = load_published(published_summary);
   static const std::regex name_re(R"(^(.+)-(inf|train)-(\d+)-(\d+)(-([A-Za-z0-9_]+))?\.json$)");
@@ -162,7 +162,7 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
       continue;
     }
     if (row.option == "fusion") g = fuse_op_graph(g);
-    ModelForecast f = forecast_model(g, *gpu, kp);
+    ModelForecast f = forecast_model(g, *gpu, kp, host_gap_us);
     row.predicted_ms = f.total_ms;
     row.error_pct = 100.0 * std::abs(row.predicted_ms - row.label_ms) / row.label_ms;
     auto it = published.find(cell_key(row.model, row.seq, row.batch, row.device_dir, row.mode, row.option));

@@ -40,7 +40,7 @@ struct ModelEvalResult {
 // malformed labels.
 ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
                             const std::string& published_summary, const std::string& opgraphs_dir,
-                            const GpuRegistry& gpus, const KernelPredictor& kp);
+                            const GpuRegistry& gpus, const KernelPredictor& kp, double host_gap_us = 0);
 std::string per_op_table(const ModelEvalResult& r);
 
 std::string model_eval_table(const ModelEvalResult& r);  // rows + means per GPU and mode

@@ -75,10 +75,11 @@ std::string shape_string(const py::object& o) {
 py::object predict(const std::string& model, const std::string& gpu, int64_t batch, std::optional<int64_t> seq,
                    const std::string& mode, std::optional<int64_t> context, std::optional<int64_t> gen,
                    const std::string& dtype, const std::string& kv_dtype, int64_t dp, int64_t tp, int64_t pp,
-                   int64_t microbatches, bool fusion, const std::string& optimizer, const std::string& weights,
-                   const std::string& gpu_dir) {
+                   int64_t microbatches, bool fusion, const std::string& optimizer, double host_gap_us,
+                   const std::string& weights, const std::string& gpu_dir) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
+  a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
   a.dtype = dtype, a.kv_dtype = kv_dtype, a.fusion = fusion, a.optimizer = optimizer;
   a.par.dp = dp, a.par.tp = tp, a.par.pp = pp, a.par.microbatches = microbatches;
@@ -166,7 +167,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("model"), py::arg("gpu"), py::arg("batch"), py::arg("seq") = py::none(), py::arg("mode") = "inference",
         py::arg("context") = py::none(), py::arg("gen") = py::none(), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1, py::arg("microbatches") = 1, py::arg("fusion") = false,
-        py::arg("optimizer") = "adamw", py::arg("weights") = "", py::arg("gpu_dir") = "");
+        py::arg("optimizer") = "adamw", py::arg("host_gap_us") = 0.0, py::arg("weights") = "",
+        py::arg("gpu_dir") = "");
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",

@@ -110,6 +110,9 @@ tc_cli_test(gpus_new_blackwell "NVIDIA RTX PRO 6000 Blackwell Server Edition" ${
 # Memory per GPU in every forecast: a GPT-3 2.7B training step on an 8 GB P4 says it does not fit.
 tc_cli_test(predict_training_does_not_fit "memory/GPU .*AdamW state.*DOES NOT FIT" ${TC} predict --model gpt3-2.7b --gpu P4 --batch 1 --seq 2048 --mode training)
 tc_cli_test(predict_training_memory_json "\"activations_gb\": 9.949814784,.*\"fits\": true" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 1024 --mode training --optimizer none --format json)
+tc_cli_test(predict_host_gap_json "\"host_gap_us\": 8\\.0.*\"kernel_launches\": [1-9][0-9]+" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 128 --host-gap-us 8 --format json)
+tc_cli_fail(predict_host_gap_negative "--host-gap-us: expected 0..10000 microseconds" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--host-gap-us=-5")
+tc_cli_fail(eval_models_host_gap_nan "--host-gap-us: expected 0..10000 microseconds, got nan" "${TC};eval-models;--labels;${CMAKE_CURRENT_SOURCE_DIR}/data;--host-gap-us;nan")
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")
 # compare and plan: rows, ranking, prices, errors.
 add_test(NAME cli.compare COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_test.sh ${TC})

@@ -76,4 +76,40 @@ TEST(GpuSpec, YamlRoundTrip) {
   EXPECT_DOUBLE_EQ(back.mem_bw_gbps, h.mem_bw_gbps);
   EXPECT_EQ(back.tensor_peak_gflops, h.tensor_peak_gflops);
   EXPECT_EQ(back.tile_reference, h.tile_reference);
+  EXPECT_EQ(back.warp_schedulers_per_sm, 4);
+  EXPECT_EQ(back.dispatch_per_scheduler, 1);
+}
+
+// Issue-bound FP32 SGEMM rate, hand-derived from the whitepapers' SM layouts: 16 FP32 lanes
+// per scheduler (Volta, Turing, GA100) or Pascal's two dispatch units leave issue slots for the
+// 4 LDS.128 beside the 64 FFMA of a K step; 32 lanes fed by one dispatch (GA10x, Ada, Hopper,
+// Blackwell) reach 64 / 68 of peak.
+TEST(GpuSpec, Fp32IssueFractionFollowsTheSmLayout) {
+  GpuRegistry reg(gpu_dir());
+  for (const char* name : {"P4", "P100-PCIE-16GB", "V100-PCIE-32GB", "T4", "A100-PCIE-40GB", "A100-80GB-PCIe"})
+    EXPECT_DOUBLE_EQ(reg.resolve(name).fp32_issue_fraction(), 1.0) << name;
+  for (const char* name : {"A10", "A40", "L4", "L40S", "RTX-4090", "H100-SXM", "H100-PCIe", "B200"})
+    EXPECT_NEAR(reg.resolve(name).fp32_issue_fraction(), 64.0 / 68.0, 1e-12) << name;
+  for (const char* name : {"MI100", "MI250"}) EXPECT_DOUBLE_EQ(reg.resolve(name).fp32_issue_fraction(), 1.0) << name;
+  const GpuSpec& l4 = reg.resolve("L4");
+  EXPECT_NEAR(l4.fp32_simt_gemm_gflops(), 30286 * 64.0 / 68.0, 1e-6);
+  EXPECT_DOUBLE_EQ(l4.fp32_gemm_peak_gflops(), 30286);  // the roofline keeps the spec sheet's peak
+  // A NeuSight JSON inherits the layout of the GPU it names.
+  GpuSpec js = reg.resolve(data_path("neusight_device.json"));
+  EXPECT_EQ(js.warp_schedulers_per_sm, 4);
+  EXPECT_DOUBLE_EQ(js.fp32_issue_fraction(), 1.0);
+}
+
+TEST(GpuSpec, WarpSchedulersMustDivideTheLanes) {
+  GpuRegistry reg(gpu_dir());
+  std::string y = gpu_spec_to_yaml(reg.resolve("L4"));
+  const std::string from = "warp_schedulers_per_sm: 4";
+  ASSERT_NE(y.find(from), std::string::npos);
+  y.replace(y.find(from), from.size(), "warp_schedulers_per_sm: 3");
+  const std::string path = ::testing::TempDir() + "L4-bad-schedulers.yaml";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::fwrite(y.data(), 1, y.size(), f);
+  std::fclose(f);
+  expect_error<ConfigError>([&] { load_gpu_yaml(path); },
+                            {"L4-bad-schedulers.yaml", "warp_schedulers_per_sm", "does not divide cores_per_sm (128)"});
 }

@@ -221,3 +221,21 @@ TEST(FamilyTable, NamesAndAliasesRoundTrip) {
   EXPECT_FALSE(is_mlp_family(Family::kMemoryOp));
   expect_error<ConfigError>([] { family_from_string("conv"); }, {"unknown predictor family 'conv'", "memory_op", "moe"});
 }
+
+// A compute-bound SGEMM on a 32-lane-per-scheduler SM (the L4) is bounded at 64/68 of the FP32
+// peak; the same SM with Pascal-style dual dispatch is not. The plain roofline keeps the peak.
+TEST(Kernel, Fp32GemmComputeBoundIsIssueBound) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& l4 = reg.resolve("L4");
+  GpuSpec dual = l4;
+  dual.dispatch_per_scheduler = 2;
+  const KernelQuery q = bmm(1, 4096, 4096, 4096);
+  const GemmTile tile{128, 128, 1};
+  const KernelBounds a = kernel_bounds(q, l4, launch_info(q, l4, tile));
+  const KernelBounds b = kernel_bounds(q, dual, launch_info(q, dual, tile));
+  EXPECT_GT(a.compute_s, a.memory_s);
+  EXPECT_NEAR(a.compute_s / b.compute_s, 68.0 / 64.0, 1e-9);
+  EXPECT_DOUBLE_EQ(roofline_s(q, l4), roofline_s(q, dual));
+  // 2 x 4096^3 FLOP at the sheet's 30.286 TFLOP/s.
+  EXPECT_NEAR(roofline_s(q, l4), 2.0 * 4096.0 * 4096.0 * 4096.0 / 30286e9, 1e-9);
+}

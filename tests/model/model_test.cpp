@@ -414,6 +414,33 @@ TEST(BundledWeights, TensorCoreGemmOnAnUnseenGpu) {
   for (const auto& x : a) EXPECT_GT(x.latency_ms * 1.5, x.roofline_ms);
 }
 
+// Host gap per launch (predict --host-gap-us): the launches counted from the graph itself
+// (every kernel and copy of every op, times its count, all microbatches), each adding the gap.
+TEST(BundledWeights, HostGapAddsOneGapPerLaunch) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
+  predictor::KernelPredictor p(dir);
+  ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  const GpuSpec& gpu = registry().resolve("V100-PCIE-32GB");
+  Parallelism par;
+  par.microbatches = 2;
+  const OpGraph g = build_op_graph(m, 4, 256, Mode::kTraining, par);
+  int64_t launches = 0;
+  for (const auto& op : g.ops)
+    for (const auto* calls : {&op.fw, &op.bw, &op.acc})
+      for (const auto& c : *calls)
+        if (c.collective != Collective::kAllReduce) launches += op.count;
+  launches *= 2;  // microbatches
+  const auto none = predictor::forecast_model(g, gpu, p);
+  const auto gap = predictor::forecast_model(g, gpu, p, 10.0);
+  EXPECT_EQ(none.kernel_launches, launches);
+  EXPECT_GT(launches, 36 * 10);  // at least ten kernels per layer
+  EXPECT_NEAR(gap.total_ms - none.total_ms, launches * 0.010, 1e-6);
+  EXPECT_NEAR(gap.forward_ms + gap.backward_ms - none.forward_ms - none.backward_ms, launches * 0.010, 1e-6);
+  expect_error<ConfigError>([&] { predictor::forecast_model(g, gpu, p, -1.0); }, {"--host-gap-us", "0..10000"});
+  expect_error<ConfigError>([&] { predictor::forecast_model(g, gpu, p, std::nan("")); }, {"--host-gap-us"});
+}
+
 TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
   const std::string dir = trainer::weights_dir();
   ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
