@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -72,6 +74,59 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
         x* cos + rot * sin;
       };
     }
+    // Attention as a serving engine's prefill and decode see it: (batch, heads, tokens,
+    // head_dim) queries over (batch, kv_heads, keys, head_dim) keys and values, GQA groups
+    // expanded before the call (HF's repeat_kv); prefill causal. LibTorch >= 2 runs
+    // scaled_dot_product_attention (FlashAttention or memory-efficient kernels on CUDA, as the
+    // kernel names then say); LibTorch 1.x composes it (matmul, mask, softmax, matmul).
+    case OpKind::kAttnPrefill:
+    case OpKind::kAttnDecode: {
+      const bool prefill = q.op == OpKind::kAttnPrefill;
+      const int64_t tq = prefill ? q.m : 1, tk = prefill ? q.m : q.ctx, group = q.k / q.h;
+      auto qt = torch::randn({q.b, q.k, tq, q.n}, opts);
+      auto kt = torch::randn({q.b, q.h, tk, q.n}, opts).repeat_interleave(group, 1);
+      auto vt = torch::randn({q.b, q.h, tk, q.n}, opts).repeat_interleave(group, 1);
+#if TORCH_VERSION_MAJOR >= 2
+      return [qt, kt, vt, prefill] { at::scaled_dot_product_attention(qt, kt, vt, {}, 0.0, prefill); };
+#else
+      const double scale = 1.0 / std::sqrt(double(q.n));
+      torch::Tensor mask;  // true above the diagonal: keys after the query
+      if (prefill) mask = torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(dev)).triu(1);
+      return [qt, kt, vt, mask, scale] {
+        auto s = torch::matmul(qt, kt.transpose(-2, -1)) * scale;
+        if (mask.defined()) s = s.masked_fill(mask, -std::numeric_limits<double>::infinity());
+        torch::matmul(torch::softmax(s, -1), vt);
+      };
+#endif
+    }
+    // Fused MoE as eager PyTorch runs it (HF Mixtral's loop): for each expert, gather its
+    // tokens, gate_up GEMM, SiLU-mul, down GEMM, weighted scatter-add. Routing is the data's
+    // "balanced": token t picks experts (t k + j) mod E, j < k, with equal weights; the router
+    // GEMM and top-k are not part of the timed kernel (as in aiconfigurator's MoE rows).
+    case OpKind::kMoe: {
+      const int64_t t = q.b, e = q.experts, k = q.topk, f = q.n;
+      auto x = torch::randn({t, q.h}, opts);
+      auto w1 = torch::randn({e, 2 * f, q.h}, opts) * 0.02, w2 = torch::randn({e, q.h, f}, opts) * 0.02;
+      std::vector<torch::Tensor> tokens_of(e);
+      {
+        std::vector<std::vector<int64_t>> lists(e);
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t j = 0; j < k; ++j) lists[(i * k + j) % e].push_back(i);
+        for (int64_t i = 0; i < e; ++i)
+          if (!lists[i].empty()) tokens_of[i] = torch::tensor(lists[i], torch::TensorOptions().dtype(torch::kLong)).to(dev);
+      }
+      const double gate = 1.0 / double(k);
+      return [x, w1, w2, tokens_of, f, gate] {
+        auto out = torch::zeros_like(x);
+        for (size_t i = 0; i < tokens_of.size(); ++i) {
+          if (!tokens_of[i].defined()) continue;
+          auto xe = x.index_select(0, tokens_of[i]);
+          auto gu = torch::matmul(xe, w1[i].t());
+          auto h = torch::silu(gu.slice(-1, 0, f)) * gu.slice(-1, f, 2 * f);
+          out.index_add_(0, tokens_of[i], torch::matmul(h, w2[i].t()) * gate);
+        }
+      };
+    }
     case OpKind::kResidualAdd: {
       auto x = torch::randn({q.b, q.h}, opts), r = torch::randn({q.b, q.h}, opts);
       return [x, r] { x + r; };
@@ -101,6 +156,18 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
     default: break;
   }
   throw InternalError("no LibTorch op for " + std::string(op_name(q.op)));
+}
+
+// The library attention and MoE kernels came from, read off the kernel names recorded (CUDA)
+// or the path taken (CPU); the trainer keeps a GPU's rows of the library its spec implies when
+// there are any (kernel_library), else all of them.
+std::string kernel_source_of(OpKind op, const std::string& kernels) {
+  if (op == OpKind::kMoe) return "torch_eager_loop";
+  if (op != OpKind::kAttnPrefill && op != OpKind::kAttnDecode) return "";
+  if (kernels.find("flash") != std::string::npos) return "flash_attention";
+  if (kernels.find("fmha") != std::string::npos || kernels.find("efficient_attention") != std::string::npos)
+    return "mem_efficient_attention";
+  return TORCH_VERSION_MAJOR >= 2 ? "torch_sdpa" : "torch_eager";
 }
 
 std::string one_line(std::string s) {
@@ -142,7 +209,18 @@ GpuSpec local_cpu_spec() {
   std::string size;
   if (l2 >> size && !size.empty())
     s.l2_cache_mb = std::max(0.1, std::atof(size.c_str()) / (size.back() == 'M' ? 1.0 : 1024.0));
-  s.sources = {"tilecast collect --backend cpu: hardware threads, /proc/cpuinfo clock, memcpy bandwidth, sysfs L2"};
+  // Board power, which the MoE features need: the package power limit (RAPL) when the kernel
+  // exposes it, else an assumed 10 W per hardware thread (stated in sources).
+  std::string tdp_source = "tdp_w: assumed 10 W per hardware thread (no RAPL power limit readable)";
+  s.tdp_w = 10.0 * s.num_sms;
+  std::ifstream rapl("/sys/class/powercap/intel-rapl:0/constraint_0_power_limit_uw");
+  double uw = 0;
+  if (rapl >> uw && uw >= 5e6 && uw <= 1e10) {
+    s.tdp_w = uw / 1e6;
+    tdp_source = "tdp_w: RAPL package power limit (/sys/class/powercap/intel-rapl:0)";
+  }
+  s.sources = {"tilecast collect --backend cpu: hardware threads, /proc/cpuinfo clock, memcpy bandwidth, sysfs L2",
+               tdp_source};
   s.notes = "A CPU described as a pseudo-GPU for the CPU collector backend (tests and CI), not for forecasts.";
   return s;
 }
@@ -266,8 +344,12 @@ CollectSummary run_collect(const CollectOptions& opt) {
     row.cuda_version = cuda_version;
     row.dtype = c.dtype;
     row.config_id = c.id;
-    if (has_mnk(op_family(c.query.op))) row.dims = {c.query.b, c.query.m, c.query.n, c.query.k};
-    else row.dims = {c.query.b, c.query.h};
+    const KernelQuery& cq = c.query;
+    if (has_mnk(op_family(cq.op))) row.dims = {cq.b, cq.m, cq.n, cq.k};
+    else if (cq.op == OpKind::kAttnPrefill) row.dims = {cq.b, cq.m, cq.k, cq.h, cq.n};
+    else if (cq.op == OpKind::kAttnDecode) row.dims = {cq.b, cq.ctx, cq.k, cq.h, cq.n};
+    else if (cq.op == OpKind::kMoe) row.dims = {cq.b, cq.h, cq.n, cq.topk, cq.experts};
+    else row.dims = {cq.b, cq.h};
     try {
       auto op = make_op(c, dev);
       std::vector<double> times;
@@ -307,6 +389,7 @@ CollectSummary run_collect(const CollectOptions& opt) {
           times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
         }
       }
+      row.kernel_source = kernel_source_of(cq.op, row.kernels);
       row.latency_ms = median_ms(times);
       row.latency_spread_ms = spread_ms(times);
       if (!(row.latency_ms > 0)) row.latency_ms = 1e-6;  // below the clock's resolution

@@ -8,6 +8,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/fs_util.h"
+#include "core/op_kind.h"
 
 namespace fs = std::filesystem;
 
@@ -37,7 +38,21 @@ void repair_tail(const std::string& path) {
 
 }  // namespace
 
+bool aiconfigurator_layout(Family f) { return is_attention(f) || f == Family::kMoe; }
+
 std::vector<std::string> collect_header(Family f) {
+  if (aiconfigurator_layout(f)) {
+    std::vector<std::string> h = {"framework", "version", "device", "op_name", "kernel_source"};
+    if (is_attention(f))
+      h.insert(h.end(), {"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "beam_width",
+                         "attn_dtype", "kv_cache_dtype", "step"});
+    else
+      h.insert(h.end(), {"moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+                         "moe_ep_size", "distribution"});
+    h.insert(h.end(), {"latency", "Kernels", "latency_spread_ms", "status", "error_message", "tilecast_version",
+                       "config_id"});
+    return h;
+  }
   std::vector<std::string> h = {"OPName", "Latency", "Device", "Torch Version", "CUDNN Version",
                                 "Kernel Name", "Warps per SM", "Blocks per SM", "Grid x", "Grid y",
                                 "Grid z", "Block x", "Block y", "Block z", "CUDA Version", "Kernels"};
@@ -50,6 +65,23 @@ std::vector<std::string> collect_header(Family f) {
 
 std::string format_row(Family f, const CollectedRow& r) {
   const bool ok = r.status == "ok";
+  if (aiconfigurator_layout(f)) {
+    TC_CHECK(r.dims.size() == 5, "row dims do not match the family");
+    const auto& d = r.dims;
+    std::vector<std::string> v = {"tilecast-collect", r.torch_version, r.device, family_name(f), r.kernel_source};
+    auto s = [](int64_t x) { return std::to_string(x); };
+    if (is_attention(f)) {
+      const bool prefill = f == Family::kAttnPrefill;
+      // Decode: `step` tokens cached before the new one (aiconfigurator's convention).
+      v.insert(v.end(), {s(d[0]), prefill ? s(d[1]) : "1", s(d[2]), s(d[3]), s(d[4]), "1", r.dtype, r.dtype,
+                         prefill ? "0" : s(d[1] - 1)});
+    } else {
+      v.insert(v.end(), {r.dtype, s(d[0]), s(d[1]), s(d[2]), s(d[3]), s(d[4]), "1", "1", "balanced"});
+    }
+    v.insert(v.end(), {ok ? num(r.latency_ms) : "", r.kernels, ok ? num(r.latency_spread_ms) : "", r.status,
+                       r.error_message, TILECAST_VERSION, r.config_id});
+    return csv_join(v) + "\n";
+  }
   std::vector<std::string> v = {r.op_name, ok ? num(r.latency_ms) : "", r.device, r.torch_version,
                                 r.cudnn_version, r.kernel_name};
   if (r.has_launch) {

@@ -21,13 +21,16 @@ struct CollectedRow {
   bool has_launch = false;           // grid/block known (CUDA backend)
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int32_t regs_per_thread = 0, static_smem_bytes = 0, dynamic_smem_bytes = 0;
-  std::vector<int64_t> dims;         // B,M,N,K or B,H
+  std::vector<int64_t> dims;         // B,M,N,K or B,H; attention B,S|CTX,H,KV,D; moe T,H,F,K,E
+  std::string kernel_source;         // attention and moe: the library the kernels came from
   std::string dtype, status = "ok", error_message, config_id;
 };
 
 // Header for a family: NeuSight's columns, then dtype, registers_per_thread,
 // static_smem_bytes, dynamic_smem_bytes, latency_spread_ms, status, error_message,
-// tilecast_version, config_id.
+// tilecast_version, config_id. Attention and MoE use aiconfigurator's layout instead (the
+// columns of ../shared/llm-kernels/aiconfigurator/*_perf.csv, so that one reader takes both),
+// then Kernels, latency_spread_ms, status, error_message, tilecast_version, config_id.
 std::vector<std::string> collect_header(Family f);
 std::string format_row(Family f, const CollectedRow& r);
 

@@ -39,6 +39,13 @@ DimRange parse_dim(const YAML::Node& n, const std::string& name, const std::stri
     if (r.size() != 2 || r[0] < 1 || r[1] < r[0] || r[1] > kMax)
       throw ConfigError(where + ": expected [lo, hi] with 1 <= lo <= hi <= 2^31");
     d.cells = pow2_cells(r[0], r[1]);
+  } else if (n.IsMap() && n["values"] && n.size() == 1) {
+    auto v = n["values"].as<std::vector<int64_t>>();
+    if (v.empty()) throw ConfigError(where + ".values: empty");
+    for (int64_t x : v) {
+      if (x < 1 || x > kMax) throw ConfigError(where + ".values: each must be in [1, 2^31]");
+      d.cells.emplace_back(x, x);
+    }
   } else if (n.IsMap() && n["edges"] && n.size() == 1) {
     auto e = n["edges"].as<std::vector<int64_t>>();
     if (e.size() < 2) throw ConfigError(where + ".edges: need at least two edges");
@@ -48,7 +55,7 @@ DimRange parse_dim(const YAML::Node& n, const std::string& name, const std::stri
       d.cells.emplace_back(e[i], e[i + 1] - 1);
     }
   } else {
-    throw ConfigError(where + ": expected [lo, hi] or {edges: [...]}");
+    throw ConfigError(where + ": expected [lo, hi], {edges: [...]} or {values: [...]}");
   }
   return d;
 }
@@ -72,6 +79,10 @@ int64_t configs_in(const FamilySweep& f, size_t n_dtypes, const std::string& whe
 std::vector<std::string> dim_names(Family f) {
   if (f == Family::kBmm) return {"b", "m", "n", "k"};
   if (f == Family::kLinear || f == Family::kGemm) return {"m", "n", "k"};
+  // Attention: query heads = kv_heads x group (GQA); decode attends ctx cached tokens.
+  if (f == Family::kAttnPrefill) return {"b", "s", "kv_heads", "group", "head_dim"};
+  if (f == Family::kAttnDecode) return {"b", "ctx", "kv_heads", "group", "head_dim"};
+  if (f == Family::kMoe) return {"t", "h", "f", "topk", "experts"};  // tokens, hidden, expert FFN width
   return {"b", "h"};  // memory_op: b = tokens, h = width
 }
 
@@ -118,12 +129,9 @@ Sweep load_sweep(const std::string& path) {
     try {
       f.family = family_from_string(fname);
     } catch (const ConfigError&) {
-      throw ConfigError(where + ": unknown family (bmm, linear, elementwise, softmax, layernorm, gemm, memory_op)");
+      throw ConfigError(where + ": unknown family (bmm, linear, elementwise, softmax, layernorm, gemm, memory_op, "
+                        "attention_prefill, attention_decode, moe)");
     }
-    if (is_llm_kernel_family(f.family) && f.family != Family::kGemm && f.family != Family::kMemoryOp)
-      throw ConfigError(where + ": the collector does not run " + fname +
-                        " kernels yet (gemm and memory_op it does; attention and MoE data come from "
-                        "../shared/llm-kernels)");
     const YAML::Node n = kv.second;
     if (!n.IsMap()) throw ConfigError(where + ": expected a mapping");
     std::set<std::string> keys = {"samples_per_cell", "ops"};
@@ -143,11 +151,20 @@ Sweep load_sweep(const std::string& path) {
         if (n["ops"]) throw ConfigError(where + ": field 'ops' is for elementwise and memory_op only");
         f.ops = {f.family == Family::kBmm ? OpKind::kBmm : f.family == Family::kLinear ? OpKind::kLinear
                  : f.family == Family::kGemm ? OpKind::kGemm
+                 : f.family == Family::kAttnPrefill ? OpKind::kAttnPrefill
+                 : f.family == Family::kAttnDecode ? OpKind::kAttnDecode
+                 : f.family == Family::kMoe ? OpKind::kMoe
                  : f.family == Family::kSoftmax ? OpKind::kSoftmax : OpKind::kLayerNorm};
       }
       for (const auto& d : dim_names(f.family)) {
-        if (!n[d]) throw ConfigError(where + ": missing range '" + d + "' ([lo, hi] or {edges: [...]})");
+        if (!n[d]) throw ConfigError(where + ": missing range '" + d + "' ([lo, hi], {edges: [...]} or {values: [...]})");
         f.dims.push_back(parse_dim(n[d], d, where + "." + d));
+      }
+      if (f.family == Family::kMoe) {  // every draw must route top-k of at least k experts
+        const int64_t max_topk = f.dims[3].cells.back().second, min_experts = f.dims[4].cells.front().first;
+        if (max_topk > min_experts)
+          throw ConfigError(where + ": topk reaches " + std::to_string(max_topk) + " but experts start at " +
+                            std::to_string(min_experts) + " (top-k must not exceed the experts)");
       }
     } catch (const YAML::Exception&) {
       throw ConfigError(where + ": a field has the wrong type");
@@ -216,6 +233,11 @@ SweepConfig sweep_config(const Sweep& s, int64_t index) {
   if (f.family == Family::kBmm) c.query.b = v[0], c.query.m = v[1], c.query.n = v[2], c.query.k = v[3];
   else if (f.family == Family::kLinear) c.query.b = 1, c.query.m = v[0], c.query.n = v[1], c.query.k = v[2];
   else if (f.family == Family::kGemm) c.query = gemm_q(v[0], v[1], v[2], c.query.dtype), c.query.op = op;
+  else if (f.family == Family::kAttnPrefill)
+    c.query = attention_prefill_q(v[0], v[1], v[2] * v[3], v[2], v[4], c.query.dtype, c.query.dtype);
+  else if (f.family == Family::kAttnDecode)
+    c.query = attention_decode_q(v[0], v[1], v[2] * v[3], v[2], v[4], c.query.dtype, c.query.dtype);
+  else if (f.family == Family::kMoe) c.query = moe_q(v[0], v[1], v[2], v[3], v[4], 1, 1, c.query.dtype);
   else c.query.b = v[0], c.query.h = v[1];
   // RoPE rotates head_dim-wide halves: the width is a whole number of 64-wide heads.
   if (op == OpKind::kRope) c.query.h = std::max<int64_t>(64, (c.query.h + 63) / 64 * 64);

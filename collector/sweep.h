@@ -13,7 +13,8 @@ namespace tilecast::collector {
 
 // A dimension's sampling cells, each [first, last] inclusive. In YAML either
 // `[lo, hi]` (power-of-two cells: [lo, 2^a), [2^a, 2^(a+1)), ..., [2^z, hi]) or
-// `{edges: [e0, e1, ..., en]}` (cells [e_i, e_(i+1) - 1], NeuSight's stratified grid).
+// `{edges: [e0, e1, ..., en]}` (cells [e_i, e_(i+1) - 1], NeuSight's stratified grid), or
+// `{values: [v0, v1, ...]}` (one cell per value, e.g. head_dim 64 and 128).
 struct DimRange {
   std::string name;  // "b", "m", "n", "k", "h"
   std::vector<std::pair<int64_t, int64_t>> cells;
@@ -22,7 +23,8 @@ struct DimRange {
 struct FamilySweep {
   Family family = Family::kBmm;
   std::vector<OpKind> ops;          // elementwise: several; others: one
-  std::vector<DimRange> dims;       // bmm: b,m,n,k; linear: m,n,k; vector: b,h
+  std::vector<DimRange> dims;       // bmm: b,m,n,k; linear, gemm: m,n,k; vector: b,h; attention:
+                                    // b,s|ctx,kv_heads,group,head_dim; moe: t,h,f,topk,experts
   int samples_per_cell = 1;         // points per power-of-two cell (NeuSight: 15 bmm, 50 vec)
 };
 

@@ -74,6 +74,7 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
   const int c_dev = csv.column("device"), c_op = csv.column("op_name"), c_lat = csv.column("latency");
   const int c_dtype = csv.column("gemm_dtype"), c_m = csv.column("m"), c_n = csv.column("n"), c_k = csv.column("k");
   const int c_src = csv.column("kernel_source");
+  const int c_status = csv.column("status");  // `tilecast collect` files: failed configs have no latency
   std::vector<KernelSample> rows;
   std::map<std::string, int64_t> skipped;
   std::vector<std::string> f;
@@ -84,6 +85,7 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
   };
   while (csv.next(f)) {
     const long line = csv.line();
+    if (c_status >= 0 && !f[c_status].empty() && f[c_status] != "ok") continue;
     auto dim = [&](int c, const char* name, int64_t lo) -> int64_t {
       const long long v = parse_int_field(f[c], path, line, name);
       if (v < lo || v > (int64_t{1} << 31))
@@ -132,7 +134,7 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
       DType d;
       const int c_md = col("moe_dtype");
       if (!try_dtype_from_string(f[c_md], &d) || (d != DType::kBf16 && d != DType::kFp16 && d != DType::kFp8 &&
-                                                  d != DType::kFp8Block)) {
+                                                  d != DType::kFp8Block && d != DType::kFp32)) {
         ++skipped[f[c_md]];  // int4_wo, mxfp4, nvfp4: weight-only / FP4 kernels are not modelled
         continue;
       }

@@ -68,8 +68,10 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
     if (!try_parse_routing(a.routing, &alpha))
       throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
                         a.routing + "'");
-    if (dt != DType::kBf16 && dt != DType::kFp16 && dt != DType::kFp8 && dt != DType::kFp8Block)
-      throw ConfigError("--dtype " + dtype + ": fused MoE is modelled in bf16, fp16, fp8 and fp8_block");
+    // fp32: MoE layers collected by `tilecast collect` (the bundled data has none; its
+    // networks clamp the dtype feature to their bf16/fp8 range).
+    if (dt != DType::kBf16 && dt != DType::kFp16 && dt != DType::kFp8 && dt != DType::kFp8Block && dt != DType::kFp32)
+      throw ConfigError("--dtype " + dtype + ": fused MoE is modelled in bf16, fp16, fp8, fp8_block and fp32");
     q = moe_q(q.b, q.h, q.n, q.topk, q.experts, a.moe_tp, a.moe_ep, dt, alpha);
     validate_query(q, "--shape");
   } else if (kind == OpKind::kGemm) {

@@ -323,19 +323,26 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                rows.end());
     // Several kernel libraries measured the same shapes on one GPU (B200 attention: trtllm_mha
     // and Triton; B200 MoE: flashinfer and Triton): train on the one a forecast for that GPU
-    // assumes, chosen from its spec (kernel_library). Attention rows measured more than 1.5x
+    // assumes, chosen from its spec (kernel_library). A GPU with no rows of that library (a
+    // lab's own `tilecast collect` run: eager or SDPA attention, the eager MoE loop) keeps all
+    // of its rows: they are the only measurements of it. Attention rows measured more than 1.5x
     // faster than the dtype's compute roofline cannot have run the attention they describe
     // (e.g. L40S prefill of 16,384 tokens in 0.05 ms, 30x beyond its peak): measurement
     // artefacts, left out of training (forecasts never see the row).
     {
       const auto before = rows.size();
       int64_t other_library = 0, impossible = 0;
+      std::set<std::string> has_spec_library;  // devices with rows of their spec's library
+      for (const auto& s : rows)
+        if (const GpuSpec* g = gpus.find(s.device))
+          if (const char* lib = kernel_library(fam, *g); lib && s.library == lib) has_spec_library.insert(s.device);
       rows.erase(std::remove_if(rows.begin(), rows.end(),
                                 [&](const KernelSample& s) {
                                   const GpuSpec* g = gpus.find(s.device);
                                   if (!g) return false;
                                   const char* lib = kernel_library(fam, *g);
-                                  if (lib && !s.library.empty() && s.library != lib) return ++other_library, true;
+                                  if (lib && !s.library.empty() && s.library != lib && has_spec_library.count(s.device))
+                                    return ++other_library, true;
                                   if (!is_attention(fam)) return false;
                                   const double roof_ms = 1e3 * compute_s(query_flops(s.query), gemm_peak_gflops(*g, s.query.dtype));
                                   if (s.latency_ms * 1.5 < roof_ms) return ++impossible, true;

@@ -78,8 +78,9 @@ diff <(ids "$W/ref") <(ids "$W/merged") || { echo "merged shards differ from the
 "$TC" -q train --data "$W/ref" --out "$W/weights" --epochs 2 > "$W/train.csv"
 grep -q '^softmax,' "$W/train.csv"
 "$TC" predict-kernel --weights "$W/weights" --gpu "$W/ref/gpu.yaml" --op bmm --shape 4,64,64,64 --format json | grep -q latency_ms
-# 7. The LLM-era families: tensor-core GEMM and memory-op runners on the CPU backend (fp32),
-#    trained and forecast like the others; attention is refused in one line.
+# 7. The LLM-era families: tensor-core GEMM, memory-op, attention (prefill, decode) and MoE
+#    runners on the CPU backend (fp32), trained and forecast like the others. Attention and MoE
+#    rows are written in aiconfigurator's layout, the one the bundled LLM data has.
 LLM_SWEEP="$(dirname "$0")/../../configs/sweeps/llm-smoke.yaml"
 "$TC" -q collect --sweep "$LLM_SWEEP" --out "$W/llm" --backend cpu > /dev/null
 head -1 "$W/llm/gemm.csv" | grep -q ',B,M,N,K,dtype,' || { echo "gemm.csv: no B,M,N,K,dtype columns"; exit 1; }
@@ -87,13 +88,27 @@ head -1 "$W/llm/gemm.csv" | grep -q ',B,M,N,K,dtype,' || { echo "gemm.csv: no B,
 for op in rmsnorm silu_mul rope residual_add; do
   [ "$(grep -c "^$op," "$W/llm/memory_op.csv")" = 12 ] || { echo "memory_op.csv: expected 12 $op rows"; exit 1; }
 done
-"$TC" -q train --data "$W/llm" --family gemm memory_op --out "$W/llm_weights" --epochs 2 > /dev/null
+for f in context_attention generation_attention moe; do
+  head -1 "$W/llm/$f.csv" | grep -q '^framework,version,device,op_name,kernel_source,' || { echo "$f.csv: not aiconfigurator's layout"; exit 1; }
+  [ "$(grep -c ",$f,torch_" "$W/llm/$f.csv")" = 16 ] || { echo "$f.csv: expected 16 measured rows"; head -3 "$W/llm/$f.csv"; exit 1; }
+done
+# Decode rows: one query token over step = ctx - 1 cached ones; GQA heads = kv_heads x group.
+awk -F, 'NR > 1 && ($7 != 1 || $8 % $9 != 0) { bad = 1 } END { exit bad }' "$W/llm/generation_attention.csv" \
+  || { echo "generation_attention.csv: isl must be 1 and heads a multiple of kv heads"; exit 1; }
+"$TC" -q train --data "$W/llm" --family gemm memory_op attention_prefill attention_decode moe --out "$W/llm_weights" --epochs 2 > /dev/null
 "$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op gemm --dtype fp32 --shape 64,512,512 --format json \
   | grep -q '"family": "gemm"' || { echo "no gemm forecast from collected data"; exit 1; }
 "$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op rmsnorm --dtype fp32 --shape 64,1024 --format json \
   | grep -q '"model": "physics' || { echo "no memory-op forecast from collected data"; exit 1; }
-printf 'name: x\ndtypes: [bf16]\nfamilies:\n  context_attention:\n    b: [1, 2]\n' > "$W/attn.yaml"
-set +e; "$TC" collect --sweep "$W/attn.yaml" --out "$W/attn" --backend cpu 2> "$W/attn.err"; rc=$?; set -e
-[ "$rc" = 1 ] && grep -q "does not run context_attention kernels yet" "$W/attn.err" && [ "$(wc -l < "$W/attn.err")" = 1 ] \
-  || { cat "$W/attn.err"; echo "attention sweep: expected one error line, exit 1 (got $rc)"; exit 1; }
+"$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op attention_prefill --dtype fp32 --shape 1,128,8,2,64 --format json \
+  | grep -q '"family": "context_attention"' || { echo "no prefill forecast from collected data"; exit 1; }
+"$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op attention_decode --dtype fp32 --shape 4,512,8,2,64 --format json \
+  | grep -q '"family": "generation_attention"' || { echo "no decode forecast from collected data"; exit 1; }
+"$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op moe --dtype fp32 --shape 32,128,128,2,4 --format json \
+  | grep -q '"family": "moe"' || { echo "no moe forecast from collected data"; exit 1; }
+# A MoE sweep whose top-k can exceed its experts is refused in one line.
+printf 'name: x\nfamilies:\n  moe:\n    t: [1, 2]\n    h: {values: [64]}\n    f: {values: [64]}\n    topk: {values: [2, 8]}\n    experts: {values: [4]}\n' > "$W/moe.yaml"
+set +e; "$TC" collect --sweep "$W/moe.yaml" --out "$W/moe" --backend cpu 2> "$W/moe.err"; rc=$?; set -e
+[ "$rc" = 1 ] && grep -q "topk reaches 8 but experts start at 4" "$W/moe.err" && [ "$(wc -l < "$W/moe.err")" = 1 ] \
+  || { cat "$W/moe.err"; echo "moe sweep: expected one error line, exit 1 (got $rc)"; exit 1; }
 echo "collect pipeline OK"

@@ -179,3 +179,102 @@ TEST(DatasetWriter, MergeDropsDuplicates) {
   EXPECT_EQ(merge_datasets({a, b}, out), 3);
   EXPECT_EQ(read_kernel_csv(out + "/elementwise.csv").size(), 3u);
 }
+
+// Attention and MoE sweeps: heads = kv_heads x group, `values` cells, decode over ctx; rows in
+// aiconfigurator's layout read back through the same importer as ../shared/llm-kernels.
+TEST(Sweep, AttentionAndMoeConfigs) {
+  const std::string p = write_tmp("attn_moe.yaml", R"(name: t
+dtypes: [bf16]
+families:
+  attention_decode:
+    samples_per_cell: 3
+    b: [1, 4]
+    ctx: {edges: [100, 200]}
+    kv_heads: {values: [2, 8]}
+    group: {values: [4]}
+    head_dim: {values: [128]}
+  moe:
+    t: {values: [7]}
+    h: {values: [256]}
+    f: {values: [96]}
+    topk: {values: [2]}
+    experts: {values: [8, 16]}
+)");
+  Sweep s = load_sweep(p);
+  // decode: b cells [1,1],[2,3],[4,4] x 1 ctx cell x 2 kv cells x 3 samples = 18; moe: 2.
+  ASSERT_EQ(sweep_size(s), 20);
+  std::set<int64_t> kv_seen;
+  for (int64_t i = 0; i < 18; ++i) {
+    const KernelQuery q = sweep_config(s, i).query;
+    ASSERT_EQ(q.op, OpKind::kAttnDecode);
+    EXPECT_EQ(q.k, q.h * 4) << "heads = kv_heads x group";
+    EXPECT_EQ(q.n, 128);
+    EXPECT_GE(q.ctx, 100);
+    EXPECT_LE(q.ctx, 199);
+    kv_seen.insert(q.h);
+  }
+  EXPECT_EQ(kv_seen, (std::set<int64_t>{2, 8}));
+  const KernelQuery m = sweep_config(s, 18).query;
+  EXPECT_EQ(m.op, OpKind::kMoe);
+  EXPECT_EQ(m.b, 7);
+  EXPECT_EQ(m.topk, 2);
+  EXPECT_EQ(sweep_config(s, 19).query.experts, 16);
+  expect_error<ConfigError>([] {
+    load_sweep(write_tmp("moe_bad.yaml", "families:\n  moe:\n    t: [1, 2]\n    h: {values: [64]}\n    f: {values: [64]}\n"
+                                          "    topk: {values: [2, 8]}\n    experts: {values: [4]}\n"));
+  }, {"moe_bad.yaml", "families.moe", "topk reaches 8 but experts start at 4"});
+  expect_error<ConfigError>([] {
+    load_sweep(write_tmp("vals_bad.yaml", "families:\n  gemm:\n    m: {values: []}\n    n: [1, 2]\n    k: [1, 2]\n"));
+  }, {"vals_bad.yaml", "families.gemm.m.values: empty"});
+}
+
+TEST(DatasetWriter, AttentionAndMoeRowsReadBackAsTheirQueries) {
+  const std::string dir = ::testing::TempDir() + "dw_llm";
+  fs::remove_all(dir);
+  {
+    DatasetWriter w(dir, {Family::kAttnDecode, Family::kAttnPrefill, Family::kMoe}, false);
+    CollectedRow d;
+    d.device = "cpu";
+    d.torch_version = "p1.13.0";
+    d.kernel_source = "torch_eager";
+    d.latency_ms = 0.25;
+    d.dtype = "bf16";
+    d.dims = {3, 300, 32, 8, 128};  // B, CTX, H, KV, D
+    d.config_id = "generation_attention/bf16/3x300x32x8x128";
+    w.append(Family::kAttnDecode, d);
+    CollectedRow p = d;
+    p.dims = {2, 512, 16, 16, 64};  // B, S, H, KV, D
+    p.config_id = "context_attention/bf16/2x512x16x16x64";
+    w.append(Family::kAttnPrefill, p);
+    CollectedRow failed = p;
+    failed.status = "oom";
+    failed.error_message = "CUDA out of memory";
+    failed.config_id = "context_attention/bf16/9x512x16x16x64";
+    w.append(Family::kAttnPrefill, failed);
+    CollectedRow m = d;
+    m.kernel_source = "torch_eager_loop";
+    m.dims = {64, 1024, 512, 2, 8};  // T, H, F, K, E
+    m.config_id = "moe/bf16/64x1024x512x2x8";
+    w.append(Family::kMoe, m);
+  }
+  const auto dec = read_kernel_csv(dir + "/generation_attention.csv");
+  ASSERT_EQ(dec.size(), 1u);
+  const KernelQuery want = attention_decode_q(3, 300, 32, 8, 128, DType::kBf16, DType::kBf16);
+  EXPECT_EQ(dec[0].query.ctx, want.ctx);
+  EXPECT_EQ(dec[0].query.k, 32);
+  EXPECT_EQ(dec[0].query.h, 8);
+  EXPECT_EQ(dec[0].query.n, 128);
+  EXPECT_EQ(dec[0].library, "torch_eager");
+  EXPECT_DOUBLE_EQ(dec[0].latency_ms, 0.25);
+  const auto pre = read_kernel_csv(dir + "/context_attention.csv");
+  ASSERT_EQ(pre.size(), 1u) << "the oom row carries no latency and is skipped";
+  EXPECT_EQ(pre[0].query.m, 512);
+  const auto moe = read_kernel_csv(dir + "/moe.csv");
+  ASSERT_EQ(moe.size(), 1u);
+  EXPECT_EQ(moe[0].query.b, 64);
+  EXPECT_EQ(moe[0].query.h, 1024);
+  EXPECT_EQ(moe[0].query.n, 512);
+  EXPECT_EQ(moe[0].query.topk, 2);
+  EXPECT_EQ(moe[0].query.experts, 8);
+  EXPECT_EQ(moe[0].library, "torch_eager_loop");
+}
