@@ -30,4 +30,5 @@ cat "$OUT/collect/gpu.yaml"
 # The LLM-era runners: BF16/FP16 tensor-core GEMMs and the memory-bound layer ops.
 rm -rf "$OUT/collect-llm"
 time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-gpu.yaml --out "$OUT/collect-llm" --backend cuda
-head -3 "$OUT/collect-llm/gemm.csv" "$OUT/collect-llm/memory_op.csv"
+head -3 "$OUT/collect-llm/gemm.csv" "$OUT/collect-llm/memory_op.csv" "$OUT/collect-llm/context_attention.csv" \
+  "$OUT/collect-llm/generation_attention.csv" "$OUT/collect-llm/moe.csv"
