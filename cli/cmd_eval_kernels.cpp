@@ -14,22 +14,26 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
   po::options_description desc("eval-kernels options");
   std::vector<std::string> data;
   std::string weights, gpu_dir, format, rows_csv;
+  int holdout = 0;
   desc.add_options()("data", po::value(&data)->required()->multitoken(),
                      "NeuSight-format kernel CSV(s); repeat or list several")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "rows-csv", po::value(&rows_csv), "also write per-row forecasts to this CSV")(
+      "holdout-shapes", po::value(&holdout),
+      "score only the rows `train --holdout-shapes PCT` left out (and of the library the GPU's spec implies)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast eval-kernels --data CSV [--data CSV ...] [--weights DIR] [--format table|json|csv]"))
     return 0;
   check_format(format, {"table", "json", "csv"});
+  if (vm.count("holdout-shapes")) check_holdout_percent(holdout);
   if (!rows_csv.empty()) check_output_not_input(rows_csv, data, "--rows-csv");
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
   std::vector<predictor::KernelEvalRow> rows;
-  auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows, g.quiet);
+  auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows, g.quiet, holdout);
   if (!rows_csv.empty()) {
     std::ostringstream out;
     out << "device,op,shape,measured_ms,predicted_ms,roofline_ms\n";

@@ -18,6 +18,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
   int epochs = 0;
   int64_t seed = -1;
   int64_t max_rows = -1;
+  int holdout = 0;
   desc.add_options()("neusight-dir", po::value(&data),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "data", po::value(&collected)->multitoken(),
@@ -35,6 +36,9 @@ int run_train(const Args& args, const GlobalOptions& g) {
       "epochs", po::value(&epochs), "override the configs' epoch count")(
       "seed", po::value(&seed), "override the configs' seed")(
       "max-rows", po::value(&max_rows), "train on a seeded subsample of this many rows")(
+      "holdout-shapes", po::value(&holdout),
+      "leave out PCT % of the shapes (a stable hash of op, shape and dtype; eval-kernels --holdout-shapes PCT "
+      "scores exactly those rows); recorded in the manifest")(
       "config-dir", po::value(&cfg_dir), "predictor configs (default: configs/predictors)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "force", "allow --out onto the bundled weights/ or onto a non-empty folder that is not a weights folder");
@@ -46,7 +50,9 @@ int run_train(const Args& args, const GlobalOptions& g) {
   if (vm.count("seed") && seed < 0) throw ConfigError("--seed: expected >= 0, got " + std::to_string(seed));
   if (vm.count("max-rows") && max_rows < 4)
     throw ConfigError("--max-rows: expected >= 4, got " + std::to_string(max_rows));
+  if (vm.count("holdout-shapes")) check_holdout_percent(holdout);
   trainer::TrainOptions opt;
+  opt.holdout_shapes_pct = holdout;
   opt.force = vm.count("force") > 0;
   opt.neusight_dir = neusight_dir(data);
   opt.llm_dir = llm_kernels_dir(llm_dir);

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/op_graph.h"
+#include "core/units.h"
 
 namespace fs = std::filesystem;
 
@@ -544,6 +545,45 @@ std::vector<std::string> training_files(const std::string& root, Family f, const
       files.push_back(p.string());
     }
   return files;
+}
+
+LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {
+  LibraryFilterCounts n;
+  std::set<std::pair<std::string, Family>> has_spec_library;  // (device, family) with rows of the spec's library
+  for (const auto& s : rows)
+    if (const GpuSpec* g = gpus.find(s.device))
+      if (const char* lib = kernel_library(op_family(s.query.op), *g); lib && s.library == lib)
+        has_spec_library.insert({s.device, op_family(s.query.op)});
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [&](const KernelSample& s) {
+                              const GpuSpec* g = gpus.find(s.device);
+                              if (!g) return false;
+                              const Family fam = op_family(s.query.op);
+                              const char* lib = kernel_library(fam, *g);
+                              if (lib && !s.library.empty() && s.library != lib && has_spec_library.count({s.device, fam}))
+                                return ++n.other_library, true;
+                              if (!is_attention(fam)) return false;
+                              const double roof_ms = 1e3 * compute_s(query_flops(s.query), gemm_peak_gflops(*g, s.query.dtype));
+                              if (s.latency_ms * 1.5 < roof_ms) return ++n.impossible, true;
+                              return false;
+                            }),
+             rows.end());
+  return n;
+}
+
+bool shape_held_out(const KernelQuery& q, int percent) {
+  const std::string key = std::string(op_name(q.op)) + "/" + dtype_name(q.dtype) + "/" + query_shape_string(q);
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return static_cast<int>(h % 100) < percent;
+}
+
+void check_holdout_percent(int percent) {
+  if (percent < 1 || percent > 50)
+    throw ConfigError("--holdout-shapes: expected a percentage in 1..50, got " + std::to_string(percent));
 }
 
 std::string files_hash(const std::vector<std::string>& paths) {

@@ -68,4 +68,21 @@ std::vector<std::string> training_files(const std::string& root, Family f, const
 // 64-bit FNV-1a over the bytes of the files, hex: the data hash in weight manifests.
 std::string files_hash(const std::vector<std::string>& paths);
 
+// Several kernel libraries measured the same shapes on one GPU (B200 attention: trtllm_mha and
+// Triton; B200 MoE: flashinfer and Triton): keeps, per GPU, the rows of the library its spec
+// implies (kernel_library) when it has any, else all of its rows (a lab's own collect run);
+// drops attention rows measured more than 1.5x faster than the dtype's compute roofline
+// (measurement artefacts). Rows of GPUs without a spec are kept. Returns what it removed.
+struct LibraryFilterCounts {
+  int64_t other_library = 0, impossible = 0;
+};
+LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
+
+// Held-out shapes (train --holdout-shapes, eval-kernels --holdout-shapes): a row is held out
+// when a stable hash (FNV-1a) of its op, shape and dtype falls in the lowest `percent` of 100
+// buckets; the same rows in every process, whatever the file order. percent in [0, 100].
+bool shape_held_out(const KernelQuery& q, int percent);
+// ConfigError naming the flag unless 1 <= percent <= 50.
+void check_holdout_percent(int percent);
+
 }  // namespace tilecast

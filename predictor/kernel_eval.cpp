@@ -28,7 +28,8 @@ double ErrorStats::percentile_pct(double p) const {
 }
 
 KernelEvalReport eval_kernels(const std::vector<std::string>& files, const KernelPredictor& predictor,
-                              const GpuRegistry& gpus, std::vector<KernelEvalRow>* rows_out, bool quiet) {
+                              const GpuRegistry& gpus, std::vector<KernelEvalRow>* rows_out, bool quiet,
+                              int holdout_shapes_pct) {
   KernelEvalReport rep;
   auto trained_on = [&](Family f, const GpuSpec& gpu, const std::string& device) {
     const auto& m = predictor.set_for(gpu, f).manifest();
@@ -44,6 +45,12 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
   ProgressBar bar(static_cast<int64_t>(files.size()), "eval-kernels", quiet || files.size() < 2);
   for (const auto& file : files) {
     std::vector<KernelSample> samples = read_kernel_csv(file);
+    if (holdout_shapes_pct > 0) {
+      filter_spec_library(samples, gpus);
+      samples.erase(std::remove_if(samples.begin(), samples.end(),
+                                   [&](const KernelSample& s) { return !shape_held_out(s.query, holdout_shapes_pct); }),
+                    samples.end());
+    }
     // One batched forecast per device.
     std::map<std::string, std::vector<size_t>> by_dev;
     for (size_t i = 0; i < samples.size(); ++i) by_dev[samples[i].device].push_back(i);

@@ -39,9 +39,12 @@ struct KernelEvalRow {
 
 // Reads every CSV, forecasts every row; throws DataError for bad rows or unknown devices.
 // If `rows_out` is non-null, per-row results are appended there.
+// `holdout_shapes_pct` > 0 scores only the rows train --holdout-shapes left out (shape_held_out),
+// of the kernel library the GPU's spec implies (filter_spec_library), as training chose them.
 KernelEvalReport eval_kernels(const std::vector<std::string>& csv_files,
                               const KernelPredictor& predictor, const GpuRegistry& gpus,
-                              std::vector<KernelEvalRow>* rows_out = nullptr, bool quiet = false);
+                              std::vector<KernelEvalRow>* rows_out = nullptr, bool quiet = false,
+                              int holdout_shapes_pct = 0);
 
 std::string eval_report_json(const KernelEvalReport& r);
 std::string eval_report_table(const KernelEvalReport& r);

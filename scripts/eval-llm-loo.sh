@@ -15,25 +15,7 @@ TC=./build/tilecast
 LLM="${TILECAST_LLM_KERNELS_DIR:-../shared/llm-kernels}"
 mkdir -p "$OUT"
 
-# Files holding a GPU's rows of a family.
-files_of() {  # family gpu
-  local fam=$1 gpu=$2
-  case "$gpu" in
-    A100-SXM4-80GB)
-      [ "$fam" != memory_op ] && echo "$LLM/aiconfigurator/$gpu/${fam}_perf.csv"
-      if [ "$fam" = gemm ] || [ "$fam" = memory_op ]; then ls "$LLM"/vidur/a100/*/*/mlp.csv; fi ;;
-    L40S|B200) echo "$LLM/aiconfigurator/$gpu/${fam}_perf.csv" ;;
-    A40) ls "$LLM"/vidur/a40/*/*/mlp.csv ;;
-    "GeForce RTX 4090") ls "$LLM"/llmservingsim/RTX4090/*/*/*/tp*/dense.csv ;;
-  esac
-}
-gpus_of() {  # family
-  case "$1" in
-    gemm) printf '%s\n' A100-SXM4-80GB L40S B200 A40 "GeForce RTX 4090" ;;
-    memory_op) printf '%s\n' A100-SXM4-80GB A40 "GeForce RTX 4090" ;;
-    *) printf '%s\n' A100-SXM4-80GB L40S B200 ;;
-  esac
-}
+. scripts/llm-files.sh  # files_of, gpus_of
 
 for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op}; do
   while IFS= read -r gpu; do
@@ -49,15 +31,6 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
     data=()
     for f in "${files[@]}"; do data+=(--data "$f"); done
     "$TC" -q eval-kernels --weights "$w" "${data[@]}" --format json > "$OUT/$fam-eval-$tag.json"
-    python3 - "$OUT/$fam-eval-$tag.json" "$gpu" "$fam" "$dev" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-gpu, fam, dev = sys.argv[2], sys.argv[3], sys.argv[4]
-ops = {"memory_op": ("rmsnorm", "silu_mul", "rope", "residual_add")}.get(fam, (fam,))
-for k, s in sorted(r["by_op_dtype"].items()):
-    if k.split("/")[0] in ops:
-        print(f"{fam:20s} {gpu:16s} {k:24s} rows {s['rows']:7d}  MAPE {s['mape_pct']:7.2f} %  p50 {s['p50_ape_pct']:6.2f} %  "
-              f"p90 {s['p90_ape_pct']:7.2f} %  roofline {s['roofline_mape_pct']:7.2f} %")
-PY
+    report_lines "$OUT/$fam-eval-$tag.json" "$gpu" "$fam"
   done < <(gpus_of "$fam")
 done

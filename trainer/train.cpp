@@ -166,7 +166,7 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 }
 
 FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::vector<std::string>& exclude_gpus,
-                            const GpuRegistry& gpus, MemoryOpEntry& out) {
+                            const GpuRegistry& gpus, MemoryOpEntry& out, int holdout_shapes_pct) {
   const auto t0 = std::chrono::steady_clock::now();
   if (files.empty()) throw ConfigError("no training data for family memory_op");
   std::map<OpKind, std::vector<MemoryOpRow>> by_op;
@@ -176,6 +176,7 @@ FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::ve
     for (const auto& s : read_kernel_csv(f)) {
       if (op_family(s.query.op) != Family::kMemoryOp) continue;
       if (std::find(exclude_gpus.begin(), exclude_gpus.end(), s.device) != exclude_gpus.end()) continue;
+      if (holdout_shapes_pct > 0 && shape_held_out(s.query, holdout_shapes_pct)) continue;
       const GpuSpec* g = gpus.find(s.device);
       if (!g) throw DataError(where(s.file, s.line) + ": unknown GPU '" + s.device + "' (no spec in configs/gpus/)");
       by_op[s.query.op].push_back({g, query_bytes(s.query), s.latency_ms * 1e-3});
@@ -296,7 +297,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   std::vector<FamilyResult> results;
   for (Family fam : fams) {
     if (fam == Family::kMemoryOp) {  // physics coefficients, no network
-      FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops);
+      FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops, opt.holdout_shapes_pct);
       save_manifest(dir, manifest);
       results.push_back(r);
       continue;
@@ -330,30 +331,20 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // (e.g. L40S prefill of 16,384 tokens in 0.05 ms, 30x beyond its peak): measurement
     // artefacts, left out of training (forecasts never see the row).
     {
-      const auto before = rows.size();
-      int64_t other_library = 0, impossible = 0;
-      std::set<std::string> has_spec_library;  // devices with rows of their spec's library
-      for (const auto& s : rows)
-        if (const GpuSpec* g = gpus.find(s.device))
-          if (const char* lib = kernel_library(fam, *g); lib && s.library == lib) has_spec_library.insert(s.device);
-      rows.erase(std::remove_if(rows.begin(), rows.end(),
-                                [&](const KernelSample& s) {
-                                  const GpuSpec* g = gpus.find(s.device);
-                                  if (!g) return false;
-                                  const char* lib = kernel_library(fam, *g);
-                                  if (lib && !s.library.empty() && s.library != lib && has_spec_library.count(s.device))
-                                    return ++other_library, true;
-                                  if (!is_attention(fam)) return false;
-                                  const double roof_ms = 1e3 * compute_s(query_flops(s.query), gemm_peak_gflops(*g, s.query.dtype));
-                                  if (s.latency_ms * 1.5 < roof_ms) return ++impossible, true;
-                                  return false;
-                                }),
-                 rows.end());
-      if (rows.size() != before) {
-        TC_LOG(Info) << family_name(fam) << ": left out " << other_library
-                     << " rows of another kernel library than the spec's choice and " << impossible
+      const LibraryFilterCounts n = filter_spec_library(rows, gpus);
+      if (n.other_library + n.impossible > 0) {
+        TC_LOG(Info) << family_name(fam) << ": left out " << n.other_library
+                     << " rows of another kernel library than the spec's choice and " << n.impossible
                      << " faster than 1.5x the compute roofline";
       }
+    }
+    if (opt.holdout_shapes_pct > 0) {
+      const auto before = rows.size();
+      rows.erase(std::remove_if(rows.begin(), rows.end(),
+                                [&](const KernelSample& s) { return shape_held_out(s.query, opt.holdout_shapes_pct); }),
+                 rows.end());
+      TC_LOG(Info) << family_name(fam) << ": held out " << before - rows.size() << " rows of "
+                   << opt.holdout_shapes_pct << " % of the shapes (--holdout-shapes)";
     }
     if (!opt.exclude_gpus.empty()) {
       const auto before = rows.size();
@@ -416,6 +407,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       e.training_gpus = training_gpus(opt.vendor);
     }
     e.trained_at = utc_now();
+    e.holdout_shapes_pct = opt.holdout_shapes_pct;
     manifest.families[family_name(fam)] = e;
     save_manifest(dir, manifest);
     TC_LOG(Info) << family_name(fam) << ": best val MAPE " << e.val_mape_pct << "% (mean of "

@@ -43,6 +43,7 @@ struct TrainOptions {
   int epochs = 0;                   // >0 overrides the configs
   int64_t seed = -1;                // >=0 overrides the configs
   int64_t max_rows = -1;            // >=0 overrides the configs
+  int holdout_shapes_pct = 0;       // >0: leave out this share of shapes (shape_held_out)
   bool force = false;               // allow --out onto the bundled weights or a foreign folder
   bool quiet = false;
 };

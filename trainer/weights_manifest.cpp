@@ -94,6 +94,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         e.data_hash = n["data_hash"].as<std::string>();
         for (const auto& g : n["training_gpus"]) e.training_gpus.push_back(g.as<std::string>());
         e.trained_at = n["trained_at"].as<std::string>();
+        if (n["holdout_shapes_pct"]) e.holdout_shapes_pct = n["holdout_shapes_pct"].as<int>();
         if (e.features != feature_names(e.config.family))
           throw ConfigError(path + ": family '" + name + "': feature list differs from this build's schema (retrain)");
         // The recorded architecture must agree with the config the network is rebuilt from.
@@ -182,6 +183,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "data_hash" << YAML::Value << e.data_hash;
     out << YAML::Key << "training_gpus" << YAML::Value << YAML::Flow << e.training_gpus;
     out << YAML::Key << "trained_at" << YAML::Value << e.trained_at;
+    if (e.holdout_shapes_pct > 0) out << YAML::Key << "holdout_shapes_pct" << YAML::Value << e.holdout_shapes_pct;
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

@@ -35,6 +35,7 @@ struct FamilyEntry {
   std::string data_hash;     // FNV-1a of the training CSVs
   std::vector<std::string> training_gpus;
   std::string trained_at;    // ISO-8601 UTC
+  int holdout_shapes_pct = 0;  // train --holdout-shapes: this share of shapes was left out (0: none)
 };
 
 // The memory_op family: physics coefficients per op (no network), fitted by `train`.

@@ -1,0 +1,38 @@
+# Sourced by the LLM-era evaluation scripts (needs $LLM, the llm-kernels root): which files hold
+# a training GPU's rows of a family, and which GPUs each family has.
+#   gemm:                 A100-SXM4-80GB, L40S, B200 (aiconfigurator) + A100, A40 (vidur) + RTX 4090 (LLMServingSim)
+#   context_attention, generation_attention, moe: A100-SXM4-80GB, L40S, B200 (aiconfigurator)
+#   memory_op:            A100, A40 (vidur) + RTX 4090 (LLMServingSim)
+# Files holding a GPU's rows of a family.
+files_of() {  # family gpu
+  local fam=$1 gpu=$2
+  case "$gpu" in
+    A100-SXM4-80GB)
+      [ "$fam" != memory_op ] && echo "$LLM/aiconfigurator/$gpu/${fam}_perf.csv"
+      if [ "$fam" = gemm ] || [ "$fam" = memory_op ]; then ls "$LLM"/vidur/a100/*/*/mlp.csv; fi ;;
+    L40S|B200) echo "$LLM/aiconfigurator/$gpu/${fam}_perf.csv" ;;
+    A40) ls "$LLM"/vidur/a40/*/*/mlp.csv ;;
+    "GeForce RTX 4090") ls "$LLM"/llmservingsim/RTX4090/*/*/*/tp*/dense.csv ;;
+  esac
+}
+gpus_of() {  # family
+  case "$1" in
+    gemm) printf '%s\n' A100-SXM4-80GB L40S B200 A40 "GeForce RTX 4090" ;;
+    memory_op) printf '%s\n' A100-SXM4-80GB A40 "GeForce RTX 4090" ;;
+    *) printf '%s\n' A100-SXM4-80GB L40S B200 ;;
+  esac
+}
+
+# One line per dtype of a family's rows in an eval-kernels JSON report.
+report_lines() {  # json gpu family
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+gpu, fam = sys.argv[2], sys.argv[3]
+ops = {"memory_op": ("rmsnorm", "silu_mul", "rope", "residual_add")}.get(fam, (fam,))
+for k, s in sorted(r["by_op_dtype"].items()):
+    if k.split("/")[0] in ops:
+        print(f"{fam:20s} {gpu:16s} {k:24s} rows {s['rows']:7d}  MAPE {s['mape_pct']:7.2f} %  p50 {s['p50_ape_pct']:6.2f} %  "
+              f"p90 {s['p90_ape_pct']:7.2f} %  roofline {s['roofline_mape_pct']:7.2f} %")
+PY
+}
