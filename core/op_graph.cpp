@@ -1,7 +1,6 @@
 #include "core/op_graph.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "core/error.h"
@@ -173,158 +172,6 @@ class Builder {
   std::string prefix_;
 };
 
-// Self-attention core shared by GPT-2, OPT and BERT: scores, scaling, mask, softmax,
-// dropout, context, head merge. `t` tokens = batch * seq.
-void attention_core(Builder& b, const std::string& p, int64_t batch, int64_t seq, int64_t heads,
-                    int64_t head_dim, OpKind scale_op, bool causal_where, bool mask_add,
-                    bool attn_dropout) {
-  heads /= b.tp();  // heads are split over tensor-parallel ranks
-  const int64_t bh = batch * heads, rows = bh * seq;
-  b.bmm(p + "scores", bh, seq, head_dim, seq);
-  b.eltwise(p + "scale", scale_op, rows, seq);
-  if (causal_where)  // torch.where(causal_mask, w, -inf): reads the bool mask and w, writes w
-    b.mem(p + "causal_mask", 2 * kF32 * double(rows) * seq + double(seq) * seq, 2 * kF32 * double(rows) * seq);
-  if (mask_add) b.eltwise(p + "mask_add", OpKind::kAddU, rows, seq);
-  b.softmax(p + "softmax", rows, seq);
-  if (attn_dropout) b.dropout(p + "attn_dropout", rows, seq);
-  b.bmm(p + "context", bh, seq, seq, head_dim);
-  const double t_h = double(batch) * seq * heads * head_dim;
-  b.mem(p + "merge_heads", 2 * kF32 * t_h, 2 * kF32 * t_h);  // permute(...).contiguous()
-}
-
-void activation(Builder& b, const std::string& p, const std::string& act, int64_t t, int64_t f) {
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
-    // HF NewGELU: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), eight kernels in eager.
-    b.eltwise(p + "gelu.mul", OpKind::kMulU, t, f);
-    b.eltwise(p + "gelu.pow", OpKind::kPowU, t, f);
-    b.eltwise(p + "gelu.mul_1", OpKind::kMulU, t, f);
-    b.eltwise(p + "gelu.add", OpKind::kAdd, t, f);
-    b.eltwise(p + "gelu.mul_2", OpKind::kMulU, t, f);
-    b.eltwise(p + "gelu.tanh", OpKind::kTanh, t, f);
-    b.eltwise(p + "gelu.add_1", OpKind::kAddU, t, f);
-    b.eltwise(p + "gelu.mul_3", OpKind::kMul, t, f);
-  } else if (act == "gelu") {
-    b.eltwise(p + "gelu", OpKind::kGelu, t, f);
-  } else {
-    b.eltwise(p + "relu", OpKind::kRelu, t, f);
-  }
-}
-
-// Attention output shared by GPT-2, OPT and BERT: row-parallel projection, dropout, residual.
-void attention_output(Builder& b, int64_t t, int64_t h, const std::array<const char*, 3>& names) {
-  b.linear_row(names[0], t, h, h);
-  b.dropout(names[1], t, h);
-  b.eltwise(names[2], OpKind::kAdd, t, h, true);
-}
-
-// Feed-forward block shared by GPT-2, OPT and BERT: column-parallel up-projection,
-// activation, row-parallel down-projection, dropout, residual add. `names` =
-// {up, activation prefix, down, dropout, residual}.
-void mlp_block(Builder& b, const ModelConfig& m, int64_t t, const std::array<const char*, 5>& names) {
-  b.linear_col(names[0], t, m.hidden, m.ffn);
-  activation(b, names[1], m.activation, t, m.ffn / b.tp());
-  b.linear_row(names[2], t, m.ffn, m.hidden);
-  b.dropout(names[3], t, m.hidden);
-  b.eltwise(names[4], OpKind::kAdd, t, m.hidden, true);
-}
-
-void build_gpt2(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
-  const int64_t t = batch * seq, h = m.hidden;
-  b.embedding("wte", t, m.vocab, h);
-  b.vocab_parallel_reduce(t, h);
-  b.embedding("wpe", seq, m.max_positions, h);
-  b.eltwise("embed_add", OpKind::kAdd, t, h);
-  b.dropout("embed_dropout", t, h);
-  b.set_count(m.layers);
-  b.set_prefix("h.");
-  b.layernorm("ln_1", t, h);
-  b.linear_col("attn.c_attn", t, h, 3 * h);
-  attention_core(b, "attn.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, true, false, true);
-  attention_output(b, t, h, {"attn.c_proj", "attn.resid_dropout", "residual_1"});
-  b.layernorm("ln_2", t, h);
-  mlp_block(b, m, t, {"mlp.c_fc", "mlp.", "mlp.c_proj", "mlp.dropout", "residual_2"});
-  b.set_count(1);
-  b.set_prefix("");
-  b.layernorm("ln_f", t, h);
-  b.linear_col("lm_head", t, h, m.vocab, false);  // weight tied to wte
-}
-
-void build_opt(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
-  const int64_t t = batch * seq, h = m.hidden;
-  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;
-  b.embedding("embed_tokens", t, m.vocab, e);
-  b.vocab_parallel_reduce(t, e);
-  if (e != h) b.linear("project_in", t, e, h, false);  // OPT-350m: embeddings narrower than the model
-  b.mem("positions", 3 * 8.0 * t, 0);  // attention-mask cumsum -> position ids
-  b.embedding("embed_positions", t, m.max_positions + 2, h);
-  b.eltwise("embed_add", OpKind::kAdd, t, h);
-  b.dropout("embed_dropout", t, h);
-  b.set_count(m.layers);
-  b.set_prefix("layers.");
-  b.layernorm("self_attn_layer_norm", t, h);
-  b.linear_col("self_attn.q_proj", t, h, h);
-  b.linear_col("self_attn.k_proj", t, h, h);
-  b.linear_col("self_attn.v_proj", t, h, h);
-  b.eltwise("self_attn.q_scale", OpKind::kMulU, t, h / b.tp());
-  // Scores, causal mask add, clamp to finfo.min (torch.max), softmax, context.
-  const int64_t bh = batch * (m.heads / b.tp()), rows = bh * seq;
-  b.bmm("self_attn.scores", bh, seq, m.head_dim, seq);
-  b.eltwise("self_attn.mask_add", OpKind::kAdd, rows, seq);
-  b.eltwise("self_attn.mask_max", OpKind::kAddU, rows, seq);
-  b.softmax("self_attn.softmax", rows, seq);
-  b.bmm("self_attn.context", bh, seq, seq, m.head_dim);
-  b.mem("self_attn.merge_heads", 2 * kF32 * double(t) * h / b.tp(), 2 * kF32 * double(t) * h / b.tp());
-  attention_output(b, t, h, {"self_attn.out_proj", "dropout_1", "residual_1"});
-  b.layernorm("final_layer_norm", t, h);
-  mlp_block(b, m, t, {"fc1", "", "fc2", "dropout_2", "residual_2"});
-  b.set_count(1);
-  b.set_prefix("");
-  if (m.final_layer_norm) b.layernorm("final_layer_norm", t, h);
-  if (e != h) b.linear("project_out", t, h, e, false);
-  b.linear_col("lm_head", t, e, m.vocab, false);
-}
-
-void build_bert(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
-  const int64_t t = batch * seq, h = m.hidden;
-  b.embedding("word_embeddings", t, m.vocab, h);
-  b.vocab_parallel_reduce(t, h);
-  b.embedding("token_type_embeddings", t, 2, h);
-  b.embedding("position_embeddings", seq, m.max_positions, h);
-  b.eltwise("embed_add", OpKind::kAdd, t, h);
-  b.eltwise("embed_add_1", OpKind::kAdd, t, h);
-  b.layernorm("embeddings.layer_norm", t, h);
-  b.dropout("embeddings.dropout", t, h);
-  b.set_count(m.layers);
-  b.set_prefix("encoder.layer.");
-  b.linear_col("attention.self.query", t, h, h);
-  b.linear_col("attention.self.key", t, h, h);
-  b.linear_col("attention.self.value", t, h, h);
-  attention_core(b, "attention.self.", batch, seq, m.heads, m.head_dim, OpKind::kDivU, false, true, true);
-  attention_output(b, t, h, {"attention.output.dense", "attention.output.dropout", "attention.output.residual"});
-  b.layernorm("attention.output.layer_norm", t, h);
-  mlp_block(b, m, t, {"intermediate.dense", "intermediate.", "output.dense", "output.dropout", "output.residual"});
-  b.layernorm("output.layer_norm", t, h);
-  b.set_count(1);
-  b.set_prefix("");
-  if (b.training()) {
-    // BertForPreTraining heads: masked-LM transform + decoder, next-sentence pooler.
-    b.linear("cls.predictions.transform.dense", t, h, h);
-    b.eltwise("cls.predictions.transform.gelu", OpKind::kGelu, t, h);
-    b.layernorm("cls.predictions.transform.layer_norm", t, h);
-    b.linear("cls.predictions.decoder", t, h, m.vocab);
-    b.mem("pooler.first_token", 2 * kF32 * double(batch) * h, 2 * kF32 * double(batch) * h);
-    b.linear("pooler.dense", batch, h, h);
-    b.eltwise("pooler.tanh", OpKind::kTanh, batch, h);
-    b.linear("cls.seq_relationship", batch, h, 2);
-  } else {
-    // BertForSequenceClassification: pooler + 2-way classifier.
-    b.mem("pooler.first_token", 2 * kF32 * double(batch) * h, 0);
-    b.linear("pooler.dense", batch, h, h);
-    b.eltwise("pooler.tanh", OpKind::kTanh, batch, h);
-    b.linear("classifier", batch, h, 2);
-  }
-}
-
 // T5-style stack of Switch Transformers. Sparse layers route each token to one of E experts;
 // every expert runs on a fixed buffer of batch * expert_capacity tokens (as in the labels).
 void switch_stack(Builder& b, const ModelConfig& m, const std::string& p, int64_t batch,
@@ -409,36 +256,127 @@ void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) 
   b.linear("lm_head", t, m.hidden, m.vocab, false);
 }
 
-// ---- LLM decoder families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe) -------------
-// One builder, parameterised by the model config's traits (RMSNorm, RoPE, GQA, SwiGLU,
-// q/k norms, MoE routing, tied head) as llama.cpp's llm_build_* are by their hparams; the
-// names of each family's modules are a table entry. Kernels follow Hugging Face's eager
-// implementation in FP32 (the dtype the kernel families model): RMSNorm and SiLU are costed
-// by the layer-norm and GELU kernel models (same memory pattern, one transcendental per
-// element), RoPE as its eager mul/neg/cat/mul/add, GQA's repeat_kv as a copy.
-struct DecoderNames {
+// ---- One transformer builder: GPT-2, OPT, BERT and the LLM decoders ----------------------
+// Each Hugging Face model_type is a row of kArchTable: embeddings (position table, token
+// types, embedding norm), norm placement, fused or separate q/k/v, how scores are scaled and
+// masked, the FFN (activation MLP, SwiGLU, routed experts) and the head, plus the module names
+// its eager implementation launches kernels under (as llama.cpp's llm_build_* are driven by
+// their hparams). The config supplies the sizes, GQA, q/k norms, q/k/v biases, MoE routing and
+// dropout probabilities (p = 0 launches nothing). Kernels follow the eager FP32 implementation:
+// RMSNorm is costed by the layer-norm kernel model, SiLU by the GELU one (same memory pattern,
+// one transcendental per element), RoPE as its eager mul/neg/cat/mul/add, repeat_kv as a copy.
+enum class PosKind { kNone, kTable, kOptOffset, kRotary };
+enum class ScaleKind { kDivScores, kMulScores, kMulQuery };
+enum class MaskKind { kCausalWhere, kPaddingAdd, kCausalAddMax, kCausalAdd };
+enum class FfnKind { kMlp, kSwiGlu };
+enum class HeadKind { kLmHead, kBert };
+
+struct ArchSpec {
   const char* type;
-  const char* ffn;      // dense FFN module prefix
-  const char* router;   // MoE: router linear
-  const char* experts;  // MoE: expert module prefix
-  const char* gate;     // gated FFN projections
-  const char* up;
+  PosKind pos;
+  bool token_types;  // BERT's token-type table
+  bool pre_norm;     // norms before attention and FFN (else after each residual: BERT)
+  bool bias;         // biases on every projection (q/k/v also when the config's qkv_bias)
+  ScaleKind scale;
+  MaskKind mask;
+  FfnKind ffn;
+  HeadKind head;
+  // Module names.
+  const char* model;        // prefix of the embeddings and the final norm
+  const char* tokens;       // token embedding
+  const char* positions;    // position table
+  const char* types;        // token-type table
+  const char* embed_norm;   // "" = none
+  const char* embed_dropout;
+  const char* layers;       // layer prefix
+  const char* attn_norm;
+  const char* qkv;          // fused q/k/v projection; "" = separate q, k, v
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* attn;         // attention-core prefix
+  const char* out_proj;
+  const char* attn_out_dropout;
+  const char* residual_1;
+  const char* ffn_norm;
+  const char* ffn_prefix;   // SwiGLU / MoE module prefix
+  const char* up;           // MLP: up projection; SwiGLU: up_proj (w3)
+  const char* gate;         // SwiGLU: gate_proj (w1)
+  const char* act;          // MLP: activation prefix
   const char* down;
-};
-constexpr DecoderNames kDecoderNames[] = {
-    {"llama", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
-    {"mistral", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
-    {"qwen2", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
-    {"qwen3", "mlp.", "", "", "gate_proj", "up_proj", "down_proj"},
-    {"mixtral", "block_sparse_moe.", "block_sparse_moe.gate", "block_sparse_moe.experts.", "w1", "w3", "w2"},
-    {"qwen3_moe", "mlp.", "mlp.gate", "mlp.experts.", "gate_proj", "up_proj", "down_proj"},
+  const char* ffn_dropout;
+  const char* residual_2;
+  const char* router;       // MoE
+  const char* experts;      // MoE expert prefix
+  const char* final_norm;   // "" = none
 };
 
-// RMSNorm (eager: pow, mean, rsqrt, two muls) costed as one layer-norm-family row kernel.
-void rms_norm(Builder& b, const std::string& name, int64_t rows, int64_t h) { b.layernorm(name, rows, h); }
+constexpr ArchSpec kGpt2Arch = {
+    "gpt2", PosKind::kTable, false, true, true, ScaleKind::kDivScores, MaskKind::kCausalWhere, FfnKind::kMlp,
+    HeadKind::kLmHead, "", "wte", "wpe", "", "", "embed_dropout", "h.", "ln_1", "attn.c_attn", "", "", "", "attn.",
+    "attn.c_proj", "attn.resid_dropout", "residual_1", "ln_2", "", "mlp.c_fc", "", "mlp.", "mlp.c_proj", "mlp.dropout",
+    "residual_2", "", "", "ln_f"};
+constexpr ArchSpec kOptArch = {
+    "opt", PosKind::kOptOffset, false, true, true, ScaleKind::kMulQuery, MaskKind::kCausalAddMax, FfnKind::kMlp,
+    HeadKind::kLmHead, "", "embed_tokens", "embed_positions", "", "", "embed_dropout", "layers.",
+    "self_attn_layer_norm", "", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.",
+    "self_attn.out_proj", "dropout_1", "residual_1", "final_layer_norm", "", "fc1", "", "", "fc2", "dropout_2",
+    "residual_2", "", "", "final_layer_norm"};
+constexpr ArchSpec kBertArch = {
+    "bert", PosKind::kTable, true, false, true, ScaleKind::kDivScores, MaskKind::kPaddingAdd, FfnKind::kMlp,
+    HeadKind::kBert, "", "word_embeddings", "position_embeddings", "token_type_embeddings", "embeddings.layer_norm",
+    "embeddings.dropout", "encoder.layer.", "attention.output.layer_norm", "", "attention.self.query",
+    "attention.self.key", "attention.self.value", "attention.self.", "attention.output.dense",
+    "attention.output.dropout", "attention.output.residual", "output.layer_norm", "", "intermediate.dense", "",
+    "intermediate.", "output.dense", "output.dropout", "output.residual", "", "", ""};
+// The decoder families differ only in their FFN/MoE module names.
+constexpr ArchSpec decoder_arch(const char* type, const char* ffn_prefix, const char* gate, const char* up,
+                                const char* down, const char* router, const char* experts) {
+  return {type, PosKind::kRotary, false, true, false, ScaleKind::kMulScores, MaskKind::kCausalAdd, FfnKind::kSwiGlu,
+          HeadKind::kLmHead, "model.", "embed_tokens", "", "", "", "", "model.layers.", "input_layernorm", "",
+          "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.", "self_attn.o_proj", "",
+          "residual_1", "post_attention_layernorm", ffn_prefix, up, gate, "", down, "", "residual_2", router, experts,
+          "norm"};
+}
+constexpr ArchSpec kArchTable[] = {
+    kGpt2Arch,
+    kOptArch,
+    kBertArch,
+    decoder_arch("llama", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
+    decoder_arch("mistral", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
+    decoder_arch("qwen2", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
+    decoder_arch("qwen3", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
+    decoder_arch("mixtral", "block_sparse_moe.", "w1", "w3", "w2", "block_sparse_moe.gate", "block_sparse_moe.experts."),
+    decoder_arch("qwen3_moe", "mlp.", "gate_proj", "up_proj", "down_proj", "mlp.gate", "mlp.experts."),
+};
+
+const ArchSpec* find_arch(const std::string& model_type) {
+  for (const auto& a : kArchTable)
+    if (model_type == a.type) return &a;
+  return nullptr;
+}
+
+// Activation of the MLP FFN on (t, f).
+void mlp_activation(Builder& b, const std::string& p, const std::string& act, int64_t t, int64_t f) {
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
+    // HF NewGELU: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), eight kernels in eager.
+    b.eltwise(p + "gelu.mul", OpKind::kMulU, t, f);
+    b.eltwise(p + "gelu.pow", OpKind::kPowU, t, f);
+    b.eltwise(p + "gelu.mul_1", OpKind::kMulU, t, f);
+    b.eltwise(p + "gelu.add", OpKind::kAdd, t, f);
+    b.eltwise(p + "gelu.mul_2", OpKind::kMulU, t, f);
+    b.eltwise(p + "gelu.tanh", OpKind::kTanh, t, f);
+    b.eltwise(p + "gelu.add_1", OpKind::kAddU, t, f);
+    b.eltwise(p + "gelu.mul_3", OpKind::kMul, t, f);
+  } else if (act == "gelu") {
+    b.eltwise(p + "gelu", OpKind::kGelu, t, f);
+  } else {
+    b.eltwise(p + "relu", OpKind::kRelu, t, f);
+  }
+}
 
 // Rotary embedding of `heads` heads: q * cos + rotate_half(q) * sin, rotate_half = cat(-x2, x1).
-void rope(Builder& b, const std::string& p, int64_t t, int64_t heads, int64_t head_dim) {
+void rotary_embedding(Builder& b, const std::string& p, int64_t t, int64_t heads, int64_t head_dim) {
   const int64_t rows = t * heads;
   b.eltwise(p + ".mul_cos", OpKind::kMul, rows, head_dim);
   b.eltwise(p + ".neg", OpKind::kMulU, rows, std::max<int64_t>(1, head_dim / 2));
@@ -448,82 +386,148 @@ void rope(Builder& b, const std::string& p, int64_t t, int64_t heads, int64_t he
 }
 
 // SwiGLU on `t` tokens: down(silu(gate(x)) * up(x)). Column/row parallel when `parallel`.
-void swiglu(Builder& b, const std::string& p, const DecoderNames& n, int64_t t, int64_t h, int64_t f,
-            bool parallel) {
+void gated_ffn(Builder& b, const std::string& p, const ArchSpec& a, int64_t t, int64_t h, int64_t f, bool parallel) {
   if (parallel) {
-    b.linear_col(p + n.gate, t, h, f, false);
-    b.linear_col(p + n.up, t, h, f, false);
+    b.linear_col(p + a.gate, t, h, f, false);
+    b.linear_col(p + a.up, t, h, f, false);
   } else {
-    b.linear(p + n.gate, t, h, f, false);
-    b.linear(p + n.up, t, h, f, false);
+    b.linear(p + a.gate, t, h, f, false);
+    b.linear(p + a.up, t, h, f, false);
   }
   const int64_t fl = parallel ? f / b.tp() : f;
   b.eltwise(p + "act_fn", OpKind::kGelu, t, fl);  // SiLU: one transcendental per element
   b.eltwise(p + "mul", OpKind::kMul, t, fl);
-  if (parallel) b.linear_row(p + n.down, t, f, h, false);
-  else b.linear(p + n.down, t, f, h, false);
+  if (parallel) b.linear_row(p + a.down, t, f, h, false);
+  else b.linear(p + a.down, t, f, h, false);
 }
 
-void build_llm_decoder(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
-  const DecoderNames* names = nullptr;
-  for (const auto& n : kDecoderNames)
-    if (m.model_type == n.type) names = &n;
-  TC_CHECK(names != nullptr, "no decoder names for " + m.model_type);
-  const int64_t t = batch * seq, h = m.hidden, hd = m.head_dim;
-  const int64_t heads = m.heads / b.tp(), kv = m.kv_heads / b.tp();
-  b.set_prefix("model.");
-  b.embedding("embed_tokens", t, m.vocab, h);
-  b.vocab_parallel_reduce(t, h);
+// Routed experts (MoE FFN): router, softmax, top-k; every expert then runs on the tokens routed
+// to it (balanced routing: t * k / E each), gathered before and scattered (index_add) after.
+void routed_experts(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t t) {
+  const int64_t h = m.hidden, e = m.num_experts, k = m.experts_per_token;
+  const int64_t per_expert = std::max<int64_t>(1, (t * k + e - 1) / e);
+  const std::string experts = a.experts;
+  b.linear(a.router, t, h, e, false);
+  b.softmax(std::string(a.ffn_prefix) + "routing_softmax", t, e);
+  b.mem(std::string(a.ffn_prefix) + "topk", kF32 * 4.0 * t * e, kF32 * 2.0 * t * e);
+  b.set_count(m.layers * e);
+  b.mem(experts + "gather", 2 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
+  gated_ffn(b, experts, a, per_expert, h, m.moe_ffn, false);
+  b.eltwise(experts + "routing_weight", OpKind::kMul, per_expert, h);
+  b.mem(experts + "index_add", 3 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
   b.set_count(m.layers);
-  b.set_prefix("model.layers.");
-  rms_norm(b, "input_layernorm", t, h);
-  b.linear_col("self_attn.q_proj", t, h, m.heads * hd, m.qkv_bias);
-  b.linear_col("self_attn.k_proj", t, h, m.kv_heads * hd, m.qkv_bias);
-  b.linear_col("self_attn.v_proj", t, h, m.kv_heads * hd, m.qkv_bias);
-  if (m.qk_norm) {
-    rms_norm(b, "self_attn.q_norm", t * heads, hd);
-    rms_norm(b, "self_attn.k_norm", t * kv, hd);
+}
+
+void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq, h = m.hidden, hd = m.head_dim;
+  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;  // OPT-350m: embeddings narrower than the model
+  const int64_t heads = m.heads / b.tp(), kv = m.kv_heads / b.tp();
+  const bool hidden_dropout = m.hidden_dropout > 0, attn_dropout = m.attention_dropout > 0;
+  const std::string attn = a.attn;
+  // Embeddings.
+  b.set_prefix(a.model);
+  b.embedding(a.tokens, t, m.vocab, e);
+  b.vocab_parallel_reduce(t, e);
+  if (e != h) b.linear("project_in", t, e, h, false);
+  int adds = 0;
+  if (a.token_types) b.embedding(a.types, t, 2, h), ++adds;
+  if (a.pos == PosKind::kTable) {
+    b.embedding(a.positions, seq, m.max_positions, h), ++adds;
+  } else if (a.pos == PosKind::kOptOffset) {
+    b.mem("positions", 3 * 8.0 * t, 0);  // attention-mask cumsum -> position ids
+    b.embedding(a.positions, t, m.max_positions + 2, h), ++adds;
   }
-  rope(b, "self_attn.rotary_q", t, heads, hd);
-  rope(b, "self_attn.rotary_k", t, kv, hd);
+  for (int i = 0; i < adds; ++i) b.eltwise(i == 0 ? "embed_add" : "embed_add_" + std::to_string(i), OpKind::kAdd, t, h);
+  if (*a.embed_norm) b.layernorm(a.embed_norm, t, h);
+  if (hidden_dropout) b.dropout(a.embed_dropout, t, h);
+  // Layers.
+  b.set_count(m.layers);
+  b.set_prefix(a.layers);
+  if (a.pre_norm) b.layernorm(a.attn_norm, t, h);
+  if (*a.qkv) {
+    b.linear_col(a.qkv, t, h, 3 * h, a.bias);
+  } else {
+    const bool qkv_bias = a.bias || m.qkv_bias;
+    b.linear_col(a.q, t, h, m.heads * hd, qkv_bias);
+    b.linear_col(a.k, t, h, m.kv_heads * hd, qkv_bias);
+    b.linear_col(a.v, t, h, m.kv_heads * hd, qkv_bias);
+  }
+  if (m.qk_norm) {
+    b.layernorm(attn + "q_norm", t * heads, hd);
+    b.layernorm(attn + "k_norm", t * kv, hd);
+  }
+  if (a.pos == PosKind::kRotary) {
+    rotary_embedding(b, attn + "rotary_q", t, heads, hd);
+    rotary_embedding(b, attn + "rotary_k", t, kv, hd);
+  }
   if (kv < heads) {  // repeat_kv: expand + reshape copies k and v to every query head
     const double bytes = 2 * kF32 * double(t) * heads * hd;
-    b.mem("self_attn.repeat_kv", 2 * bytes, 2 * bytes);
+    b.mem(attn + "repeat_kv", 2 * bytes, 2 * bytes);
   }
+  if (a.scale == ScaleKind::kMulQuery) b.eltwise(attn + "q_scale", OpKind::kMulU, t, heads * hd);
   const int64_t bh = batch * heads, rows = bh * seq;
-  b.bmm("self_attn.scores", bh, seq, hd, seq);
-  b.eltwise("self_attn.scale", OpKind::kMulU, rows, seq);
-  b.eltwise("self_attn.causal_mask", OpKind::kAdd, rows, seq);
-  b.softmax("self_attn.softmax", rows, seq);
-  b.bmm("self_attn.context", bh, seq, seq, hd);
-  const double t_q = double(t) * heads * hd;
-  b.mem("self_attn.merge_heads", 2 * kF32 * t_q, 2 * kF32 * t_q);
-  b.linear_row("self_attn.o_proj", t, m.heads * hd, h, false);
-  b.eltwise("residual_1", OpKind::kAdd, t, h, true);
-  rms_norm(b, "post_attention_layernorm", t, h);
-  if (m.num_experts == 0) {
-    swiglu(b, names->ffn, *names, t, h, m.ffn, true);
-  } else {
-    // Router, softmax, top-k; every expert then runs on the tokens routed to it (balanced
-    // routing: t * k / E each), gathered before and scattered (index_add) after.
-    const int64_t e = m.num_experts, k = m.experts_per_token;
-    const int64_t per_expert = std::max<int64_t>(1, (t * k + e - 1) / e);
-    b.linear(names->router, t, h, e, false);
-    b.softmax(std::string(names->ffn) + "routing_softmax", t, e);
-    b.mem(std::string(names->ffn) + "topk", kF32 * 4.0 * t * e, kF32 * 2.0 * t * e);
-    b.set_count(m.layers * e);
-    b.mem(std::string(names->experts) + "gather", 2 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
-    swiglu(b, names->experts, *names, per_expert, h, m.moe_ffn, false);
-    b.eltwise(std::string(names->experts) + "routing_weight", OpKind::kMul, per_expert, h);
-    b.mem(std::string(names->experts) + "index_add", 3 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
-    b.set_count(m.layers);
+  b.bmm(attn + "scores", bh, seq, hd, seq);
+  if (a.scale != ScaleKind::kMulQuery)
+    b.eltwise(attn + "scale", a.scale == ScaleKind::kDivScores ? OpKind::kDivU : OpKind::kMulU, rows, seq);
+  switch (a.mask) {
+    case MaskKind::kCausalWhere:  // torch.where(causal_mask, w, -inf): reads the bool mask and w, writes w
+      b.mem(attn + "causal_mask", 2 * kF32 * double(rows) * seq + double(seq) * seq, 2 * kF32 * double(rows) * seq);
+      break;
+    case MaskKind::kPaddingAdd: b.eltwise(attn + "mask_add", OpKind::kAddU, rows, seq); break;
+    case MaskKind::kCausalAddMax:  // mask add, then clamp to finfo.min (torch.max)
+      b.eltwise(attn + "mask_add", OpKind::kAdd, rows, seq);
+      b.eltwise(attn + "mask_max", OpKind::kAddU, rows, seq);
+      break;
+    case MaskKind::kCausalAdd: b.eltwise(attn + "causal_mask", OpKind::kAdd, rows, seq); break;
   }
-  b.eltwise("residual_2", OpKind::kAdd, t, h, true);
+  b.softmax(attn + "softmax", rows, seq);
+  if (attn_dropout) b.dropout(attn + "attn_dropout", rows, seq);
+  b.bmm(attn + "context", bh, seq, seq, hd);
+  const double t_q = double(t) * heads * hd;
+  b.mem(attn + "merge_heads", 2 * kF32 * t_q, 2 * kF32 * t_q);  // permute(...).contiguous()
+  b.linear_row(a.out_proj, t, m.heads * hd, h, a.bias);
+  if (hidden_dropout) b.dropout(a.attn_out_dropout, t, h);
+  b.eltwise(a.residual_1, OpKind::kAdd, t, h, true);
+  if (!a.pre_norm) b.layernorm(a.attn_norm, t, h);
+  // Feed-forward.
+  if (a.pre_norm) b.layernorm(a.ffn_norm, t, h);
+  if (m.num_experts > 0) {
+    routed_experts(b, a, m, t);
+  } else if (a.ffn == FfnKind::kSwiGlu) {
+    gated_ffn(b, a.ffn_prefix, a, t, h, m.ffn, true);
+  } else {
+    b.linear_col(a.up, t, h, m.ffn, a.bias);
+    mlp_activation(b, a.act, m.activation, t, m.ffn / b.tp());
+    b.linear_row(a.down, t, m.ffn, h, a.bias);
+  }
+  if (hidden_dropout) b.dropout(a.ffn_dropout, t, h);
+  b.eltwise(a.residual_2, OpKind::kAdd, t, h, true);
+  if (!a.pre_norm) b.layernorm(a.ffn_norm, t, h);
+  // Final norm and head.
   b.set_count(1);
-  b.set_prefix("model.");
-  rms_norm(b, "norm", t, h);
+  b.set_prefix(a.model);
+  if (*a.final_norm && m.final_layer_norm) b.layernorm(a.final_norm, t, h);
   b.set_prefix("");
-  b.linear_col("lm_head", t, h, m.vocab, false);
+  if (e != h) b.linear("project_out", t, h, e, false);
+  if (a.head == HeadKind::kLmHead) {
+    b.linear_col("lm_head", t, e, m.vocab, false);  // weight tied to the token embedding
+  } else if (b.training()) {
+    // BertForPreTraining heads: masked-LM transform + decoder, next-sentence pooler.
+    b.linear("cls.predictions.transform.dense", t, h, h);
+    b.eltwise("cls.predictions.transform.gelu", OpKind::kGelu, t, h);
+    b.layernorm("cls.predictions.transform.layer_norm", t, h);
+    b.linear("cls.predictions.decoder", t, h, m.vocab);
+    b.mem("pooler.first_token", 2 * kF32 * double(batch) * h, 2 * kF32 * double(batch) * h);
+    b.linear("pooler.dense", batch, h, h);
+    b.eltwise("pooler.tanh", OpKind::kTanh, batch, h);
+    b.linear("cls.seq_relationship", batch, h, 2);
+  } else {
+    // BertForSequenceClassification: pooler + 2-way classifier.
+    b.mem("pooler.first_token", 2 * kF32 * double(batch) * h, 0);
+    b.linear("pooler.dense", batch, h, h);
+    b.eltwise("pooler.tanh", OpKind::kTanh, batch, h);
+    b.linear("classifier", batch, h, 2);
+  }
 }
 
 }  // namespace
@@ -566,11 +570,8 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   g.parameters = model_parameters(m);
   Builder b(g);
   const int64_t mb = g.micro_batch;
-  if (m.model_type == "gpt2") build_gpt2(b, m, mb, seq);
-  else if (m.model_type == "opt") build_opt(b, m, mb, seq);
-  else if (m.model_type == "bert") build_bert(b, m, mb, seq);
-  else if (m.model_type == "switch_transformers") build_switch(b, m, mb, seq);
-  else if (is_llm_family(m.model_type)) build_llm_decoder(b, m, mb, seq);
+  if (m.model_type == "switch_transformers") build_switch(b, m, mb, seq);
+  else if (const ArchSpec* a = find_arch(m.model_type)) build_transformer(b, *a, m, mb, seq);
   else throw ConfigError("unsupported model_type '" + m.model_type + "'");
   // Training: gradients of tied weights (GPT-2/OPT lm_head = wte) accumulate twice; the
   // second AccumulateGrad is already on the lm_head Linear, whose own weight is that table.

@@ -112,6 +112,29 @@ TEST(OpGraph, Gpt2LayerShapesAndCounts) {
   expect_error<ConfigError>([&] { build_op_graph(m, 0, 16, Mode::kInference); }, {"--batch"});
 }
 
+// Dropout follows the config: GPT-2 training launches embed, attention-probability, residual
+// and MLP dropouts (1 + 3 x 36 layers); with p = 0 (PyTorch returns the input) none, and the
+// rest of the graph is the same. OPT's attention_dropout 0.0 has no attention dropout.
+TEST(OpGraph, DropoutFollowsTheConfig) {
+  ModelConfig m = load_model_config("gpt2-large", models_dir());
+  auto dropouts = [](const OpGraph& g) {
+    int64_t n = 0;
+    for (const auto& op : g.ops)
+      if (op.kind == "dropout") n += op.count;
+    return n;
+  };
+  const OpGraph with = build_op_graph(m, 2, 128, Mode::kTraining);
+  EXPECT_EQ(dropouts(with), 1 + 3 * 36);
+  m.hidden_dropout = 0;
+  m.attention_dropout = 0;
+  const OpGraph without = build_op_graph(m, 2, 128, Mode::kTraining);
+  EXPECT_EQ(dropouts(without), 0);
+  EXPECT_EQ(with.ops.size(), without.ops.size() + 4);  // four dropout operators, none else
+  ModelConfig opt = load_model_config("opt-1.3b", models_dir());
+  for (const auto& op : build_op_graph(opt, 2, 128, Mode::kTraining).ops)
+    EXPECT_EQ(op.name.find("attn_dropout"), std::string::npos) << op.name;
+}
+
 TEST(OpGraph, OptWithEmbeddingProjection) {
   // OPT-350m style: 512-wide embeddings projected to a 1024-wide model, post-LN (no final LN).
   std::string p = ::testing::TempDir() + "opt350.json";
