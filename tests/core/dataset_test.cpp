@@ -292,3 +292,27 @@ TEST(Dataset, ReadsAiconfiguratorMoeRows) {
                       "SGLang,0.5,NVIDIA L40S,moe,x,bfloat16,48,2816,704,8,128,1,1,zipf,2.25\n";
   expect_error<DataError>([&] { read_kernel_csv(p); }, {"aic_moe.csv:2", "distribution", "zipf"});
 }
+
+// Held-out shapes: a stable hash, so the same rows in every process; about PCT % of distinct
+// shapes; smaller percentages hold out subsets of larger ones; bad percentages are one line.
+TEST(KernelDataset, HeldOutShapesAreStableNestedAndSized) {
+  int64_t n5 = 0, n10 = 0, total = 0;
+  for (int64_t m = 1; m <= 60; ++m)
+    for (int64_t n = 64; n <= 64 * 50; n += 64) {
+      const KernelQuery q = gemm_q(m, n, 4096, DType::kBf16);
+      const bool h5 = shape_held_out(q, 5), h10 = shape_held_out(q, 10);
+      EXPECT_EQ(h10, shape_held_out(gemm_q(m, n, 4096, DType::kBf16), 10));
+      if (h5) EXPECT_TRUE(h10) << m << "x" << n;
+      n5 += h5, n10 += h10, ++total;
+    }
+  EXPECT_EQ(total, 3000);
+  EXPECT_NEAR(double(n10) / total, 0.10, 0.02);
+  EXPECT_NEAR(double(n5) / total, 0.05, 0.015);
+  // The dtype is part of the shape's identity.
+  int differ = 0;
+  for (int64_t m = 1; m <= 200; ++m)
+    differ += shape_held_out(gemm_q(m, 512, 512, DType::kBf16), 10) != shape_held_out(gemm_q(m, 512, 512, DType::kFp8), 10);
+  EXPECT_GT(differ, 0);
+  expect_error<ConfigError>([] { check_holdout_percent(0); }, {"--holdout-shapes", "1..50", "got 0"});
+  expect_error<ConfigError>([] { check_holdout_percent(60); }, {"--holdout-shapes", "got 60"});
+}
