@@ -159,8 +159,11 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       PreparedKernel p = featurize(q, gpu, tiles, xp + j * nf);
       KernelPrediction& r = out[idx[j]];
       r.launch = p.launch;
-      r.base_ms = s_to_ms(p.bounds.base_s);
-      r.bound = p.bounds.compute_s >= p.bounds.memory_s ? "compute" : "memory";
+      // The family's fitted per-launch floor, when it has one (launch_floor in its config).
+      r.base_ms = std::max(s_to_ms(p.bounds.base_s), entry ? entry->launch_floor_us * 1e-3 : 0.0);
+      r.bound = entry && entry->launch_floor_us * 1e-3 > s_to_ms(p.bounds.base_s) ? "launch"
+                : p.bounds.compute_s >= p.bounds.memory_s                        ? "compute"
+                                                                                 : "memory";
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).

@@ -24,7 +24,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
-      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble"};
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor"};
   reject_unknown_keys(root, known, path);
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
@@ -42,6 +42,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["seed"]) c.seed = field<uint64_t>(root["seed"], "seed", path);
   if (root["max_rows"]) c.max_rows = field<int64_t>(root["max_rows"], "max_rows", path);
   if (root["ensemble"]) c.ensemble = field<int>(root["ensemble"], "ensemble", path);
+  if (root["launch_floor"]) c.launch_floor = field<bool>(root["launch_floor"], "launch_floor", path);
   range(c.num_layers, 2, 64, "num_layers", path);
   range(c.hidden_size, 1, 8192, "hidden_size", path);
   range(c.lr, 1e-9, 1.0, "lr", path);
@@ -73,6 +74,7 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   out << YAML::Key << "seed" << YAML::Value << c.seed;
   out << YAML::Key << "max_rows" << YAML::Value << c.max_rows;
   out << YAML::Key << "ensemble" << YAML::Value << c.ensemble;
+  if (c.launch_floor) out << YAML::Key << "launch_floor" << YAML::Value << true;
   out << YAML::EndMap;
   return out.c_str();
 }

@@ -21,6 +21,9 @@ struct PredictorConfig {
   uint64_t seed = 0;
   int64_t max_rows = 0;       // 0 = all rows; else a seeded subsample (for smoke runs)
   int ensemble = 1;           // members trained with seeds seed, seed+1, ...; forecasts average log-latency
+  // Latency = max(bound, floor) x exp(o), the floor fitted by `train` from the training rows
+  // (launch_floor_us below) instead of 0: a per-launch floor the network need not learn.
+  bool launch_floor = false;
   std::string origin;
 };
 

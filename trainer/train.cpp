@@ -75,9 +75,25 @@ std::string utc_now() {
 
 }  // namespace
 
+double fit_launch_floor_ms(const std::vector<KernelSample>& rows) {
+  std::map<std::string, std::vector<double>> by_gpu;
+  for (const auto& s : rows) by_gpu[s.device].push_back(s.latency_ms);
+  std::vector<double> p1;
+  for (auto& kv : by_gpu) {
+    auto& v = kv.second;
+    const size_t k = static_cast<size_t>(0.01 * double(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+    p1.push_back(v[k]);
+  }
+  if (p1.empty()) return 0;
+  std::sort(p1.begin(), p1.end());
+  const size_t m = p1.size();
+  return m % 2 ? p1[m / 2] : 0.5 * (p1[m / 2 - 1] + p1[m / 2]);
+}
+
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
                           const TileTable& tiles, const GpuRegistry& gpus,
-                          const std::string& out_file, bool quiet) {
+                          const std::string& out_file, bool quiet, double floor_ms) {
   const auto t0 = std::chrono::steady_clock::now();
   FamilyResult r;
   r.family = cfg.family;
@@ -98,6 +114,10 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   std::vector<int64_t> val_idx(idx.begin(), idx.begin() + n_val), train_idx(idx.begin() + n_val, idx.end());
   Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus);
   Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus);
+  if (floor_ms > 0) {
+    tr.base_ms = tr.base_ms.clamp_min(static_cast<float>(floor_ms));
+    va.base_ms = va.base_ms.clamp_min(static_cast<float>(floor_ms));
+  }
   r.rows_train = tr.x.size(0);
   r.rows_val = va.x.size(0);
 
@@ -368,13 +388,17 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     FamilyEntry e;
     FamilyResult r;
     double seconds = 0;
+    // One floor for every member: fitted on the family's rows of the training GPUs.
+    const double floor_ms = cfg.launch_floor ? fit_launch_floor_ms(rows) : 0;
+    if (cfg.launch_floor) TC_LOG(Info) << family_name(fam) << ": launch floor " << floor_ms * 1e3 << " us";
+    e.launch_floor_us = floor_ms * 1e3;
     for (int member = 0; member < cfg.ensemble; ++member) {
       // Members differ only in seed: initialisation, shuffling and validation split.
       PredictorConfig mc = cfg;
       mc.seed = cfg.seed + static_cast<uint64_t>(member);
       const std::string file = std::string(family_name(fam)) + (member ? ".s" + std::to_string(member) : "") + ".pt";
       const std::string path = (fs::path(dir) / file).string();
-      r = train_family(mc, rows, tiles, gpus, path, opt.quiet);
+      r = train_family(mc, rows, tiles, gpus, path, opt.quiet, floor_ms);
       seconds += r.seconds;
       if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
       add_member(e, dir, file, net_file_for(file), r.layer_widths);

@@ -27,9 +27,14 @@ struct FamilyResult {
 // Trains one family on `samples` (all must belong to `cfg.family` and to GPUs in `gpus`),
 // writes the best checkpoint to `out_file` (atomically, whenever validation improves).
 // Tiles come from `tiles`, exactly as at forecast time.
+// `floor_ms` > 0: latency = max(bound, floor_ms) x exp(o) (PredictorConfig::launch_floor).
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& samples,
                           const TileTable& tiles, const GpuRegistry& gpus,
-                          const std::string& out_file, bool quiet = false);
+                          const std::string& out_file, bool quiet = false, double floor_ms = 0);
+
+// The per-launch floor of a family's rows: for each GPU the 1st percentile of its measured
+// latencies (a robust minimum), then the median over GPUs; ms.
+double fit_launch_floor_ms(const std::vector<KernelSample>& rows);
 
 struct TrainOptions {
   std::string neusight_dir;         // data root (NeuSight's training GPUs), when data_dirs is empty

@@ -85,6 +85,12 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         e.config.seed = c["seed"].as<uint64_t>();
         e.config.max_rows = c["max_rows"].as<int64_t>();
         e.config.ensemble = c["ensemble"].as<int>();
+        if (c["launch_floor"]) e.config.launch_floor = c["launch_floor"].as<bool>();
+        if (n["launch_floor_us"]) {
+          e.launch_floor_us = n["launch_floor_us"].as<double>();
+          if (!(e.launch_floor_us >= 0 && e.launch_floor_us < 1e6))
+            throw ConfigError(path + ": family '" + name + "': launch_floor_us out of range [0, 1e6)");
+        }
         e.rows_train = n["rows_train"].as<int64_t>();
         e.rows_val = n["rows_val"].as<int64_t>();
         e.val_mape_pct = n["val_mape_pct"].as<double>();
@@ -184,6 +190,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "training_gpus" << YAML::Value << YAML::Flow << e.training_gpus;
     out << YAML::Key << "trained_at" << YAML::Value << e.trained_at;
     if (e.holdout_shapes_pct > 0) out << YAML::Key << "holdout_shapes_pct" << YAML::Value << e.holdout_shapes_pct;
+    if (e.launch_floor_us > 0) out << YAML::Key << "launch_floor_us" << YAML::Value << e.launch_floor_us;
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

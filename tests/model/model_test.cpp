@@ -64,7 +64,7 @@ trainer::PredictorConfig tiny_config(Family f) {
 }
 
 // Writes a complete weights folder with a tiny elementwise model.
-std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* result = nullptr) {
+std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* result = nullptr, double floor_ms = 0) {
   std::string dir = ::testing::TempDir() + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -72,7 +72,9 @@ std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* res
   tiles.add_samples(read_kernel_csv(data_path("bmm_small.csv")));
   tiles.save(dir + "/tiles.csv");
   auto cfg = tiny_config(Family::kElementwise);
-  auto r = trainer::train_family(cfg, synthetic_rows(150, 7), tiles, registry(), dir + "/elementwise.pt", true);
+  cfg.launch_floor = floor_ms > 0;
+  auto r = trainer::train_family(cfg, synthetic_rows(150, 7), tiles, registry(), dir + "/elementwise.pt", true,
+                                 floor_ms);
   if (result) *result = r;
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
@@ -81,12 +83,47 @@ std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* res
   e.features = feature_names(Family::kElementwise);
   e.config = cfg;
   e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
+  e.launch_floor_us = floor_ms * 1e3;
   m.families["elementwise"] = e;
   trainer::save_manifest(dir, m);
   return dir;
 }
 
 }  // namespace
+
+// The launch floor: fitted as the median over GPUs of each GPU's 1st-percentile latency (the
+// synthetic rows are 5 us + bytes at 80 % of DRAM bandwidth, so it lies just above 5 us);
+// forecasts of kernels whose bound is below it start from the floor and say "launch".
+TEST(LaunchFloor, FittedFromTheRowsAndAppliedToForecasts) {
+  const auto rows = synthetic_rows(150, 7);
+  const double floor_ms = trainer::fit_launch_floor_ms(rows);
+  EXPECT_GE(floor_ms, 0.005);
+  EXPECT_LT(floor_ms, 0.0052);
+  // Two GPUs whose 1st percentiles are 1 and 5 ms: the median of the two is 3.
+  std::vector<KernelSample> two;
+  for (int i = 0; i < 100; ++i) {
+    KernelSample a, b;
+    a.device = "A", a.latency_ms = 1 + i;
+    b.device = "B", b.latency_ms = 5 + i;
+    two.push_back(a), two.push_back(b);
+  }
+  EXPECT_DOUBLE_EQ(trainer::fit_launch_floor_ms(two), 3.0);
+  trainer::FamilyResult r;
+  const std::string dir = tiny_weights_dir("floor_weights", &r, floor_ms);
+  EXPECT_LT(r.val_mape_pct, 30.0);
+  predictor::KernelPredictor p(dir);
+  const auto tiny = p.predict(std::vector<KernelQuery>{vec_q(OpKind::kAdd, 16, 16)}, *registry().find("Tesla T4"));
+  EXPECT_EQ(tiny[0].bound, "launch");
+  EXPECT_DOUBLE_EQ(tiny[0].base_ms, floor_ms);
+  EXPECT_GT(tiny[0].latency_ms, 0.5 * floor_ms);
+  const auto big = p.predict(std::vector<KernelQuery>{vec_q(OpKind::kAdd, 1 << 14, 1 << 12)}, *registry().find("Tesla T4"));
+  EXPECT_EQ(big[0].bound, "memory");
+  EXPECT_GT(big[0].base_ms, floor_ms);
+  // The manifest keeps the floor and the config flag.
+  const auto m = trainer::load_manifest(dir);
+  EXPECT_NEAR(m.families.at("elementwise").launch_floor_us, floor_ms * 1e3, 1e-9);
+  EXPECT_TRUE(m.families.at("elementwise").config.launch_floor);
+}
 
 TEST(Mlp, ShapesAndNormalizer) {
   trainer::Mlp m(4, 16, 8);
