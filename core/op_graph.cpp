@@ -172,89 +172,6 @@ class Builder {
   std::string prefix_;
 };
 
-// T5-style stack of Switch Transformers. Sparse layers route each token to one of E experts;
-// every expert runs on a fixed buffer of batch * expert_capacity tokens (as in the labels).
-void switch_stack(Builder& b, const ModelConfig& m, const std::string& p, int64_t batch,
-                  int64_t seq, int64_t enc_seq, int64_t layers, int64_t sparse_step, bool decoder) {
-  const int64_t t = batch * seq, h = m.hidden, inner = m.heads * m.head_dim;
-  const int64_t sparse = sparse_step > 0 ? layers / sparse_step : 0;
-  const int64_t dense = layers - sparse;
-  const int64_t bh = batch * m.heads;
-  b.set_prefix(p);
-  b.mem("relative_position_bias", kF32 * 2.0 * m.heads * seq * seq, 0);
-  for (int kind = 0; kind < 2; ++kind) {  // 0: dense layers, 1: sparse layers
-    const int64_t count = kind == 0 ? dense : sparse;
-    if (count == 0) continue;
-    b.set_count(count);
-    b.set_prefix(p + (kind == 0 ? "dense_layer." : "sparse_layer."));
-    // Self-attention (T5 RMS norm costed as a layer norm; no biases; unscaled scores).
-    b.layernorm("self_attn_norm", t, h);
-    b.linear("self_attn.q", t, h, inner, false);
-    b.linear("self_attn.k", t, h, inner, false);
-    b.linear("self_attn.v", t, h, inner, false);
-    b.bmm("self_attn.scores", bh, seq, m.head_dim, seq);
-    b.eltwise("self_attn.position_bias", OpKind::kAdd, bh * seq, seq);
-    b.softmax("self_attn.softmax", bh * seq, seq);
-    b.dropout("self_attn.dropout", bh * seq, seq);
-    b.bmm("self_attn.context", bh, seq, seq, m.head_dim);
-    b.mem("self_attn.merge_heads", 2 * kF32 * double(t) * inner, 2 * kF32 * double(t) * inner);
-    b.linear("self_attn.o", t, inner, h, false);
-    b.dropout("self_attn.out_dropout", t, h);
-    b.eltwise("self_attn.residual", OpKind::kAdd, t, h, true);
-    if (decoder) {
-      b.layernorm("cross_attn_norm", t, h);
-      b.linear("cross_attn.q", t, h, inner, false);
-      b.linear("cross_attn.k", batch * enc_seq, h, inner, false);
-      b.linear("cross_attn.v", batch * enc_seq, h, inner, false);
-      b.bmm("cross_attn.scores", bh, seq, m.head_dim, enc_seq);
-      b.softmax("cross_attn.softmax", bh * seq, enc_seq);
-      b.dropout("cross_attn.dropout", bh * seq, enc_seq);
-      b.bmm("cross_attn.context", bh, seq, enc_seq, m.head_dim);
-      b.mem("cross_attn.merge_heads", 2 * kF32 * double(t) * inner, 2 * kF32 * double(t) * inner);
-      b.linear("cross_attn.o", t, inner, h, false);
-      b.dropout("cross_attn.out_dropout", t, h);
-      b.eltwise("cross_attn.residual", OpKind::kAdd, t, h, true);
-    }
-    b.layernorm("ff_norm", t, h);
-    if (kind == 0) {
-      b.linear("ff.wi", t, h, m.ffn, false);
-      b.eltwise("ff.relu", OpKind::kRelu, t, m.ffn);
-      b.dropout("ff.dropout", t, m.ffn);
-      b.linear("ff.wo", t, m.ffn, h, false);
-    } else {
-      const int64_t cap_tokens = batch * m.expert_capacity;
-      b.linear("moe.router", t, h, m.num_experts, false);
-      b.softmax("moe.router_softmax", t, m.num_experts);
-      b.mem("moe.routing", kF32 * 6.0 * t * m.num_experts, kF32 * 2.0 * t * m.num_experts);
-      b.set_count(count * m.num_experts);
-      b.mem("moe.expert_gather", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
-      b.linear("moe.expert.wi", cap_tokens, h, m.ffn, false);
-      b.eltwise("moe.expert.relu", OpKind::kRelu, cap_tokens, m.ffn);
-      b.dropout("moe.expert.dropout", cap_tokens, m.ffn);
-      b.linear("moe.expert.wo", cap_tokens, m.ffn, h, false);
-      b.mem("moe.expert_scatter", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
-      b.set_count(count);
-      b.eltwise("moe.scale_by_router_prob", OpKind::kMul, t, h);
-    }
-    b.dropout("ff.out_dropout", t, h);
-    b.eltwise("ff.residual", OpKind::kAdd, t, h, true);
-  }
-  b.set_count(1);
-  b.set_prefix(p);
-  b.layernorm("final_layer_norm", t, h);
-}
-
-void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
-  const int64_t t = batch * seq;
-  b.embedding("shared_embedding.encoder", t, m.vocab, m.hidden);
-  switch_stack(b, m, "encoder.", batch, seq, seq, m.layers, m.encoder_sparse_step, false);
-  b.set_prefix("");
-  b.embedding("shared_embedding.decoder", t, m.vocab, m.hidden);
-  switch_stack(b, m, "decoder.", batch, seq, seq, m.decoder_layers, m.decoder_sparse_step, true);
-  b.set_prefix("");
-  b.eltwise("lm_head.scale", OpKind::kMulU, t, m.hidden);
-  b.linear("lm_head", t, m.hidden, m.vocab, false);
-}
 
 // ---- One transformer builder: GPT-2, OPT, BERT and the LLM decoders ----------------------
 // Each Hugging Face model_type is a row of kArchTable: embeddings (position table, token
@@ -266,8 +183,8 @@ void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) 
 // RMSNorm is costed by the layer-norm kernel model, SiLU by the GELU one (same memory pattern,
 // one transcendental per element), RoPE as its eager mul/neg/cat/mul/add, repeat_kv as a copy.
 enum class PosKind { kNone, kTable, kOptOffset, kRotary };
-enum class ScaleKind { kDivScores, kMulScores, kMulQuery };
-enum class MaskKind { kCausalWhere, kPaddingAdd, kCausalAddMax, kCausalAdd };
+enum class ScaleKind { kNone, kDivScores, kMulScores, kMulQuery };
+enum class MaskKind { kNone, kCausalWhere, kPaddingAdd, kCausalAddMax, kCausalAdd, kPositionBias };
 enum class FfnKind { kMlp, kSwiGlu };
 enum class HeadKind { kLmHead, kBert };
 
@@ -418,12 +335,83 @@ void routed_experts(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t
   b.set_count(m.layers);
 }
 
-void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq) {
-  const int64_t t = batch * seq, h = m.hidden, hd = m.head_dim;
-  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;  // OPT-350m: embeddings narrower than the model
+// One attention sub-layer, self or cross: q/k/v projections (fused or separate; GQA), per-head
+// q/k norms, rotary positions, repeat_kv, score scaling, mask, softmax, probability dropout,
+// context, head merge, output projection, dropout, residual add. Keys and values come from
+// `kv_seq` tokens per sequence (the encoder's, for cross-attention).
+struct AttnLayer {
+  const char* prefix;        // attention-core operator prefix
+  const char* qkv;           // fused q/k/v projection; "" = separate q, k, v
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* prob_dropout;  // the attention-probability dropout, inside the prefix
+  const char* out_proj;
+  const char* out_dropout;
+  const char* residual;
+  ScaleKind scale;
+  MaskKind mask;
+  bool rotary;
+  bool bias;  // biases on every projection (q/k/v also when the config's qkv_bias)
+};
+
+void attention_layer(Builder& b, const AttnLayer& s, const ModelConfig& m, int64_t batch, int64_t seq,
+                     int64_t kv_seq) {
+  const int64_t t = batch * seq, kv_t = batch * kv_seq, h = m.hidden, hd = m.head_dim;
   const int64_t heads = m.heads / b.tp(), kv = m.kv_heads / b.tp();
-  const bool hidden_dropout = m.hidden_dropout > 0, attn_dropout = m.attention_dropout > 0;
-  const std::string attn = a.attn;
+  const std::string p = s.prefix;
+  if (*s.qkv) {
+    b.linear_col(s.qkv, t, h, 3 * h, s.bias);
+  } else {
+    const bool qkv_bias = s.bias || m.qkv_bias;
+    b.linear_col(s.q, t, h, m.heads * hd, qkv_bias);
+    b.linear_col(s.k, kv_t, h, m.kv_heads * hd, qkv_bias);
+    b.linear_col(s.v, kv_t, h, m.kv_heads * hd, qkv_bias);
+  }
+  if (m.qk_norm) {
+    b.layernorm(p + "q_norm", t * heads, hd);
+    b.layernorm(p + "k_norm", kv_t * kv, hd);
+  }
+  if (s.rotary) {
+    rotary_embedding(b, p + "rotary_q", t, heads, hd);
+    rotary_embedding(b, p + "rotary_k", kv_t, kv, hd);
+  }
+  if (kv < heads) {  // repeat_kv: expand + reshape copies k and v to every query head
+    const double bytes = 2 * kF32 * double(kv_t) * heads * hd;
+    b.mem(p + "repeat_kv", 2 * bytes, 2 * bytes);
+  }
+  if (s.scale == ScaleKind::kMulQuery) b.eltwise(p + "q_scale", OpKind::kMulU, t, heads * hd);
+  const int64_t bh = batch * heads, rows = bh * seq;
+  b.bmm(p + "scores", bh, seq, hd, kv_seq);
+  if (s.scale == ScaleKind::kDivScores || s.scale == ScaleKind::kMulScores)
+    b.eltwise(p + "scale", s.scale == ScaleKind::kDivScores ? OpKind::kDivU : OpKind::kMulU, rows, kv_seq);
+  switch (s.mask) {
+    case MaskKind::kNone: break;
+    case MaskKind::kCausalWhere:  // torch.where(causal_mask, w, -inf): reads the bool mask and w, writes w
+      b.mem(p + "causal_mask", 2 * kF32 * double(rows) * kv_seq + double(seq) * kv_seq, 2 * kF32 * double(rows) * kv_seq);
+      break;
+    case MaskKind::kPaddingAdd: b.eltwise(p + "mask_add", OpKind::kAddU, rows, kv_seq); break;
+    case MaskKind::kCausalAddMax:  // mask add, then clamp to finfo.min (torch.max)
+      b.eltwise(p + "mask_add", OpKind::kAdd, rows, kv_seq);
+      b.eltwise(p + "mask_max", OpKind::kAddU, rows, kv_seq);
+      break;
+    case MaskKind::kCausalAdd: b.eltwise(p + "causal_mask", OpKind::kAdd, rows, kv_seq); break;
+    case MaskKind::kPositionBias: b.eltwise(p + "position_bias", OpKind::kAdd, rows, kv_seq); break;  // T5
+  }
+  b.softmax(p + "softmax", rows, kv_seq);
+  if (m.attention_dropout > 0) b.dropout(p + s.prob_dropout, rows, kv_seq);
+  b.bmm(p + "context", bh, seq, kv_seq, hd);
+  const double t_q = double(t) * heads * hd;
+  b.mem(p + "merge_heads", 2 * kF32 * t_q, 2 * kF32 * t_q);  // permute(...).contiguous()
+  b.linear_row(s.out_proj, t, m.heads * hd, h, s.bias);
+  if (m.hidden_dropout > 0) b.dropout(s.out_dropout, t, h);
+  b.eltwise(s.residual, OpKind::kAdd, t, h, true);
+}
+
+void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq, h = m.hidden;
+  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;  // OPT-350m: embeddings narrower than the model
+  const bool hidden_dropout = m.hidden_dropout > 0;
   // Embeddings.
   b.set_prefix(a.model);
   b.embedding(a.tokens, t, m.vocab, e);
@@ -444,50 +432,10 @@ void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int6
   b.set_count(m.layers);
   b.set_prefix(a.layers);
   if (a.pre_norm) b.layernorm(a.attn_norm, t, h);
-  if (*a.qkv) {
-    b.linear_col(a.qkv, t, h, 3 * h, a.bias);
-  } else {
-    const bool qkv_bias = a.bias || m.qkv_bias;
-    b.linear_col(a.q, t, h, m.heads * hd, qkv_bias);
-    b.linear_col(a.k, t, h, m.kv_heads * hd, qkv_bias);
-    b.linear_col(a.v, t, h, m.kv_heads * hd, qkv_bias);
-  }
-  if (m.qk_norm) {
-    b.layernorm(attn + "q_norm", t * heads, hd);
-    b.layernorm(attn + "k_norm", t * kv, hd);
-  }
-  if (a.pos == PosKind::kRotary) {
-    rotary_embedding(b, attn + "rotary_q", t, heads, hd);
-    rotary_embedding(b, attn + "rotary_k", t, kv, hd);
-  }
-  if (kv < heads) {  // repeat_kv: expand + reshape copies k and v to every query head
-    const double bytes = 2 * kF32 * double(t) * heads * hd;
-    b.mem(attn + "repeat_kv", 2 * bytes, 2 * bytes);
-  }
-  if (a.scale == ScaleKind::kMulQuery) b.eltwise(attn + "q_scale", OpKind::kMulU, t, heads * hd);
-  const int64_t bh = batch * heads, rows = bh * seq;
-  b.bmm(attn + "scores", bh, seq, hd, seq);
-  if (a.scale != ScaleKind::kMulQuery)
-    b.eltwise(attn + "scale", a.scale == ScaleKind::kDivScores ? OpKind::kDivU : OpKind::kMulU, rows, seq);
-  switch (a.mask) {
-    case MaskKind::kCausalWhere:  // torch.where(causal_mask, w, -inf): reads the bool mask and w, writes w
-      b.mem(attn + "causal_mask", 2 * kF32 * double(rows) * seq + double(seq) * seq, 2 * kF32 * double(rows) * seq);
-      break;
-    case MaskKind::kPaddingAdd: b.eltwise(attn + "mask_add", OpKind::kAddU, rows, seq); break;
-    case MaskKind::kCausalAddMax:  // mask add, then clamp to finfo.min (torch.max)
-      b.eltwise(attn + "mask_add", OpKind::kAdd, rows, seq);
-      b.eltwise(attn + "mask_max", OpKind::kAddU, rows, seq);
-      break;
-    case MaskKind::kCausalAdd: b.eltwise(attn + "causal_mask", OpKind::kAdd, rows, seq); break;
-  }
-  b.softmax(attn + "softmax", rows, seq);
-  if (attn_dropout) b.dropout(attn + "attn_dropout", rows, seq);
-  b.bmm(attn + "context", bh, seq, seq, hd);
-  const double t_q = double(t) * heads * hd;
-  b.mem(attn + "merge_heads", 2 * kF32 * t_q, 2 * kF32 * t_q);  // permute(...).contiguous()
-  b.linear_row(a.out_proj, t, m.heads * hd, h, a.bias);
-  if (hidden_dropout) b.dropout(a.attn_out_dropout, t, h);
-  b.eltwise(a.residual_1, OpKind::kAdd, t, h, true);
+  attention_layer(b,
+                  {a.attn, a.qkv, a.q, a.k, a.v, "attn_dropout", a.out_proj, a.attn_out_dropout, a.residual_1, a.scale,
+                   a.mask, a.pos == PosKind::kRotary, a.bias},
+                  m, batch, seq, seq);
   if (!a.pre_norm) b.layernorm(a.attn_norm, t, h);
   // Feed-forward.
   if (a.pre_norm) b.layernorm(a.ffn_norm, t, h);
@@ -528,6 +476,78 @@ void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int6
     b.eltwise("pooler.tanh", OpKind::kTanh, batch, h);
     b.linear("classifier", batch, h, 2);
   }
+}
+
+// T5-style stack of Switch Transformers: pre-norm self-attention (no biases, unscaled scores
+// plus the relative position bias), in the decoder cross-attention over the encoder's tokens,
+// then a dense ReLU FFN or, every sparse_step-th layer, routed experts: each token goes to one
+// of E experts, and every expert runs on a fixed buffer of batch * expert_capacity tokens (as
+// in the labels). Norms are T5's RMS norm, costed as layer norms.
+void switch_stack(Builder& b, const ModelConfig& m, const std::string& p, int64_t batch,
+                  int64_t seq, int64_t enc_seq, int64_t layers, int64_t sparse_step, bool decoder) {
+  const int64_t t = batch * seq, h = m.hidden;
+  const int64_t sparse = sparse_step > 0 ? layers / sparse_step : 0;
+  const int64_t dense = layers - sparse;
+  b.set_prefix(p);
+  b.mem("relative_position_bias", kF32 * 2.0 * m.heads * seq * seq, 0);
+  for (int kind = 0; kind < 2; ++kind) {  // 0: dense layers, 1: sparse layers
+    const int64_t count = kind == 0 ? dense : sparse;
+    if (count == 0) continue;
+    b.set_count(count);
+    b.set_prefix(p + (kind == 0 ? "dense_layer." : "sparse_layer."));
+    b.layernorm("self_attn_norm", t, h);
+    attention_layer(b,
+                    {"self_attn.", "", "self_attn.q", "self_attn.k", "self_attn.v", "dropout", "self_attn.o",
+                     "self_attn.out_dropout", "self_attn.residual", ScaleKind::kNone, MaskKind::kPositionBias, false,
+                     false},
+                    m, batch, seq, seq);
+    if (decoder) {
+      b.layernorm("cross_attn_norm", t, h);
+      attention_layer(b,
+                      {"cross_attn.", "", "cross_attn.q", "cross_attn.k", "cross_attn.v", "dropout", "cross_attn.o",
+                       "cross_attn.out_dropout", "cross_attn.residual", ScaleKind::kNone, MaskKind::kNone, false,
+                       false},
+                      m, batch, seq, enc_seq);
+    }
+    b.layernorm("ff_norm", t, h);
+    if (kind == 0) {
+      b.linear("ff.wi", t, h, m.ffn, false);
+      b.eltwise("ff.relu", OpKind::kRelu, t, m.ffn);
+      if (m.hidden_dropout > 0) b.dropout("ff.dropout", t, m.ffn);
+      b.linear("ff.wo", t, m.ffn, h, false);
+    } else {
+      const int64_t cap_tokens = batch * m.expert_capacity;
+      b.linear("moe.router", t, h, m.num_experts, false);
+      b.softmax("moe.router_softmax", t, m.num_experts);
+      b.mem("moe.routing", kF32 * 6.0 * t * m.num_experts, kF32 * 2.0 * t * m.num_experts);
+      b.set_count(count * m.num_experts);
+      b.mem("moe.expert_gather", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
+      b.linear("moe.expert.wi", cap_tokens, h, m.ffn, false);
+      b.eltwise("moe.expert.relu", OpKind::kRelu, cap_tokens, m.ffn);
+      if (m.hidden_dropout > 0) b.dropout("moe.expert.dropout", cap_tokens, m.ffn);
+      b.linear("moe.expert.wo", cap_tokens, m.ffn, h, false);
+      b.mem("moe.expert_scatter", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
+      b.set_count(count);
+      b.eltwise("moe.scale_by_router_prob", OpKind::kMul, t, h);
+    }
+    if (m.hidden_dropout > 0) b.dropout("ff.out_dropout", t, h);
+    b.eltwise("ff.residual", OpKind::kAdd, t, h, true);
+  }
+  b.set_count(1);
+  b.set_prefix(p);
+  b.layernorm("final_layer_norm", t, h);
+}
+
+void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq;
+  b.embedding("shared_embedding.encoder", t, m.vocab, m.hidden);
+  switch_stack(b, m, "encoder.", batch, seq, seq, m.layers, m.encoder_sparse_step, false);
+  b.set_prefix("");
+  b.embedding("shared_embedding.decoder", t, m.vocab, m.hidden);
+  switch_stack(b, m, "decoder.", batch, seq, seq, m.decoder_layers, m.decoder_sparse_step, true);
+  b.set_prefix("");
+  b.eltwise("lm_head.scale", OpKind::kMulU, t, m.hidden);
+  b.linear("lm_head", t, m.hidden, m.vocab, false);
 }
 
 }  // namespace
