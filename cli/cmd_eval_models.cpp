@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -15,7 +16,7 @@ namespace tilecast::cli {
 
 int run_eval_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("eval-models options");
-  std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir, ns_dir;
+  std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir, ns_dir, li_dir;
   double host_gap_us = 0;
   desc.add_options()("neusight-dir", po::value(&ns_dir),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
@@ -25,6 +26,9 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
       "NeuSight's summary.csv for the side-by-side column (default: <labels>/../published/summary.csv)")(
       "opgraphs", po::value(&opgraphs),
       "NeuSight's parsed graphs, to name label-CSV nodes for the per-op check (default: <labels>/../opgraphs)")(
+      "li-dir", po::value(&li_dir),
+      "Li et al.'s published coefficients, re-run on every single-GPU graph next to the plain roofline (default: "
+      "<labels>/../baselines/li_et_al when present)")(
       "host-gap-us", po::value(&host_gap_us)->default_value(0),
       "host time added per kernel launch in the whole-model forecasts, us (as predict --host-gap-us)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
@@ -44,11 +48,15 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   if (published.empty() && fs::exists(root / "published" / "summary.csv"))
     published = (root / "published" / "summary.csv").string();
   if (opgraphs.empty() && fs::is_directory(root / "opgraphs")) opgraphs = (root / "opgraphs").string();
+  if (!li_dir.empty() && !fs::is_directory(li_dir)) throw ConfigError("--li-dir '" + li_dir + "': folder not found");
+  if (li_dir.empty() && fs::is_directory(root / "baselines" / "li_et_al")) li_dir = (root / "baselines" / "li_et_al").string();
   const std::string mdir = models_dir.empty() ? (fs::path(trainer::config_dir()) / "models").string() : models_dir;
   predictor::check_host_gap_us(host_gap_us);
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));
-  auto r = predictor::eval_models(labels, mdir, published, opgraphs, reg, kp, host_gap_us);
+  std::unique_ptr<predictor::LiEtAlBaseline> li;
+  if (!li_dir.empty()) li = std::make_unique<predictor::LiEtAlBaseline>(li_dir);
+  auto r = predictor::eval_models(labels, mdir, published, opgraphs, reg, kp, host_gap_us, li.get());
   if (format == "json") std::cout << predictor::model_eval_json(r);
   else if (format == "csv") std::cout << predictor::model_eval_csv(r);
   else

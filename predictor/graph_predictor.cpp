@@ -54,6 +54,26 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu) {
   return s_to_ms(transfer_s(40.0 * parameters, gpu.mem_bw_gbps));
 }
 
+double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<double(const KernelQuery&)>& kernel_ms) {
+  if (g.par.tp > 1 || g.par.pp > 1)
+    throw ConfigError("baseline sums cover single-GPU and data-parallel graphs only (no tp/pp collectives)");
+  double sum = 0;
+  for (const auto& op : g.ops)
+    for (const auto* calls : {&op.fw, &op.bw, &op.acc})
+      for (const auto& c : *calls) {
+        if (c.collective == Collective::kAllReduce) continue;
+        double ms = 0;
+        if (c.is_mem) {
+          ms = s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
+        } else {
+          ms = kernel_ms(c.query);
+          if (std::isnan(ms)) return -1;
+        }
+        sum += ms * op.count;
+      }
+  return sum * g.par.microbatches;
+}
+
 void check_host_gap_us(double us) {
   if (!std::isfinite(us) || us < 0 || us > 1e4)
     throw ConfigError("--host-gap-us: expected 0..10000 microseconds, got " + std::to_string(us));

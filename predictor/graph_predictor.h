@@ -1,5 +1,6 @@
 #pragma once
 // Whole-model forecasts: cost every operator of an OpGraph on one GPU.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -44,6 +45,12 @@ inline bool is_serving(Mode m) { return m == Mode::kPrefill || m == Mode::kDecod
 // training GPUs' whole-model labels by scripts/fit-host-gap.sh, any gap made them worse.
 ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp,
                              double host_gap_us = 0);
+// A per-kernel baseline summed over a single-GPU graph the way forecast_model sums forecasts
+// (every op's forward, backward and accumulation kernels, times its count and the
+// microbatches): kernels costed by `kernel_ms` (NaN: no baseline for that kernel, and the whole
+// sum is then -1), memory passes at DRAM bandwidth. Throws ConfigError for a graph with
+// tensor or pipeline parallelism (its collectives have no baseline).
+double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<double(const KernelQuery&)>& kernel_ms);
 // Validates a --host-gap-us value (finite, 0..10000 us); ConfigError naming the flag otherwise.
 void check_host_gap_us(double us);
 

@@ -2,7 +2,9 @@
 // `tilecast eval-models`: forecast every end-to-end label of NeuSight's layout
 // (<GPU>/<model>-<inf|train>-<seq>-<batch>[-fusion].json) and compare with the label and
 // with NeuSight's published error for the same cell.
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/gpu_spec.h"
@@ -19,6 +21,23 @@ struct ModelEvalRow {
   int64_t seq = 0, batch = 0;
   double label_ms = 0, predicted_ms = 0, error_pct = 0;
   double neusight_error_pct = -1;  // published; < 0 when absent
+  // Baselines re-run on the same graph (single-GPU and DP rows; -1 when not available): the
+  // plain roofline of every kernel, and Li et al. from its published per-GPU coefficients.
+  double roofline_ms = -1, li_ms = -1;
+};
+
+// Li et al. (NeuSight's MICRO baseline, `baselines/li_et_al/<family>.csv`): per GPU and kernel
+// family, seconds = coef x X + intercept, X = 2BMNK FLOPs for bmm/linear and B x H x 4 x (3 for
+// binary ops, 2 otherwise) bytes for vector ops. Devices by NeuSight's folder names.
+class LiEtAlBaseline {
+ public:
+  explicit LiEtAlBaseline(const std::string& dir);  // ConfigError/DataError naming the file
+  // ms (0 where the fitted line crosses zero for tiny kernels), or NaN when the device or the
+  // op's family has no coefficients.
+  double kernel_ms(const std::string& device_dir, const KernelQuery& q) const;
+
+ private:
+  std::map<std::pair<std::string, Family>, std::pair<double, double>> coef_;  // (device, family) -> (coef, intercept)
 };
 
 // Per-operator check against a label CSV (one layer, each node timed in isolation): sums
@@ -40,7 +59,8 @@ struct ModelEvalResult {
 // malformed labels.
 ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
                             const std::string& published_summary, const std::string& opgraphs_dir,
-                            const GpuRegistry& gpus, const KernelPredictor& kp, double host_gap_us = 0);
+                            const GpuRegistry& gpus, const KernelPredictor& kp, double host_gap_us = 0,
+                            const LiEtAlBaseline* li = nullptr);
 std::string per_op_table(const ModelEvalResult& r);
 
 std::string model_eval_table(const ModelEvalResult& r);  // rows + means per GPU and mode

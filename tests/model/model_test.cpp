@@ -15,6 +15,7 @@
 #include "predictor/graph_predictor.h"
 #include "predictor/kernel_eval.h"
 #include "predictor/kernel_predictor.h"
+#include "predictor/model_eval.h"
 #include "trainer/mlp.h"
 #include "trainer/train.h"
 #include "core/featurize.h"
@@ -661,4 +662,38 @@ TEST(BundledWeights, AmdGpusUseTheAmdSet) {
   EXPECT_DOUBLE_EQ(both[0].latency_ms, amd.predict(b, mi250).latency_ms);
   EXPECT_GT(both[1].latency_ms, 0);
   EXPECT_NE(both[0].latency_ms, p.predict(std::vector<KernelQuery>{b}, h100)[0].latency_ms);
+}
+
+// Baselines re-run on a graph: each kernel by the given function, each memory pass at DRAM
+// bandwidth, times the op's count and the microbatches; tensor/pipeline graphs are refused.
+TEST(Baselines, GraphSumAndLiEtAl) {
+  const GpuSpec& v100 = *registry().find("Tesla V100-PCIE-32GB");
+  OpGraph g;
+  g.par.microbatches = 2;
+  GraphOp op;
+  op.name = "x";
+  op.count = 3;
+  op.fw.push_back(KernelCall::kernel(bmm_q(1, 8, 8, 8)));
+  op.bw.push_back(KernelCall::mem(900e6));  // 1 ms at 900 GB/s
+  g.ops.push_back(op);
+  const double sum = predictor::graph_sum_ms(g, v100, [](const KernelQuery&) { return 0.5; });
+  EXPECT_NEAR(sum, 2 * 3 * (0.5 + 1.0), 1e-9);
+  EXPECT_EQ(predictor::graph_sum_ms(g, v100, [](const KernelQuery&) { return std::nan(""); }), -1);
+  g.par.tp = 2;
+  expect_error<ConfigError>([&] { predictor::graph_sum_ms(g, v100, [](const KernelQuery&) { return 0.0; }); },
+                            {"single-GPU"});
+  // Li et al.: seconds = coef x X + intercept; X = 2BMNK for GEMMs, B x H x 4 x (3 binary | 2).
+  const std::string dir = ::testing::TempDir() + "li_fixture";
+  fs::create_directories(dir);
+  for (const char* f : {"bmm", "linear", "elem", "softmax", "ln"}) {
+    std::ofstream out(dir + "/" + f + ".csv");
+    out << "Device,coef,intercept\nGPU_A,1e-12,1e-5\nGPU_B,1e-12,-1\n";
+  }
+  predictor::LiEtAlBaseline li(dir);
+  EXPECT_NEAR(li.kernel_ms("GPU_A", bmm_q(1, 1000, 1000, 1000)), 2.0 + 0.01, 1e-9);  // 2e9 FLOP
+  EXPECT_NEAR(li.kernel_ms("GPU_A", vec_q(OpKind::kAdd, 1000, 1000)), 0.012 + 0.01, 1e-9);   // 12 MB
+  EXPECT_NEAR(li.kernel_ms("GPU_A", vec_q(OpKind::kRelu, 1000, 1000)), 0.008 + 0.01, 1e-9);  // 8 MB
+  EXPECT_EQ(li.kernel_ms("GPU_B", bmm_q(1, 10, 10, 10)), 0.0);  // the line crosses zero: clamped
+  EXPECT_TRUE(std::isnan(li.kernel_ms("GPU_C", bmm_q(1, 10, 10, 10))));
+  expect_error<DataError>([&] { predictor::LiEtAlBaseline bad(data_path("")); }, {"bmm.csv"});
 }
