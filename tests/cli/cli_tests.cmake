@@ -67,6 +67,9 @@ tc_cli_fail(predict_dp_indivisible "not divisible" "${TC};predict;--model;gpt2-l
 # for a single-GPU and a tensor-parallel label; a malformed label is one error line.
 tc_cli_test(eval_models_fixture_json "\"option\": \"tp4\"" ${TC} eval-models --labels ${D}/labels --format json)
 tc_cli_test(eval_models_fixture_table "nvidia_inf layout" ${TC} eval-models --labels ${D}/labels)
+# The re-run roofline: a number for the single-GPU label, null for the tensor-parallel one.
+tc_cli_test(eval_models_fixture_roofline "\"option\": \"tp4\",[ \n]*\"roofline_ms\": null.*\"option\": \"\",[ \n]*\"roofline_ms\": [0-9]" ${TC} eval-models --labels ${D}/labels --format json)
+tc_cli_fail(eval_models_li_dir_missing "--li-dir '/nonexistent': folder not found" "${TC};eval-models;--labels;${D}/labels;--li-dir;/nonexistent")
 tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--labels;${D}/bad_labels")
 tc_cli_test(predict_model_csv "^model,gpu,mode,dtype,batch,seq,dp,tp,pp,name,kind,count,forward_ms,backward_ms,total_ms\n.*opt-1.3b,T4,inference,fp32,1,128,1,1,1,\\(total\\),step,1," ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
 tc_cli_test(predict_kernel_csv "^op,family,shape,dtype,gpu,latency_ms.*\ngemm,gemm,\"64,4096,4096\",bf16,H100-SXM," ${TC} predict-kernel --op gemm --shape 64,4096,4096 --gpu H100-SXM --format csv)
