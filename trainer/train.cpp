@@ -390,7 +390,9 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     double seconds = 0;
     // One floor for every member: fitted on the family's rows of the training GPUs.
     const double floor_ms = cfg.launch_floor ? fit_launch_floor_ms(rows) : 0;
-    if (cfg.launch_floor) TC_LOG(Info) << family_name(fam) << ": launch floor " << floor_ms * 1e3 << " us";
+    if (cfg.launch_floor) {
+      TC_LOG(Info) << family_name(fam) << ": launch floor " << floor_ms * 1e3 << " us";
+    }
     e.launch_floor_us = floor_ms * 1e3;
     for (int member = 0; member < cfg.ensemble; ++member) {
       // Members differ only in seed: initialisation, shuffling and validation split.
