@@ -227,6 +227,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   std::vector<Family> fams = opt.families;
   const bool amd = opt.vendor == "amd";
   training_gpus(opt.vendor);  // validates the vendor
+  check_weights_out(opt.out_dir, opt.force);  // before any data is read: a refused --out says so first
   if (amd && collected) throw ConfigError("--vendor amd trains on NeuSight's AMD data; --data folders carry their own GPU");
   if (amd)
     for (Family f : fams)
@@ -237,7 +238,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   if (!collected && !only_llm && !neusight_dir_present(opt.neusight_dir))
     throw ConfigError(opt.neusight_dir + ": NeuSight data not found (pass --neusight-dir or set TILECAST_NEUSIGHT_DIR)");
   const bool llm_present = fs::is_directory(fs::path(opt.llm_dir) / "aiconfigurator");
-  if (only_llm && !llm_present)
+  if (only_llm && !collected && !llm_present)
     throw ConfigError(opt.llm_dir + ": LLM kernel data not found (pass --llm-dir or set TILECAST_LLM_KERNELS_DIR)");
   // Collected data: the families present; NeuSight's: its five, plus the LLM-era families
   // from ../shared/llm-kernels when that folder is there.

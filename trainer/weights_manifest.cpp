@@ -245,19 +245,28 @@ std::unique_ptr<FileLock> lock_weights_folder(const std::string& dir) {
                                     "weights folder '" + d + "'");
 }
 
+bool check_weights_out(const std::string& out_dir, bool force) {
+  std::string d = out_dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  const fs::path out(d);
+  if (fs::exists(out) && !fs::is_directory(out)) throw ConfigError("--out '" + d + "': exists and is not a folder");
+  if (!force && same_or_inside(d, bundled_weights_dir()))
+    throw ConfigError("--out '" + d + "': is the bundled weights folder; pass --force to replace it");
+  const bool non_empty = fs::is_directory(out) && !fs::is_empty(out);
+  if (non_empty && !is_weights_folder(out)) {
+    if (!force)
+      throw ConfigError("--out '" + d + "': folder is not empty and is not a tilecast weights folder "
+                        "(no manifest.yaml); pass --force to write into it");
+    return true;
+  }
+  return false;
+}
+
 WeightsStaging::WeightsStaging(const std::string& out_dir, bool force) : out_(out_dir) {
   while (out_.size() > 1 && out_.back() == '/') out_.pop_back();
   const fs::path out(out_);
-  if (fs::exists(out) && !fs::is_directory(out)) throw ConfigError("--out '" + out_ + "': exists and is not a folder");
+  foreign_ = check_weights_out(out_, force);
   const bool non_empty = fs::is_directory(out) && !fs::is_empty(out);
-  if (!force && same_or_inside(out_, bundled_weights_dir()))
-    throw ConfigError("--out '" + out_ + "': is the bundled weights folder; pass --force to replace it");
-  if (non_empty && !is_weights_folder(out)) {
-    if (!force)
-      throw ConfigError("--out '" + out_ + "': folder is not empty and is not a tilecast weights folder "
-                        "(no manifest.yaml); pass --force to write into it");
-    foreign_ = true;
-  }
   const fs::path parent = fs::absolute(out).parent_path();
   fs::create_directories(parent);
   const std::string name = out.filename().string();

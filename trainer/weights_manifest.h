@@ -76,6 +76,11 @@ void save_manifest(const std::string& dir, const WeightsManifest& m);
 // atomically (renameat2 RENAME_EXCHANGE). A run that throws removes the staging folder; a
 // run killed with -9 leaves it, and the next run removes it. A lock (.NAME.lock beside the
 // folder) refuses a second concurrent `train` on the same --out.
+// The --out checks of WeightsStaging, without touching anything (train runs them before it
+// reads any data): ConfigError for a file, the bundled weights/ folder, or a non-empty folder
+// without manifest.yaml, unless `force`. Returns true for a forced non-weights folder.
+bool check_weights_out(const std::string& out_dir, bool force);
+
 class WeightsStaging {
  public:
   // Refuses (ConfigError) an --out that is a file, the bundled weights/ folder, or a
