@@ -227,7 +227,14 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   std::vector<Family> fams = opt.families;
   const bool amd = opt.vendor == "amd";
   training_gpus(opt.vendor);  // validates the vendor
-  check_weights_out(opt.out_dir, opt.force);  // before any data is read: a refused --out says so first
+  // Before any data is read, a refused --out says so first: onto an input, onto the bundled
+  // weights, onto a foreign folder (the full input check, with the data roots, follows below).
+  {
+    std::vector<std::string> given = opt.data_dirs;
+    given.push_back(opt.predictor_config_dir);
+    check_output_not_input(opt.out_dir, given, "--out");
+    check_weights_out(opt.out_dir, opt.force);
+  }
   if (amd && collected) throw ConfigError("--vendor amd trains on NeuSight's AMD data; --data folders carry their own GPU");
   if (amd)
     for (Family f : fams)
