@@ -1,5 +1,6 @@
 #include <sstream>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -13,13 +14,15 @@ namespace tilecast::cli {
 int run_eval_kernels(const Args& args, const GlobalOptions& g) {
   po::options_description desc("eval-kernels options");
   std::vector<std::string> data;
-  std::string weights, gpu_dir, format, rows_csv;
+  std::string weights, gpu_dir, format, rows_csv, li_dir;
   int holdout = 0;
   desc.add_options()("data", po::value(&data)->required()->multitoken(),
                      "NeuSight-format kernel CSV(s); repeat or list several")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "rows-csv", po::value(&rows_csv), "also write per-row forecasts to this CSV")(
+      "li-dir", po::value(&li_dir),
+      "Li et al.'s published coefficients (NeuSight's baselines/li_et_al): adds its re-run per row to --rows-csv")(
       "holdout-shapes", po::value(&holdout),
       "score only the rows `train --holdout-shapes PCT` left out (and of the library the GPU's spec implies)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
@@ -29,17 +32,26 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (vm.count("holdout-shapes")) check_holdout_percent(holdout);
+  if (!li_dir.empty() && rows_csv.empty()) throw ConfigError("--li-dir: needs --rows-csv (the re-run is per row)");
+  std::unique_ptr<predictor::LiEtAlBaseline> li;
+  if (!li_dir.empty()) li = std::make_unique<predictor::LiEtAlBaseline>(li_dir);
   if (!rows_csv.empty()) check_output_not_input(rows_csv, data, "--rows-csv");
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor pred(trainer::weights_dir(weights));
   std::vector<predictor::KernelEvalRow> rows;
-  auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows, g.quiet, holdout);
+  auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows, g.quiet, holdout, li.get());
   if (!rows_csv.empty()) {
     std::ostringstream out;
-    out << "device,op,shape,measured_ms,predicted_ms,roofline_ms\n";
-    for (const auto& r : rows)
+    out << "device,op,shape,measured_ms,predicted_ms,roofline_ms" << (li ? ",li_et_al_ms" : "") << "\n";
+    for (const auto& r : rows) {
       out << csv_escape(r.device) << ',' << r.op << ',' << csv_escape(r.shape) << ',' << r.measured_ms
-          << ',' << r.predicted_ms << ',' << r.roofline_ms << '\n';
+          << ',' << r.predicted_ms << ',' << r.roofline_ms;
+      if (li) {
+        out << ',';
+        if (r.li_ms >= 0) out << r.li_ms;
+      }
+      out << '\n';
+    }
     write_file_atomic(rows_csv, out.str());
   }
   std::cout << (format == "json"  ? predictor::eval_report_json(rep)

@@ -345,11 +345,8 @@ CollectSummary run_collect(const CollectOptions& opt) {
     row.dtype = c.dtype;
     row.config_id = c.id;
     const KernelQuery& cq = c.query;
-    if (has_mnk(op_family(cq.op))) row.dims = {cq.b, cq.m, cq.n, cq.k};
-    else if (cq.op == OpKind::kAttnPrefill) row.dims = {cq.b, cq.m, cq.k, cq.h, cq.n};
-    else if (cq.op == OpKind::kAttnDecode) row.dims = {cq.b, cq.ctx, cq.k, cq.h, cq.n};
-    else if (cq.op == OpKind::kMoe) row.dims = {cq.b, cq.h, cq.n, cq.topk, cq.experts};
-    else row.dims = {cq.b, cq.h};
+    // NeuSight's B,M,N,K columns for every GEMM family (gemm too, B = 1); else the family's dims.
+    row.dims = has_mnk(op_family(cq.op)) ? std::vector<int64_t>{cq.b, cq.m, cq.n, cq.k} : query_dims(cq);
     try {
       auto op = make_op(c, dev);
       std::vector<double> times;

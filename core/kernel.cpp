@@ -100,13 +100,17 @@ int dtype_size(DType d) {
 }
 
 double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
-  if (d == DType::kFp32) return gpu.fp32_simt_gemm_gflops();
+  if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
   const std::string key = d == DType::kFp8Block ? "fp8" : dtype_name(d);
   auto it = gpu.tensor_peak_gflops.find(key);
   if (it == gpu.tensor_peak_gflops.end() || !(it->second > 0))
     throw ConfigError("GPU '" + gpu.name + "' has no " + key + " tensor-core peak in its spec" +
                       (key == "fp8" ? " (FP8 tensor cores start with Ada and Hopper)" : "") + " (" + gpu.origin + ")");
   return it->second;
+}
+
+double gemm_rate_gflops(const GpuSpec& gpu, DType d) {
+  return d == DType::kFp32 ? gpu.fp32_simt_gemm_gflops() : gemm_peak_gflops(gpu, d);
 }
 
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d) {
@@ -311,23 +315,26 @@ KernelQuery parse_query(OpKind op, const std::string& shape) {
   return q;
 }
 
+std::vector<int64_t> query_dims(const KernelQuery& q) {
+  if (q.op == OpKind::kMoe) return {q.b, q.h, q.n, q.topk, q.experts};
+  if (q.op == OpKind::kAttnPrefill) return {q.b, q.m, q.k, q.h, q.n};
+  if (q.op == OpKind::kAttnDecode) return {q.b, q.ctx, q.k, q.h, q.n};
+  if (op_family(q.op) == Family::kGemm) return {q.m, q.n, q.k};
+  if (is_gemm(op_family(q.op))) return {q.b, q.m, q.n, q.k};
+  return {q.b, q.h};
+}
+
 std::string query_shape_string(const KernelQuery& q) {
   std::ostringstream os;
+  const auto dims = query_dims(q);
+  for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dims[i];
   if (q.op == OpKind::kMoe) {
-    os << q.b << "," << q.h << "," << q.n << "," << q.topk << "," << q.experts;
     if (q.moe_tp > 1) os << ",tp" << q.moe_tp;
     if (q.moe_ep > 1) os << ",ep" << q.moe_ep;
     if (q.routing_alpha > 0) os << ",a" << q.routing_alpha;
-  } else if (q.op == OpKind::kAttnPrefill)
-    os << q.b << "," << q.m << "," << q.k << "," << q.h << "," << q.n << (q.window ? ",w" + std::to_string(q.window) : "");
-  else if (q.op == OpKind::kAttnDecode)
-    os << q.b << "," << q.ctx << "," << q.k << "," << q.h << "," << q.n << (q.window ? ",w" + std::to_string(q.window) : "");
-  else if (op_family(q.op) == Family::kGemm)
-    os << q.m << "," << q.n << "," << q.k;
-  else if (is_gemm(op_family(q.op)))
-    os << q.b << "," << q.m << "," << q.n << "," << q.k;
-  else
-    os << q.b << "," << q.h;
+  } else if (is_attention(op_family(q.op)) && q.window) {
+    os << ",w" << q.window;
+  }
   return os.str();
 }
 
@@ -473,7 +480,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
   Family f = op_family(q.op);
   if (is_attention(f)) {
-    const double peak = gemm_peak_gflops(gpu, q.dtype);
+    const double peak = gemm_rate_gflops(gpu, q.dtype);
     if (f == Family::kAttnPrefill) {
       // Causal work per CTA grows with its query block's position: the busiest SM gets at
       // least the longest CTA and at least an even share of all (query, key) block pairs.
@@ -495,7 +502,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   if (f == Family::kMoe) {
     const MoeLoad& l = li.moe;
     const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
-    kb.compute_s = compute_s(padded_flops * pad, gemm_peak_gflops(gpu, q.dtype));
+    kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
     kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
     kb.base_s = std::max(kb.compute_s, kb.memory_s);
     return kb;
@@ -503,7 +510,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   if (f == Family::kGemm) {
     const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                                 double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
-    kb.compute_s = compute_s(padded_flops * pad, gemm_peak_gflops(gpu, q.dtype));
+    kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
   } else if (is_gemm(f)) {
     double padded_flops = 2.0 * q.b * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                           double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
@@ -518,8 +525,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
   // The spec sheet's peaks (not the issue-bound FP32 GEMM rate): the plain roofline baseline.
-  double peak = q.dtype == DType::kFp32 && (q.op == OpKind::kGemm || q.op == OpKind::kMoe) ? gpu.fp32_gemm_peak_gflops()
-                : q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
+  double peak = q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
                 : is_gemm(op_family(q.op)) ? gpu.fp32_gemm_peak_gflops()
                                            : gpu.fp32_peak_gflops;
   return std::max(compute_s(query_flops(q), peak), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
@@ -570,7 +576,7 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
   out[i++] = float(lg(double(li.num_waves)));
   out[i++] = float(li.last_wave_fill);
   if (is_attention(op_family(q.op))) {
-    out[i++] = float(lg(s_to_us(compute_s(query_flops(q), gemm_peak_gflops(gpu, q.dtype)))));
+    out[i++] = float(lg(s_to_us(compute_s(query_flops(q), gemm_rate_gflops(gpu, q.dtype)))));
     out[i++] = float(lg(double(li.num_ctas) / gpu.num_sms));
     out[i++] = float(lg(double(q.b)));
     out[i++] = float(lg(double(q.m)));
@@ -587,7 +593,7 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     return;
   }
   if (q.op == OpKind::kMoe) {
-    const double peak = gemm_peak_gflops(gpu, q.dtype);
+    const double peak = gemm_rate_gflops(gpu, q.dtype);
     const MoeLoad& l = li.moe;
     const double f = double(q.n / q.moe_tp);
     out[i++] = float(lg(s_to_us(compute_s(moe_flops(q, l), peak))));
@@ -607,7 +613,7 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
   }
   const double bytes = query_bytes(q);  // GEMM and vector families below
   if (q.op == OpKind::kGemm) {
-    const double peak = gemm_peak_gflops(gpu, q.dtype);
+    const double peak = gemm_rate_gflops(gpu, q.dtype);
     out[i++] = float(lg(s_to_us(compute_s(query_flops(q), peak))));
     out[i++] = float(lg(li.tile.tm));
     out[i++] = float(lg(li.tile.tk));

@@ -19,9 +19,13 @@ const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block
 bool try_dtype_from_string(const std::string& s, DType* out);
 DType dtype_from_string(const std::string& s);  // ConfigError listing the known ones
 int dtype_size(DType d);                         // bytes per element: 4, 4, 2, 2, 1, 1
-// The GPU's dense tensor-core peak for `d` (GFLOP/s); fp32 is the SIMT GEMM peak. A GPU
-// without that tensor path (FP8 before Ada/Hopper) is ConfigError naming GPU and dtype.
+// The GPU's dense tensor-core peak for `d` (GFLOP/s) as its spec sheet states it; fp32 is the
+// SIMT GEMM peak. A GPU without that tensor path (FP8 before Ada/Hopper) is ConfigError naming
+// GPU and dtype. The plain roofline's compute bound.
 double gemm_peak_gflops(const GpuSpec& gpu, DType d);
+// The rate tilecast's kernel bounds and features use: gemm_peak_gflops, except fp32, which is
+// the issue-bound SIMT SGEMM rate (GpuSpec::fp32_simt_gemm_gflops).
+double gemm_rate_gflops(const GpuSpec& gpu, DType d);
 
 // Shapes follow NeuSight: BMM (B,M,N)x(B,N,K)->(B,M,K); Linear input (M,N) times a (N->K)
 // layer (B = 1); N is always the reduction dim. Vector ops act on a (B,H) tensor, H = last dim.
@@ -79,6 +83,10 @@ void validate_query(const KernelQuery& q, const std::string& context);
 // "B,S,H,KV,D" (attention_prefill), "B,CTX,H,KV,D" (attention_decode) and "T,H,F,K,E"
 // (moe: tokens, hidden, expert FFN width, top-k, experts; moe_tp = moe_ep = 1, balanced).
 KernelQuery parse_query(OpKind op, const std::string& shape);
+// A query's dimensions in its family's shape order (the order parse_query reads), without the
+// MoE parallel/routing and attention window options.
+std::vector<int64_t> query_dims(const KernelQuery& q);
+// query_dims joined by commas, plus the options (",tp2", ",ep8", ",a1.2", ",w4096").
 std::string query_shape_string(const KernelQuery& q);
 
 double query_flops(const KernelQuery& q);  // useful arithmetic, FLOPs

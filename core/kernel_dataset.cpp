@@ -547,16 +547,33 @@ std::vector<std::string> training_files(const std::string& root, Family f, const
   return files;
 }
 
+namespace {
+constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
+// 64-bit FNV-1a of `n` bytes, continuing from `h`.
+uint64_t fnv1a(const char* data, size_t n, uint64_t h = kFnvOffset) {
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+}  // namespace
+
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {
   LibraryFilterCounts n;
+  std::map<std::string, const GpuSpec*> spec_of;  // one registry lookup per device, not per row
+  auto spec = [&](const std::string& device) {
+    auto it = spec_of.find(device);
+    return it != spec_of.end() ? it->second : spec_of.emplace(device, gpus.find(device)).first->second;
+  };
   std::set<std::pair<std::string, Family>> has_spec_library;  // (device, family) with rows of the spec's library
   for (const auto& s : rows)
-    if (const GpuSpec* g = gpus.find(s.device))
+    if (const GpuSpec* g = spec(s.device))
       if (const char* lib = kernel_library(op_family(s.query.op), *g); lib && s.library == lib)
         has_spec_library.insert({s.device, op_family(s.query.op)});
   rows.erase(std::remove_if(rows.begin(), rows.end(),
                             [&](const KernelSample& s) {
-                              const GpuSpec* g = gpus.find(s.device);
+                              const GpuSpec* g = spec(s.device);
                               if (!g) return false;
                               const Family fam = op_family(s.query.op);
                               const char* lib = kernel_library(fam, *g);
@@ -573,12 +590,7 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
 
 bool shape_held_out(const KernelQuery& q, int percent) {
   const std::string key = std::string(op_name(q.op)) + "/" + dtype_name(q.dtype) + "/" + query_shape_string(q);
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return static_cast<int>(h % 100) < percent;
+  return static_cast<int>(fnv1a(key.data(), key.size()) % 100) < percent;
 }
 
 void check_holdout_percent(int percent) {
@@ -587,17 +599,14 @@ void check_holdout_percent(int percent) {
 }
 
 std::string files_hash(const std::vector<std::string>& paths) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = kFnvOffset;
   std::vector<char> buf(1 << 16);
   for (const auto& p : paths) {
     std::ifstream in(p, std::ios::binary);
     if (!in) throw DataError(p + ": cannot open file");
     while (in) {
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      for (std::streamsize i = 0; i < in.gcount(); ++i) {
-        h ^= static_cast<unsigned char>(buf[i]);
-        h *= 1099511628211ULL;
-      }
+      h = fnv1a(buf.data(), static_cast<size_t>(in.gcount()), h);
     }
   }
   char out[17];

@@ -182,7 +182,7 @@ class Builder {
 // dropout probabilities (p = 0 launches nothing). Kernels follow the eager FP32 implementation:
 // RMSNorm is costed by the layer-norm kernel model, SiLU by the GELU one (same memory pattern,
 // one transcendental per element), RoPE as its eager mul/neg/cat/mul/add, repeat_kv as a copy.
-enum class PosKind { kNone, kTable, kOptOffset, kRotary };
+enum class PosKind { kTable, kOptOffset, kRotary };
 enum class ScaleKind { kNone, kDivScores, kMulScores, kMulQuery };
 enum class MaskKind { kNone, kCausalWhere, kPaddingAdd, kCausalAddMax, kCausalAdd, kPositionBias };
 enum class FfnKind { kMlp, kSwiGlu };

@@ -176,8 +176,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.par = a.par;
   r.fusion = a.fusion;
   r.optimizer_state = a.optimizer == "adamw";
-  check_host_gap_us(a.host_gap_us);
-  r.host_gap_us = a.host_gap_us;
+  r.host_gap_us = a.host_gap_us;  // validated by forecast_model
   if (serving) {
     refuse("--fusion", a.fusion);
     r.dtypes = serving_dtypes(mc, a.dtype, a.kv_dtype);

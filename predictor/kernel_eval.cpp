@@ -29,7 +29,7 @@ double ErrorStats::percentile_pct(double p) const {
 
 KernelEvalReport eval_kernels(const std::vector<std::string>& files, const KernelPredictor& predictor,
                               const GpuRegistry& gpus, std::vector<KernelEvalRow>* rows_out, bool quiet,
-                              int holdout_shapes_pct) {
+                              int holdout_shapes_pct, const LiEtAlBaseline* li) {
   KernelEvalReport rep;
   auto trained_on = [&](Family f, const GpuSpec& gpu, const std::string& device) {
     const auto& m = predictor.set_for(gpu, f).manifest();
@@ -79,9 +79,11 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
         rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape);
         rep.by_device[s.device].add(ape, rape);
         rep.by_device_op[s.device][fam].add(ape, rape);
-        if (rows_out)
-          rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), y,
-                               preds[j].latency_ms, preds[j].roofline_ms});
+        if (rows_out) {
+          const double li_ms = li ? li->kernel_ms(s.device, s.query) : -1;
+          rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), y, preds[j].latency_ms,
+                               preds[j].roofline_ms, std::isnan(li_ms) ? -1 : li_ms});
+        }
       }
     }
     bar.tick();

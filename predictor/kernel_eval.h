@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/gpu_spec.h"
+#include "predictor/baselines.h"
 #include "predictor/kernel_predictor.h"
 
 namespace tilecast::predictor {
@@ -35,6 +36,7 @@ struct KernelEvalRow {
   std::string device, op;
   std::string shape;
   double measured_ms = 0, predicted_ms = 0, roofline_ms = 0;
+  double li_ms = -1;  // Li et al. re-run (eval_kernels' `li`); -1 when not given or no coefficients
 };
 
 // Reads every CSV, forecasts every row; throws DataError for bad rows or unknown devices.
@@ -44,7 +46,7 @@ struct KernelEvalRow {
 KernelEvalReport eval_kernels(const std::vector<std::string>& csv_files,
                               const KernelPredictor& predictor, const GpuRegistry& gpus,
                               std::vector<KernelEvalRow>* rows_out = nullptr, bool quiet = false,
-                              int holdout_shapes_pct = 0);
+                              int holdout_shapes_pct = 0, const LiEtAlBaseline* li = nullptr);
 
 std::string eval_report_json(const KernelEvalReport& r);
 std::string eval_report_table(const KernelEvalReport& r);

@@ -94,40 +94,6 @@ std::map<std::string, double> label_per_kind(const std::string& label_csv, const
 
 }  // namespace
 
-LiEtAlBaseline::LiEtAlBaseline(const std::string& dir) {
-  for (const auto& [file, fam] : std::vector<std::pair<const char*, Family>>{{"bmm", Family::kBmm},
-                                                                              {"linear", Family::kLinear},
-                                                                              {"elem", Family::kElementwise},
-                                                                              {"softmax", Family::kSoftmax},
-                                                                              {"ln", Family::kLayerNorm}}) {
-    const std::string path = (fs::path(dir) / (std::string(file) + ".csv")).string();
-    CsvReader csv(path);
-    const int c_dev = csv.column("Device"), c_coef = csv.column("coef"), c_icpt = csv.column("intercept");
-    if (c_dev < 0 || c_coef < 0 || c_icpt < 0) throw DataError(path + ": missing Device/coef/intercept columns");
-    std::vector<std::string> f;
-    while (csv.next(f))
-      coef_[{f[c_dev], fam}] = {parse_double_field(f[c_coef], path, csv.line(), "coef"),
-                                parse_double_field(f[c_icpt], path, csv.line(), "intercept")};
-  }
-}
-
-double LiEtAlBaseline::kernel_ms(const std::string& device_dir, const KernelQuery& q) const {
-  const Family fam = op_family(q.op);
-  auto it = coef_.find({device_dir, fam});
-  if (it == coef_.end()) return std::nan("");
-  double x = 0;
-  if (fam == Family::kBmm || fam == Family::kLinear) {
-    x = 2.0 * double(q.b) * q.m * q.n * q.k;
-  } else {
-    const bool binary = q.op == OpKind::kAdd || q.op == OpKind::kMul || q.op == OpKind::kDiv || q.op == OpKind::kPow;
-    x = double(q.b) * q.h * 4.0 * (binary ? 3 : 2);
-  }
-  // The fitted line crosses zero for tiny kernels (negative intercepts); a latency cannot be
-  // negative. Clamped, the re-run reproduces NeuSight's published Li et al. errors closely
-  // (P4 58.2 vs 58.2 %, P100 33.5 vs 32.4 %, T4 17.8 vs 16.3 %; unclamped 40.8 and 31.3 %).
-  return std::max(0.0, (it->second.first * x + it->second.second) * 1e3);
-}
-
 ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
                             const std::string& published_summary, const std::string& opgraphs_dir,
                             const GpuRegistry& gpus, const KernelPredictor& kp, double host_gap_us,

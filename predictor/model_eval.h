@@ -2,12 +2,11 @@
 // `tilecast eval-models`: forecast every end-to-end label of NeuSight's layout
 // (<GPU>/<model>-<inf|train>-<seq>-<batch>[-fusion].json) and compare with the label and
 // with NeuSight's published error for the same cell.
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/gpu_spec.h"
+#include "predictor/baselines.h"
 #include "predictor/kernel_predictor.h"
 
 namespace tilecast::predictor {
@@ -26,19 +25,6 @@ struct ModelEvalRow {
   double roofline_ms = -1, li_ms = -1;
 };
 
-// Li et al. (NeuSight's MICRO baseline, `baselines/li_et_al/<family>.csv`): per GPU and kernel
-// family, seconds = coef x X + intercept, X = 2BMNK FLOPs for bmm/linear and B x H x 4 x (3 for
-// binary ops, 2 otherwise) bytes for vector ops. Devices by NeuSight's folder names.
-class LiEtAlBaseline {
- public:
-  explicit LiEtAlBaseline(const std::string& dir);  // ConfigError/DataError naming the file
-  // ms (0 where the fitted line crosses zero for tiny kernels), or NaN when the device or the
-  // op's family has no coefficients.
-  double kernel_ms(const std::string& device_dir, const KernelQuery& q) const;
-
- private:
-  std::map<std::pair<std::string, Family>, std::pair<double, double>> coef_;  // (device, family) -> (coef, intercept)
-};
 
 // Per-operator check against a label CSV (one layer, each node timed in isolation): sums
 // per op kind of the label's fw+bw+acc latencies vs. our one-layer forecast of the same kind.

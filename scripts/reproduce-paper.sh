@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 # kernel table with the Li et al. baseline computed from its published coefficients.
 KT="$NS/kernels/nvidia/test"
 ./build/tilecast -q --log-level error eval-kernels --data "$KT/bmm.csv" "$KT/linear.csv" "$KT/elem.csv" "$KT/softmax.csv" \
-  "$KT/ln.csv" --rows-csv "$OUT/kernel_rows.csv" > /dev/null
+  "$KT/ln.csv" --rows-csv "$OUT/kernel_rows.csv" --li-dir "$NS/baselines/li_et_al" > /dev/null
 # Debian's matplotlib lives in /usr/bin/python3's dist-packages.
 PY=python3
 python3 -c "import matplotlib" 2> /dev/null || { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import matplotlib" 2> /dev/null && PY=/usr/bin/python3; } || true

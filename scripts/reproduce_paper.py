@@ -151,32 +151,15 @@ table(["GPU"] + [k for k, _, _ in kind_cols],
 TRAINING_GPUS = {"Tesla P4", "Tesla P100-PCIE-16GB", "Tesla V100-PCIE-32GB", "Tesla T4", "NVIDIA A100-PCIE-40GB"}
 
 
-def norm(name):
-    return "".join(c for c in name.lower() if c.isalnum())
-
-
 if kernel_rows:
-    # Li et al. (NeuSight's MICRO baseline): latency[s] = coef * X + intercept per GPU, X = 2BMNK
-    # FLOPs for GEMMs, bytes = B*H*4*(3 binary | 2 unary, softmax, ln) for vector ops; the
-    # unseen GPUs' rows hold coefficients regressed on memory bandwidth (intercept 0).
-    li = {}
-    for fam, fname in (("bmm", "bmm"), ("linear", "linear"), ("elementwise", "elem"), ("softmax", "softmax"),
-                       ("layernorm", "ln")):
-        for r in csv.DictReader(open(os.path.join(ns, "baselines", "li_et_al", fname + ".csv"))):
-            li[(fam, norm(r["Device"].replace("_", " ")))] = (float(r["coef"]), float(r["intercept"]))
-    binary = {"add", "mul", "div", "pow"}
+    # Li et al. (NeuSight's MICRO baseline) per row: re-run by `tilecast eval-kernels --li-dir`
+    # from its published per-GPU coefficients (the same code eval-models uses on whole models).
     fam_of = {"bmm": "bmm", "linear": "linear", "softmax": "softmax", "ln": "layernorm"}
     stats = {}
     for r in csv.DictReader(open(kernel_rows)):
         fam = fam_of.get(r["op"], "elementwise")
-        dims = [int(x) for x in r["shape"].split(",")]
         y = float(r["measured_ms"])
-        if fam in ("bmm", "linear"):
-            x = 2.0 * dims[0] * dims[1] * dims[2] * dims[3]
-        else:
-            x = dims[0] * dims[1] * 4.0 * (3 if r["op"] in binary else 2)
-        c = li.get((fam, norm(r["device"])))
-        li_ms = (c[0] * x + c[1]) * 1e3 if c else None
+        li_ms = float(r["li_et_al_ms"]) if r.get("li_et_al_ms") else None
         st = stats.setdefault((r["device"], fam), {"n": 0, "ours": [], "roof": [], "li": [], "ratio": []})
         st["n"] += 1
         st["ours"].append(100 * abs(float(r["predicted_ms"]) - y) / y)

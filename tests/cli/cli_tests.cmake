@@ -106,6 +106,7 @@ tc_cli_fail(predict_kernel_rope_fp8 "--dtype fp8: op 'rope' runs in the model's 
 # Fused MoE kernels: load model fields in JSON, one-line errors for bad routing and shapes.
 tc_cli_test(predict_kernel_moe_json "\"experts_hit\": 2" ${TC} predict-kernel --op moe --shape 1,4096,14336,2,8 --moe-tp 2 --gpu H100-SXM --format json)
 tc_cli_fail(eval_kernels_holdout_range "--holdout-shapes: expected a percentage in 1..50, got 75" "${TC};eval-kernels;--data;x.csv;--holdout-shapes;75")
+tc_cli_fail(eval_kernels_li_without_rows "--li-dir: needs --rows-csv" "${TC};eval-kernels;--data;x.csv;--li-dir;/tmp")
 tc_cli_fail(predict_kernel_moe_tf32 "--dtype tf32: fused MoE is modelled in bf16, fp16, fp8, fp8_block and fp32" "${TC};predict-kernel;--op;moe;--shape;64,4096,1024,2,8;--dtype;tf32;--gpu;H100-SXM")
 tc_cli_test(predict_kernel_moe_skewed "busiest expert" ${TC} predict-kernel --op moe --shape 512,7168,2048,8,256 --moe-ep 8 --routing power_law_1.2 --dtype fp8_block --gpu B300)
 tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced or power_law_<a>" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,2,8;--routing;zipf;--gpu;H100-SXM")
