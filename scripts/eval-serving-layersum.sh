@@ -44,10 +44,14 @@ def layer_sum(tokens, sequences, attention_ms):
             seq[("lm_head", sequences)])
 
 
-def forecast(args, key):
+def predict(args):
     res = subprocess.run([tc, "-q", "predict", "--model", "llama-3.1-8b", "--gpu", "RTX-4090", "--dtype", "bf16",
                           "--format", "json"] + args, capture_output=True, text=True, check=True)
-    return json.loads(res.stdout)[key]
+    return json.loads(res.stdout)
+
+
+def forecast(args, key):
+    return predict(args)[key]
 
 
 rows = []
@@ -68,4 +72,15 @@ for step, shape, m, f in rows:
     print("%-15s %-22s %12.3f %12.3f %+8.1f" % (step, shape, m, f, e))
 print("mean |err| %.1f %% over %d steps (prefill %.1f %%, decode %.1f %%)" % (
     sum(errs) / len(errs), len(errs), sum(errs[:5]) / 5, sum(errs[5:]) / len(errs[5:])))
+
+# Where a decode step's difference comes from: one layer's ops, 1 sequence over 512 cached tokens.
+ops = {o["name"].split(".")[-1]: 1e3 * o["forward_ms"] / o["count"]
+       for o in predict(["--mode", "decode", "--batch", "1", "--context", "512"])["ops"]}
+print("\ndecode, 1 sequence x 512 cached, one layer (us): op, measured, forecast")
+for ours, theirs in (("qkv_proj", "qkv_proj"), ("o_proj", "o_proj"), ("gate_up_proj", "gate_up_proj"),
+                     ("down_proj", "down_proj"), ("act_fn", "act_fn"), ("rotary_emb", "rotary_emb"),
+                     ("input_layernorm", "layernorm")):
+    print("%-16s %8.1f %8.1f" % (ours, 1e3 * dense[(theirs, 1)], ops[ours]))
+print("%-16s %8.1f %8.1f" % ("attention", 1e3 * attn[(0, 0, 1, 512)], ops["attn"]))
+print("%-16s %8s %8.1f  (fused into vLLM's RMSNorm)" % ("residual adds", "-", ops["residual_1"] + ops["residual_2"]))
 EOF

@@ -75,7 +75,7 @@ std::string utc_now() {
 
 }  // namespace
 
-double fit_launch_floor_ms(const std::vector<KernelSample>& rows) {
+double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::string, double>* per_gpu) {
   std::map<std::string, std::vector<double>> by_gpu;
   for (const auto& s : rows) by_gpu[s.device].push_back(s.latency_ms);
   std::vector<double> p1;
@@ -84,6 +84,7 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows) {
     const size_t k = static_cast<size_t>(0.01 * double(v.size() - 1));
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
     p1.push_back(v[k]);
+    if (per_gpu) (*per_gpu)[kv.first] = v[k];
   }
   if (p1.empty()) return 0;
   std::sort(p1.begin(), p1.end());
@@ -397,9 +398,13 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     FamilyResult r;
     double seconds = 0;
     // One floor for every member: fitted on the family's rows of the training GPUs.
-    const double floor_ms = cfg.launch_floor ? fit_launch_floor_ms(rows) : 0;
+    std::map<std::string, double> p1;
+    const double floor_ms = cfg.launch_floor ? fit_launch_floor_ms(rows, &p1) : 0;
     if (cfg.launch_floor) {
-      TC_LOG(Info) << family_name(fam) << ": launch floor " << floor_ms * 1e3 << " us";
+      std::string each;
+      for (const auto& kv : p1) each += (each.empty() ? "" : ", ") + kv.first + " " + std::to_string(kv.second * 1e3);
+      TC_LOG(Info) << family_name(fam) << ": launch floor " << floor_ms * 1e3 << " us (1st-percentile us per GPU: "
+                   << each << ")";
     }
     e.launch_floor_us = floor_ms * 1e3;
     for (int member = 0; member < cfg.ensemble; ++member) {

@@ -1,5 +1,6 @@
 #pragma once
 // Training of the per-family MLPs (no torch in this header).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 
 // The per-launch floor of a family's rows: for each GPU the 1st percentile of its measured
 // latencies (a robust minimum), then the median over GPUs; ms.
-double fit_launch_floor_ms(const std::vector<KernelSample>& rows);
+// `per_gpu`, when given, receives each GPU's 1st percentile.
+double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::string, double>* per_gpu = nullptr);
 
 struct TrainOptions {
   std::string neusight_dir;         // data root (NeuSight's training GPUs), when data_dirs is empty
