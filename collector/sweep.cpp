@@ -149,12 +149,8 @@ Sweep load_sweep(const std::string& path) {
         }
       } else {
         if (n["ops"]) throw ConfigError(where + ": field 'ops' is for elementwise and memory_op only");
-        f.ops = {f.family == Family::kBmm ? OpKind::kBmm : f.family == Family::kLinear ? OpKind::kLinear
-                 : f.family == Family::kGemm ? OpKind::kGemm
-                 : f.family == Family::kAttnPrefill ? OpKind::kAttnPrefill
-                 : f.family == Family::kAttnDecode ? OpKind::kAttnDecode
-                 : f.family == Family::kMoe ? OpKind::kMoe
-                 : f.family == Family::kSoftmax ? OpKind::kSoftmax : OpKind::kLayerNorm};
+        for (const auto& info : kOpTable)  // the family's one op
+          if (info.family == f.family) f.ops.push_back(info.kind);
       }
       for (const auto& d : dim_names(f.family)) {
         if (!n[d]) throw ConfigError(where + ": missing range '" + d + "' ([lo, hi], {edges: [...]} or {values: [...]})");
