@@ -71,11 +71,19 @@ std::string files_hash(const std::vector<std::string>& paths);
 // Several kernel libraries measured the same shapes on one GPU (B200 attention: trtllm_mha and
 // Triton; B200 MoE: flashinfer and Triton): keeps, per GPU, the rows of the library its spec
 // implies (kernel_library) when it has any, else all of its rows (a lab's own collect run);
-// drops attention rows measured more than 1.5x faster than the dtype's compute roofline
-// (measurement artefacts). Rows of GPUs without a spec are kept. Returns what it removed.
+// drops attention rows that implausible_row calls impossible (measurement artefacts). Rows of
+// GPUs without a spec are kept. Returns what it removed.
 struct LibraryFilterCounts {
-  int64_t other_library = 0, impossible = 0;
+  int64_t other_library = 0, impossible_compute = 0, impossible_memory = 0;
 };
+
+// Why a measured latency cannot be the kernel its row describes, from physics alone:
+// kCompute: more than 1.5x faster than the dtype's compute roofline (e.g. L40S prefill of
+// 16,384 tokens in 0.05 ms); kMemory: more than 1.5x faster than reading, at the DRAM
+// bandwidth, the bytes that do not fit in L2 (a benchmark that repeats one call may serve up
+// to the L2's size from cache, never more: e.g. L40S decode rows of 1 GB of KV cache in 27 us).
+enum class Implausible { kNone, kCompute, kMemory };
+Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu);
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
 
 // Held-out shapes (train --holdout-shapes, eval-kernels --holdout-shapes): a row is held out

@@ -12,9 +12,13 @@
 
 namespace tilecast::predictor {
 
-void ErrorStats::add(double ape, double roof_ape) {
+void ErrorStats::add(double ape, double roof_ape, bool plausible) {
   ++rows;
   ape_sum_pct += ape;
+  if (plausible)
+    plausible_ape_sum_pct += ape;
+  else
+    ++implausible_rows;
   roofline_ape_sum_pct += roof_ape;
   apes.push_back(ape);
 }
@@ -73,12 +77,13 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
         // one physics fit each, are keyed by op.
         const std::string fam = op_family(s.query.op) == Family::kMemoryOp ? op_name(s.query.op)
                                                                            : family_name(op_family(s.query.op));
-        rep.overall.add(ape, rape);
-        (trained_on(op_family(s.query.op), *gpu, s.device) ? rep.training_gpus : rep.unseen_gpus).add(ape, rape);
-        rep.by_op[fam].add(ape, rape);
-        rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape);
-        rep.by_device[s.device].add(ape, rape);
-        rep.by_device_op[s.device][fam].add(ape, rape);
+        const bool ok = implausible_row(s.query, y, *gpu) == Implausible::kNone;
+        rep.overall.add(ape, rape, ok);
+        (trained_on(op_family(s.query.op), *gpu, s.device) ? rep.training_gpus : rep.unseen_gpus).add(ape, rape, ok);
+        rep.by_op[fam].add(ape, rape, ok);
+        rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape, ok);
+        rep.by_device[s.device].add(ape, rape, ok);
+        rep.by_device_op[s.device][fam].add(ape, rape, ok);
         if (rows_out) {
           const double li_ms = li ? li->kernel_ms(s.device, s.query) : -1;
           rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), y, preds[j].latency_ms,
@@ -98,7 +103,9 @@ nlohmann::json stats_json(const ErrorStats& s) {
           {"mape_pct", s.mape_pct()},
           {"roofline_mape_pct", s.roofline_mape_pct()},
           {"p50_ape_pct", s.percentile_pct(50)},
-          {"p90_ape_pct", s.percentile_pct(90)}};
+          {"p90_ape_pct", s.percentile_pct(90)},
+          {"implausible_rows", s.implausible_rows},
+          {"plausible_mape_pct", s.plausible_mape_pct()}};
 }
 }  // namespace
 
@@ -123,14 +130,17 @@ std::string eval_report_table(const KernelEvalReport& r) {
   std::ostringstream os;
   char buf[256];
   auto line = [&](const std::string& name, const ErrorStats& s) {
-    std::snprintf(buf, sizeof buf, "%-28s %7lld %10.2f %10.2f %10.2f %12.2f\n", name.c_str(),
+    std::snprintf(buf, sizeof buf, "%-28s %7lld %10.2f %10.2f %10.2f %12.2f %12lld %12.2f\n", name.c_str(),
                   static_cast<long long>(s.rows), s.mape_pct(), s.percentile_pct(50),
-                  s.percentile_pct(90), s.roofline_mape_pct());
+                  s.percentile_pct(90), s.roofline_mape_pct(), static_cast<long long>(s.implausible_rows),
+                  s.plausible_mape_pct());
     os << buf;
   };
-  std::snprintf(buf, sizeof buf, "%-28s %7s %10s %10s %10s %12s\n", "group", "rows", "MAPE%",
-                "p50 APE%", "p90 APE%", "roofline%");
+  std::snprintf(buf, sizeof buf, "%-28s %7s %10s %10s %10s %12s %12s %12s\n", "group", "rows", "MAPE%",
+                "p50 APE%", "p90 APE%", "roofline%", "implausible", "plausible%");
   os << buf;
+  os << "-- implausible: rows physics rules out (beyond the compute roofline, or beyond DRAM for the\n"
+        "   bytes L2 cannot hold, by 1.5x); plausible%: MAPE over the other rows\n";
   os << "-- headline: rows on GPUs the family was trained on, and on GPUs it never saw\n";
   line("training GPUs", r.training_gpus);
   line("unseen GPUs", r.unseen_gpus);
@@ -151,10 +161,11 @@ std::string eval_report_table(const KernelEvalReport& r) {
 std::string eval_report_csv(const KernelEvalReport& r) {
   std::ostringstream os;
   os.precision(10);
-  os << "section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct\n";
+  os << "section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct,implausible_rows,plausible_mape_pct\n";
   auto line = [&](const std::string& section, const std::string& group, const ErrorStats& s) {
     os << section << ',' << '"' << group << '"' << ',' << s.rows << ',' << s.mape_pct() << ',' << s.percentile_pct(50)
-       << ',' << s.percentile_pct(90) << ',' << s.roofline_mape_pct() << '\n';
+       << ',' << s.percentile_pct(90) << ',' << s.roofline_mape_pct() << ',' << s.implausible_rows << ','
+       << s.plausible_mape_pct() << '\n';
   };
   line("headline", "training_gpus", r.training_gpus);
   line("headline", "unseen_gpus", r.unseen_gpus);

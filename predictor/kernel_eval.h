@@ -15,10 +15,17 @@ struct ErrorStats {
   int64_t rows = 0;
   double ape_sum_pct = 0, roofline_ape_sum_pct = 0;
   std::vector<double> apes;  // per-row APE (%), for percentiles
+  // Rows that implausible_row calls physically impossible (measurement artefacts), and the
+  // MAPE over the others; every row counts in `rows` and `mape_pct`.
+  int64_t implausible_rows = 0;
+  double plausible_ape_sum_pct = 0;
   double mape_pct() const { return rows ? ape_sum_pct / rows : 0; }
   double roofline_mape_pct() const { return rows ? roofline_ape_sum_pct / rows : 0; }
+  double plausible_mape_pct() const {
+    return rows > implausible_rows ? plausible_ape_sum_pct / double(rows - implausible_rows) : 0;
+  }
   double percentile_pct(double p) const;
-  void add(double ape, double roof_ape);
+  void add(double ape, double roof_ape, bool plausible = true);
 };
 
 struct KernelEvalReport {
@@ -50,7 +57,8 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& csv_files,
 
 std::string eval_report_json(const KernelEvalReport& r);
 std::string eval_report_table(const KernelEvalReport& r);
-// One line per group: section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct.
+// One line per group: section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct,
+// implausible_rows,plausible_mape_pct.
 std::string eval_report_csv(const KernelEvalReport& r);
 
 }  // namespace tilecast::predictor

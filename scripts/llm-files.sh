@@ -33,6 +33,7 @@ ops = {"memory_op": ("rmsnorm", "silu_mul", "rope", "residual_add")}.get(fam, (f
 for k, s in sorted(r["by_op_dtype"].items()):
     if k.split("/")[0] in ops:
         print(f"{fam:20s} {gpu:16s} {k:24s} rows {s['rows']:7d}  MAPE {s['mape_pct']:7.2f} %  p50 {s['p50_ape_pct']:6.2f} %  "
-              f"p90 {s['p90_ape_pct']:7.2f} %  roofline {s['roofline_mape_pct']:7.2f} %")
+              f"p90 {s['p90_ape_pct']:7.2f} %  roofline {s['roofline_mape_pct']:7.2f} %  "
+              f"implausible {s['implausible_rows']:6d}  plausible MAPE {s['plausible_mape_pct']:7.2f} %")
 PY
 }

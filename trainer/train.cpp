@@ -355,16 +355,17 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // and Triton; B200 MoE: flashinfer and Triton): train on the one a forecast for that GPU
     // assumes, chosen from its spec (kernel_library). A GPU with no rows of that library (a
     // lab's own `tilecast collect` run: eager or SDPA attention, the eager MoE loop) keeps all
-    // of its rows: they are the only measurements of it. Attention rows measured more than 1.5x
-    // faster than the dtype's compute roofline cannot have run the attention they describe
-    // (e.g. L40S prefill of 16,384 tokens in 0.05 ms, 30x beyond its peak): measurement
-    // artefacts, left out of training (forecasts never see the row).
+    // of its rows: they are the only measurements of it. Attention rows that cannot have run
+    // the attention they describe (implausible_row: beyond the compute roofline, or beyond DRAM
+    // for the bytes that L2 cannot hold) are measurement artefacts, left out of training
+    // (forecasts never see the row).
     {
       const LibraryFilterCounts n = filter_spec_library(rows, gpus);
-      if (n.other_library + n.impossible > 0) {
+      if (n.other_library + n.impossible_compute + n.impossible_memory > 0) {
         TC_LOG(Info) << family_name(fam) << ": left out " << n.other_library
-                     << " rows of another kernel library than the spec's choice and " << n.impossible
-                     << " faster than 1.5x the compute roofline";
+                     << " rows of another kernel library than the spec's choice, " << n.impossible_compute
+                     << " faster than 1.5x the compute roofline and " << n.impossible_memory
+                     << " faster than 1.5x DRAM for the bytes beyond L2";
       }
     }
     if (opt.holdout_shapes_pct > 0) {

@@ -84,6 +84,9 @@ tc_cli_fail(unknown_dtype "--dtype: unknown dtype 'int3'" "${TC};predict-kernel;
 tc_cli_fail(fp16_on_fp32_family "--dtype fp16: op 'softmax' is modelled in fp32 only" "${TC};predict-kernel;--op;softmax;--shape;64,64;--dtype;fp16;--gpu;H100-SXM")
 tc_cli_fail(eval_aic_unknown_op "aic_unknown_op.csv:2: column .op_name.: .allreduce. is not modelled" "${TC};eval-kernels;--data;${D}/bad/aic_unknown_op.csv")
 tc_cli_test(eval_aic_moe_json "\"moe/bf16\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aic_moe_small.csv --format json)
+# Two L40S decode rows copied from aiconfigurator: 2.1 GB of KV cache "read" in 27 us is
+# counted implausible (beyond DRAM for the bytes L2 cannot hold); the windowed row is not.
+tc_cli_test(eval_aic_implausible_json "\"generation_attention/bf16\": {[^}]*\"implausible_rows\": 1,[^}]*\"rows\": 2" ${TC} eval-kernels --data ${D}/aic_decode_implausible.csv --format json)
 tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aiconfigurator_gemm_small.csv --format json)
 tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)
 tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/featurize.h"
+#include "core/kernel_dataset.h"
 #include "core/op_graph.h"
 #include "test_util.h"
 
@@ -166,6 +167,29 @@ TEST(Kernel, AttentionWorkAndTasks) {
   std::vector<float> f(num_features(Family::kAttnPrefill));
   featurize(p, h100, TileTable{}, f.data());
   for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kAttnPrefill)[i];
+}
+
+// Physically impossible rows, hand-derived on the L40S (96 MiB L2, 864 GB/s, 362 TFLOP/s
+// BF16). Decode of 64 sequences x 8,192 cached tokens, 8 KV heads of 128: 64 x (32 x 128 x 4
+// query/output bytes + 2 x 8,192 x 8 x 128 x 2 KV bytes) = 2,148,532,224 bytes; less the
+// 100,663,296 an L2 can hold that is 2.370 ms at DRAM speed, so anything below 1.580 ms is
+// impossible (the data's row says 0.0274 ms). Prefill of 16,384 causal tokens, 32 heads of 128:
+// 4 x 32 x 128 x 16,384 x 16,385 / 2 = 2.199e12 FLOPs = 6.075 ms at peak, impossible below 4.05.
+TEST(Kernel, ImplausibleRowsFromPhysics) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  const auto d = attention_decode_q(64, 8192, 32, 8, 128, DType::kBf16, DType::kBf16);
+  EXPECT_DOUBLE_EQ(query_bytes(d), 2148532224.0);
+  EXPECT_EQ(implausible_row(d, 0.0274, l40s), Implausible::kMemory);
+  EXPECT_EQ(implausible_row(d, 1.57, l40s), Implausible::kMemory);
+  EXPECT_EQ(implausible_row(d, 1.59, l40s), Implausible::kNone);
+  // 128 cached tokens: 34 MB, all of it servable from L2 by a benchmark repeating the call.
+  EXPECT_EQ(implausible_row(attention_decode_q(64, 128, 32, 8, 128, DType::kBf16, DType::kBf16), 0.0274, l40s),
+            Implausible::kNone);
+  const auto p = attention_prefill_q(1, 16384, 32, 8, 128, DType::kBf16, DType::kBf16);
+  EXPECT_EQ(implausible_row(p, 0.05, l40s), Implausible::kCompute);
+  EXPECT_EQ(implausible_row(p, 4.0, l40s), Implausible::kCompute);
+  EXPECT_EQ(implausible_row(p, 4.1, l40s), Implausible::kNone);
 }
 
 // The memory_op fit recovers known coefficients from rows generated on two GPUs whose DRAM

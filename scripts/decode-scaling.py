@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Does decode latency grow with the cached context? For every aiconfigurator
+generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
+context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
+(median and 10th/90th percentiles over shapes). A kernel that reads the KV cache takes longer
+as it grows; a ratio near 1 says the rows did not run the attention they describe.
+
+With --rows-csv R (eval-kernels --rows-csv of exactly one such file, given as --data), also
+prints, per window_size, MAPE and the median forecast/measured of those forecasts.
+
+  scripts/decode-scaling.py [--llm-dir ../shared/llm-kernels] [--rows-csv R --data CSV]
+"""
+import argparse, collections, csv, os, statistics, sys
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(p / 100 * len(v)))]
+
+
+def scaling(path):
+    series = collections.defaultdict(dict)
+    for r in csv.DictReader(open(path)):
+        key = (r.get("window_size") or "0", r["kv_cache_dtype"], r["batch_size"], r["num_heads"],
+               r["num_key_value_heads"], r["head_dim"], r.get("beam_width", "1"))
+        series[key][int(r["step"])] = float(r["latency"])
+    ratios = collections.defaultdict(list)
+    for key, by_step in series.items():
+        if max(by_step) >= 4095:
+            ratios[key[:2]].append(by_step[max(by_step)] / by_step[min(by_step)])
+    return ratios
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
+    ap.add_argument("--rows-csv")
+    ap.add_argument("--data")
+    a = ap.parse_args()
+    if bool(a.rows_csv) != bool(a.data):
+        sys.exit("decode-scaling.py: --rows-csv and --data go together")
+    root = os.path.join(a.llm_dir, "aiconfigurator")
+    if not os.path.isdir(root):
+        sys.exit(f"decode-scaling.py: {root}: no such folder (set --llm-dir)")
+    print("gpu,window_size,kv_cache_dtype,shapes,ratio_p10,ratio_p50,ratio_p90")
+    for gpu in sorted(os.listdir(root)):
+        path = os.path.join(root, gpu, "generation_attention_perf.csv")
+        if not os.path.exists(path):
+            continue
+        for (win, kvd), v in sorted(scaling(path).items()):
+            print(f"{gpu},{win},{kvd},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
+    if a.rows_csv:
+        raw = list(csv.DictReader(open(a.data)))
+        pred = list(csv.DictReader(open(a.rows_csv)))
+        if len(raw) != len(pred):
+            sys.exit(f"decode-scaling.py: {a.rows_csv} has {len(pred)} rows, {a.data} {len(raw)}: not one eval of it")
+        by_win = collections.defaultdict(list)
+        for r, p in zip(raw, pred):
+            m, f = float(p["measured_ms"]), float(p["predicted_ms"])
+            if abs(m - float(r["latency"])) > 1e-4 * max(1.0, m):
+                sys.exit(f"decode-scaling.py: {a.rows_csv}: rows are not in {a.data}'s order")
+            by_win[r.get("window_size") or "0"].append((100 * abs(f - m) / m, f / m))
+        print("\nwindow_size,rows,mape_pct,median_forecast_over_measured")
+        for w, v in sorted(by_win.items(), key=lambda kv: int(kv[0])):
+            print(f"{w},{len(v)},{statistics.mean(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}")
+
+
+main()
