@@ -19,6 +19,9 @@ int run_train(const Args& args, const GlobalOptions& g) {
   int64_t seed = -1;
   int64_t max_rows = -1;
   int holdout = 0;
+  std::string family_help = "families to train (";
+  for (Family f : kAllFamilies) family_help += std::string(f == kAllFamilies.front() ? "" : " ") + family_name(f);
+  family_help += "; default all with data)";
   desc.add_options()("neusight-dir", po::value(&data),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "data", po::value(&collected)->multitoken(),
@@ -26,9 +29,10 @@ int run_train(const Args& args, const GlobalOptions& g) {
       "out", po::value(&out)->required(),
       "weights folder to write; replaced only when the whole run succeeds (weights/ needs --force)")(
       "family", po::value(&families)->multitoken(),
-      "families to train (bmm linear elementwise softmax layernorm gemm; default all with data)")(
+      family_help.c_str())(
       "llm-dir", po::value(&llm_dir),
-      "LLM-era kernel data root for gemm (default: $TILECAST_LLM_KERNELS_DIR or ../shared/llm-kernels)")(
+      "LLM-era kernel data root (gemm, attention, moe, memory_op; default: $TILECAST_LLM_KERNELS_DIR or "
+      "../shared/llm-kernels)")(
       "vendor", po::value(&vendor)->default_value("nvidia"),
       "nvidia (the five old GPUs) or amd (the AMD predictor set: MI100, MI210; bundled in weights/amd)")(
       "exclude-gpu", po::value(&exclude)->multitoken(),
