@@ -26,7 +26,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "context", po::value(&context), "decode: tokens already in each sequence's KV cache")(
       "gen", po::value(&gen), "generate: output tokens per sequence (>= 2)")(
       "dtype", po::value(&a.dtype),
-      "fp32|fp16|bf16|fp8|fp8_block: serving GEMM dtype (default: the config's torch_dtype, else bf16); "
+      "fp32|fp16|bf16|fp8|fp8_static|fp8_block: serving GEMM dtype (default: the config's torch_dtype, else bf16); "
       "inference/training are fp32")(
       "kv-dtype", po::value(&a.kv_dtype), "serving: KV cache dtype (default: bf16 for fp8, else --dtype)")(
       "fusion", "model torch.compile fusion (inference)")(

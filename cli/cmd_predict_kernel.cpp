@@ -24,7 +24,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "silu_mul: T,F (F = FFN width of one rank); rope: T,W (W = (heads + KV heads) x head_dim); "
       "moe: T,H,F,K,E (tokens, hidden, expert FFN width, top-k, experts)")(
       "dtype", po::value(&dtype),
-      "fp32|tf32|fp16|bf16|fp8|fp8_block: gemm and attention (default bf16); memory ops: fp32|fp16|bf16 "
+      "fp32|tf32|fp16|bf16|fp8|fp8_static|fp8_block: gemm and attention (default bf16); memory ops: fp32|fp16|bf16 "
       "(default bf16); the FP32 families take fp32 only")(
       "kv-dtype", po::value(&kv_dtype), "attention: KV cache dtype (default: --dtype)")(
       "window", po::value(&window)->default_value(0), "attention: sliding window in tokens (0 = none)")(

@@ -65,6 +65,7 @@ const char* dtype_name(DType d) {
     case DType::kBf16: return "bf16";
     case DType::kFp8: return "fp8";
     case DType::kFp8Block: return "fp8_block";
+    case DType::kFp8Static: return "fp8_static";
   }
   return "?";
 }
@@ -74,7 +75,7 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
       {"fp32", DType::kFp32},     {"float32", DType::kFp32},   {"tf32", DType::kTf32},
       {"fp16", DType::kFp16},     {"float16", DType::kFp16},   {"half", DType::kFp16},
       {"bf16", DType::kBf16},     {"bfloat16", DType::kBf16},  {"fp8", DType::kFp8},
-      {"fp8_static", DType::kFp8}, {"fp8_block", DType::kFp8Block}};
+      {"fp8_static", DType::kFp8Static}, {"fp8_block", DType::kFp8Block}};
   for (const auto& n : names)
     if (s == n.first) {
       *out = n.second;
@@ -86,7 +87,7 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
 DType dtype_from_string(const std::string& s) {
   DType d;
   if (!try_dtype_from_string(s, &d))
-    throw ConfigError("unknown dtype '" + s + "' (fp32, tf32, fp16, bf16, fp8, fp8_block)");
+    throw ConfigError("unknown dtype '" + s + "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block)");
   return d;
 }
 
@@ -94,14 +95,14 @@ int dtype_size(DType d) {
   switch (d) {
     case DType::kFp32: case DType::kTf32: return 4;
     case DType::kFp16: case DType::kBf16: return 2;
-    case DType::kFp8: case DType::kFp8Block: return 1;
+    case DType::kFp8: case DType::kFp8Block: case DType::kFp8Static: return 1;
   }
   return 4;
 }
 
 double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
   if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
-  const std::string key = d == DType::kFp8Block ? "fp8" : dtype_name(d);
+  const std::string key = is_fp8(d) ? "fp8" : dtype_name(d);
   auto it = gpu.tensor_peak_gflops.find(key);
   if (it == gpu.tensor_peak_gflops.end() || !(it->second > 0))
     throw ConfigError("GPU '" + gpu.name + "' has no " + key + " tensor-core peak in its spec" +
@@ -473,6 +474,23 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
   return li;
 }
 
+namespace {
+// FP8 GEMMs quantise their BF16 activation A (M tokens x N in-features) before the scaled
+// matmul, in kernels of their own: dynamic per-tensor scaling reads A twice (absmax, then
+// quantise) and writes it once in FP8, a static scale reads it once, block scaling (1 x 128
+// groups) reads it once and writes a float scale per group. Bytes, and kernel launches.
+double activation_quant_bytes(const KernelQuery& q) {
+  const double mn = double(q.m) * q.n;
+  switch (q.dtype) {
+    case DType::kFp8: return 5.0 * mn;
+    case DType::kFp8Static: return 3.0 * mn;
+    case DType::kFp8Block: return 3.0 * mn + 4.0 * double(q.m) * double(ceil_div(q.n, 128));
+    default: return 0;
+  }
+}
+int activation_quant_launches(DType d) { return d == DType::kFp8 ? 2 : is_fp8(d) ? 1 : 0; }
+}  // namespace
+
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
   KernelBounds kb;
   const double slots = double(gpu.num_sms) * li.ctas_per_sm;
@@ -511,6 +529,10 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
     const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                                 double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
     kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
+    kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
+    // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
+    kb.base_s = std::max(kb.compute_s, kb.memory_s) + transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
+    return kb;
   } else if (is_gemm(f)) {
     double padded_flops = 2.0 * q.b * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                           double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
@@ -541,7 +563,8 @@ const std::vector<std::string>& feature_names(Family f) {
   static const std::vector<std::string> tc_gemm = {
       "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill",
       "log2_ideal_compute_us", "log2_tile_m", "log2_tile_k", "log2_m", "log2_n", "log2_k",
-      "log2_bytes_over_l2", "log2_wave_us", "dtype_bytes", "block_scaled", "align_m", "align_k"};
+      "log2_bytes_over_l2", "log2_wave_us", "dtype_bytes", "block_scaled", "quant_share", "quant_launches",
+      "align_m", "align_k"};
   if (f == Family::kGemm) return tc_gemm;
   static const std::vector<std::string> attn = {
       "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us",
@@ -628,6 +651,9 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = float(lg(s_to_us(compute_s(tile_flops, peak / gpu.num_sms))));
     out[i++] = float(dtype_size(q.dtype));
     out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;
+    // Share of the bound spent quantising the activation, and the quantising kernels' launches.
+    out[i++] = float(transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps) / std::max(kb.base_s, 1e-12));
+    out[i++] = float(activation_quant_launches(q.dtype));
     out[i++] = alignment(q.m, 4);
     out[i++] = alignment(q.k, 4);
     // No board-power-per-FLOP feature (tdp_w / peak): worse in leave-one-GPU-out on the L40S

@@ -623,7 +623,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) + " heads, " +
                       std::to_string(m.kv_heads) + " KV heads and FFN width " + std::to_string(ffn) +
                       " must be divisible by it");
-  const DType act = dtype == DType::kFp8 || dtype == DType::kFp8Block ? DType::kBf16 : dtype;  // activations
+  const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;  // activations
   if (act == DType::kTf32) throw ConfigError("--dtype tf32: serving runs in fp32, fp16, bf16 or fp8");
   OpGraph g;
   g.model = m.name;

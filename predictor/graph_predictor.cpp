@@ -311,7 +311,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
 
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu) {
-  const bool fp8 = dtype == DType::kFp8 || dtype == DType::kFp8Block;
+  const bool fp8 = is_fp8(dtype);
   const double act_bytes = fp8 ? 2.0 : dtype_size(dtype);
   const double embed = double(m.vocab) * m.hidden * (m.tie_embeddings ? 1 : 2);
   const double norms = double(m.hidden) * (2.0 * m.layers + 1);

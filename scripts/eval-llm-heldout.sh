@@ -17,6 +17,9 @@ mkdir -p "$OUT"
 . scripts/llm-files.sh  # files_of, gpus_of, report_lines
 W="$OUT/weights"
 if [ -n "${RETRAIN:-}" ] || ! grep -q "holdout_shapes_pct: $PCT\$" "$W/manifest.yaml" 2>/dev/null; then
+  # Start from the bundled weights, so that the files' other families (the vidur files also
+  # hold memory ops) are forecast when FAMILIES names a subset; only those are retrained.
+  rm -rf "$W"; cp -r weights "$W"
   "$TC" -q train --family "${FAMS[@]}" --llm-dir "$LLM" --holdout-shapes "$PCT" --out "$W" --force "$@" > "$OUT/train.csv"
 else
   echo "(reusing $W; RETRAIN=1 retrains)" >&2

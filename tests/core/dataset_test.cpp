@@ -152,7 +152,7 @@ TEST(Dataset, ReadsAiconfiguratorGemmRows) {
   EXPECT_EQ(rows[0].device, "NVIDIA L40S");
   EXPECT_EQ(rows[0].query.op, OpKind::kGemm);
   EXPECT_EQ(rows[0].query.dtype, DType::kBf16);
-  EXPECT_EQ(rows[2].query.dtype, DType::kFp8);  // fp8_static: per-tensor scaled
+  EXPECT_EQ(rows[2].query.dtype, DType::kFp8Static);  // per-tensor scaled, calibrated activation scale
   EXPECT_EQ(rows[2].query.m, 16);
   EXPECT_EQ(rows[2].query.n, 4096);   // k column: in-features
   EXPECT_EQ(rows[2].query.k, 14336);  // n column: out-features
@@ -313,6 +313,9 @@ TEST(KernelDataset, HeldOutShapesAreStableNestedAndSized) {
   for (int64_t m = 1; m <= 200; ++m)
     differ += shape_held_out(gemm_q(m, 512, 512, DType::kBf16), 10) != shape_held_out(gemm_q(m, 512, 512, DType::kFp8), 10);
   EXPECT_GT(differ, 0);
+  // fp8_static shapes hash as fp8 ones (the held-out sets recorded before it was a dtype).
+  for (int64_t m = 1; m <= 200; ++m)
+    EXPECT_EQ(shape_held_out(gemm_q(m, 512, 512, DType::kFp8Static), 10), shape_held_out(gemm_q(m, 512, 512, DType::kFp8), 10));
   expect_error<ConfigError>([] { check_holdout_percent(0); }, {"--holdout-shapes", "1..50", "got 0"});
   expect_error<ConfigError>([] { check_holdout_percent(60); }, {"--holdout-shapes", "got 60"});
 }

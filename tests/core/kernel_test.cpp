@@ -1,5 +1,6 @@
 #include "core/kernel.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -167,6 +168,37 @@ TEST(Kernel, AttentionWorkAndTasks) {
   std::vector<float> f(num_features(Family::kAttnPrefill));
   featurize(p, h100, TileTable{}, f.data());
   for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kAttnPrefill)[i];
+}
+
+// FP8 activation quantisation, hand-derived on the L40S (864 GB/s) for 16 tokens x 4,096
+// in-features: dynamic scaling moves 5 x 16 x 4,096 = 327,680 bytes (0.379 us), a static scale
+// 196,608 (0.228 us), block scaling 196,608 + 4 x 16 x 32 = 198,656; BF16 none. The matmul part
+// of the bound is the same for every FP8 flavour (same bytes, same peak).
+TEST(Kernel, Fp8ActivationQuantisation) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  auto bound = [&](DType d) { const auto q = gemm_q(16, 4096, 14336, d); return kernel_bounds(q, l40s, launch_info(q, l40s)); };
+  const KernelBounds dyn = bound(DType::kFp8), stat = bound(DType::kFp8Static), blk = bound(DType::kFp8Block);
+  const KernelBounds bf = bound(DType::kBf16);
+  EXPECT_DOUBLE_EQ(dyn.compute_s, stat.compute_s);
+  EXPECT_DOUBLE_EQ(dyn.memory_s, stat.memory_s);
+  EXPECT_NEAR(dyn.base_s - std::max(dyn.compute_s, dyn.memory_s), 327680.0 / 864e9, 1e-15);
+  EXPECT_NEAR(stat.base_s - std::max(stat.compute_s, stat.memory_s), 196608.0 / 864e9, 1e-15);
+  EXPECT_NEAR(blk.base_s - std::max(blk.compute_s, blk.memory_s), 198656.0 / 864e9, 1e-15);
+  EXPECT_DOUBLE_EQ(bf.base_s, std::max(bf.compute_s, bf.memory_s));
+  const auto& names = feature_names(Family::kGemm);
+  const size_t share = std::find(names.begin(), names.end(), "quant_share") - names.begin();
+  const size_t launches = std::find(names.begin(), names.end(), "quant_launches") - names.begin();
+  ASSERT_LT(launches, names.size());
+  std::vector<float> f(names.size());
+  const std::pair<DType, float> want[] = {{DType::kFp8, 2.f}, {DType::kFp8Static, 1.f}, {DType::kFp8Block, 1.f}, {DType::kBf16, 0.f}};
+  for (const auto& [d, n] : want) {
+    featurize(gemm_q(16, 4096, 14336, d), l40s, TileTable{}, f.data());
+    EXPECT_EQ(f[launches], n) << dtype_name(d);
+    EXPECT_EQ(f[share] > 0, n > 0) << dtype_name(d);
+  }
+  EXPECT_EQ(dtype_from_string("fp8_static"), DType::kFp8Static);
+  expect_error<ConfigError>([] { gemm_peak_gflops(reg.resolve("a100-sxm4-80gb"), DType::kFp8Static); }, {"no fp8 tensor-core peak"});
 }
 
 // Physically impossible rows, hand-derived on the L40S (96 MiB L2, 864 GB/s, 362 TFLOP/s

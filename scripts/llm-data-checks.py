@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Does decode latency grow with the cached context? For every aiconfigurator
-generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
+"""Two checks of the aiconfigurator data that tilecast's modelling choices rest on.
+
+1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
 (median and 10th/90th percentiles over shapes). A kernel that reads the KV cache takes longer
 as it grows; a ratio near 1 says the rows did not run the attention they describe.
@@ -8,7 +9,11 @@ as it grows; a ratio near 1 says the rows did not run the attention they describ
 With --rows-csv R (eval-kernels --rows-csv of exactly one such file, given as --data), also
 prints, per window_size, MAPE and the median forecast/measured of those forecasts.
 
-  scripts/decode-scaling.py [--llm-dir ../shared/llm-kernels] [--rows-csv R --data CSV]
+2. What does a dynamic FP8 activation scale cost? For every gemm file with both fp8 and
+fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
+fp8 - fp8_static (us) and of fp8_static / fp8.
+
+  scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--rows-csv R --data CSV]
 """
 import argparse, collections, csv, os, statistics, sys
 
@@ -38,10 +43,10 @@ def main():
     ap.add_argument("--data")
     a = ap.parse_args()
     if bool(a.rows_csv) != bool(a.data):
-        sys.exit("decode-scaling.py: --rows-csv and --data go together")
+        sys.exit("llm-data-checks.py: --rows-csv and --data go together")
     root = os.path.join(a.llm_dir, "aiconfigurator")
     if not os.path.isdir(root):
-        sys.exit(f"decode-scaling.py: {root}: no such folder (set --llm-dir)")
+        sys.exit(f"llm-data-checks.py: {root}: no such folder (set --llm-dir)")
     print("gpu,window_size,kv_cache_dtype,shapes,ratio_p10,ratio_p50,ratio_p90")
     for gpu in sorted(os.listdir(root)):
         path = os.path.join(root, gpu, "generation_attention_perf.csv")
@@ -49,16 +54,31 @@ def main():
             continue
         for (win, kvd), v in sorted(scaling(path).items()):
             print(f"{gpu},{win},{kvd},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
+    print("\ngpu,m_bucket,shapes,fp8_minus_fp8_static_us_p50,fp8_static_over_fp8_p50")
+    for gpu in sorted(os.listdir(root)):
+        path = os.path.join(root, gpu, "gemm_perf.csv")
+        if not os.path.exists(path):
+            continue
+        by_shape = collections.defaultdict(dict)
+        for r in csv.DictReader(open(path)):
+            if r["gemm_dtype"] in ("fp8", "fp8_static"):
+                by_shape[(int(r["m"]), r["n"], r["k"])][r["gemm_dtype"]] = float(r["latency"])
+        buckets = collections.defaultdict(list)
+        for (m, _, _), v in by_shape.items():
+            if len(v) == 2:
+                buckets[m.bit_length() - 1].append((1e3 * (v["fp8"] - v["fp8_static"]), v["fp8_static"] / v["fp8"]))
+        for b, v in sorted(buckets.items()):
+            print(f"{gpu},2^{b},{len(v)},{statistics.median(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
         if len(raw) != len(pred):
-            sys.exit(f"decode-scaling.py: {a.rows_csv} has {len(pred)} rows, {a.data} {len(raw)}: not one eval of it")
+            sys.exit(f"llm-data-checks.py: {a.rows_csv} has {len(pred)} rows, {a.data} {len(raw)}: not one eval of it")
         by_win = collections.defaultdict(list)
         for r, p in zip(raw, pred):
             m, f = float(p["measured_ms"]), float(p["predicted_ms"])
             if abs(m - float(r["latency"])) > 1e-4 * max(1.0, m):
-                sys.exit(f"decode-scaling.py: {a.rows_csv}: rows are not in {a.data}'s order")
+                sys.exit(f"llm-data-checks.py: {a.rows_csv}: rows are not in {a.data}'s order")
             by_win[r.get("window_size") or "0"].append((100 * abs(f - m) / m, f / m))
         print("\nwindow_size,rows,mape_pct,median_forecast_over_measured")
         for w, v in sorted(by_win.items(), key=lambda kv: int(kv[0])):
