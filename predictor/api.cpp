@@ -1,5 +1,7 @@
 #include "predictor/api.h"
 
+#include <tuple>
+
 #include "core/error.h"
 #include "core/model_config.h"
 
@@ -77,6 +79,10 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   } else if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);
   } else if (is_attention(op_family(kind))) {
+    // Block and static scaling are GEMM quantisation schemes; attention runs in one dtype.
+    for (const auto& [flag, d, name] : {std::tuple{"--dtype", dt, dtype}, std::tuple{"--kv-dtype", kvd, kv_dtype}})
+      if (d == DType::kFp8Block || d == DType::kFp8Static)
+        throw ConfigError(std::string(flag) + " " + name + ": attention runs in fp32, tf32, fp16, bf16 or fp8");
     q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, a.window)
                                      : attention_decode_q(q.b, q.ctx, q.k, q.h, q.n, dt, kvd, a.window);
     validate_query(q, "--shape");

@@ -89,6 +89,10 @@ tc_cli_test(eval_aic_moe_json "\"moe/bf16\": {[^}]*\"rows\": 1" ${TC} eval-kerne
 tc_cli_test(eval_aic_implausible_json "\"generation_attention/bf16\": {[^}]*\"implausible_rows\": 1,[^}]*\"rows\": 2" ${TC} eval-kernels --data ${D}/aic_decode_implausible.csv --format json)
 tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aiconfigurator_gemm_small.csv --format json)
 tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)
+tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8_static --gpu L40S)
+tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8_static;--gpu;A100-SXM4-40GB")
+tc_cli_fail(predict_kernel_attn_fp8_block "--dtype fp8_block: attention runs in fp32, tf32, fp16, bf16 or fp8" "${TC};predict-kernel;--op;attention_decode;--shape;8,1024,32,8,128;--dtype;fp8_block;--gpu;H100-SXM")
+tc_cli_fail(predict_kernel_rope_fp8_static "--dtype fp8_static: op 'rope' runs in the model's activation dtype" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8_static;--gpu;H100-SXM")
 tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)
 tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --model gpt2-large --gpu T4 --batch 1 --seq 64 --mode train --format json)
 
