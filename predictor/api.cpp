@@ -50,6 +50,8 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   else if (!m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &cfg)) d.gemm = cfg;
   const bool fp8 = is_fp8(d.gemm);
   d.kv = kv_dtype.empty() ? (fp8 ? DType::kBf16 : d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
+  if (d.kv == DType::kFp8Block || d.kv == DType::kFp8Static)
+    throw ConfigError("--kv-dtype " + kv_dtype + ": the KV cache is fp32, fp16, bf16 or fp8");
   return d;
 }
 
