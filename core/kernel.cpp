@@ -531,7 +531,8 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
     kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
     kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
     // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
-    kb.base_s = std::max(kb.compute_s, kb.memory_s) + transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
+    kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
+    kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.quant_s;
     return kb;
   } else if (is_gemm(f)) {
     double padded_flops = 2.0 * q.b * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
@@ -545,12 +546,15 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   return kb;
 }
 
+double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu) {
+  // The spec sheet's peaks (not the issue-bound FP32 GEMM rate).
+  return q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
+         : is_gemm(op_family(q.op))                                                    ? gpu.fp32_gemm_peak_gflops()
+                                                                                       : gpu.fp32_peak_gflops;
+}
+
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
-  // The spec sheet's peaks (not the issue-bound FP32 GEMM rate): the plain roofline baseline.
-  double peak = q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
-                : is_gemm(op_family(q.op)) ? gpu.fp32_gemm_peak_gflops()
-                                           : gpu.fp32_peak_gflops;
-  return std::max(compute_s(query_flops(q), peak), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
+  return std::max(compute_s(query_flops(q), sheet_peak_gflops(q, gpu)), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
 }
 
 const std::vector<std::string>& feature_names(Family f) {
@@ -652,7 +656,7 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
     out[i++] = float(dtype_size(q.dtype));
     out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;
     // Share of the bound spent quantising the activation, and the quantising kernels' launches.
-    out[i++] = float(transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps) / std::max(kb.base_s, 1e-12));
+    out[i++] = float(kb.quant_s / std::max(kb.base_s, 1e-12));
     out[i++] = float(activation_quant_launches(q.dtype));
     out[i++] = alignment(q.m, 4);
     out[i++] = alignment(q.k, 4);

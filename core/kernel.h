@@ -18,6 +18,8 @@ namespace tilecast {
 enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static };
 const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static
 inline bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block || d == DType::kFp8Static; }
+// Block and static scaling are GEMM quantisation schemes: attention and KV caches have neither.
+inline bool is_gemm_scaling_scheme(DType d) { return d == DType::kFp8Block || d == DType::kFp8Static; }
 // Our names plus the data's spellings (bfloat16, float16, float32); false if unknown.
 bool try_dtype_from_string(const std::string& s, DType* out);
 DType dtype_from_string(const std::string& s);  // ConfigError listing the known ones
@@ -122,11 +124,15 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
 struct KernelBounds {
   double compute_s = 0;  // wave-quantised compute time at FP32 peak
   double memory_s = 0;   // compulsory bytes at DRAM bandwidth
-  double base_s = 0;     // max of the two: latency at 100 % utilisation
+  double quant_s = 0;    // FP8 GEMMs: quantising the activation before the matmul
+  double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
 
-// Plain roofline (no tiles, no waves): max(flops / peak, bytes / bandwidth), seconds.
+// The compute peak the spec sheet states for the query's family and dtype (GFLOP/s): the
+// dtype's tensor peak for the LLM-era families, the FP32 GEMM or vector peak otherwise.
+double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu);
+// Plain roofline (no tiles, no waves): max(flops / sheet peak, bytes / bandwidth), seconds.
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
 
 // memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:

@@ -1,7 +1,5 @@
 #include "predictor/api.h"
 
-#include <tuple>
-
 #include "core/error.h"
 #include "core/model_config.h"
 
@@ -50,7 +48,7 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   else if (!m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &cfg)) d.gemm = cfg;
   const bool fp8 = is_fp8(d.gemm);
   d.kv = kv_dtype.empty() ? (fp8 ? DType::kBf16 : d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
-  if (d.kv == DType::kFp8Block || d.kv == DType::kFp8Static)
+  if (is_gemm_scaling_scheme(d.kv))
     throw ConfigError("--kv-dtype " + kv_dtype + ": the KV cache is fp32, fp16, bf16 or fp8");
   return d;
 }
@@ -81,10 +79,10 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   } else if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);
   } else if (is_attention(op_family(kind))) {
-    // Block and static scaling are GEMM quantisation schemes; attention runs in one dtype.
-    for (const auto& [flag, d, name] : {std::tuple{"--dtype", dt, dtype}, std::tuple{"--kv-dtype", kvd, kv_dtype}})
-      if (d == DType::kFp8Block || d == DType::kFp8Static)
-        throw ConfigError(std::string(flag) + " " + name + ": attention runs in fp32, tf32, fp16, bf16 or fp8");
+    if (is_gemm_scaling_scheme(dt))
+      throw ConfigError("--dtype " + dtype + ": attention runs in fp32, tf32, fp16, bf16 or fp8");
+    if (is_gemm_scaling_scheme(kvd))
+      throw ConfigError("--kv-dtype " + kv_dtype + ": attention runs in fp32, tf32, fp16, bf16 or fp8");
     q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, a.window)
                                      : attention_decode_q(q.b, q.ctx, q.k, q.h, q.n, dt, kvd, a.window);
     validate_query(q, "--shape");
