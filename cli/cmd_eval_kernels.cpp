@@ -42,10 +42,12 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
   auto rep = predictor::eval_kernels(data, pred, reg, rows_csv.empty() ? nullptr : &rows, g.quiet, holdout, li.get());
   if (!rows_csv.empty()) {
     std::ostringstream out;
-    out << "device,op,shape,measured_ms,predicted_ms,roofline_ms" << (li ? ",li_et_al_ms" : "") << "\n";
+    // prior_ms: the family's fitted roofline alone (empty for families without one).
+    out << "device,op,shape,measured_ms,predicted_ms,roofline_ms,prior_ms" << (li ? ",li_et_al_ms" : "") << "\n";
     for (const auto& r : rows) {
       out << csv_escape(r.device) << ',' << r.op << ',' << csv_escape(r.shape) << ',' << r.measured_ms
-          << ',' << r.predicted_ms << ',' << r.roofline_ms;
+          << ',' << r.predicted_ms << ',' << r.roofline_ms << ',';
+      if (r.prior_ms > 0) out << r.prior_ms;
       if (li) {
         out << ',';
         if (r.li_ms >= 0) out << r.li_ms;

@@ -493,6 +493,7 @@ int activation_quant_launches(DType d) { return d == DType::kFp8 ? 2 : is_fp8(d)
 
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
   KernelBounds kb;
+  kb.waves = double(li.num_waves);
   const double slots = double(gpu.num_sms) * li.ctas_per_sm;
   // Work charged as full waves: the last, partial wave takes as long as a full one.
   const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
@@ -546,6 +547,60 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   return kb;
 }
 
+double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
+  return (p.floor_us + kb.waves * p.wave_us) * 1e-6 +
+         std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory) + kb.quant_s / p.eta_memory;
+}
+
+const char* fitted_roofline_bound(const KernelBounds& kb, const FittedRoofline& p) {
+  const double c = kb.compute_s / p.eta_compute, m = (kb.memory_s + kb.quant_s) / p.eta_memory;
+  if ((p.floor_us + kb.waves * p.wave_us) * 1e-6 > std::max(c, m)) return "launch";
+  return c >= m ? "compute" : "memory";
+}
+
+FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s) {
+  if (bounds.size() != measured_s.size() || bounds.empty())
+    throw DataError("fit_roofline: needs one measured latency per row, and at least one row");
+  constexpr size_t kMaxRows = 50000;
+  const size_t step = std::max<size_t>(1, bounds.size() / kMaxRows);
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < bounds.size(); i += step) {
+    if (!(measured_s[i] > 0) || !std::isfinite(measured_s[i]))
+      throw DataError("fit_roofline: row " + std::to_string(i) + ": measured latency must be > 0");
+    rows.push_back(i);
+  }
+  auto loss = [&](const FittedRoofline& p) {
+    double sum = 0;
+    for (size_t i : rows) sum += std::abs(std::log(fitted_roofline_s(bounds[i], p) / measured_s[i]));
+    return sum;
+  };
+  // Log grids: 0.1-100 us for the floor, 0.05-2 for the two efficiencies.
+  auto grid = [](double lo, double hi, int n) {
+    std::vector<double> g;
+    for (int k = 0; k < n; ++k) g.push_back(lo * std::pow(hi / lo, double(k) / (n - 1)));
+    return g;
+  };
+  // No kernel runs faster than the sheet's peak or bandwidth: the efficiencies stop at 1.
+  const std::vector<double> floors = grid(0.1, 100, 121), etas = grid(0.05, 1, 101);
+  std::vector<double> waves = grid(0.01, 100, 121);
+  waves.insert(waves.begin(), 0.0);
+  FittedRoofline best{5.0, 0.0, 0.7, 0.7};
+  double best_loss = loss(best);
+  for (int round = 0; round < 8; ++round) {
+    const FittedRoofline before = best;
+    for (int which = 0; which < 4; ++which) {
+      for (double v : which == 0 ? floors : which == 1 ? waves : etas) {
+        FittedRoofline p = best;
+        (which == 0 ? p.floor_us : which == 1 ? p.wave_us : which == 2 ? p.eta_compute : p.eta_memory) = v;
+        const double l = loss(p);
+        if (l < best_loss) best_loss = l, best = p;
+      }
+    }
+    if (best == before) break;
+  }
+  return best;
+}
+
 double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu) {
   // The spec sheet's peaks (not the issue-bound FP32 GEMM rate).
   return q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
@@ -592,6 +647,18 @@ const std::vector<std::string>& feature_names(Family f) {
 }
 
 size_t num_features(Family f) { return feature_names(f).size(); }
+
+std::vector<size_t> feature_columns(Family f, const std::vector<std::string>& names) {
+  const auto& all = feature_names(f);
+  std::vector<size_t> cols;
+  for (const auto& n : names) {
+    const auto it = std::find(all.begin(), all.end(), n);
+    if (it == all.end())
+      throw ConfigError("'" + n + "' is not a feature of family " + family_name(f));
+    cols.push_back(static_cast<size_t>(it - all.begin()));
+  }
+  return cols;
+}
 
 void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li,
                      const KernelBounds& kb, float* out) {

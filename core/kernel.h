@@ -126,8 +126,31 @@ struct KernelBounds {
   double memory_s = 0;   // compulsory bytes at DRAM bandwidth
   double quant_s = 0;    // FP8 GEMMs: quantising the activation before the matmul
   double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
+  double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
+
+// A roofline fitted to a family's training rows (predictor config `prior: true`): a per-launch
+// floor, a fixed cost per wave of CTAs (each CTA's prologue and epilogue: loading its inputs,
+// writing its outputs), and the compute and memory bounds at fitted fractions of the sheet's
+// rates:
+//   latency = floor + waves x wave + max(compute / eta_compute, memory / eta_memory) + quant / eta_memory.
+// Four numbers shared by every GPU of the family; the network learns the residual on top.
+struct FittedRoofline {
+  double floor_us = 0, wave_us = 0;
+  double eta_compute = 1, eta_memory = 1;  // achieved fraction of the sheet's peak and bandwidth
+  bool operator==(const FittedRoofline& o) const {
+    return floor_us == o.floor_us && wave_us == o.wave_us && eta_compute == o.eta_compute && eta_memory == o.eta_memory;
+  }
+};
+double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);
+// Which term of fitted_roofline_s is largest: "launch" (floor and waves), "compute" or "memory".
+const char* fitted_roofline_bound(const KernelBounds& kb, const FittedRoofline& p);
+// The three numbers minimising the mean |log(forecast / measured)| over the rows (bounds and
+// measured seconds, same length, measured > 0): coordinate search over log grids (floor
+// 0.1-100 us, wave 0 or 0.01-100 us, eta 0.05-1), from at most 50,000 evenly spaced rows.
+// Deterministic.
+FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s);
 
 // The compute peak the spec sheet states for the query's family and dtype (GFLOP/s): the
 // dtype's tensor peak for the LLM-era families, the FP32 GEMM or vector peak otherwise.
@@ -163,5 +186,7 @@ const std::vector<std::string>& feature_names(Family f);
 void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li,
                      const KernelBounds& kb, float* out);
 size_t num_features(Family f);
+// Column of each named feature of the family; throws ConfigError naming an unknown one.
+std::vector<size_t> feature_columns(Family f, const std::vector<std::string>& names);
 
 }  // namespace tilecast

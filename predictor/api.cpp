@@ -111,6 +111,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"member_range_ms", {r.member_min_ms, r.member_max_ms}},
                       {"roofline_ms", r.roofline_ms},
                       {"base_ms", r.base_ms},
+                      {"bound_ms", r.bound_ms},
                       {"utilisation", r.utilisation},
                       {"bound", r.bound},
                       {"num_ctas", r.launch.num_ctas},
@@ -120,6 +121,10 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"bytes", query_bytes(q)},
                       {"outside_training_range", r.out_of_range},
                       {"clamped_to_training_range", r.clamped}};
+  if (r.prior_ms > 0) {
+    j["prior_ms"] = r.prior_ms;
+    j["network_correction"] = r.corrected;
+  }
   if (is_attention(fam)) {
     j["library"] = attention_library(spec);
   } else if (kind == OpKind::kMoe) {

@@ -12,7 +12,15 @@
 
 namespace tilecast::predictor {
 
-void ErrorStats::add(double ape, double roof_ape, bool plausible) {
+void ErrorStats::add(double ape, double roof_ape, bool plausible, double prior_ape) {
+  if (prior_ape >= 0) {
+    ++prior_rows;
+    prior_ape_sum_pct += prior_ape;
+    if (plausible)
+      prior_plausible_ape_sum_pct += prior_ape;
+    else
+      ++prior_implausible_rows;
+  }
   ++rows;
   ape_sum_pct += ape;
   if (plausible)
@@ -78,16 +86,17 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
         const std::string fam = op_family(s.query.op) == Family::kMemoryOp ? op_name(s.query.op)
                                                                            : family_name(op_family(s.query.op));
         const bool ok = implausible_row(s.query, y, *gpu) == Implausible::kNone;
-        rep.overall.add(ape, rape, ok);
-        (trained_on(op_family(s.query.op), *gpu, s.device) ? rep.training_gpus : rep.unseen_gpus).add(ape, rape, ok);
-        rep.by_op[fam].add(ape, rape, ok);
-        rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape, ok);
-        rep.by_device[s.device].add(ape, rape, ok);
-        rep.by_device_op[s.device][fam].add(ape, rape, ok);
+        const double pape = preds[j].prior_ms > 0 ? 100.0 * std::abs(preds[j].prior_ms - y) / y : -1;
+        rep.overall.add(ape, rape, ok, pape);
+        (trained_on(op_family(s.query.op), *gpu, s.device) ? rep.training_gpus : rep.unseen_gpus).add(ape, rape, ok, pape);
+        rep.by_op[fam].add(ape, rape, ok, pape);
+        rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape, ok, pape);
+        rep.by_device[s.device].add(ape, rape, ok, pape);
+        rep.by_device_op[s.device][fam].add(ape, rape, ok, pape);
         if (rows_out) {
           const double li_ms = li ? li->kernel_ms(s.device, s.query) : -1;
           rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), y, preds[j].latency_ms,
-                               preds[j].roofline_ms, std::isnan(li_ms) ? -1 : li_ms});
+                               preds[j].roofline_ms, preds[j].prior_ms, std::isnan(li_ms) ? -1 : li_ms});
         }
       }
     }
@@ -99,13 +108,19 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
 
 namespace {
 nlohmann::json stats_json(const ErrorStats& s) {
-  return {{"rows", s.rows},
-          {"mape_pct", s.mape_pct()},
-          {"roofline_mape_pct", s.roofline_mape_pct()},
-          {"p50_ape_pct", s.percentile_pct(50)},
-          {"p90_ape_pct", s.percentile_pct(90)},
-          {"implausible_rows", s.implausible_rows},
-          {"plausible_mape_pct", s.plausible_mape_pct()}};
+  nlohmann::json j = {{"rows", s.rows},
+                      {"mape_pct", s.mape_pct()},
+                      {"roofline_mape_pct", s.roofline_mape_pct()},
+                      {"p50_ape_pct", s.percentile_pct(50)},
+                      {"p90_ape_pct", s.percentile_pct(90)},
+                      {"implausible_rows", s.implausible_rows},
+                      {"plausible_mape_pct", s.plausible_mape_pct()}};
+  if (s.prior_rows > 0) {
+    j["prior_rows"] = s.prior_rows;
+    j["prior_mape_pct"] = s.prior_mape_pct();
+    j["prior_plausible_mape_pct"] = s.prior_plausible_mape_pct();
+  }
+  return j;
 }
 }  // namespace
 

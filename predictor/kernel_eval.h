@@ -24,8 +24,17 @@ struct ErrorStats {
   double plausible_mape_pct() const {
     return rows > implausible_rows ? plausible_ape_sum_pct / double(rows - implausible_rows) : 0;
   }
+  // The family's fitted roofline alone (families with a prior): its MAPE over every row and
+  // over the plausible ones.
+  int64_t prior_rows = 0, prior_implausible_rows = 0;
+  double prior_ape_sum_pct = 0, prior_plausible_ape_sum_pct = 0;
+  double prior_mape_pct() const { return prior_rows ? prior_ape_sum_pct / prior_rows : 0; }
+  double prior_plausible_mape_pct() const {
+    return prior_rows > prior_implausible_rows ? prior_plausible_ape_sum_pct / double(prior_rows - prior_implausible_rows) : 0;
+  }
   double percentile_pct(double p) const;
-  void add(double ape, double roof_ape, bool plausible = true);
+  // prior_ape < 0: the row's family has no prior.
+  void add(double ape, double roof_ape, bool plausible = true, double prior_ape = -1);
 };
 
 struct KernelEvalReport {
@@ -43,6 +52,7 @@ struct KernelEvalRow {
   std::string device, op;
   std::string shape;
   double measured_ms = 0, predicted_ms = 0, roofline_ms = 0;
+  double prior_ms = 0;  // the family's fitted roofline alone (0: the family has none)
   double li_ms = -1;  // Li et al. re-run (eval_kernels' `li`); -1 when not given or no coefficients
 };
 

@@ -153,17 +153,27 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     const int64_t nf = static_cast<int64_t>(num_features(fam));
     std::vector<float> x(idx.size() * nf);
     float* xp = x.data();
+    const std::vector<size_t> ignored = entry ? feature_columns(fam, entry->config.ignore_features) : std::vector<size_t>{};
     for (size_t j = 0; j < idx.size(); ++j) {
       const KernelQuery& q = queries[idx[j]];
       validate_query(q, "query");
       PreparedKernel p = featurize(q, gpu, tiles, xp + j * nf);
+      for (size_t c : ignored) xp[j * nf + c] = 0;  // features the network does not see
       KernelPrediction& r = out[idx[j]];
       r.launch = p.launch;
-      // The family's fitted per-launch floor, when it has one (launch_floor in its config).
-      r.base_ms = std::max(s_to_ms(p.bounds.base_s), entry ? entry->launch_floor_us * 1e-3 : 0.0);
-      r.bound = entry && entry->launch_floor_us * 1e-3 > s_to_ms(p.bounds.base_s) ? "launch"
-                : p.bounds.compute_s >= p.bounds.memory_s                        ? "compute"
-                                                                                 : "memory";
+      r.bound_ms = s_to_ms(p.bounds.base_s);
+      if (entry && entry->has_prior) {
+        // The family's fitted roofline (prior in its config): the network corrects it.
+        r.prior_ms = s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
+        r.base_ms = r.prior_ms;
+        r.bound = fitted_roofline_bound(p.bounds, entry->prior);
+      } else {
+        // The family's fitted per-launch floor, when it has one (launch_floor in its config).
+        r.base_ms = std::max(s_to_ms(p.bounds.base_s), entry ? entry->launch_floor_us * 1e-3 : 0.0);
+        r.bound = entry && entry->launch_floor_us * 1e-3 > s_to_ms(p.bounds.base_s) ? "launch"
+                  : p.bounds.compute_s >= p.bounds.memory_s                        ? "compute"
+                                                                                   : "memory";
+      }
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
@@ -187,11 +197,17 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
                         "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
     const std::vector<DenseMlp>& members = impl_->members(fam);
+    // A family whose correction stays on its training GPUs forecasts any other GPU by its
+    // fitted roofline alone (leave-one-GPU-out: the correction does not carry over).
+    const bool corrected = entry->config.network_gpus != "trained" ||
+                           std::find(entry->training_gpus.begin(), entry->training_gpus.end(), gpu.cuda_name) !=
+                               entry->training_gpus.end();
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
     const size_t n = idx.size();
     std::vector<float> om(n);
-    std::vector<double> o(n, 0.0), lo(n, kMaxLogSlowdown), hi(n, kMinLogSlowdown);
-    for (const DenseMlp& m : members) {
+    std::vector<double> o(n, 0.0), lo(n, corrected ? kMaxLogSlowdown : 0.0), hi(n, corrected ? kMinLogSlowdown : 0.0);
+    static const std::vector<DenseMlp> kNoMembers;
+    for (const DenseMlp& m : corrected ? members : kNoMembers) {
       m.forward(xp, n, om.data());
       for (size_t j = 0; j < n; ++j) {
         const double v = std::min(std::max(static_cast<double>(om[j]), kMinLogSlowdown), kMaxLogSlowdown);
@@ -204,7 +220,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       KernelPrediction& r = out[idx[j]];
       const double slow = std::exp(o[j]);
       r.latency_ms = r.base_ms * slow;
-      r.utilisation = 1.0 / slow;
+      r.utilisation = r.bound_ms / r.latency_ms;
+      r.corrected = corrected;
       r.member_min_ms = r.base_ms * std::exp(lo[j]);
       r.member_max_ms = r.base_ms * std::exp(hi[j]);
     }
@@ -221,6 +238,7 @@ void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries
     r.launch = launch_info(q, gpu);
     const KernelBounds kb = kernel_bounds(q, gpu, r.launch);
     r.base_ms = s_to_ms(kb.base_s);
+    r.bound_ms = r.base_ms;
     r.bound = "memory";
     r.roofline_ms = s_to_ms(roofline_s(q, gpu));
     const auto& ops = impl_->manifest.memory_ops.ops;

@@ -14,14 +14,20 @@ namespace tilecast::predictor {
 struct KernelPrediction {
   double latency_ms = 0;    // forecast
   double roofline_ms = 0;   // plain roofline, for comparison
-  double base_ms = 0;       // wave-quantised roofline the MLP's utilisation divides
-  double utilisation = 0;   // base_ms / latency_ms
+  double base_ms = 0;       // the bound the MLP's output scales: the wave-quantised roofline, or
+                            // the family's fitted roofline (config `prior`)
+  double bound_ms = 0;      // the wave-quantised roofline (max of the compute and memory bounds)
+  double prior_ms = 0;      // the fitted roofline alone (families with a prior; else 0)
+  double utilisation = 0;   // wave-quantised roofline / latency_ms
   double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
-  const char* bound = "";   // "compute" | "memory"
+  const char* bound = "";   // "compute" | "memory" | "launch" (below a fitted floor)
   // Features outside the range the family was trained on, by name; `clamped`: moved into the
   // range (families that clamp) rather than extrapolated.
   std::vector<std::string> out_of_range;
   bool clamped = false;
+  // False where the family's network does not correct this GPU (network_gpus: trained, and
+  // the GPU is not one it was trained on): the forecast is the fitted roofline alone.
+  bool corrected = true;
   LaunchInfo launch;
 };
 

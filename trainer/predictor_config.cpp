@@ -2,12 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
 
 #include "core/config_io.h"
 #include "core/error.h"
+#include "core/kernel.h"
 
 namespace tilecast::trainer {
 namespace {
@@ -24,7 +26,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
-      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor"};
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "ignore_features", "network_gpus"};
   reject_unknown_keys(root, known, path);
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
@@ -43,6 +45,24 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["max_rows"]) c.max_rows = field<int64_t>(root["max_rows"], "max_rows", path);
   if (root["ensemble"]) c.ensemble = field<int>(root["ensemble"], "ensemble", path);
   if (root["launch_floor"]) c.launch_floor = field<bool>(root["launch_floor"], "launch_floor", path);
+  if (root["prior"]) c.prior = field<bool>(root["prior"], "prior", path);
+  if (root["network_gpus"]) {
+    c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
+    if (c.network_gpus != "all" && c.network_gpus != "trained")
+      throw ConfigError(path + ": field 'network_gpus': expected all or trained");
+    if (c.network_gpus == "trained" && !c.prior)
+      throw ConfigError(path + ": field 'network_gpus': 'trained' needs 'prior: true' (the forecast on other GPUs)");
+  }
+  if (root["ignore_features"]) {
+    c.ignore_features = field<std::vector<std::string>>(root["ignore_features"], "ignore_features", path);
+    const auto& names = feature_names(c.family);
+    for (const auto& n : c.ignore_features)
+      if (std::find(names.begin(), names.end(), n) == names.end())
+        throw ConfigError(path + ": field 'ignore_features': '" + n + "' is not a feature of family " +
+                          family_name(c.family));
+  }
+  if (c.launch_floor && c.prior)
+    throw ConfigError(path + ": fields 'launch_floor' and 'prior': choose one (the prior has its own floor)");
   range(c.num_layers, 2, 64, "num_layers", path);
   range(c.hidden_size, 1, 8192, "hidden_size", path);
   range(c.lr, 1e-9, 1.0, "lr", path);
@@ -75,6 +95,9 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   out << YAML::Key << "max_rows" << YAML::Value << c.max_rows;
   out << YAML::Key << "ensemble" << YAML::Value << c.ensemble;
   if (c.launch_floor) out << YAML::Key << "launch_floor" << YAML::Value << true;
+  if (c.prior) out << YAML::Key << "prior" << YAML::Value << true;
+  if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
+  if (!c.ignore_features.empty()) out << YAML::Key << "ignore_features" << YAML::Value << YAML::Flow << c.ignore_features;
   out << YAML::EndMap;
   return out.c_str();
 }

@@ -2,6 +2,7 @@
 // Hyper-parameters of one family's MLP (configs/predictors/<family>.yaml).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/op_kind.h"
 
@@ -24,6 +25,18 @@ struct PredictorConfig {
   // Latency = max(bound, floor) x exp(o), the floor fitted by `train` from the training rows
   // (launch_floor_us below) instead of 0: a per-launch floor the network need not learn.
   bool launch_floor = false;
+  // Latency = fitted roofline x exp(o): `train` fits a per-launch floor and the achieved
+  // fractions of the compute peak and of DRAM bandwidth on the training rows (FittedRoofline,
+  // core/kernel.h), shared by every GPU, and the network learns only what is left.
+  bool prior = false;
+  // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
+  // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
+  // was measured not to carry over to a GPU left out of training (leave-one-GPU-out).
+  std::string network_gpus = "all";
+  // Features the network does not see (their column is 0 in training and forecasting): e.g.
+  // the absolute times, which place every row on its own GPU's scale, so that the network's
+  // correction of the prior depends on the shape and the launch only.
+  std::vector<std::string> ignore_features;
   std::string origin;
 };
 

@@ -28,7 +28,7 @@ struct Tensors {
 };
 
 Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector<int64_t>& idx,
-                     Family family, const TileTable& tiles, const GpuRegistry& gpus) {
+                     Family family, const TileTable& tiles, const GpuRegistry& gpus, const FittedRoofline* prior) {
   const int64_t nf = static_cast<int64_t>(num_features(family));
   const int64_t n = static_cast<int64_t>(idx.size());
   Tensors t;
@@ -45,7 +45,7 @@ Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector
       throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device +
                       "' (add one to configs/gpus/)");
     PreparedKernel p = featurize(s.query, *gpu, tiles, x + i * nf);
-    base[i] = static_cast<float>(s_to_ms(p.bounds.base_s));
+    base[i] = static_cast<float>(s_to_ms(prior ? fitted_roofline_s(p.bounds, *prior) : p.bounds.base_s));
     y[i] = static_cast<float>(s.latency_ms);
   }
   return t;
@@ -92,9 +92,26 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
   return m % 2 ? p1[m / 2] : 0.5 * (p1[m / 2 - 1] + p1[m / 2]);
 }
 
+FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                   const GpuRegistry& gpus) {
+  std::vector<KernelBounds> bounds;
+  std::vector<double> measured_s;
+  std::vector<float> scratch;
+  for (const auto& s : rows) {
+    const GpuSpec* gpu = gpus.find(s.device);
+    if (!gpu)
+      throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device +
+                      "' (add one to configs/gpus/)");
+    scratch.resize(num_features(op_family(s.query.op)) + 1);
+    bounds.push_back(featurize(s.query, *gpu, tiles, scratch.data()).bounds);
+    measured_s.push_back(s.latency_ms * 1e-3);
+  }
+  return fit_roofline(bounds, measured_s);
+}
+
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
                           const TileTable& tiles, const GpuRegistry& gpus,
-                          const std::string& out_file, bool quiet, double floor_ms) {
+                          const std::string& out_file, bool quiet, double floor_ms, const FittedRoofline* prior) {
   const auto t0 = std::chrono::steady_clock::now();
   FamilyResult r;
   r.family = cfg.family;
@@ -113,11 +130,15 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   if (idx.size() < 4) throw DataError(std::string("too few rows to train ") + family_name(cfg.family));
   const int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(idx.size() * cfg.val_fraction));
   std::vector<int64_t> val_idx(idx.begin(), idx.begin() + n_val), train_idx(idx.begin() + n_val, idx.end());
-  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus);
-  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus);
+  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus, prior);
+  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus, prior);
   if (floor_ms > 0) {
     tr.base_ms = tr.base_ms.clamp_min(static_cast<float>(floor_ms));
     va.base_ms = va.base_ms.clamp_min(static_cast<float>(floor_ms));
+  }
+  for (size_t c : feature_columns(cfg.family, cfg.ignore_features)) {
+    tr.x.select(1, static_cast<int64_t>(c)).zero_();
+    va.x.select(1, static_cast<int64_t>(c)).zero_();
   }
   r.rows_train = tr.x.size(0);
   r.rows_val = va.x.size(0);
@@ -408,13 +429,20 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << each << ")";
     }
     e.launch_floor_us = floor_ms * 1e3;
+    if (cfg.prior) {
+      e.has_prior = true;
+      e.prior = fit_family_roofline(rows, tiles, gpus);
+      TC_LOG(Info) << family_name(fam) << ": fitted roofline: floor " << e.prior.floor_us << " us, "
+                   << e.prior.wave_us << " us per wave, "
+                   << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
+    }
     for (int member = 0; member < cfg.ensemble; ++member) {
       // Members differ only in seed: initialisation, shuffling and validation split.
       PredictorConfig mc = cfg;
       mc.seed = cfg.seed + static_cast<uint64_t>(member);
       const std::string file = std::string(family_name(fam)) + (member ? ".s" + std::to_string(member) : "") + ".pt";
       const std::string path = (fs::path(dir) / file).string();
-      r = train_family(mc, rows, tiles, gpus, path, opt.quiet, floor_ms);
+      r = train_family(mc, rows, tiles, gpus, path, opt.quiet, floor_ms, e.has_prior ? &e.prior : nullptr);
       seconds += r.seconds;
       if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
       add_member(e, dir, file, net_file_for(file), r.layer_widths);

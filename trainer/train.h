@@ -28,10 +28,17 @@ struct FamilyResult {
 // Trains one family on `samples` (all must belong to `cfg.family` and to GPUs in `gpus`),
 // writes the best checkpoint to `out_file` (atomically, whenever validation improves).
 // Tiles come from `tiles`, exactly as at forecast time.
-// `floor_ms` > 0: latency = max(bound, floor_ms) x exp(o) (PredictorConfig::launch_floor).
+// `floor_ms` > 0: latency = max(bound, floor_ms) x exp(o) (PredictorConfig::launch_floor);
+// `prior`: latency = fitted_roofline_s(bounds, *prior) x exp(o) (PredictorConfig::prior).
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& samples,
                           const TileTable& tiles, const GpuRegistry& gpus,
-                          const std::string& out_file, bool quiet = false, double floor_ms = 0);
+                          const std::string& out_file, bool quiet = false, double floor_ms = 0,
+                          const FittedRoofline* prior = nullptr);
+
+// The fitted roofline (fit_roofline) of a family's training rows, their bounds computed as a
+// forecast computes them.
+FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                   const GpuRegistry& gpus);
 
 // The per-launch floor of a family's rows: for each GPU the 1st percentile of its measured
 // latencies (a robust minimum), then the median over GPUs; ms.

@@ -86,11 +86,30 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         e.config.max_rows = c["max_rows"].as<int64_t>();
         e.config.ensemble = c["ensemble"].as<int>();
         if (c["launch_floor"]) e.config.launch_floor = c["launch_floor"].as<bool>();
+        if (c["prior"]) e.config.prior = c["prior"].as<bool>();
+        if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
+        if (e.config.network_gpus != "all" && (e.config.network_gpus != "trained" || !e.config.prior))
+          throw ConfigError(path + ": family '" + name + "': config.network_gpus must be all, or trained with a prior");
+        if (c["ignore_features"]) e.config.ignore_features = c["ignore_features"].as<std::vector<std::string>>();
         if (n["launch_floor_us"]) {
           e.launch_floor_us = n["launch_floor_us"].as<double>();
           if (!(e.launch_floor_us >= 0 && e.launch_floor_us < 1e6))
             throw ConfigError(path + ": family '" + name + "': launch_floor_us out of range [0, 1e6)");
         }
+        if (n["prior"]) {
+          const YAML::Node p = n["prior"];
+          e.has_prior = true;
+          e.prior.floor_us = p["floor_us"].as<double>();
+          e.prior.wave_us = p["wave_us"].as<double>();
+          e.prior.eta_compute = p["eta_compute"].as<double>();
+          e.prior.eta_memory = p["eta_memory"].as<double>();
+          if (!(e.prior.floor_us >= 0 && e.prior.floor_us < 1e6) || !(e.prior.wave_us >= 0 && e.prior.wave_us < 1e6) || !(e.prior.eta_compute > 0 && e.prior.eta_compute <= 10) ||
+              !(e.prior.eta_memory > 0 && e.prior.eta_memory <= 10))
+            throw ConfigError(path + ": family '" + name + "': prior out of range (floor_us and wave_us in [0, 1e6), eta_compute and "
+                              "eta_memory in (0, 10])");
+        }
+        if (e.config.prior != e.has_prior)
+          throw ConfigError(path + ": family '" + name + "': config.prior and the 'prior' entry disagree");
         e.rows_train = n["rows_train"].as<int64_t>();
         e.rows_val = n["rows_val"].as<int64_t>();
         e.val_mape_pct = n["val_mape_pct"].as<double>();
@@ -191,6 +210,14 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "trained_at" << YAML::Value << e.trained_at;
     if (e.holdout_shapes_pct > 0) out << YAML::Key << "holdout_shapes_pct" << YAML::Value << e.holdout_shapes_pct;
     if (e.launch_floor_us > 0) out << YAML::Key << "launch_floor_us" << YAML::Value << e.launch_floor_us;
+    if (e.has_prior) {
+      out << YAML::Key << "prior" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "floor_us" << YAML::Value << e.prior.floor_us;
+      out << YAML::Key << "wave_us" << YAML::Value << e.prior.wave_us;
+      out << YAML::Key << "eta_compute" << YAML::Value << e.prior.eta_compute;
+      out << YAML::Key << "eta_memory" << YAML::Value << e.prior.eta_memory;
+      out << YAML::EndMap;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

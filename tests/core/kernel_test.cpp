@@ -295,3 +295,39 @@ TEST(Kernel, Fp32GemmComputeBoundIsIssueBound) {
   // 2 x 4096^3 FLOP at the sheet's 30.286 TFLOP/s.
   EXPECT_NEAR(roofline_s(q, l4), 2.0 * 4096.0 * 4096.0 * 4096.0 / 30286e9, 1e-9);
 }
+
+// The fitted roofline recovers the numbers that generated its rows: 400 rows, compute-bound,
+// memory-bound and launch-bound ones over 1-40 waves, latency = 7 us + waves x 0.5 us +
+// max(c / 0.6, m / 0.8) times a deterministic +-3 % wobble. Hand check of one row: 3 waves,
+// 20 us of compute: 7 + 1.5 + 20 / 0.6 = 41.83 us.
+TEST(Kernel, FittedRooflineRecoversGeneratingNumbers) {
+  std::vector<KernelBounds> b;
+  std::vector<double> y;
+  const FittedRoofline truth{7.0, 0.5, 0.6, 0.8};
+  for (int i = 0; i < 400; ++i) {
+    KernelBounds kb;
+    const double t = 1e-7 * std::pow(10.0, 4.0 * (i % 100) / 99.0);  // 0.1 us .. 1 ms
+    kb.compute_s = i % 2 ? t : t / 5;
+    kb.memory_s = i % 2 ? t / 5 : t;
+    kb.base_s = std::max(kb.compute_s, kb.memory_s);
+    kb.waves = 1 + (i * 7) % 40;
+    b.push_back(kb);
+    y.push_back(fitted_roofline_s(kb, truth) * (1.0 + 0.03 * std::sin(1.7 * i)));
+  }
+  KernelBounds one;
+  one.compute_s = 20e-6;
+  one.memory_s = 1e-6;
+  one.waves = 3;
+  EXPECT_NEAR(fitted_roofline_s(one, truth), 41.833e-6, 1e-9);
+  EXPECT_STREQ(fitted_roofline_bound(one, truth), "compute");
+  one.compute_s = 1e-6;
+  EXPECT_STREQ(fitted_roofline_bound(one, truth), "launch");
+  const FittedRoofline fit = fit_roofline(b, y);
+  EXPECT_NEAR(fit.floor_us, 7.0, 0.7);
+  EXPECT_NEAR(fit.wave_us, 0.5, 0.05);
+  EXPECT_NEAR(fit.eta_compute, 0.6, 0.03);
+  EXPECT_NEAR(fit.eta_memory, 0.8, 0.04);
+  y[3] = 0;
+  expect_error<DataError>([&] { fit_roofline(b, y); }, {"fit_roofline", "row 3", "> 0"});
+  expect_error<DataError>([&] { fit_roofline({}, {}); }, {"fit_roofline", "at least one row"});
+}

@@ -126,6 +126,89 @@ TEST(LaunchFloor, FittedFromTheRowsAndAppliedToForecasts) {
   EXPECT_TRUE(m.families.at("elementwise").config.launch_floor);
 }
 
+// The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4
+// and V100) recovers those two numbers; a family trained with it and `network_gpus: trained`
+// corrects its training GPUs with the network and forecasts any other GPU by the fitted
+// roofline alone (hand check on the A100: 5 us + bytes / (0.8 x 1,555 GB/s)); the manifest
+// keeps all of it, and a column named in ignore_features reaches the network as 0.
+TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
+  const auto rows = synthetic_rows(150, 7);
+  const TileTable no_tiles;
+  const FittedRoofline fit = trainer::fit_family_roofline(rows, no_tiles, registry());
+  EXPECT_NEAR(fit.floor_us, 5.0, 0.5);
+  EXPECT_NEAR(fit.eta_memory, 0.8, 0.04);
+  EXPECT_LT(fit.wave_us, 0.1);
+
+  const std::string dir = ::testing::TempDir() + "prior_weights";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  no_tiles.save(dir + "/tiles.csv");
+  auto cfg = tiny_config(Family::kElementwise);
+  cfg.prior = true;
+  cfg.network_gpus = "trained";
+  cfg.ignore_features = {"log2_memory_us"};
+  auto r = trainer::train_family(cfg, rows, no_tiles, registry(), dir + "/elementwise.pt", true, 0, &fit);
+  EXPECT_LT(r.val_mape_pct, 30.0);
+  const size_t mem_col = feature_columns(Family::kElementwise, {"log2_memory_us"}).at(0);
+  EXPECT_EQ(r.feature_min.at(mem_col), 0.0);
+  EXPECT_EQ(r.feature_max.at(mem_col), 0.0);
+  trainer::WeightsManifest m;
+  m.feature_schema_version = kFeatureSchemaVersion;
+  trainer::FamilyEntry e;
+  trainer::add_member(e, dir, "elementwise.pt", "elementwise.tcmlp", r.layer_widths);
+  e.features = feature_names(Family::kElementwise);
+  e.feature_min = r.feature_min;
+  e.feature_max = r.feature_max;
+  e.config = cfg;
+  e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
+  e.has_prior = true;
+  e.prior = fit;
+  m.families["elementwise"] = e;
+  trainer::save_manifest(dir, m);
+  const auto back = trainer::load_manifest(dir).families.at("elementwise");
+  EXPECT_TRUE(back.has_prior);
+  EXPECT_TRUE(back.prior == fit);
+  EXPECT_EQ(back.config.network_gpus, "trained");
+  EXPECT_EQ(back.config.ignore_features, std::vector<std::string>{"log2_memory_us"});
+
+  predictor::KernelPredictor p(dir);
+  const KernelQuery q = vec_q(OpKind::kAdd, 1 << 14, 1 << 12);  // 268 MB
+  const auto on_t4 = p.predict(std::vector<KernelQuery>{q}, *registry().find("Tesla T4"));
+  EXPECT_TRUE(on_t4[0].corrected);
+  EXPECT_GT(on_t4[0].prior_ms, 0);
+  EXPECT_NE(on_t4[0].latency_ms, on_t4[0].prior_ms);
+  const GpuSpec& a100 = *registry().find("NVIDIA A100-PCIE-40GB");
+  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, a100);
+  EXPECT_FALSE(on_a100[0].corrected);
+  EXPECT_DOUBLE_EQ(on_a100[0].latency_ms, on_a100[0].prior_ms);
+  const double hand_ms = 0.005 + 12.0 * (1 << 14) * (1 << 12) / (0.8 * a100.mem_bw_gbps * 1e9) * 1e3;
+  EXPECT_NEAR(on_a100[0].latency_ms / hand_ms, 1.0, 0.06);
+  EXPECT_STREQ(on_a100[0].bound, "memory");
+}
+
+// Predictor-config fields of the prior: one clear line for each misuse.
+TEST(FittedPrior, ConfigErrors) {
+  const std::string dir = ::testing::TempDir() + "prior_cfg";
+  fs::create_directories(dir);
+  auto write = [&](const std::string& body) {
+    const std::string path = dir + "/generation_attention.yaml";
+    std::ofstream(path) << "family: generation_attention\n" << body;
+    return path;
+  };
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: trained\n")); },
+                            {"network_gpus", "needs 'prior: true'"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nnetwork_gpus: some\n")); },
+                            {"network_gpus", "expected all or trained"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nignore_features: [log2_m]\n")); },
+                            {"ignore_features", "'log2_m' is not a feature of family generation_attention"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nlaunch_floor: true\n")); },
+                            {"launch_floor", "prior", "choose one"});
+  const auto ok = trainer::load_predictor_config(write("prior: true\nnetwork_gpus: trained\nignore_features: [log2_ctx]\n"));
+  EXPECT_TRUE(ok.prior);
+  EXPECT_EQ(ok.network_gpus, "trained");
+  EXPECT_NE(trainer::predictor_config_to_yaml(ok).find("network_gpus: trained"), std::string::npos);
+}
+
 TEST(Mlp, ShapesAndNormalizer) {
   trainer::Mlp m(4, 16, 8);
   int linear_layers = 0;
