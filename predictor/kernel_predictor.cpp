@@ -222,6 +222,10 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.latency_ms = r.base_ms * slow;
       r.utilisation = r.bound_ms / r.latency_ms;
       r.corrected = corrected;
+      if (!corrected) {  // no network ran: its training range says nothing about this forecast
+        r.out_of_range.clear();
+        r.clamped = false;
+      }
       r.member_min_ms = r.base_ms * std::exp(lo[j]);
       r.member_max_ms = r.base_ms * std::exp(hi[j]);
     }
