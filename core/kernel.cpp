@@ -574,13 +574,14 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
     for (size_t i : rows) sum += std::abs(std::log(fitted_roofline_s(bounds[i], p) / measured_s[i]));
     return sum;
   };
-  // Log grids: 0.1-100 us for the floor, 0.05-2 for the two efficiencies.
+  // Log grids: 0.1-100 us for the floor, 0 or 0.01-100 us per wave, 0.05-1 for the efficiencies.
   auto grid = [](double lo, double hi, int n) {
     std::vector<double> g;
     for (int k = 0; k < n; ++k) g.push_back(lo * std::pow(hi / lo, double(k) / (n - 1)));
     return g;
   };
-  // No kernel runs faster than the sheet's peak or bandwidth: the efficiencies stop at 1.
+  // No kernel runs faster than the sheet's peak or bandwidth: the efficiencies stop at 1. Rows
+  // weigh equally, so a GPU with more rows weighs more (B200 rows outnumber the A100's).
   const std::vector<double> floors = grid(0.1, 100, 121), etas = grid(0.05, 1, 101);
   std::vector<double> waves = grid(0.01, 100, 121);
   waves.insert(waves.begin(), 0.0);

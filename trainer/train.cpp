@@ -102,7 +102,7 @@ FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const 
     if (!gpu)
       throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device +
                       "' (add one to configs/gpus/)");
-    scratch.resize(num_features(op_family(s.query.op)) + 1);
+    scratch.resize(num_features(op_family(s.query.op)));
     bounds.push_back(featurize(s.query, *gpu, tiles, scratch.data()).bounds);
     measured_s.push_back(s.latency_ms * 1e-3);
   }
