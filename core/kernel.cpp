@@ -581,7 +581,8 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
     return g;
   };
   // No kernel runs faster than the sheet's peak or bandwidth: the efficiencies stop at 1. Rows
-  // weigh equally, so a GPU with more rows weighs more (B200 rows outnumber the A100's).
+  // weigh equally, so a GPU with more rows weighs more (B200 rows outnumber the A100's);
+  // weighing each GPU equally instead was worse on every decode fold (docs/accuracy.md).
   const std::vector<double> floors = grid(0.1, 100, 121), etas = grid(0.05, 1, 101);
   std::vector<double> waves = grid(0.01, 100, 121);
   waves.insert(waves.begin(), 0.0);
