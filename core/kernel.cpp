@@ -552,10 +552,16 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
          std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory) + kb.quant_s / p.eta_memory;
 }
 
-const char* fitted_roofline_bound(const KernelBounds& kb, const FittedRoofline& p) {
-  const double c = kb.compute_s / p.eta_compute, m = (kb.memory_s + kb.quant_s) / p.eta_memory;
-  if ((p.floor_us + kb.waves * p.wave_us) * 1e-6 > std::max(c, m)) return "launch";
-  return c >= m ? "compute" : "memory";
+double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound) {
+  double c = kb.compute_s, m = kb.memory_s, launch = floor_s, base = std::max(kb.base_s, floor_s);
+  if (prior) {
+    c /= prior->eta_compute;
+    m = (kb.memory_s + kb.quant_s) / prior->eta_memory;
+    launch = (prior->floor_us + kb.waves * prior->wave_us) * 1e-6;
+    base = fitted_roofline_s(kb, *prior);
+  }
+  if (bound) *bound = launch > std::max(c, m) ? "launch" : c >= m ? "compute" : "memory";
+  return base;
 }
 
 FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s) {

@@ -144,9 +144,12 @@ struct FittedRoofline {
   }
 };
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);
-// Which term of fitted_roofline_s is largest: "launch" (floor and waves), "compute" or "memory".
-const char* fitted_roofline_bound(const KernelBounds& kb, const FittedRoofline& p);
-// The three numbers minimising the mean |log(forecast / measured)| over the rows (bounds and
+// The base a family's network output scales, in training and forecasting alike: the fitted
+// roofline when the family has one (`prior`), else the wave-quantised bound raised to the
+// family's launch floor (`floor_s`, 0: none). `bound` receives which term dominates:
+// "launch", "compute" or "memory".
+double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound = nullptr);
+// The four numbers minimising the mean |log(forecast / measured)| over the rows (bounds and
 // measured seconds, same length, measured > 0): coordinate search over log grids (floor
 // 0.1-100 us, wave 0 or 0.01-100 us, eta 0.05-1), from at most 50,000 evenly spaced rows.
 // Deterministic.

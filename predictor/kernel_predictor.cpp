@@ -162,18 +162,11 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       KernelPrediction& r = out[idx[j]];
       r.launch = p.launch;
       r.bound_ms = s_to_ms(p.bounds.base_s);
-      if (entry && entry->has_prior) {
-        // The family's fitted roofline (prior in its config): the network corrects it.
-        r.prior_ms = s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
-        r.base_ms = r.prior_ms;
-        r.bound = fitted_roofline_bound(p.bounds, entry->prior);
-      } else {
-        // The family's fitted per-launch floor, when it has one (launch_floor in its config).
-        r.base_ms = std::max(s_to_ms(p.bounds.base_s), entry ? entry->launch_floor_us * 1e-3 : 0.0);
-        r.bound = entry && entry->launch_floor_us * 1e-3 > s_to_ms(p.bounds.base_s) ? "launch"
-                  : p.bounds.compute_s >= p.bounds.memory_s                        ? "compute"
-                                                                                   : "memory";
-      }
+      // The base the network corrects, as in training: the family's fitted roofline (prior in
+      // its config), else the bound raised to its launch floor (launch_floor in its config).
+      const FittedRoofline* prior = entry && entry->has_prior ? &entry->prior : nullptr;
+      r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
+      if (prior) r.prior_ms = r.base_ms;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
@@ -196,18 +189,19 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     if (!entry)
       throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
                         "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
-    const std::vector<DenseMlp>& members = impl_->members(fam);
     // A family whose correction stays on its training GPUs forecasts any other GPU by its
-    // fitted roofline alone (leave-one-GPU-out: the correction does not carry over).
+    // fitted roofline alone (leave-one-GPU-out: the correction does not carry over); its
+    // networks are then not even loaded.
     const bool corrected = entry->config.network_gpus != "trained" ||
                            std::find(entry->training_gpus.begin(), entry->training_gpus.end(), gpu.cuda_name) !=
                                entry->training_gpus.end();
+    static const std::vector<DenseMlp> kNoMembers;
+    const std::vector<DenseMlp>& members = corrected ? impl_->members(fam) : kNoMembers;
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
     const size_t n = idx.size();
     std::vector<float> om(n);
     std::vector<double> o(n, 0.0), lo(n, corrected ? kMaxLogSlowdown : 0.0), hi(n, corrected ? kMinLogSlowdown : 0.0);
-    static const std::vector<DenseMlp> kNoMembers;
-    for (const DenseMlp& m : corrected ? members : kNoMembers) {
+    for (const DenseMlp& m : members) {
       m.forward(xp, n, om.data());
       for (size_t j = 0; j < n; ++j) {
         const double v = std::min(std::max(static_cast<double>(om[j]), kMinLogSlowdown), kMaxLogSlowdown);

@@ -27,8 +27,17 @@ struct Tensors {
   torch::Tensor x, base_ms, y_ms;
 };
 
-Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector<int64_t>& idx,
-                     Family family, const TileTable& tiles, const GpuRegistry& gpus, const FittedRoofline* prior) {
+// The spec of a training row's GPU; DataError naming the row when configs/gpus/ has none.
+const GpuSpec& row_gpu(const KernelSample& s, const GpuRegistry& gpus) {
+  const GpuSpec* gpu = gpus.find(s.device);
+  if (!gpu)
+    throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device +
+                    "' (add one to configs/gpus/)");
+  return *gpu;
+}
+
+Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector<int64_t>& idx, Family family,
+                     const TileTable& tiles, const GpuRegistry& gpus, const FittedRoofline* prior, double floor_ms) {
   const int64_t nf = static_cast<int64_t>(num_features(family));
   const int64_t n = static_cast<int64_t>(idx.size());
   Tensors t;
@@ -40,12 +49,8 @@ Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector
   float* y = t.y_ms.data_ptr<float>();
   for (int64_t i = 0; i < n; ++i) {
     const KernelSample& s = samples[idx[i]];
-    const GpuSpec* gpu = gpus.find(s.device);
-    if (!gpu)
-      throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device +
-                      "' (add one to configs/gpus/)");
-    PreparedKernel p = featurize(s.query, *gpu, tiles, x + i * nf);
-    base[i] = static_cast<float>(s_to_ms(prior ? fitted_roofline_s(p.bounds, *prior) : p.bounds.base_s));
+    PreparedKernel p = featurize(s.query, row_gpu(s, gpus), tiles, x + i * nf);
+    base[i] = static_cast<float>(s_to_ms(network_base_s(p.bounds, prior, floor_ms * 1e-3)));
     y[i] = static_cast<float>(s.latency_ms);
   }
   return t;
@@ -98,12 +103,8 @@ FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const 
   std::vector<double> measured_s;
   std::vector<float> scratch;
   for (const auto& s : rows) {
-    const GpuSpec* gpu = gpus.find(s.device);
-    if (!gpu)
-      throw DataError(where(s.file, s.line) + ": column 'Device': no GPU spec for '" + s.device +
-                      "' (add one to configs/gpus/)");
     scratch.resize(num_features(op_family(s.query.op)));
-    bounds.push_back(featurize(s.query, *gpu, tiles, scratch.data()).bounds);
+    bounds.push_back(featurize(s.query, row_gpu(s, gpus), tiles, scratch.data()).bounds);
     measured_s.push_back(s.latency_ms * 1e-3);
   }
   return fit_roofline(bounds, measured_s);
@@ -130,12 +131,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   if (idx.size() < 4) throw DataError(std::string("too few rows to train ") + family_name(cfg.family));
   const int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(idx.size() * cfg.val_fraction));
   std::vector<int64_t> val_idx(idx.begin(), idx.begin() + n_val), train_idx(idx.begin() + n_val, idx.end());
-  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus, prior);
-  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus, prior);
-  if (floor_ms > 0) {
-    tr.base_ms = tr.base_ms.clamp_min(static_cast<float>(floor_ms));
-    va.base_ms = va.base_ms.clamp_min(static_cast<float>(floor_ms));
-  }
+  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus, prior, floor_ms);
+  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus, prior, floor_ms);
   for (size_t c : feature_columns(cfg.family, cfg.ignore_features)) {
     tr.x.select(1, static_cast<int64_t>(c)).zero_();
     va.x.select(1, static_cast<int64_t>(c)).zero_();

@@ -319,9 +319,12 @@ TEST(Kernel, FittedRooflineRecoversGeneratingNumbers) {
   one.memory_s = 1e-6;
   one.waves = 3;
   EXPECT_NEAR(fitted_roofline_s(one, truth), 41.833e-6, 1e-9);
-  EXPECT_STREQ(fitted_roofline_bound(one, truth), "compute");
+  const char* bound = "";
+  EXPECT_DOUBLE_EQ(network_base_s(one, &truth, 0, &bound), fitted_roofline_s(one, truth));
+  EXPECT_STREQ(bound, "compute");
   one.compute_s = 1e-6;
-  EXPECT_STREQ(fitted_roofline_bound(one, truth), "launch");
+  network_base_s(one, &truth, 0, &bound);
+  EXPECT_STREQ(bound, "launch");
   const FittedRoofline fit = fit_roofline(b, y);
   EXPECT_NEAR(fit.floor_us, 7.0, 0.7);
   EXPECT_NEAR(fit.wave_us, 0.5, 0.05);
