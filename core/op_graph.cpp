@@ -173,98 +173,152 @@ class Builder {
 };
 
 
-// ---- One transformer builder: GPT-2, OPT, BERT and the LLM decoders ----------------------
+// ---- One transformer builder: GPT-2, OPT, BERT, Switch and the LLM decoders ---------------
 // Each Hugging Face model_type is a row of kArchTable: embeddings (position table, token
-// types, embedding norm), norm placement, fused or separate q/k/v, how scores are scaled and
-// masked, the FFN (activation MLP, SwiGLU, routed experts) and the head, plus the module names
-// its eager implementation launches kernels under (as llama.cpp's llm_build_* are driven by
-// their hparams). The config supplies the sizes, GQA, q/k norms, q/k/v biases, MoE routing and
-// dropout probabilities (p = 0 launches nothing). Kernels follow the eager FP32 implementation:
-// RMSNorm is costed by the layer-norm kernel model, SiLU by the GELU one (same memory pattern,
-// one transcendental per element), RoPE as its eager mul/neg/cat/mul/add, repeat_kv as a copy.
-enum class PosKind { kTable, kOptOffset, kRotary };
+// types, relative position bias, embedding norm), decoder-only or encoder-decoder stacks, norm
+// placement, fused or separate q/k/v, how scores are scaled and masked, the FFN (activation
+// MLP, SwiGLU), routed experts (top-k or fixed capacity; every layer or every n-th) and the
+// head, plus the module names its eager implementation launches kernels under (as llama.cpp's
+// llm_build_* are driven by their hparams). The config supplies the sizes, GQA, q/k norms,
+// q/k/v biases, MoE routing and dropout probabilities (p = 0 launches nothing). Kernels follow
+// the eager FP32 implementation: RMSNorm is costed by the layer-norm kernel model, SiLU by the
+// GELU one (same memory pattern, one transcendental per element), RoPE as its eager
+// mul/neg/cat/mul/add, repeat_kv as a copy.
+enum class PosKind { kTable, kOptOffset, kRotary, kRelativeBias };
 enum class ScaleKind { kNone, kDivScores, kMulScores, kMulQuery };
 enum class MaskKind { kNone, kCausalWhere, kPaddingAdd, kCausalAddMax, kCausalAdd, kPositionBias };
 enum class FfnKind { kMlp, kSwiGlu };
-enum class HeadKind { kLmHead, kBert };
+// Routed experts: top-k of E, each expert on its routed tokens (Mixtral, Qwen3-MoE), or top-1
+// into fixed per-expert buffers of batch x expert_capacity tokens (Switch).
+enum class MoeKind { kTopK, kCapacity };
+enum class HeadKind { kLmHead, kScaledLmHead, kBert };
+
+// Module names of one attention sub-layer (self- or cross-attention).
+struct AttnNames {
+  const char* norm;          // its norm (before it when pre-norm, after the residual otherwise)
+  const char* prefix;        // attention-core operator prefix
+  const char* qkv;           // fused q/k/v projection; "" = separate q, k, v
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* prob_dropout;  // the attention-probability dropout, inside the prefix
+  const char* out_proj;
+  const char* out_dropout;   // "" = none
+  const char* residual;
+};
+
+// Module names of routed experts.
+struct MoeNames {
+  MoeKind kind;
+  const char* router;
+  const char* router_softmax;
+  const char* routing;  // top-k / argmax and the routing tables
+  const char* experts;  // expert FFN prefix
+  const char* gather;   // tokens into the experts' inputs
+  const char* combine;  // outputs times the routing weights
+  const char* scatter;  // outputs back to the token order
+};
 
 struct ArchSpec {
   const char* type;
   PosKind pos;
-  bool token_types;  // BERT's token-type table
-  bool pre_norm;     // norms before attention and FFN (else after each residual: BERT)
-  bool bias;         // biases on every projection (q/k/v also when the config's qkv_bias)
+  bool token_types;      // BERT's token-type table
+  bool encoder_decoder;  // an encoder stack, then a decoder stack with cross-attention (T5)
+  bool pre_norm;         // norms before attention and FFN (else after each residual: BERT)
+  bool bias;             // biases on every projection (q/k/v also when the config's qkv_bias)
   ScaleKind scale;
   MaskKind mask;
   FfnKind ffn;
   HeadKind head;
   // Module names.
-  const char* model;        // prefix of the embeddings and the final norm
-  const char* tokens;       // token embedding
-  const char* positions;    // position table
-  const char* types;        // token-type table
-  const char* embed_norm;   // "" = none
-  const char* embed_dropout;
-  const char* layers;       // layer prefix
-  const char* attn_norm;
-  const char* qkv;          // fused q/k/v projection; "" = separate q, k, v
-  const char* q;
-  const char* k;
-  const char* v;
-  const char* attn;         // attention-core prefix
-  const char* out_proj;
-  const char* attn_out_dropout;
-  const char* residual_1;
+  const char* model;         // prefix of the embeddings and the final norm
+  const char* tokens;        // token embedding (encoder-decoder: + the stack's name)
+  const char* positions;     // position table
+  const char* types;         // token-type table
+  const char* embed_norm;    // "" = none
+  const char* embed_dropout; // "" = none
+  const char* layers;        // layer prefix (encoder-decoder: inside the stack's)
+  const char* sparse_layers; // prefix of the layers with routed experts (every layer: = layers)
+  AttnNames self_attn;
+  AttnNames cross_attn;      // encoder-decoder only
   const char* ffn_norm;
-  const char* ffn_prefix;   // SwiGLU / MoE module prefix
-  const char* up;           // MLP: up projection; SwiGLU: up_proj (w3)
-  const char* gate;         // SwiGLU: gate_proj (w1)
-  const char* act;          // MLP: activation prefix
+  const char* ffn_prefix;    // FFN module prefix (the names below are inside it)
+  const char* up;            // MLP: up projection; SwiGLU: up_proj (w3)
+  const char* gate;          // SwiGLU: gate_proj (w1)
+  const char* act;           // MLP: activation prefix
+  const char* ffn_dropout_inner;  // MLP: dropout between the activation and the down projection
   const char* down;
   const char* ffn_dropout;
   const char* residual_2;
-  const char* router;       // MoE
-  const char* experts;      // MoE expert prefix
-  const char* final_norm;   // "" = none
+  MoeNames moe;
+  const char* final_norm;    // "" = none
 };
 
+constexpr AttnNames kNoAttn = {"", "", "", "", "", "", "", "", "", ""};
+constexpr MoeNames kNoMoe = {MoeKind::kTopK, "", "", "", "", "", "", ""};
+
 constexpr ArchSpec kGpt2Arch = {
-    "gpt2", PosKind::kTable, false, true, true, ScaleKind::kDivScores, MaskKind::kCausalWhere, FfnKind::kMlp,
-    HeadKind::kLmHead, "", "wte", "wpe", "", "", "embed_dropout", "h.", "ln_1", "attn.c_attn", "", "", "", "attn.",
-    "attn.c_proj", "attn.resid_dropout", "residual_1", "ln_2", "", "mlp.c_fc", "", "mlp.", "mlp.c_proj", "mlp.dropout",
-    "residual_2", "", "", "ln_f"};
+    "gpt2", PosKind::kTable, false, false, true, true, ScaleKind::kDivScores, MaskKind::kCausalWhere, FfnKind::kMlp,
+    HeadKind::kLmHead, "", "wte", "wpe", "", "", "embed_dropout", "h.", "h.",
+    {"ln_1", "attn.", "attn.c_attn", "", "", "", "attn_dropout", "attn.c_proj", "attn.resid_dropout", "residual_1"},
+    kNoAttn, "ln_2", "", "mlp.c_fc", "", "mlp.", "", "mlp.c_proj", "mlp.dropout", "residual_2", kNoMoe, "ln_f"};
 constexpr ArchSpec kOptArch = {
-    "opt", PosKind::kOptOffset, false, true, true, ScaleKind::kMulQuery, MaskKind::kCausalAddMax, FfnKind::kMlp,
-    HeadKind::kLmHead, "", "embed_tokens", "embed_positions", "", "", "embed_dropout", "layers.",
-    "self_attn_layer_norm", "", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.",
-    "self_attn.out_proj", "dropout_1", "residual_1", "final_layer_norm", "", "fc1", "", "", "fc2", "dropout_2",
-    "residual_2", "", "", "final_layer_norm"};
+    "opt", PosKind::kOptOffset, false, false, true, true, ScaleKind::kMulQuery, MaskKind::kCausalAddMax,
+    FfnKind::kMlp, HeadKind::kLmHead, "", "embed_tokens", "embed_positions", "", "", "embed_dropout", "layers.",
+    "layers.",
+    {"self_attn_layer_norm", "self_attn.", "", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+     "attn_dropout", "self_attn.out_proj", "dropout_1", "residual_1"},
+    kNoAttn, "final_layer_norm", "", "fc1", "", "", "", "fc2", "dropout_2", "residual_2", kNoMoe, "final_layer_norm"};
 constexpr ArchSpec kBertArch = {
-    "bert", PosKind::kTable, true, false, true, ScaleKind::kDivScores, MaskKind::kPaddingAdd, FfnKind::kMlp,
+    "bert", PosKind::kTable, true, false, false, true, ScaleKind::kDivScores, MaskKind::kPaddingAdd, FfnKind::kMlp,
     HeadKind::kBert, "", "word_embeddings", "position_embeddings", "token_type_embeddings", "embeddings.layer_norm",
-    "embeddings.dropout", "encoder.layer.", "attention.output.layer_norm", "", "attention.self.query",
-    "attention.self.key", "attention.self.value", "attention.self.", "attention.output.dense",
-    "attention.output.dropout", "attention.output.residual", "output.layer_norm", "", "intermediate.dense", "",
-    "intermediate.", "output.dense", "output.dropout", "output.residual", "", "", ""};
+    "embeddings.dropout", "encoder.layer.", "encoder.layer.",
+    {"attention.output.layer_norm", "attention.self.", "", "attention.self.query", "attention.self.key",
+     "attention.self.value", "attn_dropout", "attention.output.dense", "attention.output.dropout",
+     "attention.output.residual"},
+    kNoAttn, "output.layer_norm", "", "intermediate.dense", "", "intermediate.", "", "output.dense",
+    "output.dropout", "output.residual", kNoMoe, ""};
+// Switch Transformers: T5's encoder-decoder with RMS norms (costed as layer norms), unscaled
+// scores plus the relative position bias, no biases, a ReLU MLP, every sparse_step-th layer
+// routed (top-1 into capacity buffers), an LM head tied to the embedding and scaled by d^-0.5.
+constexpr ArchSpec kSwitchArch = {
+    "switch_transformers", PosKind::kRelativeBias, false, true, true, false, ScaleKind::kNone,
+    MaskKind::kPositionBias, FfnKind::kMlp, HeadKind::kScaledLmHead, "", "shared_embedding.", "", "", "", "",
+    "dense_layer.", "sparse_layer.",
+    {"self_attn_norm", "self_attn.", "", "self_attn.q", "self_attn.k", "self_attn.v", "dropout", "self_attn.o",
+     "self_attn.out_dropout", "self_attn.residual"},
+    {"cross_attn_norm", "cross_attn.", "", "cross_attn.q", "cross_attn.k", "cross_attn.v", "dropout", "cross_attn.o",
+     "cross_attn.out_dropout", "cross_attn.residual"},
+    "ff_norm", "ff.", "wi", "", "", "dropout", "wo", "ff.out_dropout", "ff.residual",
+    {MoeKind::kCapacity, "moe.router", "moe.router_softmax", "moe.routing", "moe.expert.", "moe.expert_gather",
+     "moe.scale_by_router_prob", "moe.expert_scatter"},
+    "final_layer_norm"};
 // The decoder families differ only in their FFN/MoE module names.
 constexpr ArchSpec decoder_arch(const char* type, const char* ffn_prefix, const char* gate, const char* up,
-                                const char* down, const char* router, const char* experts) {
-  return {type, PosKind::kRotary, false, true, false, ScaleKind::kMulScores, MaskKind::kCausalAdd, FfnKind::kSwiGlu,
-          HeadKind::kLmHead, "model.", "embed_tokens", "", "", "", "", "model.layers.", "input_layernorm", "",
-          "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.", "self_attn.o_proj", "",
-          "residual_1", "post_attention_layernorm", ffn_prefix, up, gate, "", down, "", "residual_2", router, experts,
-          "norm"};
+                                const char* down, MoeNames moe) {
+  return {type, PosKind::kRotary, false, false, true, false, ScaleKind::kMulScores, MaskKind::kCausalAdd,
+          FfnKind::kSwiGlu, HeadKind::kLmHead, "model.", "embed_tokens", "", "", "", "", "model.layers.",
+          "model.layers.",
+          {"input_layernorm", "self_attn.", "", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+           "attn_dropout", "self_attn.o_proj", "", "residual_1"},
+          kNoAttn, "post_attention_layernorm", ffn_prefix, up, gate, "", "", down, "", "residual_2", moe, "norm"};
 }
 constexpr ArchSpec kArchTable[] = {
     kGpt2Arch,
     kOptArch,
     kBertArch,
-    decoder_arch("llama", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
-    decoder_arch("mistral", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
-    decoder_arch("qwen2", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
-    decoder_arch("qwen3", "mlp.", "gate_proj", "up_proj", "down_proj", "", ""),
-    decoder_arch("mixtral", "block_sparse_moe.", "w1", "w3", "w2", "block_sparse_moe.gate", "block_sparse_moe.experts."),
-    decoder_arch("qwen3_moe", "mlp.", "gate_proj", "up_proj", "down_proj", "mlp.gate", "mlp.experts."),
+    kSwitchArch,
+    decoder_arch("llama", "mlp.", "gate_proj", "up_proj", "down_proj", kNoMoe),
+    decoder_arch("mistral", "mlp.", "gate_proj", "up_proj", "down_proj", kNoMoe),
+    decoder_arch("qwen2", "mlp.", "gate_proj", "up_proj", "down_proj", kNoMoe),
+    decoder_arch("qwen3", "mlp.", "gate_proj", "up_proj", "down_proj", kNoMoe),
+    decoder_arch("mixtral", "block_sparse_moe.", "w1", "w3", "w2",
+                 {MoeKind::kTopK, "block_sparse_moe.gate", "block_sparse_moe.routing_softmax", "block_sparse_moe.topk",
+                  "block_sparse_moe.experts.", "block_sparse_moe.experts.gather",
+                  "block_sparse_moe.experts.routing_weight", "block_sparse_moe.experts.index_add"}),
+    decoder_arch("qwen3_moe", "mlp.", "gate_proj", "up_proj", "down_proj",
+                 {MoeKind::kTopK, "mlp.gate", "mlp.routing_softmax", "mlp.topk", "mlp.experts.", "mlp.experts.gather",
+                  "mlp.experts.routing_weight", "mlp.experts.index_add"}),
 };
 
 const ArchSpec* find_arch(const std::string& model_type) {
@@ -318,52 +372,69 @@ void gated_ffn(Builder& b, const std::string& p, const ArchSpec& a, int64_t t, i
   else b.linear(p + a.down, t, f, h, false);
 }
 
-// Routed experts (MoE FFN): router, softmax, top-k; every expert then runs on the tokens routed
-// to it (balanced routing: t * k / E each), gathered before and scattered (index_add) after.
-void routed_experts(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t t) {
-  const int64_t h = m.hidden, e = m.num_experts, k = m.experts_per_token;
-  const int64_t per_expert = std::max<int64_t>(1, (t * k + e - 1) / e);
-  const std::string experts = a.experts;
-  b.linear(a.router, t, h, e, false);
-  b.softmax(std::string(a.ffn_prefix) + "routing_softmax", t, e);
-  b.mem(std::string(a.ffn_prefix) + "topk", kF32 * 4.0 * t * e, kF32 * 2.0 * t * e);
-  b.set_count(m.layers * e);
-  b.mem(experts + "gather", 2 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
-  gated_ffn(b, experts, a, per_expert, h, m.moe_ffn, false);
-  b.eltwise(experts + "routing_weight", OpKind::kMul, per_expert, h);
-  b.mem(experts + "index_add", 3 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
-  b.set_count(m.layers);
+// Activation MLP on `t` tokens: down(act(up(x))), a dropout between them where the
+// architecture has one. Column/row parallel (with tp = 1 a plain linear).
+void mlp_ffn(Builder& b, const std::string& p, const ArchSpec& a, const ModelConfig& m, int64_t t, int64_t f) {
+  b.linear_col(p + a.up, t, m.hidden, f, a.bias);
+  mlp_activation(b, p + a.act, m.activation, t, f / b.tp());
+  if (m.hidden_dropout > 0 && *a.ffn_dropout_inner) b.dropout(p + a.ffn_dropout_inner, t, f / b.tp());
+  b.linear_row(p + a.down, t, f, m.hidden, a.bias);
+}
+
+// The FFN of one layer on `t` tokens of a batch of `batch` sequences: the dense one, or routed
+// experts where the layer is sparse. `count` is how many such layers the group has.
+//  - top-k (Mixtral, Qwen3-MoE): router, softmax, top-k; every expert runs its SwiGLU on the
+//    tokens routed to it (balanced routing: t * k / E each), gathered before, weighted and
+//    scattered (index_add) after;
+//  - capacity (Switch): router, softmax, argmax; every expert runs the MLP on a fixed buffer of
+//    batch * expert_capacity tokens (as in the labels), gathered and scattered back, and the
+//    outputs are scaled by the router probability.
+void ffn(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t t, bool sparse, int64_t count) {
+  const int64_t h = m.hidden;
+  if (!sparse) {
+    if (a.ffn == FfnKind::kSwiGlu) gated_ffn(b, a.ffn_prefix, a, t, h, m.ffn, true);
+    else mlp_ffn(b, a.ffn_prefix, a, m, t, m.ffn);
+    return;
+  }
+  const MoeNames& n = a.moe;
+  const int64_t e = m.num_experts;
+  b.linear(n.router, t, h, e, false);
+  b.softmax(n.router_softmax, t, e);
+  if (n.kind == MoeKind::kTopK) {
+    const int64_t k = m.experts_per_token;
+    const int64_t per_expert = std::max<int64_t>(1, (t * k + e - 1) / e);
+    b.mem(n.routing, kF32 * 4.0 * t * e, kF32 * 2.0 * t * e);
+    b.set_count(count * e);
+    b.mem(n.gather, 2 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
+    gated_ffn(b, n.experts, a, per_expert, h, m.moe_ffn, false);
+    b.eltwise(n.combine, OpKind::kMul, per_expert, h);
+    b.mem(n.scatter, 3 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
+    b.set_count(count);
+  } else {
+    const int64_t cap_tokens = batch * m.expert_capacity;
+    b.mem(n.routing, kF32 * 6.0 * t * e, kF32 * 2.0 * t * e);
+    b.set_count(count * e);
+    b.mem(n.gather, 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
+    mlp_ffn(b, n.experts, a, m, cap_tokens, m.ffn);
+    b.mem(n.scatter, 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
+    b.set_count(count);
+    b.eltwise(n.combine, OpKind::kMul, t, h);
+  }
 }
 
 // One attention sub-layer, self or cross: q/k/v projections (fused or separate; GQA), per-head
 // q/k norms, rotary positions, repeat_kv, score scaling, mask, softmax, probability dropout,
 // context, head merge, output projection, dropout, residual add. Keys and values come from
 // `kv_seq` tokens per sequence (the encoder's, for cross-attention).
-struct AttnLayer {
-  const char* prefix;        // attention-core operator prefix
-  const char* qkv;           // fused q/k/v projection; "" = separate q, k, v
-  const char* q;
-  const char* k;
-  const char* v;
-  const char* prob_dropout;  // the attention-probability dropout, inside the prefix
-  const char* out_proj;
-  const char* out_dropout;
-  const char* residual;
-  ScaleKind scale;
-  MaskKind mask;
-  bool rotary;
-  bool bias;  // biases on every projection (q/k/v also when the config's qkv_bias)
-};
-
-void attention_layer(Builder& b, const AttnLayer& s, const ModelConfig& m, int64_t batch, int64_t seq,
-                     int64_t kv_seq) {
+void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind mask, bool rotary, bool bias,
+                     const ModelConfig& m, int64_t batch, int64_t seq, int64_t kv_seq) {
   const int64_t t = batch * seq, kv_t = batch * kv_seq, h = m.hidden, hd = m.head_dim;
   const int64_t heads = m.heads / b.tp(), kv = m.kv_heads / b.tp();
   const std::string p = s.prefix;
   if (*s.qkv) {
-    b.linear_col(s.qkv, t, h, 3 * h, s.bias);
+    b.linear_col(s.qkv, t, h, 3 * h, bias);
   } else {
-    const bool qkv_bias = s.bias || m.qkv_bias;
+    const bool qkv_bias = bias || m.qkv_bias;
     b.linear_col(s.q, t, h, m.heads * hd, qkv_bias);
     b.linear_col(s.k, kv_t, h, m.kv_heads * hd, qkv_bias);
     b.linear_col(s.v, kv_t, h, m.kv_heads * hd, qkv_bias);
@@ -372,7 +443,7 @@ void attention_layer(Builder& b, const AttnLayer& s, const ModelConfig& m, int64
     b.layernorm(p + "q_norm", t * heads, hd);
     b.layernorm(p + "k_norm", kv_t * kv, hd);
   }
-  if (s.rotary) {
+  if (rotary) {
     rotary_embedding(b, p + "rotary_q", t, heads, hd);
     rotary_embedding(b, p + "rotary_k", kv_t, kv, hd);
   }
@@ -380,12 +451,12 @@ void attention_layer(Builder& b, const AttnLayer& s, const ModelConfig& m, int64
     const double bytes = 2 * kF32 * double(kv_t) * heads * hd;
     b.mem(p + "repeat_kv", 2 * bytes, 2 * bytes);
   }
-  if (s.scale == ScaleKind::kMulQuery) b.eltwise(p + "q_scale", OpKind::kMulU, t, heads * hd);
+  if (scale == ScaleKind::kMulQuery) b.eltwise(p + "q_scale", OpKind::kMulU, t, heads * hd);
   const int64_t bh = batch * heads, rows = bh * seq;
   b.bmm(p + "scores", bh, seq, hd, kv_seq);
-  if (s.scale == ScaleKind::kDivScores || s.scale == ScaleKind::kMulScores)
-    b.eltwise(p + "scale", s.scale == ScaleKind::kDivScores ? OpKind::kDivU : OpKind::kMulU, rows, kv_seq);
-  switch (s.mask) {
+  if (scale == ScaleKind::kDivScores || scale == ScaleKind::kMulScores)
+    b.eltwise(p + "scale", scale == ScaleKind::kDivScores ? OpKind::kDivU : OpKind::kMulU, rows, kv_seq);
+  switch (mask) {
     case MaskKind::kNone: break;
     case MaskKind::kCausalWhere:  // torch.where(causal_mask, w, -inf): reads the bool mask and w, writes w
       b.mem(p + "causal_mask", 2 * kF32 * double(rows) * kv_seq + double(seq) * kv_seq, 2 * kF32 * double(rows) * kv_seq);
@@ -403,18 +474,24 @@ void attention_layer(Builder& b, const AttnLayer& s, const ModelConfig& m, int64
   b.bmm(p + "context", bh, seq, kv_seq, hd);
   const double t_q = double(t) * heads * hd;
   b.mem(p + "merge_heads", 2 * kF32 * t_q, 2 * kF32 * t_q);  // permute(...).contiguous()
-  b.linear_row(s.out_proj, t, m.heads * hd, h, s.bias);
-  if (m.hidden_dropout > 0) b.dropout(s.out_dropout, t, h);
+  b.linear_row(s.out_proj, t, m.heads * hd, h, bias);
+  if (m.hidden_dropout > 0 && *s.out_dropout) b.dropout(s.out_dropout, t, h);
   b.eltwise(s.residual, OpKind::kAdd, t, h, true);
 }
 
-void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq) {
+// One stack of layers ("" for decoder-only and encoder-only models, "encoder"/"decoder" for
+// encoder-decoder ones): its embeddings, its layers (dense ones first, then the sparse ones of
+// an every-n-th MoE), its final norm.
+void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq,
+                 const std::string& stack) {
   const int64_t t = batch * seq, h = m.hidden;
   const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;  // OPT-350m: embeddings narrower than the model
-  const bool hidden_dropout = m.hidden_dropout > 0;
+  const bool hidden_dropout = m.hidden_dropout > 0, decoder = stack == "decoder";
+  const std::string sp = stack.empty() ? "" : stack + ".";
   // Embeddings.
+  b.set_count(1);
   b.set_prefix(a.model);
-  b.embedding(a.tokens, t, m.vocab, e);
+  b.embedding(a.tokens + stack, t, m.vocab, e);
   b.vocab_parallel_reduce(t, e);
   if (e != h) b.linear("project_in", t, e, h, false);
   int adds = 0;
@@ -427,38 +504,56 @@ void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int6
   }
   for (int i = 0; i < adds; ++i) b.eltwise(i == 0 ? "embed_add" : "embed_add_" + std::to_string(i), OpKind::kAdd, t, h);
   if (*a.embed_norm) b.layernorm(a.embed_norm, t, h);
-  if (hidden_dropout) b.dropout(a.embed_dropout, t, h);
-  // Layers.
-  b.set_count(m.layers);
-  b.set_prefix(a.layers);
-  if (a.pre_norm) b.layernorm(a.attn_norm, t, h);
-  attention_layer(b,
-                  {a.attn, a.qkv, a.q, a.k, a.v, "attn_dropout", a.out_proj, a.attn_out_dropout, a.residual_1, a.scale,
-                   a.mask, a.pos == PosKind::kRotary, a.bias},
-                  m, batch, seq, seq);
-  if (!a.pre_norm) b.layernorm(a.attn_norm, t, h);
-  // Feed-forward.
-  if (a.pre_norm) b.layernorm(a.ffn_norm, t, h);
-  if (m.num_experts > 0) {
-    routed_experts(b, a, m, t);
-  } else if (a.ffn == FfnKind::kSwiGlu) {
-    gated_ffn(b, a.ffn_prefix, a, t, h, m.ffn, true);
-  } else {
-    b.linear_col(a.up, t, h, m.ffn, a.bias);
-    mlp_activation(b, a.act, m.activation, t, m.ffn / b.tp());
-    b.linear_row(a.down, t, m.ffn, h, a.bias);
+  if (hidden_dropout && *a.embed_dropout) b.dropout(a.embed_dropout, t, h);
+  if (a.pos == PosKind::kRelativeBias) {  // T5: the bucketed bias of every head, once per stack
+    b.set_prefix(a.model + sp);
+    b.mem("relative_position_bias", kF32 * 2.0 * m.heads * seq * seq, 0);
   }
-  if (hidden_dropout) b.dropout(a.ffn_dropout, t, h);
-  b.eltwise(a.residual_2, OpKind::kAdd, t, h, true);
-  if (!a.pre_norm) b.layernorm(a.ffn_norm, t, h);
-  // Final norm and head.
+  // Layers: every `step`-th one routed when the config has experts (step 0: all of them).
+  const int64_t layers = decoder ? m.decoder_layers : m.layers;
+  const int64_t step = decoder ? m.decoder_sparse_step : m.encoder_sparse_step;
+  const int64_t sparse = m.num_experts == 0 ? 0 : step > 0 ? layers / step : layers;
+  for (const bool is_sparse : {false, true}) {
+    const int64_t count = is_sparse ? sparse : layers - sparse;
+    if (count == 0) continue;
+    b.set_count(count);
+    b.set_prefix(sp + (is_sparse ? a.sparse_layers : a.layers));
+    const bool rotary = a.pos == PosKind::kRotary;
+    if (a.pre_norm) b.layernorm(a.self_attn.norm, t, h);
+    attention_layer(b, a.self_attn, a.scale, a.mask, rotary, a.bias, m, batch, seq, seq);
+    if (!a.pre_norm) b.layernorm(a.self_attn.norm, t, h);
+    if (decoder) {  // cross-attention over the encoder's tokens (no mask: unpadded batches)
+      b.layernorm(a.cross_attn.norm, t, h);
+      attention_layer(b, a.cross_attn, a.scale, MaskKind::kNone, rotary, a.bias, m, batch, seq, seq);
+    }
+    if (a.pre_norm) b.layernorm(a.ffn_norm, t, h);
+    ffn(b, a, m, batch, t, is_sparse, count);
+    if (hidden_dropout && *a.ffn_dropout) b.dropout(a.ffn_dropout, t, h);
+    b.eltwise(a.residual_2, OpKind::kAdd, t, h, true);
+    if (!a.pre_norm) b.layernorm(a.ffn_norm, t, h);
+  }
   b.set_count(1);
-  b.set_prefix(a.model);
+  b.set_prefix(a.model + sp);
   if (*a.final_norm && m.final_layer_norm) b.layernorm(a.final_norm, t, h);
+}
+
+void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq) {
+  const int64_t t = batch * seq, h = m.hidden;
+  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;
+  if (a.encoder_decoder) {
+    build_stack(b, a, m, batch, seq, "encoder");
+    build_stack(b, a, m, batch, seq, "decoder");
+  } else {
+    build_stack(b, a, m, batch, seq, "");
+  }
+  // Head.
   b.set_prefix("");
   if (e != h) b.linear("project_out", t, h, e, false);
   if (a.head == HeadKind::kLmHead) {
     b.linear_col("lm_head", t, e, m.vocab, false);  // weight tied to the token embedding
+  } else if (a.head == HeadKind::kScaledLmHead) {
+    b.eltwise("lm_head.scale", OpKind::kMulU, t, h);  // tied embedding: scale by d_model^-0.5
+    b.linear("lm_head", t, h, m.vocab, false);
   } else if (b.training()) {
     // BertForPreTraining heads: masked-LM transform + decoder, next-sentence pooler.
     b.linear("cls.predictions.transform.dense", t, h, h);
@@ -478,78 +573,6 @@ void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int6
   }
 }
 
-// T5-style stack of Switch Transformers: pre-norm self-attention (no biases, unscaled scores
-// plus the relative position bias), in the decoder cross-attention over the encoder's tokens,
-// then a dense ReLU FFN or, every sparse_step-th layer, routed experts: each token goes to one
-// of E experts, and every expert runs on a fixed buffer of batch * expert_capacity tokens (as
-// in the labels). Norms are T5's RMS norm, costed as layer norms.
-void switch_stack(Builder& b, const ModelConfig& m, const std::string& p, int64_t batch,
-                  int64_t seq, int64_t enc_seq, int64_t layers, int64_t sparse_step, bool decoder) {
-  const int64_t t = batch * seq, h = m.hidden;
-  const int64_t sparse = sparse_step > 0 ? layers / sparse_step : 0;
-  const int64_t dense = layers - sparse;
-  b.set_prefix(p);
-  b.mem("relative_position_bias", kF32 * 2.0 * m.heads * seq * seq, 0);
-  for (int kind = 0; kind < 2; ++kind) {  // 0: dense layers, 1: sparse layers
-    const int64_t count = kind == 0 ? dense : sparse;
-    if (count == 0) continue;
-    b.set_count(count);
-    b.set_prefix(p + (kind == 0 ? "dense_layer." : "sparse_layer."));
-    b.layernorm("self_attn_norm", t, h);
-    attention_layer(b,
-                    {"self_attn.", "", "self_attn.q", "self_attn.k", "self_attn.v", "dropout", "self_attn.o",
-                     "self_attn.out_dropout", "self_attn.residual", ScaleKind::kNone, MaskKind::kPositionBias, false,
-                     false},
-                    m, batch, seq, seq);
-    if (decoder) {
-      b.layernorm("cross_attn_norm", t, h);
-      attention_layer(b,
-                      {"cross_attn.", "", "cross_attn.q", "cross_attn.k", "cross_attn.v", "dropout", "cross_attn.o",
-                       "cross_attn.out_dropout", "cross_attn.residual", ScaleKind::kNone, MaskKind::kNone, false,
-                       false},
-                      m, batch, seq, enc_seq);
-    }
-    b.layernorm("ff_norm", t, h);
-    if (kind == 0) {
-      b.linear("ff.wi", t, h, m.ffn, false);
-      b.eltwise("ff.relu", OpKind::kRelu, t, m.ffn);
-      if (m.hidden_dropout > 0) b.dropout("ff.dropout", t, m.ffn);
-      b.linear("ff.wo", t, m.ffn, h, false);
-    } else {
-      const int64_t cap_tokens = batch * m.expert_capacity;
-      b.linear("moe.router", t, h, m.num_experts, false);
-      b.softmax("moe.router_softmax", t, m.num_experts);
-      b.mem("moe.routing", kF32 * 6.0 * t * m.num_experts, kF32 * 2.0 * t * m.num_experts);
-      b.set_count(count * m.num_experts);
-      b.mem("moe.expert_gather", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
-      b.linear("moe.expert.wi", cap_tokens, h, m.ffn, false);
-      b.eltwise("moe.expert.relu", OpKind::kRelu, cap_tokens, m.ffn);
-      if (m.hidden_dropout > 0) b.dropout("moe.expert.dropout", cap_tokens, m.ffn);
-      b.linear("moe.expert.wo", cap_tokens, m.ffn, h, false);
-      b.mem("moe.expert_scatter", 2 * kF32 * double(cap_tokens) * h, 2 * kF32 * double(cap_tokens) * h);
-      b.set_count(count);
-      b.eltwise("moe.scale_by_router_prob", OpKind::kMul, t, h);
-    }
-    if (m.hidden_dropout > 0) b.dropout("ff.out_dropout", t, h);
-    b.eltwise("ff.residual", OpKind::kAdd, t, h, true);
-  }
-  b.set_count(1);
-  b.set_prefix(p);
-  b.layernorm("final_layer_norm", t, h);
-}
-
-void build_switch(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq) {
-  const int64_t t = batch * seq;
-  b.embedding("shared_embedding.encoder", t, m.vocab, m.hidden);
-  switch_stack(b, m, "encoder.", batch, seq, seq, m.layers, m.encoder_sparse_step, false);
-  b.set_prefix("");
-  b.embedding("shared_embedding.decoder", t, m.vocab, m.hidden);
-  switch_stack(b, m, "decoder.", batch, seq, seq, m.decoder_layers, m.decoder_sparse_step, true);
-  b.set_prefix("");
-  b.eltwise("lm_head.scale", OpKind::kMulU, t, m.hidden);
-  b.linear("lm_head", t, m.hidden, m.vocab, false);
-}
-
 }  // namespace
 
 OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode,
@@ -564,10 +587,12 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
-  if (par.tp > 1 && (m.model_type == "switch_transformers" || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
+  const ArchSpec* arch = find_arch(m.model_type);
+  if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
+  if (par.tp > 1 && (arch->encoder_decoder || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
                      m.kv_heads % par.tp != 0 || m.num_experts > 0))
     throw ConfigError("--tp " + std::to_string(par.tp) + ": " + m.name +
-                      (m.model_type == "switch_transformers" || m.num_experts > 0
+                      (arch->encoder_decoder || m.num_experts > 0
                            ? " (tensor parallelism of " + m.model_type + " is not modelled yet)"
                            : ": heads, key/value heads and FFN width must be divisible by it"));
   if (par.pp > m.layers) throw ConfigError("--pp " + std::to_string(par.pp) + " exceeds the " + std::to_string(m.layers) + " layers");
@@ -576,8 +601,8 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
     throw ConfigError("--pp " + std::to_string(par.pp) + ": " + m.name + "'s " + std::to_string(m.layers) +
                       " layers do not split evenly into " + std::to_string(par.pp) +
                       " stages (Megatron-LM needs num_layers divisible by the pipeline size)");
-  if (m.model_type == "switch_transformers" && par.pp > 1)
-    throw ConfigError("--pp: pipeline parallelism of switch_transformers is not modelled");
+  if (arch->encoder_decoder && par.pp > 1)
+    throw ConfigError("--pp: pipeline parallelism of " + m.model_type + " is not modelled");
   OpGraph g;
   g.model = m.name;
   g.batch = batch;
@@ -590,9 +615,7 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   g.parameters = model_parameters(m);
   Builder b(g);
   const int64_t mb = g.micro_batch;
-  if (m.model_type == "switch_transformers") build_switch(b, m, mb, seq);
-  else if (const ArchSpec* a = find_arch(m.model_type)) build_transformer(b, *a, m, mb, seq);
-  else throw ConfigError("unsupported model_type '" + m.model_type + "'");
+  build_transformer(b, *arch, m, mb, seq);
   // Training: gradients of tied weights (GPT-2/OPT lm_head = wte) accumulate twice; the
   // second AccumulateGrad is already on the lm_head Linear, whose own weight is that table.
   return g;

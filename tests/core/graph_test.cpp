@@ -305,6 +305,41 @@ TEST(OpGraph, MoeExpertsRunOnTheirRoutedTokens) {
   EXPECT_EQ(c["VECln(1024,128)"], 1);         // k_norm over 4 KV heads
 }
 
+// Switch Transformers is a row of the same builder: an encoder and a decoder stack, every
+// second layer routed into capacity buffers. Counts derived by hand from switch-xl4's config
+// (24 + 24 layers, 32 heads x d_kv 128 = 4,096, d_ff 16,384, 4 experts of capacity 64).
+TEST(OpGraph, SwitchEncoderDecoderFromTheArchTable) {
+  ModelConfig m = load_model_config("switch-xl4", models_dir());
+  OpGraph g = build_op_graph(m, 2, 512, Mode::kInference);
+  int64_t linears = 0;
+  std::map<std::string, std::pair<int64_t, std::string>> by_name;  // name -> (count, shape)
+  for (const auto& op : g.ops) {
+    if (op.kind == "linear") linears += op.count;
+    if (!op.fw.empty() && op.fw[0].is_kernel()) by_name[op.name] = {op.count, shape_key(op.fw[0].query)};
+  }
+  // Per stack: 4 attention projections per layer (decoder: 8, with cross-attention); dense
+  // layers wi + wo; sparse layers the router + 4 experts x (wi, wo). Plus the LM head.
+  const int64_t encoder = 24 * 4 + 12 * 2 + 12 * (1 + 4 * 2);
+  const int64_t decoder = 24 * 8 + 12 * 2 + 12 * (1 + 4 * 2);
+  EXPECT_EQ(linears, encoder + decoder + 1);
+  // Every expert runs on batch x capacity = 128 tokens, 12 sparse layers x 4 experts per stack.
+  EXPECT_EQ(by_name["encoder.sparse_layer.moe.expert.wi"], std::make_pair(int64_t{48}, std::string("Linear(128,1024,16384)")));
+  EXPECT_EQ(by_name["decoder.sparse_layer.moe.expert.wo"], std::make_pair(int64_t{48}, std::string("Linear(128,16384,1024)")));
+  EXPECT_EQ(by_name["encoder.dense_layer.ff.wi"], std::make_pair(int64_t{12}, std::string("Linear(1024,1024,16384)")));
+  // Cross-attention in the decoder only: keys from the encoder's 512 tokens per sequence.
+  EXPECT_EQ(by_name["decoder.dense_layer.cross_attn.k"], std::make_pair(int64_t{12}, std::string("Linear(1024,1024,4096)")));
+  EXPECT_EQ(by_name.count("encoder.dense_layer.cross_attn.k"), 0u);
+  EXPECT_EQ(by_name["decoder.sparse_layer.cross_attn.scores"], std::make_pair(int64_t{12}, std::string("BMM(64,512,128,512)")));
+  // T5 norms (costed as layer norms): 2 per encoder layer, 3 per decoder layer, 1 per stack.
+  int64_t norms = 0;
+  for (const auto& op : g.ops)
+    if (op.kind == "layernorm") norms += op.count;
+  EXPECT_EQ(norms, 24 * 2 + 1 + 24 * 3 + 1);
+  EXPECT_EQ(g.ops.back().name, "lm_head");
+  expect_error<ConfigError>([&] { build_op_graph(m, 2, 512, Mode::kTraining, {1, 2, 1, 1}); },
+                            {"--tp 2", "switch_transformers"});
+}
+
 TEST(ModelConfig, LlmConfigErrorsNameTheField) {
   const std::string dir = ::testing::TempDir() + "llm_bad";
   fs::create_directories(dir);
