@@ -77,7 +77,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.bound_ms);
   if (r.prior_ms > 0)
     std::printf("prior_ms     %.6g (the family's fitted roofline%s)\n", r.prior_ms,
-                r.corrected ? ", which the network corrects" : "; alone: the network corrects only the GPUs it was trained on");
+                r.corrected ? ", which the network corrects" : "; alone: the network corrects only the GPUs it was trained on, or their twins "
+                                                          "where the family's network_gpus says so");
   if (attn)
     std::printf("tasks        %lld CTAs (%s; %s)\n", static_cast<long long>(r.launch.num_ctas),
                 kind == OpKind::kAttnPrefill ? "sequence x head x 128-query block" : "sequence x KV head x KV split",

@@ -60,6 +60,13 @@ double GpuSpec::fp32_issue_fraction() const {
   return std::min(1.0, kFfmaPerK * clocks_per_ffma / issue_clocks);
 }
 
+bool gpu_twins(const GpuSpec& a, const GpuSpec& b) {
+  if (a.vendor != b.vendor || a.compute_capability <= 0 || a.compute_capability != b.compute_capability) return false;
+  if (a.num_sms != b.num_sms || !(a.mem_bw_gbps > 0 && b.mem_bw_gbps > 0)) return false;
+  const double r = a.mem_bw_gbps / b.mem_bw_gbps;
+  return r >= 1.0 / 1.1 && r <= 1.1;
+}
+
 std::string normalize_gpu_key(const std::string& s) {
   std::string out;
   for (char c : s)

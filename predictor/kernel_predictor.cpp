@@ -189,12 +189,16 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     if (!entry)
       throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
                         "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
-    // A family whose correction stays on its training GPUs forecasts any other GPU by its
-    // fitted roofline alone (leave-one-GPU-out: the correction does not carry over); its
-    // networks are then not even loaded.
-    const bool corrected = entry->config.network_gpus != "trained" ||
-                           std::find(entry->training_gpus.begin(), entry->training_gpus.end(), gpu.cuda_name) !=
-                               entry->training_gpus.end();
+    // A family whose correction stays on its training GPUs (and, with twins, on GPUs of the
+    // same die and memory system) forecasts any other GPU by its fitted roofline alone
+    // (leave-one-GPU-out: the correction does not carry over); its networks are then not even
+    // loaded.
+    const std::string& gate = entry->config.network_gpus;
+    const bool corrected =
+        gate == "all" ||
+        std::find(entry->training_gpus.begin(), entry->training_gpus.end(), gpu.cuda_name) != entry->training_gpus.end() ||
+        (gate == "twins" && std::any_of(entry->training_gpu_specs.begin(), entry->training_gpu_specs.end(),
+                                        [&](const GpuSpec& t) { return gpu_twins(gpu, t); }));
     static const std::vector<DenseMlp> kNoMembers;
     const std::vector<DenseMlp>& members = corrected ? impl_->members(fam) : kNoMembers;
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).

@@ -48,10 +48,11 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["prior"]) c.prior = field<bool>(root["prior"], "prior", path);
   if (root["network_gpus"]) {
     c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
-    if (c.network_gpus != "all" && c.network_gpus != "trained")
-      throw ConfigError(path + ": field 'network_gpus': expected all or trained");
-    if (c.network_gpus == "trained" && !c.prior)
-      throw ConfigError(path + ": field 'network_gpus': 'trained' needs 'prior: true' (the forecast on other GPUs)");
+    if (c.network_gpus != "all" && c.network_gpus != "trained" && c.network_gpus != "twins")
+      throw ConfigError(path + ": field 'network_gpus': expected all, trained or twins");
+    if (c.network_gpus != "all" && !c.prior)
+      throw ConfigError(path + ": field 'network_gpus': '" + c.network_gpus +
+                        "' needs 'prior: true' (the forecast on other GPUs)");
   }
   if (root["ignore_features"]) {
     c.ignore_features = field<std::vector<std::string>>(root["ignore_features"], "ignore_features", path);

@@ -31,7 +31,8 @@ struct PredictorConfig {
   bool prior = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
-  // was measured not to carry over to a GPU left out of training (leave-one-GPU-out).
+  // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":
+  // the trained GPUs and their twins (gpu_twins, core/gpu_spec.h: the same die and memory).
   std::string network_gpus = "all";
   // Features the network does not see (their column is 0 in training and forecasting): e.g.
   // the absolute times, which place every row on its own GPU's scale, so that the network's

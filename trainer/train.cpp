@@ -471,6 +471,18 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     } else {
       e.training_gpus = training_gpus(opt.vendor);
     }
+    // Their specs, for network_gpus: twins (the GPUs of an LLM-era family all have one: row_gpu).
+    e.training_gpu_specs.clear();
+    for (const auto& name : e.training_gpus)
+      if (const GpuSpec* g = gpus.find(name)) {
+        GpuSpec s;
+        s.cuda_name = name;
+        s.vendor = g->vendor;
+        s.compute_capability = g->compute_capability;
+        s.num_sms = g->num_sms;
+        s.mem_bw_gbps = g->mem_bw_gbps;
+        e.training_gpu_specs.push_back(s);
+      }
     e.trained_at = utc_now();
     e.holdout_shapes_pct = opt.holdout_shapes_pct;
     manifest.families[family_name(fam)] = e;

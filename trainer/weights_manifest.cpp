@@ -88,8 +88,9 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["launch_floor"]) e.config.launch_floor = c["launch_floor"].as<bool>();
         if (c["prior"]) e.config.prior = c["prior"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
-        if (e.config.network_gpus != "all" && (e.config.network_gpus != "trained" || !e.config.prior))
-          throw ConfigError(path + ": family '" + name + "': config.network_gpus must be all, or trained with a prior");
+        if (e.config.network_gpus != "all" &&
+            ((e.config.network_gpus != "trained" && e.config.network_gpus != "twins") || !e.config.prior))
+          throw ConfigError(path + ": family '" + name + "': config.network_gpus must be all, or trained or twins with a prior");
         if (c["ignore_features"]) e.config.ignore_features = c["ignore_features"].as<std::vector<std::string>>();
         if (n["launch_floor_us"]) {
           e.launch_floor_us = n["launch_floor_us"].as<double>();
@@ -118,6 +119,21 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         e.train_seconds = n["train_seconds"].as<double>();
         e.data_hash = n["data_hash"].as<std::string>();
         for (const auto& g : n["training_gpus"]) e.training_gpus.push_back(g.as<std::string>());
+        for (const auto& g : n["training_gpu_specs"]) {
+          GpuSpec s;
+          s.cuda_name = g["cuda_name"].as<std::string>();
+          s.vendor = g["vendor"].as<std::string>();
+          s.compute_capability = g["compute_capability"].as<double>();
+          s.num_sms = g["num_sms"].as<int>();
+          s.mem_bw_gbps = g["mem_bw_gbps"].as<double>();
+          if (!(s.compute_capability >= 0 && s.compute_capability < 100) || !(s.num_sms > 0 && s.num_sms < 100000) ||
+              !(s.mem_bw_gbps > 0 && s.mem_bw_gbps < 1e6))
+            throw ConfigError(path + ": family '" + name + "': training_gpu_specs: '" + s.cuda_name +
+                              "' out of range (compute_capability in [0, 100), num_sms in (0, 1e5), mem_bw_gbps in (0, 1e6))");
+          e.training_gpu_specs.push_back(s);
+        }
+        if (e.config.network_gpus == "twins" && e.training_gpu_specs.size() != e.training_gpus.size())
+          throw ConfigError(path + ": family '" + name + "': config.network_gpus: twins needs training_gpu_specs for every training GPU (retrain)");
         e.trained_at = n["trained_at"].as<std::string>();
         if (n["holdout_shapes_pct"]) e.holdout_shapes_pct = n["holdout_shapes_pct"].as<int>();
         if (e.features != feature_names(e.config.family))
@@ -207,6 +223,18 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "train_seconds" << YAML::Value << e.train_seconds;
     out << YAML::Key << "data_hash" << YAML::Value << e.data_hash;
     out << YAML::Key << "training_gpus" << YAML::Value << YAML::Flow << e.training_gpus;
+    if (!e.training_gpu_specs.empty()) {
+      out << YAML::Key << "training_gpu_specs" << YAML::Value << YAML::BeginSeq;
+      for (const auto& s : e.training_gpu_specs) {
+        char cc[16];
+        std::snprintf(cc, sizeof cc, "%.1f", s.compute_capability);  // as the GPU sheets write it
+        out << YAML::Flow << YAML::BeginMap << YAML::Key << "cuda_name" << YAML::Value << s.cuda_name << YAML::Key
+            << "vendor" << YAML::Value << s.vendor << YAML::Key << "compute_capability" << YAML::Value << cc
+            << YAML::Key << "num_sms" << YAML::Value << s.num_sms << YAML::Key << "mem_bw_gbps" << YAML::Value
+            << s.mem_bw_gbps << YAML::EndMap;
+      }
+      out << YAML::EndSeq;
+    }
     out << YAML::Key << "trained_at" << YAML::Value << e.trained_at;
     if (e.holdout_shapes_pct > 0) out << YAML::Key << "holdout_shapes_pct" << YAML::Value << e.holdout_shapes_pct;
     if (e.launch_floor_us > 0) out << YAML::Key << "launch_floor_us" << YAML::Value << e.launch_floor_us;

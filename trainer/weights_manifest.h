@@ -34,6 +34,9 @@ struct FamilyEntry {
   double train_seconds = 0;
   std::string data_hash;     // FNV-1a of the training CSVs
   std::vector<std::string> training_gpus;
+  // What network_gpus: twins compares a GPU with: per training GPU, its CUDA name, compute
+  // capability, SM count and DRAM bandwidth (the other GpuSpec fields are left empty).
+  std::vector<GpuSpec> training_gpu_specs;
   std::string trained_at;    // ISO-8601 UTC
   int holdout_shapes_pct = 0;  // train --holdout-shapes: this share of shapes was left out (0: none)
   double launch_floor_us = 0;  // config.launch_floor: the fitted per-launch floor (0: none)

@@ -92,10 +92,13 @@ tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel -
 tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8_static --gpu L40S)
 tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8_static;--gpu;A100-SXM4-40GB")
 # Decode attention forecasts a GPU its networks were not trained on by the fitted roofline
-# alone (network_gpus: trained), and corrects a training GPU with them.
+# alone (network_gpus: twins), and corrects a training GPU and its twin (GB200: the B200's die
+# and memory) with them; the RTX 4090 is not the L40S's twin.
 tc_cli_test(predict_kernel_decode_unseen_prior_alone "prior_ms +[0-9.e-]+ .the family's fitted roofline; alone: the network corrects only the GPUs it was trained on" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu H100-SXM)
 tc_cli_test(predict_kernel_decode_unseen_json "\"network_correction\": false" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu H100-SXM --format json)
 tc_cli_test(predict_kernel_decode_trained_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu B200 --format json)
+tc_cli_test(predict_kernel_decode_twin_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu GB200 --format json)
+tc_cli_test(predict_kernel_decode_not_twin_json "\"network_correction\": false" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu RTX-4090 --format json)
 tc_cli_fail(predict_kernel_attn_fp8_block "--dtype fp8_block: attention runs in fp32, tf32, fp16, bf16 or fp8" "${TC};predict-kernel;--op;attention_decode;--shape;8,1024,32,8,128;--dtype;fp8_block;--gpu;H100-SXM")
 tc_cli_fail(predict_kv_fp8_static "--kv-dtype fp8_static: the KV cache is fp32, fp16, bf16 or fp8" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;128;--kv-dtype;fp8_static")
 tc_cli_fail(predict_kernel_rope_fp8_static "--dtype fp8_static: op 'rope' runs in the model's activation dtype" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8_static;--gpu;H100-SXM")

@@ -100,6 +100,24 @@ TEST(GpuSpec, Fp32IssueFractionFollowsTheSmLayout) {
   EXPECT_DOUBLE_EQ(js.fp32_issue_fraction(), 1.0);
 }
 
+// Twins share the die (compute capability, SM count) and the memory system (DRAM bandwidth
+// within 10 %), whatever the board; numbers from the bundled sheets.
+TEST(GpuSpec, TwinsShareTheDieAndTheMemorySystem) {
+  GpuRegistry reg(gpu_dir());
+  auto twins = [&](const char* a, const char* b) { return gpu_twins(reg.resolve(a), reg.resolve(b)); };
+  EXPECT_TRUE(twins("B200", "GB200"));                    // 10.0, 148 SMs, 8 TB/s each
+  EXPECT_TRUE(twins("A100-80GB-SXM", "A100-80GB-PCIe"));  // 2,039 vs 1,935 GB/s: 5 %
+  EXPECT_TRUE(twins("GB200", "B200"));
+  EXPECT_FALSE(twins("L40S", "RTX-4090"));                // 8.9 both, but 142 vs 128 SMs, 864 vs 1,008 GB/s
+  EXPECT_FALSE(twins("A100-80GB-SXM", "A100-SXM4-40GB")); // 2,039 vs 1,555 GB/s
+  EXPECT_FALSE(twins("H100-SXM", "H200"));                // 3,350 vs 4,800 GB/s
+  EXPECT_FALSE(twins("B200", "B300"));                    // 10.0 vs 10.3
+  EXPECT_FALSE(twins("MI210", "B200"));
+  GpuSpec unstated = reg.resolve("B200");
+  unstated.compute_capability = 0;  // a sheet that does not say: never a twin
+  EXPECT_FALSE(gpu_twins(unstated, unstated));
+}
+
 TEST(GpuSpec, WarpSchedulersMustDivideTheLanes) {
   GpuRegistry reg(gpu_dir());
   std::string y = gpu_spec_to_yaml(reg.resolve("L4"));

@@ -184,6 +184,38 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   const double hand_ms = 0.005 + 12.0 * (1 << 14) * (1 << 12) / (0.8 * a100.mem_bw_gbps * 1e9) * 1e3;
   EXPECT_NEAR(on_a100[0].latency_ms / hand_ms, 1.0, 0.06);
   EXPECT_STREQ(on_a100[0].bound, "memory");
+
+  // network_gpus: twins also corrects a GPU of a training GPU's die and memory system (here a
+  // T4 under another name), from the training GPUs' specs the manifest keeps.
+  const GpuSpec& t4 = *registry().find("Tesla T4");
+  GpuSpec t4_twin = t4;
+  t4_twin.name = "T4-twin";
+  t4_twin.cuda_name = "NVIDIA T4 Twin";
+  t4_twin.compute_capability = 7.5;
+  t4_twin.mem_bw_gbps = t4.mem_bw_gbps * 1.05;
+  m.families["elementwise"].config.network_gpus = "twins";
+  for (const char* name : {"Tesla T4", "Tesla V100-PCIE-32GB"}) {
+    GpuSpec s = *registry().find(name);
+    s.compute_capability = std::string(name) == "Tesla T4" ? 7.5 : 7.0;
+    m.families["elementwise"].training_gpu_specs.push_back(s);
+  }
+  trainer::save_manifest(dir, m);
+  const auto twins_back = trainer::load_manifest(dir).families.at("elementwise");
+  ASSERT_EQ(twins_back.training_gpu_specs.size(), 2u);
+  EXPECT_EQ(twins_back.training_gpu_specs[0].cuda_name, "Tesla T4");
+  EXPECT_DOUBLE_EQ(twins_back.training_gpu_specs[0].compute_capability, 7.5);
+  EXPECT_EQ(twins_back.training_gpu_specs[0].num_sms, t4.num_sms);
+  predictor::KernelPredictor pt(dir);
+  const auto on_twin = pt.predict(std::vector<KernelQuery>{q}, t4_twin);
+  EXPECT_TRUE(on_twin[0].corrected);
+  EXPECT_NE(on_twin[0].latency_ms, on_twin[0].prior_ms);
+  t4_twin.mem_bw_gbps = t4.mem_bw_gbps * 1.3;  // another memory system: not a twin
+  EXPECT_FALSE(pt.predict(std::vector<KernelQuery>{q}, t4_twin)[0].corrected);
+  EXPECT_FALSE(pt.predict(std::vector<KernelQuery>{q}, a100)[0].corrected);
+  // A twins manifest without the training GPUs' specs is refused (it was written before them).
+  m.families["elementwise"].training_gpu_specs.clear();
+  trainer::save_manifest(dir, m);
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"manifest.yaml", "twins needs training_gpu_specs"});
 }
 
 // Predictor-config fields of the prior: one clear line for each misuse.
@@ -198,7 +230,9 @@ TEST(FittedPrior, ConfigErrors) {
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: trained\n")); },
                             {"network_gpus", "needs 'prior: true'"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nnetwork_gpus: some\n")); },
-                            {"network_gpus", "expected all or trained"});
+                            {"network_gpus", "expected all, trained or twins"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: twins\n")); },
+                            {"network_gpus", "'twins' needs 'prior: true'"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nignore_features: [log2_m]\n")); },
                             {"ignore_features", "'log2_m' is not a feature of family generation_attention"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nlaunch_floor: true\n")); },
