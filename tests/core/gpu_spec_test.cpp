@@ -1,6 +1,7 @@
 #include "core/gpu_spec.h"
 
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 #include "test_util.h"
@@ -22,6 +23,17 @@ TEST(GpuSpec, BundledSpecsLoadAndCoverTheRequiredGpus) {
     double derived = s->num_sms * s->cores_per_sm * 2.0 * s->boost_clock_mhz / 1000.0;
     EXPECT_NEAR(s->fp32_peak_gflops / derived, 1.0, 0.03) << name;
   }
+  // Every NVIDIA sheet states its compute capability (the attention library and the twin rule
+  // read it), consistent with its architecture's CUDA major version.
+  const std::map<std::string, std::pair<double, double>> major = {
+      {"pascal", {6, 7}}, {"volta", {7, 7.5}}, {"turing", {7.5, 8}}, {"ampere", {8, 8.9}},
+      {"ada", {8.9, 9}}, {"hopper", {9, 10}}, {"blackwell", {10, 13}}};
+  for (const auto& s : reg.all())
+    if (s.vendor == "nvidia") {
+      ASSERT_TRUE(major.count(s.arch)) << s.name << " " << s.arch;
+      EXPECT_GE(s.compute_capability, major.at(s.arch).first) << s.name;
+      EXPECT_LT(s.compute_capability, major.at(s.arch).second) << s.name;
+    }
 }
 
 TEST(GpuSpec, CorrectsNeuSightDeviations) {
