@@ -340,6 +340,14 @@ std::string query_shape_string(const KernelQuery& q) {
 }
 
 namespace {
+// ---- Per-family physics: one row of kPhysics per kernel family ---------------------------
+// A family's useful FLOPs and compulsory DRAM bytes, its launch (CTAs, threads, tile), its
+// compute and memory bounds, the sheet peak its plain roofline uses and the features its
+// network reads are its functions below and one row of kPhysics; the public functions after
+// the table (query_flops, query_bytes, launch_info, kernel_bounds, sheet_peak_gflops,
+// feature_names, kernel_features) only dispatch on it. Adding a family is its functions here,
+// a row of kPhysics and a row of kFamilyTable (core/op_kind.h).
+
 // gate_up (h -> 2 f) and down (f -> h) for every token routed to this rank's experts.
 double moe_flops(const KernelQuery& q, const MoeLoad& l) { return 6.0 * l.tokens * double(q.h) * (q.n / q.moe_tp); }
 // Weights of every expert hit, in the dtype; per routed token its hidden input and the BF16
@@ -348,133 +356,7 @@ double moe_bytes(const KernelQuery& q, const MoeLoad& l) {
   const double e = dtype_size(q.dtype), f = double(q.n / q.moe_tp);
   return l.hit * 3.0 * q.h * f * e + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
 }
-}  // namespace
 
-double query_flops(const KernelQuery& q) {
-  if (q.op == OpKind::kGemm) return 2.0 * q.m * double(q.n) * q.k;
-  if (q.op == OpKind::kMoe) return moe_flops(q, moe_load(q));
-  // QK^T and PV: 2 x 2 x head_dim FLOPs per (query, key) pair and head.
-  if (is_attention(op_family(q.op))) return 4.0 * q.b * double(q.k) * q.n * attended_keys(q);
-  if (is_gemm(op_family(q.op))) {
-    double f = 2.0 * q.b * q.m * q.n * q.k;
-    if (q.op == OpKind::kLinear) f += double(q.m) * q.k;  // bias add
-    return f;
-  }
-  return op_info(q.op).flops_per_elem * double(q.b) * q.h;
-}
-
-double query_bytes(const KernelQuery& q) {
-  const double e = dtype_size(q.dtype);
-  if (q.op == OpKind::kMoe) return moe_bytes(q, moe_load(q));
-  if (is_attention(op_family(q.op))) {
-    // Q in, O out (BF16) for every query; K and V of the attended span once per sequence.
-    const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m);
-    return double(q.b) * (double(q.m) * q.k * q.n * (e + 2.0) + 2.0 * kv_tokens * q.h * q.n * dtype_size(q.kv_dtype));
-  }
-  if (q.op == OpKind::kGemm) {
-    // Inputs in the dtype, output in BF16/FP16 (FP32 for fp32/tf32): A (M,N), B (K,N), C (M,K).
-    const double out = e >= 4 ? 4.0 : 2.0;
-    return e * (double(q.m) * q.n + double(q.k) * q.n) + out * double(q.m) * q.k;
-  }
-  if (is_gemm(op_family(q.op))) {
-    double elems = double(q.b) * (double(q.m) * q.n + double(q.n) * q.k + double(q.m) * q.k);
-    if (q.op == OpKind::kLinear) elems += q.k;  // bias
-    return e * elems;
-  }
-  if (op_family(q.op) == Family::kMemoryOp) {
-    double bytes = op_info(q.op).bytes_per_elem * e * double(q.b) * q.h;
-    if (q.op == OpKind::kRmsNorm) bytes += e * q.h;  // weight
-    return bytes;
-  }
-  double bytes = op_info(q.op).bytes_per_elem * (e / 4.0) * double(q.b) * q.h;
-  if (q.op == OpKind::kLayerNorm) bytes += 2.0 * e * q.h;  // gamma, beta
-  return bytes;
-}
-
-LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile& tile) {
-  LaunchInfo li;
-  Family f = op_family(q.op);
-  if (f == Family::kAttnPrefill) {
-    // One CTA per (sequence, head, 128-query block).
-    li.num_ctas = q.b * q.k * ceil_div(q.m, kAttnQueryBlock);
-    li.threads_per_cta = 128;
-    li.ctas_per_sm = 1;
-    li.tile.tm = static_cast<int>(kAttnQueryBlock);
-  } else if (f == Family::kAttnDecode) {
-    // One CTA per (sequence, KV head), the cache split into chunks while that leaves SMs idle.
-    const int64_t base = q.b * q.h;
-    const int64_t keys = static_cast<int64_t>(attended_keys(q));  // >= 1: ctx and window are validated
-    const int64_t splits = std::max<int64_t>(1, std::min(ceil_div(keys, kDecodeSplit), ceil_div(2 * int64_t{gpu.num_sms}, base)));
-    li.num_ctas = base * splits;
-    li.threads_per_cta = 128;
-    li.ctas_per_sm = 1;
-    li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
-  } else if (f == Family::kMoe) {
-    // Grouped gate_up GEMM: M tiles over the experts hit x 128-column N tiles of 2 x F.
-    li.moe = moe_load(q);
-    li.tile.tm = li.moe.tm;
-    li.tile.tk = 128;
-    li.num_ctas = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(li.moe.tiles_m)) * ceil_div(2 * (q.n / q.moe_tp), 128));
-    li.threads_per_cta = 128;
-  } else if (f == Family::kGemm) {
-    li.tile = tensor_core_tile(q, gpu);
-    li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk);
-    li.threads_per_cta = 256;
-    li.ctas_per_sm = 1;
-  } else if (is_gemm(f)) {
-    li.tile = tile;
-    li.tile.tm = std::max(1, tile.tm);
-    li.tile.tk = std::max(1, tile.tk);
-    li.tile.split_k = std::max(1, tile.split_k);
-    li.num_ctas = q.b * ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk) * li.tile.split_k;
-    li.threads_per_cta = 256;
-    li.ctas_per_sm = 1;  // SIMT SGEMM tiles are register/smem bound: one CTA per SM per wave
-  } else if (f == Family::kElementwise) {
-    // at::native::vectorized_elementwise_kernel<4>: 128 threads x 4 elements.
-    li.threads_per_cta = 128;
-    li.elems_per_cta = 512;
-    li.num_ctas = ceil_div(q.b * q.h, 512);
-  } else if (f == Family::kMemoryOp) {
-    // vLLM/SGLang custom kernels: one CTA per token row.
-    li.threads_per_cta = std::min(1024, std::max(32, next_pow2(q.h) / 8));
-    li.elems_per_cta = double(q.h);
-    li.num_ctas = q.b;
-  } else if (f == Family::kLayerNorm) {
-    // vectorized_layer_norm_kernel: one row per CTA of 32x4 threads.
-    li.threads_per_cta = 128;
-    li.elems_per_cta = double(q.h);
-    li.num_ctas = q.b;
-  } else {
-    // Softmax: rows <= 1024 use the warp-per-row kernel (128 threads, 4 rows per CTA; 8
-    // when rows are <= 128 wide); wider rows use one CTA per row of next_pow2(H)/8 threads.
-    if (q.h <= 1024) {
-      int rows = q.h <= 128 ? 8 : 4;
-      li.threads_per_cta = 128;
-      li.elems_per_cta = double(rows) * q.h;
-      li.num_ctas = ceil_div(q.b, rows);
-    } else {
-      li.threads_per_cta = std::min(1024, std::max(32, next_pow2(q.h) / 8));
-      li.elems_per_cta = double(q.h);
-      li.num_ctas = q.b;
-    }
-  }
-  // As many CTAs per SM as threads and the block limit allow: row and element kernels, and the
-  // Triton fused-MoE kernel (4-warp CTAs; one CTA per SM was measured worse in leave-one-GPU-out:
-  // mean MAPE 46.8 -> 55.8 % over the four MoE folds of scripts/eval-llm-loo.sh --epochs 10).
-  // Tiled GEMMs and attention run one CTA per SM per wave.
-  const bool occupancy_bound = f == Family::kElementwise || f == Family::kSoftmax || f == Family::kLayerNorm ||
-                               f == Family::kMemoryOp || f == Family::kMoe;
-  if (occupancy_bound)
-    li.ctas_per_sm = std::max(1, std::min(gpu.max_blocks_per_sm,
-                                          gpu.max_threads_per_sm / li.threads_per_cta));
-  const int64_t slots = int64_t{gpu.num_sms} * li.ctas_per_sm;
-  li.num_waves = std::max<int64_t>(1, ceil_div(li.num_ctas, slots));
-  li.last_wave_fill =
-      double(li.num_ctas - (li.num_waves - 1) * slots) / double(slots);
-  return li;
-}
-
-namespace {
 // FP8 GEMMs quantise their BF16 activation A (M tokens x N in-features) before the scaled
 // matmul, in kernels of their own: dynamic per-tensor scaling reads A twice (absmax, then
 // quantise) and writes it once in FP8, a static scale reads it once, block scaling (1 x 128
@@ -489,7 +371,386 @@ double activation_quant_bytes(const KernelQuery& q) {
   }
 }
 int activation_quant_launches(DType d) { return d == DType::kFp8 ? 2 : is_fp8(d) ? 1 : 0; }
+
+double fp32_sheet_peak(const KernelQuery&, const GpuSpec& gpu) { return gpu.fp32_peak_gflops; }
+double tensor_sheet_peak(const KernelQuery& q, const GpuSpec& gpu) { return gemm_peak_gflops(gpu, q.dtype); }
+// Every family's features start with the same four (kernel_features writes them).
+
+// -- SIMT FP32 GEMMs (NeuSight's bmm and linear): tiles from the training GPUs' kernels.
+double simt_gemm_flops(const KernelQuery& q) {
+  double f = 2.0 * q.b * q.m * q.n * q.k;
+  if (q.op == OpKind::kLinear) f += double(q.m) * q.k;  // bias add
+  return f;
+}
+double simt_gemm_bytes(const KernelQuery& q) {
+  const double e = dtype_size(q.dtype);
+  double elems = double(q.b) * (double(q.m) * q.n + double(q.n) * q.k + double(q.m) * q.k);
+  if (q.op == OpKind::kLinear) elems += q.k;  // bias
+  return e * elems;
+}
+void simt_gemm_launch(const KernelQuery& q, const GpuSpec&, const GemmTile& tile, LaunchInfo& li) {
+  li.tile = tile;
+  li.tile.tm = std::max(1, tile.tm);
+  li.tile.tk = std::max(1, tile.tk);
+  li.tile.split_k = std::max(1, tile.split_k);
+  li.num_ctas = q.b * ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk) * li.tile.split_k;
+  li.threads_per_cta = 256;
+  li.ctas_per_sm = 1;  // SIMT SGEMM tiles are register/smem bound: one CTA per SM per wave
+}
+void simt_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
+  double padded_flops = 2.0 * q.b * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
+                        double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
+  kb.compute_s = compute_s(padded_flops * pad, gpu.fp32_simt_gemm_gflops());
+  kb.memory_s = transfer_s(simt_gemm_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+}
+double simt_gemm_sheet_peak(const KernelQuery&, const GpuSpec& gpu) { return gpu.fp32_gemm_peak_gflops(); }
+const std::vector<std::string>& simt_gemm_features() {
+  static const std::vector<std::string> v = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_tile_m", "log2_tile_k", "log2_split_k", "log2_b", "log2_m", "log2_n", "log2_k",
+      "log2_bytes_over_l2", "log2_wave_us", "align_m", "align_n", "align_k"};
+  return v;
+}
+void simt_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
+  const double bytes = simt_gemm_bytes(q), l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
+  int i = 0;
+  out[i++] = float(lg(li.tile.tm));
+  out[i++] = float(lg(li.tile.tk));
+  out[i++] = float(lg(li.tile.split_k));
+  // GEMM dims are not clamped: clamping bmm dims to the training range (<= 1025) was
+  // measured worse on the unseen GPUs (A100-80GB bmm MAPE 4.96 % -> 8.34 %).
+  out[i++] = float(lg(double(q.b)));
+  out[i++] = float(lg(double(q.m)));
+  out[i++] = float(lg(double(q.n)));
+  out[i++] = float(lg(double(q.k)));
+  out[i++] = float(lg(bytes / l2_bytes));
+  // Time of one wave of tiles on one SM at peak (NeuSight's tile-level feature).
+  double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
+  out[i++] = float(lg(s_to_us(compute_s(tile_flops, gpu.fp32_simt_gemm_gflops() / gpu.num_sms))));
+  out[i++] = alignment(q.m, 4);
+  out[i++] = alignment(q.n, 4);
+  out[i++] = alignment(q.k, 4);
+}
+
+// -- Row and element kernels: NeuSight's elementwise, softmax and layer norm (FP32), and the
+// LLM-era memory ops (memory_op: RMSNorm, SiLU-mul, RoPE, residual add in the model's dtype).
+double vector_flops(const KernelQuery& q) { return op_info(q.op).flops_per_elem * double(q.b) * q.h; }
+double vector_bytes(const KernelQuery& q) {
+  const double e = dtype_size(q.dtype);
+  double bytes = op_info(q.op).bytes_per_elem * (e / 4.0) * double(q.b) * q.h;
+  if (q.op == OpKind::kLayerNorm) bytes += 2.0 * e * q.h;  // gamma, beta
+  return bytes;
+}
+double memory_op_bytes(const KernelQuery& q) {
+  const double e = dtype_size(q.dtype);
+  double bytes = op_info(q.op).bytes_per_elem * e * double(q.b) * q.h;
+  if (q.op == OpKind::kRmsNorm) bytes += e * q.h;  // weight
+  return bytes;
+}
+// at::native::vectorized_elementwise_kernel<4>: 128 threads x 4 elements.
+void elementwise_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInfo& li) {
+  li.threads_per_cta = 128;
+  li.elems_per_cta = 512;
+  li.num_ctas = ceil_div(q.b * q.h, 512);
+}
+// Softmax: rows <= 1024 use the warp-per-row kernel (128 threads, 4 rows per CTA; 8 when rows
+// are <= 128 wide); wider rows use one CTA per row of next_pow2(H)/8 threads.
+void softmax_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInfo& li) {
+  if (q.h <= 1024) {
+    int rows = q.h <= 128 ? 8 : 4;
+    li.threads_per_cta = 128;
+    li.elems_per_cta = double(rows) * q.h;
+    li.num_ctas = ceil_div(q.b, rows);
+  } else {
+    li.threads_per_cta = std::min(1024, std::max(32, next_pow2(q.h) / 8));
+    li.elems_per_cta = double(q.h);
+    li.num_ctas = q.b;
+  }
+}
+// vectorized_layer_norm_kernel: one row per CTA of 32x4 threads.
+void layernorm_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInfo& li) {
+  li.threads_per_cta = 128;
+  li.elems_per_cta = double(q.h);
+  li.num_ctas = q.b;
+}
+// vLLM/SGLang custom kernels: one CTA per token row.
+void memory_op_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInfo& li) {
+  li.threads_per_cta = std::min(1024, std::max(32, next_pow2(q.h) / 8));
+  li.elems_per_cta = double(q.h);
+  li.num_ctas = q.b;
+}
+void vector_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double pad, KernelBounds& kb) {
+  kb.compute_s = compute_s(query_flops(q) * pad, gpu.fp32_peak_gflops);
+  kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+}
+const std::vector<std::string>& vector_features() {
+  static const std::vector<std::string> v = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_b", "log2_h", "log2_bytes_over_l2", "bytes_per_elem_over_4", "log2_flops_per_elem",
+      "scalar_operand", "log2_threads_per_cta", "log2_elems_per_cta", "align_h"};
+  return v;
+}
+void vector_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
+  const OpInfo& info = op_info(q.op);
+  const double bytes = vector_bytes(q), l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
+  int i = 0;
+  out[i++] = float(lg(double(q.b)));
+  out[i++] = float(std::min(lg(double(q.h)), kRowWidthCap));  // trained on H <= 4096
+  out[i++] = float(lg(bytes / l2_bytes));
+  out[i++] = float(info.bytes_per_elem / 4.0);
+  out[i++] = float(lg(info.flops_per_elem));
+  out[i++] = info.scalar_operand ? 1.f : 0.f;
+  out[i++] = float(lg(li.threads_per_cta));
+  out[i++] = float(std::min(lg(li.elems_per_cta), kRowWidthCap));
+  out[i++] = alignment(q.h, 4);
+}
+// memory_op is physics with fitted coefficients: no network, no features.
+const std::vector<std::string>& no_features() {
+  static const std::vector<std::string> v;
+  return v;
+}
+void no_fill(const KernelQuery&, const GpuSpec&, const LaunchInfo&, const KernelBounds&, float*) {}
+
+// -- Tensor-core GEMM (BF16/FP16/FP8/TF32, as serving engines launch it).
+double tc_gemm_flops(const KernelQuery& q) { return 2.0 * q.m * double(q.n) * q.k; }
+double tc_gemm_bytes(const KernelQuery& q) {
+  // Inputs in the dtype, output in BF16/FP16 (FP32 for fp32/tf32): A (M,N), B (K,N), C (M,K).
+  const double e = dtype_size(q.dtype);
+  const double out = e >= 4 ? 4.0 : 2.0;
+  return e * (double(q.m) * q.n + double(q.k) * q.n) + out * double(q.m) * q.k;
+}
+void tc_gemm_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, LaunchInfo& li) {
+  li.tile = tensor_core_tile(q, gpu);
+  li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk);
+  li.threads_per_cta = 256;
+  li.ctas_per_sm = 1;
+}
+void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
+  const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
+                              double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
+  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.memory_s = transfer_s(tc_gemm_bytes(q), gpu.mem_bw_gbps);
+  // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
+  kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.quant_s;
+}
+// SynPerf-style demand features: times and ratios, never raw spec numbers.
+const std::vector<std::string>& tc_gemm_features() {
+  static const std::vector<std::string> v = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_tile_m", "log2_tile_k", "log2_m", "log2_n", "log2_k",
+      "log2_bytes_over_l2", "log2_wave_us", "dtype_bytes", "block_scaled", "quant_share", "quant_launches",
+      "align_m", "align_k"};
+  return v;
+}
+void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds& kb, float* out) {
+  const double bytes = tc_gemm_bytes(q), l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
+  const double peak = gemm_rate_gflops(gpu, q.dtype);
+  int i = 0;
+  out[i++] = float(lg(s_to_us(compute_s(tc_gemm_flops(q), peak))));
+  out[i++] = float(lg(li.tile.tm));
+  out[i++] = float(lg(li.tile.tk));
+  // Raw dims stay: leaving them out was measured worse in leave-one-GPU-out (A100 35.2 ->
+  // 37.2 %, L40S bf16 60.4 -> 63.5 %, B200 bf16 27.2 -> 30.8 %; docs/accuracy.md).
+  out[i++] = float(lg(double(q.m)));
+  out[i++] = float(lg(double(q.n)));
+  out[i++] = float(lg(double(q.k)));
+  out[i++] = float(lg(bytes / l2_bytes));
+  // One output tile's K loop on one SM at the dtype's peak.
+  const double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n);
+  out[i++] = float(lg(s_to_us(compute_s(tile_flops, peak / gpu.num_sms))));
+  out[i++] = float(dtype_size(q.dtype));
+  out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;
+  // Share of the bound spent quantising the activation, and the quantising kernels' launches.
+  out[i++] = float(kb.quant_s / std::max(kb.base_s, 1e-12));
+  out[i++] = float(activation_quant_launches(q.dtype));
+  out[i++] = alignment(q.m, 4);
+  out[i++] = alignment(q.k, 4);
+  // No board-power-per-FLOP feature (tdp_w / peak): worse in leave-one-GPU-out on the L40S
+  // and B200 folds (docs/accuracy.md).
+}
+
+// -- Attention: FlashAttention-style causal prefill and decode over a KV cache.
+// QK^T and PV: 2 x 2 x head_dim FLOPs per (query, key) pair and head.
+double attention_flops(const KernelQuery& q) { return 4.0 * q.b * double(q.k) * q.n * attended_keys(q); }
+// Q in, O out (BF16) for every query; K and V of the attended span once per sequence.
+double attention_bytes(const KernelQuery& q) {
+  const double e = dtype_size(q.dtype);
+  const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m);
+  return double(q.b) * (double(q.m) * q.k * q.n * (e + 2.0) + 2.0 * kv_tokens * q.h * q.n * dtype_size(q.kv_dtype));
+}
+// One CTA per (sequence, head, 128-query block).
+void prefill_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInfo& li) {
+  li.num_ctas = q.b * q.k * ceil_div(q.m, kAttnQueryBlock);
+  li.threads_per_cta = 128;
+  li.ctas_per_sm = 1;
+  li.tile.tm = static_cast<int>(kAttnQueryBlock);
+}
+// One CTA per (sequence, KV head), the cache split into chunks while that leaves SMs idle.
+void decode_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, LaunchInfo& li) {
+  const int64_t base = q.b * q.h;
+  const int64_t keys = static_cast<int64_t>(attended_keys(q));  // >= 1: ctx and window are validated
+  const int64_t splits = std::max<int64_t>(1, std::min(ceil_div(keys, kDecodeSplit), ceil_div(2 * int64_t{gpu.num_sms}, base)));
+  li.num_ctas = base * splits;
+  li.threads_per_cta = 128;
+  li.ctas_per_sm = 1;
+  li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
+}
+void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double, KernelBounds& kb) {
+  const double peak = gemm_rate_gflops(gpu, q.dtype);
+  // Causal work per CTA grows with its query block's position: the busiest SM gets at
+  // least the longest CTA and at least an even share of all (query, key) block pairs.
+  const int64_t nb = ceil_div(q.m, kAttnQueryBlock);
+  const int64_t wb = q.window > 0 ? std::max<int64_t>(1, ceil_div(q.window, kAttnQueryBlock)) : nb;
+  // Pairs per (sequence, head): sum over query blocks j = 1..nb of min(j, wb).
+  const double pairs = wb >= nb ? double(nb) * (nb + 1) / 2 : double(wb) * (wb + 1) / 2 + double(nb - wb) * wb;
+  const double total = pairs * q.b * q.k;
+  const double busiest = std::max(std::ceil(total / gpu.num_sms), double(std::min(nb, wb)));
+  const double pair_flops = 4.0 * kAttnQueryBlock * kAttnQueryBlock * q.n;
+  kb.compute_s = compute_s(busiest * pair_flops, peak / gpu.num_sms);
+  kb.memory_s = transfer_s(attention_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+}
+void decode_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double pad, KernelBounds& kb) {
+  kb.compute_s = compute_s(attention_flops(q) * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.memory_s = transfer_s(attention_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+}
+const std::vector<std::string>& attention_features() {
+  static const std::vector<std::string> v = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_ctas_over_sms", "log2_batch", "log2_query_tokens",
+      "log2_ctx", "log2_heads", "log2_group", "log2_head_dim", "dtype_bytes", "kv_dtype_bytes", "window_fraction"};
+  return v;
+}
+void attention_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
+  int i = 0;
+  out[i++] = float(lg(s_to_us(compute_s(attention_flops(q), gemm_rate_gflops(gpu, q.dtype)))));
+  out[i++] = float(lg(double(li.num_ctas) / gpu.num_sms));
+  out[i++] = float(lg(double(q.b)));
+  out[i++] = float(lg(double(q.m)));
+  out[i++] = float(lg(double(q.ctx)));
+  out[i++] = float(lg(double(q.k)));
+  out[i++] = float(lg(double(q.k) / q.h));
+  out[i++] = float(lg(double(q.n)));
+  out[i++] = float(dtype_size(q.dtype));
+  out[i++] = float(dtype_size(q.kv_dtype));
+  const double span = q.op == OpKind::kAttnDecode ? double(q.ctx) : double(q.m);
+  out[i++] = q.window > 0 ? float(std::min(1.0, double(q.window) / span)) : 1.f;
+  // No bytes / L2 feature: it was measured worse in leave-one-GPU-out for decode (A100
+  // 56.3 -> 59.9 %, L40S 756 -> 970 %; docs/accuracy.md).
+}
+
+// -- Fused MoE: top-k routing, grouped gate_up GEMM, SiLU-mul, grouped down GEMM.
+double moe_query_flops(const KernelQuery& q) { return moe_flops(q, moe_load(q)); }
+double moe_query_bytes(const KernelQuery& q) { return moe_bytes(q, moe_load(q)); }
+// Grouped gate_up GEMM: M tiles over the experts hit x 128-column N tiles of 2 x F.
+void moe_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInfo& li) {
+  li.moe = moe_load(q);
+  li.tile.tm = li.moe.tm;
+  li.tile.tk = 128;
+  li.num_ctas = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(li.moe.tiles_m)) * ceil_div(2 * (q.n / q.moe_tp), 128));
+  li.threads_per_cta = 128;
+}
+void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
+  const MoeLoad& l = li.moe;
+  const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
+  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+}
+const std::vector<std::string>& moe_features() {
+  static const std::vector<std::string> v = {
+      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_tokens", "log2_hidden", "log2_inter_local", "log2_topk",
+      "log2_experts_local", "log2_experts_hit", "log2_max_load", "log2_tokens_per_hit", "routing_alpha",
+      "dtype_bytes", "log2_weight_bytes_over_l2", "log2_pj_per_flop"};
+  return v;
+}
+void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
+  const double l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
+  const double peak = gemm_rate_gflops(gpu, q.dtype);
+  const MoeLoad& l = li.moe;
+  const double f = double(q.n / q.moe_tp);
+  int i = 0;
+  out[i++] = float(lg(s_to_us(compute_s(moe_flops(q, l), peak))));
+  out[i++] = float(lg(double(q.b)));
+  out[i++] = float(lg(double(q.h)));
+  out[i++] = float(lg(f));
+  out[i++] = float(lg(double(q.topk)));
+  out[i++] = float(lg(double(q.experts / q.moe_ep)));
+  out[i++] = float(lg(l.hit));
+  out[i++] = float(lg(std::max(l.max_load, 1e-3)));
+  out[i++] = float(lg(std::max(l.tokens / l.hit, 1e-3)));
+  out[i++] = float(q.routing_alpha);
+  out[i++] = float(dtype_size(q.dtype));
+  out[i++] = float(lg(l.hit * 3.0 * q.h * f * dtype_size(q.dtype) / l2_bytes));
+  out[i++] = float(lg(pj_per_flop(gpu, peak)));
+}
+
+struct FamilyPhysics {
+  Family family;
+  double (*flops)(const KernelQuery&);  // useful arithmetic
+  double (*bytes)(const KernelQuery&);  // compulsory DRAM traffic
+  // CTAs, threads, tile (MoE: the expert load); waves and the last wave's fill are common.
+  void (*launch)(const KernelQuery&, const GpuSpec&, const GemmTile& tile, LaunchInfo&);
+  // As many CTAs per SM as threads and the block limit allow (row and element kernels, and the
+  // Triton fused-MoE kernel's 4-warp CTAs; one CTA per SM was measured worse for MoE in
+  // leave-one-GPU-out: mean MAPE 46.8 -> 55.8 % over the four MoE folds of
+  // scripts/eval-llm-loo.sh --epochs 10); else one CTA per SM per wave (tiled GEMMs, attention).
+  bool occupancy_bound;
+  // compute_s, memory_s, quant_s, base_s; `pad` charges the last, partial wave in full.
+  void (*bounds)(const KernelQuery&, const GpuSpec&, const LaunchInfo&, double pad, KernelBounds&);
+  double (*sheet_peak)(const KernelQuery&, const GpuSpec&);  // the plain roofline's compute peak
+  const std::vector<std::string>& (*features)();             // the network's inputs, in order
+  // Writes the features after the four common ones.
+  void (*fill)(const KernelQuery&, const GpuSpec&, const LaunchInfo&, const KernelBounds&, float*);
+};
+// Order follows Family.
+constexpr FamilyPhysics kPhysics[] = {
+    {Family::kBmm, simt_gemm_flops, simt_gemm_bytes, simt_gemm_launch, false, simt_gemm_bounds, simt_gemm_sheet_peak,
+     simt_gemm_features, simt_gemm_fill},
+    {Family::kLinear, simt_gemm_flops, simt_gemm_bytes, simt_gemm_launch, false, simt_gemm_bounds,
+     simt_gemm_sheet_peak, simt_gemm_features, simt_gemm_fill},
+    {Family::kElementwise, vector_flops, vector_bytes, elementwise_launch, true, vector_bounds, fp32_sheet_peak,
+     vector_features, vector_fill},
+    {Family::kSoftmax, vector_flops, vector_bytes, softmax_launch, true, vector_bounds, fp32_sheet_peak,
+     vector_features, vector_fill},
+    {Family::kLayerNorm, vector_flops, vector_bytes, layernorm_launch, true, vector_bounds, fp32_sheet_peak,
+     vector_features, vector_fill},
+    {Family::kGemm, tc_gemm_flops, tc_gemm_bytes, tc_gemm_launch, false, tc_gemm_bounds, tensor_sheet_peak,
+     tc_gemm_features, tc_gemm_fill},
+    {Family::kAttnPrefill, attention_flops, attention_bytes, prefill_launch, false, prefill_bounds, tensor_sheet_peak,
+     attention_features, attention_fill},
+    {Family::kAttnDecode, attention_flops, attention_bytes, decode_launch, false, decode_bounds, tensor_sheet_peak,
+     attention_features, attention_fill},
+    {Family::kMemoryOp, vector_flops, memory_op_bytes, memory_op_launch, true, vector_bounds, fp32_sheet_peak,
+     no_features, no_fill},
+    {Family::kMoe, moe_query_flops, moe_query_bytes, moe_launch, true, moe_bounds, tensor_sheet_peak, moe_features,
+     moe_fill},
+};
+static_assert(sizeof(kPhysics) / sizeof(kPhysics[0]) == static_cast<size_t>(Family::kCount), "a physics row per family");
+constexpr bool physics_in_family_order() {
+  for (size_t i = 0; i < sizeof(kPhysics) / sizeof(kPhysics[0]); ++i)
+    if (static_cast<size_t>(kPhysics[i].family) != i) return false;
+  return true;
+}
+static_assert(physics_in_family_order(), "kPhysics rows follow Family");
+const FamilyPhysics& physics(Family f) { return kPhysics[static_cast<size_t>(f)]; }
 }  // namespace
+
+double query_flops(const KernelQuery& q) { return physics(op_family(q.op)).flops(q); }
+double query_bytes(const KernelQuery& q) { return physics(op_family(q.op)).bytes(q); }
+
+LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile& tile) {
+  LaunchInfo li;
+  const FamilyPhysics& p = physics(op_family(q.op));
+  p.launch(q, gpu, tile, li);
+  if (p.occupancy_bound)
+    li.ctas_per_sm = std::max(1, std::min(gpu.max_blocks_per_sm, gpu.max_threads_per_sm / li.threads_per_cta));
+  const int64_t slots = int64_t{gpu.num_sms} * li.ctas_per_sm;
+  li.num_waves = std::max<int64_t>(1, ceil_div(li.num_ctas, slots));
+  li.last_wave_fill =
+      double(li.num_ctas - (li.num_waves - 1) * slots) / double(slots);
+  return li;
+}
 
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
   KernelBounds kb;
@@ -497,53 +758,7 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   const double slots = double(gpu.num_sms) * li.ctas_per_sm;
   // Work charged as full waves: the last, partial wave takes as long as a full one.
   const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
-  Family f = op_family(q.op);
-  if (is_attention(f)) {
-    const double peak = gemm_rate_gflops(gpu, q.dtype);
-    if (f == Family::kAttnPrefill) {
-      // Causal work per CTA grows with its query block's position: the busiest SM gets at
-      // least the longest CTA and at least an even share of all (query, key) block pairs.
-      const int64_t nb = ceil_div(q.m, kAttnQueryBlock);
-      const int64_t wb = q.window > 0 ? std::max<int64_t>(1, ceil_div(q.window, kAttnQueryBlock)) : nb;
-      // Pairs per (sequence, head): sum over query blocks j = 1..nb of min(j, wb).
-      const double pairs = wb >= nb ? double(nb) * (nb + 1) / 2 : double(wb) * (wb + 1) / 2 + double(nb - wb) * wb;
-      const double total = pairs * q.b * q.k;
-      const double busiest = std::max(std::ceil(total / gpu.num_sms), double(std::min(nb, wb)));
-      const double pair_flops = 4.0 * kAttnQueryBlock * kAttnQueryBlock * q.n;
-      kb.compute_s = compute_s(busiest * pair_flops, peak / gpu.num_sms);
-    } else {
-      kb.compute_s = compute_s(query_flops(q) * pad, peak);
-    }
-    kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
-    kb.base_s = std::max(kb.compute_s, kb.memory_s);
-    return kb;
-  }
-  if (f == Family::kMoe) {
-    const MoeLoad& l = li.moe;
-    const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
-    kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
-    kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
-    kb.base_s = std::max(kb.compute_s, kb.memory_s);
-    return kb;
-  }
-  if (f == Family::kGemm) {
-    const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
-                                double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
-    kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
-    kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
-    // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
-    kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
-    kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.quant_s;
-    return kb;
-  } else if (is_gemm(f)) {
-    double padded_flops = 2.0 * q.b * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
-                          double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
-    kb.compute_s = compute_s(padded_flops * pad, gpu.fp32_simt_gemm_gflops());
-  } else {
-    kb.compute_s = compute_s(query_flops(q) * pad, gpu.fp32_peak_gflops);
-  }
-  kb.memory_s = transfer_s(query_bytes(q), gpu.mem_bw_gbps);
-  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+  physics(op_family(q.op)).bounds(q, gpu, li, pad, kb);
   return kb;
 }
 
@@ -611,48 +826,14 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
 
 double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu) {
   // The spec sheet's peaks (not the issue-bound FP32 GEMM rate).
-  return q.op == OpKind::kGemm || q.op == OpKind::kMoe || is_attention(op_family(q.op)) ? gemm_peak_gflops(gpu, q.dtype)
-         : is_gemm(op_family(q.op))                                                    ? gpu.fp32_gemm_peak_gflops()
-                                                                                       : gpu.fp32_peak_gflops;
+  return physics(op_family(q.op)).sheet_peak(q, gpu);
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
   return std::max(compute_s(query_flops(q), sheet_peak_gflops(q, gpu)), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
 }
 
-const std::vector<std::string>& feature_names(Family f) {
-  static const std::vector<std::string> gemm = {
-      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill",
-      "log2_tile_m",     "log2_tile_k",    "log2_split_k", "log2_b",
-      "log2_m",          "log2_n",         "log2_k",     "log2_bytes_over_l2",
-      "log2_wave_us",    "align_m",        "align_n",    "align_k"};
-  // Tensor-core GEMM (SynPerf-style demand features: times and ratios, never raw spec numbers).
-  static const std::vector<std::string> tc_gemm = {
-      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill",
-      "log2_ideal_compute_us", "log2_tile_m", "log2_tile_k", "log2_m", "log2_n", "log2_k",
-      "log2_bytes_over_l2", "log2_wave_us", "dtype_bytes", "block_scaled", "quant_share", "quant_launches",
-      "align_m", "align_k"};
-  if (f == Family::kGemm) return tc_gemm;
-  static const std::vector<std::string> attn = {
-      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us",
-      "log2_ctas_over_sms", "log2_batch", "log2_query_tokens", "log2_ctx", "log2_heads", "log2_group",
-      "log2_head_dim", "dtype_bytes", "kv_dtype_bytes", "window_fraction"};
-  if (is_attention(f)) return attn;
-  static const std::vector<std::string> none;
-  if (f == Family::kMemoryOp) return none;  // physics, no MLP
-  static const std::vector<std::string> moe = {
-      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us",
-      "log2_tokens", "log2_hidden", "log2_inter_local", "log2_topk", "log2_experts_local", "log2_experts_hit",
-      "log2_max_load", "log2_tokens_per_hit", "routing_alpha", "dtype_bytes", "log2_weight_bytes_over_l2",
-      "log2_pj_per_flop"};
-  if (f == Family::kMoe) return moe;
-  static const std::vector<std::string> vec = {
-      "log2_compute_us", "log2_memory_us", "log2_waves",        "last_wave_fill",
-      "log2_b",          "log2_h",         "log2_bytes_over_l2", "bytes_per_elem_over_4",
-      "log2_flops_per_elem", "scalar_operand", "log2_threads_per_cta", "log2_elems_per_cta",
-      "align_h"};
-  return is_gemm(f) ? gemm : vec;
-}
+const std::vector<std::string>& feature_names(Family f) { return physics(f).features(); }
 
 size_t num_features(Family f) { return feature_names(f).size(); }
 
@@ -670,104 +851,13 @@ std::vector<size_t> feature_columns(Family f, const std::vector<std::string>& na
 
 void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li,
                      const KernelBounds& kb, float* out) {
-  if (op_family(q.op) == Family::kMemoryOp) return;  // no features: physics
-  const double l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
-  int i = 0;
-  out[i++] = float(lg(s_to_us(kb.compute_s)));
-  out[i++] = float(lg(s_to_us(kb.memory_s)));
-  out[i++] = float(lg(double(li.num_waves)));
-  out[i++] = float(li.last_wave_fill);
-  if (is_attention(op_family(q.op))) {
-    out[i++] = float(lg(s_to_us(compute_s(query_flops(q), gemm_rate_gflops(gpu, q.dtype)))));
-    out[i++] = float(lg(double(li.num_ctas) / gpu.num_sms));
-    out[i++] = float(lg(double(q.b)));
-    out[i++] = float(lg(double(q.m)));
-    out[i++] = float(lg(double(q.ctx)));
-    out[i++] = float(lg(double(q.k)));
-    out[i++] = float(lg(double(q.k) / q.h));
-    out[i++] = float(lg(double(q.n)));
-    out[i++] = float(dtype_size(q.dtype));
-    out[i++] = float(dtype_size(q.kv_dtype));
-    const double span = q.op == OpKind::kAttnDecode ? double(q.ctx) : double(q.m);
-    out[i++] = q.window > 0 ? float(std::min(1.0, double(q.window) / span)) : 1.f;
-    // No bytes / L2 feature: it was measured worse in leave-one-GPU-out for decode (A100
-    // 56.3 -> 59.9 %, L40S 756 -> 970 %; docs/accuracy.md).
-    return;
-  }
-  if (q.op == OpKind::kMoe) {
-    const double peak = gemm_rate_gflops(gpu, q.dtype);
-    const MoeLoad& l = li.moe;
-    const double f = double(q.n / q.moe_tp);
-    out[i++] = float(lg(s_to_us(compute_s(moe_flops(q, l), peak))));
-    out[i++] = float(lg(double(q.b)));
-    out[i++] = float(lg(double(q.h)));
-    out[i++] = float(lg(f));
-    out[i++] = float(lg(double(q.topk)));
-    out[i++] = float(lg(double(q.experts / q.moe_ep)));
-    out[i++] = float(lg(l.hit));
-    out[i++] = float(lg(std::max(l.max_load, 1e-3)));
-    out[i++] = float(lg(std::max(l.tokens / l.hit, 1e-3)));
-    out[i++] = float(q.routing_alpha);
-    out[i++] = float(dtype_size(q.dtype));
-    out[i++] = float(lg(l.hit * 3.0 * q.h * f * dtype_size(q.dtype) / l2_bytes));
-    out[i++] = float(lg(pj_per_flop(gpu, peak)));
-    return;
-  }
-  const double bytes = query_bytes(q);  // GEMM and vector families below
-  if (q.op == OpKind::kGemm) {
-    const double peak = gemm_rate_gflops(gpu, q.dtype);
-    out[i++] = float(lg(s_to_us(compute_s(query_flops(q), peak))));
-    out[i++] = float(lg(li.tile.tm));
-    out[i++] = float(lg(li.tile.tk));
-    // Raw dims stay: leaving them out was measured worse in leave-one-GPU-out (A100 35.2 ->
-    // 37.2 %, L40S bf16 60.4 -> 63.5 %, B200 bf16 27.2 -> 30.8 %; docs/accuracy.md).
-    out[i++] = float(lg(double(q.m)));
-    out[i++] = float(lg(double(q.n)));
-    out[i++] = float(lg(double(q.k)));
-    out[i++] = float(lg(bytes / l2_bytes));
-    // One output tile's K loop on one SM at the dtype's peak.
-    const double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n);
-    out[i++] = float(lg(s_to_us(compute_s(tile_flops, peak / gpu.num_sms))));
-    out[i++] = float(dtype_size(q.dtype));
-    out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;
-    // Share of the bound spent quantising the activation, and the quantising kernels' launches.
-    out[i++] = float(kb.quant_s / std::max(kb.base_s, 1e-12));
-    out[i++] = float(activation_quant_launches(q.dtype));
-    out[i++] = alignment(q.m, 4);
-    out[i++] = alignment(q.k, 4);
-    // No board-power-per-FLOP feature (tdp_w / peak): worse in leave-one-GPU-out on the L40S
-    // and B200 folds (docs/accuracy.md).
-    return;
-  }
-  if (is_gemm(op_family(q.op))) {
-    out[i++] = float(lg(li.tile.tm));
-    out[i++] = float(lg(li.tile.tk));
-    out[i++] = float(lg(li.tile.split_k));
-    // GEMM dims are not clamped: clamping bmm dims to the training range (<= 1025) was
-    // measured worse on the unseen GPUs (A100-80GB bmm MAPE 4.96 % -> 8.34 %).
-    out[i++] = float(lg(double(q.b)));
-    out[i++] = float(lg(double(q.m)));
-    out[i++] = float(lg(double(q.n)));
-    out[i++] = float(lg(double(q.k)));
-    out[i++] = float(lg(bytes / l2_bytes));
-    // Time of one wave of tiles on one SM at peak (NeuSight's tile-level feature).
-    double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
-    out[i++] = float(lg(s_to_us(compute_s(tile_flops, gpu.fp32_simt_gemm_gflops() / gpu.num_sms))));
-    out[i++] = alignment(q.m, 4);
-    out[i++] = alignment(q.n, 4);
-    out[i++] = alignment(q.k, 4);
-  } else {
-    const OpInfo& info = op_info(q.op);
-    out[i++] = float(lg(double(q.b)));
-    out[i++] = float(std::min(lg(double(q.h)), kRowWidthCap));  // trained on H <= 4096
-    out[i++] = float(lg(bytes / l2_bytes));
-    out[i++] = float(info.bytes_per_elem / 4.0);
-    out[i++] = float(lg(info.flops_per_elem));
-    out[i++] = info.scalar_operand ? 1.f : 0.f;
-    out[i++] = float(lg(li.threads_per_cta));
-    out[i++] = float(std::min(lg(li.elems_per_cta), kRowWidthCap));
-    out[i++] = alignment(q.h, 4);
-  }
+  const FamilyPhysics& p = physics(op_family(q.op));
+  if (p.features().empty()) return;  // memory_op: physics, no network
+  out[0] = float(lg(s_to_us(kb.compute_s)));
+  out[1] = float(lg(s_to_us(kb.memory_s)));
+  out[2] = float(lg(double(li.num_waves)));
+  out[3] = float(li.last_wave_fill);
+  p.fill(q, gpu, li, kb, out + 4);
 }
 
 namespace {
