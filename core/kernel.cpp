@@ -219,126 +219,6 @@ constexpr int64_t kAttnQueryBlock = 128;  // FlashAttention's query tile
 constexpr int64_t kDecodeSplit = 256;     // split-KV chunk of flash-decoding kernels
 }  // namespace
 
-void validate_query(const KernelQuery& q, const std::string& context) {
-  auto check = [&](int64_t v, const char* dim) {
-    if (v < 1 || v > kMaxDim)
-      throw DataError(context + ": dimension " + dim + " = " + std::to_string(v) +
-                      " out of range [1, 2^31]");
-  };
-  check(q.b, "B");
-  if (q.op == OpKind::kMoe) {
-    check(q.h, "H");
-    check(q.n, "F");
-    check(q.experts, "E");
-    check(q.topk, "K");
-    if (q.topk > q.experts)
-      throw DataError(context + ": top-k " + std::to_string(q.topk) + " exceeds the " + std::to_string(q.experts) + " experts");
-    if (q.moe_tp < 1 || q.moe_ep < 1 || q.n % q.moe_tp != 0 || q.experts % q.moe_ep != 0)
-      throw DataError(context + ": moe_tp must divide the expert FFN width and moe_ep the experts (got tp " +
-                      std::to_string(q.moe_tp) + ", ep " + std::to_string(q.moe_ep) + ")");
-    if (q.experts > 65536) throw DataError(context + ": " + std::to_string(q.experts) + " experts out of range [1, 65536]");
-    if (!(q.routing_alpha >= 0 && q.routing_alpha <= 10))
-      throw DataError(context + ": routing power-law exponent must be in [0, 10]");
-    if (double(q.b) * q.topk * std::max(q.h, q.n) > kMaxElems || double(q.experts) * q.h * q.n > kMaxElems)
-      throw DataError(context + ": tensor larger than 2^40 elements");
-    return;
-  }
-  if (is_attention(op_family(q.op))) {
-    check(q.m, "S");
-    check(q.k, "H");
-    check(q.h, "KV");
-    check(q.n, "D");
-    check(q.ctx, "CTX");
-    if (q.n > 1024) throw DataError(context + ": head_dim " + std::to_string(q.n) + " out of range [1, 1024]");
-    if (q.k % q.h != 0)
-      throw DataError(context + ": " + std::to_string(q.k) + " query heads are not a multiple of " +
-                      std::to_string(q.h) + " KV heads");
-    if (q.window < 0) throw DataError(context + ": window must be >= 0");
-    if (double(q.b) * std::max(q.m, q.ctx) * q.k * q.n > kMaxElems)
-      throw DataError(context + ": tensor larger than 2^40 elements");
-    return;
-  }
-  if (has_mnk(op_family(q.op))) {
-    check(q.m, "M");
-    check(q.n, "N");
-    check(q.k, "K");
-    double biggest = std::max({double(q.b) * q.m * q.n, double(q.b) * q.n * q.k,
-                               double(q.b) * q.m * q.k});
-    if (biggest > kMaxElems) throw DataError(context + ": tensor larger than 2^40 elements");
-  } else {
-    check(q.h, "H");
-    if (double(q.b) * q.h > kMaxElems) throw DataError(context + ": tensor larger than 2^40 elements");
-  }
-}
-
-KernelQuery parse_query(OpKind op, const std::string& shape) {
-  std::vector<int64_t> dims;
-  std::stringstream ss(shape);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    char* end = nullptr;
-    long long v = std::strtoll(tok.c_str(), &end, 10);
-    if (tok.empty() || *end != '\0')
-      throw ConfigError("--shape: '" + tok + "' is not an integer (in '" + shape + "')");
-    dims.push_back(v);
-  }
-  KernelQuery q;
-  q.op = op;
-  Family f = op_family(op);
-  if (f == Family::kBmm) {
-    if (dims.size() != 4) throw ConfigError("--shape: bmm takes B,M,N,K");
-    q.b = dims[0], q.m = dims[1], q.n = dims[2], q.k = dims[3];
-  } else if (is_attention(f)) {
-    if (dims.size() != 5)
-      throw ConfigError(std::string("--shape: ") + op_name(op) +
-                        (f == Family::kAttnPrefill ? " takes B,S,H,KV,D (batch, prompt tokens, heads, KV heads, head_dim)"
-                                                   : " takes B,CTX,H,KV,D (batch, cached tokens, heads, KV heads, head_dim)"));
-    q = f == Family::kAttnPrefill
-            ? attention_prefill_q(dims[0], dims[1], dims[2], dims[3], dims[4], DType::kBf16, DType::kBf16)
-            : attention_decode_q(dims[0], dims[1], dims[2], dims[3], dims[4], DType::kBf16, DType::kBf16);
-  } else if (f == Family::kMoe) {
-    if (dims.size() != 5)
-      throw ConfigError("--shape: moe takes T,H,F,K,E (tokens, hidden, expert FFN width, top-k, experts)");
-    q = moe_q(dims[0], dims[1], dims[2], dims[3], dims[4], 1, 1, DType::kBf16);
-  } else if (f == Family::kLinear || f == Family::kGemm) {
-    if (dims.size() == 3) {
-      q.b = 1, q.m = dims[0], q.n = dims[1], q.k = dims[2];
-    } else if (dims.size() == 4) {
-      q.b = 1, q.m = dims[0] * dims[1], q.n = dims[2], q.k = dims[3];  // leading dims fold into M
-    } else {
-      throw ConfigError("--shape: linear takes M,N,K (N = in features, K = out features)");
-    }
-  } else {
-    if (dims.size() != 2) throw ConfigError(std::string("--shape: ") + op_name(op) + " takes B,H");
-    q.b = dims[0], q.h = dims[1];
-  }
-  validate_query(q, "--shape");
-  return q;
-}
-
-std::vector<int64_t> query_dims(const KernelQuery& q) {
-  if (q.op == OpKind::kMoe) return {q.b, q.h, q.n, q.topk, q.experts};
-  if (q.op == OpKind::kAttnPrefill) return {q.b, q.m, q.k, q.h, q.n};
-  if (q.op == OpKind::kAttnDecode) return {q.b, q.ctx, q.k, q.h, q.n};
-  if (op_family(q.op) == Family::kGemm) return {q.m, q.n, q.k};
-  if (is_gemm(op_family(q.op))) return {q.b, q.m, q.n, q.k};
-  return {q.b, q.h};
-}
-
-std::string query_shape_string(const KernelQuery& q) {
-  std::ostringstream os;
-  const auto dims = query_dims(q);
-  for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dims[i];
-  if (q.op == OpKind::kMoe) {
-    if (q.moe_tp > 1) os << ",tp" << q.moe_tp;
-    if (q.moe_ep > 1) os << ",ep" << q.moe_ep;
-    if (q.routing_alpha > 0) os << ",a" << q.routing_alpha;
-  } else if (is_attention(op_family(q.op)) && q.window) {
-    os << ",w" << q.window;
-  }
-  return os.str();
-}
-
 namespace {
 // ---- Per-family physics: one row of kPhysics per kernel family ---------------------------
 // A family's useful FLOPs and compulsory DRAM bytes, its launch (CTAs, threads, tile), its
@@ -347,6 +227,105 @@ namespace {
 // the table (query_flops, query_bytes, launch_info, kernel_bounds, sheet_peak_gflops,
 // feature_names, kernel_features) only dispatch on it. Adding a family is its functions here,
 // a row of kPhysics and a row of kFamilyTable (core/op_kind.h).
+
+// -- Shape schemas: each family's dims in --shape / CSV order, and their checks.
+void check_dim(const std::string& context, int64_t v, const char* dim) {
+  if (v < 1 || v > kMaxDim)
+    throw DataError(context + ": dimension " + dim + " = " + std::to_string(v) + " out of range [1, 2^31]");
+}
+void mnk_validate(const KernelQuery& q, const std::string& context) {
+  check_dim(context, q.m, "M");
+  check_dim(context, q.n, "N");
+  check_dim(context, q.k, "K");
+  double biggest = std::max({double(q.b) * q.m * q.n, double(q.b) * q.n * q.k,
+                             double(q.b) * q.m * q.k});
+  if (biggest > kMaxElems) throw DataError(context + ": tensor larger than 2^40 elements");
+}
+void vector_validate(const KernelQuery& q, const std::string& context) {
+  check_dim(context, q.h, "H");
+  if (double(q.b) * q.h > kMaxElems) throw DataError(context + ": tensor larger than 2^40 elements");
+}
+void attention_validate(const KernelQuery& q, const std::string& context) {
+  check_dim(context, q.m, "S");
+  check_dim(context, q.k, "H");
+  check_dim(context, q.h, "KV");
+  check_dim(context, q.n, "D");
+  check_dim(context, q.ctx, "CTX");
+  if (q.n > 1024) throw DataError(context + ": head_dim " + std::to_string(q.n) + " out of range [1, 1024]");
+  if (q.k % q.h != 0)
+    throw DataError(context + ": " + std::to_string(q.k) + " query heads are not a multiple of " +
+                    std::to_string(q.h) + " KV heads");
+  if (q.window < 0) throw DataError(context + ": window must be >= 0");
+  if (double(q.b) * std::max(q.m, q.ctx) * q.k * q.n > kMaxElems)
+    throw DataError(context + ": tensor larger than 2^40 elements");
+}
+void moe_validate(const KernelQuery& q, const std::string& context) {
+  check_dim(context, q.h, "H");
+  check_dim(context, q.n, "F");
+  check_dim(context, q.experts, "E");
+  check_dim(context, q.topk, "K");
+  if (q.topk > q.experts)
+    throw DataError(context + ": top-k " + std::to_string(q.topk) + " exceeds the " + std::to_string(q.experts) + " experts");
+  if (q.moe_tp < 1 || q.moe_ep < 1 || q.n % q.moe_tp != 0 || q.experts % q.moe_ep != 0)
+    throw DataError(context + ": moe_tp must divide the expert FFN width and moe_ep the experts (got tp " +
+                    std::to_string(q.moe_tp) + ", ep " + std::to_string(q.moe_ep) + ")");
+  if (q.experts > 65536) throw DataError(context + ": " + std::to_string(q.experts) + " experts out of range [1, 65536]");
+  if (!(q.routing_alpha >= 0 && q.routing_alpha <= 10))
+    throw DataError(context + ": routing power-law exponent must be in [0, 10]");
+  if (double(q.b) * q.topk * std::max(q.h, q.n) > kMaxElems || double(q.experts) * q.h * q.n > kMaxElems)
+    throw DataError(context + ": tensor larger than 2^40 elements");
+}
+
+std::vector<int64_t> bmm_dims(const KernelQuery& q) { return {q.b, q.m, q.n, q.k}; }
+std::vector<int64_t> mnk_dims(const KernelQuery& q) { return {q.m, q.n, q.k}; }
+std::vector<int64_t> vector_dims(const KernelQuery& q) { return {q.b, q.h}; }
+std::vector<int64_t> prefill_dims(const KernelQuery& q) { return {q.b, q.m, q.k, q.h, q.n}; }
+std::vector<int64_t> decode_dims(const KernelQuery& q) { return {q.b, q.ctx, q.k, q.h, q.n}; }
+std::vector<int64_t> moe_dims(const KernelQuery& q) { return {q.b, q.h, q.n, q.topk, q.experts}; }
+
+// --shape dims -> query (the dtype is the caller's); one ConfigError naming the schema.
+KernelQuery bmm_from_dims(OpKind op, const std::vector<int64_t>& d) {
+  if (d.size() != 4) throw ConfigError("--shape: bmm takes B,M,N,K");
+  KernelQuery q;
+  q.op = op;
+  q.b = d[0], q.m = d[1], q.n = d[2], q.k = d[3];
+  return q;
+}
+KernelQuery mnk_from_dims(OpKind op, const std::vector<int64_t>& d) {
+  KernelQuery q;
+  q.op = op;
+  if (d.size() == 3) {
+    q.b = 1, q.m = d[0], q.n = d[1], q.k = d[2];
+  } else if (d.size() == 4) {
+    q.b = 1, q.m = d[0] * d[1], q.n = d[2], q.k = d[3];  // leading dims fold into M
+  } else {
+    throw ConfigError(std::string("--shape: ") + op_name(op) + " takes M,N,K (N = in features, K = out features)");
+  }
+  return q;
+}
+KernelQuery vector_from_dims(OpKind op, const std::vector<int64_t>& d) {
+  if (d.size() != 2) throw ConfigError(std::string("--shape: ") + op_name(op) + " takes B,H");
+  KernelQuery q;
+  q.op = op;
+  q.b = d[0], q.h = d[1];
+  return q;
+}
+KernelQuery prefill_from_dims(OpKind op, const std::vector<int64_t>& d) {
+  if (d.size() != 5)
+    throw ConfigError(std::string("--shape: ") + op_name(op) +
+                      " takes B,S,H,KV,D (batch, prompt tokens, heads, KV heads, head_dim)");
+  return attention_prefill_q(d[0], d[1], d[2], d[3], d[4], DType::kBf16, DType::kBf16);
+}
+KernelQuery decode_from_dims(OpKind op, const std::vector<int64_t>& d) {
+  if (d.size() != 5)
+    throw ConfigError(std::string("--shape: ") + op_name(op) +
+                      " takes B,CTX,H,KV,D (batch, cached tokens, heads, KV heads, head_dim)");
+  return attention_decode_q(d[0], d[1], d[2], d[3], d[4], DType::kBf16, DType::kBf16);
+}
+KernelQuery moe_from_dims(OpKind, const std::vector<int64_t>& d) {
+  if (d.size() != 5) throw ConfigError("--shape: moe takes T,H,F,K,E (tokens, hidden, expert FFN width, top-k, experts)");
+  return moe_q(d[0], d[1], d[2], d[3], d[4], 1, 1, DType::kBf16);
+}
 
 // gate_up (h -> 2 f) and down (f -> h) for every token routed to this rank's experts.
 double moe_flops(const KernelQuery& q, const MoeLoad& l) { return 6.0 * l.tokens * double(q.h) * (q.n / q.moe_tp); }
@@ -687,6 +666,10 @@ void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, co
 
 struct FamilyPhysics {
   Family family;
+  // Shape schema: --shape dims -> query, the query's dims in that order, the family's checks.
+  KernelQuery (*from_dims)(OpKind, const std::vector<int64_t>&);
+  std::vector<int64_t> (*dims)(const KernelQuery&);
+  void (*validate)(const KernelQuery&, const std::string& context);
   double (*flops)(const KernelQuery&);  // useful arithmetic
   double (*bytes)(const KernelQuery&);  // compulsory DRAM traffic
   // CTAs, threads, tile (MoE: the expert load); waves and the last wave's fill are common.
@@ -705,25 +688,35 @@ struct FamilyPhysics {
 };
 // Order follows Family.
 constexpr FamilyPhysics kPhysics[] = {
-    {Family::kBmm, simt_gemm_flops, simt_gemm_bytes, simt_gemm_launch, false, simt_gemm_bounds, simt_gemm_sheet_peak,
+    {Family::kBmm, bmm_from_dims, bmm_dims, mnk_validate,
+     simt_gemm_flops, simt_gemm_bytes, simt_gemm_launch, false, simt_gemm_bounds, simt_gemm_sheet_peak,
      simt_gemm_features, simt_gemm_fill},
-    {Family::kLinear, simt_gemm_flops, simt_gemm_bytes, simt_gemm_launch, false, simt_gemm_bounds,
+    {Family::kLinear, mnk_from_dims, bmm_dims, mnk_validate,
+     simt_gemm_flops, simt_gemm_bytes, simt_gemm_launch, false, simt_gemm_bounds,
      simt_gemm_sheet_peak, simt_gemm_features, simt_gemm_fill},
-    {Family::kElementwise, vector_flops, vector_bytes, elementwise_launch, true, vector_bounds, fp32_sheet_peak,
+    {Family::kElementwise, vector_from_dims, vector_dims, vector_validate,
+     vector_flops, vector_bytes, elementwise_launch, true, vector_bounds, fp32_sheet_peak,
      vector_features, vector_fill},
-    {Family::kSoftmax, vector_flops, vector_bytes, softmax_launch, true, vector_bounds, fp32_sheet_peak,
+    {Family::kSoftmax, vector_from_dims, vector_dims, vector_validate,
+     vector_flops, vector_bytes, softmax_launch, true, vector_bounds, fp32_sheet_peak,
      vector_features, vector_fill},
-    {Family::kLayerNorm, vector_flops, vector_bytes, layernorm_launch, true, vector_bounds, fp32_sheet_peak,
+    {Family::kLayerNorm, vector_from_dims, vector_dims, vector_validate,
+     vector_flops, vector_bytes, layernorm_launch, true, vector_bounds, fp32_sheet_peak,
      vector_features, vector_fill},
-    {Family::kGemm, tc_gemm_flops, tc_gemm_bytes, tc_gemm_launch, false, tc_gemm_bounds, tensor_sheet_peak,
+    {Family::kGemm, mnk_from_dims, mnk_dims, mnk_validate,
+     tc_gemm_flops, tc_gemm_bytes, tc_gemm_launch, false, tc_gemm_bounds, tensor_sheet_peak,
      tc_gemm_features, tc_gemm_fill},
-    {Family::kAttnPrefill, attention_flops, attention_bytes, prefill_launch, false, prefill_bounds, tensor_sheet_peak,
+    {Family::kAttnPrefill, prefill_from_dims, prefill_dims, attention_validate,
+     attention_flops, attention_bytes, prefill_launch, false, prefill_bounds, tensor_sheet_peak,
      attention_features, attention_fill},
-    {Family::kAttnDecode, attention_flops, attention_bytes, decode_launch, false, decode_bounds, tensor_sheet_peak,
+    {Family::kAttnDecode, decode_from_dims, decode_dims, attention_validate,
+     attention_flops, attention_bytes, decode_launch, false, decode_bounds, tensor_sheet_peak,
      attention_features, attention_fill},
-    {Family::kMemoryOp, vector_flops, memory_op_bytes, memory_op_launch, true, vector_bounds, fp32_sheet_peak,
+    {Family::kMemoryOp, vector_from_dims, vector_dims, vector_validate,
+     vector_flops, memory_op_bytes, memory_op_launch, true, vector_bounds, fp32_sheet_peak,
      no_features, no_fill},
-    {Family::kMoe, moe_query_flops, moe_query_bytes, moe_launch, true, moe_bounds, tensor_sheet_peak, moe_features,
+    {Family::kMoe, moe_from_dims, moe_dims, moe_validate,
+     moe_query_flops, moe_query_bytes, moe_launch, true, moe_bounds, tensor_sheet_peak, moe_features,
      moe_fill},
 };
 static_assert(sizeof(kPhysics) / sizeof(kPhysics[0]) == static_cast<size_t>(Family::kCount), "a physics row per family");
@@ -735,6 +728,43 @@ constexpr bool physics_in_family_order() {
 static_assert(physics_in_family_order(), "kPhysics rows follow Family");
 const FamilyPhysics& physics(Family f) { return kPhysics[static_cast<size_t>(f)]; }
 }  // namespace
+
+void validate_query(const KernelQuery& q, const std::string& context) {
+  check_dim(context, q.b, "B");
+  physics(op_family(q.op)).validate(q, context);
+}
+
+KernelQuery parse_query(OpKind op, const std::string& shape) {
+  std::vector<int64_t> dims;
+  std::stringstream ss(shape);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    char* end = nullptr;
+    long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || *end != '\0')
+      throw ConfigError("--shape: '" + tok + "' is not an integer (in '" + shape + "')");
+    dims.push_back(v);
+  }
+  KernelQuery q = physics(op_family(op)).from_dims(op, dims);
+  validate_query(q, "--shape");
+  return q;
+}
+
+std::vector<int64_t> query_dims(const KernelQuery& q) { return physics(op_family(q.op)).dims(q); }
+
+std::string query_shape_string(const KernelQuery& q) {
+  std::ostringstream os;
+  const auto dims = query_dims(q);
+  for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dims[i];
+  if (q.op == OpKind::kMoe) {
+    if (q.moe_tp > 1) os << ",tp" << q.moe_tp;
+    if (q.moe_ep > 1) os << ",ep" << q.moe_ep;
+    if (q.routing_alpha > 0) os << ",a" << q.routing_alpha;
+  } else if (is_attention(op_family(q.op)) && q.window) {
+    os << ",w" << q.window;
+  }
+  return os.str();
+}
 
 double query_flops(const KernelQuery& q) { return physics(op_family(q.op)).flops(q); }
 double query_bytes(const KernelQuery& q) { return physics(op_family(q.op)).bytes(q); }
