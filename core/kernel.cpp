@@ -785,6 +785,7 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
   KernelBounds kb;
   kb.waves = double(li.num_waves);
+  kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
   const double slots = double(gpu.num_sms) * li.ctas_per_sm;
   // Work charged as full waves: the last, partial wave takes as long as a full one.
   const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
@@ -792,9 +793,17 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   return kb;
 }
 
+namespace {
+// The prior's fixed costs: the per-launch floor and the per-wave cost, seconds.
+double prior_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
+  return ((p.floor_us + kb.waves * p.wave_us) + (p.floor_kcycles + kb.waves * p.wave_kcycles) * kb.us_per_kcycle) *
+         1e-6;
+}
+}  // namespace
+
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
-  return (p.floor_us + kb.waves * p.wave_us) * 1e-6 +
-         std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory) + kb.quant_s / p.eta_memory;
+  return prior_fixed_s(kb, p) + std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory) +
+         kb.quant_s / p.eta_memory;
 }
 
 double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound) {
@@ -802,14 +811,15 @@ double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, doubl
   if (prior) {
     c /= prior->eta_compute;
     m = (kb.memory_s + kb.quant_s) / prior->eta_memory;
-    launch = (prior->floor_us + kb.waves * prior->wave_us) * 1e-6;
+    launch = prior_fixed_s(kb, *prior);
     base = fitted_roofline_s(kb, *prior);
   }
   if (bound) *bound = launch > std::max(c, m) ? "launch" : c >= m ? "compute" : "memory";
   return base;
 }
 
-FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s) {
+FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s,
+                            bool in_cycles) {
   if (bounds.size() != measured_s.size() || bounds.empty())
     throw DataError("fit_roofline: needs one measured latency per row, and at least one row");
   constexpr size_t kMaxRows = 50000;
@@ -834,17 +844,24 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
   // No kernel runs faster than the sheet's peak or bandwidth: the efficiencies stop at 1. Rows
   // weigh equally, so a GPU with more rows weighs more (B200 rows outnumber the A100's);
   // weighing each GPU equally instead was worse on every decode fold (docs/accuracy.md).
-  const std::vector<double> floors = grid(0.1, 100, 121), etas = grid(0.05, 1, 101);
-  std::vector<double> waves = grid(0.01, 100, 121);
+  // In cycles the grids span twice the numbers (about 2,000 cycles per microsecond).
+  const double unit = in_cycles ? 2.0 : 1.0;
+  const std::vector<double> floors = grid(0.1 * unit, 100 * unit, 121), etas = grid(0.05, 1, 101);
+  std::vector<double> waves = grid(0.01 * unit, 100 * unit, 121);
   waves.insert(waves.begin(), 0.0);
   FittedRoofline best{5.0, 0.0, 0.7, 0.7};
+  if (in_cycles) best = {0.0, 0.0, 0.7, 0.7, 5.0 * unit, 0.0};
   double best_loss = loss(best);
   for (int round = 0; round < 8; ++round) {
     const FittedRoofline before = best;
     for (int which = 0; which < 4; ++which) {
       for (double v : which == 0 ? floors : which == 1 ? waves : etas) {
         FittedRoofline p = best;
-        (which == 0 ? p.floor_us : which == 1 ? p.wave_us : which == 2 ? p.eta_compute : p.eta_memory) = v;
+        double& slot = which == 0   ? (in_cycles ? p.floor_kcycles : p.floor_us)
+                       : which == 1 ? (in_cycles ? p.wave_kcycles : p.wave_us)
+                       : which == 2 ? p.eta_compute
+                                    : p.eta_memory;
+        slot = v;
         const double l = loss(p);
         if (l < best_loss) best_loss = l, best = p;
       }

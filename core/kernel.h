@@ -127,6 +127,7 @@ struct KernelBounds {
   double quant_s = 0;    // FP8 GEMMs: quantising the activation before the matmul
   double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
   double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
+  double us_per_kcycle = 0;  // microseconds per 1,000 SM clock cycles (1e3 / boost clock, MHz)
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
 
@@ -139,8 +140,13 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
 struct FittedRoofline {
   double floor_us = 0, wave_us = 0;
   double eta_compute = 1, eta_memory = 1;  // achieved fraction of the sheet's peak and bandwidth
+  // The floor and the per-wave cost in thousands of SM clock cycles instead (`prior_floor:
+  // cycles`): the same number of cycles takes longer on a slower-clocked GPU. A fit sets
+  // either these or the microsecond pair, never both.
+  double floor_kcycles = 0, wave_kcycles = 0;
   bool operator==(const FittedRoofline& o) const {
-    return floor_us == o.floor_us && wave_us == o.wave_us && eta_compute == o.eta_compute && eta_memory == o.eta_memory;
+    return floor_us == o.floor_us && wave_us == o.wave_us && eta_compute == o.eta_compute &&
+           eta_memory == o.eta_memory && floor_kcycles == o.floor_kcycles && wave_kcycles == o.wave_kcycles;
   }
 };
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);
@@ -151,9 +157,10 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);
 double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound = nullptr);
 // The four numbers minimising the mean |log(forecast / measured)| over the rows (bounds and
 // measured seconds, same length, measured > 0): coordinate search over log grids (floor
-// 0.1-100 us, wave 0 or 0.01-100 us, eta 0.05-1), from at most 50,000 evenly spaced rows.
-// Deterministic.
-FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s);
+// 0.1-100 us, wave 0 or 0.01-100 us, eta 0.05-1; with `in_cycles` floor 0.2-200 and wave 0 or
+// 0.02-200 thousand cycles), from at most 50,000 evenly spaced rows. Deterministic.
+FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s,
+                            bool in_cycles = false);
 
 // The compute peak the spec sheet states for the query's family and dtype (GFLOP/s): the
 // dtype's tensor peak for the LLM-era families, the FP32 GEMM or vector peak otherwise.

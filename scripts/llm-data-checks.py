@@ -13,9 +13,13 @@ prints, per window_size, MAPE and the median forecast/measured of those forecast
 fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
 fp8 - fp8_static (us) and of fp8_static / fp8.
 
-  scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--rows-csv R --data CSV]
+3. Do the launch floors agree in time or in clock cycles? Per family file and GPU, the 1st
+percentile of the latencies (a robust fastest row), in microseconds and in thousands of SM
+cycles at the boost clock of the GPU's sheet in configs/gpus/ (`prior_floor: cycles`).
+
+  scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV]
 """
-import argparse, collections, csv, os, statistics, sys
+import argparse, collections, csv, glob, os, re, statistics, sys
 
 
 def pct(v, p):
@@ -36,11 +40,24 @@ def scaling(path):
     return ratios
 
 
+def boost_clocks_mhz(gpu_dir):
+    """CUDA device name -> boost_clock_mhz, from the sheets' two top-level lines."""
+    clocks = {}
+    for path in glob.glob(os.path.join(gpu_dir, "*.yaml")):
+        text = open(path).read()
+        name = re.search(r'^cuda_name:\s*"?([^"\n]+)"?\s*$', text, re.M)
+        clock = re.search(r"^boost_clock_mhz:\s*([0-9.]+)", text, re.M)
+        if name and clock:
+            clocks[name.group(1).strip()] = float(clock.group(1))
+    return clocks
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
     ap.add_argument("--rows-csv")
     ap.add_argument("--data")
+    ap.add_argument("--gpu-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gpus"))
     a = ap.parse_args()
     if bool(a.rows_csv) != bool(a.data):
         sys.exit("llm-data-checks.py: --rows-csv and --data go together")
@@ -69,6 +86,20 @@ def main():
                 buckets[m.bit_length() - 1].append((1e3 * (v["fp8"] - v["fp8_static"]), v["fp8_static"] / v["fp8"]))
         for b, v in sorted(buckets.items()):
             print(f"{gpu},2^{b},{len(v)},{statistics.median(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}")
+    clocks = boost_clocks_mhz(a.gpu_dir)
+    print("\nfamily,gpu,rows,latency_p1_us,boost_clock_mhz,latency_p1_kcycles")
+    for fam in ("gemm", "context_attention", "generation_attention", "moe"):
+        for gpu in sorted(os.listdir(root)):
+            path = os.path.join(root, gpu, f"{fam}_perf.csv")
+            if not os.path.exists(path):
+                continue
+            rows = list(csv.DictReader(open(path)))
+            lat = sorted(1e3 * float(r["latency"]) for r in rows)
+            device = rows[0]["device"]
+            if device not in clocks:
+                sys.exit(f"llm-data-checks.py: no sheet in {a.gpu_dir} names '{device}'")
+            p1 = lat[len(lat) // 100]
+            print(f"{fam},{gpu},{len(lat)},{p1:.2f},{clocks[device]:.0f},{p1 * clocks[device] / 1e3:.1f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -26,7 +26,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
-      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "ignore_features", "network_gpus"};
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "ignore_features", "network_gpus"};
   reject_unknown_keys(root, known, path);
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
@@ -46,6 +46,12 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["ensemble"]) c.ensemble = field<int>(root["ensemble"], "ensemble", path);
   if (root["launch_floor"]) c.launch_floor = field<bool>(root["launch_floor"], "launch_floor", path);
   if (root["prior"]) c.prior = field<bool>(root["prior"], "prior", path);
+  if (root["prior_floor"]) {
+    c.prior_floor = field<std::string>(root["prior_floor"], "prior_floor", path);
+    if (c.prior_floor != "us" && c.prior_floor != "cycles")
+      throw ConfigError(path + ": field 'prior_floor': expected us or cycles");
+    if (!c.prior) throw ConfigError(path + ": field 'prior_floor' needs 'prior: true'");
+  }
   if (root["network_gpus"]) {
     c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
     if (c.network_gpus != "all" && c.network_gpus != "trained" && c.network_gpus != "twins")
@@ -97,6 +103,7 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   out << YAML::Key << "ensemble" << YAML::Value << c.ensemble;
   if (c.launch_floor) out << YAML::Key << "launch_floor" << YAML::Value << true;
   if (c.prior) out << YAML::Key << "prior" << YAML::Value << true;
+  if (c.prior_floor != "us") out << YAML::Key << "prior_floor" << YAML::Value << c.prior_floor;
   if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
   if (!c.ignore_features.empty()) out << YAML::Key << "ignore_features" << YAML::Value << YAML::Flow << c.ignore_features;
   out << YAML::EndMap;

@@ -29,6 +29,9 @@ struct PredictorConfig {
   // fractions of the compute peak and of DRAM bandwidth on the training rows (FittedRoofline,
   // core/kernel.h), shared by every GPU, and the network learns only what is left.
   bool prior = false;
+  // Units of the prior's floor and per-wave cost: "us" (microseconds, the same on every GPU)
+  // or "cycles" (thousands of SM clock cycles: longer on a slower-clocked GPU).
+  std::string prior_floor = "us";
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":

@@ -98,7 +98,7 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
 }
 
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                   const GpuRegistry& gpus) {
+                                   const GpuRegistry& gpus, bool in_cycles) {
   std::vector<KernelBounds> bounds;
   std::vector<double> measured_s;
   std::vector<float> scratch;
@@ -107,7 +107,7 @@ FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const 
     bounds.push_back(featurize(s.query, row_gpu(s, gpus), tiles, scratch.data()).bounds);
     measured_s.push_back(s.latency_ms * 1e-3);
   }
-  return fit_roofline(bounds, measured_s);
+  return fit_roofline(bounds, measured_s, in_cycles);
 }
 
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
@@ -428,9 +428,12 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.launch_floor_us = floor_ms * 1e3;
     if (cfg.prior) {
       e.has_prior = true;
-      e.prior = fit_family_roofline(rows, tiles, gpus);
-      TC_LOG(Info) << family_name(fam) << ": fitted roofline: floor " << e.prior.floor_us << " us, "
-                   << e.prior.wave_us << " us per wave, "
+      e.prior = fit_family_roofline(rows, tiles, gpus, cfg.prior_floor == "cycles");
+      TC_LOG(Info) << family_name(fam) << ": fitted roofline: floor "
+                   << (cfg.prior_floor == "cycles" ? e.prior.floor_kcycles : e.prior.floor_us)
+                   << (cfg.prior_floor == "cycles" ? " kcycles, " : " us, ")
+                   << (cfg.prior_floor == "cycles" ? e.prior.wave_kcycles : e.prior.wave_us)
+                   << (cfg.prior_floor == "cycles" ? " kcycles per wave, " : " us per wave, ")
                    << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
     }
     for (int member = 0; member < cfg.ensemble; ++member) {

@@ -36,9 +36,9 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
                           const FittedRoofline* prior = nullptr);
 
 // The fitted roofline (fit_roofline) of a family's training rows, their bounds computed as a
-// forecast computes them.
+// forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles.
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                   const GpuRegistry& gpus);
+                                   const GpuRegistry& gpus, bool in_cycles = false);
 
 // The per-launch floor of a family's rows: for each GPU the 1st percentile of its measured
 // latencies (a robust minimum), then the median over GPUs; ms.

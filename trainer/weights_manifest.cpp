@@ -87,6 +87,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         e.config.ensemble = c["ensemble"].as<int>();
         if (c["launch_floor"]) e.config.launch_floor = c["launch_floor"].as<bool>();
         if (c["prior"]) e.config.prior = c["prior"].as<bool>();
+        if (c["prior_floor"]) e.config.prior_floor = c["prior_floor"].as<std::string>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (e.config.network_gpus != "all" &&
             ((e.config.network_gpus != "trained" && e.config.network_gpus != "twins") || !e.config.prior))
@@ -104,6 +105,11 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           e.prior.wave_us = p["wave_us"].as<double>();
           e.prior.eta_compute = p["eta_compute"].as<double>();
           e.prior.eta_memory = p["eta_memory"].as<double>();
+          if (p["floor_kcycles"]) e.prior.floor_kcycles = p["floor_kcycles"].as<double>();
+          if (p["wave_kcycles"]) e.prior.wave_kcycles = p["wave_kcycles"].as<double>();
+          if (!(e.prior.floor_kcycles >= 0 && e.prior.floor_kcycles < 1e6) ||
+              !(e.prior.wave_kcycles >= 0 && e.prior.wave_kcycles < 1e6))
+            throw ConfigError(path + ": family '" + name + "': prior out of range (floor_kcycles and wave_kcycles in [0, 1e6))");
           if (!(e.prior.floor_us >= 0 && e.prior.floor_us < 1e6) || !(e.prior.wave_us >= 0 && e.prior.wave_us < 1e6) || !(e.prior.eta_compute > 0 && e.prior.eta_compute <= 10) ||
               !(e.prior.eta_memory > 0 && e.prior.eta_memory <= 10))
             throw ConfigError(path + ": family '" + name + "': prior out of range (floor_us and wave_us in [0, 1e6), eta_compute and "
@@ -243,6 +249,10 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
       out << YAML::Key << "floor_us" << YAML::Value << e.prior.floor_us;
       out << YAML::Key << "wave_us" << YAML::Value << e.prior.wave_us;
       out << YAML::Key << "eta_compute" << YAML::Value << e.prior.eta_compute;
+      if (e.prior.floor_kcycles > 0 || e.prior.wave_kcycles > 0) {
+        out << YAML::Key << "floor_kcycles" << YAML::Value << e.prior.floor_kcycles;
+        out << YAML::Key << "wave_kcycles" << YAML::Value << e.prior.wave_kcycles;
+      }
       out << YAML::Key << "eta_memory" << YAML::Value << e.prior.eta_memory;
       out << YAML::EndMap;
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 #include "core/featurize.h"
@@ -333,4 +334,51 @@ TEST(Kernel, FittedRooflineRecoversGeneratingNumbers) {
   y[3] = 0;
   expect_error<DataError>([&] { fit_roofline(b, y); }, {"fit_roofline", "row 3", "> 0"});
   expect_error<DataError>([&] { fit_roofline({}, {}); }, {"fit_roofline", "at least one row"});
+}
+
+// Fixed costs in clock cycles (`prior_floor: cycles`): rows of two GPUs, at 1,000 and 2,000
+// MHz, whose floor is 12,000 cycles (12 and 6 us) and whose waves cost 800 cycles each. The
+// cycle fit recovers those numbers; a floor in microseconds cannot serve both GPUs and fits
+// worse. Hand check: 2 waves on the 1,000 MHz GPU, 10 us of memory at 0.8: 12 + 1.6 + 12.5 us.
+TEST(Kernel, FittedRooflineInClockCycles) {
+  std::vector<KernelBounds> b;
+  std::vector<double> y;
+  FittedRoofline truth;
+  truth.eta_compute = 0.6;
+  truth.eta_memory = 0.8;
+  truth.floor_kcycles = 12.0;
+  truth.wave_kcycles = 0.8;
+  for (int i = 0; i < 400; ++i) {
+    KernelBounds kb;
+    const double t = 1e-7 * std::pow(10.0, 4.0 * (i % 100) / 99.0);
+    kb.compute_s = i % 2 ? t : t / 5;
+    kb.memory_s = i % 2 ? t / 5 : t;
+    kb.base_s = std::max(kb.compute_s, kb.memory_s);
+    kb.waves = 1 + (i * 7) % 40;
+    kb.us_per_kcycle = (i / 2) % 2 ? 1.0 : 0.5;  // 1,000 or 2,000 MHz
+    b.push_back(kb);
+    y.push_back(fitted_roofline_s(kb, truth));
+  }
+  KernelBounds one;
+  one.memory_s = 10e-6;
+  one.waves = 2;
+  one.us_per_kcycle = 1.0;
+  EXPECT_NEAR(fitted_roofline_s(one, truth), 26.1e-6, 1e-12);
+  const FittedRoofline cyc = fit_roofline(b, y, true);
+  // Coordinate search on log grids (6 % steps for the floor): within 15 %.
+  EXPECT_NEAR(cyc.floor_kcycles, 12.0, 1.8);
+  EXPECT_NEAR(cyc.wave_kcycles, 0.8, 0.12);
+  EXPECT_NEAR(cyc.eta_memory, 0.8, 0.04);
+  EXPECT_EQ(cyc.floor_us, 0.0);
+  EXPECT_EQ(cyc.wave_us, 0.0);
+  auto loss = [&](const FittedRoofline& p) {
+    double sum = 0;
+    for (size_t i = 0; i < b.size(); ++i) sum += std::abs(std::log(fitted_roofline_s(b[i], p) / y[i]));
+    return sum / b.size();
+  };
+  const FittedRoofline us = fit_roofline(b, y);
+  EXPECT_EQ(us.floor_kcycles, 0.0);
+  EXPECT_LT(loss(cyc), 0.03);
+  EXPECT_GT(loss(us), 3 * loss(cyc));
+  std::printf("mean |log| loss: cycles %.4f, microseconds %.4f\n", loss(cyc), loss(us));
 }

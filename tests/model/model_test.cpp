@@ -199,8 +199,11 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
     s.compute_capability = std::string(name) == "Tesla T4" ? 7.5 : 7.0;
     m.families["elementwise"].training_gpu_specs.push_back(s);
   }
+  m.families["elementwise"].prior.floor_kcycles = 9.5;  // a cycle-based prior round-trips too
+  m.families["elementwise"].prior.wave_kcycles = 0.25;
   trainer::save_manifest(dir, m);
   const auto twins_back = trainer::load_manifest(dir).families.at("elementwise");
+  EXPECT_TRUE(twins_back.prior == m.families["elementwise"].prior);
   ASSERT_EQ(twins_back.training_gpu_specs.size(), 2u);
   EXPECT_EQ(twins_back.training_gpu_specs[0].cuda_name, "Tesla T4");
   EXPECT_DOUBLE_EQ(twins_back.training_gpu_specs[0].compute_capability, 7.5);
@@ -233,6 +236,13 @@ TEST(FittedPrior, ConfigErrors) {
                             {"network_gpus", "expected all, trained or twins"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: twins\n")); },
                             {"network_gpus", "'twins' needs 'prior: true'"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nprior_floor: hours\n")); },
+                            {"prior_floor", "expected us or cycles"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior_floor: cycles\n")); },
+                            {"prior_floor", "needs 'prior: true'"});
+  const auto cyc = trainer::load_predictor_config(write("prior: true\nprior_floor: cycles\n"));
+  EXPECT_EQ(cyc.prior_floor, "cycles");
+  EXPECT_NE(trainer::predictor_config_to_yaml(cyc).find("prior_floor: cycles"), std::string::npos);
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nignore_features: [log2_m]\n")); },
                             {"ignore_features", "'log2_m' is not a feature of family generation_attention"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nlaunch_floor: true\n")); },
