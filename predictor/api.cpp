@@ -120,7 +120,9 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"flops", query_flops(q)},
                       {"bytes", query_bytes(q)},
                       {"outside_training_range", r.out_of_range},
-                      {"clamped_to_training_range", r.clamped}};
+                      {"clamped_to_training_range", r.clamped},
+                      {"peak_ms", r.peak_ms},
+                      {"raised_to_peak", r.at_peak}};
   if (r.prior_ms > 0) {
     j["prior_ms"] = r.prior_ms;
     j["network_correction"] = r.corrected;

@@ -168,6 +168,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (prior) r.prior_ms = r.base_ms;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
+      r.peak_ms = s_to_ms(compute_s(query_flops(q), sheet_peak_gflops(q, gpu)));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
       if (entry && !entry->feature_min.empty()) {
@@ -217,15 +218,19 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     for (size_t j = 0; j < n; ++j) {
       KernelPrediction& r = out[idx[j]];
       const double slow = std::exp(o[j]);
+      // No kernel beats the sheet's compute peak (the data's rows that do are measurement
+      // artefacts, left out of training): a network's forecast below it is raised to it.
       r.latency_ms = r.base_ms * slow;
+      r.at_peak = r.latency_ms < r.peak_ms;
+      r.latency_ms = std::max(r.latency_ms, r.peak_ms);
       r.utilisation = r.bound_ms / r.latency_ms;
       r.corrected = corrected;
       if (!corrected) {  // no network ran: its training range says nothing about this forecast
         r.out_of_range.clear();
         r.clamped = false;
       }
-      r.member_min_ms = r.base_ms * std::exp(lo[j]);
-      r.member_max_ms = r.base_ms * std::exp(hi[j]);
+      r.member_min_ms = std::max(r.base_ms * std::exp(lo[j]), r.peak_ms);
+      r.member_max_ms = std::max(r.base_ms * std::exp(hi[j]), r.peak_ms);
     }
   }
   return out;

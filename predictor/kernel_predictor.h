@@ -14,6 +14,10 @@ namespace tilecast::predictor {
 struct KernelPrediction {
   double latency_ms = 0;    // forecast
   double roofline_ms = 0;   // plain roofline, for comparison
+  // The query's FLOPs at the sheet's compute peak: no kernel runs faster, so a network's
+  // forecast below it is raised to it (`at_peak`).
+  double peak_ms = 0;
+  bool at_peak = false;
   double base_ms = 0;       // the bound the MLP's output scales: the wave-quantised roofline, or
                             // the family's fitted roofline (config `prior`)
   double bound_ms = 0;      // the wave-quantised roofline (max of the compute and memory bounds)
