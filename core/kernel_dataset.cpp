@@ -559,10 +559,10 @@ uint64_t fnv1a(const char* data, size_t n, uint64_t h = kFnvOffset) {
 }
 }  // namespace
 
-Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu) {
+Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu, double compute_slack) {
   constexpr double kSlack = 1.5;
   const double compute_ms = 1e3 * compute_s(query_flops(q), sheet_peak_gflops(q, gpu));
-  if (latency_ms * kSlack < compute_ms) return Implausible::kCompute;
+  if (latency_ms * compute_slack < compute_ms) return Implausible::kCompute;
   const double beyond_l2 = std::max(0.0, query_bytes(q) - gpu.l2_cache_mb * kBytesPerMib);
   if (latency_ms * kSlack < 1e3 * transfer_s(beyond_l2, gpu.mem_bw_gbps)) return Implausible::kMemory;
   return Implausible::kNone;
@@ -589,7 +589,7 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
                               if (lib && !s.library.empty() && s.library != lib && has_spec_library.count({s.device, fam}))
                                 return ++n.other_library, true;
                               if (!is_attention(fam)) return false;
-                              switch (implausible_row(s.query, s.latency_ms, *g)) {
+                              switch (implausible_row(s.query, s.latency_ms, *g, kTrainingComputeSlack)) {
                                 case Implausible::kCompute: return ++n.impossible_compute, true;
                                 case Implausible::kMemory: return ++n.impossible_memory, true;
                                 case Implausible::kNone: break;

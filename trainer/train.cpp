@@ -382,7 +382,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       if (n.other_library + n.impossible_compute + n.impossible_memory > 0) {
         TC_LOG(Info) << family_name(fam) << ": left out " << n.other_library
                      << " rows of another kernel library than the spec's choice, " << n.impossible_compute
-                     << " faster than 1.5x the compute roofline and " << n.impossible_memory
+                     << " faster than the compute roofline (the sheet peak) and " << n.impossible_memory
                      << " faster than 1.5x DRAM for the bytes beyond L2";
       }
     }

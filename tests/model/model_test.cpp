@@ -579,13 +579,14 @@ TEST(BundledWeights, TensorCoreGemmOnAnUnseenGpu) {
   for (const auto& x : a) EXPECT_GT(x.latency_ms * 1.5, x.roofline_ms);
   // No forecast beats the sheet's compute peak: an 8,192-token causal prompt, 32 heads of 128,
   // is 4 x 32 x 128 x (8,192 x 8,193 / 2) = 5.4978e11 FLOPs, 0.55566 ms at the H200's 989.4
-  // TFLOP/s. The network alone forecasts it faster (it learned from rows that beat the sheet);
-  // the forecast is raised to that peak and says so.
+  // TFLOP/s. A forecast the network put below it is raised to it and says so (at_peak).
   EXPECT_NEAR(a[1].peak_ms, 4.0 * 32 * 128 * (8192.0 * 8193 / 2) / 989.4e12 * 1e3, 1e-9);
-  for (const auto& x : a) EXPECT_GE(x.latency_ms, x.peak_ms);
-  EXPECT_TRUE(a[1].at_peak);
-  EXPECT_DOUBLE_EQ(a[1].latency_ms, a[1].peak_ms);
-  EXPECT_GE(a[1].member_min_ms, a[1].peak_ms);
+  a.push_back(p.predict(attention_prefill_q(2, 16384, 64, 8, 256, DType::kBf16, DType::kBf16), h200));
+  for (const auto& x : a) {
+    EXPECT_GE(x.latency_ms, x.peak_ms);
+    EXPECT_GE(x.member_min_ms, x.peak_ms);
+    if (x.at_peak) EXPECT_DOUBLE_EQ(x.latency_ms, x.peak_ms);
+  }
   for (const auto& x : r) EXPECT_GE(x.latency_ms, x.peak_ms);
 }
 
