@@ -876,8 +876,10 @@ double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu) {
   return physics(op_family(q.op)).sheet_peak(q, gpu);
 }
 
+double peak_s(const KernelQuery& q, const GpuSpec& gpu) { return compute_s(query_flops(q), sheet_peak_gflops(q, gpu)); }
+
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
-  return std::max(compute_s(query_flops(q), sheet_peak_gflops(q, gpu)), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
+  return std::max(peak_s(q, gpu), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
 }
 
 const std::vector<std::string>& feature_names(Family f) { return physics(f).features(); }

@@ -167,6 +167,9 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
 double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu);
 // Plain roofline (no tiles, no waves): max(flops / sheet peak, bytes / bandwidth), seconds.
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
+// Its compute half: the query's FLOPs at the sheet peak. No kernel runs faster (forecasts are
+// held to it; training leaves out rows that beat it).
+double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 
 // memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:
 //   latency = floor + dram_factor x bytes / DRAM bandwidth + sm_cycles_per_byte x bytes / (SMs x clock)

@@ -168,7 +168,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (prior) r.prior_ms = r.base_ms;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
-      r.peak_ms = s_to_ms(compute_s(query_flops(q), sheet_peak_gflops(q, gpu)));
+      r.peak_ms = s_to_ms(peak_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
       if (entry && !entry->feature_min.empty()) {

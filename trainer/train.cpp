@@ -428,12 +428,12 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.launch_floor_us = floor_ms * 1e3;
     if (cfg.prior) {
       e.has_prior = true;
-      e.prior = fit_family_roofline(rows, tiles, gpus, cfg.prior_floor == "cycles");
+      const bool cycles = cfg.prior_floor == "cycles";
+      e.prior = fit_family_roofline(rows, tiles, gpus, cycles);
+      const char* unit = cycles ? " kcycles" : " us";
       TC_LOG(Info) << family_name(fam) << ": fitted roofline: floor "
-                   << (cfg.prior_floor == "cycles" ? e.prior.floor_kcycles : e.prior.floor_us)
-                   << (cfg.prior_floor == "cycles" ? " kcycles, " : " us, ")
-                   << (cfg.prior_floor == "cycles" ? e.prior.wave_kcycles : e.prior.wave_us)
-                   << (cfg.prior_floor == "cycles" ? " kcycles per wave, " : " us per wave, ")
+                   << (cycles ? e.prior.floor_kcycles : e.prior.floor_us) << unit << ", "
+                   << (cycles ? e.prior.wave_kcycles : e.prior.wave_us) << unit << " per wave, "
                    << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
     }
     for (int member = 0; member < cfg.ensemble; ++member) {
