@@ -518,22 +518,11 @@ const std::vector<std::string>& training_gpus(const std::string& vendor) {
 }
 
 std::vector<std::string> training_files(const std::string& root, Family f, const std::string& vendor) {
+  // NeuSight's files are named by op (its OPName): every op of the family's row in kOpTable.
+  TC_CHECK(family_traits(f).data == FamilyData::kNeuSight, "no NeuSight data for this family");
   std::vector<std::string> ops;
-  switch (f) {
-    case Family::kBmm: ops = {"bmm"}; break;
-    case Family::kLinear: ops = {"linear"}; break;
-    case Family::kSoftmax: ops = {"softmax"}; break;
-    case Family::kLayerNorm: ops = {"ln"}; break;
-    case Family::kElementwise:
-      ops = {"add", "addu", "mul", "mulu", "div", "divu", "pow", "powu", "relu", "gelu", "tanh"};
-      break;
-    case Family::kGemm:  // LLM-era data: llm_training_files()
-    case Family::kAttnPrefill:
-    case Family::kAttnDecode:
-    case Family::kMemoryOp:
-    case Family::kMoe:
-    case Family::kCount: break;
-  }
+  for (const auto& info : kOpTable)
+    if (info.family == f) ops.push_back(info.name);
   std::vector<std::string> files;
   const bool amd = vendor == "amd";
   for (const auto& op : ops)

@@ -12,21 +12,18 @@
 
 namespace tilecast::predictor {
 
-void ErrorStats::add(double ape, double roof_ape, bool plausible, double prior_ape) {
-  if (prior_ape >= 0) {
-    ++prior_rows;
-    prior_ape_sum_pct += prior_ape;
-    if (plausible)
-      prior_plausible_ape_sum_pct += prior_ape;
-    else
-      ++prior_implausible_rows;
-  }
+void ApeTally::add(double ape, bool plausible) {
   ++rows;
   ape_sum_pct += ape;
   if (plausible)
     plausible_ape_sum_pct += ape;
   else
     ++implausible_rows;
+}
+
+void ErrorStats::add(double ape, double roof_ape, bool plausible, double prior_ape) {
+  if (prior_ape >= 0) prior.add(prior_ape, plausible);
+  ApeTally::add(ape, plausible);
   roofline_ape_sum_pct += roof_ape;
   apes.push_back(ape);
 }
@@ -115,10 +112,10 @@ nlohmann::json stats_json(const ErrorStats& s) {
                       {"p90_ape_pct", s.percentile_pct(90)},
                       {"implausible_rows", s.implausible_rows},
                       {"plausible_mape_pct", s.plausible_mape_pct()}};
-  if (s.prior_rows > 0) {
-    j["prior_rows"] = s.prior_rows;
-    j["prior_mape_pct"] = s.prior_mape_pct();
-    j["prior_plausible_mape_pct"] = s.prior_plausible_mape_pct();
+  if (s.prior.rows > 0) {
+    j["prior_rows"] = s.prior.rows;
+    j["prior_mape_pct"] = s.prior.mape_pct();
+    j["prior_plausible_mape_pct"] = s.prior.plausible_mape_pct();
   }
   return j;
 }

@@ -11,27 +11,26 @@
 
 namespace tilecast::predictor {
 
-struct ErrorStats {
-  int64_t rows = 0;
-  double ape_sum_pct = 0, roofline_ape_sum_pct = 0;
-  std::vector<double> apes;  // per-row APE (%), for percentiles
-  // Rows that implausible_row calls physically impossible (measurement artefacts), and the
-  // MAPE over the others; every row counts in `rows` and `mape_pct`.
-  int64_t implausible_rows = 0;
-  double plausible_ape_sum_pct = 0;
+// APEs of one forecaster over rows: their mean over every row and over the plausible ones
+// (rows that implausible_row calls physically impossible, measurement artefacts, are left out
+// of the latter but counted in `rows`).
+struct ApeTally {
+  int64_t rows = 0, implausible_rows = 0;
+  double ape_sum_pct = 0, plausible_ape_sum_pct = 0;
   double mape_pct() const { return rows ? ape_sum_pct / rows : 0; }
-  double roofline_mape_pct() const { return rows ? roofline_ape_sum_pct / rows : 0; }
   double plausible_mape_pct() const {
     return rows > implausible_rows ? plausible_ape_sum_pct / double(rows - implausible_rows) : 0;
   }
-  // The family's fitted roofline alone (families with a prior): its MAPE over every row and
-  // over the plausible ones.
-  int64_t prior_rows = 0, prior_implausible_rows = 0;
-  double prior_ape_sum_pct = 0, prior_plausible_ape_sum_pct = 0;
-  double prior_mape_pct() const { return prior_rows ? prior_ape_sum_pct / prior_rows : 0; }
-  double prior_plausible_mape_pct() const {
-    return prior_rows > prior_implausible_rows ? prior_plausible_ape_sum_pct / double(prior_rows - prior_implausible_rows) : 0;
-  }
+  void add(double ape, bool plausible);
+};
+
+// The forecast's tally (the base), the plain roofline's MAPE, per-row APEs for percentiles,
+// and the family's fitted roofline alone (`prior`; families with a prior, else empty).
+struct ErrorStats : ApeTally {
+  double roofline_ape_sum_pct = 0;
+  std::vector<double> apes;  // per-row APE (%), for percentiles
+  ApeTally prior;
+  double roofline_mape_pct() const { return rows ? roofline_ape_sum_pct / rows : 0; }
   double percentile_pct(double p) const;
   // prior_ape < 0: the row's family has no prior.
   void add(double ape, double roof_ape, bool plausible = true, double prior_ape = -1);

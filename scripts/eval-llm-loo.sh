@@ -8,6 +8,8 @@
 #   memory_op:            A100, A40 (vidur) + RTX 4090 (LLMServingSim)
 # Usage: scripts/eval-llm-loo.sh [OUT] [extra train args, e.g. --epochs 10]
 # Families: $FAMILIES (default: gemm context_attention generation_attention moe memory_op).
+# EVAL_ONLY=1 re-scores the fold weights already under OUT (after a change to the forecast
+# path, e.g. a clamp) without training again; a missing fold is an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-out/llm-loo}"; shift || true
@@ -22,11 +24,18 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
     dev="NVIDIA $gpu"
     tag="${gpu// /_}"
     w="$OUT/$fam-weights-without-$tag"
-    echo "== $fam: train without $dev" >&2
+    echo "== $fam: $([ "${EVAL_ONLY:-0}" = 1 ] && echo "re-score" || echo "train") without $dev" >&2
     # Start from the bundled weights so that the other families (the vidur files also hold
     # GEMMs and memory ops) are forecast too; only $fam is retrained.
-    rm -rf "$w"; cp -r weights "$w"
-    "$TC" -q train --family "$fam" --llm-dir "$LLM" --exclude-gpu "$dev" --out "$w" "$@" > "$OUT/$fam-train-without-$tag.csv"
+    if [ "${EVAL_ONLY:-0}" = 1 ]; then
+      if [ ! -f "$w/manifest.yaml" ]; then
+        echo "eval-llm-loo: EVAL_ONLY=1 but $w/manifest.yaml is missing (train that fold first)" >&2
+        exit 1
+      fi
+    else
+      rm -rf "$w"; cp -r weights "$w"
+      "$TC" -q train --family "$fam" --llm-dir "$LLM" --exclude-gpu "$dev" --out "$w" "$@" > "$OUT/$fam-train-without-$tag.csv"
+    fi
     mapfile -t files < <(files_of "$fam" "$gpu")
     data=()
     for f in "${files[@]}"; do data+=(--data "$f"); done

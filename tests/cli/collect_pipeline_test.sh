@@ -9,6 +9,15 @@ SWEEP="$SRC/configs/sweeps/smoke.yaml"
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
 ids() { for f in "$1"/*.csv; do tail -n +2 "$f" | awk -F, '{print $NF}'; done | sort; }
+# Waits (up to 60 s) until the run in $1 has written at least 20 rows, so that a kill lands
+# mid-run however slowly the binary starts on a loaded machine (a fixed sleep did not).
+wait_rows() {
+  for _ in $(seq 600); do
+    [ "$(cat "$1"/*.csv 2>/dev/null | wc -l)" -gt 20 ] && return 0
+    sleep 0.1
+  done
+  echo "no rows after 60 s in $1"; exit 1
+}
 
 # A sweep of many tiny configs that runs for several seconds, so that the kills below land
 # mid-run whatever the machine's speed.
@@ -33,7 +42,7 @@ YAML
 # 2. SIGKILL part-way, then resume.
 "$TC" -q collect --sweep "$LONG" --out "$W/run" --backend cpu > /dev/null 2>&1 &
 pid=$!
-sleep 1.5
+wait_rows "$W/run"
 kill -9 "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
 before=$(ids "$W/run" | wc -l)
@@ -58,7 +67,7 @@ grep -q -- "--resume" "$W/err"
 # 4. Ctrl-C finishes the current config, prints its summary and exits 130.
 "$TC" -q collect --sweep "$LONG" --out "$W/int" --backend cpu > "$W/int.out" 2>&1 &
 pid=$!
-sleep 1.5
+wait_rows "$W/int"
 kill -INT "$pid"
 set +e
 wait "$pid"
