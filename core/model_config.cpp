@@ -162,8 +162,7 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
       throw ConfigError(path + ": field 'num_key_value_heads': " + std::to_string(m.heads) +
                         " attention heads are not a multiple of " + std::to_string(m.kv_heads));
   } else {
-    throw ConfigError(path + ": field 'model_type': unsupported '" + m.model_type +
-                      "' (bert, gpt2, opt, switch_transformers, llama, mistral, qwen2, qwen3, mixtral, qwen3_moe)");
+    throw ConfigError(path + ": field 'model_type': unsupported '" + m.model_type + "' (" + model_type_list() + ")");
   }
   m.torch_dtype = str("torch_dtype", "");
   // Dropout probabilities (they decide which tensors training keeps for the backward pass).
@@ -196,9 +195,17 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
   return m;
 }
 
-bool is_llm_family(const std::string& t) {
-  static const char* types[] = {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe"};
-  return std::find(std::begin(types), std::end(types), t) != std::end(types);
+std::string model_type_list(bool llm_only) {
+  std::string out;
+  for (const auto& t : kModelTypes)
+    if (!llm_only || t.schema == ConfigSchema::kHfDecoder) out += (out.empty() ? "" : ", ") + std::string(t.type);
+  return out;
+}
+
+bool is_llm_family(const std::string& type) {
+  for (const auto& t : kModelTypes)
+    if (type == t.type) return t.schema == ConfigSchema::kHfDecoder;
+  return false;
 }
 
 double model_parameters(const ModelConfig& m) {
@@ -225,7 +232,7 @@ double model_parameters(const ModelConfig& m) {
     return v * h + stack(m.layers, m.encoder_sparse_step, 0) + stack(m.decoder_layers, m.decoder_sparse_step, attn) + 2 * h;
   }
   const double layer = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;  // attn + mlp + 2 LNs
-  const double e = m.embed_dim > 0 ? m.embed_dim : h;
+  const double e = double(embed_width(m));
   double emb = v * e + double(m.max_positions) * h + (e != h ? 2 * e * h : 0);
   if (m.model_type == "bert") emb += 2 * h + 2 * h;  // token types + embedding LN
   return emb + m.layers * layer + 2 * h;

@@ -48,8 +48,32 @@ struct ModelConfig {
 // missing or non-positive fields throw ConfigError naming the file and field.
 ModelConfig load_model_config(const std::string& spec, const std::string& models_dir);
 std::vector<std::string> bundled_models(const std::string& models_dir);
+// Every Hugging Face model_type tilecast reads, once: the key set its config.json uses.
+// The graph builder has a row of kArchTable (core/op_graph.cpp) for each, and no other
+// (graph_model_types(); checked by a test).
+enum class ConfigSchema {
+  kDense,      // gpt2, bert, opt: their own key names for the same sizes
+  kSwitch,     // T5-style keys (d_model, d_kv, d_ff, num_experts)
+  kHfDecoder,  // LlamaConfig and its relatives: the decoder-only LLM families
+};
+struct ModelTypeInfo {
+  const char* type;
+  ConfigSchema schema;
+};
+inline constexpr ModelTypeInfo kModelTypes[] = {
+    {"bert", ConfigSchema::kDense},          {"gpt2", ConfigSchema::kDense},
+    {"opt", ConfigSchema::kDense},           {"switch_transformers", ConfigSchema::kSwitch},
+    {"llama", ConfigSchema::kHfDecoder},     {"mistral", ConfigSchema::kHfDecoder},
+    {"qwen2", ConfigSchema::kHfDecoder},     {"qwen3", ConfigSchema::kHfDecoder},
+    {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
+};
+// The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).
+std::string model_type_list(bool llm_only = false);
 // Decoder-only LLM families built by the parameterised decoder (RMSNorm, RoPE, GQA, SwiGLU, MoE).
 bool is_llm_family(const std::string& model_type);
+// Width of the token embeddings: word_embed_proj_dim where the config projects them
+// (OPT-350m: narrower than the model), else the hidden size.
+inline int64_t embed_width(const ModelConfig& m) { return m.embed_dim > 0 ? m.embed_dim : m.hidden; }
 // Parameter count (weights + biases + norms + embeddings), for the optimizer estimate.
 double model_parameters(const ModelConfig& m);
 

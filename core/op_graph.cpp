@@ -485,7 +485,7 @@ void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind m
 void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq,
                  const std::string& stack) {
   const int64_t t = batch * seq, h = m.hidden;
-  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;  // OPT-350m: embeddings narrower than the model
+  const int64_t e = embed_width(m);
   const bool hidden_dropout = m.hidden_dropout > 0, decoder = stack == "decoder";
   const std::string sp = stack.empty() ? "" : stack + ".";
   // Embeddings.
@@ -539,7 +539,7 @@ void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t ba
 
 void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int64_t seq) {
   const int64_t t = batch * seq, h = m.hidden;
-  const int64_t e = m.embed_dim > 0 ? m.embed_dim : h;
+  const int64_t e = embed_width(m);
   if (a.encoder_decoder) {
     build_stack(b, a, m, batch, seq, "encoder");
     build_stack(b, a, m, batch, seq, "decoder");
@@ -626,11 +626,17 @@ double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
   return std::max(1.0, double(e) * (1.0 - p_miss));
 }
 
+std::vector<std::string> graph_model_types() {
+  std::vector<std::string> out;
+  for (const auto& a : kArchTable) out.push_back(a.type);
+  return out;
+}
+
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp) {
   if (!is_llm_family(m.model_type))
-    throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families "
-                      "(llama, mistral, qwen2, qwen3, mixtral, qwen3_moe), not '" + m.model_type + "'");
+    throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
+                      model_type_list(true) + "), not '" + m.model_type + "'");
   TC_CHECK(phase == Mode::kPrefill || phase == Mode::kDecode, "serving graph of a training/inference mode");
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
   const char* tok_flag = phase == Mode::kPrefill ? "--seq" : "--context";

@@ -87,6 +87,8 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 // Expected number of distinct experts hit when `tokens` tokens each pick `k` of `e` experts
 // uniformly: e (1 - (1 - k/e)^tokens), at least 1.
 double expected_experts_hit(int64_t tokens, int64_t k, int64_t e);
+// The model types the graph builder has an architecture row for (kArchTable), in its order.
+std::vector<std::string> graph_model_types();
 
 // torch.compile-style fusion for inference: maximal runs of non-GEMM operators become one
 // kernel each (costed as one pass over the run's external inputs and final output, routed to

@@ -75,6 +75,20 @@ TEST(ModelConfig, BundledModelsLoad) {
   expect_error<ConfigError>([] { load_model_config("llama-70b", models_dir()); }, {"unknown model 'llama-70b'"});
 }
 
+// The config reader and the graph builder list the same model types (each in its own table).
+TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
+  std::vector<std::string> read;
+  for (const auto& t : kModelTypes) read.push_back(t.type);
+  std::vector<std::string> built = graph_model_types();
+  std::sort(read.begin(), read.end());
+  std::sort(built.begin(), built.end());
+  EXPECT_EQ(read, built);
+  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe");
+  EXPECT_TRUE(is_llm_family("qwen3_moe"));
+  EXPECT_FALSE(is_llm_family("switch_transformers"));
+  EXPECT_FALSE(is_llm_family("falcon"));
+}
+
 TEST(ModelConfig, BadConfigsAreOneLineErrors) {
   std::string dir = ::testing::TempDir();
   auto write = [&](const std::string& name, const std::string& text) {
