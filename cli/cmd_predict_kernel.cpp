@@ -14,6 +14,13 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict-kernel options");
   std::string op, shape, gpu, weights, gpu_dir, format, dtype, kv_dtype, routing;
   int64_t window = 0, moe_tp = 1, moe_ep = 1;
+  // Each family's dtypes and default, from kFamilyTable.
+  std::string dtype_help;
+  for (Family f : kAllFamilies)
+    if (is_dtyped(f))
+      dtype_help += std::string(family_name(f)) + ": " + dtype_set_names(family_traits(f).dtypes) + " (default " +
+                    dtype_name(family_traits(f).default_dtype) + "); ";
+  dtype_help += "the FP32 families (NeuSight's): fp32 only";
   desc.add_options()("op", po::value(&op)->required(),
                      "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln "
                      "(FP32, NeuSight's families); gemm (tensor cores), attention_prefill, attention_decode, rmsnorm, silu_mul, "
@@ -23,9 +30,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "attention_prefill: B,S,H,KV,D; attention_decode: B,CTX,H,KV,D; rmsnorm, residual_add: T,H (tokens, hidden); "
       "silu_mul: T,F (F = FFN width of one rank); rope: T,W (W = (heads + KV heads) x head_dim); "
       "moe: T,H,F,K,E (tokens, hidden, expert FFN width, top-k, experts)")(
-      "dtype", po::value(&dtype),
-      "fp32|tf32|fp16|bf16|fp8|fp8_static|fp8_block: gemm and attention (default bf16); memory ops: fp32|fp16|bf16 "
-      "(default bf16); the FP32 families take fp32 only")(
+      "dtype", po::value(&dtype), dtype_help.c_str())(
       "kv-dtype", po::value(&kv_dtype), "attention: KV cache dtype (default: --dtype)")(
       "window", po::value(&window)->default_value(0), "attention: sliding window in tokens (0 = none)")(
       "moe-tp", po::value(&moe_tp)->default_value(1), "moe: ranks the expert FFN width is split over")(

@@ -168,6 +168,10 @@ Sweep load_sweep(const std::string& path) {
     if (f.samples_per_cell < 1 || f.samples_per_cell > 100000)
       throw ConfigError(where + ".samples_per_cell: out of range [1, 100000]");
     if (f.ops.empty()) throw ConfigError(where + ".ops: empty");
+    for (const auto& d : s.dtypes)
+      if (const std::string why = dtype_refusal(f.ops.front(), sweep_dtype(d)); !why.empty())
+        throw ConfigError(where + ": the sweep's dtype " + d + " is not modelled: " + why +
+                          " (sweep this family in a file of its own)");
     s.families.push_back(f);
   }
   int64_t total = 0;

@@ -91,6 +91,22 @@ DType dtype_from_string(const std::string& s) {
   return d;
 }
 
+std::string dtype_set_names(DTypeSet set) {
+  std::string out;
+  for (DType d : kAllDTypes)
+    if (set & dtype_bit(d)) out += (out.empty() ? "" : ", ") + std::string(dtype_name(d));
+  return out;
+}
+
+std::string dtype_refusal(OpKind op, DType d) {
+  const Family f = op_family(op);
+  if (family_models_dtype(f, d)) return "";
+  std::string why = std::string("op '") + op_name(op) + "' (family " + family_name(f) + ") is modelled in " +
+                    dtype_set_names(family_traits(f).dtypes);
+  if (!is_dtyped(f)) why += " (NeuSight's FP32 data; --op gemm for tensor-core GEMMs)";
+  return why;
+}
+
 int dtype_size(DType d) {
   switch (d) {
     case DType::kFp32: case DType::kTf32: return 4;

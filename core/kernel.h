@@ -11,11 +11,7 @@
 
 namespace tilecast {
 
-// Element type of a kernel's inputs. fp8 is per-tensor scaled with the activation's scale
-// computed per call (dynamic: an absmax pass, then the quantising pass), fp8_static per-tensor
-// with a calibrated activation scale (the quantising pass only), fp8_block block-scaled (128x128
-// weight scales, 1x128 activation groups, DeepSeek-style); all run on the FP8 tensor-core peak.
-enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static };
+// DType (core/op_kind.h): the element type of a kernel's inputs.
 const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static
 inline bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block || d == DType::kFp8Static; }
 // Block and static scaling are GEMM quantisation schemes: attention and KV caches have neither.
@@ -23,6 +19,10 @@ inline bool is_gemm_scaling_scheme(DType d) { return d == DType::kFp8Block || d 
 // Our names plus the data's spellings (bfloat16, float16, float32); false if unknown.
 bool try_dtype_from_string(const std::string& s, DType* out);
 DType dtype_from_string(const std::string& s);  // ConfigError listing the known ones
+std::string dtype_set_names(DTypeSet s);        // "fp32, fp16, bf16", in DType order
+// "" when op's family models d, else why not: "op 'rope' (family memory_op) is modelled in
+// fp32, fp16, bf16"; callers prefix the flag or the file and column.
+std::string dtype_refusal(OpKind op, DType d);
 int dtype_size(DType d);                         // bytes per element: 4, 4, 2, 2, 1, 1, 1
 // The GPU's dense tensor-core peak for `d` (GFLOP/s) as its spec sheet states it; fp32 is the
 // SIMT GEMM peak. A GPU without that tensor path (FP8 before Ada/Hopper) is ConfigError naming

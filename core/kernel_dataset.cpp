@@ -77,7 +77,7 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
   const int c_src = csv.column("kernel_source");
   const int c_status = csv.column("status");  // `tilecast collect` files: failed configs have no latency
   std::vector<KernelSample> rows;
-  std::map<std::string, int64_t> skipped;
+  std::map<std::pair<Family, std::string>, int64_t> skipped;  // rows not modelled, by family and what
   std::vector<std::string> f;
   auto col = [&](const char* name) {
     const int c = csv.column(name);
@@ -113,12 +113,14 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
       const bool prefill = f[c_op] == "context_attention";
       DType d, kvd;
       const int c_ad = col("attn_dtype"), c_kd = col("kv_cache_dtype");
-      if (!try_dtype_from_string(f[c_ad], &d) || !try_dtype_from_string(f[c_kd], &kvd)) {
-        ++skipped[f[c_ad] + "/" + f[c_kd]];
+      const OpKind op = prefill ? OpKind::kAttnPrefill : OpKind::kAttnDecode;
+      if (!try_dtype_from_string(f[c_ad], &d) || !try_dtype_from_string(f[c_kd], &kvd) ||
+          !dtype_refusal(op, d).empty() || !dtype_refusal(op, kvd).empty()) {
+        ++skipped[{op_family(op), f[c_ad] + "/" + f[c_kd]}];
         continue;
       }
       if (dim(col("beam_width"), "beam_width", 1) != 1) {
-        ++skipped["beam_width>1"];
+        ++skipped[{op_family(op), "beam_width > 1"}];
         continue;
       }
       const int c_win = csv.column("window_size");
@@ -134,9 +136,8 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
     if (f[c_op] == "moe") {
       DType d;
       const int c_md = col("moe_dtype");
-      if (!try_dtype_from_string(f[c_md], &d) || (d != DType::kBf16 && d != DType::kFp16 && d != DType::kFp8 &&
-                                                  d != DType::kFp8Block && d != DType::kFp32)) {
-        ++skipped[f[c_md]];  // int4_wo, mxfp4, nvfp4: weight-only / FP4 kernels are not modelled
+      if (!try_dtype_from_string(f[c_md], &d) || !dtype_refusal(OpKind::kMoe, d).empty()) {
+        ++skipped[{Family::kMoe, f[c_md]}];  // int4_wo, mxfp4, nvfp4: weight-only / FP4 kernels are not modelled
         continue;
       }
       const std::string dist = f[col("distribution")];
@@ -156,16 +157,17 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
     for (int c : {c_dtype, c_m, c_n, c_k})
       if (c < 0) throw DataError(where(path, 1) + ": gemm rows need columns gemm_dtype, m, n, k");
     DType d;
-    if (!try_dtype_from_string(f[c_dtype], &d)) {
-      ++skipped[f[c_dtype]];  // e.g. nvfp4: no FP4 model (counted and reported)
+    if (!try_dtype_from_string(f[c_dtype], &d) || !dtype_refusal(OpKind::kGemm, d).empty()) {
+      ++skipped[{Family::kGemm, f[c_dtype]}];  // e.g. nvfp4: no FP4 model (counted and reported)
       continue;
     }
     // F.linear(a[m, k], b[n, k]): m tokens, k in-features (our N), n out-features (our K).
     emit(gemm_q(dim(c_m, "m", 1), dim(c_k, "k", 1), dim(c_n, "n", 1), d));
   }
   for (const auto& kv : skipped)
-    TC_LOG(Warn) << path << ": skipped " << kv.second << " rows of '" << kv.first
-                 << "' (not modelled: dtypes fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block and beam width 1 are)";
+    TC_LOG(Warn) << path << ": skipped " << kv.second << " rows of " << family_name(kv.first.first) << " '"
+                 << kv.first.second << "' (not modelled; " << family_name(kv.first.first) << " is modelled in "
+                 << dtype_set_names(family_traits(kv.first.first).dtypes) << ", beam width 1 only)";
   return rows;
 }
 
@@ -381,17 +383,17 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
     if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
       throw DataError(where(path, line) + ": column 'Latency': " + f[c_lat] + " ms outside (0, " +
                       std::to_string(static_cast<long long>(kMaxKernelLatencyMs)) + "]");
-    // NeuSight's families model FP32 kernels; rows of another dtype would be silently mixed
-    // into them. The dtyped families (gemm, memory_op; written by our collector) carry theirs.
-    const bool dtyped = family_traits(op_family(op)).dtyped;
-    if (!dtyped && c_dtype >= 0 && !f[c_dtype].empty() && f[c_dtype] != "fp32")
-      throw DataError(where(path, line) + ": column 'dtype': '" + f[c_dtype] +
-                      "' rows are not modelled (these families are FP32 only); collect them into another folder");
-    if (dtyped) {
-      if (c_dtype < 0 || f[c_dtype].empty())
-        throw DataError(where(path, line) + ": column 'dtype': required for op " + f[c_op]);
+    // A row of a dtype its family does not model (kFamilyTable) would be silently mixed into
+    // it. NeuSight's files have no dtype column (FP32); the dtyped families (gemm, memory_op;
+    // written by our collector) must carry theirs.
+    const bool dtyped = is_dtyped(op_family(op));
+    if (dtyped && (c_dtype < 0 || f[c_dtype].empty()))
+      throw DataError(where(path, line) + ": column 'dtype': required for op " + f[c_op]);
+    if (c_dtype >= 0 && !f[c_dtype].empty()) {
       if (!try_dtype_from_string(f[c_dtype], &s.query.dtype))
         throw DataError(where(path, line) + ": column 'dtype': unknown dtype '" + f[c_dtype] + "'");
+      if (const std::string why = dtype_refusal(op, s.query.dtype); !why.empty())
+        throw DataError(where(path, line) + ": column 'dtype': '" + f[c_dtype] + "' rows are not modelled: " + why);
     }
     s.device = f[c_dev];
     if (s.device.empty()) throw DataError(where(path, line) + ": column 'Device' is empty");

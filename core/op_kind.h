@@ -34,6 +34,28 @@ enum class OpKind {
   kCount
 };
 
+// Element type of a kernel's inputs. fp8 is per-tensor scaled with the activation's scale
+// computed per call (dynamic: an absmax pass, then the quantising pass), fp8_static per-tensor
+// with a calibrated activation scale (the quantising pass only), fp8_block block-scaled (128x128
+// weight scales, 1x128 activation groups, DeepSeek-style); all run on the FP8 tensor-core peak.
+// Names, sizes and parsing: core/kernel.h.
+enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static };
+constexpr DType kAllDTypes[] = {DType::kFp32, DType::kTf32,     DType::kFp16,      DType::kBf16,
+                                DType::kFp8,  DType::kFp8Block, DType::kFp8Static};
+
+// A set of dtypes, one bit per DType.
+using DTypeSet = unsigned;
+constexpr DTypeSet dtype_bit(DType d) { return 1u << static_cast<unsigned>(d); }
+constexpr DTypeSet kFp32Only = dtype_bit(DType::kFp32);
+// The model's activation dtypes (memory-bound layer ops run in them).
+constexpr DTypeSet kActivationDTypes = kFp32Only | dtype_bit(DType::kFp16) | dtype_bit(DType::kBf16);
+// Attention and KV caches: no GEMM scaling scheme (block or static FP8 scaling).
+constexpr DTypeSet kAttentionDTypes =
+    kActivationDTypes | dtype_bit(DType::kTf32) | dtype_bit(DType::kFp8);
+constexpr DTypeSet kGemmDTypes = kAttentionDTypes | dtype_bit(DType::kFp8Block) | dtype_bit(DType::kFp8Static);
+// Fused MoE: the data's bf16, fp16, fp8 (per-tensor) and fp8_block; fp32 from `tilecast collect`.
+constexpr DTypeSet kMoeDTypes = kActivationDTypes | dtype_bit(DType::kFp8) | dtype_bit(DType::kFp8Block);
+
 // One MLP per family.
 enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kMemoryOp, kMoe, kCount };
 
@@ -96,23 +118,27 @@ struct FamilyTraits {
   const char* alias2;
   FamilyData data;
   FamilyModel model;
-  bool dtyped;          // takes --dtype beyond fp32 (tensor cores, serving dtypes)
+  DTypeSet dtypes;      // the dtypes it models (NeuSight's families: fp32 only)
+  DType default_dtype;  // predict-kernel's --dtype when none is given
   const char* shape;    // --shape schema, for help and errors
 };
 // Order must follow Family (checked by static_assert in op_kind.cpp).
 inline constexpr std::array<FamilyTraits, static_cast<size_t>(Family::kCount)> kFamilyTable = {{
-    {Family::kBmm, "bmm", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,M,N,K"},
-    {Family::kLinear, "linear", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "M,N,K"},
-    {Family::kElementwise, "elementwise", "vec", "elem", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,H"},
-    {Family::kSoftmax, "softmax", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,H"},
-    {Family::kLayerNorm, "layernorm", "ln", "", FamilyData::kNeuSight, FamilyModel::kMlp, false, "B,H"},
-    {Family::kGemm, "gemm", "", "", FamilyData::kLlmKernels, FamilyModel::kMlp, true, "M,N,K"},
+    {Family::kBmm, "bmm", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, kFp32Only, DType::kFp32, "B,M,N,K"},
+    {Family::kLinear, "linear", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, kFp32Only, DType::kFp32, "M,N,K"},
+    {Family::kElementwise, "elementwise", "vec", "elem", FamilyData::kNeuSight, FamilyModel::kMlp, kFp32Only,
+     DType::kFp32, "B,H"},
+    {Family::kSoftmax, "softmax", "", "", FamilyData::kNeuSight, FamilyModel::kMlp, kFp32Only, DType::kFp32, "B,H"},
+    {Family::kLayerNorm, "layernorm", "ln", "", FamilyData::kNeuSight, FamilyModel::kMlp, kFp32Only, DType::kFp32,
+     "B,H"},
+    {Family::kGemm, "gemm", "", "", FamilyData::kLlmKernels, FamilyModel::kMlp, kGemmDTypes, DType::kBf16, "M,N,K"},
     {Family::kAttnPrefill, "context_attention", "attention_prefill", "", FamilyData::kLlmKernels, FamilyModel::kMlp,
-     true, "B,S,H,KV,D"},
+     kAttentionDTypes, DType::kBf16, "B,S,H,KV,D"},
     {Family::kAttnDecode, "generation_attention", "attention_decode", "", FamilyData::kLlmKernels, FamilyModel::kMlp,
-     true, "B,CTX,H,KV,D"},
-    {Family::kMemoryOp, "memory_op", "", "", FamilyData::kLlmKernels, FamilyModel::kPhysics, true, "T,W"},
-    {Family::kMoe, "moe", "", "", FamilyData::kLlmKernels, FamilyModel::kMlp, true, "T,H,F,K,E"},
+     kAttentionDTypes, DType::kBf16, "B,CTX,H,KV,D"},
+    {Family::kMemoryOp, "memory_op", "", "", FamilyData::kLlmKernels, FamilyModel::kPhysics, kActivationDTypes,
+     DType::kBf16, "T,W"},
+    {Family::kMoe, "moe", "", "", FamilyData::kLlmKernels, FamilyModel::kMlp, kMoeDTypes, DType::kBf16, "T,H,F,K,E"},
 }};
 inline const FamilyTraits& family_traits(Family f) { return kFamilyTable.at(static_cast<size_t>(f)); }
 
@@ -123,6 +149,9 @@ constexpr std::array<Family, 10> kAllFamilies = {Family::kBmm,       Family::kLi
                                                  Family::kAttnPrefill, Family::kAttnDecode, Family::kMemoryOp,
                                                  Family::kMoe};
 static_assert(kAllFamilies.size() == static_cast<size_t>(Family::kCount), "kAllFamilies lists every family");
+// Takes dtypes beyond fp32 (tensor cores, serving dtypes), i.e. its rows and queries carry one.
+inline bool is_dtyped(Family f) { return family_traits(f).dtypes != kFp32Only; }
+inline bool family_models_dtype(Family f, DType d) { return (family_traits(f).dtypes & dtype_bit(d)) != 0; }
 // MLP families (every family but memory_op, whose physics coefficients are fitted, not learnt).
 inline bool is_mlp_family(Family f) { return family_traits(f).model == FamilyModel::kMlp; }
 // NeuSight's FP32 families (trained on its five GPUs) and the LLM-era ones (../shared/llm-kernels).

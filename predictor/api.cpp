@@ -57,43 +57,34 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   OpKind kind;
   if (!try_op_kind_from_string(a.op, &kind)) throw ConfigError("--op: unknown op '" + a.op + "'");
   KernelQuery q = parse_query(kind, a.shape);
-  const bool llm = family_traits(op_family(kind)).dtyped;
-  const std::string dtype = a.dtype.empty() ? (llm ? "bf16" : "fp32") : a.dtype;
+  const Family fam = op_family(kind);
+  const std::string dtype = a.dtype.empty() ? dtype_name(family_traits(fam).default_dtype) : a.dtype;
   const std::string kv_dtype = a.kv_dtype.empty() ? dtype : a.kv_dtype;
   const DType dt = dtype_flag("--dtype", dtype), kvd = dtype_flag("--kv-dtype", kv_dtype);
+  // Each family's dtypes are a row of kFamilyTable (core/op_kind.h).
+  if (const std::string why = dtype_refusal(kind, dt); !why.empty()) throw ConfigError("--dtype " + dtype + ": " + why);
   if (a.window < 0) throw ConfigError("--window: expected >= 0, got " + std::to_string(a.window));
   const bool moe = kind == OpKind::kMoe;
   if (!moe && (a.moe_tp != 1 || a.moe_ep != 1 || a.routing != "balanced"))
     throw ConfigError("--moe-tp/--moe-ep/--routing apply to --op moe only");
+  if (!a.kv_dtype.empty() && !is_attention(fam)) throw ConfigError("--kv-dtype applies to attention ops only");
   if (moe) {
     double alpha = 0;
     if (!try_parse_routing(a.routing, &alpha))
       throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
                         a.routing + "'");
-    // fp32: MoE layers collected by `tilecast collect` (the bundled data has none; its
-    // networks clamp the dtype feature to their bf16/fp8 range).
-    if (dt != DType::kBf16 && dt != DType::kFp16 && dt != DType::kFp8 && dt != DType::kFp8Block && dt != DType::kFp32)
-      throw ConfigError("--dtype " + dtype + ": fused MoE is modelled in bf16, fp16, fp8, fp8_block and fp32");
     q = moe_q(q.b, q.h, q.n, q.topk, q.experts, a.moe_tp, a.moe_ep, dt, alpha);
     validate_query(q, "--shape");
   } else if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);
-  } else if (is_attention(op_family(kind))) {
-    if (is_gemm_scaling_scheme(dt))
-      throw ConfigError("--dtype " + dtype + ": attention runs in fp32, tf32, fp16, bf16 or fp8");
-    if (is_gemm_scaling_scheme(kvd))
-      throw ConfigError("--kv-dtype " + kv_dtype + ": attention runs in fp32, tf32, fp16, bf16 or fp8");
+  } else if (is_attention(fam)) {
+    if (const std::string why = dtype_refusal(kind, kvd); !why.empty())
+      throw ConfigError("--kv-dtype " + kv_dtype + ": " + why);
     q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, a.window)
                                      : attention_decode_q(q.b, q.ctx, q.k, q.h, q.n, dt, kvd, a.window);
     validate_query(q, "--shape");
-  } else if (op_family(kind) == Family::kMemoryOp) {
-    if (dt != DType::kFp32 && dt != DType::kFp16 && dt != DType::kBf16)
-      throw ConfigError("--dtype " + dtype + ": op '" + op_name(kind) +
-                        "' runs in the model's activation dtype: fp32, fp16 or bf16");
+  } else {
     q.dtype = dt;
-  } else if (dt != DType::kFp32) {
-    throw ConfigError("--dtype " + dtype + ": op '" + op_name(kind) +
-                      "' is modelled in fp32 only (NeuSight's FP32 data); use --op gemm for tensor-core GEMMs");
   }
   return q;
 }

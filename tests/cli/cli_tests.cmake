@@ -81,7 +81,7 @@ tc_cli_fail(fuzz_sweep_complex_key "sweep_complex_key.yaml: .*a key is not a pla
 # Tensor-core GEMMs: dtype errors are one line (the GPU, the dtype and the op named).
 tc_cli_fail(gemm_fp8_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8;--gpu;A100-SXM4-40GB")
 tc_cli_fail(unknown_dtype "--dtype: unknown dtype 'int3'" "${TC};predict-kernel;--op;gemm;--shape;64,64,64;--dtype;int3;--gpu;H100-SXM")
-tc_cli_fail(fp16_on_fp32_family "--dtype fp16: op 'softmax' is modelled in fp32 only" "${TC};predict-kernel;--op;softmax;--shape;64,64;--dtype;fp16;--gpu;H100-SXM")
+tc_cli_fail(fp16_on_fp32_family "--dtype fp16: op 'softmax' .family softmax. is modelled in fp32 .NeuSight's FP32 data" "${TC};predict-kernel;--op;softmax;--shape;64,64;--dtype;fp16;--gpu;H100-SXM")
 tc_cli_fail(eval_aic_unknown_op "aic_unknown_op.csv:2: column .op_name.: .allreduce. is not modelled" "${TC};eval-kernels;--data;${D}/bad/aic_unknown_op.csv")
 tc_cli_test(eval_aic_moe_json "\"moe/bf16\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aic_moe_small.csv --format json)
 # Two L40S decode rows copied from aiconfigurator: 2.1 GB of KV cache "read" in 27 us is
@@ -104,9 +104,9 @@ tc_cli_test(predict_kernel_decode_not_twin_json "\"network_correction\": false" 
 tc_cli_test(predict_kernel_raised_to_peak "latency_ms +17.78[0-9]* .*raised to the sheet's compute peak" ${TC} predict-kernel --op attention_prefill --shape 2,16384,64,8,256 --dtype bf16 --gpu H100-SXM)
 tc_cli_test(predict_kernel_raised_to_peak_json "\"raised_to_peak\": true" ${TC} predict-kernel --op attention_prefill --shape 2,16384,64,8,256 --dtype bf16 --gpu H100-SXM --format json)
 tc_cli_fail(predict_kernel_gemm_shape_schema "--shape: gemm takes M,N,K" "${TC};predict-kernel;--op;gemm;--shape;1,2;--gpu;H100-SXM")
-tc_cli_fail(predict_kernel_attn_fp8_block "--dtype fp8_block: attention runs in fp32, tf32, fp16, bf16 or fp8" "${TC};predict-kernel;--op;attention_decode;--shape;8,1024,32,8,128;--dtype;fp8_block;--gpu;H100-SXM")
+tc_cli_fail(predict_kernel_attn_fp8_block "--dtype fp8_block: op 'generation_attention' .family generation_attention. is modelled in fp32, tf32, fp16, bf16, fp8" "${TC};predict-kernel;--op;attention_decode;--shape;8,1024,32,8,128;--dtype;fp8_block;--gpu;H100-SXM")
 tc_cli_fail(predict_kv_fp8_static "--kv-dtype fp8_static: the KV cache is fp32, fp16, bf16 or fp8" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;128;--kv-dtype;fp8_static")
-tc_cli_fail(predict_kernel_rope_fp8_static "--dtype fp8_static: op 'rope' runs in the model's activation dtype" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8_static;--gpu;H100-SXM")
+tc_cli_fail(predict_kernel_rope_fp8_static "--dtype fp8_static: op 'rope' .family memory_op. is modelled in fp32, fp16, bf16" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8_static;--gpu;H100-SXM")
 tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)
 tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --model gpt2-large --gpu T4 --batch 1 --seq 64 --mode train --format json)
 
@@ -123,12 +123,13 @@ tc_cli_fail(predict_decode_needs_context "--mode decode needs --context" "${TC};
 tc_cli_fail(predict_inference_bf16 "--dtype bf16: --mode inference models eager FP32" "${TC};predict;--model;llama-3.1-8b;--gpu;T4;--mode;inference;--batch;1;--seq;16;--dtype;bf16")
 tc_cli_fail(predict_generate_one_token "--gen: 1 out of range" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;16;--gen;1")
 tc_cli_test(predict_kernel_rmsnorm_json "\"model\": \"physics" ${TC} predict-kernel --op rmsnorm --shape 4096,8192 --gpu H100-SXM --format json)
-tc_cli_fail(predict_kernel_rope_fp8 "--dtype fp8: op 'rope' runs in the model's activation dtype" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8;--gpu;H100-SXM")
+tc_cli_fail(predict_kernel_rope_fp8 "--dtype fp8: op 'rope' .family memory_op. is modelled in fp32, fp16, bf16" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8;--gpu;H100-SXM")
 # Fused MoE kernels: load model fields in JSON, one-line errors for bad routing and shapes.
 tc_cli_test(predict_kernel_moe_json "\"experts_hit\": 2" ${TC} predict-kernel --op moe --shape 1,4096,14336,2,8 --moe-tp 2 --gpu H100-SXM --format json)
 tc_cli_fail(eval_kernels_holdout_range "--holdout-shapes: expected a percentage in 1..50, got 75" "${TC};eval-kernels;--data;x.csv;--holdout-shapes;75")
 tc_cli_fail(eval_kernels_li_without_rows "--li-dir: needs --rows-csv" "${TC};eval-kernels;--data;x.csv;--li-dir;/tmp")
-tc_cli_fail(predict_kernel_moe_tf32 "--dtype tf32: fused MoE is modelled in bf16, fp16, fp8, fp8_block and fp32" "${TC};predict-kernel;--op;moe;--shape;64,4096,1024,2,8;--dtype;tf32;--gpu;H100-SXM")
+tc_cli_fail(predict_kernel_kv_dtype_on_gemm "--kv-dtype applies to attention ops only" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--kv-dtype;fp8;--gpu;H100-SXM")
+tc_cli_fail(predict_kernel_moe_tf32 "--dtype tf32: op 'moe' .family moe. is modelled in fp32, fp16, bf16, fp8, fp8_block" "${TC};predict-kernel;--op;moe;--shape;64,4096,1024,2,8;--dtype;tf32;--gpu;H100-SXM")
 tc_cli_test(predict_kernel_moe_skewed "busiest expert" ${TC} predict-kernel --op moe --shape 512,7168,2048,8,256 --moe-ep 8 --routing power_law_1.2 --dtype fp8_block --gpu B300)
 tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced or power_law_<a>" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,2,8;--routing;zipf;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_topk "top-k 9 exceeds the 8 experts" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,9,8;--gpu;H100-SXM")

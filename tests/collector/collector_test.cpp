@@ -83,6 +83,9 @@ TEST(Sweep, BadFilesNameTheField) {
   expect_error<ConfigError>([] { load_sweep(write_tmp("s4.yaml", "families: {elementwise: {ops: [softmax], b: [1, 2], h: [1, 2]}}\n")); },
                             {"s4.yaml", "'softmax' is not an op of family elementwise"});
   expect_error<ConfigError>([] { load_sweep(write_tmp("s5.yaml", "repeat: 3\nfamilies: {}\n")); }, {"unknown field 'repeat'"});
+  // A dtype one of its families does not model would write rows that train refuses.
+  expect_error<ConfigError>([] { load_sweep(write_tmp("s6.yaml", "dtypes: [fp32, bf16]\nfamilies: {softmax: {b: [1, 2], h: [1, 2]}}\n")); },
+                            {"s6.yaml", "families.softmax", "dtype bf16 is not modelled", "is modelled in fp32"});
 }
 
 TEST(KernelRecords, GroupByConfigTwoPass) {

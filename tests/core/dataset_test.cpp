@@ -54,6 +54,36 @@ TEST(Dataset, BadRowsNameFileLineAndColumn) {
   expect_error<DataError>([] { read_kernel_csv(data_path("bad/unknown_column.csv")); },
                           {"unknown_column.csv:1", "unknown column 'Extra'"});
   expect_error<DataError>([] { read_kernel_csv(data_path("bad/empty.csv")); }, {"empty.csv"});
+  // A dtype its family does not model (kFamilyTable's dtype sets) is one line naming the
+  // column, never rows silently mixed into the family.
+  auto write = [](const std::string& name, const std::string& row) {
+    const std::string p = ::testing::TempDir() + name;
+    std::ofstream(p) << "OPName,Latency,Device,B,H,dtype\n" << row << "\n";
+    return p;
+  };
+  const std::string fp8_norm = write("fp8_rmsnorm.csv", "rmsnorm,0.01,NVIDIA L4,16,4096,fp8");
+  expect_error<DataError>([&] { read_kernel_csv(fp8_norm); },
+                          {"fp8_rmsnorm.csv:2", "column 'dtype'", "'fp8' rows are not modelled",
+                           "memory_op) is modelled in fp32, fp16, bf16"});
+  const std::string bf16_softmax = write("bf16_softmax.csv", "softmax,0.01,NVIDIA L4,16,4096,bf16");
+  expect_error<DataError>([&] { read_kernel_csv(bf16_softmax); },
+                          {"bf16_softmax.csv:2", "column 'dtype'", "(family softmax) is modelled in fp32"});
+  const std::string no_dtype = write("norm_no_dtype.csv", "rmsnorm,0.01,NVIDIA L4,16,4096,");
+  expect_error<DataError>([&] { read_kernel_csv(no_dtype); }, {"norm_no_dtype.csv:2", "column 'dtype': required"});
+  const std::string ok = write("bf16_rmsnorm.csv", "rmsnorm,0.01,NVIDIA L4,16,4096,bf16");
+  const auto rows = read_kernel_csv(ok);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].query.dtype, DType::kBf16);
+}
+
+// Every family's default dtype is one it models; the sets read as the help and errors print them.
+TEST(Kernel, FamilyDtypeSets) {
+  for (Family f : kAllFamilies) EXPECT_TRUE(family_models_dtype(f, family_traits(f).default_dtype)) << family_name(f);
+  EXPECT_EQ(dtype_set_names(family_traits(Family::kGemm).dtypes), "fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static");
+  EXPECT_EQ(dtype_set_names(family_traits(Family::kMoe).dtypes), "fp32, fp16, bf16, fp8, fp8_block");
+  EXPECT_EQ(dtype_refusal(OpKind::kGemm, DType::kFp8Static), "");
+  EXPECT_EQ(dtype_refusal(OpKind::kAttnPrefill, DType::kFp8Static),
+            "op 'context_attention' (family context_attention) is modelled in fp32, tf32, fp16, bf16, fp8");
 }
 
 TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {
