@@ -76,15 +76,37 @@ int64_t configs_in(const FamilySweep& f, size_t n_dtypes, const std::string& whe
   return n;
 }
 
-std::vector<std::string> dim_names(Family f) {
-  if (f == Family::kBmm) return {"b", "m", "n", "k"};
-  if (f == Family::kLinear || f == Family::kGemm) return {"m", "n", "k"};
-  // Attention: query heads = kv_heads x group (GQA); decode attends ctx cached tokens.
-  if (f == Family::kAttnPrefill) return {"b", "s", "kv_heads", "group", "head_dim"};
-  if (f == Family::kAttnDecode) return {"b", "ctx", "kv_heads", "group", "head_dim"};
-  if (f == Family::kMoe) return {"t", "h", "f", "topk", "experts"};  // tokens, hidden, expert FFN width
-  return {"b", "h"};  // memory_op: b = tokens, h = width
+// One row per family: the sweep's dims (its YAML keys, in order) and how a draw becomes the
+// family's --shape dims (core/kernel.h query_from_dims; nullptr: the same numbers). Attention
+// draws KV heads and the GQA group so that every draw is a valid GQA shape (query heads =
+// kv_heads x group); decode attends ctx cached tokens.
+struct SweepSchema {
+  Family family;
+  std::vector<std::string> dims;
+  std::vector<int64_t> (*to_shape)(const std::vector<int64_t>&);
+};
+std::vector<int64_t> attention_shape(const std::vector<int64_t>& v) { return {v[0], v[1], v[2] * v[3], v[2], v[4]}; }
+const std::vector<SweepSchema>& sweep_schemas() {
+  static const std::vector<SweepSchema> table = {
+      {Family::kBmm, {"b", "m", "n", "k"}, nullptr},
+      {Family::kLinear, {"m", "n", "k"}, nullptr},
+      {Family::kElementwise, {"b", "h"}, nullptr},
+      {Family::kSoftmax, {"b", "h"}, nullptr},
+      {Family::kLayerNorm, {"b", "h"}, nullptr},
+      {Family::kGemm, {"m", "n", "k"}, nullptr},
+      {Family::kAttnPrefill, {"b", "s", "kv_heads", "group", "head_dim"}, attention_shape},
+      {Family::kAttnDecode, {"b", "ctx", "kv_heads", "group", "head_dim"}, attention_shape},
+      {Family::kMemoryOp, {"b", "h"}, nullptr},                         // b = tokens, h = width
+      {Family::kMoe, {"t", "h", "f", "topk", "experts"}, nullptr},  // tokens, hidden, expert FFN width
+  };
+  return table;
 }
+const SweepSchema& sweep_schema(Family f) {
+  for (const auto& s : sweep_schemas())
+    if (s.family == f) return s;
+  throw InternalError(std::string("no sweep schema for family ") + family_name(f));
+}
+std::vector<std::string> dim_names(Family f) { return sweep_schema(f).dims; }
 
 }  // namespace
 
@@ -129,8 +151,12 @@ Sweep load_sweep(const std::string& path) {
     try {
       f.family = family_from_string(fname);
     } catch (const ConfigError&) {
-      throw ConfigError(where + ": unknown family (bmm, linear, elementwise, softmax, layernorm, gemm, memory_op, "
-                        "attention_prefill, attention_decode, moe)");
+      std::string known;
+      for (Family k : kAllFamilies) {
+        const FamilyTraits& t = family_traits(k);
+        known += (known.empty() ? "" : ", ") + std::string(*t.alias1 && is_attention(k) ? t.alias1 : t.name);
+      }
+      throw ConfigError(where + ": unknown family (" + known + ")");
     }
     const YAML::Node n = kv.second;
     if (!n.IsMap()) throw ConfigError(where + ": expected a mapping");
@@ -230,17 +256,11 @@ SweepConfig sweep_config(const Sweep& s, int64_t index) {
   c.dtype = dtype;
   c.query.op = op;
   c.query.dtype = sweep_dtype(dtype);
-  if (f.family == Family::kBmm) c.query.b = v[0], c.query.m = v[1], c.query.n = v[2], c.query.k = v[3];
-  else if (f.family == Family::kLinear) c.query.b = 1, c.query.m = v[0], c.query.n = v[1], c.query.k = v[2];
-  else if (f.family == Family::kGemm) c.query = gemm_q(v[0], v[1], v[2], c.query.dtype), c.query.op = op;
-  else if (f.family == Family::kAttnPrefill)
-    c.query = attention_prefill_q(v[0], v[1], v[2] * v[3], v[2], v[4], c.query.dtype, c.query.dtype);
-  else if (f.family == Family::kAttnDecode)
-    c.query = attention_decode_q(v[0], v[1], v[2] * v[3], v[2], v[4], c.query.dtype, c.query.dtype);
-  else if (f.family == Family::kMoe) c.query = moe_q(v[0], v[1], v[2], v[3], v[4], 1, 1, c.query.dtype);
-  else c.query.b = v[0], c.query.h = v[1];
+  const SweepSchema& schema = sweep_schema(f.family);
+  if (schema.to_shape) v = schema.to_shape(v);
   // RoPE rotates head_dim-wide halves: the width is a whole number of 64-wide heads.
-  if (op == OpKind::kRope) c.query.h = std::max<int64_t>(64, (c.query.h + 63) / 64 * 64);
+  if (op == OpKind::kRope) v[1] = std::max<int64_t>(64, (v[1] + 63) / 64 * 64);
+  c.query = query_from_dims(op, v, c.query.dtype, s.origin + ": config " + std::to_string(index));
   std::string shape = query_shape_string(c.query);
   std::replace(shape.begin(), shape.end(), ',', 'x');  // ids stay plain CSV fields
   c.id = std::string(op_name(op)) + "/" + dtype + "/" + shape;

@@ -766,6 +766,14 @@ KernelQuery parse_query(OpKind op, const std::string& shape) {
   return q;
 }
 
+KernelQuery query_from_dims(OpKind op, const std::vector<int64_t>& dims, DType dtype, const std::string& context) {
+  KernelQuery q = physics(op_family(op)).from_dims(op, dims);
+  q.dtype = dtype;
+  if (is_attention(op_family(op))) q.kv_dtype = dtype;
+  validate_query(q, context);
+  return q;
+}
+
 std::vector<int64_t> query_dims(const KernelQuery& q) { return physics(op_family(q.op)).dims(q); }
 
 std::string query_shape_string(const KernelQuery& q) {

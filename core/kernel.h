@@ -88,6 +88,9 @@ void validate_query(const KernelQuery& q, const std::string& context);
 // "B,S,H,KV,D" (attention_prefill), "B,CTX,H,KV,D" (attention_decode) and "T,H,F,K,E"
 // (moe: tokens, hidden, expert FFN width, top-k, experts; moe_tp = moe_ep = 1, balanced).
 KernelQuery parse_query(OpKind op, const std::string& shape);
+// The same from numbers in that order, in `dtype` (attention: its KV cache too); validated
+// (DataError naming `context`). ConfigError if the count does not fit the family's schema.
+KernelQuery query_from_dims(OpKind op, const std::vector<int64_t>& dims, DType dtype, const std::string& context);
 // A query's dimensions in its family's shape order (the order parse_query reads), without the
 // MoE parallel/routing and attention window options.
 std::vector<int64_t> query_dims(const KernelQuery& q);

@@ -58,6 +58,9 @@ set_tests_properties(cli.collect_pipeline PROPERTIES TIMEOUT 600)
 # Bad input and faults: exit codes, one error line, inputs and weights folders unchanged.
 add_test(NAME cli.reliability COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/reliability_test.sh ${TC})
 set_tests_properties(cli.reliability PROPERTIES TIMEOUT 600)
+# --list previews a shard's configs in index order (I, I + N, ...) and runs nothing; without it --out is required.
+tc_cli_test(collect_list_shard "index,family,op,dtype,id\n1,bmm,bmm,fp32,bmm/fp32/[0-9]+x[0-9]+x[0-9]+x[0-9]+\n4,bmm,bmm,fp32,bmm/fp32/[0-9x]+\n$" ${TC} collect --sweep ${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml --list --shard 1/3 --limit 2)
+tc_cli_fail(collect_needs_out "--out: required" "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml")
 tc_cli_fail_rc(collect_cuda_without_gpu 3 "--backend cuda: " "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml;--out;${CMAKE_BINARY_DIR}/collect_cuda_out;--backend;cuda")
 tc_cli_fail(collect_bad_sweep "cannot open" "${TC};collect;--sweep;/nonexistent.yaml;--out;/tmp/x;--backend;cpu")
 tc_cli_test(predict_model_tp "\"communication_ms\"" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 4 --seq 1024 --mode training --tp 4 --format json)
