@@ -7,6 +7,7 @@
 #   scripts/eval-amd-loo.sh [OUT] [extra train args, e.g. --epochs 10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/atomic.sh  # to_file
 OUT="${1:-out/amd-loo}"; shift || true
 TC=./build/tilecast
 NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"
@@ -34,9 +35,9 @@ for held in MI100 MI210; do
   cp -r "$NS/labels/AMD_Instinct_$held" "$labels/"
   for set in amd nvidia; do
     w=$([ $set = amd ] && echo "$W" || echo "$NV")
-    "$TC" -q --log-level error eval-kernels --weights "$w" "${files[@]}" --format json > "$OUT/kernels-$held-$set.json"
-    "$TC" -q --log-level error eval-models --weights "$w" --labels "$labels" --published "$NS/published/summary.csv" \
-      --format json > "$OUT/models-$held-$set.json"
+    to_file "$OUT/kernels-$held-$set.json" "$TC" -q --log-level error eval-kernels --weights "$w" "${files[@]}" --format json
+    to_file "$OUT/models-$held-$set.json" "$TC" -q --log-level error eval-models --weights "$w" --labels "$labels" \
+      --published "$NS/published/summary.csv" --format json
     python3 - "$OUT/kernels-$held-$set.json" "$OUT/models-$held-$set.json" "$set" <<'PY' | tee -a "$summary"
 import json, sys
 k = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2])); s = sys.argv[3]

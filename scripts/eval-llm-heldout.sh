@@ -8,6 +8,7 @@
 # Reuses OUT/weights when it holds a finished run with the same PCT (RETRAIN=1 retrains).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/atomic.sh  # to_file
 OUT="${1:-out/llm-heldout}"; shift || true
 PCT="${PCT:-10}"
 TC=./build/tilecast
@@ -20,7 +21,7 @@ if [ -n "${RETRAIN:-}" ] || ! grep -q "holdout_shapes_pct: $PCT\$" "$W/manifest.
   # Start from the bundled weights, so that the files' other families (the vidur files also
   # hold memory ops) are forecast when FAMILIES names a subset; only those are retrained.
   rm -rf "$W"; cp -r weights "$W"
-  "$TC" -q train --family "${FAMS[@]}" --llm-dir "$LLM" --holdout-shapes "$PCT" --out "$W" --force "$@" > "$OUT/train.csv"
+  to_file "$OUT/train.csv" "$TC" -q train --family "${FAMS[@]}" --llm-dir "$LLM" --holdout-shapes "$PCT" --out "$W" --force "$@"
 else
   echo "(reusing $W; RETRAIN=1 retrains)" >&2
 fi
@@ -31,7 +32,7 @@ for fam in "${FAMS[@]}"; do
     mapfile -t files < <(files_of "$fam" "$gpu")
     data=()
     for f in "${files[@]}"; do data+=(--data "$f"); done
-    "$TC" -q eval-kernels --weights "$W" --holdout-shapes "$PCT" "${data[@]}" --format json > "$OUT/$fam-eval-$tag.json"
+    to_file "$OUT/$fam-eval-$tag.json" "$TC" -q eval-kernels --weights "$W" --holdout-shapes "$PCT" "${data[@]}" --format json
     report_lines "$OUT/$fam-eval-$tag.json" "$gpu" "$fam" | tee -a "$summary"
   done < <(gpus_of "$fam")
 done

@@ -9,9 +9,13 @@
 # Usage: scripts/eval-llm-loo.sh [OUT] [extra train args, e.g. --epochs 10]
 # Families: $FAMILIES (default: gemm context_attention generation_attention moe memory_op).
 # EVAL_ONLY=1 re-scores the fold weights already under OUT (after a change to the forecast
-# path, e.g. a clamp) without training again; a missing fold is an error.
+# path, e.g. a clamp) without training again; a fold not trained there is an error.
+# RESUME=1 keeps every fold already scored under OUT (after an interruption; same arguments).
+# A fold counts as trained once its train CSV is in place and as scored once its eval JSON
+# is: both are written to a temporary name and renamed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/atomic.sh  # to_file
 OUT="${1:-out/llm-loo}"; shift || true
 TC=./build/tilecast
 LLM="${TILECAST_LLM_KERNELS_DIR:-../shared/llm-kernels}"
@@ -24,22 +28,28 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
     dev="NVIDIA $gpu"
     tag="${gpu// /_}"
     w="$OUT/$fam-weights-without-$tag"
+    trained="$OUT/$fam-train-without-$tag.csv" scored="$OUT/$fam-eval-$tag.json"
+    if [ "${RESUME:-0}" = 1 ] && [ -s "$scored" ]; then
+      echo "== $fam: kept the scored fold without $dev" >&2
+      report_lines "$scored" "$gpu" "$fam"
+      continue
+    fi
     echo "== $fam: $([ "${EVAL_ONLY:-0}" = 1 ] && echo "re-score" || echo "train") without $dev" >&2
     # Start from the bundled weights so that the other families (the vidur files also hold
     # GEMMs and memory ops) are forecast too; only $fam is retrained.
     if [ "${EVAL_ONLY:-0}" = 1 ]; then
-      if [ ! -f "$w/manifest.yaml" ]; then
-        echo "eval-llm-loo: EVAL_ONLY=1 but $w/manifest.yaml is missing (train that fold first)" >&2
+      if [ ! -s "$trained" ] || [ ! -f "$w/manifest.yaml" ]; then
+        echo "eval-llm-loo: EVAL_ONLY=1 but the fold without $dev was not trained in $OUT (no $trained)" >&2
         exit 1
       fi
     else
-      rm -rf "$w"; cp -r weights "$w"
-      "$TC" -q train --family "$fam" --llm-dir "$LLM" --exclude-gpu "$dev" --out "$w" "$@" > "$OUT/$fam-train-without-$tag.csv"
+      rm -rf "$w" "$trained" "$scored"; cp -r weights "$w"
+      to_file "$trained" "$TC" -q train --family "$fam" --llm-dir "$LLM" --exclude-gpu "$dev" --out "$w" "$@"
     fi
     mapfile -t files < <(files_of "$fam" "$gpu")
     data=()
     for f in "${files[@]}"; do data+=(--data "$f"); done
-    "$TC" -q eval-kernels --weights "$w" "${data[@]}" --format json > "$OUT/$fam-eval-$tag.json"
-    report_lines "$OUT/$fam-eval-$tag.json" "$gpu" "$fam"
+    to_file "$scored" "$TC" -q eval-kernels --weights "$w" "${data[@]}" --format json
+    report_lines "$scored" "$gpu" "$fam"
   done < <(gpus_of "$fam")
 done

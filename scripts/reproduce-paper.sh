@@ -8,14 +8,15 @@
 #   scripts/reproduce-paper.sh [--update-docs] [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/atomic.sh  # to_file
 DOCS=""
 if [ "${1:-}" = "--update-docs" ]; then DOCS=1; shift; fi
 OUT="${1:-out/paper}"
 NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"
 [ -d "$NS/labels" ] || { echo "reproduce-paper: $NS/labels not found (set TILECAST_NEUSIGHT_DIR)" >&2; exit 1; }
 mkdir -p "$OUT"
-./build/tilecast -q --log-level error eval-models --neusight-dir "$NS" --format json > "$OUT/eval_models.json"
-./build/tilecast -q --log-level error eval-models --neusight-dir "$NS" > "$OUT/eval_models.txt"
+to_file "$OUT/eval_models.json" ./build/tilecast -q --log-level error eval-models --neusight-dir "$NS" --format json
+to_file "$OUT/eval_models.txt" ./build/tilecast -q --log-level error eval-models --neusight-dir "$NS"
 # Kernel test rows of every NVIDIA GPU (NeuSight's kernels/nvidia/test), per row, for the
 # kernel table with the Li et al. baseline computed from its published coefficients.
 KT="$NS/kernels/nvidia/test"
