@@ -21,11 +21,22 @@ void ApeTally::add(double ape, bool plausible) {
     ++implausible_rows;
 }
 
-void ErrorStats::add(double ape, double roof_ape, bool plausible, double prior_ape) {
-  if (prior_ape >= 0) prior.add(prior_ape, plausible);
-  ApeTally::add(ape, plausible);
-  roofline_ape_sum_pct += roof_ape;
-  apes.push_back(ape);
+void ErrorStats::add(double forecast_ms, double roofline_ms, double measured_ms, bool plausible, double prior_ms) {
+  auto ape = [&](double x) { return 100.0 * std::abs(x - measured_ms) / measured_ms; };
+  if (prior_ms > 0) prior.add(ape(prior_ms), plausible);
+  ApeTally::add(ape(forecast_ms), plausible);
+  roofline_ape_sum_pct += ape(roofline_ms);
+  apes.push_back(ape(forecast_ms));
+  ratios.push_back(forecast_ms / measured_ms);
+}
+
+double ErrorStats::bias_median() const {
+  if (ratios.empty()) return 0;
+  std::vector<double> v = ratios;
+  const size_t k = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  if (v.size() % 2) return v[k];
+  return 0.5 * (v[k] + *std::max_element(v.begin(), v.begin() + k));
 }
 
 double ErrorStats::percentile_pct(double p) const {
@@ -75,21 +86,17 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
       auto preds = predictor.predict(qs, *gpu);
       for (size_t j = 0; j < qs.size(); ++j) {
         const KernelSample& s = samples[kv.second[j]];
-        const double y = s.latency_ms;
-        const double ape = 100.0 * std::abs(preds[j].latency_ms - y) / y;
-        const double rape = 100.0 * std::abs(preds[j].roofline_ms - y) / y;
+        const double y = s.latency_ms, f = preds[j].latency_ms, roof = preds[j].roofline_ms, prior = preds[j].prior_ms;
         // by_op keys are family names (the aiconfigurator files' op_name values); memory ops,
         // one physics fit each, are keyed by op.
         const std::string fam = op_family(s.query.op) == Family::kMemoryOp ? op_name(s.query.op)
                                                                            : family_name(op_family(s.query.op));
         const bool ok = implausible_row(s.query, y, *gpu) == Implausible::kNone;
-        const double pape = preds[j].prior_ms > 0 ? 100.0 * std::abs(preds[j].prior_ms - y) / y : -1;
-        rep.overall.add(ape, rape, ok, pape);
-        (trained_on(op_family(s.query.op), *gpu, s.device) ? rep.training_gpus : rep.unseen_gpus).add(ape, rape, ok, pape);
-        rep.by_op[fam].add(ape, rape, ok, pape);
-        rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)].add(ape, rape, ok, pape);
-        rep.by_device[s.device].add(ape, rape, ok, pape);
-        rep.by_device_op[s.device][fam].add(ape, rape, ok, pape);
+        for (ErrorStats* st : {&rep.overall,
+                               trained_on(op_family(s.query.op), *gpu, s.device) ? &rep.training_gpus : &rep.unseen_gpus,
+                               &rep.by_op[fam], &rep.by_op_dtype[fam + "/" + dtype_name(s.query.dtype)],
+                               &rep.by_device[s.device], &rep.by_device_op[s.device][fam]})
+          st->add(f, roof, y, ok, prior);
         if (rows_out) {
           const double li_ms = li ? li->kernel_ms(s.device, s.query) : -1;
           rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), y, preds[j].latency_ms,
@@ -111,7 +118,8 @@ nlohmann::json stats_json(const ErrorStats& s) {
                       {"p50_ape_pct", s.percentile_pct(50)},
                       {"p90_ape_pct", s.percentile_pct(90)},
                       {"implausible_rows", s.implausible_rows},
-                      {"plausible_mape_pct", s.plausible_mape_pct()}};
+                      {"plausible_mape_pct", s.plausible_mape_pct()},
+                      {"bias_median", s.bias_median()}};
   if (s.prior.rows > 0) {
     j["prior_rows"] = s.prior.rows;
     j["prior_mape_pct"] = s.prior.mape_pct();
@@ -142,15 +150,16 @@ std::string eval_report_table(const KernelEvalReport& r) {
   std::ostringstream os;
   char buf[256];
   auto line = [&](const std::string& name, const ErrorStats& s) {
-    std::snprintf(buf, sizeof buf, "%-28s %7lld %10.2f %10.2f %10.2f %12.2f %12lld %12.2f\n", name.c_str(),
+    std::snprintf(buf, sizeof buf, "%-28s %7lld %10.2f %10.2f %10.2f %12.2f %12lld %12.2f %8.3f\n", name.c_str(),
                   static_cast<long long>(s.rows), s.mape_pct(), s.percentile_pct(50),
                   s.percentile_pct(90), s.roofline_mape_pct(), static_cast<long long>(s.implausible_rows),
-                  s.plausible_mape_pct());
+                  s.plausible_mape_pct(), s.bias_median());
     os << buf;
   };
-  std::snprintf(buf, sizeof buf, "%-28s %7s %10s %10s %10s %12s %12s %12s\n", "group", "rows", "MAPE%",
-                "p50 APE%", "p90 APE%", "roofline%", "implausible", "plausible%");
+  std::snprintf(buf, sizeof buf, "%-28s %7s %10s %10s %10s %12s %12s %12s %8s\n", "group", "rows", "MAPE%",
+                "p50 APE%", "p90 APE%", "roofline%", "implausible", "plausible%", "bias");
   os << buf;
+  os << "-- bias: median forecast / measured (< 1: forecasts too fast)\n";
   os << "-- implausible: rows physics rules out (beyond the compute roofline, or beyond DRAM for the\n"
         "   bytes L2 cannot hold, by 1.5x); plausible%: MAPE over the other rows\n";
   os << "-- headline: rows on GPUs the family was trained on, and on GPUs it never saw\n";
@@ -173,11 +182,12 @@ std::string eval_report_table(const KernelEvalReport& r) {
 std::string eval_report_csv(const KernelEvalReport& r) {
   std::ostringstream os;
   os.precision(10);
-  os << "section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct,implausible_rows,plausible_mape_pct\n";
+  os << "section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct,implausible_rows,plausible_mape_pct,"
+        "bias_median\n";
   auto line = [&](const std::string& section, const std::string& group, const ErrorStats& s) {
     os << section << ',' << '"' << group << '"' << ',' << s.rows << ',' << s.mape_pct() << ',' << s.percentile_pct(50)
        << ',' << s.percentile_pct(90) << ',' << s.roofline_mape_pct() << ',' << s.implausible_rows << ','
-       << s.plausible_mape_pct() << '\n';
+       << s.plausible_mape_pct() << ',' << s.bias_median() << '\n';
   };
   line("headline", "training_gpus", r.training_gpus);
   line("headline", "unseen_gpus", r.unseen_gpus);

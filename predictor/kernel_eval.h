@@ -28,12 +28,16 @@ struct ApeTally {
 // and the family's fitted roofline alone (`prior`; families with a prior, else empty).
 struct ErrorStats : ApeTally {
   double roofline_ape_sum_pct = 0;
-  std::vector<double> apes;  // per-row APE (%), for percentiles
+  std::vector<double> apes;    // per-row APE (%), for percentiles
+  std::vector<double> ratios;  // per-row forecast / measured, for the signed bias
   ApeTally prior;
   double roofline_mape_pct() const { return rows ? roofline_ape_sum_pct / rows : 0; }
   double percentile_pct(double p) const;
-  // prior_ape < 0: the row's family has no prior.
-  void add(double ape, double roof_ape, bool plausible = true, double prior_ape = -1);
+  // Signed bias: the median forecast / measured (< 1: forecasts too fast); 0 without rows.
+  double bias_median() const;
+  // One row: its forecast, plain roofline, measured latency and the family's fitted roofline
+  // alone (prior_ms <= 0: the family has none), all in ms (measured > 0).
+  void add(double forecast_ms, double roofline_ms, double measured_ms, bool plausible = true, double prior_ms = 0);
 };
 
 struct KernelEvalReport {
@@ -67,7 +71,7 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& csv_files,
 std::string eval_report_json(const KernelEvalReport& r);
 std::string eval_report_table(const KernelEvalReport& r);
 // One line per group: section,group,rows,mape_pct,p50_ape_pct,p90_ape_pct,roofline_mape_pct,
-// implausible_rows,plausible_mape_pct.
+// implausible_rows,plausible_mape_pct,bias_median.
 std::string eval_report_csv(const KernelEvalReport& r);
 
 }  // namespace tilecast::predictor

@@ -35,6 +35,7 @@ for k, s in sorted(r["by_op_dtype"].items()):
         print(f"{fam:20s} {gpu:16s} {k:24s} rows {s['rows']:7d}  MAPE {s['mape_pct']:7.2f} %  p50 {s['p50_ape_pct']:6.2f} %  "
               f"p90 {s['p90_ape_pct']:7.2f} %  roofline {s['roofline_mape_pct']:7.2f} %  "
               f"implausible {s['implausible_rows']:6d}  plausible MAPE {s['plausible_mape_pct']:7.2f} %"
+              + (f"  bias {s['bias_median']:5.2f}" if "bias_median" in s else "")
               + (f"  fitted roofline {s['prior_mape_pct']:7.2f} % (plausible {s['prior_plausible_mape_pct']:7.2f} %)"
                  if "prior_mape_pct" in s else ""))
 # The whole left-out GPU (every dtype of the family): the rows of the GPU's own device entry.

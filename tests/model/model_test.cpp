@@ -525,6 +525,24 @@ TEST(Eval, ReportsPerOpAndDeviceAndRejectsUnknownGpus) {
                           {"unknown_gpu.csv:2", "Imaginary GPU 9000"});
 }
 
+// Hand-derived: APEs, their mean and the signed bias (median forecast / measured).
+TEST(Eval, ErrorStatsBiasAndPrior) {
+  predictor::ErrorStats s;
+  s.add(2.0, 1.0, 1.0);         // forecast twice the measured: APE 100 %, roofline exact
+  s.add(1.0, 1.0, 2.0, false);  // half: APE 50 %, roofline 50 %, an implausible row
+  s.add(3.0, 6.0, 3.0, true, 4.5);  // exact; the prior 50 % off, roofline 100 %
+  EXPECT_EQ(s.rows, 3);
+  EXPECT_DOUBLE_EQ(s.mape_pct(), 50.0);
+  EXPECT_DOUBLE_EQ(s.plausible_mape_pct(), 50.0);  // (100 + 0) / 2
+  EXPECT_DOUBLE_EQ(s.roofline_mape_pct(), 50.0);   // (0 + 50 + 100) / 3
+  EXPECT_DOUBLE_EQ(s.bias_median(), 1.0);          // ratios 2, 0.5, 1
+  EXPECT_EQ(s.prior.rows, 1);
+  EXPECT_DOUBLE_EQ(s.prior.mape_pct(), 50.0);
+  s.add(4.0, 1.0, 1.0);  // ratios 0.5, 1, 2, 4: the median is the mean of the middle two
+  EXPECT_DOUBLE_EQ(s.bias_median(), 1.5);
+  EXPECT_DOUBLE_EQ(predictor::ErrorStats().bias_median(), 0.0);
+}
+
 TEST(BundledWeights, ForecastEveryFamilyOnAnUnseenGpu) {
   const std::string dir = trainer::weights_dir();
   ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
