@@ -8,6 +8,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/fs_util.h"
+#include "core/kernel_dataset.h"
 #include "core/op_kind.h"
 
 namespace fs = std::filesystem;
@@ -38,17 +39,16 @@ void repair_tail(const std::string& path) {
 
 }  // namespace
 
-bool aiconfigurator_layout(Family f) { return is_attention(f) || f == Family::kMoe; }
+// Families `tilecast collect` writes in aiconfigurator's layout (kernel_dataset.h: aic_layouts).
+static const AicLayout* collected_aic_layout(Family f) {
+  const AicLayout* l = aic_layout(f);
+  return l && l->collected ? l : nullptr;
+}
 
 std::vector<std::string> collect_header(Family f) {
-  if (aiconfigurator_layout(f)) {
+  if (const AicLayout* l = collected_aic_layout(f)) {
     std::vector<std::string> h = {"framework", "version", "device", "op_name", "kernel_source"};
-    if (is_attention(f))
-      h.insert(h.end(), {"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "beam_width",
-                         "attn_dtype", "kv_cache_dtype", "step"});
-    else
-      h.insert(h.end(), {"moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
-                         "moe_ep_size", "distribution"});
+    h.insert(h.end(), l->columns.begin(), l->columns.end());
     h.insert(h.end(), {"latency", "Kernels", "latency_spread_ms", "status", "error_message", "tilecast_version",
                        "config_id"});
     return h;
@@ -65,19 +65,16 @@ std::vector<std::string> collect_header(Family f) {
 
 std::string format_row(Family f, const CollectedRow& r) {
   const bool ok = r.status == "ok";
-  if (aiconfigurator_layout(f)) {
-    TC_CHECK(r.dims.size() == 5, "row dims do not match the family");
-    const auto& d = r.dims;
-    std::vector<std::string> v = {"tilecast-collect", r.torch_version, r.device, family_name(f), r.kernel_source};
-    auto s = [](int64_t x) { return std::to_string(x); };
-    if (is_attention(f)) {
-      const bool prefill = f == Family::kAttnPrefill;
-      // Decode: `step` tokens cached before the new one (aiconfigurator's convention).
-      v.insert(v.end(), {s(d[0]), prefill ? s(d[1]) : "1", s(d[2]), s(d[3]), s(d[4]), "1", r.dtype, r.dtype,
-                         prefill ? "0" : s(d[1] - 1)});
-    } else {
-      v.insert(v.end(), {r.dtype, s(d[0]), s(d[1]), s(d[2]), s(d[3]), s(d[4]), "1", "1", "balanced"});
-    }
+  if (const AicLayout* l = collected_aic_layout(f)) {
+    // The row's query from its dims (the family's --shape order) and dtype; the layout writes it.
+    OpKind op = OpKind::kCount;
+    for (const auto& info : kOpTable)
+      if (info.family == f) op = info.kind;
+    const KernelQuery q = query_from_dims(op, r.dims, dtype_from_string(r.dtype), "collected row " + r.config_id);
+    std::vector<std::string> v = {"tilecast-collect", r.torch_version, r.device, l->op_name, r.kernel_source};
+    const std::vector<std::string> cols = l->values(q);
+    TC_CHECK(cols.size() == l->columns.size(), "aiconfigurator layout: values do not match its columns");
+    v.insert(v.end(), cols.begin(), cols.end());
     v.insert(v.end(), {ok ? num(r.latency_ms) : "", r.kernels, ok ? num(r.latency_spread_ms) : "", r.status,
                        r.error_message, TILECAST_VERSION, r.config_id});
     return csv_join(v) + "\n";

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/config_io.h"
 #include "core/csv.h"
@@ -67,107 +68,146 @@ bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int
 
 namespace {
 
+// -- aiconfigurator's layout: one row of kAicLayouts per family.
+std::string num_str(int64_t v) { return std::to_string(v); }
+// A dtype column the family models, else false with the row's value as what is skipped.
+bool aic_dtype(const AicRow& r, const char* column, OpKind op, DType* d, std::string* skip) {
+  if (try_dtype_from_string(r.str(column), d) && dtype_refusal(op, *d).empty()) return true;
+  *skip = r.str(column);
+  return false;
+}
+// gemm_perf.csv: F.linear(a[m, k], b[n, k]): m tokens, k in-features (our N), n out-features (our K).
+bool aic_gemm_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
+  DType d;
+  if (!aic_dtype(r, "gemm_dtype", OpKind::kGemm, &d, skip)) return false;  // e.g. nvfp4: no FP4 model
+  *q = gemm_q(r.dim("m", 1), r.dim("k", 1), r.dim("n", 1), d);
+  return true;
+}
+std::vector<std::string> aic_gemm_values(const KernelQuery& q) {
+  return {dtype_name(q.dtype), num_str(q.m), num_str(q.k), num_str(q.n)};
+}
+// {context,generation}_attention_perf.csv; decode: `step` tokens are cached before the new one,
+// which attends to all of them and itself. window_size is absent from some files (0 = none).
+bool aic_attention_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
+  const bool prefill = r.str("op_name") == "context_attention";
+  const OpKind op = prefill ? OpKind::kAttnPrefill : OpKind::kAttnDecode;
+  DType d, kvd;
+  std::string s1, s2;
+  const bool ok_d = aic_dtype(r, "attn_dtype", op, &d, &s1), ok_kv = aic_dtype(r, "kv_cache_dtype", op, &kvd, &s2);
+  if (!ok_d || !ok_kv) {
+    *skip = r.str("attn_dtype") + "/" + r.str("kv_cache_dtype");
+    return false;
+  }
+  if (r.dim("beam_width", 1) != 1) {
+    *skip = "beam_width > 1";
+    return false;
+  }
+  const int64_t window = r.has("window_size") ? r.dim("window_size", 0) : 0;
+  const int64_t b = r.dim("batch_size", 1), h = r.dim("num_heads", 1), kv = r.dim("num_key_value_heads", 1);
+  const int64_t hd = r.dim("head_dim", 1);
+  *q = prefill ? attention_prefill_q(b, r.dim("isl", 1), h, kv, hd, d, kvd, window)
+               : attention_decode_q(b, r.dim("step", 0) + 1, h, kv, hd, d, kvd, window);
+  return true;
+}
+std::vector<std::string> aic_attention_values(const KernelQuery& q) {
+  const bool prefill = q.op == OpKind::kAttnPrefill;
+  return {num_str(q.b), num_str(prefill ? q.m : 1), num_str(q.k), num_str(q.h), num_str(q.n), "1",
+          dtype_name(q.dtype), dtype_name(q.kv_dtype), num_str(prefill ? 0 : q.ctx - 1)};
+}
+// moe_perf.csv: int4_wo, mxfp4, nvfp4 (weight-only / FP4 kernels) are not modelled.
+bool aic_moe_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
+  DType d;
+  if (!aic_dtype(r, "moe_dtype", OpKind::kMoe, &d, skip)) return false;
+  double alpha = 0;
+  if (!try_parse_routing(r.str("distribution"), &alpha))
+    r.fail("distribution", "expected balanced or power_law_<a> (0 < a <= 10), got '" + r.str("distribution") + "'");
+  *q = moe_q(r.dim("num_tokens", 1), r.dim("hidden_size", 1), r.dim("inter_size", 1), r.dim("topk", 1),
+             r.dim("num_experts", 1), r.dim("moe_tp_size", 1), r.dim("moe_ep_size", 1), d, alpha);
+  return true;
+}
+std::vector<std::string> aic_moe_values(const KernelQuery& q) {
+  std::ostringstream dist;
+  if (q.routing_alpha > 0) dist << "power_law_" << q.routing_alpha;
+  else dist << "balanced";
+  return {dtype_name(q.dtype), num_str(q.b), num_str(q.h), num_str(q.n), num_str(q.topk), num_str(q.experts),
+          num_str(q.moe_tp), num_str(q.moe_ep), dist.str()};
+}
+
+// A data row of an aiconfigurator-layout file.
+class CsvAicRow : public AicRow {
+ public:
+  CsvAicRow(const CsvReader& csv, const std::vector<std::string>& f, long line) : csv_(csv), f_(f), line_(line) {}
+  bool has(const char* column) const override {
+    const int c = csv_.column(column);
+    return c >= 0 && !f_[c].empty();
+  }
+  const std::string& str(const char* column) const override { return f_[col(column)]; }
+  int64_t dim(const char* column, int64_t lo) const override {
+    const int c = col(column);
+    const long long v = parse_int_field(f_[c], csv_.path(), line_, column);
+    if (v < lo || v > (int64_t{1} << 31))
+      fail(column, f_[c] + " out of range [" + std::to_string(lo) + ", 2^31]");
+    return v;
+  }
+  [[noreturn]] void fail(const char* column, const std::string& why) const override {
+    throw DataError(where(csv_.path(), line_) + ": column '" + column + "': " + why);
+  }
+
+ private:
+  int col(const char* column) const {
+    const int c = csv_.column(column);
+    if (c < 0) throw DataError(where(csv_.path(), 1) + ": missing column '" + column + "'");
+    return c;
+  }
+  const CsvReader& csv_;
+  const std::vector<std::string>& f_;
+  long line_;
+};
+
 // ../shared/llm-kernels/aiconfigurator/<GPU>/<op>_perf.csv (SGLang kernels, BF16/FP8).
 std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
   const std::string& path = csv.path();
   for (const char* req : {"device", "op_name", "latency"})
     if (csv.column(req) < 0) throw DataError(where(path, 1) + ": missing column '" + req + "'");
   const int c_dev = csv.column("device"), c_op = csv.column("op_name"), c_lat = csv.column("latency");
-  const int c_dtype = csv.column("gemm_dtype"), c_m = csv.column("m"), c_n = csv.column("n"), c_k = csv.column("k");
   const int c_src = csv.column("kernel_source");
   const int c_status = csv.column("status");  // `tilecast collect` files: failed configs have no latency
   std::vector<KernelSample> rows;
   std::map<std::pair<Family, std::string>, int64_t> skipped;  // rows not modelled, by family and what
+  std::string known;
+  for (const auto& l : aic_layouts()) known += (known.empty() ? "" : ", ") + std::string(l.op_name);
   std::vector<std::string> f;
-  auto col = [&](const char* name) {
-    const int c = csv.column(name);
-    if (c < 0) throw DataError(where(path, 1) + ": missing column '" + name + "'");
-    return c;
-  };
   while (csv.next(f)) {
     const long line = csv.line();
     if (c_status >= 0 && !f[c_status].empty() && f[c_status] != "ok") continue;
-    auto dim = [&](int c, const char* name, int64_t lo) -> int64_t {
-      const long long v = parse_int_field(f[c], path, line, name);
-      if (v < lo || v > (int64_t{1} << 31))
-        throw DataError(where(path, line) + ": column '" + name + "': " + f[c] + " out of range [" +
-                        std::to_string(lo) + ", 2^31]");
-      return v;
-    };
-    // One row: the query, validated, with the row's latency, device and kernel library.
-    auto emit = [&](const KernelQuery& q) {
-      KernelSample s;
-      s.file = path;
-      s.line = line;
-      s.query = q;
-      validate_query(s.query, where(path, line));
-      s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
-      if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
-        throw DataError(where(path, line) + ": column 'latency': " + f[c_lat] + " ms outside (0, 1e7]");
-      s.device = f[c_dev];
-      if (s.device.empty()) throw DataError(where(path, line) + ": column 'device' is empty");
-      if (c_src >= 0) s.library = f[c_src];
-      rows.push_back(std::move(s));
-    };
-    if (f[c_op] == "context_attention" || f[c_op] == "generation_attention") {
-      const bool prefill = f[c_op] == "context_attention";
-      DType d, kvd;
-      const int c_ad = col("attn_dtype"), c_kd = col("kv_cache_dtype");
-      const OpKind op = prefill ? OpKind::kAttnPrefill : OpKind::kAttnDecode;
-      if (!try_dtype_from_string(f[c_ad], &d) || !try_dtype_from_string(f[c_kd], &kvd) ||
-          !dtype_refusal(op, d).empty() || !dtype_refusal(op, kvd).empty()) {
-        ++skipped[{op_family(op), f[c_ad] + "/" + f[c_kd]}];
-        continue;
-      }
-      if (dim(col("beam_width"), "beam_width", 1) != 1) {
-        ++skipped[{op_family(op), "beam_width > 1"}];
-        continue;
-      }
-      const int c_win = csv.column("window_size");
-      const int64_t window = c_win >= 0 && !f[c_win].empty() ? dim(c_win, "window_size", 0) : 0;
-      const int64_t b = dim(col("batch_size"), "batch_size", 1), isl = dim(col("isl"), "isl", 1);
-      const int64_t h = dim(col("num_heads"), "num_heads", 1), kv = dim(col("num_key_value_heads"), "num_key_value_heads", 1);
-      const int64_t hd = dim(col("head_dim"), "head_dim", 1), step = dim(col("step"), "step", 0);
-      // Decode: `step` tokens are cached before this one; the new token attends to all of them and itself.
-      emit(prefill ? attention_prefill_q(b, isl, h, kv, hd, d, kvd, window)
-                   : attention_decode_q(b, step + 1, h, kv, hd, d, kvd, window));
+    const AicLayout* layout = nullptr;
+    for (const auto& l : aic_layouts())
+      if (f[c_op] == l.op_name) layout = &l;
+    if (!layout)
+      throw DataError(where(path, line) + ": column 'op_name': '" + f[c_op] + "' is not modelled (" + known + " are)");
+    const CsvAicRow row(csv, f, line);
+    KernelSample s;
+    std::string skip;
+    if (!layout->parse(row, &s.query, &skip)) {
+      ++skipped[{layout->family, skip}];
       continue;
     }
-    if (f[c_op] == "moe") {
-      DType d;
-      const int c_md = col("moe_dtype");
-      if (!try_dtype_from_string(f[c_md], &d) || !dtype_refusal(OpKind::kMoe, d).empty()) {
-        ++skipped[{Family::kMoe, f[c_md]}];  // int4_wo, mxfp4, nvfp4: weight-only / FP4 kernels are not modelled
-        continue;
-      }
-      const std::string dist = f[col("distribution")];
-      double alpha = 0;
-      if (!try_parse_routing(dist, &alpha))
-        throw DataError(where(path, line) + ": column 'distribution': expected balanced or power_law_<a> (0 < a <= 10), got '" +
-                        dist + "'");
-      emit(moe_q(dim(col("num_tokens"), "num_tokens", 1), dim(col("hidden_size"), "hidden_size", 1),
-                 dim(col("inter_size"), "inter_size", 1), dim(col("topk"), "topk", 1),
-                 dim(col("num_experts"), "num_experts", 1), dim(col("moe_tp_size"), "moe_tp_size", 1),
-                 dim(col("moe_ep_size"), "moe_ep_size", 1), d, alpha));
-      continue;
-    }
-    if (f[c_op] != "gemm")
-      throw DataError(where(path, line) + ": column 'op_name': '" + f[c_op] +
-                      "' is not modelled (gemm, context_attention, generation_attention and moe are)");
-    for (int c : {c_dtype, c_m, c_n, c_k})
-      if (c < 0) throw DataError(where(path, 1) + ": gemm rows need columns gemm_dtype, m, n, k");
-    DType d;
-    if (!try_dtype_from_string(f[c_dtype], &d) || !dtype_refusal(OpKind::kGemm, d).empty()) {
-      ++skipped[{Family::kGemm, f[c_dtype]}];  // e.g. nvfp4: no FP4 model (counted and reported)
-      continue;
-    }
-    // F.linear(a[m, k], b[n, k]): m tokens, k in-features (our N), n out-features (our K).
-    emit(gemm_q(dim(c_m, "m", 1), dim(c_k, "k", 1), dim(c_n, "n", 1), d));
+    s.file = path;
+    s.line = line;
+    validate_query(s.query, where(path, line));
+    s.latency_ms = parse_double_field(f[c_lat], path, line, "latency");
+    if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
+      throw DataError(where(path, line) + ": column 'latency': " + f[c_lat] + " ms outside (0, 1e7]");
+    s.device = f[c_dev];
+    if (s.device.empty()) throw DataError(where(path, line) + ": column 'device' is empty");
+    if (c_src >= 0) s.library = f[c_src];
+    rows.push_back(std::move(s));
   }
   for (const auto& kv : skipped)
     TC_LOG(Warn) << path << ": skipped " << kv.second << " rows of " << family_name(kv.first.first) << " '"
                  << kv.first.second << "' (not modelled; " << family_name(kv.first.first) << " is modelled in "
-                 << dtype_set_names(family_traits(kv.first.first).dtypes) << ", beam width 1 only)";
+                 << dtype_set_names(family_traits(kv.first.first).dtypes)
+                 << (is_attention(kv.first.first) ? ", beam width 1 only)" : ")");
   return rows;
 }
 
@@ -344,6 +384,31 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
 }
 
 }  // namespace
+
+const std::vector<AicLayout>& aic_layouts() {
+  static const std::vector<AicLayout> table = {
+      {Family::kGemm, "gemm", {"gemm_dtype", "m", "n", "k"}, false, aic_gemm_parse, aic_gemm_values},
+      {Family::kAttnPrefill, "context_attention",
+       {"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "beam_width", "attn_dtype",
+        "kv_cache_dtype", "step"},
+       true, aic_attention_parse, aic_attention_values},
+      {Family::kAttnDecode, "generation_attention",
+       {"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "beam_width", "attn_dtype",
+        "kv_cache_dtype", "step"},
+       true, aic_attention_parse, aic_attention_values},
+      {Family::kMoe, "moe",
+       {"moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size",
+        "distribution"},
+       true, aic_moe_parse, aic_moe_values},
+  };
+  return table;
+}
+
+const AicLayout* aic_layout(Family f) {
+  for (const auto& l : aic_layouts())
+    if (l.family == f) return &l;
+  return nullptr;
+}
 
 std::vector<KernelSample> read_kernel_csv(const std::string& path) {
   CsvReader csv(path);

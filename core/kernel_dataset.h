@@ -40,6 +40,31 @@ constexpr double kMaxKernelLatencyMs = 1e7;
 // fresh-prefill rows).
 std::vector<KernelSample> read_kernel_csv(const std::string& path);
 
+// aiconfigurator's CSV layout (../shared/llm-kernels/aiconfigurator/<GPU>/<op>_perf.csv; `tilecast
+// collect` writes attention and MoE in it, so that one reader takes both): per family, its
+// op_name, the columns between `kernel_source` and `latency`, how a row becomes a query and a
+// query a row. The reader and the collector's writer both read this table, so they cannot
+// drift apart; a family gains the layout by a row here.
+class AicRow {  // one data row's fields by column name; errors name file, line and column
+ public:
+  virtual ~AicRow() = default;
+  virtual bool has(const char* column) const = 0;           // present in the header and non-empty
+  virtual const std::string& str(const char* column) const = 0;
+  virtual int64_t dim(const char* column, int64_t lo) const = 0;  // an integer in [lo, 2^31]
+  [[noreturn]] virtual void fail(const char* column, const std::string& why) const = 0;
+};
+struct AicLayout {
+  Family family;
+  const char* op_name;                // the files' op_name
+  std::vector<std::string> columns;   // written in this order (the reader also takes optional ones)
+  bool collected;                     // `tilecast collect` writes the family in this layout
+  // The row's query, or false with `skip` saying what is not modelled (a dtype, a beam width).
+  bool (*parse)(const AicRow& row, KernelQuery* q, std::string* skip);
+  std::vector<std::string> (*values)(const KernelQuery& q);  // `columns`' values for a query
+};
+const std::vector<AicLayout>& aic_layouts();
+const AicLayout* aic_layout(Family f);  // nullptr: the family has no aiconfigurator layout
+
 // Parses (Tile1, Tile2) from a cuBLAS/cutlass/Tensile kernel name as NeuSight does:
 // `_mt<a>x<b>`, `sgemm_<a>x<b>`, `tilesize<a>x<b>`. Returns false if none matches.
 bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int* tile2);

@@ -76,6 +76,44 @@ TEST(Dataset, BadRowsNameFileLineAndColumn) {
   EXPECT_EQ(rows[0].query.dtype, DType::kBf16);
 }
 
+// Each aiconfigurator layout row writes a query as values its own parser reads back as that
+// query (what the collector writes, train reads), and names every column it writes.
+TEST(Dataset, AiconfiguratorLayoutsRoundTrip) {
+  struct MapRow : AicRow {
+    std::map<std::string, std::string> v;
+    bool has(const char* c) const override { return v.count(c) && !v.at(c).empty(); }
+    const std::string& str(const char* c) const override { return v.at(c); }
+    int64_t dim(const char* c, int64_t) const override { return std::stoll(v.at(c)); }
+    [[noreturn]] void fail(const char* c, const std::string& why) const override {
+      throw DataError(std::string(c) + ": " + why);
+    }
+  };
+  const std::vector<KernelQuery> queries = {
+      gemm_q(96, 4096, 1024, DType::kFp8Block),
+      attention_prefill_q(2, 512, 32, 8, 128, DType::kBf16, DType::kBf16),
+      attention_decode_q(3, 300, 16, 16, 64, DType::kFp16, DType::kFp8),
+      moe_q(64, 1024, 512, 2, 8, 2, 4, DType::kFp8, 1.2)};
+  ASSERT_EQ(aic_layouts().size(), queries.size());
+  for (const KernelQuery& q : queries) {
+    const AicLayout* l = aic_layout(op_family(q.op));
+    ASSERT_NE(l, nullptr) << op_name(q.op);
+    MapRow row;
+    row.v["op_name"] = l->op_name;
+    const auto vals = l->values(q);
+    ASSERT_EQ(vals.size(), l->columns.size()) << l->op_name;
+    for (size_t i = 0; i < vals.size(); ++i) row.v[l->columns[i]] = vals[i];
+    KernelQuery back;
+    std::string skip;
+    ASSERT_TRUE(l->parse(row, &back, &skip)) << l->op_name << ": " << skip;
+    EXPECT_EQ(query_shape_string(back), query_shape_string(q)) << l->op_name;
+    EXPECT_EQ(back.op, q.op);
+    EXPECT_EQ(back.dtype, q.dtype) << l->op_name;
+    EXPECT_EQ(back.kv_dtype, q.kv_dtype) << l->op_name;
+    EXPECT_DOUBLE_EQ(back.routing_alpha, q.routing_alpha) << l->op_name;
+  }
+  EXPECT_EQ(aic_layout(Family::kSoftmax), nullptr);
+}
+
 // Every family's default dtype is one it models; the sets read as the help and errors print them.
 TEST(Kernel, FamilyDtypeSets) {
   for (Family f : kAllFamilies) EXPECT_TRUE(family_models_dtype(f, family_traits(f).default_dtype)) << family_name(f);
