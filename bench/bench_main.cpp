@@ -76,6 +76,25 @@ int main(int argc, char** argv) {
       std::printf("batched_predictions_per_s,%d,%.0f,1/s\n", nthreads, reps * big.size() / secs(t0, t1));
     }
     const int all_threads = predictor::set_blas_threads(0);
+    // Fused-MoE kernel forecasts (expected expert loads per query), batched: Mixtral- and
+    // Qwen3-MoE-like layers, balanced and power-law routing, tokens 1-8192.
+    {
+      std::mt19937_64 rng(3);
+      std::uniform_int_distribution<int> e(0, 13), pick(0, 2);
+      std::vector<KernelQuery> moe;
+      for (int i = 0; i < 20000; ++i) {
+        const bool qwen = i % 2;
+        const double alpha = pick(rng) == 0 ? 0.0 : pick(rng) == 1 ? 1.01 : 1.2;
+        moe.push_back(moe_q((int64_t{1} << e(rng)) + i % 7, qwen ? 2048 : 4096, qwen ? 768 : 14336, qwen ? 8 : 2,
+                            qwen ? 128 : 8, 1, 1, DType::kBf16, alpha));
+      }
+      pred.predict(moe, h100);  // warm-up
+      const int reps = 3;
+      auto t0 = Clock::now();
+      for (int r = 0; r < reps; ++r) pred.predict(moe, h100);
+      auto t1 = Clock::now();
+      std::printf("batched_moe_predictions_per_s,%d,%.0f,1/s\n", all_threads, reps * moe.size() / secs(t0, t1));
+    }
     // Whole-model forecast: GPT3-2.7B training step (batch 2, seq 2048) on H100, warm.
     {
       ModelConfig mc = load_model_config("gpt3-2.7b", trainer::config_dir() + "/models");
