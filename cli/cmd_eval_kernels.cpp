@@ -20,7 +20,7 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
                      "NeuSight-format kernel CSV(s); repeat or list several")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "rows-csv", po::value(&rows_csv), "also write per-row forecasts to this CSV")(
+      "rows-csv", po::value(&rows_csv), "also write per-row forecasts to this CSV (device, op, shape, dtype, measured, forecast, roofline, fitted-roofline ms)")(
       "li-dir", po::value(&li_dir),
       "Li et al.'s published coefficients (NeuSight's baselines/li_et_al): adds its re-run per row to --rows-csv")(
       "holdout-shapes", po::value(&holdout),
@@ -43,9 +43,9 @@ int run_eval_kernels(const Args& args, const GlobalOptions& g) {
   if (!rows_csv.empty()) {
     std::ostringstream out;
     // prior_ms: the family's fitted roofline alone (empty for families without one).
-    out << "device,op,shape,measured_ms,predicted_ms,roofline_ms,prior_ms" << (li ? ",li_et_al_ms" : "") << "\n";
+    out << "device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms" << (li ? ",li_et_al_ms" : "") << "\n";
     for (const auto& r : rows) {
-      out << csv_escape(r.device) << ',' << r.op << ',' << csv_escape(r.shape) << ',' << r.measured_ms
+      out << csv_escape(r.device) << ',' << r.op << ',' << csv_escape(r.shape) << ',' << r.dtype << ',' << r.measured_ms
           << ',' << r.predicted_ms << ',' << r.roofline_ms << ',';
       if (r.prior_ms > 0) out << r.prior_ms;
       if (li) {

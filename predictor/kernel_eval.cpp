@@ -99,8 +99,9 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
           st->add(f, roof, y, ok, prior);
         if (rows_out) {
           const double li_ms = li ? li->kernel_ms(s.device, s.query) : -1;
-          rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), y, preds[j].latency_ms,
-                               preds[j].roofline_ms, preds[j].prior_ms, std::isnan(li_ms) ? -1 : li_ms});
+          rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), dtype_name(s.query.dtype), y,
+                               preds[j].latency_ms, preds[j].roofline_ms, preds[j].prior_ms,
+                               std::isnan(li_ms) ? -1 : li_ms});
         }
       }
     }

@@ -54,6 +54,7 @@ struct KernelEvalReport {
 struct KernelEvalRow {
   std::string device, op;
   std::string shape;
+  std::string dtype;  // the query's (fp32 for NeuSight's families)
   double measured_ms = 0, predicted_ms = 0, roofline_ms = 0;
   double prior_ms = 0;  // the family's fitted roofline alone (0: the family has none)
   double li_ms = -1;  // Li et al. re-run (eval_kernels' `li`); -1 when not given or no coefficients

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "../core/test_util.h"
 #include "core/error.h"
@@ -606,6 +607,12 @@ TEST(BundledWeights, TensorCoreGemmOnAnUnseenGpu) {
     if (x.at_peak) EXPECT_DOUBLE_EQ(x.latency_ms, x.peak_ms);
   }
   for (const auto& x : r) EXPECT_GE(x.latency_ms, x.peak_ms);
+  // Per-row results (eval-kernels --rows-csv) carry each row's dtype (nvfp4 is skipped).
+  std::vector<predictor::KernelEvalRow> rows;
+  predictor::eval_kernels({data_path("aiconfigurator_gemm_small.csv")}, p, registry(), &rows, true);
+  std::multiset<std::string> dtypes;
+  for (const auto& row : rows) dtypes.insert(row.dtype);
+  EXPECT_EQ(dtypes, (std::multiset<std::string>{"bf16", "fp8", "fp8_static", "fp8_block"}));
 }
 
 // Host gap per launch (predict --host-gap-us): the launches counted from the graph itself
