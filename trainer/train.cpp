@@ -297,19 +297,25 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     gemm_files.insert(gemm_files.end(), files.begin(), files.end());
   }
   std::map<Family, std::vector<KernelSample>> gemm_rows;
+  size_t gemm_excluded = 0;
   for (const auto& f : gemm_files) {
     auto rows = read_kernel_csv(f);
     // A left-out GPU's kernel choices stay out of the tile table too (leave-one-GPU-out).
+    const size_t before = rows.size();
     rows.erase(std::remove_if(rows.begin(), rows.end(),
                               [&](const KernelSample& s) {
                                 return std::find(opt.exclude_gpus.begin(), opt.exclude_gpus.end(), s.device) !=
                                        opt.exclude_gpus.end();
                               }),
                rows.end());
+    gemm_excluded += before - rows.size();
     tiles.add_samples(rows);
     auto& dst = gemm_rows[op_family(rows.empty() ? OpKind::kBmm : rows.front().query.op)];
     dst.insert(dst.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
+  if (!opt.exclude_gpus.empty() && !gemm_files.empty())
+    TC_LOG(Info) << "bmm, linear: left out " << gemm_excluded
+                 << " rows of the excluded GPUs, from training and from the tile table";
   // Outputs never overwrite inputs; the weights folder is replaced only by a finished run.
   std::vector<std::string> inputs = opt.data_dirs;
   if (!collected) inputs.push_back(opt.neusight_dir);
@@ -394,7 +400,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       TC_LOG(Info) << family_name(fam) << ": held out " << before - rows.size() << " rows of "
                    << opt.holdout_shapes_pct << " % of the shapes (--holdout-shapes)";
     }
-    if (!opt.exclude_gpus.empty()) {
+    if (!opt.exclude_gpus.empty() && !is_gemm(fam)) {  // bmm, linear: left out when read, above
       const auto before = rows.size();
       rows.erase(std::remove_if(rows.begin(), rows.end(),
                                 [&](const KernelSample& s) {
