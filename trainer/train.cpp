@@ -313,9 +313,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     auto& dst = gemm_rows[op_family(rows.empty() ? OpKind::kBmm : rows.front().query.op)];
     dst.insert(dst.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   }
-  if (!opt.exclude_gpus.empty() && !gemm_files.empty())
+  if (!opt.exclude_gpus.empty() && !gemm_files.empty()) {
     TC_LOG(Info) << "bmm, linear: left out " << gemm_excluded
                  << " rows of the excluded GPUs, from training and from the tile table";
+  }
   // Outputs never overwrite inputs; the weights folder is replaced only by a finished run.
   std::vector<std::string> inputs = opt.data_dirs;
   if (!collected) inputs.push_back(opt.neusight_dir);
