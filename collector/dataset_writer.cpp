@@ -67,10 +67,7 @@ std::string format_row(Family f, const CollectedRow& r) {
   const bool ok = r.status == "ok";
   if (const AicLayout* l = collected_aic_layout(f)) {
     // The row's query from its dims (the family's --shape order) and dtype; the layout writes it.
-    OpKind op = OpKind::kCount;
-    for (const auto& info : kOpTable)
-      if (info.family == f) op = info.kind;
-    const KernelQuery q = query_from_dims(op, r.dims, dtype_from_string(r.dtype), "collected row " + r.config_id);
+    const KernelQuery q = query_from_dims(family_ops(f).front(), r.dims, dtype_from_string(r.dtype), "collected row " + r.config_id);
     std::vector<std::string> v = {"tilecast-collect", r.torch_version, r.device, l->op_name, r.kernel_source};
     const std::vector<std::string> cols = l->values(q);
     TC_CHECK(cols.size() == l->columns.size(), "aiconfigurator layout: values do not match its columns");

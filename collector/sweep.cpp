@@ -151,12 +151,7 @@ Sweep load_sweep(const std::string& path) {
     try {
       f.family = family_from_string(fname);
     } catch (const ConfigError&) {
-      std::string known;
-      for (Family k : kAllFamilies) {
-        const FamilyTraits& t = family_traits(k);
-        known += (known.empty() ? "" : ", ") + std::string(*t.alias1 && is_attention(k) ? t.alias1 : t.name);
-      }
-      throw ConfigError(where + ": unknown family (" + known + ")");
+      throw ConfigError(where + ": unknown family (" + family_names() + ")");
     }
     const YAML::Node n = kv.second;
     if (!n.IsMap()) throw ConfigError(where + ": expected a mapping");
@@ -175,8 +170,7 @@ Sweep load_sweep(const std::string& path) {
         }
       } else {
         if (n["ops"]) throw ConfigError(where + ": field 'ops' is for elementwise and memory_op only");
-        for (const auto& info : kOpTable)  // the family's one op
-          if (info.family == f.family) f.ops.push_back(info.kind);
+        f.ops = family_ops(f.family);  // the family's one op
       }
       for (const auto& d : dim_names(f.family)) {
         if (!n[d]) throw ConfigError(where + ": missing range '" + d + "' ([lo, hi], {edges: [...]} or {values: [...]})");

@@ -70,16 +70,17 @@ namespace {
 
 // -- aiconfigurator's layout: one row of kAicLayouts per family.
 std::string num_str(int64_t v) { return std::to_string(v); }
-// A dtype column the family models, else false with the row's value as what is skipped.
-bool aic_dtype(const AicRow& r, const char* column, OpKind op, DType* d, std::string* skip) {
-  if (try_dtype_from_string(r.str(column), d) && dtype_refusal(op, *d).empty()) return true;
-  *skip = r.str(column);
-  return false;
+// A dtype column the family models; false for any other (the caller says what it skips).
+bool aic_dtype(const AicRow& r, const char* column, OpKind op, DType* d) {
+  return try_dtype_from_string(r.str(column), d) && dtype_refusal(op, *d).empty();
 }
 // gemm_perf.csv: F.linear(a[m, k], b[n, k]): m tokens, k in-features (our N), n out-features (our K).
 bool aic_gemm_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
   DType d;
-  if (!aic_dtype(r, "gemm_dtype", OpKind::kGemm, &d, skip)) return false;  // e.g. nvfp4: no FP4 model
+  if (!aic_dtype(r, "gemm_dtype", OpKind::kGemm, &d)) {  // e.g. nvfp4: no FP4 model
+    *skip = r.str("gemm_dtype");
+    return false;
+  }
   *q = gemm_q(r.dim("m", 1), r.dim("k", 1), r.dim("n", 1), d);
   return true;
 }
@@ -92,9 +93,7 @@ bool aic_attention_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
   const bool prefill = r.str("op_name") == "context_attention";
   const OpKind op = prefill ? OpKind::kAttnPrefill : OpKind::kAttnDecode;
   DType d, kvd;
-  std::string s1, s2;
-  const bool ok_d = aic_dtype(r, "attn_dtype", op, &d, &s1), ok_kv = aic_dtype(r, "kv_cache_dtype", op, &kvd, &s2);
-  if (!ok_d || !ok_kv) {
+  if (!aic_dtype(r, "attn_dtype", op, &d) || !aic_dtype(r, "kv_cache_dtype", op, &kvd)) {
     *skip = r.str("attn_dtype") + "/" + r.str("kv_cache_dtype");
     return false;
   }
@@ -117,7 +116,10 @@ std::vector<std::string> aic_attention_values(const KernelQuery& q) {
 // moe_perf.csv: int4_wo, mxfp4, nvfp4 (weight-only / FP4 kernels) are not modelled.
 bool aic_moe_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
   DType d;
-  if (!aic_dtype(r, "moe_dtype", OpKind::kMoe, &d, skip)) return false;
+  if (!aic_dtype(r, "moe_dtype", OpKind::kMoe, &d)) {
+    *skip = r.str("moe_dtype");
+    return false;
+  }
   double alpha = 0;
   if (!try_parse_routing(r.str("distribution"), &alpha))
     r.fail("distribution", "expected balanced or power_law_<a> (0 < a <= 10), got '" + r.str("distribution") + "'");
@@ -588,8 +590,7 @@ std::vector<std::string> training_files(const std::string& root, Family f, const
   // NeuSight's files are named by op (its OPName): every op of the family's row in kOpTable.
   TC_CHECK(family_traits(f).data == FamilyData::kNeuSight, "no NeuSight data for this family");
   std::vector<std::string> ops;
-  for (const auto& info : kOpTable)
-    if (info.family == f) ops.push_back(info.name);
+  for (OpKind k : family_ops(f)) ops.push_back(op_name(k));
   std::vector<std::string> files;
   const bool amd = vendor == "amd";
   for (const auto& op : ops)

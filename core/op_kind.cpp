@@ -60,13 +60,23 @@ const char* family_name(Family f) {
   return family_traits(f).name;
 }
 
-Family family_from_string(const std::string& name) {
+std::string family_names() {
   std::string all;
-  for (const auto& t : kFamilyTable) {
+  for (const auto& t : kFamilyTable) all += std::string(all.empty() ? "" : ", ") + t.name;
+  return all;
+}
+
+std::vector<OpKind> family_ops(Family f) {
+  std::vector<OpKind> ops;
+  for (const auto& info : kOpTable)
+    if (info.family == f) ops.push_back(info.kind);
+  return ops;
+}
+
+Family family_from_string(const std::string& name) {
+  for (const auto& t : kFamilyTable)
     if (name == t.name || (*t.alias1 && name == t.alias1) || (*t.alias2 && name == t.alias2)) return t.family;
-    all += std::string(all.empty() ? "" : ", ") + t.name;
-  }
-  throw ConfigError("unknown predictor family '" + name + "' (" + all + ")");
+  throw ConfigError("unknown predictor family '" + name + "' (" + family_names() + ")");
 }
 
 }  // namespace tilecast

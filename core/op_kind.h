@@ -2,6 +2,7 @@
 // Kernel op kinds and the predictor family each belongs to.
 #include <array>
 #include <string>
+#include <vector>
 
 namespace tilecast {
 
@@ -144,6 +145,8 @@ inline const FamilyTraits& family_traits(Family f) { return kFamilyTable.at(stat
 
 const char* family_name(Family f);  // the table's name: "bmm", ..., "moe"
 Family family_from_string(const std::string& name);  // name or alias; throws ConfigError listing them
+std::string family_names();                          // every family's name, comma-separated
+std::vector<OpKind> family_ops(Family f);            // the family's ops, in kOpTable order
 constexpr std::array<Family, 10> kAllFamilies = {Family::kBmm,       Family::kLinear,     Family::kElementwise,
                                                  Family::kSoftmax,   Family::kLayerNorm,  Family::kGemm,
                                                  Family::kAttnPrefill, Family::kAttnDecode, Family::kMemoryOp,
