@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "core/config_io.h"
@@ -625,8 +626,57 @@ Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSp
   return Implausible::kNone;
 }
 
+std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
+  using Group = std::tuple<std::string, OpKind, std::string>;  // device, op, library
+  auto span = [](const KernelQuery& q) { return q.op == OpKind::kAttnDecode ? q.ctx : q.m; };
+  auto twin_key = [](const KernelQuery& q) {  // the shape without its window
+    KernelQuery full = q;
+    full.window = 0;
+    return query_shape_string(full) + "/" + dtype_name(q.dtype) + "/" + dtype_name(q.kv_dtype);
+  };
+  std::map<Group, std::map<std::string, double>> full_ms;  // window-0 latency per shape
+  for (const auto& s : rows)
+    if (is_attention(op_family(s.query.op)) && s.query.window == 0)
+      full_ms[{s.device, s.query.op, s.library}][twin_key(s.query)] = s.latency_ms;
+  std::map<Group, std::vector<double>> ratios;  // t(window 0) / t(window w), span >= 16 w
+  for (const auto& s : rows) {
+    const KernelQuery& q = s.query;
+    if (!is_attention(op_family(q.op)) || q.window <= 0 || span(q) < kFullAttentionSpanOverWindow * q.window) continue;
+    auto g = full_ms.find({s.device, q.op, s.library});
+    if (g == full_ms.end()) continue;
+    auto t = g->second.find(twin_key(q));
+    // Equal latencies to the last digit are one measurement filed under two windows (the B200's
+    // TRT-LLM decode rows of window 8,192 repeat its window-0 rows): no evidence either way.
+    if (t != g->second.end() && t->second != s.latency_ms) ratios[g->first].push_back(t->second / s.latency_ms);
+  }
+  std::set<Group> flagged;
+  for (auto& [g, r] : ratios) {
+    if (static_cast<int>(r.size()) < kFullAttentionMinPairs) continue;
+    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+    if (r[r.size() / 2] < kFullAttentionMinRatio) flagged.insert(g);
+  }
+  std::vector<bool> out(rows.size(), false);
+  if (flagged.empty()) return out;
+  for (size_t i = 0; i < rows.size(); ++i)
+    out[i] = rows[i].query.window == 0 && is_attention(op_family(rows[i].query.op)) &&
+             flagged.count({rows[i].device, rows[i].query.op, rows[i].library});
+  return out;
+}
+
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {
   LibraryFilterCounts n;
+  {
+    const std::vector<bool> partial = not_full_attention(rows);
+    std::vector<KernelSample> kept;
+    kept.reserve(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (partial[i])
+        ++n.not_full_attention;
+      else
+        kept.push_back(std::move(rows[i]));
+    }
+    rows.swap(kept);
+  }
   std::map<std::string, const GpuSpec*> spec_of;  // one registry lookup per device, not per row
   auto spec = [&](const std::string& device) {
     auto it = spec_of.find(device);

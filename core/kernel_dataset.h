@@ -99,7 +99,7 @@ std::string files_hash(const std::vector<std::string>& paths);
 // drops attention rows that implausible_row calls impossible (measurement artefacts). Rows of
 // GPUs without a spec are kept. Returns what it removed.
 struct LibraryFilterCounts {
-  int64_t other_library = 0, impossible_compute = 0, impossible_memory = 0;
+  int64_t other_library = 0, impossible_compute = 0, impossible_memory = 0, not_full_attention = 0;
 };
 
 // Why a measured latency cannot be the kernel its row describes, from physics alone:
@@ -116,6 +116,20 @@ constexpr double kTrainingComputeSlack = 1.0;
 Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu,
                             double compute_slack = 1.5);
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
+
+// Full-attention rows (window_size 0) that are not full attention, judged by their own file: a
+// kernel attending to every cached key does all the work of the same shape with a sliding
+// window and reads at least 16x the keys when the span is 16x the window, so it cannot run in
+// about the same time. Per (device, op, library), over the pairs of a window-0 row and the same
+// shape with a window w <= span / 16: when the median of t(window 0) / t(window w) is below
+// kFullAttentionMinRatio (over at least kFullAttentionMinPairs pairs), every window-0 row of the
+// group is flagged. Pairs of equal latencies (one measurement filed twice) are not counted. The L40S's prefill and decode files and the B200's TRT-LLM prefill file
+// measure their window-0 rows at a median 0.73-1.0x of the 128-key window (docs/accuracy.md):
+// those kernels attended to a few keys, whatever the row says. Returns one flag per row.
+constexpr double kFullAttentionMinRatio = 1.25;
+constexpr int kFullAttentionMinPairs = 10;
+constexpr int64_t kFullAttentionSpanOverWindow = 16;
+std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows);
 
 // Held-out shapes (train --holdout-shapes, eval-kernels --holdout-shapes): a row is held out
 // when a stable hash (FNV-1a) of its op, shape and dtype falls in the lowest `percent` of 100

@@ -382,13 +382,15 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // lab's own `tilecast collect` run: eager or SDPA attention, the eager MoE loop) keeps all
     // of its rows: they are the only measurements of it. Attention rows that cannot have run
     // the attention they describe (implausible_row: beyond the compute roofline, or beyond DRAM
-    // for the bytes that L2 cannot hold) are measurement artefacts, left out of training
-    // (forecasts never see the row).
+    // for the bytes that L2 cannot hold; not_full_attention: window-0 rows of a file whose
+    // window-0 rows run as fast as its windowed ones) are measurement artefacts, left out of
+    // training (forecasts never see the row).
     {
       const LibraryFilterCounts n = filter_spec_library(rows, gpus);
-      if (n.other_library + n.impossible_compute + n.impossible_memory > 0) {
+      if (n.other_library + n.impossible_compute + n.impossible_memory + n.not_full_attention > 0) {
         TC_LOG(Info) << family_name(fam) << ": left out " << n.other_library
-                     << " rows of another kernel library than the spec's choice, " << n.impossible_compute
+                     << " rows of another kernel library than the spec's choice, " << n.not_full_attention
+                     << " full-attention rows no slower than their windowed twins, " << n.impossible_compute
                      << " faster than the compute roofline (the sheet peak) and " << n.impossible_memory
                      << " faster than 1.5x DRAM for the bytes beyond L2";
       }

@@ -252,6 +252,57 @@ TEST(Dataset, ReadsAiconfiguratorAttentionRows) {
   EXPECT_EQ(rows[2].query.m, 1);
 }
 
+// Full-attention (window 0) rows judged by their own file: on "A" they run at 0.9x the same
+// shapes with a 128-key window over 4,096+ cached keys (the L40S's artefact), so every window-0
+// row of A goes, even one without a windowed twin; on "B" they take 3x (real attention, kept;
+// its 0.5x pair at 1,024 keys is under 16 windows and does not count); on "C" the pairs repeat
+// one measurement (equal latencies: no evidence); on "D" nine pairs are too few to judge.
+TEST(Dataset, FullAttentionNoSlowerThanItsWindowIsFlagged) {
+  std::vector<KernelSample> rows;
+  auto add = [&](const char* dev, int64_t batch, int64_t ctx, int64_t window, double ms) {
+    KernelSample s;
+    s.query = attention_decode_q(batch, ctx, 32, 8, 128, DType::kBf16, DType::kBf16, window);
+    s.device = dev;
+    s.library = "flash_attention";
+    s.latency_ms = ms;
+    rows.push_back(s);
+  };
+  for (int64_t b = 1; b <= 12; ++b) {
+    add("A", b, 4096, 0, 0.09 * b);
+    add("A", b, 4096, 128, 0.1 * b);
+    add("B", b, 4096, 0, 0.3 * b);
+    add("B", b, 4096, 128, 0.1 * b);
+    add("C", b, 8192, 0, 0.2 * b);
+    add("C", b, 8192, 128, 0.2 * b);
+    if (b <= 9) {
+      add("D", b, 4096, 0, 0.09 * b);
+      add("D", b, 4096, 128, 0.1 * b);
+    }
+  }
+  add("A", 64, 16, 0, 0.01);  // no twin: flagged with its group
+  for (int64_t b = 1; b <= 30; ++b) {
+    add("B", b, 1024, 0, 0.05);
+    add("B", b, 1024, 128, 0.1);
+  }
+  const std::vector<bool> flag = not_full_attention(rows);
+  ASSERT_EQ(flag.size(), rows.size());
+  std::map<std::string, int> flagged;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (flag[i]) {
+      EXPECT_EQ(rows[i].query.window, 0) << rows[i].device;
+      ++flagged[rows[i].device];
+    }
+  }
+  EXPECT_EQ(flagged, (std::map<std::string, int>{{"A", 13}}));
+  // Training leaves them out and says how many.
+  static GpuRegistry reg(gpu_dir());
+  const size_t before = rows.size();
+  const LibraryFilterCounts n = filter_spec_library(rows, reg);
+  EXPECT_EQ(n.not_full_attention, 13);
+  EXPECT_EQ(rows.size(), before - 13);
+  for (const auto& s : rows) EXPECT_FALSE(s.device == "A" && s.query.window == 0);
+}
+
 // vidur's per-layer mlp.csv (the GPU from the folder name) and LLMServingSim's dense.csv +
 // meta.yaml: small generated fixtures in the sources' layouts.
 TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
