@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Four checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -16,6 +16,12 @@ fp8 - fp8_static (us) and of fp8_static / fp8.
 3. Do the launch floors agree in time or in clock cycles? Per family file and GPU, the 1st
 percentile of the latencies (a robust fastest row), in microseconds and in thousands of SM
 cycles at the boost clock of the GPU's sheet in configs/gpus/ (`prior_floor: cycles`).
+
+4. Is a window-0 (full attention) row slower than the same shape with a sliding window? Per
+attention file, kernel library and window w: over the pairs whose span (prompt length, or
+context in decode) is >= 16 w, the median and 90th percentile of t(window 0) / t(window w), and
+the pooled median that tilecast's `not_full_attention` rule (core/kernel_dataset.h) compares
+with 1.25; pairs of equal latencies (one measurement filed twice) are counted apart.
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV]
 """
@@ -38,6 +44,35 @@ def scaling(path):
         if max(by_step) >= 4095:
             ratios[key[:2]].append(by_step[max(by_step)] / by_step[min(by_step)])
     return ratios
+
+
+def window_pairs(path, fam, gpu):
+    """Prints one line per library and window; yields (library, pooled ratios)."""
+    full, windowed = {}, []
+    for r in csv.DictReader(open(path)):
+        w = int(r.get("window_size") or 0)
+        key = (r["kernel_source"], r["batch_size"], r["isl"], r["step"], r["num_heads"], r["num_key_value_heads"],
+               r["head_dim"], r["attn_dtype"], r["kv_cache_dtype"])
+        span = int(r["isl"]) if fam == "context_attention" else int(r["step"]) + 1
+        if w == 0:
+            full[key] = float(r["latency"])
+        elif span >= 16 * w:
+            windowed.append((key, w, float(r["latency"])))
+    per = collections.defaultdict(list)
+    equal = collections.Counter()
+    for key, w, t in windowed:
+        if key in full:
+            if full[key] == t:
+                equal[(key[0], w)] += 1
+            else:
+                per[(key[0], w)].append(full[key] / t)
+    for (lib, w) in sorted(set(per) | set(equal)):
+        v = per[(lib, w)]
+        p50 = f"{statistics.median(v):.2f}" if v else ""
+        p90 = f"{pct(v, 90):.2f}" if v else ""
+        print(f"{fam},{gpu},{lib},{w},{len(v)},{equal[(lib, w)]},{p50},{p90}")
+    for lib in sorted({lib for lib, _ in per} | {lib for lib, _ in equal}):
+        yield lib, [x for (l, _), v in per.items() if l == lib for x in v]
 
 
 def boost_clocks_mhz(gpu_dir):
@@ -100,6 +135,14 @@ def main():
                 sys.exit(f"llm-data-checks.py: no sheet in {a.gpu_dir} names '{device}'")
             p1 = lat[len(lat) // 100]
             print(f"{fam},{gpu},{len(lat)},{p1:.2f},{clocks[device]:.0f},{p1 * clocks[device] / 1e3:.1f}")
+    print("\nfamily,gpu,library,window,pairs,equal_latency_pairs,ratio_p50,ratio_p90")
+    for fam in ("context_attention", "generation_attention"):
+        for gpu in sorted(os.listdir(root)):
+            path = os.path.join(root, gpu, f"{fam}_perf.csv")
+            if os.path.exists(path):
+                for lib, pooled in window_pairs(path, fam, gpu):
+                    if pooled:
+                        print(f"{fam},{gpu},{lib},all,{len(pooled)},,{statistics.median(pooled):.2f},{pct(pooled, 90):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
