@@ -227,16 +227,17 @@ MoeLoad compute_moe_load(const KernelQuery& q) {
 MoeLoad moe_load(const KernelQuery& q) {
   // One forecast asks for the same query's load several times (launch, FLOPs and bytes for the
   // roofline, the peak clamp, the implausible-row rule): the last one is kept per thread.
+  // Keyed by exactly the fields compute_moe_load reads.
   struct Memo {
     bool valid = false;
-    int64_t b = 0, h = 0, n = 0, topk = 0, experts = 0, moe_tp = 0, moe_ep = 0;
+    int64_t b = 0, topk = 0, experts = 0, moe_ep = 0;
     double alpha = 0;
     MoeLoad load;
   };
   thread_local Memo memo;
-  if (!(memo.valid && memo.b == q.b && memo.h == q.h && memo.n == q.n && memo.topk == q.topk &&
-        memo.experts == q.experts && memo.moe_tp == q.moe_tp && memo.moe_ep == q.moe_ep && memo.alpha == q.routing_alpha))
-    memo = {true, q.b, q.h, q.n, q.topk, q.experts, q.moe_tp, q.moe_ep, q.routing_alpha, compute_moe_load(q)};
+  if (!(memo.valid && memo.b == q.b && memo.topk == q.topk && memo.experts == q.experts && memo.moe_ep == q.moe_ep &&
+        memo.alpha == q.routing_alpha))
+    memo = {true, q.b, q.topk, q.experts, q.moe_ep, q.routing_alpha, compute_moe_load(q)};
   return memo.load;
 }
 
