@@ -7,8 +7,8 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 #include "core/config_io.h"
 #include "core/csv.h"

@@ -9,6 +9,8 @@
 # JSON reports go under OUT (default out/neusight-loo), each written atomically.
 #   scripts/eval-neusight-loo.sh [OUT] [extra train args, e.g. --epochs 10 --config-dir DIR]
 # RESUME=1 keeps the folds already scored under OUT (after an interruption; same arguments).
+# FAMILIES="elementwise softmax" retrains only those (the others stay as bundled, trained with
+# every GPU: then read the kernel lines of the retrained families, not the whole-model ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/atomic.sh  # to_file
@@ -19,7 +21,7 @@ NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"
 [ -d "$NS/kernels/nvidia/test" ] || { echo "eval-neusight-loo: no NeuSight data under $NS (set TILECAST_NEUSIGHT_DIR)" >&2; exit 2; }
 mkdir -p "$OUT"
 KT="$NS/kernels/nvidia/test"
-FAMS=(bmm linear elementwise softmax layernorm)
+FAMS=(${FAMILIES:-bmm linear elementwise softmax layernorm})
 for gpu in "Tesla P4" "Tesla P100-PCIE-16GB" "Tesla V100-PCIE-32GB" "Tesla T4" "NVIDIA A100-PCIE-40GB"; do
   tag="${gpu// /_}"
   w="$OUT/weights-without-$tag" kernels="$OUT/kernels-$tag.json" models="$OUT/models-$tag.json"
