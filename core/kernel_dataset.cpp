@@ -627,7 +627,8 @@ Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSp
 }
 
 std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
-  using Group = std::tuple<std::string, OpKind, std::string>;  // device, op, library
+  using Group = std::tuple<std::string, OpKind, std::string>;  // device, op, library (attention only)
+  auto attention = [](const KernelQuery& q) { return is_attention(op_family(q.op)); };
   auto span = [](const KernelQuery& q) { return q.op == OpKind::kAttnDecode ? q.ctx : q.m; };
   auto twin_key = [](const KernelQuery& q) {  // the shape without its window
     KernelQuery full = q;
@@ -636,12 +637,12 @@ std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
   };
   std::map<Group, std::map<std::string, double>> full_ms;  // window-0 latency per shape
   for (const auto& s : rows)
-    if (is_attention(op_family(s.query.op)) && s.query.window == 0)
+    if (attention(s.query) && s.query.window == 0)
       full_ms[{s.device, s.query.op, s.library}][twin_key(s.query)] = s.latency_ms;
   std::map<Group, std::vector<double>> ratios;  // t(window 0) / t(window w), span >= 16 w
   for (const auto& s : rows) {
     const KernelQuery& q = s.query;
-    if (!is_attention(op_family(q.op)) || q.window <= 0 || span(q) < kFullAttentionSpanOverWindow * q.window) continue;
+    if (!attention(q) || q.window <= 0 || span(q) < kFullAttentionSpanOverWindow * q.window) continue;
     auto g = full_ms.find({s.device, q.op, s.library});
     if (g == full_ms.end()) continue;
     auto t = g->second.find(twin_key(q));
@@ -658,8 +659,7 @@ std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
   std::vector<bool> out(rows.size(), false);
   if (flagged.empty()) return out;
   for (size_t i = 0; i < rows.size(); ++i)
-    out[i] = rows[i].query.window == 0 && is_attention(op_family(rows[i].query.op)) &&
-             flagged.count({rows[i].device, rows[i].query.op, rows[i].library});
+    out[i] = rows[i].query.window == 0 && flagged.count({rows[i].device, rows[i].query.op, rows[i].library});
   return out;
 }
 

@@ -123,9 +123,10 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
 // about the same time. Per (device, op, library), over the pairs of a window-0 row and the same
 // shape with a window w <= span / 16: when the median of t(window 0) / t(window w) is below
 // kFullAttentionMinRatio (over at least kFullAttentionMinPairs pairs), every window-0 row of the
-// group is flagged. Pairs of equal latencies (one measurement filed twice) are not counted. The L40S's prefill and decode files and the B200's TRT-LLM prefill file
-// measure their window-0 rows at a median 0.73-1.0x of the 128-key window (docs/accuracy.md):
-// those kernels attended to a few keys, whatever the row says. Returns one flag per row.
+// group is flagged. Pairs of equal latencies (one measurement filed twice) are not counted.
+// The L40S's prefill and decode files and the B200's TRT-LLM prefill file measure their window-0
+// rows at a median 0.74-1.00x of the 128-key window (scripts/llm-data-checks.py): those kernels
+// attended to a few keys, whatever the row says. Returns one flag per row.
 constexpr double kFullAttentionMinRatio = 1.25;
 constexpr int kFullAttentionMinPairs = 10;
 constexpr int64_t kFullAttentionSpanOverWindow = 16;

@@ -65,15 +65,18 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
   ProgressBar bar(static_cast<int64_t>(files.size()), "eval-kernels", quiet || files.size() < 2);
   for (const auto& file : files) {
     std::vector<KernelSample> samples = read_kernel_csv(file);
-    // Judged per file, before any row leaves: full-attention rows that ran no slower than the
-    // same shapes with a short window are not the kernel they describe (counted implausible).
-    std::vector<bool> partial = not_full_attention(samples);
+    // Full-attention rows that ran no slower than the same shapes with a short window are not
+    // the kernel they describe, judged over the whole file: held-out scoring leaves them out with
+    // the rows training leaves out (filter_spec_library); otherwise they count as implausible.
+    std::vector<bool> partial;
     if (holdout_shapes_pct > 0) {
       filter_spec_library(samples, gpus);
       samples.erase(std::remove_if(samples.begin(), samples.end(),
                                    [&](const KernelSample& s) { return !shape_held_out(s.query, holdout_shapes_pct); }),
                     samples.end());
-      partial.assign(samples.size(), false);  // filter_spec_library left them out
+      partial.assign(samples.size(), false);
+    } else {
+      partial = not_full_attention(samples);
     }
     // One batched forecast per device.
     std::map<std::string, std::vector<size_t>> by_dev;
