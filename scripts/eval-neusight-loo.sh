@@ -11,6 +11,7 @@
 # RESUME=1 keeps the folds already scored under OUT (after an interruption; same arguments).
 # FAMILIES="elementwise softmax" retrains only those (the others stay as bundled, trained with
 # every GPU: then read the kernel lines of the retrained families, not the whole-model ones).
+# Compare designs (and seeds) with scripts/loo-summary.py NAME=OUT[,OUT...] ... [--models].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/atomic.sh  # to_file

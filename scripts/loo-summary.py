@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Compares leave-one-training-GPU-out runs of scripts/eval-neusight-loo.sh, design by design.
+
+    scripts/loo-summary.py [--family F ...] [--models] NAME=OUT[,OUT...] NAME=OUT[,OUT...] ...
+
+Each NAME is a design; its OUT folders are runs of it (seeds, or repeats). For every kernel
+family and left-out GPU it prints the MAPE of each design on that GPU's rows of NeuSight's test
+split (the mean over the design's runs, with the range when there are several), the mean over
+the left-out GPUs, and the selection rule of docs/accuracy.md against the first design: a
+design is kept only if its mean is lower and no left-out GPU is worse by more than 5 points.
+A fold missing from a run (an interrupted run, or a family the run left as bundled, trained with
+that GPU) is reported as missing, never counted. --models adds the left-out GPU's whole-model
+labels per mode (MAPE per design), which a kernel-level win can still lose.
+Markdown on stdout."""
+import json
+import os
+import re
+import statistics
+import sys
+
+GPUS = ["Tesla P4", "Tesla P100-PCIE-16GB", "Tesla V100-PCIE-32GB", "Tesla T4", "NVIDIA A100-PCIE-40GB"]
+SHORT = {"Tesla P4": "P4", "Tesla P100-PCIE-16GB": "P100", "Tesla V100-PCIE-32GB": "V100",
+         "Tesla T4": "T4", "NVIDIA A100-PCIE-40GB": "A100"}
+RULE_POINTS = 5.0
+
+
+def trained_on(out, gpu, family):
+    """Whether the fold's weights for `family` saw `gpu` (a run with FAMILIES that left the
+    family as bundled): then the fold is no leave-one-out result for that family."""
+    path = os.path.join(out, "weights-without-" + gpu.replace(" ", "_"), "manifest.yaml")
+    if not os.path.exists(path):
+        return False
+    current = None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^  (\w+):\s*$", line)
+            if m:
+                current = m.group(1)
+            m = re.match(r"^    training_gpus: \[(.*)\]", line)
+            if m and current == family:
+                return gpu in [g.strip() for g in m.group(1).split(",")]
+    return False
+
+
+def fold_mape(out, gpu, family):
+    """MAPE % of `family` on the left-out `gpu` in run folder `out`, or None if not scored
+    (or the family's weights were trained with that GPU)."""
+    path = os.path.join(out, "kernels-" + gpu.replace(" ", "_") + ".json")
+    if not os.path.exists(path) or trained_on(out, gpu, family):
+        return None
+    with open(path) as f:
+        report = json.load(f)
+    cell = report.get("by_device_op", {}).get(gpu, {}).get(family)
+    return None if cell is None else cell["mape_pct"]
+
+
+def fold_models(out, gpu):
+    """{mode: MAPE %} over the left-out `gpu`'s whole-model labels in run folder `out`."""
+    path = os.path.join(out, "models-" + gpu.replace(" ", "_") + ".json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        rows = [r for r in json.load(f)["rows"] if r["device"] == gpu.replace(" ", "_")]
+    by_mode = {}
+    for r in rows:
+        by_mode.setdefault(r["mode"] + (" " + r["option"] if r.get("option") else ""), []).append(r["error_pct"])
+    return {m: statistics.mean(v) for m, v in by_mode.items()}
+
+
+def print_models(designs):
+    """Whole-model labels of each left-out GPU, per mode: MAPE per design (mean over runs)."""
+    print()
+    print("Whole models (the left-out GPU's labels; families a run left as bundled were trained with it):")
+    print()
+    print("| left-out GPU | mode | " + " | ".join(n for n, _ in designs) + " |")
+    print("|---|---|" + "---|" * len(designs))
+    for gpu in GPUS:
+        per = [[fold_models(o, gpu) for o in runs] for _, runs in designs]
+        modes = sorted({m for runs in per for run in runs for m in run})
+        for mode in modes:
+            cells = []
+            for runs in per:
+                vals = [run.get(mode) for run in runs]
+                cells.append("missing" if any(v is None for v in vals) else
+                             f"{statistics.mean(vals):.1f}" + (f" ({min(vals):.1f}-{max(vals):.1f})" if len(vals) > 1 else ""))
+            print(f"| {SHORT[gpu]} | {mode} | " + " | ".join(cells) + " |")
+
+
+def main(argv):
+    families = []
+    designs = []
+    models = False
+    args = iter(argv)
+    for a in args:
+        if a == "--models":
+            models = True
+        elif a == "--family":
+            families.append(next(args, None) or sys.exit("loo-summary: --family needs a name"))
+        elif "=" in a:
+            name, outs = a.split("=", 1)
+            runs = [o for o in outs.split(",") if o]
+            for o in runs:
+                if not os.path.isdir(o):
+                    sys.exit(f"loo-summary: {o}: no such run folder")
+            designs.append((name, runs))
+        else:
+            sys.exit(f"loo-summary: '{a}': expected NAME=OUT[,OUT...], --family F or --models (see the header)")
+    if not designs:
+        sys.exit(__doc__)
+    families = families or ["bmm", "linear", "elementwise", "softmax", "layernorm"]
+    print("| family | left-out GPU | " + " | ".join(f"{n} ({len(r)} run{'s' if len(r) > 1 else ''})" for n, r in designs) + " |")
+    print("|---|---|" + "---|" * len(designs))
+    for fam in families:
+        per_design = []  # per design: {gpu: mean MAPE}
+        for name, runs in designs:
+            cells = {}
+            for gpu in GPUS:
+                vals = [fold_mape(o, gpu, fam) for o in runs]
+                cells[gpu] = None if any(v is None for v in vals) else vals
+            per_design.append(cells)
+        if all(all(v is None for v in d.values()) for d in per_design):
+            continue
+        for gpu in GPUS:
+            row = []
+            for cells in per_design:
+                v = cells[gpu]
+                if v is None:
+                    row.append("missing")
+                elif len(v) == 1:
+                    row.append(f"{v[0]:.1f}")
+                else:
+                    row.append(f"{statistics.mean(v):.1f} ({min(v):.1f}-{max(v):.1f})")
+            print(f"| {fam} | {SHORT[gpu]} | " + " | ".join(row) + " |")
+        means, verdicts = [], []
+        base = per_design[0]
+        for i, cells in enumerate(per_design):
+            if any(v is None for v in cells.values()):
+                means.append("incomplete")
+                verdicts.append("")
+                continue
+            m = statistics.mean(statistics.mean(v) for v in cells.values())
+            means.append(f"**{m:.1f}**")
+            if i == 0 or any(v is None for v in base.values()):
+                verdicts.append("")
+                continue
+            bm = statistics.mean(statistics.mean(v) for v in base.values())
+            worst = max(statistics.mean(cells[g]) - statistics.mean(base[g]) for g in GPUS)
+            ok = m < bm and worst <= RULE_POINTS
+            verdicts.append(f"{'passes' if ok else 'fails'} (mean {m - bm:+.1f}, worst fold {worst:+.1f})")
+        print(f"| {fam} | mean | " + " | ".join(means) + " |")
+        if len(designs) > 1:
+            print(f"| {fam} | rule vs {designs[0][0]} | " + " | ".join(verdicts) + " |")
+    if models:
+        print_models(designs)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
