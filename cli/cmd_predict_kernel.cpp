@@ -80,10 +80,18 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
               r.member_max_ms, r.at_peak ? "; raised to the sheet's compute peak, which the network's forecast beat" : "");
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.bound_ms);
-  if (r.prior_ms > 0)
-    std::printf("prior_ms     %.6g (the family's fitted roofline%s)\n", r.prior_ms,
-                r.corrected ? ", which the network corrects" : "; alone: the network corrects only the GPUs it was trained on, or their twins "
-                                                          "where the family's network_gpus says so");
+  if (r.prior_ms > 0) {
+    if (r.corrected)
+      std::printf("prior_ms     %.6g (the family's fitted roofline%s)\n", r.prior_ms,
+                  r.prior_is_base ? ", which the network corrects" : "");
+    else if (r.network_weight > 0)
+      std::printf("prior_ms     %.6g (the family's fitted roofline; this GPU is not one the network was trained on, nor "
+                  "a twin: the forecast is the geometric mean of the network's (weight %.2f) and this)\n",
+                  r.prior_ms, r.network_weight);
+    else
+      std::printf("prior_ms     %.6g (the family's fitted roofline; alone: the network corrects only the GPUs it was "
+                  "trained on, or their twins where the family's network_gpus says so)\n", r.prior_ms);
+  }
   if (attn)
     std::printf("tasks        %lld CTAs (%s; %s)\n", static_cast<long long>(r.launch.num_ctas),
                 kind == OpKind::kAttnPrefill ? "sequence x head x 128-query block" : "sequence x KV head x KV split",

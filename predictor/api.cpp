@@ -117,6 +117,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
   if (r.prior_ms > 0) {
     j["prior_ms"] = r.prior_ms;
     j["network_correction"] = r.corrected;
+    j["network_weight"] = r.network_weight;
   }
   if (is_attention(fam)) {
     j["library"] = attention_library(spec);

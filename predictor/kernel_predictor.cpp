@@ -164,9 +164,11 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.bound_ms = s_to_ms(p.bounds.base_s);
       // The base the network corrects, as in training: the family's fitted roofline (prior in
       // its config), else the bound raised to its launch floor (launch_floor in its config).
-      const FittedRoofline* prior = entry && entry->has_prior ? &entry->prior : nullptr;
+      // The fitted roofline alone (prior_ms) is also what a GPU outside network_gpus leans on.
+      const FittedRoofline* prior = entry && entry->has_prior && entry->config.prior ? &entry->prior : nullptr;
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
-      if (prior) r.prior_ms = r.base_ms;
+      if (entry && entry->has_prior) r.prior_ms = s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
+      r.prior_is_base = prior != nullptr;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
       r.peak_ms = s_to_ms(peak_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
@@ -190,22 +192,25 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     if (!entry)
       throw ConfigError(std::string("no trained weights for family '") + family_name(fam) +
                         "' in the weights folder (run `tilecast train --family " + family_name(fam) + "`)");
-    // A family whose correction stays on its training GPUs (and, with twins, on GPUs of the
-    // same die and memory system) forecasts any other GPU by its fitted roofline alone
-    // (leave-one-GPU-out: the correction does not carry over); its networks are then not even
-    // loaded.
+    // A family whose network is trusted only on its training GPUs (and, with twins, on GPUs of
+    // the same die and memory system) forecasts any other GPU by its fitted roofline, alone
+    // (unseen_prior_weight 1: leave-one-GPU-out says the correction does not carry over; the
+    // networks are then not even loaded) or as a weighted geometric mean with the network's
+    // forecast (a network that extrapolates, shrunk toward the physics).
     const std::string& gate = entry->config.network_gpus;
     const bool corrected =
         gate == "all" ||
         std::find(entry->training_gpus.begin(), entry->training_gpus.end(), gpu.cuda_name) != entry->training_gpus.end() ||
         (gate == "twins" && std::any_of(entry->training_gpu_specs.begin(), entry->training_gpu_specs.end(),
                                         [&](const GpuSpec& t) { return gpu_twins(gpu, t); }));
+    const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
     static const std::vector<DenseMlp> kNoMembers;
-    const std::vector<DenseMlp>& members = corrected ? impl_->members(fam) : kNoMembers;
+    const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->members(fam) : kNoMembers;
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
     const size_t n = idx.size();
     std::vector<float> om(n);
-    std::vector<double> o(n, 0.0), lo(n, corrected ? kMaxLogSlowdown : 0.0), hi(n, corrected ? kMinLogSlowdown : 0.0);
+    const bool ran = !members.empty();
+    std::vector<double> o(n, 0.0), lo(n, ran ? kMaxLogSlowdown : 0.0), hi(n, ran ? kMinLogSlowdown : 0.0);
     for (const DenseMlp& m : members) {
       m.forward(xp, n, om.data());
       for (size_t j = 0; j < n; ++j) {
@@ -217,20 +222,26 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     }
     for (size_t j = 0; j < n; ++j) {
       KernelPrediction& r = out[idx[j]];
-      const double slow = std::exp(o[j]);
+      // In log space: (1 - w) x the network's forecast + w x the fitted roofline.
+      const auto blend_ms = [&](double log_slowdown) {
+        if (prior_weight <= 0) return r.base_ms * std::exp(log_slowdown);
+        if (prior_weight >= 1) return r.prior_ms;
+        return std::exp((1 - prior_weight) * (std::log(r.base_ms) + log_slowdown) + prior_weight * std::log(r.prior_ms));
+      };
       // No kernel beats the sheet's compute peak (the data's rows that do are measurement
       // artefacts, left out of training): a network's forecast below it is raised to it.
-      r.latency_ms = r.base_ms * slow;
+      r.latency_ms = blend_ms(o[j]);
       r.at_peak = r.latency_ms < r.peak_ms;
       r.latency_ms = std::max(r.latency_ms, r.peak_ms);
       r.utilisation = r.bound_ms / r.latency_ms;
       r.corrected = corrected;
-      if (!corrected) {  // no network ran: its training range says nothing about this forecast
+      r.network_weight = 1 - prior_weight;
+      if (!ran) {  // no network ran: its training range says nothing about this forecast
         r.out_of_range.clear();
         r.clamped = false;
       }
-      r.member_min_ms = std::max(r.base_ms * std::exp(lo[j]), r.peak_ms);
-      r.member_max_ms = std::max(r.base_ms * std::exp(hi[j]), r.peak_ms);
+      r.member_min_ms = std::max(blend_ms(lo[j]), r.peak_ms);
+      r.member_max_ms = std::max(blend_ms(hi[j]), r.peak_ms);
     }
   }
   return out;

@@ -21,7 +21,8 @@ struct KernelPrediction {
   double base_ms = 0;       // the bound the MLP's output scales: the wave-quantised roofline, or
                             // the family's fitted roofline (config `prior`)
   double bound_ms = 0;      // the wave-quantised roofline (max of the compute and memory bounds)
-  double prior_ms = 0;      // the fitted roofline alone (families with a prior; else 0)
+  double prior_ms = 0;      // the fitted roofline alone (families that fit one; else 0)
+  bool prior_is_base = false;  // config `prior`: the network corrects that fitted roofline
   double utilisation = 0;   // wave-quantised roofline / latency_ms
   double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
   const char* bound = "";   // "compute" | "memory" | "launch" (below a fitted floor)
@@ -29,9 +30,13 @@ struct KernelPrediction {
   // range (families that clamp) rather than extrapolated.
   std::vector<std::string> out_of_range;
   bool clamped = false;
-  // False where the family's network does not correct this GPU (network_gpus: trained, and
-  // the GPU is not one it was trained on): the forecast is the fitted roofline alone.
+  // False where the GPU is outside the family's network_gpus (network_gpus: trained, and the
+  // GPU is not one it was trained on; twins: nor a twin of one): the forecast is then the
+  // fitted roofline, alone or blended with the network's forecast (network_weight).
   bool corrected = true;
+  // The network forecast's share of the log-latency: 1 where corrected, else 1 - the family's
+  // unseen_prior_weight (0: the fitted roofline alone).
+  double network_weight = 1;
   LaunchInfo launch;
 };
 

@@ -22,11 +22,21 @@ void range(double v, double lo, double hi, const std::string& key, const std::st
 }
 }  // namespace
 
+std::string config_conflict(const PredictorConfig& c) {
+  if (c.launch_floor && c.prior) return "fields 'launch_floor' and 'prior': choose one (the prior has its own floor)";
+  if (c.prior_floor != "us" && !c.fits_roofline())
+    return "field 'prior_floor' needs a fitted roofline ('prior: true' or network_gpus other than all)";
+  if (c.unseen_prior_weight != 1.0 && c.network_gpus == "all")
+    return "field 'unseen_prior_weight' needs network_gpus 'trained' or 'twins' (with 'all' no GPU is unseen)";
+  return "";
+}
+
 PredictorConfig load_predictor_config(const std::string& path) {
   const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
-      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "ignore_features", "network_gpus"};
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "ignore_features", "network_gpus",
+      "unseen_prior_weight"};
   reject_unknown_keys(root, known, path);
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
@@ -50,15 +60,15 @@ PredictorConfig load_predictor_config(const std::string& path) {
     c.prior_floor = field<std::string>(root["prior_floor"], "prior_floor", path);
     if (c.prior_floor != "us" && c.prior_floor != "cycles")
       throw ConfigError(path + ": field 'prior_floor': expected us or cycles");
-    if (!c.prior) throw ConfigError(path + ": field 'prior_floor' needs 'prior: true'");
   }
   if (root["network_gpus"]) {
     c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
     if (c.network_gpus != "all" && c.network_gpus != "trained" && c.network_gpus != "twins")
       throw ConfigError(path + ": field 'network_gpus': expected all, trained or twins");
-    if (c.network_gpus != "all" && !c.prior)
-      throw ConfigError(path + ": field 'network_gpus': '" + c.network_gpus +
-                        "' needs 'prior: true' (the forecast on other GPUs)");
+  }
+  if (root["unseen_prior_weight"]) {
+    c.unseen_prior_weight = field<double>(root["unseen_prior_weight"], "unseen_prior_weight", path);
+    range(c.unseen_prior_weight, 0, 1, "unseen_prior_weight", path);
   }
   if (root["ignore_features"]) {
     c.ignore_features = field<std::vector<std::string>>(root["ignore_features"], "ignore_features", path);
@@ -68,8 +78,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
         throw ConfigError(path + ": field 'ignore_features': '" + n + "' is not a feature of family " +
                           family_name(c.family));
   }
-  if (c.launch_floor && c.prior)
-    throw ConfigError(path + ": fields 'launch_floor' and 'prior': choose one (the prior has its own floor)");
+  if (const std::string why = config_conflict(c); !why.empty()) throw ConfigError(path + ": " + why);
   range(c.num_layers, 2, 64, "num_layers", path);
   range(c.hidden_size, 1, 8192, "hidden_size", path);
   range(c.lr, 1e-9, 1.0, "lr", path);
@@ -105,6 +114,7 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   if (c.prior) out << YAML::Key << "prior" << YAML::Value << true;
   if (c.prior_floor != "us") out << YAML::Key << "prior_floor" << YAML::Value << c.prior_floor;
   if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
+  if (c.unseen_prior_weight != 1.0) out << YAML::Key << "unseen_prior_weight" << YAML::Value << c.unseen_prior_weight;
   if (!c.ignore_features.empty()) out << YAML::Key << "ignore_features" << YAML::Value << YAML::Flow << c.ignore_features;
   out << YAML::EndMap;
   return out.c_str();

@@ -37,12 +37,28 @@ struct PredictorConfig {
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":
   // the trained GPUs and their twins (gpu_twins, core/gpu_spec.h: the same die and memory).
   std::string network_gpus = "all";
+  // On a GPU outside network_gpus (neither trained on nor, with twins, a twin of a training
+  // GPU): the forecast's weight on the fitted roofline in log space, the network's own forecast
+  // taking the rest. 1 (the default): the fitted roofline alone; 0.25: fitted^0.25 x
+  // network^0.75, a network that extrapolates shrunk toward the physics (tried for NeuSight's
+  // bmm and linear, not bundled: better kernel rows, worse whole models in leave-one-GPU-out,
+  // docs/accuracy.md). Needs network_gpus other than all.
+  double unseen_prior_weight = 1.0;
   // Features the network does not see (their column is 0 in training and forecasting): e.g.
   // the absolute times, which place every row on its own GPU's scale, so that the network's
   // correction of the prior depends on the shape and the launch only.
   std::vector<std::string> ignore_features;
   std::string origin;
+
+  // Whether `train` fits the family's roofline: as the network's base (prior) or as the
+  // forecast on GPUs outside network_gpus.
+  bool fits_roofline() const { return prior || network_gpus != "all"; }
 };
+
+// The first rule the config's fields break together (prior_floor without a fitted roofline,
+// unseen_prior_weight without network_gpus, ...), as "field 'x': why"; empty when none. The
+// config loader and the weights manifest reader both check it.
+std::string config_conflict(const PredictorConfig& c);
 
 // Reads a YAML file; unknown keys or out-of-range values throw ConfigError naming the field.
 PredictorConfig load_predictor_config(const std::string& path);

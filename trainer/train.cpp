@@ -435,7 +435,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << each << ")";
     }
     e.launch_floor_us = floor_ms * 1e3;
-    if (cfg.prior) {
+    if (cfg.fits_roofline()) {  // the network's base (prior), or the forecast on unseen GPUs
       e.has_prior = true;
       const bool cycles = cfg.prior_floor == "cycles";
       e.prior = fit_family_roofline(rows, tiles, gpus, cycles);
@@ -451,7 +451,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       mc.seed = cfg.seed + static_cast<uint64_t>(member);
       const std::string file = std::string(family_name(fam)) + (member ? ".s" + std::to_string(member) : "") + ".pt";
       const std::string path = (fs::path(dir) / file).string();
-      r = train_family(mc, rows, tiles, gpus, path, opt.quiet, floor_ms, e.has_prior ? &e.prior : nullptr);
+      r = train_family(mc, rows, tiles, gpus, path, opt.quiet, floor_ms, cfg.prior ? &e.prior : nullptr);
       seconds += r.seconds;
       if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
       add_member(e, dir, file, net_file_for(file), r.layer_widths);

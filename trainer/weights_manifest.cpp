@@ -91,9 +91,13 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (e.config.prior_floor != "us" && e.config.prior_floor != "cycles")
           throw ConfigError(path + ": family '" + name + "': config.prior_floor must be us or cycles");
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
-        if (e.config.network_gpus != "all" &&
-            ((e.config.network_gpus != "trained" && e.config.network_gpus != "twins") || !e.config.prior))
-          throw ConfigError(path + ": family '" + name + "': config.network_gpus must be all, or trained or twins with a prior");
+        if (e.config.network_gpus != "all" && e.config.network_gpus != "trained" && e.config.network_gpus != "twins")
+          throw ConfigError(path + ": family '" + name + "': config.network_gpus must be all, trained or twins");
+        if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
+        if (!(e.config.unseen_prior_weight >= 0 && e.config.unseen_prior_weight <= 1))
+          throw ConfigError(path + ": family '" + name + "': config.unseen_prior_weight out of range [0, 1]");
+        if (const std::string why = config_conflict(e.config); !why.empty())
+          throw ConfigError(path + ": family '" + name + "': config: " + why);
         if (c["ignore_features"]) e.config.ignore_features = c["ignore_features"].as<std::vector<std::string>>();
         if (n["launch_floor_us"]) {
           e.launch_floor_us = n["launch_floor_us"].as<double>();
@@ -117,8 +121,8 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
             throw ConfigError(path + ": family '" + name + "': prior out of range (floor_us and wave_us in [0, 1e6), eta_compute and "
                               "eta_memory in (0, 10])");
         }
-        if (e.config.prior != e.has_prior)
-          throw ConfigError(path + ": family '" + name + "': config.prior and the 'prior' entry disagree");
+        if (e.config.fits_roofline() != e.has_prior)
+          throw ConfigError(path + ": family '" + name + "': config (prior, network_gpus) and the 'prior' entry disagree");
         e.rows_train = n["rows_train"].as<int64_t>();
         e.rows_val = n["rows_val"].as<int64_t>();
         e.val_mape_pct = n["val_mape_pct"].as<double>();

@@ -40,7 +40,9 @@ struct FamilyEntry {
   std::string trained_at;    // ISO-8601 UTC
   int holdout_shapes_pct = 0;  // train --holdout-shapes: this share of shapes was left out (0: none)
   double launch_floor_us = 0;  // config.launch_floor: the fitted per-launch floor (0: none)
-  bool has_prior = false;      // config.prior: the fitted roofline the network corrects
+  // config.fits_roofline(): the fitted roofline, which the network corrects (config.prior)
+  // and/or which forecasts the GPUs outside config.network_gpus (config.unseen_prior_weight).
+  bool has_prior = false;
   FittedRoofline prior;
 };
 

@@ -216,6 +216,28 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   t4_twin.mem_bw_gbps = t4.mem_bw_gbps * 1.3;  // another memory system: not a twin
   EXPECT_FALSE(pt.predict(std::vector<KernelQuery>{q}, t4_twin)[0].corrected);
   EXPECT_FALSE(pt.predict(std::vector<KernelQuery>{q}, a100)[0].corrected);
+  // unseen_prior_weight w: on a GPU outside network_gpus the forecast is the geometric mean
+  // prior^w x network^(1-w); w = 0 gives the network's own forecast, w = 1 the prior alone, and
+  // the training GPU is unaffected. Checked against the two ends, for a few widths of the row.
+  for (int64_t h : {int64_t{1} << 8, int64_t{1} << 12}) {
+    const KernelQuery qh = vec_q(OpKind::kAdd, 1 << 14, h);
+    auto forecast_with = [&](double w, const GpuSpec& g) {
+      m.families["elementwise"].config.network_gpus = "trained";
+      m.families["elementwise"].config.unseen_prior_weight = w;
+      trainer::save_manifest(dir, m);
+      return predictor::KernelPredictor(dir).predict(std::vector<KernelQuery>{qh}, g)[0];
+    };
+    const auto net = forecast_with(0.0, a100), alone = forecast_with(1.0, a100), mixed = forecast_with(0.25, a100);
+    EXPECT_DOUBLE_EQ(alone.latency_ms, alone.prior_ms);
+    EXPECT_NE(net.latency_ms, net.prior_ms);
+    EXPECT_NEAR(mixed.latency_ms, std::pow(alone.latency_ms, 0.25) * std::pow(net.latency_ms, 0.75), 1e-9 * mixed.latency_ms);
+    EXPECT_FALSE(mixed.corrected);
+    EXPECT_DOUBLE_EQ(mixed.network_weight, 0.75);
+    EXPECT_DOUBLE_EQ(forecast_with(0.25, t4).latency_ms, forecast_with(1.0, t4).latency_ms);
+    EXPECT_DOUBLE_EQ(forecast_with(0.25, t4).network_weight, 1.0);
+  }
+  m.families["elementwise"].config.network_gpus = "twins";
+  m.families["elementwise"].config.unseen_prior_weight = 1.0;
   // A twins manifest without the training GPUs' specs is refused (it was written before them).
   m.families["elementwise"].training_gpu_specs.clear();
   trainer::save_manifest(dir, m);
@@ -231,16 +253,26 @@ TEST(FittedPrior, ConfigErrors) {
     std::ofstream(path) << "family: generation_attention\n" << body;
     return path;
   };
-  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: trained\n")); },
-                            {"network_gpus", "needs 'prior: true'"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nnetwork_gpus: some\n")); },
                             {"network_gpus", "expected all, trained or twins"});
-  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: twins\n")); },
-                            {"network_gpus", "'twins' needs 'prior: true'"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nprior_floor: hours\n")); },
                             {"prior_floor", "expected us or cycles"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior_floor: cycles\n")); },
-                            {"prior_floor", "needs 'prior: true'"});
+                            {"prior_floor", "needs a fitted roofline"});
+  // A fitted roofline only for the GPUs outside network_gpus (the network's base stays the
+  // bound): network_gpus without prior, and the weight of that roofline there.
+  const auto fallback =
+      trainer::load_predictor_config(write("network_gpus: twins\nprior_floor: cycles\nunseen_prior_weight: 0.25\n"));
+  EXPECT_FALSE(fallback.prior);
+  EXPECT_TRUE(fallback.fits_roofline());
+  EXPECT_DOUBLE_EQ(fallback.unseen_prior_weight, 0.25);
+  EXPECT_NE(trainer::predictor_config_to_yaml(fallback).find("unseen_prior_weight: 0.25"), std::string::npos);
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nunseen_prior_weight: 0.5\n")); },
+                            {"unseen_prior_weight", "needs network_gpus"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: trained\nunseen_prior_weight: 1.5\n")); },
+                            {"unseen_prior_weight", "outside [0, 1]"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: trained\nunseen_prior_weight: .nan\n")); },
+                            {"unseen_prior_weight"});
   const auto cyc = trainer::load_predictor_config(write("prior: true\nprior_floor: cycles\n"));
   EXPECT_EQ(cyc.prior_floor, "cycles");
   EXPECT_NE(trainer::predictor_config_to_yaml(cyc).find("prior_floor: cycles"), std::string::npos);
@@ -797,8 +829,9 @@ TEST(DenseMlp, ForecastsMatchTheLibTorchPath) {
       const double om = tm->forward(torch::from_blob(x.data(), {1, (int64_t)x.size()}, torch::kFloat32)).item<double>();
       o += std::min(std::max(om, trainer::kMinLogSlowdown), trainer::kMaxLogSlowdown) / e.files.size();
     }
-    // The network scales the family's fitted roofline where it has one (gemm), else the bound.
-    const double base_s = e.has_prior ? fitted_roofline_s(pk.bounds, e.prior) : pk.bounds.base_s;
+    // The network scales the family's fitted roofline where its config says prior (gemm), else
+    // the bound (bmm and linear fit a roofline for unseen GPUs only).
+    const double base_s = e.config.prior ? fitted_roofline_s(pk.bounds, e.prior) : pk.bounds.base_s;
     const double want_ms = s_to_ms(base_s) * std::exp(o);
     EXPECT_NEAR(got[i].latency_ms, want_ms, 1e-4 * want_ms) << i;
   }
