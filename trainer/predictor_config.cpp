@@ -23,6 +23,11 @@ void range(double v, double lo, double hi, const std::string& key, const std::st
 }  // namespace
 
 std::string config_conflict(const PredictorConfig& c) {
+  if (c.prior_floor != "us" && c.prior_floor != "cycles") return "field 'prior_floor': expected us or cycles";
+  if (c.network_gpus != "all" && c.network_gpus != "trained" && c.network_gpus != "twins")
+    return "field 'network_gpus': expected all, trained or twins";
+  if (!(c.unseen_prior_weight >= 0 && c.unseen_prior_weight <= 1))
+    return "field 'unseen_prior_weight': value " + std::to_string(c.unseen_prior_weight) + " outside [0, 1]";
   if (c.launch_floor && c.prior) return "fields 'launch_floor' and 'prior': choose one (the prior has its own floor)";
   if (c.prior_floor != "us" && !c.fits_roofline())
     return "field 'prior_floor' needs a fitted roofline ('prior: true' or network_gpus other than all)";
@@ -56,20 +61,10 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["ensemble"]) c.ensemble = field<int>(root["ensemble"], "ensemble", path);
   if (root["launch_floor"]) c.launch_floor = field<bool>(root["launch_floor"], "launch_floor", path);
   if (root["prior"]) c.prior = field<bool>(root["prior"], "prior", path);
-  if (root["prior_floor"]) {
-    c.prior_floor = field<std::string>(root["prior_floor"], "prior_floor", path);
-    if (c.prior_floor != "us" && c.prior_floor != "cycles")
-      throw ConfigError(path + ": field 'prior_floor': expected us or cycles");
-  }
-  if (root["network_gpus"]) {
-    c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
-    if (c.network_gpus != "all" && c.network_gpus != "trained" && c.network_gpus != "twins")
-      throw ConfigError(path + ": field 'network_gpus': expected all, trained or twins");
-  }
-  if (root["unseen_prior_weight"]) {
+  if (root["prior_floor"]) c.prior_floor = field<std::string>(root["prior_floor"], "prior_floor", path);
+  if (root["network_gpus"]) c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
+  if (root["unseen_prior_weight"])
     c.unseen_prior_weight = field<double>(root["unseen_prior_weight"], "unseen_prior_weight", path);
-    range(c.unseen_prior_weight, 0, 1, "unseen_prior_weight", path);
-  }
   if (root["ignore_features"]) {
     c.ignore_features = field<std::vector<std::string>>(root["ignore_features"], "ignore_features", path);
     const auto& names = feature_names(c.family);

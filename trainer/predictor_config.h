@@ -55,9 +55,10 @@ struct PredictorConfig {
   bool fits_roofline() const { return prior || network_gpus != "all"; }
 };
 
-// The first rule the config's fields break together (prior_floor without a fitted roofline,
-// unseen_prior_weight without network_gpus, ...), as "field 'x': why"; empty when none. The
-// config loader and the weights manifest reader both check it.
+// The first rule the prior-related fields break, alone (a value outside its set or range) or
+// together (prior_floor without a fitted roofline, unseen_prior_weight without network_gpus,
+// ...), as "field 'x': why"; empty when none. The config loader and the weights manifest
+// reader both check it.
 std::string config_conflict(const PredictorConfig& c);
 
 // Reads a YAML file; unknown keys or out-of-range values throw ConfigError naming the field.

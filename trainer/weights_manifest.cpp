@@ -88,14 +88,8 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["launch_floor"]) e.config.launch_floor = c["launch_floor"].as<bool>();
         if (c["prior"]) e.config.prior = c["prior"].as<bool>();
         if (c["prior_floor"]) e.config.prior_floor = c["prior_floor"].as<std::string>();
-        if (e.config.prior_floor != "us" && e.config.prior_floor != "cycles")
-          throw ConfigError(path + ": family '" + name + "': config.prior_floor must be us or cycles");
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
-        if (e.config.network_gpus != "all" && e.config.network_gpus != "trained" && e.config.network_gpus != "twins")
-          throw ConfigError(path + ": family '" + name + "': config.network_gpus must be all, trained or twins");
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
-        if (!(e.config.unseen_prior_weight >= 0 && e.config.unseen_prior_weight <= 1))
-          throw ConfigError(path + ": family '" + name + "': config.unseen_prior_weight out of range [0, 1]");
         if (const std::string why = config_conflict(e.config); !why.empty())
           throw ConfigError(path + ": family '" + name + "': config: " + why);
         if (c["ignore_features"]) e.config.ignore_features = c["ignore_features"].as<std::vector<std::string>>();
