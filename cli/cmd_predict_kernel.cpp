@@ -77,7 +77,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("shape        %s (%s)\n", query_shape_string(q).c_str(), dtype_name(q.dtype));
   std::printf("gpu          %s (%s)\n", spec.name.c_str(), spec.cuda_name.c_str());
   std::printf("latency_ms   %.6g (ensemble members: %.6g - %.6g)%s\n", r.latency_ms, r.member_min_ms,
-              r.member_max_ms, r.at_peak ? "; raised to the sheet's compute peak, which the network's forecast beat" : "");
+              r.member_max_ms, r.at_peak ? "; raised to the sheet's compute peak, which the forecast beat" : "");
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.bound_ms);
   if (r.prior_ms > 0) {

@@ -10,6 +10,9 @@
 # Families: $FAMILIES (default: gemm context_attention generation_attention moe memory_op).
 # EVAL_ONLY=1 re-scores the fold weights already under OUT (after a change to the forecast
 # path, e.g. a clamp) without training again; a fold not trained there is an error.
+# UNSEEN_PRIOR_WEIGHT=w (with EVAL_ONLY=1) first sets the family's `unseen_prior_weight` to w in
+# each fold's manifest under OUT (the fold must have been trained with `network_gpus` set), so
+# one training run scores several blends (docs/accuracy.md, MoE); copy OUT first to keep it.
 # RESUME=1 keeps every fold already scored under OUT (after an interruption; same arguments).
 # A fold counts as trained once its train CSV is in place and as scored once its eval JSON
 # is: both are written to a temporary name and renamed.
@@ -41,6 +44,19 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
       if [ ! -s "$trained" ] || [ ! -f "$w/manifest.yaml" ]; then
         echo "eval-llm-loo: EVAL_ONLY=1 but the fold without $dev was not trained in $OUT (no $trained)" >&2
         exit 1
+      fi
+      if [ -n "${UNSEEN_PRIOR_WEIGHT:-}" ]; then
+        # The family's entry is the block under "  $fam:" (two-space keys are the families).
+        awk -v fam="$fam:" -v wt="$UNSEEN_PRIOR_WEIGHT" '
+          /^  [A-Za-z0-9_]+:$/ { infam = ($1 == fam) }
+          infam && /^      unseen_prior_weight: / { sub(/unseen_prior_weight: .*/, "unseen_prior_weight: " wt); done = 1 }
+          { print }
+          END { if (!done) exit 3 }' "$w/manifest.yaml" > "$w/manifest.yaml.tmp" || {
+          rm -f "$w/manifest.yaml.tmp"
+          echo "eval-llm-loo: $w/manifest.yaml: family '$fam' has no unseen_prior_weight (train it with network_gpus set)" >&2
+          exit 1
+        }
+        mv "$w/manifest.yaml.tmp" "$w/manifest.yaml"
       fi
     else
       rm -rf "$w" "$trained" "$scored"; cp -r weights "$w"

@@ -102,12 +102,13 @@ tc_cli_test(predict_kernel_decode_unseen_json "\"network_correction\": false" ${
 tc_cli_test(predict_kernel_decode_trained_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu B200 --format json)
 tc_cli_test(predict_kernel_decode_twin_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu GB200 --format json)
 tc_cli_test(predict_kernel_decode_not_twin_json "\"network_correction\": false" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu RTX-4090 --format json)
-# A forecast never beats the sheet's compute peak: the bundled MoE networks alone would here
-# (32,768 tokens x top-4 of 128 experts, hidden 2,048, intermediate 768: 6 x 32,768 x 4 x 2,048 x
-# 768 = 1.23695e12 FLOPs, 3.9646 ms at the A100's 312 TFLOP/s). Session 19's prefill networks,
-# trained without the full-attention artefacts, no longer beat the peak on any shape tried.
-tc_cli_test(predict_kernel_raised_to_peak "latency_ms +3.964[0-9]* .*raised to the sheet's compute peak" ${TC} predict-kernel --op moe --shape 32768,2048,768,4,128 --dtype bf16 --gpu A100-PCIE-40GB)
-tc_cli_test(predict_kernel_raised_to_peak_json "\"raised_to_peak\": true" ${TC} predict-kernel --op moe --shape 32768,2048,768,4,128 --dtype bf16 --gpu A100-PCIE-40GB --format json)
+# A forecast never beats the sheet's compute peak: the bundled MoE forecast (on this unseen GPU
+# network^0.8 x fitted roofline^0.2) would here (8,192 tokens x top-4 of 128 experts, hidden
+# 2,048, intermediate 2,048: 6 x 8,192 x 4 x 2,048 x 2,048 = 8.2463e11 FLOPs, 2.6431 ms at the
+# A100's 312 TFLOP/s). Session 19's prefill networks, trained without the full-attention
+# artefacts, no longer beat the peak on any shape tried.
+tc_cli_test(predict_kernel_raised_to_peak "latency_ms +2.643[0-9]* .*raised to the sheet's compute peak" ${TC} predict-kernel --op moe --shape 8192,2048,2048,4,128 --dtype bf16 --gpu A100-PCIE-40GB)
+tc_cli_test(predict_kernel_raised_to_peak_json "\"raised_to_peak\": true" ${TC} predict-kernel --op moe --shape 8192,2048,2048,4,128 --dtype bf16 --gpu A100-PCIE-40GB --format json)
 tc_cli_fail(predict_kernel_gemm_shape_schema "--shape: gemm takes M,N,K" "${TC};predict-kernel;--op;gemm;--shape;1,2;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_attn_fp8_block "--dtype fp8_block: op 'generation_attention' .family generation_attention. is modelled in fp32, tf32, fp16, bf16, fp8" "${TC};predict-kernel;--op;attention_decode;--shape;8,1024,32,8,128;--dtype;fp8_block;--gpu;H100-SXM")
 tc_cli_fail(predict_kv_fp8_static "--kv-dtype fp8_static: the KV cache is fp32, fp16, bf16 or fp8" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;128;--kv-dtype;fp8_static")
