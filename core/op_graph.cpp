@@ -76,8 +76,8 @@ class Builder {
     GraphOp& o = op(name, "linear");
     o.fw.push_back(KernelCall::kernel(linear_q(m, n, k)));
     if (!training()) return;
-    o.bw.push_back(KernelCall::kernel(linear_q(m, k, n)));
-    o.bw.push_back(KernelCall::kernel(linear_q(k, m, n)));
+    o.bw.push_back(KernelCall::kernel_at_forward_rate(linear_q(m, k, n)));
+    o.bw.push_back(KernelCall::kernel_at_forward_rate(linear_q(k, m, n)));
     if (bias) o.bw.push_back(KernelCall::mem(kF32 * (double(m) * k + k)));
     o.acc.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, k, n)));
     if (bias) o.acc.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, 1, k)));

@@ -29,7 +29,15 @@ struct KernelCall {
   double bytes = 0;    // is_mem: bytes read + written; collective: message bytes
   Collective collective = Collective::kNone;
   int64_t group = 1;   // collective: GPUs taking part
+  // A backward GEMM costed at its operator's forward GEMM rate: the forecast of the op's first
+  // forward kernel (same family) x this call's multiply-adds (b m n k) / that kernel's. The FP32 linear's
+  // input and weight gradients (docs/model-graphs.md): the kernel data time forward (TN)
+  // GEMMs only, and the per-op labels show the backward at twice the forward.
+  bool at_forward_rate = false;
   static KernelCall kernel(const KernelQuery& q) { return {false, q, 0, Collective::kNone, 1}; }
+  static KernelCall kernel_at_forward_rate(const KernelQuery& q) {
+    return {false, q, 0, Collective::kNone, 1, true};
+  }
   static KernelCall mem(double bytes) { return {true, {}, bytes, Collective::kNone, 1}; }
   static KernelCall all_reduce(double bytes, int64_t group) {
     return {false, {}, bytes, Collective::kAllReduce, group};

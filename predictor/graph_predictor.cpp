@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/csv.h"
@@ -86,7 +87,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   std::vector<KernelQuery> unique;
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
-      if (c.is_kernel() && index.emplace(key_of(c.query), unique.size()).second) unique.push_back(c.query);
+      if (c.is_kernel() && !c.at_forward_rate && index.emplace(key_of(c.query), unique.size()).second)
+        unique.push_back(c.query);
   };
   for (const auto& op : g.ops) {
     collect(op.fw);
@@ -96,7 +98,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
   double comm_in_ops = 0;  // TP all-reduces of one microbatch
   int64_t launches = 0;    // one microbatch
-  auto cost = [&](const std::vector<KernelCall>& calls, int64_t count) {
+  // `fw_gemm`: the op's first forward kernel, for the calls costed at its rate.
+  auto cost = [&](const std::vector<KernelCall>& calls, int64_t count, const KernelCall* fw_gemm) {
     double ms = 0;
     for (const auto& c : calls) {
       if (c.collective != Collective::kAllReduce) {
@@ -109,6 +112,12 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         const double t = all_reduce_ms(c.bytes, c.group, gpu);
         ms += t;
         comm_in_ops += t * count;
+      } else if (c.at_forward_rate) {
+        if (!fw_gemm || fw_gemm->query.op != c.query.op)
+          throw std::logic_error("forecast_model: a call at the forward rate needs a forward kernel of its family");
+        // Multiply-adds (b m n k) of the two GEMMs: a gradient GEMM has no bias epilogue.
+        auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
+        ms += preds[index.at(key_of(fw_gemm->query))].latency_ms * mac(c.query) / mac(fw_gemm->query);
       } else {
         ms += preds[index.at(key_of(c.query))].latency_ms;
       }
@@ -132,7 +141,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;
   bool seen_layer = false;
   for (const auto& op : g.ops) {
-    OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count), cost(op.bw, op.count), cost(op.acc, op.count)};
+    const KernelCall* fw_gemm = !op.fw.empty() && op.fw.front().is_kernel() ? &op.fw.front() : nullptr;
+    OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count, nullptr), cost(op.bw, op.count, fw_gemm),
+                 cost(op.acc, op.count, fw_gemm)};
     const bool in_layer = g.layers > 1 && op.count % g.layers == 0;
     const double fw = o.fw_ms * o.count, bw = (o.bw_ms + o.acc_ms) * o.count;
     if (in_layer) {

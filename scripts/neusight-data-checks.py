@@ -10,7 +10,13 @@ mem_bw_gbps), matched on cuda_name. A GPU whose training and test rows disagree 
 the other GPUs' do (the P4's linear rows) is a measurement artefact no spec can explain; the
 spread across GPUs is what a forecast for an unseen GPU has to guess.
 
-  scripts/neusight-data-checks.py [--neusight-dir ../shared/neusight] [--gpu-dir configs/gpus]
+With --backward instead: how long each GEMM node's backward takes against its forward in
+NeuSight's single-layer training labels (labels/<GPU>/<model>-train-<seq>-<batch>.csv, each node
+timed in isolation; nodes named by the parsed graph opgraphs/<tag>.csv as Linear or BMM): per
+GPU and kind the nodes, and the median and range of (bw_latency + acc_latency) / fw_latency.
+A GEMM's two gradient GEMMs have its multiply-adds each, so 2 is the forward's rate.
+
+  scripts/neusight-data-checks.py [--neusight-dir ../shared/neusight] [--gpu-dir configs/gpus] [--backward]
 """
 import argparse
 import csv
@@ -54,11 +60,46 @@ def pct(v, p):
     return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
 
+def backward_ratios(ns_dir):
+    """(GPU folder, kind) -> [(bw + acc) / fw] over the GEMM nodes of the training labels."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(ns_dir, "labels", "*", "*-train-*.csv"))):
+        tag = os.path.basename(path)[:-4]
+        graph = os.path.join(ns_dir, "opgraphs", tag + ".csv")
+        if not os.path.exists(graph):
+            continue
+        kinds = {r["Name"]: r["OpName"] for r in csv.DictReader(open(graph))}
+        gpu = os.path.basename(os.path.dirname(path))
+        for r in csv.DictReader(open(path)):
+            kind = kinds.get(r.get("Name", ""))
+            if kind not in ("Linear", "BMM"):
+                continue
+            try:
+                fw, bw, acc = (float(r[c] or 0) for c in ("fw_latency", "bw_latency", "acc_latency"))
+            except (KeyError, ValueError):
+                sys.exit(f"neusight-data-checks: {path}: node {r.get('Name')}: no numeric fw/bw/acc_latency")
+            if fw > 0:
+                out.setdefault((gpu, kind), []).append((bw + acc) / fw)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--neusight-dir", default=os.environ.get("TILECAST_NEUSIGHT_DIR", "../shared/neusight"))
     ap.add_argument("--gpu-dir", default="configs/gpus")
+    ap.add_argument("--backward", action="store_true",
+                    help="the GEMM nodes' backward / forward time in the training labels instead")
     a = ap.parse_args()
+    if a.backward:
+        ratios = backward_ratios(a.neusight_dir)
+        if not ratios:
+            sys.exit(f"neusight-data-checks: no training labels with parsed graphs under {a.neusight_dir}")
+        print("| GPU (labels folder) | kind | nodes | (bw + acc) / fw: median | min | max |")
+        print("|---|---|---|---|---|---|")
+        for (gpu, kind), v in sorted(ratios.items()):
+            v.sort()
+            print(f"| {gpu} | {kind} | {len(v)} | {statistics.median(v):.2f} | {v[0]:.2f} | {v[-1]:.2f} |")
+        return
     nv = os.path.join(a.neusight_dir, "kernels", "nvidia")
     if not os.path.isdir(os.path.join(nv, "train")):
         sys.exit(f"neusight-data-checks: {nv}/train not found (pass --neusight-dir)")

@@ -674,6 +674,48 @@ TEST(BundledWeights, HostGapAddsOneGapPerLaunch) {
   expect_error<ConfigError>([&] { predictor::forecast_model(g, gpu, p, std::nan("")); }, {"--host-gap-us"});
 }
 
+// The FP32 linear's input and weight gradients are costed at the forward GEMM's rate (equal
+// FLOPs: twice the forward), the bias gradient as a memory pass; the graph keeps their own
+// shapes (for the baselines), and bmm's backward GEMMs are forecast at their own shapes.
+TEST(BundledWeights, LinearBackwardAtTheForwardRate) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
+  predictor::KernelPredictor p(dir);
+  ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  const GpuSpec& gpu = registry().resolve("V100-PCIE-32GB");
+  const OpGraph g = build_op_graph(m, 2, 512, Mode::kTraining);
+  const auto f = predictor::forecast_model(g, gpu, p);
+  auto graph_op = [&](const std::string& name) -> const GraphOp& {
+    for (const auto& op : g.ops)
+      if (op.name == name) return op;
+    throw std::runtime_error("no op " + name);
+  };
+  auto forecast_op = [&](const std::string& name) -> const predictor::OpForecast& {
+    for (const auto& o : f.ops)
+      if (o.name == name) return o;
+    throw std::runtime_error("no forecast " + name);
+  };
+  // c_fc: 1,024 tokens x 1,280 -> 5,120. dX (1024, 5120 -> 1280), dW (5120 rows, 1,024 -> 1280).
+  const GraphOp& fc = graph_op("h.mlp.c_fc");
+  ASSERT_EQ(fc.bw.size(), 3u);
+  EXPECT_EQ(std::vector<int64_t>({fc.bw[0].query.m, fc.bw[0].query.n, fc.bw[0].query.k}),
+            std::vector<int64_t>({1024, 5120, 1280}));
+  EXPECT_EQ(std::vector<int64_t>({fc.bw[1].query.m, fc.bw[1].query.n, fc.bw[1].query.k}),
+            std::vector<int64_t>({5120, 1024, 1280}));
+  const double fw_ms = p.predict(linear_q(1024, 1280, 5120), gpu).latency_ms;
+  const double bias_ms = s_to_ms(transfer_s(4.0 * (1024.0 * 5120 + 5120), gpu.mem_bw_gbps));
+  EXPECT_NEAR(forecast_op("h.mlp.c_fc").fw_ms, fw_ms, 1e-6 * fw_ms);
+  EXPECT_NEAR(forecast_op("h.mlp.c_fc").bw_ms, 2 * fw_ms + bias_ms, 1e-6 * fw_ms);
+  // The attention scores' bmm: (B x heads, S, D) x (D, S); its two backward GEMMs as forecast.
+  const GraphOp& scores = graph_op("h.attn.scores");
+  ASSERT_EQ(scores.bw.size(), 2u);
+  const auto bw = p.predict(std::vector<KernelQuery>{scores.bw[0].query, scores.bw[1].query}, gpu);
+  EXPECT_NEAR(forecast_op("h.attn.scores").bw_ms, bw[0].latency_ms + bw[1].latency_ms, 1e-6 * bw[0].latency_ms);
+  // Inference graphs have no backward.
+  for (const auto& o : predictor::forecast_model(build_op_graph(m, 2, 512, Mode::kInference), gpu, p).ops)
+    EXPECT_EQ(o.bw_ms, 0) << o.name;
+}
+
 TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
   const std::string dir = trainer::weights_dir();
   ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
