@@ -61,7 +61,9 @@ double GpuSpec::fp32_issue_fraction() const {
 }
 
 bool gpu_twins(const GpuSpec& a, const GpuSpec& b) {
-  if (a.vendor != b.vendor || a.compute_capability <= 0 || a.compute_capability != b.compute_capability) return false;
+  if (a.vendor != b.vendor || a.compute_capability <= 0 || b.compute_capability <= 0 ||
+      std::floor(a.compute_capability) != std::floor(b.compute_capability))
+    return false;
   if (a.num_sms != b.num_sms || !(a.mem_bw_gbps > 0 && b.mem_bw_gbps > 0)) return false;
   const double r = a.mem_bw_gbps / b.mem_bw_gbps;
   return r >= 1.0 / 1.1 && r <= 1.1;

@@ -85,11 +85,14 @@ class GpuRegistry {
   mutable std::deque<GpuSpec> loaded_files_;  // specs resolved from explicit paths
 };
 
-// Twins: the same die and memory system under another board or name (B200 and GB200; the
-// A100-SXM4-80GB and the A100 80GB PCIe): the same vendor and stated compute capability, the
-// same SM count, and DRAM bandwidth within 10 %. A kernel library picks its kernels by the
-// compute capability, and a memory-bound kernel's efficiency follows the memory system, so a
-// correction learned on one carries to the other (`network_gpus: twins`).
+// Twins: the same SM design and memory system under another board, name or revision (B200 and
+// GB200; B200 and the Blackwell Ultra B300/GB300; the A100-SXM4-80GB and the A100 80GB PCIe):
+// the same vendor and major compute capability (the architecture generation: 10.0 and 10.3
+// are datacenter Blackwell, 12.0 is the workstation Blackwell with Ada's mma.sync tensor
+// cores), the same SM count, and DRAM bandwidth within 10 %. A kernel library picks its
+// kernels by the architecture (attention_library), and a memory-bound kernel's efficiency
+// follows the memory system, so a correction learned on one carries to the other
+// (`network_gpus: twins`).
 bool gpu_twins(const GpuSpec& a, const GpuSpec& b);
 
 // Lower-cases and drops spaces, '_', '-' so that "Tesla_P4", "tesla p4" and "Tesla-P4" match.

@@ -96,11 +96,12 @@ tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." $
 tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8_static;--gpu;A100-SXM4-40GB")
 # Decode attention forecasts a GPU its networks were not trained on by the fitted roofline
 # alone (network_gpus: twins), and corrects a training GPU and its twin (GB200: the B200's die
-# and memory) with them; the RTX 4090 is not the L40S's twin.
+# and memory; the B300, its Blackwell Ultra revision) with them; the RTX 4090 is not the L40S's twin.
 tc_cli_test(predict_kernel_decode_unseen_prior_alone "prior_ms +[0-9.e-]+ .the family's fitted roofline; alone: the network corrects only the GPUs it was trained on" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu H100-SXM)
 tc_cli_test(predict_kernel_decode_unseen_json "\"network_correction\": false" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu H100-SXM --format json)
 tc_cli_test(predict_kernel_decode_trained_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu B200 --format json)
 tc_cli_test(predict_kernel_decode_twin_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu GB200 --format json)
+tc_cli_test(predict_kernel_decode_revision_twin_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu B300 --format json)
 tc_cli_test(predict_kernel_decode_not_twin_json "\"network_correction\": false" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu RTX-4090 --format json)
 # A forecast never beats the sheet's compute peak: the bundled MoE forecast (on this unseen GPU
 # network^0.8 x fitted roofline^0.2) would here (8,192 tokens x top-4 of 128 experts, hidden

@@ -112,8 +112,8 @@ TEST(GpuSpec, Fp32IssueFractionFollowsTheSmLayout) {
   EXPECT_DOUBLE_EQ(js.fp32_issue_fraction(), 1.0);
 }
 
-// Twins share the die (compute capability, SM count) and the memory system (DRAM bandwidth
-// within 10 %), whatever the board; numbers from the bundled sheets.
+// Twins share the SM design (major compute capability, SM count) and the memory system (DRAM
+// bandwidth within 10 %), whatever the board or revision; numbers from the bundled sheets.
 TEST(GpuSpec, TwinsShareTheDieAndTheMemorySystem) {
   GpuRegistry reg(gpu_dir());
   auto twins = [&](const char* a, const char* b) { return gpu_twins(reg.resolve(a), reg.resolve(b)); };
@@ -123,8 +123,19 @@ TEST(GpuSpec, TwinsShareTheDieAndTheMemorySystem) {
   EXPECT_FALSE(twins("L40S", "RTX-4090"));                // 8.9 both, but 142 vs 128 SMs, 864 vs 1,008 GB/s
   EXPECT_FALSE(twins("A100-80GB-SXM", "A100-SXM4-40GB")); // 2,039 vs 1,555 GB/s
   EXPECT_FALSE(twins("H100-SXM", "H200"));                // 3,350 vs 4,800 GB/s
-  EXPECT_FALSE(twins("B200", "B300"));                    // 10.0 vs 10.3
+  EXPECT_TRUE(twins("B200", "B300"));                     // 10.0 vs 10.3: one generation, 148 SMs, 8 TB/s
+  EXPECT_TRUE(twins("GB300", "B200"));
+  EXPECT_FALSE(twins("B200", "RTX-PRO-6000-Server"));     // 10.0 vs 12.0 (and 148 vs 188 SMs)
   EXPECT_FALSE(twins("MI210", "B200"));
+  // Only the major compute capability must agree: the same B200 sheet at 10.3 is a twin, at
+  // 12.0 (another SM design) or 9.0 not.
+  GpuSpec rev = reg.resolve("B200");
+  rev.compute_capability = 10.3;
+  EXPECT_TRUE(gpu_twins(rev, reg.resolve("B200")));
+  rev.compute_capability = 12.0;
+  EXPECT_FALSE(gpu_twins(rev, reg.resolve("B200")));
+  rev.compute_capability = 9.0;
+  EXPECT_FALSE(gpu_twins(reg.resolve("B200"), rev));
   GpuSpec unstated = reg.resolve("B200");
   unstated.compute_capability = 0;  // a sheet that does not say: never a twin
   EXPECT_FALSE(gpu_twins(unstated, unstated));
