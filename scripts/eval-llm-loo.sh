@@ -22,6 +22,10 @@ cd "$(dirname "$0")/.."
 OUT="${1:-out/llm-loo}"; shift || true
 TC=./build/tilecast
 LLM="${TILECAST_LLM_KERNELS_DIR:-../shared/llm-kernels}"
+if [ -n "${UNSEEN_PRIOR_WEIGHT:-}" ] && [ "${EVAL_ONLY:-0}" != 1 ]; then
+  echo "eval-llm-loo: UNSEEN_PRIOR_WEIGHT re-scores trained folds: set EVAL_ONLY=1 too" >&2
+  exit 2
+fi
 mkdir -p "$OUT"
 
 . scripts/llm-files.sh  # files_of, gpus_of
