@@ -50,17 +50,7 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
         exit 1
       fi
       if [ -n "${UNSEEN_PRIOR_WEIGHT:-}" ]; then
-        # The family's entry is the block under "  $fam:" (two-space keys are the families).
-        awk -v fam="$fam:" -v wt="$UNSEEN_PRIOR_WEIGHT" '
-          /^  [A-Za-z0-9_]+:$/ { infam = ($1 == fam) }
-          infam && /^      unseen_prior_weight: / { sub(/unseen_prior_weight: .*/, "unseen_prior_weight: " wt); done = 1 }
-          { print }
-          END { if (!done) exit 3 }' "$w/manifest.yaml" > "$w/manifest.yaml.tmp" || {
-          rm -f "$w/manifest.yaml.tmp"
-          echo "eval-llm-loo: $w/manifest.yaml: family '$fam' has no unseen_prior_weight (train it with network_gpus set)" >&2
-          exit 1
-        }
-        mv "$w/manifest.yaml.tmp" "$w/manifest.yaml"
+        set_unseen_prior_weight "$w/manifest.yaml" "$fam" "$UNSEEN_PRIOR_WEIGHT" || exit 1
       fi
     else
       rm -rf "$w" "$trained" "$scored"; cp -r weights "$w"

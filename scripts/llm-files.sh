@@ -46,3 +46,21 @@ for dev, fams in sorted(r.get("by_device_op", {}).items()):
               + (f"  fitted roofline {s['prior_mape_pct']:7.2f} %" if "prior_mape_pct" in s else ""))
 PY
 }
+
+# Sets family FAM's `unseen_prior_weight` to W in a weights manifest, in place (temporary file
+# and rename). The family's entry is the block under "  FAM:" (two-space keys are the
+# families); a family without the key (trained without `network_gpus`) is an error and leaves
+# the manifest unchanged.
+set_unseen_prior_weight() {  # manifest family weight
+  local m=$1 fam=$2 wt=$3
+  if ! awk -v fam="$fam:" -v wt="$wt" '
+      /^  [A-Za-z0-9_]+:$/ { infam = ($1 == fam) }
+      infam && /^      unseen_prior_weight: / { sub(/unseen_prior_weight: .*/, "unseen_prior_weight: " wt); done = 1 }
+      { print }
+      END { if (!done) exit 3 }' "$m" > "$m.tmp"; then
+    rm -f "$m.tmp"
+    echo "$m: family '$fam' has no unseen_prior_weight (train it with network_gpus set)" >&2
+    return 1
+  fi
+  mv "$m.tmp" "$m"
+}

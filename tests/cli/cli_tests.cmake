@@ -58,6 +58,9 @@ set_tests_properties(cli.collect_pipeline PROPERTIES TIMEOUT 600)
 # Bad input and faults: exit codes, one error line, inputs and weights folders unchanged.
 add_test(NAME cli.reliability COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/reliability_test.sh ${TC})
 set_tests_properties(cli.reliability PROPERTIES TIMEOUT 600)
+# The blend-weight edit eval-llm-loo.sh UNSEEN_PRIOR_WEIGHT makes in fold manifests.
+add_test(NAME cli.set_prior_weight COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/set_prior_weight_test.sh ${TC}
+         ${CMAKE_SOURCE_DIR})
 # --list previews a shard's configs in index order (I, I + N, ...) and runs nothing; without it --out is required.
 tc_cli_test(collect_list_shard "index,family,op,dtype,id\n1,bmm,bmm,fp32,bmm/fp32/[0-9]+x[0-9]+x[0-9]+x[0-9]+\n4,bmm,bmm,fp32,bmm/fp32/[0-9x]+\n$" ${TC} collect --sweep ${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml --list --shard 1/3 --limit 2)
 tc_cli_fail(collect_needs_out "--out: required" "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml")

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# scripts/llm-files.sh set_unseen_prior_weight (eval-llm-loo.sh UNSEEN_PRIOR_WEIGHT) on a copy of
+# the bundled weights: MoE's blend weight becomes 0.5 and the CLI forecasts with it on an unseen
+# GPU (network_weight 0.5), no other family's entry changes, and a family without the key is
+# refused with one line and leaves the manifest byte-identical.
+#   tests/cli/set_prior_weight_test.sh TILECAST SOURCE_DIR
+set -euo pipefail
+TC=$1 SRC=$2
+. "$SRC/scripts/llm-files.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cp -r "$SRC/weights" "$tmp/w"
+m="$tmp/w/manifest.yaml"
+before=$(grep -c . "$m")
+set_unseen_prior_weight "$m" moe 0.5
+diff <(sed 's/unseen_prior_weight: .*//' "$SRC/weights/manifest.yaml") <(sed 's/unseen_prior_weight: .*//' "$m") > /dev/null \
+  || { echo "FAIL: lines other than unseen_prior_weight changed"; exit 1; }
+[ "$(grep -c . "$m")" = "$before" ] || { echo "FAIL: line count changed"; exit 1; }
+[ "$(grep -c '^      unseen_prior_weight: 0.5$' "$m")" = 1 ] || { echo "FAIL: moe's weight not set"; exit 1; }
+out=$("$TC" predict-kernel --weights "$tmp/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
+grep -q '"network_weight": 0.5' <<<"$out" || { echo "FAIL: forecast does not use 0.5: $out"; exit 1; }
+cp "$m" "$tmp/copy"
+if err=$(set_unseen_prior_weight "$m" gemm 0.5 2>&1); then echo "FAIL: gemm has no key, but it passed"; exit 1; fi
+[ "$(wc -l <<<"$err")" = 1 ] && grep -q "family 'gemm' has no unseen_prior_weight" <<<"$err" \
+  || { echo "FAIL: error line: $err"; exit 1; }
+cmp -s "$m" "$tmp/copy" || { echo "FAIL: refused edit changed the manifest"; exit 1; }
+[ ! -e "$m.tmp" ] || { echo "FAIL: temporary file left"; exit 1; }
+echo ok
