@@ -98,7 +98,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
   double comm_in_ops = 0;  // TP all-reduces of one microbatch
   int64_t launches = 0;    // one microbatch
-  // `fw_gemm`: the op's first forward kernel, for the calls costed at its rate.
+  // `fw_gemm`: the op's first forward kernel, for its backward calls costed at that rate.
   auto cost = [&](const std::vector<KernelCall>& calls, int64_t count, const KernelCall* fw_gemm) {
     double ms = 0;
     for (const auto& c : calls) {
@@ -143,7 +143,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   for (const auto& op : g.ops) {
     const KernelCall* fw_gemm = !op.fw.empty() && op.fw.front().is_kernel() ? &op.fw.front() : nullptr;
     OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count, nullptr), cost(op.bw, op.count, fw_gemm),
-                 cost(op.acc, op.count, fw_gemm)};
+                 cost(op.acc, op.count, nullptr)};
     const bool in_layer = g.layers > 1 && op.count % g.layers == 0;
     const double fw = o.fw_ms * o.count, bw = (o.bw_ms + o.acc_ms) * o.count;
     if (in_layer) {

@@ -9,6 +9,8 @@
 # JSON reports go under OUT (default out/neusight-loo), each written atomically.
 #   scripts/eval-neusight-loo.sh [OUT] [extra train args, e.g. --epochs 10 --config-dir DIR]
 # RESUME=1 keeps the folds already scored under OUT (after an interruption; same arguments).
+# EVAL_ONLY=1 re-scores the fold weights already under OUT with the current build (after a
+# change to the forecast path, e.g. the graph's backward) without training again.
 # FAMILIES="elementwise softmax" retrains only those (the others stay as bundled, trained with
 # every GPU: then read the kernel lines of the retrained families, not the whole-model ones).
 # Compare designs (and seeds) with scripts/loo-summary.py NAME=OUT[,OUT...] ... [--models].
@@ -29,12 +31,17 @@ for gpu in "Tesla P4" "Tesla P100-PCIE-16GB" "Tesla V100-PCIE-32GB" "Tesla T4" "
   if [ "${RESUME:-0}" = 1 ] && [ -s "$kernels" ] && [ -s "$models" ]; then
     echo "== kept the scored fold without $gpu" >&2
   else
-    echo "== train without $gpu" >&2
-    # Start from the bundled weights (the AMD set and the LLM-era families stay as bundled:
-    # eval-models also forecasts the AMD labels); only the five families are retrained.
-    rm -rf "$w" "$kernels" "$models"; cp -r weights "$w"
-    to_file "$OUT/train-without-$tag.csv" "$TC" -q train --family "${FAMS[@]}" --neusight-dir "$NS" \
-      --exclude-gpu "$gpu" --out "$w" "$@"
+    if [ "${EVAL_ONLY:-0}" = 1 ]; then
+      [ -f "$w/manifest.yaml" ] || { echo "eval-neusight-loo: EVAL_ONLY=1 but $w was not trained" >&2; exit 1; }
+      echo "== re-score without $gpu" >&2
+    else
+      echo "== train without $gpu" >&2
+      # Start from the bundled weights (the AMD set and the LLM-era families stay as bundled:
+      # eval-models also forecasts the AMD labels); only the five families are retrained.
+      rm -rf "$w" "$kernels" "$models"; cp -r weights "$w"
+      to_file "$OUT/train-without-$tag.csv" "$TC" -q train --family "${FAMS[@]}" --neusight-dir "$NS" \
+        --exclude-gpu "$gpu" --out "$w" "$@"
+    fi
     to_file "$kernels" "$TC" -q eval-kernels --weights "$w" --data "$KT/bmm.csv" "$KT/linear.csv" "$KT/elem.csv" \
       "$KT/softmax.csv" "$KT/ln.csv" --format json
     to_file "$models" "$TC" -q --log-level error eval-models --weights "$w" --neusight-dir "$NS" --format json

@@ -10,7 +10,8 @@ the left-out GPUs, and the selection rule of docs/accuracy.md against the first 
 design is kept only if its mean is lower and no left-out GPU is worse by more than 5 points.
 A fold missing from a run (an interrupted run, or a family the run left as bundled, trained with
 that GPU) is reported as missing, never counted. --models adds the left-out GPU's whole-model
-labels per mode (MAPE per design), which a kernel-level win can still lose.
+labels per mode (MAPE per design; with those of another board of its die, SAME_DIE), which a
+kernel-level win can still lose.
 Markdown on stdout."""
 import json
 import os
@@ -22,6 +23,9 @@ GPUS = ["Tesla P4", "Tesla P100-PCIE-16GB", "Tesla V100-PCIE-32GB", "Tesla T4", 
 SHORT = {"Tesla P4": "P4", "Tesla P100-PCIE-16GB": "P100", "Tesla V100-PCIE-32GB": "V100",
          "Tesla T4": "T4", "NVIDIA A100-PCIE-40GB": "A100"}
 RULE_POINTS = 5.0
+# Labels of another board of the left-out GPU's die count with its fold: NeuSight's 4-GPU runs
+# (DP, TP, PP) are on the A100-SXM4-40GB, the A100-PCIE-40GB's die.
+SAME_DIE = {"NVIDIA A100-PCIE-40GB": ["NVIDIA A100-SXM4-40GB"]}
 
 
 def trained_on(out, gpu, family):
@@ -59,11 +63,15 @@ def fold_models(out, gpu):
     path = os.path.join(out, "models-" + gpu.replace(" ", "_") + ".json")
     if not os.path.exists(path):
         return {}
+    devices = {d.replace(" ", "_") for d in [gpu] + SAME_DIE.get(gpu, [])}
     with open(path) as f:
-        rows = [r for r in json.load(f)["rows"] if r["device"] == gpu.replace(" ", "_")]
+        rows = [r for r in json.load(f)["rows"] if r["device"] in devices]
     by_mode = {}
     for r in rows:
-        by_mode.setdefault(r["mode"] + (" " + r["option"] if r.get("option") else ""), []).append(r["error_pct"])
+        mode = r["mode"] + (" " + r["option"] if r.get("option") else "")
+        if r["device"] != gpu.replace(" ", "_"):
+            mode += " (" + r["device"].split("_", 1)[-1] + ")"
+        by_mode.setdefault(mode, []).append(r["error_pct"])
     return {m: statistics.mean(v) for m, v in by_mode.items()}
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/loo-summary.py on hand-made run folders: means over runs and left-out GPUs, the
 selection rule (mean lower, no fold worse by more than 5 points) both ways, a family the run
-left as bundled (trained with the GPU) reported missing, the whole-model table of --models, and
+left as bundled (trained with the GPU) reported missing, the whole-model table of --models (with
+the same die's SXM4 labels in the A100 fold), and
 a bad folder refused with one line."""
 import json
 import os
@@ -27,6 +28,8 @@ def make_run(root, name, linear, bmm=None, bmm_trained_with_gpu=False):
         # of another GPU, which its table must not count.
         labels = [{"device": tag, "mode": "inf", "option": "", "error_pct": linear[i] + d} for d in (0, 2)]
         labels.append({"device": "Other_GPU", "mode": "inf", "option": "", "error_pct": 999.0})
+        if gpu == "NVIDIA A100-PCIE-40GB":  # a 4-GPU run on the same die's SXM board
+            labels.append({"device": "NVIDIA_A100-SXM4-40GB", "mode": "train", "option": "tp4", "error_pct": linear[i] + 5})
         with open(os.path.join(out, f"models-{tag}.json"), "w") as f:
             json.dump({"rows": labels}, f)
         w = os.path.join(out, "weights-without-" + tag)
@@ -76,6 +79,10 @@ with tempfile.TemporaryDirectory() as root:
     check(code == 0, f"--models exit 0, got {code}: {err}")
     check("| P4 | inf | 51.0 (41.0-61.0) | 21.0 |" in out.splitlines(), "whole-model P4 row:\n" + out)
     check("999" not in out, "another GPU's label counted:\n" + out)
+    # The A100 fold also shows the labels of the A100-SXM4-40GB (same die), under their board.
+    check("| A100 | train tp4 (A100-SXM4-40GB) | 25.0 (25.0-25.0) | 26.0 |" in out.splitlines(),
+          "same-die SXM4 row in the A100 fold:\n" + out)
+    check(not any(l.startswith("| V100 | train tp4") for l in out.splitlines()), "SXM4 label in another fold:\n" + out)
 
     code, out, err = run(f"base={os.path.join(root, 'nowhere')}")
     check(code != 0 and "no such run folder" in err and out == "", f"missing folder refused: {code} {err!r}")
