@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <memory>
 
 #include "cli/commands.h"
@@ -18,6 +19,7 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("eval-models options");
   std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir, ns_dir, li_dir;
   double host_gap_us = 0;
+  std::optional<double> call_overhead_us;
   desc.add_options()("neusight-dir", po::value(&ns_dir),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "labels", po::value(&labels),
@@ -31,6 +33,9 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
       "<labels>/../baselines/li_et_al when present)")(
       "host-gap-us", po::value(&host_gap_us)->default_value(0),
       "host time added per kernel launch in the whole-model forecasts, us (as predict --host-gap-us)")(
+      "call-overhead-us", po::value<double>()->notifier([&](double v) { call_overhead_us = v; }),
+      "host time per call that the FP32 families' isolated kernel timings include, taken off each of their kernels "
+      "in a whole model, us (default: the weights manifests' call_overhead_us; fitted by scripts/fit-host-gap.sh)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -54,6 +59,7 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   predictor::check_host_gap_us(host_gap_us);
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));
+  if (call_overhead_us) kp.set_call_overhead_us(*call_overhead_us);
   std::unique_ptr<predictor::LiEtAlBaseline> li;
   if (!li_dir.empty()) li = std::make_unique<predictor::LiEtAlBaseline>(li_dir);
   auto r = predictor::eval_models(labels, mdir, published, opgraphs, reg, kp, host_gap_us, li.get());

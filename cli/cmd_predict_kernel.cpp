@@ -78,6 +78,9 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("gpu          %s (%s)\n", spec.name.c_str(), spec.cuda_name.c_str());
   std::printf("latency_ms   %.6g (ensemble members: %.6g - %.6g)%s\n", r.latency_ms, r.member_min_ms,
               r.member_max_ms, r.at_peak ? "; raised to the sheet's compute peak, which the forecast beat" : "");
+  if (r.stream_ms != r.latency_ms)
+    std::printf("stream_ms    %.6g (inside a whole model: less the host time per call that the training data's "
+                "isolated timings include)\n", r.stream_ms);
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.bound_ms);
   if (r.prior_ms > 0) {

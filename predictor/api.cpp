@@ -99,6 +99,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"dtype", dtype_name(q.dtype)},
                       {"gpu", spec.name},
                       {"latency_ms", r.latency_ms},
+                      {"stream_ms", r.stream_ms},
                       {"member_range_ms", {r.member_min_ms, r.member_max_ms}},
                       {"roofline_ms", r.roofline_ms},
                       {"base_ms", r.base_ms},

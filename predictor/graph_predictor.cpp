@@ -80,7 +80,8 @@ void check_host_gap_us(double us) {
     throw ConfigError("--host-gap-us: expected 0..10000 microseconds, got " + std::to_string(us));
 }
 
-ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp, double host_gap_us) {
+ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp, double host_gap_us,
+                             bool isolated) {
   check_host_gap_us(host_gap_us);
   const double gap_ms = host_gap_us * 1e-3;
   std::map<Key, size_t> index;
@@ -96,6 +97,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     collect(op.acc);
   }
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
+  // In the stream of a model: without the host time per call that isolated timings include.
+  auto time_ms = [isolated](const KernelPrediction& p) { return isolated ? p.latency_ms : p.stream_ms; };
   double comm_in_ops = 0;  // TP all-reduces of one microbatch
   int64_t launches = 0;    // one microbatch
   // `fw_gemm`: the op's first forward kernel, for its backward calls costed at that rate.
@@ -117,9 +120,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
           throw std::logic_error("forecast_model: a call at the forward rate needs a forward kernel of its family");
         // Multiply-adds (b m n k) of the two GEMMs: a gradient GEMM has no bias epilogue.
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
-        ms += preds[index.at(key_of(fw_gemm->query))].latency_ms * mac(c.query) / mac(fw_gemm->query);
+        ms += time_ms(preds[index.at(key_of(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
       } else {
-        ms += preds[index.at(key_of(c.query))].latency_ms;
+        ms += time_ms(preds[index.at(key_of(c.query))]);
       }
     }
     return ms;

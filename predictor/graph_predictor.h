@@ -43,8 +43,11 @@ inline bool is_serving(Mode m) { return m == Mode::kPrefill || m == Mode::kDecod
 // `host_gap_us`: host time added to every kernel launch and copy (eager PyTorch's dispatch and
 // launch cost when the GPU waits for the host); 0 (the bundled default) adds none: fitted on the
 // training GPUs' whole-model labels by scripts/fit-host-gap.sh, any gap made them worse.
+// Each kernel costs its stream time (KernelPrediction::stream_ms: its isolated latency less the
+// call overhead of its family's training data); `isolated`: its isolated latency instead, as
+// NeuSight's per-op labels time each node alone.
 ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp,
-                             double host_gap_us = 0);
+                             double host_gap_us = 0, bool isolated = false);
 // A per-kernel baseline summed over a single-GPU graph the way forecast_model sums forecasts
 // (every op's forward, backward and accumulation kernels, times its count and the
 // microbatches): kernels costed by `kernel_ms` (NaN: no baseline for that kernel, and the whole

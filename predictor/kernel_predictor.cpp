@@ -97,6 +97,17 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
 
 bool KernelPredictor::has_amd_set() const { return !impl_->amd_dir.empty(); }
 
+void KernelPredictor::set_call_overhead_us(double us) {
+  if (!std::isfinite(us) || us < 0 || us > 1000)
+    throw ConfigError("--call-overhead-us: expected 0..1000 microseconds, got " + std::to_string(us));
+  for (Family f : kAllFamilies)
+    if (family_traits(f).data == FamilyData::kNeuSight) impl_->manifest.call_overhead_us[family_name(f)] = us;
+  if (!impl_->amd_dir.empty()) {
+    impl_->amd_set();
+    impl_->amd->set_call_overhead_us(us);
+  }
+}
+
 const KernelPredictor& KernelPredictor::set_for(const GpuSpec& gpu, Family f) const {
   if (gpu.vendor != "amd") return *this;
   const KernelPredictor* amd = impl_->amd_set();
@@ -204,6 +215,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
         (gate == "twins" && std::any_of(entry->training_gpu_specs.begin(), entry->training_gpu_specs.end(),
                                         [&](const GpuSpec& t) { return gpu_twins(gpu, t); }));
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
+    const auto overhead = impl_->manifest.call_overhead_us.find(family_name(fam));
+    const double overhead_ms = overhead == impl_->manifest.call_overhead_us.end() ? 0.0 : overhead->second * 1e-3;
     static const std::vector<DenseMlp> kNoMembers;
     const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->members(fam) : kNoMembers;
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
@@ -242,6 +255,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       }
       r.member_min_ms = std::max(blend_ms(lo[j]), r.peak_ms);
       r.member_max_ms = std::max(blend_ms(hi[j]), r.peak_ms);
+      r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
     }
   }
   return out;
@@ -267,6 +281,7 @@ void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries
     r.latency_ms = s_to_ms(memory_op_latency_s(q, gpu, it->second));
     r.utilisation = r.base_ms / r.latency_ms;
     r.member_min_ms = r.member_max_ms = r.latency_ms;
+    r.stream_ms = r.latency_ms;
   }
 }
 

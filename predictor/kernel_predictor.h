@@ -37,8 +37,15 @@ struct KernelPrediction {
   // The network forecast's share of the log-latency: 1 where corrected, else 1 - the family's
   // unseen_prior_weight (0: the fitted roofline alone).
   double network_weight = 1;
+  // The kernel's time inside a whole model's stream of kernels: latency_ms less its family's
+  // call overhead (the host time per call its training data's isolated timings include;
+  // manifest `call_overhead_us`), never below min(latency_ms, kMinStreamUs). latency_ms where
+  // the family has none.
+  double stream_ms = 0;
   LaunchInfo launch;
 };
+// The least a kernel takes in a stream of kernels (launch to launch on the GPU), microseconds.
+constexpr double kMinStreamUs = 2.0;
 
 class KernelPredictor {
  public:
@@ -60,6 +67,11 @@ class KernelPredictor {
   // The predictor set that forecasts family `f` on `gpu`: this one, or its AMD set.
   const KernelPredictor& set_for(const GpuSpec& gpu, Family f) const;
   bool has_amd_set() const;
+  // Whole-model forecasts with this call overhead (microseconds, 0..1000) for NeuSight's five
+  // FP32 families, in this set and its AMD set, instead of the manifests' `call_overhead_us`
+  // (`eval-models --call-overhead-us`, to fit it: scripts/fit-host-gap.sh). ConfigError
+  // outside the range.
+  void set_call_overhead_us(double us);
 
  private:
   // memory_op family: fitted physics (floor + bytes at a fraction of DRAM bandwidth).

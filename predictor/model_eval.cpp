@@ -181,7 +181,8 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
         mc.model_type != "switch_transformers") {
       ModelConfig one = mc;  // the label CSVs time a one-layer model
       one.layers = 1;
-      ModelForecast f1 = forecast_model(build_op_graph(one, row.batch, row.seq, g.mode), *gpu, kp);
+      // Each node of those CSVs is timed alone: isolated latencies, as the kernel data.
+      ModelForecast f1 = forecast_model(build_op_graph(one, row.batch, row.seq, g.mode), *gpu, kp, 0, true);
       std::map<std::string, double> mine;
       for (const auto& o : f1.ops) mine[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
       for (const auto& kv : label_per_kind(label_csv.string(), graph_csv.string()))

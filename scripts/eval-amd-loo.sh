@@ -5,6 +5,8 @@
 # to the NVIDIA-trained set on the same rows (what AMD GPUs were forecast with before).
 # Prints a summary; eval-kernels / eval-models JSON go under OUT (default out/amd-loo).
 #   scripts/eval-amd-loo.sh [OUT] [extra train args, e.g. --epochs 10]
+# CALL_OVERHEAD_US=x forecasts the end-to-end labels with that host time per call taken off each
+# FP32 kernel (eval-models --call-overhead-us), instead of the manifests' call_overhead_us.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/atomic.sh  # to_file
@@ -37,7 +39,7 @@ for held in MI100 MI210; do
     w=$([ $set = amd ] && echo "$W" || echo "$NV")
     to_file "$OUT/kernels-$held-$set.json" "$TC" -q --log-level error eval-kernels --weights "$w" "${files[@]}" --format json
     to_file "$OUT/models-$held-$set.json" "$TC" -q --log-level error eval-models --weights "$w" --labels "$labels" \
-      --published "$NS/published/summary.csv" --format json
+      --published "$NS/published/summary.csv" ${CALL_OVERHEAD_US:+--call-overhead-us "$CALL_OVERHEAD_US"} --format json
     python3 - "$OUT/kernels-$held-$set.json" "$OUT/models-$held-$set.json" "$set" <<'PY' | tee -a "$summary"
 import json, sys
 k = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2])); s = sys.argv[3]

@@ -11,6 +11,9 @@
 # RESUME=1 keeps the folds already scored under OUT (after an interruption; same arguments).
 # EVAL_ONLY=1 re-scores the fold weights already under OUT with the current build (after a
 # change to the forecast path, e.g. the graph's backward) without training again.
+# CALL_OVERHEAD_US=x forecasts the whole models with that host time per call taken off each FP32
+# kernel (eval-models --call-overhead-us) instead of the fold manifests' call_overhead_us; with
+# EVAL_ONLY=1 it re-scores trained folds so (scripts/fit-host-gap.sh fits it on bundled weights).
 # FAMILIES="elementwise softmax" retrains only those (the others stay as bundled, trained with
 # every GPU: then read the kernel lines of the retrained families, not the whole-model ones).
 # Compare designs (and seeds) with scripts/loo-summary.py NAME=OUT[,OUT...] ... [--models].
@@ -44,7 +47,8 @@ for gpu in "Tesla P4" "Tesla P100-PCIE-16GB" "Tesla V100-PCIE-32GB" "Tesla T4" "
     fi
     to_file "$kernels" "$TC" -q eval-kernels --weights "$w" --data "$KT/bmm.csv" "$KT/linear.csv" "$KT/elem.csv" \
       "$KT/softmax.csv" "$KT/ln.csv" --format json
-    to_file "$models" "$TC" -q --log-level error eval-models --weights "$w" --neusight-dir "$NS" --format json
+    to_file "$models" "$TC" -q --log-level error eval-models --weights "$w" --neusight-dir "$NS" \
+      ${CALL_OVERHEAD_US:+--call-overhead-us "$CALL_OVERHEAD_US"} --format json
   fi
   python3 - "$kernels" "$models" "$gpu" <<'PY'
 import json, sys, collections, statistics

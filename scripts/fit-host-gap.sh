@@ -1,50 +1,99 @@
 #!/usr/bin/env bash
-# Fits the host gap per kernel launch (predict --host-gap-us) on the whole-model labels of the
-# five training GPUs only (issue 9: launch and host overhead of eager runs), with
-# leave-one-training-GPU-out: for each training GPU, the gap that minimises the mean APE of the
-# other four, scored on the left-out one. L4 and A100-80GB are printed for reference at the
-# gap chosen on all five; they choose nothing.
-#   scripts/fit-host-gap.sh [OUT] [GAP_US ...]     (default OUT out/host-gap, gaps 0 1 2 4 6 8 10 15 20)
+# Fits one per-kernel host-time knob of the whole-model forecasts on the training GPUs'
+# whole-model labels only (issue 9: launch and host overhead of eager runs), with
+# leave-one-training-GPU-out: for each training GPU, the value that minimises the mean APE of
+# the other GPUs' labels, scored on the left-out one. The A100-SXM4-40GB's distributed runs
+# count with the A100-PCIE-40GB (the same GA100 die, never unseen). The AMD set is fitted
+# apart on its pair (MI100 <-> MI210). L4 and A100-80GB are printed for reference at the value
+# chosen on all five NVIDIA training GPUs; they choose nothing.
+#   scripts/fit-host-gap.sh [--param host-gap-us|call-overhead-us] [OUT] [VALUE_US ...]
+# host-gap-us (default): host time added per kernel launch (predict --host-gap-us); values
+#   0 1 2 4 6 8 10 15 20, OUT out/host-gap.
+# call-overhead-us: host time per call that the FP32 families' isolated kernel timings include,
+#   taken off each of their kernels (the weights manifest's call_overhead_us); values
+#   0 5 10 15 20 25 30, OUT out/call-overhead.
+# Each value's eval-models JSON is written atomically, so an interrupted run keeps them; the
+# table is printed and written to OUT/summary.txt. With --param call-overhead-us, APPLY=1 then
+# writes the values chosen on all the training GPUs into the weights manifests (NVIDIA:
+# $WEIGHTS or weights/, AMD: its amd/ set) for the five FP32 families, each file atomically.
+# WEIGHTS=DIR fits another weights folder (default: the bundled weights/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT="${1:-out/host-gap}"; shift || true
-GAPS=("$@"); [ ${#GAPS[@]} -gt 0 ] || GAPS=(0 1 2 4 6 8 10 15 20)
+PARAM=host-gap-us
+if [ "${1:-}" = --param ]; then PARAM="${2:?--param needs host-gap-us or call-overhead-us}"; shift 2; fi
+case "$PARAM" in
+  host-gap-us) DEF_OUT=out/host-gap DEF_VALUES=(0 1 2 4 6 8 10 15 20) ;;
+  call-overhead-us) DEF_OUT=out/call-overhead DEF_VALUES=(0 5 10 15 20 25 30) ;;
+  *) echo "fit-host-gap: --param: expected host-gap-us or call-overhead-us, got '$PARAM'" >&2; exit 2 ;;
+esac
+OUT="${1:-$DEF_OUT}"; shift || true
+VALUES=("$@"); [ ${#VALUES[@]} -gt 0 ] || VALUES=("${DEF_VALUES[@]}")
 TC=./build/tilecast
 NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"
 [ -x "$TC" ] || { echo "fit-host-gap: $TC not built (run scripts/build.sh)" >&2; exit 2; }
 [ -d "$NS/labels" ] || { echo "fit-host-gap: no labels under $NS (set TILECAST_NEUSIGHT_DIR)" >&2; exit 2; }
 mkdir -p "$OUT"
-for g in "${GAPS[@]}"; do
-  echo "eval-models --host-gap-us $g" >&2
-  "$TC" -q eval-models --labels "$NS/labels" --host-gap-us "$g" --format json > "$OUT/gap-$g.json.tmp"
-  mv "$OUT/gap-$g.json.tmp" "$OUT/gap-$g.json"
+for v in "${VALUES[@]}"; do
+  echo "eval-models --$PARAM $v" >&2
+  "$TC" -q eval-models --labels "$NS/labels" "--$PARAM" "$v" ${WEIGHTS:+--weights "$WEIGHTS"} --format json \
+    > "$OUT/value-$v.json.tmp"
+  mv "$OUT/value-$v.json.tmp" "$OUT/value-$v.json"
 done
-python3 - "$OUT" "${GAPS[@]}" <<'EOF' | tee "$OUT/summary.txt"
+python3 - "$OUT" "$PARAM" "${VALUES[@]}" <<'EOF' | tee "$OUT/summary.txt.tmp"
 import json, sys, collections
-out, gaps = sys.argv[1], sys.argv[2:]
-train = ["P4", "P100-PCIE-16GB", "V100-PCIE-32GB", "T4", "A100-PCIE-40GB"]
+out, param, values = sys.argv[1], sys.argv[2], sys.argv[3:]
+# Fold -> the GPUs whose labels it holds.
+nvidia = {"P4": ["P4"], "P100": ["P100-PCIE-16GB"], "V100": ["V100-PCIE-32GB"], "T4": ["T4"],
+          "A100": ["A100-PCIE-40GB", "A100-SXM4-40GB"]}
+amd = {"MI100": ["MI100"], "MI210": ["MI210"]}
 report = ["L4", "A100-80GB-PCIe"]
-err = {}  # gap -> gpu -> [APE %] (single-GPU rows, every mode)
-for g in gaps:
+err = {}  # value -> gpu -> [APE %] (every mode and option)
+for v in values:
     per = collections.defaultdict(list)
-    for r in json.load(open(f"{out}/gap-{g}.json"))["rows"]:
+    for r in json.load(open(f"{out}/value-{v}.json"))["rows"]:
         per[r["gpu"]].append(abs(r["forecast_ms"] / r["label_ms"] - 1) * 100)
-    err[g] = per
-mean = lambda xs: sum(xs) / len(xs)
-def pooled(g, gpus):
-    xs = [x for k in gpus for x in err[g].get(k, [])]
-    return mean(xs)
-print("mean APE % of the whole-model labels per host gap (us)")
-print("gap_us " + " ".join(f"{k:>15s}" for k in train + report) + "  train-pooled")
-for g in gaps:
-    print(f"{g:>6s} " + " ".join(f"{mean(err[g][k]):15.2f}" for k in train + report) + f"  {pooled(g, train):12.2f}")
-z = "0" if "0" in gaps else gaps[0]
-print("\nleave-one-training-GPU-out: gap chosen on the other four -> error on the left-out GPU (gap 0 beside it)")
-for held in train:
-    rest = [k for k in train if k != held]
-    best = min(gaps, key=lambda g: pooled(g, rest))
-    print(f"  {held:16s} chosen {best:>3s} us: {mean(err[best][held]):6.2f} %   (gap {z}: {mean(err[z][held]):6.2f} %)")
-best = min(gaps, key=lambda g: pooled(g, train))
-print(f"\nchosen on all five training GPUs: {best} us (train pooled {pooled(best, train):.2f} %)")
-print("reference (not used to choose): " + ", ".join(f"{k} {mean(err[best][k]):.2f} %" for k in report))
+    err[v] = per
+mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
+def pooled(v, folds, names):
+    return mean([x for f in names for g in folds[f] for x in err[v].get(g, [])])
+def fit(title, folds, zero):
+    names = list(folds)
+    print(f"\n{title}: mean APE % of the whole-model labels per {param}")
+    print(f"{'value':>6s} " + " ".join(f"{k:>8s}" for k in names) + "   pooled")
+    for v in values:
+        print(f"{v:>6s} " + " ".join(f"{pooled(v, folds, [k]):8.2f}" for k in names) + f" {pooled(v, folds, names):8.2f}")
+    print(f"leave one GPU out: the value chosen on the others -> error on the left-out GPU ({zero} beside it)")
+    for held in names:
+        rest = [k for k in names if k != held]
+        best = min(values, key=lambda v: pooled(v, folds, rest))
+        print(f"  {held:8s} chosen {best:>4s}: {pooled(best, folds, [held]):6.2f} %   ({zero}: {pooled(zero, folds, [held]):6.2f} %)")
+    best = min(values, key=lambda v: pooled(v, folds, names))
+    print(f"chosen on all of them: {best} (pooled {pooled(best, folds, names):.2f} %)")
+    return best
+zero = "0" if "0" in values else values[0]
+best = fit("NVIDIA training GPUs (the A100 fold holds the A100-SXM4-40GB's DP/TP/PP runs)", nvidia, zero)
+print("reference at that value (not used to choose): " +
+      ", ".join(f"{k} {mean(err[best][k]):.2f} % ({zero}: {mean(err[zero][k]):.2f} %)" for k in report))
+chosen = {"nvidia": best}
+if any(err[zero].get(g) for f in amd.values() for g in f):
+    chosen["amd"] = fit("AMD set (MI100 <-> MI210)", amd, zero)
+with open(f"{out}/chosen.txt.tmp", "w") as f:
+    f.write("".join(f"{k} {v}\n" for k, v in chosen.items()))
 EOF
+mv "$OUT/summary.txt.tmp" "$OUT/summary.txt"
+mv "$OUT/chosen.txt.tmp" "$OUT/chosen.txt"
+if [ "${APPLY:-0}" = 1 ]; then
+  [ "$PARAM" = call-overhead-us ] || { echo "fit-host-gap: APPLY=1 writes call_overhead_us only" >&2; exit 2; }
+  W="${WEIGHTS:-weights}"
+  while read -r vendor value; do
+    m="$W/manifest.yaml"; [ "$vendor" = amd ] && m="$W/amd/manifest.yaml"
+    [ -f "$m" ] || { echo "fit-host-gap: $m not found" >&2; exit 1; }
+    # One top-level line, after tile_table (train keeps it; yaml-cpp may move it on its next save).
+    awk -v v="$value" '/^call_overhead_us:/ { next }
+      { print } /^tile_table:/ { print "call_overhead_us: {bmm: " v ", elementwise: " v ", layernorm: " v ", linear: " v ", softmax: " v "}" }' \
+      "$m" > "$m.tmp"
+    grep -q '^call_overhead_us:' "$m.tmp" || { rm -f "$m.tmp"; echo "fit-host-gap: $m has no tile_table line" >&2; exit 1; }
+    mv "$m.tmp" "$m"
+    echo "fit-host-gap: $m: call_overhead_us $value us" >&2
+  done < "$OUT/chosen.txt"
+fi

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -156,6 +157,20 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         m.families[name] = e;
       }
     }
+    if (const YAML::Node n = root["call_overhead_us"]) {
+      current = "";
+      if (!n.IsMap()) throw ConfigError(path + ": field 'call_overhead_us': expected a map of family: microseconds");
+      for (const auto& kv : n) {
+        const std::string fam = kv.first.as<std::string>();
+        if (std::none_of(kAllFamilies.begin(), kAllFamilies.end(),
+                         [&](Family f) { return is_mlp_family(f) && fam == family_name(f); }))
+          throw ConfigError(path + ": field 'call_overhead_us': '" + fam + "' is not a network family");
+        const double us = kv.second.as<double>();
+        if (!(us >= 0 && us <= 1000))
+          throw ConfigError(path + ": field 'call_overhead_us': '" + fam + "': expected 0..1000 microseconds");
+        m.call_overhead_us[fam] = us;
+      }
+    }
     if (root["memory_ops"] && !replaced.count("memory_op")) {
       current = "memory_op";
       const YAML::Node n = root["memory_ops"];
@@ -259,6 +274,11 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
+  if (!m.call_overhead_us.empty()) {
+    out << YAML::Key << "call_overhead_us" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& kv : m.call_overhead_us) out << YAML::Key << kv.first << YAML::Value << kv.second;
+    out << YAML::EndMap;
+  }
   if (!m.memory_ops.ops.empty()) {
     out << YAML::Key << "memory_ops" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "coefficients" << YAML::Value << YAML::BeginMap;

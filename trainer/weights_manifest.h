@@ -59,6 +59,13 @@ struct WeightsManifest {
   std::string tile_table = "tiles.csv";
   std::map<std::string, FamilyEntry> families;  // by family name (MLP families)
   MemoryOpEntry memory_ops;  // empty ops: no memory_op coefficients in this folder
+  // By family name: the host time per call (microseconds) that the isolated kernel timings of
+  // the family's training data include and that a whole model's stream of kernels hides
+  // (NeuSight's benchmark times one call at a time, so every row carries the launch path; in
+  // an eager model the CPU runs ahead of the GPU). Whole-model forecasts take it off each of
+  // the family's kernels (KernelPrediction::stream_ms). Not learned by `train` (which keeps
+  // it): chosen on the training GPUs' whole-model labels, scripts/fit-host-gap.sh.
+  std::map<std::string, double> call_overhead_us;
 };
 
 // Appends checkpoint `file` (in `dir`) and its torch-free copy `net_file` to an entry with

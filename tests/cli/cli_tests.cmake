@@ -150,6 +150,11 @@ tc_cli_test(predict_training_does_not_fit "memory/GPU .*AdamW state.*DOES NOT FI
 tc_cli_test(predict_training_memory_json "\"activations_gb\": 9.949814784,.*\"fits\": true" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 1024 --mode training --optimizer none --format json)
 tc_cli_test(predict_host_gap_json "\"host_gap_us\": 8\\.0.*\"kernel_launches\": [1-9][0-9]+" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 128 --host-gap-us 8 --format json)
 tc_cli_fail(predict_host_gap_negative "--host-gap-us: expected 0..10000 microseconds" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--host-gap-us=-5")
+tc_cli_fail(predict_call_overhead_negative "--call-overhead-us: expected 0..1000 microseconds" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--call-overhead-us=-5")
+tc_cli_fail(eval_models_call_overhead_nan "--call-overhead-us: expected 0..1000 microseconds, got nan" "${TC};eval-models;--labels;${CMAKE_CURRENT_SOURCE_DIR}/data;--call-overhead-us;nan")
+# An FP32 kernel's time inside a model (less the call overhead of isolated timings) is stated
+# beside its isolated latency.
+tc_cli_test(predict_kernel_stream_ms "latency_ms   [0-9.]+ [^\n]*\nstream_ms    [0-9.]+ \\(inside a whole model" ${TC} predict-kernel --op linear --shape 1024,1024,1024 --gpu V100-PCIE-32GB)
 tc_cli_fail(eval_models_host_gap_nan "--host-gap-us: expected 0..10000 microseconds, got nan" "${TC};eval-models;--labels;${CMAKE_CURRENT_SOURCE_DIR}/data;--host-gap-us;nan")
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")
 # compare and plan: rows, ranking, prices, errors.

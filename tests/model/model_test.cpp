@@ -244,6 +244,31 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"manifest.yaml", "twins needs training_gpu_specs"});
 }
 
+// The manifest's call_overhead_us round-trips, and a bad entry is one line naming the field.
+TEST(Manifest, CallOverheadRoundTripsAndIsChecked) {
+  const std::string dir = ::testing::TempDir() + "call_overhead_manifest";
+  fs::create_directories(dir);
+  trainer::WeightsManifest m;
+  m.feature_schema_version = kFeatureSchemaVersion;
+  m.call_overhead_us = {{"linear", 20.0}, {"elementwise", 12.5}};
+  trainer::save_manifest(dir, m);
+  EXPECT_EQ(trainer::load_manifest(dir).call_overhead_us, m.call_overhead_us);
+  auto write = [&](const std::string& entry) {
+    std::ofstream(dir + "/manifest.yaml") << "feature_schema_version: " << kFeatureSchemaVersion
+                                          << "\ntile_table: tiles.csv\ncall_overhead_us: " << entry << "\n";
+  };
+  write("{memory_op: 3}");
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "'memory_op' is not a network family"});
+  write("{ln: 3}");  // an alias is not the family's name
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "'ln'"});
+  write("{linear: -3}");
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "'linear'", "0..1000"});
+  write("20");
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "expected a map"});
+  write("{linear: fast}");
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"manifest.yaml"});
+}
+
 // Predictor-config fields of the prior: one clear line for each misuse.
 TEST(FittedPrior, ConfigErrors) {
   const std::string dir = ::testing::TempDir() + "prior_cfg";
@@ -674,6 +699,48 @@ TEST(BundledWeights, HostGapAddsOneGapPerLaunch) {
   expect_error<ConfigError>([&] { predictor::forecast_model(g, gpu, p, std::nan("")); }, {"--host-gap-us"});
 }
 
+// Call overhead (manifest call_overhead_us, predict --call-overhead-us): NeuSight's isolated
+// kernel timings carry a host time per call that a whole model's stream of kernels hides. The
+// difference between two overheads is one overhead per FP32 kernel call, counted from the
+// graph (copies and collectives have none); LLM-era families keep their latency.
+TEST(BundledWeights, CallOverheadComesOffEachFp32Kernel) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
+  predictor::KernelPredictor p(dir), none(dir);
+  none.set_call_overhead_us(0);
+  p.set_call_overhead_us(15);
+  ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  const GpuSpec& gpu = registry().resolve("V100-PCIE-32GB");
+  Parallelism par;
+  par.microbatches = 2;
+  const OpGraph g = build_op_graph(m, 4, 256, Mode::kTraining, par);
+  int64_t kernels = 0;
+  std::vector<KernelQuery> queries;
+  for (const auto& op : g.ops)
+    for (const auto* calls : {&op.fw, &op.bw, &op.acc})
+      for (const auto& c : *calls)
+        if (c.is_kernel()) {
+          kernels += op.count;
+          queries.push_back(c.query);
+        }
+  kernels *= 2;  // microbatches
+  // Every kernel of this graph is forecast above 15 + 2 us, so no overhead is cut short.
+  for (const auto& r : none.predict(queries, gpu)) ASSERT_GT(r.latency_ms, 0.017);
+  const auto a = predictor::forecast_model(g, gpu, none), b = predictor::forecast_model(g, gpu, p);
+  EXPECT_GT(kernels, 36 * 10);
+  EXPECT_NEAR(a.total_ms - b.total_ms, kernels * 0.015, 1e-6 * a.total_ms);
+  // One kernel: its stream time is its latency less the overhead, never below 2 us.
+  const auto fw = p.predict(linear_q(1024, 1280, 5120), gpu);
+  EXPECT_NEAR(fw.stream_ms, fw.latency_ms - 0.015, 1e-12);
+  p.set_call_overhead_us(1000);
+  const auto cut = p.predict(vec_q(OpKind::kAdd, 8, 8), gpu);
+  EXPECT_DOUBLE_EQ(cut.stream_ms, std::min(cut.latency_ms, predictor::kMinStreamUs * 1e-3));
+  const auto tc = p.predict(gemm_q(64, 4096, 4096, DType::kBf16), *registry().find("NVIDIA H200"));
+  EXPECT_DOUBLE_EQ(tc.stream_ms, tc.latency_ms);
+  expect_error<ConfigError>([&] { p.set_call_overhead_us(-1); }, {"--call-overhead-us", "0..1000"});
+  expect_error<ConfigError>([&] { p.set_call_overhead_us(std::nan("")); }, {"--call-overhead-us"});
+}
+
 // The FP32 linear's input and weight gradients are costed at the forward GEMM's rate (equal
 // FLOPs: twice the forward), the bias gradient as a memory pass; the graph keeps their own
 // shapes (for the baselines), and bmm's backward GEMMs are forecast at their own shapes.
@@ -702,7 +769,7 @@ TEST(BundledWeights, LinearBackwardAtTheForwardRate) {
             std::vector<int64_t>({1024, 5120, 1280}));
   EXPECT_EQ(std::vector<int64_t>({fc.bw[1].query.m, fc.bw[1].query.n, fc.bw[1].query.k}),
             std::vector<int64_t>({5120, 1024, 1280}));
-  const double fw_ms = p.predict(linear_q(1024, 1280, 5120), gpu).latency_ms;
+  const double fw_ms = p.predict(linear_q(1024, 1280, 5120), gpu).stream_ms;
   const double bias_ms = s_to_ms(transfer_s(4.0 * (1024.0 * 5120 + 5120), gpu.mem_bw_gbps));
   EXPECT_NEAR(forecast_op("h.mlp.c_fc").fw_ms, fw_ms, 1e-6 * fw_ms);
   EXPECT_NEAR(forecast_op("h.mlp.c_fc").bw_ms, 2 * fw_ms + bias_ms, 1e-6 * fw_ms);
@@ -710,7 +777,7 @@ TEST(BundledWeights, LinearBackwardAtTheForwardRate) {
   const GraphOp& scores = graph_op("h.attn.scores");
   ASSERT_EQ(scores.bw.size(), 2u);
   const auto bw = p.predict(std::vector<KernelQuery>{scores.bw[0].query, scores.bw[1].query}, gpu);
-  EXPECT_NEAR(forecast_op("h.attn.scores").bw_ms, bw[0].latency_ms + bw[1].latency_ms, 1e-6 * bw[0].latency_ms);
+  EXPECT_NEAR(forecast_op("h.attn.scores").bw_ms, bw[0].stream_ms + bw[1].stream_ms, 1e-6 * bw[0].stream_ms);
   // Inference graphs have no backward.
   for (const auto& o : predictor::forecast_model(build_op_graph(m, 2, 512, Mode::kInference), gpu, p).ops)
     EXPECT_EQ(o.bw_ms, 0) << o.name;
