@@ -14,6 +14,9 @@
 # CALL_OVERHEAD_US=x forecasts the whole models with that host time per call taken off each FP32
 # kernel (eval-models --call-overhead-us) instead of the fold manifests' call_overhead_us; with
 # EVAL_ONLY=1 it re-scores trained folds so (scripts/fit-host-gap.sh fits it on bundled weights).
+# BASE=DIR starts each fold from DIR's fold weights (an earlier run's weights-without-<GPU>)
+# instead of the bundled ones, so that FAMILIES trained there stay left out too: e.g. the vector
+# families trained on top of a bmm/linear study give a fold with all five families unseen.
 # FAMILIES="elementwise softmax" retrains only those (the others stay as bundled, trained with
 # every GPU: then read the kernel lines of the retrained families, not the whole-model ones).
 # Compare designs (and seeds) with scripts/loo-summary.py NAME=OUT[,OUT...] ... [--models].
@@ -41,7 +44,13 @@ for gpu in "Tesla P4" "Tesla P100-PCIE-16GB" "Tesla V100-PCIE-32GB" "Tesla T4" "
       echo "== train without $gpu" >&2
       # Start from the bundled weights (the AMD set and the LLM-era families stay as bundled:
       # eval-models also forecasts the AMD labels); only the five families are retrained.
-      rm -rf "$w" "$kernels" "$models"; cp -r weights "$w"
+      rm -rf "$w" "$kernels" "$models"
+      if [ -n "${BASE:-}" ]; then
+        [ -f "$BASE/weights-without-$tag/manifest.yaml" ] || { echo "eval-neusight-loo: BASE=$BASE has no weights-without-$tag" >&2; exit 1; }
+        cp -r "$BASE/weights-without-$tag" "$w"
+      else
+        cp -r weights "$w"
+      fi
       to_file "$OUT/train-without-$tag.csv" "$TC" -q train --family "${FAMS[@]}" --neusight-dir "$NS" \
         --exclude-gpu "$gpu" --out "$w" "$@"
     fi

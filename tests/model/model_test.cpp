@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <set>
@@ -672,23 +673,38 @@ TEST(BundledWeights, TensorCoreGemmOnAnUnseenGpu) {
   EXPECT_EQ(dtypes, (std::multiset<std::string>{"bf16", "fp8", "fp8_static", "fp8_block"}));
 }
 
-// Host gap per launch (predict --host-gap-us): the launches counted from the graph itself
-// (every kernel and copy of every op, times its count, all microbatches), each adding the gap.
+namespace {
+// The graph of the host-time tests: GPT-2 Large training, batch 4 x 256, two microbatches.
+OpGraph gpt2_in_two_microbatches() {
+  ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  Parallelism par;
+  par.microbatches = 2;
+  return build_op_graph(m, 4, 256, Mode::kTraining, par);
+}
+// The calls of a graph that `keep` selects, counted from the graph itself (every op's forward,
+// backward and accumulation calls, times its count and the microbatches); their queries too.
+int64_t count_calls(const OpGraph& g, const std::function<bool(const KernelCall&)>& keep,
+                    std::vector<KernelQuery>* queries = nullptr) {
+  int64_t n = 0;
+  for (const auto& op : g.ops)
+    for (const auto* calls : {&op.fw, &op.bw, &op.acc})
+      for (const auto& c : *calls)
+        if (keep(c)) {
+          n += op.count;
+          if (queries) queries->push_back(c.query);
+        }
+  return n * g.par.microbatches;
+}
+}  // namespace
+
+// Host gap per launch (predict --host-gap-us): every kernel and copy adds the gap.
 TEST(BundledWeights, HostGapAddsOneGapPerLaunch) {
   const std::string dir = trainer::weights_dir();
   ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
   predictor::KernelPredictor p(dir);
-  ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
   const GpuSpec& gpu = registry().resolve("V100-PCIE-32GB");
-  Parallelism par;
-  par.microbatches = 2;
-  const OpGraph g = build_op_graph(m, 4, 256, Mode::kTraining, par);
-  int64_t launches = 0;
-  for (const auto& op : g.ops)
-    for (const auto* calls : {&op.fw, &op.bw, &op.acc})
-      for (const auto& c : *calls)
-        if (c.collective != Collective::kAllReduce) launches += op.count;
-  launches *= 2;  // microbatches
+  const OpGraph g = gpt2_in_two_microbatches();
+  const int64_t launches = count_calls(g, [](const KernelCall& c) { return c.collective != Collective::kAllReduce; });
   const auto none = predictor::forecast_model(g, gpu, p);
   const auto gap = predictor::forecast_model(g, gpu, p, 10.0);
   EXPECT_EQ(none.kernel_launches, launches);
@@ -709,21 +725,10 @@ TEST(BundledWeights, CallOverheadComesOffEachFp32Kernel) {
   predictor::KernelPredictor p(dir), none(dir);
   none.set_call_overhead_us(0);
   p.set_call_overhead_us(15);
-  ModelConfig m = load_model_config("gpt2-large", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
   const GpuSpec& gpu = registry().resolve("V100-PCIE-32GB");
-  Parallelism par;
-  par.microbatches = 2;
-  const OpGraph g = build_op_graph(m, 4, 256, Mode::kTraining, par);
-  int64_t kernels = 0;
+  const OpGraph g = gpt2_in_two_microbatches();
   std::vector<KernelQuery> queries;
-  for (const auto& op : g.ops)
-    for (const auto* calls : {&op.fw, &op.bw, &op.acc})
-      for (const auto& c : *calls)
-        if (c.is_kernel()) {
-          kernels += op.count;
-          queries.push_back(c.query);
-        }
-  kernels *= 2;  // microbatches
+  const int64_t kernels = count_calls(g, [](const KernelCall& c) { return c.is_kernel(); }, &queries);
   // Every kernel of this graph is forecast above 15 + 2 us, so no overhead is cut short.
   for (const auto& r : none.predict(queries, gpu)) ASSERT_GT(r.latency_ms, 0.017);
   const auto a = predictor::forecast_model(g, gpu, none), b = predictor::forecast_model(g, gpu, p);
