@@ -524,6 +524,16 @@ TEST(Trainer, PartialRetrainKeepsTheOtherFamilies) {
   { std::ofstream(dir + "/amd/marker") << "kept"; }
   trainer::run_training(opt, registry());
   EXPECT_EQ(read_file(dir + "/amd/marker"), "kept");
+  {  // The host time per call of the data's timings is not learned by train: a retrain keeps it.
+    auto mo = trainer::load_manifest(dir);
+    mo.call_overhead_us = {{"softmax", 15.0}, {"elementwise", 12.0}};
+    trainer::save_manifest(dir, mo);
+    trainer::run_training(opt, registry());
+    EXPECT_EQ(trainer::load_manifest(dir).call_overhead_us, mo.call_overhead_us);
+    mo = trainer::load_manifest(dir);
+    mo.call_overhead_us.clear();
+    trainer::save_manifest(dir, mo);
+  }
   auto m = trainer::load_manifest(dir);
   ASSERT_EQ(m.families.count("elementwise"), 1u);
   ASSERT_EQ(m.families.count("softmax"), 1u);
