@@ -139,6 +139,12 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.kv_dtype = g.kv_dtype;
   f.context = g.context;
   f.host_gap_us = host_gap_us;
+  if (!isolated)
+    for (const auto& q : unique) {
+      const Family fam = op_family(q.op);
+      const auto& m = kp.set_for(gpu, fam).manifest().call_overhead_us;
+      if (auto it = m.find(family_name(fam)); it != m.end() && it->second > 0) f.call_overhead_us[it->first] = it->second;
+    }
   const Parallelism& par = g.par;
   // Per microbatch: the repeated layer (ops with count == layers) and the rest.
   double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;
@@ -228,6 +234,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"optimizer_ms", f.optimizer_ms}, {"communication_ms", f.communication_ms},
                       {"total_ms", f.total_ms},
                       {"kernel_launches", f.kernel_launches}, {"host_gap_us", f.host_gap_us},
+                      {"call_overhead_us", f.call_overhead_us},
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
                                     {"microbatches", f.par.microbatches}}}};
@@ -284,6 +291,14 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
   if (f.mode == Mode::kTraining) {
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
     os << buf;
+  }
+  if (!f.call_overhead_us.empty()) {
+    std::string fams;
+    for (const auto& kv : f.call_overhead_us) {
+      std::snprintf(buf, sizeof buf, "%s%s %g us", fams.empty() ? "" : ", ", kv.first.c_str(), kv.second);
+      fams += buf;
+    }
+    os << "call overhead " << fams << " per kernel: the host time per call of isolated kernel timings, taken off\n";
   }
   if (f.par.gpus() > 1) {
     std::snprintf(buf, sizeof buf, "communication %10.3f ms on the critical path (dp %lld, tp %lld, pp %lld, %lld microbatches)\n",

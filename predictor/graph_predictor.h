@@ -2,6 +2,7 @@
 // Whole-model forecasts: cost every operator of an OpGraph on one GPU.
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct ModelForecast {
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
   int64_t kernel_launches = 0;  // kernels (and copies) one step launches on one GPU, all microbatches
   double host_gap_us = 0;       // host time added per launch (see forecast_model)
+  // By family, the host time per call taken off each of its kernels (the weights manifests'
+  // call_overhead_us, KernelPrediction::stream_ms); only families of the graph with one.
+  std::map<std::string, double> call_overhead_us;
   std::vector<OpForecast> ops;
 };
 

@@ -152,6 +152,12 @@ tc_cli_test(predict_host_gap_json "\"host_gap_us\": 8\\.0.*\"kernel_launches\": 
 tc_cli_fail(predict_host_gap_negative "--host-gap-us: expected 0..10000 microseconds" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--host-gap-us=-5")
 tc_cli_fail(predict_call_overhead_negative "--call-overhead-us: expected 0..1000 microseconds" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--call-overhead-us=-5")
 tc_cli_fail(eval_models_call_overhead_nan "--call-overhead-us: expected 0..1000 microseconds, got nan" "${TC};eval-models;--labels;${CMAKE_CURRENT_SOURCE_DIR}/data;--call-overhead-us;nan")
+# A whole-model forecast states the call overhead it took off, per family (none when 0, none
+# for the LLM-era families).
+tc_cli_test(predict_call_overhead_table "\ncall overhead bmm 15 us, elementwise 15 us, layernorm 15 us, linear 15 us, softmax 15 us per kernel" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 128)
+tc_cli_test(predict_call_overhead_json "\"call_overhead_us\": {[^}]*\"linear\": 15\\.0" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 128 --format json)
+tc_cli_test(predict_call_overhead_zero_json "\"call_overhead_us\": {}" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 1 --seq 128 --call-overhead-us 0 --format json)
+tc_cli_test(predict_serving_no_call_overhead "\"call_overhead_us\": {}" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 8 --context 1024 --format json)
 # An FP32 kernel's time inside a model (less the call overhead of isolated timings) is stated
 # beside its isolated latency.
 tc_cli_test(predict_kernel_stream_ms "latency_ms   [0-9.]+ [^\n]*\nstream_ms    [0-9.]+ \\(inside a whole model" ${TC} predict-kernel --op linear --shape 1024,1024,1024 --gpu V100-PCIE-32GB)
