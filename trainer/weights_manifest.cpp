@@ -165,7 +165,11 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (std::none_of(kAllFamilies.begin(), kAllFamilies.end(),
                          [&](Family f) { return is_mlp_family(f) && fam == family_name(f); }))
           throw ConfigError(path + ": field 'call_overhead_us': '" + fam + "' is not a network family");
-        const double us = kv.second.as<double>();
+        double us = -1;
+        try {
+          us = kv.second.as<double>();
+        } catch (const YAML::Exception&) {  // not a number: the range message below
+        }
         if (!(us >= 0 && us <= 1000))
           throw ConfigError(path + ": field 'call_overhead_us': '" + fam + "': expected 0..1000 microseconds");
         m.call_overhead_us[fam] = us;

@@ -267,7 +267,9 @@ TEST(Manifest, CallOverheadRoundTripsAndIsChecked) {
   write("20");
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "expected a map"});
   write("{linear: fast}");
-  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"manifest.yaml"});
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "'linear'", "0..1000"});
+  write("{linear: .nan}");
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "'linear'", "0..1000"});
 }
 
 // Predictor-config fields of the prior: one clear line for each misuse.
