@@ -28,7 +28,7 @@ case "$PARAM" in
 esac
 OUT="${1:-$DEF_OUT}"; shift || true
 VALUES=("$@"); [ ${#VALUES[@]} -gt 0 ] || VALUES=("${DEF_VALUES[@]}")
-TC=./build/tilecast
+TC="${TILECAST:-./build/tilecast}"  # TILECAST: another tilecast binary (the tests pass theirs)
 NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"
 [ -x "$TC" ] || { echo "fit-host-gap: $TC not built (run scripts/build.sh)" >&2; exit 2; }
 [ -d "$NS/labels" ] || { echo "fit-host-gap: no labels under $NS (set TILECAST_NEUSIGHT_DIR)" >&2; exit 2; }
@@ -57,7 +57,7 @@ mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
 def pooled(v, folds, names):
     return mean([x for f in names for g in folds[f] for x in err[v].get(g, [])])
 def fit(title, folds, zero):
-    names = list(folds)
+    names = [k for k in folds if any(err[zero].get(g) for g in folds[k])]  # folds with labels
     print(f"\n{title}: mean APE % of the whole-model labels per {param}")
     print(f"{'value':>6s} " + " ".join(f"{k:>8s}" for k in names) + "   pooled")
     for v in values:
@@ -65,6 +65,9 @@ def fit(title, folds, zero):
     print(f"leave one GPU out: the value chosen on the others -> error on the left-out GPU ({zero} beside it)")
     for held in names:
         rest = [k for k in names if k != held]
+        if not rest:
+            print(f"  {held:8s} no other GPU's labels to choose on")
+            continue
         best = min(values, key=lambda v: pooled(v, folds, rest))
         print(f"  {held:8s} chosen {best:>4s}: {pooled(best, folds, [held]):6.2f} %   ({zero}: {pooled(zero, folds, [held]):6.2f} %)")
     best = min(values, key=lambda v: pooled(v, folds, names))
@@ -73,7 +76,7 @@ def fit(title, folds, zero):
 zero = "0" if "0" in values else values[0]
 best = fit("NVIDIA training GPUs (the A100 fold holds the A100-SXM4-40GB's DP/TP/PP runs)", nvidia, zero)
 print("reference at that value (not used to choose): " +
-      ", ".join(f"{k} {mean(err[best][k]):.2f} % ({zero}: {mean(err[zero][k]):.2f} %)" for k in report))
+      ", ".join(f"{k} {mean(err[best][k]):.2f} % ({zero}: {mean(err[zero][k]):.2f} %)" for k in report if err[zero].get(k)))
 chosen = {"nvidia": best}
 if any(err[zero].get(g) for f in amd.values() for g in f):
     chosen["amd"] = fit("AMD set (MI100 <-> MI210)", amd, zero)

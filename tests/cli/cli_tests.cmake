@@ -58,6 +58,9 @@ set_tests_properties(cli.collect_pipeline PROPERTIES TIMEOUT 600)
 # Bad input and faults: exit codes, one error line, inputs and weights folders unchanged.
 add_test(NAME cli.reliability COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/reliability_test.sh ${TC})
 set_tests_properties(cli.reliability PROPERTIES TIMEOUT 600)
+# scripts/fit-host-gap.sh --param call-overhead-us APPLY=1: the value it writes, and nothing else.
+add_test(NAME cli.fit_call_overhead COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/fit_call_overhead_test.sh ${TC}
+         ${CMAKE_SOURCE_DIR})
 # The blend-weight edit eval-llm-loo.sh UNSEEN_PRIOR_WEIGHT makes in fold manifests.
 add_test(NAME cli.set_prior_weight COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/set_prior_weight_test.sh ${TC}
          ${CMAKE_SOURCE_DIR})
