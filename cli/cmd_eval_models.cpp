@@ -1,6 +1,5 @@
 #include <filesystem>
 #include <iostream>
-#include <optional>
 #include <memory>
 
 #include "cli/commands.h"
@@ -19,7 +18,7 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("eval-models options");
   std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir, ns_dir, li_dir;
   double host_gap_us = 0;
-  std::optional<double> call_overhead_us;
+  CallOverheadOption call_overhead;
   desc.add_options()("neusight-dir", po::value(&ns_dir),
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "labels", po::value(&labels),
@@ -33,13 +32,11 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
       "<labels>/../baselines/li_et_al when present)")(
       "host-gap-us", po::value(&host_gap_us)->default_value(0),
       "host time added per kernel launch in the whole-model forecasts, us (as predict --host-gap-us)")(
-      "call-overhead-us", po::value<double>()->notifier([&](double v) { call_overhead_us = v; }),
-      "host time per call that the FP32 families' isolated kernel timings include, taken off each of their kernels "
-      "in a whole model, us (default: the weights manifests' call_overhead_us; fitted by scripts/fit-host-gap.sh)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
+  call_overhead.add_to(desc);
   po::variables_map vm;
   if (!parse_options(args, desc, vm, "tilecast eval-models [--labels DIR] [--format table|json|csv]")) return 0;
   check_format(format, {"table", "json", "csv"});
@@ -59,7 +56,7 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   predictor::check_host_gap_us(host_gap_us);
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));
-  if (call_overhead_us) kp.set_call_overhead_us(*call_overhead_us);
+  call_overhead.apply(kp);
   std::unique_ptr<predictor::LiEtAlBaseline> li;
   if (!li_dir.empty()) li = std::make_unique<predictor::LiEtAlBaseline>(li_dir);
   auto r = predictor::eval_models(labels, mdir, published, opgraphs, reg, kp, host_gap_us, li.get());

@@ -1,6 +1,5 @@
 #include <filesystem>
 #include <iostream>
-#include <optional>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -16,7 +15,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   ForecastPaths paths;
   int64_t seq = 0, context = 0, gen = 0;
   int top = 10;
-  std::optional<double> call_overhead_us;
+  CallOverheadOption call_overhead;
   desc.add_options()("model", po::value(&a.model)->required(),
                      "Hugging Face config.json path or bundled name (see configs/models/)")(
       "gpu", po::value(&a.gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
@@ -42,12 +41,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "host-gap-us", po::value(&a.host_gap_us)->default_value(0),
       "host time added per kernel launch, us (eager dispatch when the GPU waits for the host; 0: none, as fitted "
       "on the training GPUs' labels by scripts/fit-host-gap.sh)")(
-      "call-overhead-us", po::value<double>()->notifier([&](double v) { call_overhead_us = v; }),
-      "host time per call that the FP32 families' isolated kernel timings include, taken off each of their kernels "
-      "(default: the weights manifest's call_overhead_us; 0: sum the isolated timings)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "top", po::value(&top)->default_value(10), "operators listed in the table");
   add_forecast_path_options(desc, paths);
+  call_overhead.add_to(desc);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
@@ -64,7 +61,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   a.fusion = vm.count("fusion") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
-  if (call_overhead_us) kp.set_call_overhead_us(*call_overhead_us);
+  call_overhead.apply(kp);
   const auto r = predictor::run_predict(a, reg, kp, paths.models());
   if (format == "json") std::cout << predictor::predict_result_json(r);
   else if (r.generate && format == "csv") std::cout << predictor::forecast_csv(r.generate->prefill);

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "predictor/api.h"
+#include "predictor/kernel_predictor.h"
 #include "trainer/weights_manifest.h"
 
 namespace tilecast::cli {
@@ -66,6 +67,17 @@ void add_forecast_path_options(po::options_description& desc, ForecastPaths& p) 
   desc.add_options()("weights", po::value(&p.weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&p.gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "models-dir", po::value(&p.models_dir), "bundled model configs (default: configs/models)");
+}
+
+void CallOverheadOption::add_to(po::options_description& desc) {
+  desc.add_options()("call-overhead-us", po::value<double>()->notifier([this](double v) { us = v; }),
+                     "host time per call that the FP32 families' isolated kernel timings include, taken off each "
+                     "of their kernels in a whole model, us (default: the weights manifests' call_overhead_us; 0: "
+                     "sum the isolated timings; fitted by scripts/fit-host-gap.sh)");
+}
+
+void CallOverheadOption::apply(predictor::KernelPredictor& kp) const {
+  if (us) kp.set_call_overhead_us(*us);
 }
 
 }  // namespace tilecast::cli

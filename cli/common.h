@@ -1,10 +1,15 @@
 #pragma once
 #include <boost/program_options.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/gpu_spec.h"
 #include "core/kernel.h"
+
+namespace tilecast::predictor {
+class KernelPredictor;
+}
 
 namespace tilecast::cli {
 
@@ -30,5 +35,13 @@ struct ForecastPaths {
   std::string models() const;  // --models-dir or configs/models
 };
 void add_forecast_path_options(po::options_description& desc, ForecastPaths& p);
+
+// --call-overhead-us (predict, eval-models): the host time per call taken off each FP32 kernel
+// of a whole model, instead of the weights manifests' call_overhead_us.
+struct CallOverheadOption {
+  std::optional<double> us;
+  void add_to(po::options_description& desc);
+  void apply(predictor::KernelPredictor& kp) const;  // if given
+};
 
 }  // namespace tilecast::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -139,12 +140,12 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.kv_dtype = g.kv_dtype;
   f.context = g.context;
   f.host_gap_us = host_gap_us;
-  if (!isolated)
-    for (const auto& q : unique) {
-      const Family fam = op_family(q.op);
-      const auto& m = kp.set_for(gpu, fam).manifest().call_overhead_us;
-      if (auto it = m.find(family_name(fam)); it != m.end() && it->second > 0) f.call_overhead_us[it->first] = it->second;
-    }
+  if (!isolated) {
+    std::set<Family> families;
+    for (const auto& q : unique) families.insert(op_family(q.op));
+    for (Family fam : families)
+      if (const double us = kp.call_overhead_us(gpu, fam); us > 0) f.call_overhead_us[family_name(fam)] = us;
+  }
   const Parallelism& par = g.par;
   // Per microbatch: the repeated layer (ops with count == layers) and the rest.
   double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;

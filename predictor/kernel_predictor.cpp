@@ -98,14 +98,21 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
 bool KernelPredictor::has_amd_set() const { return !impl_->amd_dir.empty(); }
 
 void KernelPredictor::set_call_overhead_us(double us) {
-  if (!std::isfinite(us) || us < 0 || us > 1000)
-    throw ConfigError("--call-overhead-us: expected 0..1000 microseconds, got " + std::to_string(us));
+  if (!std::isfinite(us) || us < 0 || us > trainer::kMaxCallOverheadUs)
+    throw ConfigError("--call-overhead-us: expected 0.." + std::to_string(int(trainer::kMaxCallOverheadUs)) +
+                      " microseconds, got " + std::to_string(us));
   for (Family f : kAllFamilies)
     if (family_traits(f).data == FamilyData::kNeuSight) impl_->manifest.call_overhead_us[family_name(f)] = us;
   if (!impl_->amd_dir.empty()) {
     impl_->amd_set();
     impl_->amd->set_call_overhead_us(us);
   }
+}
+
+double KernelPredictor::call_overhead_us(const GpuSpec& gpu, Family f) const {
+  const auto& m = set_for(gpu, f).impl_->manifest.call_overhead_us;
+  const auto it = m.find(family_name(f));
+  return it == m.end() ? 0.0 : it->second;
 }
 
 const KernelPredictor& KernelPredictor::set_for(const GpuSpec& gpu, Family f) const {
@@ -215,8 +222,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
         (gate == "twins" && std::any_of(entry->training_gpu_specs.begin(), entry->training_gpu_specs.end(),
                                         [&](const GpuSpec& t) { return gpu_twins(gpu, t); }));
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
-    const auto overhead = impl_->manifest.call_overhead_us.find(family_name(fam));
-    const double overhead_ms = overhead == impl_->manifest.call_overhead_us.end() ? 0.0 : overhead->second * 1e-3;
+    const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
     static const std::vector<DenseMlp> kNoMembers;
     const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->members(fam) : kNoMembers;
     // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).

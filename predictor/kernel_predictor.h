@@ -72,6 +72,9 @@ class KernelPredictor {
   // (`eval-models --call-overhead-us`, to fit it: scripts/fit-host-gap.sh). ConfigError
   // outside the range.
   void set_call_overhead_us(double us);
+  // The host time per call (us) taken off family `f`'s kernels on `gpu`: the call_overhead_us of
+  // the set that forecasts it (set_for); 0 where it has none.
+  double call_overhead_us(const GpuSpec& gpu, Family f) const;
 
  private:
   // memory_op family: fitted physics (floor + bytes at a fraction of DRAM bandwidth).

@@ -11,7 +11,7 @@ design is kept only if its mean is lower and no left-out GPU is worse by more th
 A fold missing from a run (an interrupted run, or a family the run left as bundled, trained with
 that GPU) is reported as missing, never counted. --models adds the left-out GPU's whole-model
 labels per mode (MAPE per design; with those of another board of its die, SAME_DIE), which a
-kernel-level win can still lose.
+kernel-level win can still lose, and the mean over those cells (per run too).
 Markdown on stdout."""
 import json
 import os
@@ -82,16 +82,33 @@ def print_models(designs):
     print()
     print("| left-out GPU | mode | " + " | ".join(n for n, _ in designs) + " |")
     print("|---|---|" + "---|" * len(designs))
+    run_cells = [[[] for _ in runs] for _, runs in designs]  # per design and run: every cell's MAPE
+    complete = [True] * len(designs)
     for gpu in GPUS:
         per = [[fold_models(o, gpu) for o in runs] for _, runs in designs]
         modes = sorted({m for runs in per for run in runs for m in run})
         for mode in modes:
             cells = []
-            for runs in per:
+            for d, runs in enumerate(per):
                 vals = [run.get(mode) for run in runs]
-                cells.append("missing" if any(v is None for v in vals) else
-                             f"{statistics.mean(vals):.1f}" + (f" ({min(vals):.1f}-{max(vals):.1f})" if len(vals) > 1 else ""))
+                if any(v is None for v in vals):
+                    complete[d] = False
+                    cells.append("missing")
+                    continue
+                for r, v in enumerate(vals):
+                    run_cells[d][r].append(v)
+                cells.append(f"{statistics.mean(vals):.1f}" + (f" ({min(vals):.1f}-{max(vals):.1f})" if len(vals) > 1 else ""))
             print(f"| {SHORT[gpu]} | {mode} | " + " | ".join(cells) + " |")
+    # The mean over the table's cells, per design (and per run in brackets, with several).
+    means = []
+    for d, runs in enumerate(run_cells):
+        if not complete[d] or not runs[0]:
+            means.append("incomplete")
+            continue
+        per_run = [statistics.mean(r) for r in runs]
+        means.append(f"**{statistics.mean(per_run):.2f}**" +
+                     (" (" + " / ".join(f"{m:.2f}" for m in per_run) + ")" if len(per_run) > 1 else ""))
+    print("| all | mean of the cells | " + " | ".join(means) + " |")
 
 
 def main(argv):

@@ -170,8 +170,9 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           us = kv.second.as<double>();
         } catch (const YAML::Exception&) {  // not a number: the range message below
         }
-        if (!(us >= 0 && us <= 1000))
-          throw ConfigError(path + ": field 'call_overhead_us': '" + fam + "': expected 0..1000 microseconds");
+        if (!(us >= 0 && us <= kMaxCallOverheadUs))
+          throw ConfigError(path + ": field 'call_overhead_us': '" + fam + "': expected 0.." +
+                            std::to_string(int(kMaxCallOverheadUs)) + " microseconds");
         m.call_overhead_us[fam] = us;
       }
     }

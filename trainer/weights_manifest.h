@@ -67,6 +67,7 @@ struct WeightsManifest {
   // it): chosen on the training GPUs' whole-model labels, scripts/fit-host-gap.sh.
   std::map<std::string, double> call_overhead_us;
 };
+constexpr double kMaxCallOverheadUs = 1000;  // the range of call_overhead_us: 0..this
 
 // Appends checkpoint `file` (in `dir`) and its torch-free copy `net_file` to an entry with
 // their sha256s and the layer widths.

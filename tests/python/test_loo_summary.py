@@ -83,6 +83,10 @@ with tempfile.TemporaryDirectory() as root:
     check("| A100 | train tp4 (A100-SXM4-40GB) | 25.0 (25.0-25.0) | 26.0 |" in out.splitlines(),
           "same-die SXM4 row in the A100 fold:\n" + out)
     check(not any(l.startswith("| V100 | train tp4") for l in out.splitlines()), "SXM4 label in another fold:\n" + out)
+    # Mean over the six cells: base runs (41+21+31+11+21+25)/6 = 25.00 and (61+...)/6 = 28.33;
+    # better (21+23+34+13+22+26)/6 = 23.17.
+    check("| all | mean of the cells | **26.67** (25.00 / 28.33) | **23.17** |" in out.splitlines(),
+          "mean of the cells:\n" + out)
 
     code, out, err = run(f"base={os.path.join(root, 'nowhere')}")
     check(code != 0 and "no such run folder" in err and out == "", f"missing folder refused: {code} {err!r}")
