@@ -46,7 +46,7 @@ nlohmann::json load_json_object(const std::string& path) {
   return j;
 }
 
-double read_label_latency_ms(const std::string& path) {
+EndToEndLabel read_end_to_end_label(const std::string& path) {
   const std::string text = read_file(path);
   nlohmann::json j;
   try {
@@ -57,10 +57,21 @@ double read_label_latency_ms(const std::string& path) {
   if (!j.is_object()) throw DataError(path + ": expected a JSON object");
   if (!j.contains("e2e_latency") || !j["e2e_latency"].is_number())
     throw DataError(path + ": field 'e2e_latency': missing or not a number");
-  const double ms = j["e2e_latency"].get<double>();
-  if (!(ms > 0) || !std::isfinite(ms) || ms > 1e9)
+  EndToEndLabel l;
+  l.e2e_ms = j["e2e_latency"].get<double>();
+  if (!(l.e2e_ms > 0) || !std::isfinite(l.e2e_ms) || l.e2e_ms > 1e9)
     throw DataError(path + ": field 'e2e_latency': must be a positive number of ms below 1e9");
-  return ms;
+  auto part = [&](const char* key) {
+    if (!j.contains(key) || j[key].is_null()) return 0.0;
+    if (!j[key].is_number()) throw DataError(path + ": field '" + key + "': not a number");
+    const double ms = j[key].get<double>();
+    if (!(ms >= 0) || !std::isfinite(ms) || ms > 1e9)
+      throw DataError(path + ": field '" + key + "': must be a number of ms in [0, 1e9]");
+    return ms;
+  };
+  l.fw_ms = part("fw_latency");
+  l.bw_ms = part("bwall_latency");
+  return l;
 }
 
 std::string yaml_key(const YAML::Node& key, const std::string& where) {

@@ -35,9 +35,16 @@ T yaml_get(const YAML::Node& node, const std::string& key, const std::string& wh
     throw ConfigError(where + ": field '" + key + "': expected " + what);
   }
 }
-// A NeuSight end-to-end label JSON (an object with `e2e_latency` in ms): the latency,
-// checked to (0, 1e9]; DataError naming the file and field otherwise.
-double read_label_latency_ms(const std::string& path);
+// A NeuSight end-to-end label JSON: an object with `e2e_latency` in ms, checked to (0, 1e9],
+// and, where the step was timed in parts, `fw_latency` and `bwall_latency` (the forward pass
+// and everything after it; 0 or absent when not timed, e.g. inference and parallel runs),
+// checked to [0, 1e9]. DataError naming the file and field otherwise.
+struct EndToEndLabel {
+  double e2e_ms = 0;
+  double fw_ms = 0, bw_ms = 0;  // both > 0: the step's forward / backward split is known
+  bool has_phases() const { return fw_ms > 0 && bw_ms > 0; }
+};
+EndToEndLabel read_end_to_end_label(const std::string& path);
 
 // Throws "<where>: field 'key': v outside [lo, hi]" unless lo <= v <= hi (and finite).
 void check_range(double v, double lo, double hi, const std::string& key, const std::string& where);

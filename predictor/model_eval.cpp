@@ -92,7 +92,36 @@ std::map<std::string, double> label_per_kind(const std::string& label_csv, const
   return out;
 }
 
+// Sums of a label CSV's per-node forward and backward + accumulation latencies (ms).
+std::pair<double, double> label_node_phases_ms(const std::string& label_csv) {
+  CsvReader l(label_csv);
+  const int c_fw = l.column("fw_latency"), c_bw = l.column("bw_latency"), c_acc = l.column("acc_latency");
+  if (c_fw < 0 || c_bw < 0 || c_acc < 0)
+    throw DataError(label_csv + ": missing fw_latency/bw_latency/acc_latency columns");
+  double fw = 0, bw = 0;
+  std::vector<std::string> f;
+  while (l.next(f)) {
+    auto ms = [&](int c, const char* name) {
+      if (f[c].empty()) return 0.0;
+      const double v = parse_double_field(f[c], label_csv, l.line(), name);
+      if (!(v >= 0) || v > 1e9)
+        throw DataError(where(label_csv, l.line()) + ": column '" + name + "': " + f[c] + " outside [0, 1e9] ms");
+      return v;
+    };
+    fw += ms(c_fw, "fw_latency");
+    bw += ms(c_bw, "bw_latency") + ms(c_acc, "acc_latency");
+  }
+  return {fw, bw};
+}
+
 }  // namespace
+
+std::string phase_split(const ModelEvalRow& r) {
+  if (!(r.label_fw_ms > 0 && r.label_bw_ms > 0)) return "";
+  if (r.phase_ratio_vs_nodes < 0) return "unchecked";
+  return r.phase_ratio_vs_nodes >= kPhaseRatioLo && r.phase_ratio_vs_nodes <= kPhaseRatioHi ? "consistent"
+                                                                                              : "inconsistent";
+}
 
 ModelEvalResult eval_models(const std::string& labels_dir, const std::string& models_dir,
                             const std::string& published_summary, const std::string& opgraphs_dir,
@@ -148,7 +177,8 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     const GpuSpec* gpu = gpus.find(row.device_dir);
     if (!gpu) throw ConfigError(p.string() + ": no GPU spec for folder '" + row.device_dir + "'");
     row.gpu = gpu->name;
-    row.label_ms = read_label_latency_ms(p.string());
+    const EndToEndLabel label = read_end_to_end_label(p.string());
+    row.label_ms = label.e2e_ms;
     ModelConfig mc;
     try {
       mc = load_model_config(row.model, models_dir);
@@ -169,13 +199,21 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     row.error_pct = 100.0 * std::abs(row.predicted_ms - row.label_ms) / row.label_ms;
     auto it = published.find(cell_key(row.model, row.seq, row.batch, row.device_dir, row.mode, row.option));
     if (it != published.end()) row.neusight_error_pct = it->second;
+    const fs::path label_csv = fs::path(p).replace_extension(".csv");
+    if (row.mode == "train" && label.has_phases() && par.gpus() == 1) {
+      row.label_fw_ms = label.fw_ms, row.label_bw_ms = label.bw_ms;
+      row.forecast_fw_ms = f.forward_ms, row.forecast_bw_ms = f.backward_ms;
+      if (fs::exists(label_csv)) {
+        const auto [node_fw, node_bw] = label_node_phases_ms(label_csv.string());
+        if (node_fw > 0 && node_bw > 0) row.phase_ratio_vs_nodes = (label.bw_ms / label.fw_ms) / (node_bw / node_fw);
+      }
+    }
     if (par.tp == 1 && par.pp == 1 && row.option != "fusion") {
       row.roofline_ms = graph_sum_ms(g, *gpu, [&](const KernelQuery& q) { return s_to_ms(roofline_s(q, *gpu)); });
       if (li) row.li_ms = graph_sum_ms(g, *gpu, [&](const KernelQuery& q) { return li->kernel_ms(row.device_dir, q); });
     }
     res.rows.push_back(row);
 
-    const fs::path label_csv = fs::path(p).replace_extension(".csv");
     const fs::path graph_csv = fs::path(opgraphs_dir) / (p.stem().string() + ".csv");
     if (row.option.empty() && !opgraphs_dir.empty() && fs::exists(label_csv) && fs::exists(graph_csv) &&
         mc.model_type != "switch_transformers") {
@@ -192,6 +230,57 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
   if (res.rows.empty()) throw DataError(labels_dir + ": no single-GPU label JSON found");
   return res;
 }
+
+namespace {
+
+// The training labels timed in parts, for model_eval_table.
+std::string phase_table(const ModelEvalResult& r) {
+  std::ostringstream os;
+  char buf[320];
+  bool any = false;
+  std::map<std::string, std::vector<double>> all_err, consistent_err;
+  std::map<std::string, int> unchecked;
+  for (const auto& x : r.rows) {
+    const std::string split = phase_split(x);
+    if (split.empty()) continue;
+    if (!any) {
+      os << "\ntraining steps timed in parts (label JSON fw_latency / bwall_latency), forecast forward / backward;\n"
+            "split: the label's backward/forward ratio over its per-node CSV's (each node timed alone) within ["
+         << kPhaseRatioLo << ", " << kPhaseRatioHi << "]\n";
+      std::snprintf(buf, sizeof buf, "%-16s %-12s %5s %10s %10s %7s %10s %10s %7s %8s %8s  %s\n", "gpu", "model",
+                    "batch", "label_fw", "fc_fw", "fw_err%", "label_bw", "fc_bw", "bw_err%", "bw/fw", "vs_nodes",
+                    "split");
+      os << buf;
+      any = true;
+    }
+    auto signed_err = [](double fc, double label) { return 100.0 * (fc - label) / label; };
+    const std::string vs = x.phase_ratio_vs_nodes >= 0 ? std::to_string(x.phase_ratio_vs_nodes).substr(0, 4) : "-";
+    std::snprintf(buf, sizeof buf, "%-16s %-12s %5lld %10.2f %10.2f %+7.1f %10.2f %10.2f %+7.1f %8.2f %8s  %s\n",
+                  x.gpu.c_str(), x.model.c_str(), static_cast<long long>(x.batch), x.label_fw_ms, x.forecast_fw_ms,
+                  signed_err(x.forecast_fw_ms, x.label_fw_ms), x.label_bw_ms, x.forecast_bw_ms,
+                  signed_err(x.forecast_bw_ms, x.label_bw_ms), x.label_bw_ms / x.label_fw_ms, vs.c_str(),
+                  split.c_str());
+    os << buf;
+    all_err[x.gpu].push_back(x.error_pct);
+    if (split == "consistent") consistent_err[x.gpu].push_back(x.error_pct);
+    if (split == "unchecked") ++unchecked[x.gpu];
+  }
+  if (!any) return "";
+  os << "mean error of the whole step per GPU: all these labels, and those whose split is consistent\n";
+  std::snprintf(buf, sizeof buf, "%-16s %6s %10s %11s %12s %10s\n", "gpu", "labels", "mean_err%", "consistent",
+                "mean_err%", "unchecked");
+  os << buf;
+  for (const auto& kv : all_err) {
+    const auto& c = consistent_err[kv.first];
+    const std::string ce = c.empty() ? "-" : std::to_string(mean(c)).substr(0, 5);
+    std::snprintf(buf, sizeof buf, "%-16s %6zu %10.2f %11zu %12s %10d\n", kv.first.c_str(), kv.second.size(),
+                  mean(kv.second), c.size(), ce.c_str(), unchecked[kv.first]);
+    os << buf;
+  }
+  return os.str();
+}
+
+}  // namespace
 
 std::string model_eval_table(const ModelEvalResult& r) {
   std::ostringstream os;
@@ -230,6 +319,7 @@ std::string model_eval_table(const ModelEvalResult& r) {
   std::snprintf(buf, sizeof buf, "%-34s %5zu %10.2f %10.2f\n", "all", all.size(), mean(all),
                 *std::max_element(all.begin(), all.end()));
   os << buf;
+  os << phase_table(r);
   for (const auto& s : r.skipped) os << "skipped: " << s << "\n";
   return os.str();
 }
@@ -267,6 +357,14 @@ std::string model_eval_json(const ModelEvalResult& r) {
     row["roofline_ms"] = x.roofline_ms >= 0 ? nlohmann::json(x.roofline_ms) : nlohmann::json(nullptr);
     row["li_et_al_ms"] = x.li_ms >= 0 ? nlohmann::json(x.li_ms) : nlohmann::json(nullptr);
     row["neusight_error_pct"] = x.neusight_error_pct >= 0 ? nlohmann::json(x.neusight_error_pct) : nlohmann::json();
+    const std::string split = phase_split(x);
+    auto timed = [&](double v) { return split.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    row["label_fw_ms"] = timed(x.label_fw_ms);
+    row["label_bw_ms"] = timed(x.label_bw_ms);
+    row["forecast_fw_ms"] = timed(x.forecast_fw_ms);
+    row["forecast_bw_ms"] = timed(x.forecast_bw_ms);
+    row["phase_ratio_vs_nodes"] = x.phase_ratio_vs_nodes >= 0 ? nlohmann::json(x.phase_ratio_vs_nodes) : nlohmann::json();
+    row["phase_split"] = split.empty() ? nlohmann::json(nullptr) : nlohmann::json(split);
     j["rows"].push_back(row);
     by[{x.gpu, x.mode, x.option}].push_back(x.error_pct);
   }
@@ -289,11 +387,18 @@ std::string model_eval_json(const ModelEvalResult& r) {
 
 std::string model_eval_csv(const ModelEvalResult& r) {
   std::ostringstream os;
-  os << "device,gpu,model,mode,option,seq,batch,label_ms,forecast_ms,error_pct,neusight_error_pct\n";
-  for (const auto& x : r.rows)
+  os << "device,gpu,model,mode,option,seq,batch,label_ms,forecast_ms,error_pct,neusight_error_pct,"
+        "label_fw_ms,label_bw_ms,forecast_fw_ms,forecast_bw_ms,phase_split\n";
+  for (const auto& x : r.rows) {
     os << x.device_dir << ',' << x.gpu << ',' << x.model << ',' << x.mode << ',' << x.option << ',' << x.seq
        << ',' << x.batch << ',' << x.label_ms << ',' << x.predicted_ms << ',' << x.error_pct << ','
-       << (x.neusight_error_pct >= 0 ? std::to_string(x.neusight_error_pct) : "") << '\n';
+       << (x.neusight_error_pct >= 0 ? std::to_string(x.neusight_error_pct) : "");
+    const std::string split = phase_split(x);
+    if (split.empty()) os << ",,,,,\n";
+    else
+      os << ',' << x.label_fw_ms << ',' << x.label_bw_ms << ',' << x.forecast_fw_ms << ',' << x.forecast_bw_ms << ','
+         << split << '\n';
+  }
   return os.str();
 }
 

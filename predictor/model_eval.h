@@ -23,7 +23,20 @@ struct ModelEvalRow {
   // Baselines re-run on the same graph (single-GPU and DP rows; -1 when not available): the
   // plain roofline of every kernel, and Li et al. from its published per-GPU coefficients.
   double roofline_ms = -1, li_ms = -1;
+  // Training steps timed in parts (the label JSON's fw_latency / bwall_latency; 0 = not timed)
+  // beside the forecast's forward and backward (with gradient accumulation).
+  double label_fw_ms = 0, label_bw_ms = 0, forecast_fw_ms = 0, forecast_bw_ms = 0;
+  // The label's backward / forward ratio over the same ratio of its own per-node CSV (every
+  // node of one layer timed alone: backward + accumulation over forward); -1 when either is
+  // missing. Far from 1, the two timings of the same step disagree (see phase_split).
+  double phase_ratio_vs_nodes = -1;
 };
+
+// A training label's forward/backward split checked against its per-node timings:
+// "consistent" (phase_ratio_vs_nodes within [kPhaseRatioLo, kPhaseRatioHi]), "inconsistent",
+// "unchecked" (split timed, no per-node CSV) or "" (no split: inference, parallel runs).
+inline constexpr double kPhaseRatioLo = 0.8, kPhaseRatioHi = 1.25;
+std::string phase_split(const ModelEvalRow& r);
 
 
 // Per-operator check against a label CSV (one layer, each node timed in isolation): sums

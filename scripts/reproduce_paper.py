@@ -137,6 +137,33 @@ table(["GPU", "mode", "labels", "tilecast", "tilecast worst", "Roofline (re-run)
 allm = mean([r["error_pct"] for r in rows])
 md.append("All %d labels: tilecast mean %.1f %%. Blank: no published value for those rows.\n" % (len(rows), allm))
 
+# ---- 2b. training labels timed in parts: forward and backward ------------------------------
+timed = [r for r in rows if r.get("phase_split")]
+if timed:
+    md.append("### Training steps: forward and backward (labels timed in parts)\n")
+    md.append("Each single-GPU training label also gives the step's forward and backward time (`fw_latency`, "
+              "`bwall_latency`), and its per-node CSV times every node of one layer alone, forward and backward. "
+              "*Consistent*: the label's backward/forward ratio is within 0.8-1.25x its per-node CSV's "
+              "(`tilecast eval-models`, `phase_split`); a rule on the labels alone, the forecast plays no part. "
+              "Bias = median forecast / measured per phase. NeuSight (published): its errors on the same labels.\n")
+    lines = []
+    for dev in sorted({r["device"] for r in timed}):
+        items = [r for r in timed if r["device"] == dev]
+        cons = [r for r in items if r["phase_split"] == "consistent"]
+        def ns(rs):
+            v = [num(pub[k].get("neusight_all_e2e_err")) for k in
+                 (key(r["model"], r["seq"], r["batch"], r["device"], r["mode"], r["option"]) for r in rs) if k in pub]
+            return f1(mean(v)) if v and None not in v and len(v) == len(rs) else ""
+        med = lambda rs, a, b: "%.2f" % statistics.median([r[a] / r[b] for r in rs]) if rs else ""
+        lines.append([dev, str(len(items)), f1(mean([r["error_pct"] for r in items])), ns(items),
+                      str(len(cons)), f1(mean([r["error_pct"] for r in cons])), ns(cons),
+                      str(sum(r["phase_split"] == "unchecked" for r in items)),
+                      med(items, "forecast_fw_ms", "label_fw_ms"), med(items, "forecast_bw_ms", "label_bw_ms"),
+                      med(cons, "forecast_fw_ms", "label_fw_ms"), med(cons, "forecast_bw_ms", "label_bw_ms")])
+    table(["GPU", "labels", "tilecast", "NeuSight (published)", "consistent", "tilecast", "NeuSight (published)",
+           "unchecked (no per-node CSV)", "forward bias", "backward bias", "forward bias (consistent)",
+           "backward bias (consistent)"], lines)
+
 # ---- 3. signed bias per GPU and kernel family (per-op rows) -------------------------------
 md.append("### Signed bias per GPU and operator kind (median forecast / measured over the per-op rows)\n")
 bias = {}

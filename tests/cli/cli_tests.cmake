@@ -77,7 +77,20 @@ tc_cli_fail(predict_dp_indivisible "not divisible" "${TC};predict;--model;gpt2-l
 tc_cli_test(eval_models_fixture_json "\"option\": \"tp4\"" ${TC} eval-models --labels ${D}/labels --format json)
 tc_cli_test(eval_models_fixture_table "nvidia_inf layout" ${TC} eval-models --labels ${D}/labels)
 # The re-run roofline: a number for the single-GPU label, null for the tensor-parallel one.
-tc_cli_test(eval_models_fixture_roofline "\"option\": \"tp4\",[ \n]*\"roofline_ms\": null.*\"option\": \"\",[ \n]*\"roofline_ms\": [0-9]" ${TC} eval-models --labels ${D}/labels --format json)
+tc_cli_test(eval_models_fixture_roofline "\"option\": \"tp4\",[^}]*\"roofline_ms\": null.*\"option\": \"\",[^}]*\"roofline_ms\": [0-9]" ${TC} eval-models --labels ${D}/labels --format json)
+# Training labels timed in parts (hand-made: fw / bwall in the JSON, per-node fw / bw / acc in the
+# CSV). bert b2: label bw/fw 2, nodes (18 + 2) / 10 = 2 -> ratio 1, consistent; gpt2 b1: label
+# 1, nodes (11.5 + 0.5) / 6 = 2 -> 0.5, inconsistent; bert b8: no CSV, unchecked; inference: none.
+tc_cli_test(eval_models_phase_consistent "\"label_bw_ms\": 200.0,[ \n]*\"label_fw_ms\": 100.0,.*\"model\": \"bert_large\",[^}]*\"phase_ratio_vs_nodes\": 1.0,[ \n]*\"phase_split\": \"consistent\",[^}]*\"seq\": 512" ${TC} eval-models --labels ${D}/phase_labels --format json)
+tc_cli_test(eval_models_phase_inconsistent "\"model\": \"gpt2_large\",[^}]*\"phase_ratio_vs_nodes\": 0.5,[ \n]*\"phase_split\": \"inconsistent\"" ${TC} eval-models --labels ${D}/phase_labels --format json)
+tc_cli_test(eval_models_phase_unchecked "\"batch\": 8,[^}]*\"phase_ratio_vs_nodes\": null,[ \n]*\"phase_split\": \"unchecked\"" ${TC} eval-models --labels ${D}/phase_labels --format json)
+tc_cli_test(eval_models_phase_inference "\"label_fw_ms\": null,[^}]*\"mode\": \"inf\",[^}]*\"phase_split\": null" ${TC} eval-models --labels ${D}/phase_labels --format json)
+# The table: one line per timed label (signed forward / backward errors), then per GPU the mean
+# over all of them (3) and over the consistent one (1), with one unchecked.
+tc_cli_test(eval_models_phase_table "training steps timed in parts.*L4 +bert_large +2 +100.00 .* 2.00 +1.00  consistent\n.*L4 +gpt2_large +1 +150.00 .* 1.00 +0.50  inconsistent\n.*\nL4 +3 +[0-9.]+ +1 +[0-9.]+ +1\n" ${TC} eval-models --labels ${D}/phase_labels)
+tc_cli_test(eval_models_phase_csv "phase_split\n.*,100,200,[0-9.e+-]+,[0-9.e+-]+,consistent\n.*,,,,,\n" ${TC} eval-models --labels ${D}/phase_labels --format csv)
+tc_cli_fail(eval_models_bad_phase_json "bert_large-train-512-2.json: field 'fw_latency': not a number" "${TC};eval-models;--labels;${D}/bad_phase_labels")
+tc_cli_fail(eval_models_bad_phase_csv "bert_large-train-512-2.csv:2: column 'bw_latency': -5.0 outside \\[0, 1e9\\] ms" "${TC};eval-models;--labels;${D}/bad_phase_csv")
 tc_cli_fail(eval_models_li_dir_missing "--li-dir '/nonexistent': folder not found" "${TC};eval-models;--labels;${D}/labels;--li-dir;/nonexistent")
 tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--labels;${D}/bad_labels")
 tc_cli_test(predict_model_csv "^model,gpu,mode,dtype,batch,seq,dp,tp,pp,name,kind,count,forward_ms,backward_ms,total_ms\n.*opt-1.3b,T4,inference,fp32,1,128,1,1,1,\\(total\\),step,1," ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
