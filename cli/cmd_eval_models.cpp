@@ -30,13 +30,12 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
       "li-dir", po::value(&li_dir),
       "Li et al.'s published coefficients, re-run on every single-GPU graph next to the plain roofline (default: "
       "<labels>/../baselines/li_et_al when present)")(
-      "host-gap-us", po::value(&host_gap_us)->default_value(0),
-      "host time added per kernel launch in the whole-model forecasts, us (as predict --host-gap-us)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
   call_overhead.add_to(desc);
+  add_host_gap_option(desc, &host_gap_us);
   po::variables_map vm;
   if (!parse_options(args, desc, vm, "tilecast eval-models [--labels DIR] [--format table|json|csv]")) return 0;
   check_format(format, {"table", "json", "csv"});
@@ -53,7 +52,6 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   if (!li_dir.empty() && !fs::is_directory(li_dir)) throw ConfigError("--li-dir '" + li_dir + "': folder not found");
   if (li_dir.empty() && fs::is_directory(root / "baselines" / "li_et_al")) li_dir = (root / "baselines" / "li_et_al").string();
   const std::string mdir = models_dir.empty() ? (fs::path(trainer::config_dir()) / "models").string() : models_dir;
-  predictor::check_host_gap_us(host_gap_us);
   GpuRegistry reg = load_registry(gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(weights));
   call_overhead.apply(kp);

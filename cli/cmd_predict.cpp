@@ -38,13 +38,11 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "tp", po::value(&a.par.tp)->default_value(1), "tensor-parallel GPUs (Megatron-LM column/row split)")(
       "pp", po::value(&a.par.pp)->default_value(1), "pipeline stages")(
       "microbatches", po::value(&a.par.microbatches)->default_value(1), "microbatches per step (pipeline)")(
-      "host-gap-us", po::value(&a.host_gap_us)->default_value(0),
-      "host time added per kernel launch, us (eager dispatch when the GPU waits for the host; 0: none, as fitted "
-      "on the training GPUs' labels by scripts/fit-host-gap.sh)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "top", po::value(&top)->default_value(10), "operators listed in the table");
   add_forecast_path_options(desc, paths);
   call_overhead.add_to(desc);
+  add_host_gap_option(desc, &a.host_gap_us);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "

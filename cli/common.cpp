@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "predictor/api.h"
+#include "predictor/graph_predictor.h"
 #include "predictor/kernel_predictor.h"
 #include "trainer/weights_manifest.h"
 
@@ -78,6 +79,13 @@ void CallOverheadOption::add_to(po::options_description& desc) {
 
 void CallOverheadOption::apply(predictor::KernelPredictor& kp) const {
   if (us) kp.set_call_overhead_us(*us);
+}
+
+void add_host_gap_option(po::options_description& desc, double* us) {
+  desc.add_options()("host-gap-us", po::value(us)->default_value(0)->notifier(predictor::check_host_gap_us),
+                     "host time added per kernel launch in whole-model forecasts, us (eager dispatch when the GPU "
+                     "waits for the host; 0: none, as fitted on the training GPUs' labels by "
+                     "scripts/fit-host-gap.sh)");
 }
 
 }  // namespace tilecast::cli

@@ -44,4 +44,8 @@ struct CallOverheadOption {
   void apply(predictor::KernelPredictor& kp) const;  // if given
 };
 
+// --host-gap-us (predict, eval-models): host time added per kernel launch in whole-model
+// forecasts, into *us (default 0); checked (predictor::check_host_gap_us) when parsed.
+void add_host_gap_option(po::options_description& desc, double* us);
+
 }  // namespace tilecast::cli

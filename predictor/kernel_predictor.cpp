@@ -185,7 +185,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       // The fitted roofline alone (prior_ms) is also what a GPU outside network_gpus leans on.
       const FittedRoofline* prior = entry && entry->config.prior ? &entry->prior : nullptr;
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
-      if (entry && entry->has_prior) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
+      if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
       r.prior_is_base = prior != nullptr;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
       r.peak_ms = s_to_ms(peak_s(q, gpu));

@@ -436,7 +436,6 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     }
     e.launch_floor_us = floor_ms * 1e3;
     if (cfg.fits_roofline()) {  // the network's base (prior), or the forecast on unseen GPUs
-      e.has_prior = true;
       const bool cycles = cfg.prior_floor == "cycles";
       e.prior = fit_family_roofline(rows, tiles, gpus, cycles);
       const char* unit = cycles ? " kcycles" : " us";

@@ -101,7 +101,6 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         }
         if (n["prior"]) {
           const YAML::Node p = n["prior"];
-          e.has_prior = true;
           e.prior.floor_us = p["floor_us"].as<double>();
           e.prior.wave_us = p["wave_us"].as<double>();
           e.prior.eta_compute = p["eta_compute"].as<double>();
@@ -116,7 +115,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
             throw ConfigError(path + ": family '" + name + "': prior out of range (floor_us and wave_us in [0, 1e6), eta_compute and "
                               "eta_memory in (0, 10])");
         }
-        if (e.config.fits_roofline() != e.has_prior)
+        if (e.config.fits_roofline() != static_cast<bool>(n["prior"]))
           throw ConfigError(path + ": family '" + name + "': config (prior, network_gpus) and the 'prior' entry disagree");
         e.rows_train = n["rows_train"].as<int64_t>();
         e.rows_val = n["rows_val"].as<int64_t>();
@@ -264,7 +263,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "trained_at" << YAML::Value << e.trained_at;
     if (e.holdout_shapes_pct > 0) out << YAML::Key << "holdout_shapes_pct" << YAML::Value << e.holdout_shapes_pct;
     if (e.launch_floor_us > 0) out << YAML::Key << "launch_floor_us" << YAML::Value << e.launch_floor_us;
-    if (e.has_prior) {
+    if (e.has_prior()) {
       out << YAML::Key << "prior" << YAML::Value << YAML::BeginMap;
       out << YAML::Key << "floor_us" << YAML::Value << e.prior.floor_us;
       out << YAML::Key << "wave_us" << YAML::Value << e.prior.wave_us;

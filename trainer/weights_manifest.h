@@ -42,7 +42,7 @@ struct FamilyEntry {
   double launch_floor_us = 0;  // config.launch_floor: the fitted per-launch floor (0: none)
   // config.fits_roofline(): the fitted roofline, which the network corrects (config.prior)
   // and/or which forecasts the GPUs outside config.network_gpus (config.unseen_prior_weight).
-  bool has_prior = false;
+  bool has_prior() const { return config.fits_roofline(); }
   FittedRoofline prior;
 };
 

@@ -163,12 +163,12 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   e.feature_max = r.feature_max;
   e.config = cfg;
   e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
-  e.has_prior = true;
+  ASSERT_TRUE(e.has_prior());  // network_gpus: trained fits the roofline
   e.prior = fit;
   m.families["elementwise"] = e;
   trainer::save_manifest(dir, m);
   const auto back = trainer::load_manifest(dir).families.at("elementwise");
-  EXPECT_TRUE(back.has_prior);
+  EXPECT_TRUE(back.has_prior());
   EXPECT_TRUE(back.prior == fit);
   EXPECT_EQ(back.config.network_gpus, "trained");
   EXPECT_EQ(back.config.ignore_features, std::vector<std::string>{"log2_memory_us"});
