@@ -54,6 +54,9 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / v.size();
 }
 
+// The mean as a short table cell ("12.34"), "-" for none.
+std::string mean_or_dash(const std::vector<double>& v) { return v.empty() ? "-" : std::to_string(mean(v)).substr(0, 5); }
+
 // NeuSight OpName -> our report kind; empty for nodes that launch no real kernel.
 std::string kind_of(const std::string& op_name) {
   if (op_name == "Linear") return "linear";
@@ -272,9 +275,8 @@ std::string phase_table(const ModelEvalResult& r) {
   os << buf;
   for (const auto& kv : all_err) {
     const auto& c = consistent_err[kv.first];
-    const std::string ce = c.empty() ? "-" : std::to_string(mean(c)).substr(0, 5);
     std::snprintf(buf, sizeof buf, "%-16s %6zu %10.2f %11zu %12s %10d\n", kv.first.c_str(), kv.second.size(),
-                  mean(kv.second), c.size(), ce.c_str(), unchecked[kv.first]);
+                  mean(kv.second), c.size(), mean_or_dash(c).c_str(), unchecked[kv.first]);
     os << buf;
   }
   return os.str();
@@ -309,9 +311,9 @@ std::string model_eval_table(const ModelEvalResult& r) {
   os << buf;
   for (const auto& kv : ours) {
     const auto& t = theirs[kv.first];
-    std::string ns = t.empty() ? "-" : std::to_string(mean(t)).substr(0, 5);
     std::snprintf(buf, sizeof buf, "%-34s %5zu %10.2f %10.2f %12zu %10s\n", kv.first.c_str(), kv.second.size(),
-                  mean(kv.second), *std::max_element(kv.second.begin(), kv.second.end()), t.size(), ns.c_str());
+                  mean(kv.second), *std::max_element(kv.second.begin(), kv.second.end()), t.size(),
+                  mean_or_dash(t).c_str());
     os << buf;
   }
   std::vector<double> all;
