@@ -359,6 +359,11 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
                                    double host_gap_us) {
   if (gen < 2 || gen > (1 << 20))
     throw ConfigError("--gen: " + std::to_string(gen) + " out of range [2, 2^20] (one output token is --mode prefill)");
+  // The last output token is produced at position seq + gen - 2 (0-based), the prompt's first at 0.
+  if (m.max_positions > 0 && seq >= 1 && seq + gen - 1 > m.max_positions)
+    throw ConfigError("--gen: " + std::to_string(seq) + " prompt + " + std::to_string(gen) + " output tokens need " +
+                      std::to_string(seq + gen - 1) + " positions; " + m.name + " has " +
+                      std::to_string(m.max_positions));
   GenerateForecast f;
   f.model = m.name;
   f.gpu = gpu.name;

@@ -91,6 +91,9 @@ tc_cli_test(eval_models_phase_table "training steps timed in parts.*L4 +bert_lar
 tc_cli_test(eval_models_phase_csv "phase_split\n.*,100,200,[0-9.e+-]+,[0-9.e+-]+,consistent\n.*,,,,,\n" ${TC} eval-models --labels ${D}/phase_labels --format csv)
 tc_cli_fail(eval_models_bad_phase_json "bert_large-train-512-2.json: field 'fw_latency': not a number" "${TC};eval-models;--labels;${D}/bad_phase_labels")
 tc_cli_fail(eval_models_bad_phase_csv "bert_large-train-512-2.csv:2: column 'bw_latency': -5.0 outside \\[0, 1e9\\] ms" "${TC};eval-models;--labels;${D}/bad_phase_csv")
+# generate past the model's context: the error names the flags given (--seq + --gen), not the
+# decode step's --context. 131,072 positions: 10 + 131,063 - 1 fits, one more token does not.
+tc_cli_fail(predict_generate_past_positions "--gen: 10 prompt \\+ 131064 output tokens need 131073 positions; llama-3.1-8b has 131072" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;10;--gen;131064")
 tc_cli_fail(eval_models_li_dir_missing "--li-dir '/nonexistent': folder not found" "${TC};eval-models;--labels;${D}/labels;--li-dir;/nonexistent")
 tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--labels;${D}/bad_labels")
 tc_cli_test(predict_model_csv "^model,gpu,mode,dtype,batch,seq,dp,tp,pp,name,kind,count,forward_ms,backward_ms,total_ms\n.*opt-1.3b,T4,inference,fp32,1,128,1,1,1,\\(total\\),step,1," ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
