@@ -351,7 +351,8 @@ std::string per_op_table(const ModelEvalResult& r) {
 std::string model_eval_json(const ModelEvalResult& r) {
   nlohmann::json j;
   j["rows"] = nlohmann::json::array();
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> by;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> by, consistent;
+  std::map<std::tuple<std::string, std::string, std::string>, int> split_rows;
   for (const auto& x : r.rows) {
     nlohmann::json row = {{"device", x.device_dir}, {"gpu", x.gpu}, {"model", x.model}, {"mode", x.mode},
                           {"option", x.option}, {"seq", x.seq}, {"batch", x.batch}, {"label_ms", x.label_ms},
@@ -369,15 +370,26 @@ std::string model_eval_json(const ModelEvalResult& r) {
     row["phase_split"] = split.empty() ? nlohmann::json(nullptr) : nlohmann::json(split);
     j["rows"].push_back(row);
     by[{x.gpu, x.mode, x.option}].push_back(x.error_pct);
+    if (split == "consistent") consistent[{x.gpu, x.mode, x.option}].push_back(x.error_pct);
+    if (!split.empty()) ++split_rows[{x.gpu, x.mode, x.option}];
   }
   // One object per GPU, mode and option (plain keys, no composite strings).
   j["by_gpu_mode"] = nlohmann::json::array();
-  for (const auto& kv : by)
-    j["by_gpu_mode"].push_back({{"gpu", std::get<0>(kv.first)},
-                                {"mode", std::get<1>(kv.first)},
-                                {"option", std::get<2>(kv.first)},
-                                {"rows", kv.second.size()},
-                                {"mean_error_pct", mean(kv.second)}});
+  // Groups with training steps timed in parts also give the mean over the labels whose split
+  // agrees with their per-node timings (phase_split "consistent"; null when none does).
+  for (const auto& kv : by) {
+    nlohmann::json g = {{"gpu", std::get<0>(kv.first)},
+                        {"mode", std::get<1>(kv.first)},
+                        {"option", std::get<2>(kv.first)},
+                        {"rows", kv.second.size()},
+                        {"mean_error_pct", mean(kv.second)}};
+    if (split_rows.count(kv.first)) {
+      const auto& c = consistent[kv.first];
+      g["phase_consistent_rows"] = c.size();
+      g["phase_consistent_mean_error_pct"] = c.empty() ? nlohmann::json(nullptr) : nlohmann::json(mean(c));
+    }
+    j["by_gpu_mode"].push_back(g);
+  }
   j["per_op"] = nlohmann::json::array();
   for (const auto& x : r.per_op)
     j["per_op"].push_back({{"gpu", x.gpu}, {"model", x.model}, {"mode", x.mode}, {"seq", x.seq},

@@ -89,6 +89,9 @@ tc_cli_test(eval_models_phase_inference "\"label_fw_ms\": null,[^}]*\"mode\": \"
 # over all of them (3) and over the consistent one (1), with one unchecked.
 tc_cli_test(eval_models_phase_table "training steps timed in parts.*L4 +bert_large +2 +100.00 .* 2.00 +1.00  consistent\n.*L4 +gpt2_large +1 +150.00 .* 1.00 +0.50  inconsistent\n.*\nL4 +3 +[0-9.]+ +1 +[0-9.]+ +1\n" ${TC} eval-models --labels ${D}/phase_labels)
 tc_cli_test(eval_models_phase_csv "phase_split\n.*,100,200,[0-9.e+-]+,[0-9.e+-]+,consistent\n.*,,,,,\n" ${TC} eval-models --labels ${D}/phase_labels --format csv)
+# by_gpu_mode: the L4 training group counts its one consistent label (3 timed: 1 consistent, 1
+# inconsistent, 1 unchecked); the inference group has no such keys.
+tc_cli_test(eval_models_phase_by_gpu_mode "\"mode\": \"inf\",[ \n]*\"option\": \"\",[ \n]*\"rows\": 1[ \n]*}.*\"mode\": \"train\",[ \n]*\"option\": \"\",[ \n]*\"phase_consistent_mean_error_pct\": [0-9.]+,[ \n]*\"phase_consistent_rows\": 1,[ \n]*\"rows\": 3" ${TC} eval-models --labels ${D}/phase_labels --format json)
 tc_cli_fail(eval_models_bad_phase_json "bert_large-train-512-2.json: field 'fw_latency': not a number" "${TC};eval-models;--labels;${D}/bad_phase_labels")
 tc_cli_fail(eval_models_bad_phase_csv "bert_large-train-512-2.csv:2: column 'bw_latency': -5.0 outside \\[0, 1e9\\] ms" "${TC};eval-models;--labels;${D}/bad_phase_csv")
 # generate past the model's context: the error names the flags given (--seq + --gen), not the
