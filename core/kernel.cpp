@@ -978,7 +978,8 @@ double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const Memor
 
 MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
   // Non-negative least squares in relative error, sum ((c . x_i) / y_i - 1)^2, by trying every
-  // subset of the three coefficients (exact for three) and keeping the best feasible one.
+  // subset of the three coefficients (exact for three) and keeping the best feasible one
+  // (ties: the first, see below).
   if (rows.size() < 3) throw DataError("memory_op fit: fewer than 3 rows");
   std::vector<std::array<double, 3>> xs;
   for (const auto& r : rows) {
@@ -1023,7 +1024,13 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
       const double e = coef[0] * x[0] + coef[1] * x[1] + coef[2] * x[2] - 1;
       err += e * e;
     }
-    if (err < best_err) best_err = err, best = coef;
+    // On one GPU the DRAM and SM terms are both proportional to the bytes: the subsets that use
+    // either fit equally well, and rounding alone used to choose between them, which decides
+    // how the fit carries to another GPU. A later subset (masks run floor, DRAM, floor + DRAM,
+    // then the SM term) must err less by a margin (relative, and absolute for exact fits): ties
+    // keep the fewer terms and the DRAM rate.
+    if (!std::isfinite(best_err) || err < best_err - (1e-6 * best_err + 1e-12 * double(xs.size())))
+      best_err = err, best = coef;
   }
   if (!std::isfinite(best_err)) throw DataError("memory_op fit: no non-negative solution");
   MemoryOpCoeffs c;

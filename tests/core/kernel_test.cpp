@@ -260,6 +260,19 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
   EXPECT_GE(f2.sm_cycles_per_byte, 0);
   EXPECT_GT(f2.floor_us, 0);
   expect_error<DataError>([&] { fit_memory_op({{&a, 1e6, 1e-6}}); }, {"fewer than 3 rows"});
+  // One GPU cannot tell a DRAM rate from an SM rate (both scale with the bytes): rows that are
+  // a floor plus DRAM time are fitted as that, the SM term left at 0, on either GPU alone.
+  for (const GpuSpec* g : {&a, &l4}) {
+    std::vector<MemoryOpRow> one;
+    for (int64_t t : {1, 16, 256, 4096, 32768, 131072}) {
+      const double bytes = 2.0 * 2 * t * 4096 + 2.0 * 4096;
+      one.push_back({g, bytes, 1.5e-6 + 0.9 * bytes / (g->mem_bw_gbps * 1e9)});
+    }
+    const MemoryOpCoeffs f1 = fit_memory_op(one);
+    EXPECT_NEAR(f1.dram_factor, 0.9, 1e-6) << g->name;
+    EXPECT_EQ(f1.sm_cycles_per_byte, 0.0) << g->name;
+    EXPECT_NEAR(f1.floor_us, 1.5, 1e-6) << g->name;
+  }
 }
 
 // The family table: every family's name and aliases resolve to it, and an unknown name lists
