@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
 #include <cmath>
 #include <sstream>
 
@@ -977,12 +978,22 @@ double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const Memor
 }
 
 MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
-  // Non-negative least squares in relative error, sum ((c . x_i) / y_i - 1)^2, by trying every
-  // subset of the three coefficients (exact for three) and keeping the best feasible one
-  // (ties: the first, see below).
+  // Non-negative least squares in relative error, sum w_i ((c . x_i) / y_i - 1)^2, by trying
+  // every subset of the three coefficients (exact for three) and keeping the best feasible one
+  // (ties: the first, see below). Each GPU weighs the same whatever its row count (w_i = rows /
+  // (GPUs x its rows)): the sources disagree (vidur's Sarathi kernels on the A100 and A40,
+  // 71,000 rows; vLLM's on the RTX 4090, 608), and rows would make the fit vidur's alone
+  // (leave one GPU out, docs/accuracy.md: the mean of the 11 cells 43.6 -> 38.3 %).
   if (rows.size() < 3) throw DataError("memory_op fit: fewer than 3 rows");
-  std::vector<std::array<double, 3>> xs;
+  std::map<std::string, int64_t> per_gpu;
   for (const auto& r : rows) {
+    if (!r.gpu) throw DataError("memory_op fit: a row without a GPU");
+    ++per_gpu[r.gpu->name];
+  }
+  std::vector<std::array<double, 3>> xs;
+  std::vector<double> ws;
+  for (const auto& r : rows) {
+    ws.push_back(double(rows.size()) / (double(per_gpu.size()) * double(per_gpu[r.gpu->name])));
     if (!(r.latency_s > 0) || !(r.bytes > 0)) throw DataError("memory_op fit: non-positive bytes or latency");
     auto x = memory_op_terms(r.bytes, *r.gpu);
     for (double& v : x) v /= r.latency_s;  // relative error: divide the row by its label
@@ -996,10 +1007,10 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
       if (mask & (1 << j)) use.push_back(j);
     const size_t n = use.size();
     double a[3][4] = {};  // normal equations [A | b]
-    for (const auto& x : xs)
+    for (size_t q = 0; q < xs.size(); ++q)
       for (size_t i = 0; i < n; ++i) {
-        for (size_t j = 0; j < n; ++j) a[i][j] += x[use[i]] * x[use[j]];
-        a[i][n] += x[use[i]];  // target 1 after dividing by y
+        for (size_t j = 0; j < n; ++j) a[i][j] += ws[q] * xs[q][use[i]] * xs[q][use[j]];
+        a[i][n] += ws[q] * xs[q][use[i]];  // target 1 after dividing by y
       }
     // Gaussian elimination with partial pivoting.
     bool ok = true;
@@ -1020,9 +1031,10 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
     for (size_t i = 0; i < n; ++i) coef[use[i]] = a[i][n] / a[i][i];
     if (coef[0] < 0 || coef[1] < 0 || coef[2] < 0) continue;
     double err = 0;
-    for (const auto& x : xs) {
+    for (size_t q = 0; q < xs.size(); ++q) {
+      const auto& x = xs[q];
       const double e = coef[0] * x[0] + coef[1] * x[1] + coef[2] * x[2] - 1;
-      err += e * e;
+      err += ws[q] * e * e;
     }
     // On one GPU the DRAM and SM terms are both proportional to the bytes: the subsets that use
     // either fit equally well, and rounding alone used to choose between them, which decides

@@ -191,7 +191,7 @@ struct MemoryOpRow {
   double bytes = 0;      // query_bytes
   double latency_s = 0;  // measured
 };
-// Non-negative least squares in relative error.
+// Non-negative least squares in relative error, each GPU weighing the same.
 MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows);
 
 // Feature schema. Bump kFeatureSchemaVersion whenever features change: weights trained on

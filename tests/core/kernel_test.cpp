@@ -260,6 +260,23 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
   EXPECT_GE(f2.sm_cycles_per_byte, 0);
   EXPECT_GT(f2.floor_us, 0);
   expect_error<DataError>([&] { fit_memory_op({{&a, 1e6, 1e-6}}); }, {"fewer than 3 rows"});
+  // Each GPU weighs the same: repeating one GPU's rows (here the L4's, 50 times) leaves the fit
+  // as it is, on rows that no single coefficient set fits exactly (the two GPUs disagree).
+  {
+    std::vector<MemoryOpRow> mixed, repeated;
+    for (const GpuSpec* g : {&a, &l4})
+      for (int64_t t : {1, 64, 1024, 16384}) {
+        const double bytes = 4.0 * t * 4096;
+        const double y = (g == &a ? 2e-6 + 2.0 * bytes / (g->mem_bw_gbps * 1e9) : 1e-6 + 0.8 * bytes / (g->mem_bw_gbps * 1e9));
+        mixed.push_back({g, bytes, y});
+        for (int k = 0; k < (g == &l4 ? 50 : 1); ++k) repeated.push_back({g, bytes, y});
+      }
+    const MemoryOpCoeffs m1 = fit_memory_op(mixed), m2 = fit_memory_op(repeated);
+    EXPECT_NEAR(m1.floor_us, m2.floor_us, 1e-9 * std::max(1.0, m1.floor_us));
+    EXPECT_NEAR(m1.dram_factor, m2.dram_factor, 1e-9 * std::max(1.0, m1.dram_factor));
+    EXPECT_NEAR(m1.sm_cycles_per_byte, m2.sm_cycles_per_byte, 1e-9 * std::max(1.0, m1.sm_cycles_per_byte));
+    EXPECT_GT(m1.dram_factor + m1.sm_cycles_per_byte, 0);
+  }
   // One GPU cannot tell a DRAM rate from an SM rate (both scale with the bytes): rows that are
   // a floor plus DRAM time are fitted as that, the SM term left at 0, on either GPU alone.
   for (const GpuSpec* g : {&a, &l4}) {
