@@ -236,13 +236,31 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
 
 namespace {
 
+// Per GPU, its training labels timed in parts (phase_split not empty): every one's whole-step
+// error, the consistent ones', and how many had no per-node CSV. They are single-GPU training
+// steps, so each GPU's is its ("train", no option) group of model_eval_json.
+struct PhaseGroup {
+  std::vector<double> all, consistent;
+  int unchecked = 0;
+};
+std::map<std::string, PhaseGroup> phase_groups(const ModelEvalResult& r) {
+  std::map<std::string, PhaseGroup> out;
+  for (const auto& x : r.rows) {
+    const std::string split = phase_split(x);
+    if (split.empty()) continue;
+    PhaseGroup& g = out[x.gpu];
+    g.all.push_back(x.error_pct);
+    if (split == "consistent") g.consistent.push_back(x.error_pct);
+    if (split == "unchecked") ++g.unchecked;
+  }
+  return out;
+}
+
 // The training labels timed in parts, for model_eval_table.
 std::string phase_table(const ModelEvalResult& r) {
   std::ostringstream os;
   char buf[320];
   bool any = false;
-  std::map<std::string, std::vector<double>> all_err, consistent_err;
-  std::map<std::string, int> unchecked;
   for (const auto& x : r.rows) {
     const std::string split = phase_split(x);
     if (split.empty()) continue;
@@ -264,19 +282,15 @@ std::string phase_table(const ModelEvalResult& r) {
                   signed_err(x.forecast_bw_ms, x.label_bw_ms), x.label_bw_ms / x.label_fw_ms, vs.c_str(),
                   split.c_str());
     os << buf;
-    all_err[x.gpu].push_back(x.error_pct);
-    if (split == "consistent") consistent_err[x.gpu].push_back(x.error_pct);
-    if (split == "unchecked") ++unchecked[x.gpu];
   }
   if (!any) return "";
   os << "mean error of the whole step per GPU: all these labels, and those whose split is consistent\n";
   std::snprintf(buf, sizeof buf, "%-16s %6s %10s %11s %12s %10s\n", "gpu", "labels", "mean_err%", "consistent",
                 "mean_err%", "unchecked");
   os << buf;
-  for (const auto& kv : all_err) {
-    const auto& c = consistent_err[kv.first];
-    std::snprintf(buf, sizeof buf, "%-16s %6zu %10.2f %11zu %12s %10d\n", kv.first.c_str(), kv.second.size(),
-                  mean(kv.second), c.size(), mean_or_dash(c).c_str(), unchecked[kv.first]);
+  for (const auto& [gpu, g] : phase_groups(r)) {
+    std::snprintf(buf, sizeof buf, "%-16s %6zu %10.2f %11zu %12s %10d\n", gpu.c_str(), g.all.size(), mean(g.all),
+                  g.consistent.size(), mean_or_dash(g.consistent).c_str(), g.unchecked);
     os << buf;
   }
   return os.str();
@@ -351,8 +365,7 @@ std::string per_op_table(const ModelEvalResult& r) {
 std::string model_eval_json(const ModelEvalResult& r) {
   nlohmann::json j;
   j["rows"] = nlohmann::json::array();
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> by, consistent;
-  std::map<std::tuple<std::string, std::string, std::string>, int> split_rows;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> by;
   for (const auto& x : r.rows) {
     nlohmann::json row = {{"device", x.device_dir}, {"gpu", x.gpu}, {"model", x.model}, {"mode", x.mode},
                           {"option", x.option}, {"seq", x.seq}, {"batch", x.batch}, {"label_ms", x.label_ms},
@@ -370,21 +383,21 @@ std::string model_eval_json(const ModelEvalResult& r) {
     row["phase_split"] = split.empty() ? nlohmann::json(nullptr) : nlohmann::json(split);
     j["rows"].push_back(row);
     by[{x.gpu, x.mode, x.option}].push_back(x.error_pct);
-    if (split == "consistent") consistent[{x.gpu, x.mode, x.option}].push_back(x.error_pct);
-    if (!split.empty()) ++split_rows[{x.gpu, x.mode, x.option}];
   }
   // One object per GPU, mode and option (plain keys, no composite strings).
   j["by_gpu_mode"] = nlohmann::json::array();
   // Groups with training steps timed in parts also give the mean over the labels whose split
   // agrees with their per-node timings (phase_split "consistent"; null when none does).
+  const auto phases = phase_groups(r);
   for (const auto& kv : by) {
     nlohmann::json g = {{"gpu", std::get<0>(kv.first)},
                         {"mode", std::get<1>(kv.first)},
                         {"option", std::get<2>(kv.first)},
                         {"rows", kv.second.size()},
                         {"mean_error_pct", mean(kv.second)}};
-    if (split_rows.count(kv.first)) {
-      const auto& c = consistent[kv.first];
+    const auto ph = phases.find(std::get<0>(kv.first));
+    if (std::get<1>(kv.first) == "train" && std::get<2>(kv.first).empty() && ph != phases.end()) {
+      const auto& c = ph->second.consistent;
       g["phase_consistent_rows"] = c.size();
       g["phase_consistent_mean_error_pct"] = c.empty() ? nlohmann::json(nullptr) : nlohmann::json(mean(c));
     }

@@ -91,20 +91,20 @@ if [ "${APPLY:-0}" = 1 ]; then
   while read -r vendor value; do
     m="$W/manifest.yaml"; [ "$vendor" = amd ] && m="$W/amd/manifest.yaml"
     [ -f "$m" ] || { echo "fit-host-gap: $m not found" >&2; exit 1; }
-    # One top-level flow-map line (the form tilecast writes). The families already listed keep
-    # their keys and take the new value; a manifest without the line gets NeuSight's five FP32
+    # One top-level flow-map line (the form tilecast writes). An existing line keeps its
+    # families and takes the new value; a manifest without one gets NeuSight's five FP32
     # families (the ones whose isolated timings carry the host time), after tile_table.
-    awk -v v="$value" '
-      /^call_overhead_us: *\{/ { line = $0; sub(/^call_overhead_us: */, "", line); gsub(/[{} ]/, "", line)
-        n = split(line, kv, ","); out = ""
-        for (i = 1; i <= n; i++) { split(kv[i], p, ":"); out = out (i > 1 ? ", " : "") p[1] ": " v }
-        print "call_overhead_us: {" out "}"; done = 1; next }
-      { print }
-      /^tile_table:/ && !done { held = 1 }
-      END { if (!done && !held) exit 3 }' "$m" > "$m.tmp" || { rm -f "$m.tmp"; echo "fit-host-gap: $m has neither a call_overhead_us nor a tile_table line" >&2; exit 1; }
-    if ! grep -q '^call_overhead_us:' "$m.tmp"; then
+    if grep -q '^call_overhead_us: *{' "$m"; then
+      awk -v v="$value" '/^call_overhead_us: *\{/ {
+          line = $0; sub(/^call_overhead_us: */, "", line); gsub(/[{} ]/, "", line)
+          n = split(line, kv, ","); out = ""
+          for (i = 1; i <= n; i++) { split(kv[i], p, ":"); out = out (i > 1 ? ", " : "") p[1] ": " v }
+          $0 = "call_overhead_us: {" out "}" }
+        { print }' "$m" > "$m.tmp"
+    else
       awk -v v="$value" '{ print } /^tile_table:/ { print "call_overhead_us: {bmm: " v ", elementwise: " v ", layernorm: " v ", linear: " v ", softmax: " v "}" }' "$m" > "$m.tmp"
     fi
+    grep -q '^call_overhead_us:' "$m.tmp" || { rm -f "$m.tmp"; echo "fit-host-gap: $m has neither a call_overhead_us nor a tile_table line" >&2; exit 1; }
     mv "$m.tmp" "$m"
     echo "fit-host-gap: $m: call_overhead_us $value us" >&2
   done < "$OUT/chosen.txt"

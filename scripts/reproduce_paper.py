@@ -155,14 +155,21 @@ if timed:
                  (key(r["model"], r["seq"], r["batch"], r["device"], r["mode"], r["option"]) for r in rs) if k in pub]
             return f1(mean(v)) if v and None not in v and len(v) == len(rs) else ""
         med = lambda rs, a, b: "%.2f" % statistics.median([r[a] / r[b] for r in rs]) if rs else ""
+
+        def ns_bias(rs):  # NeuSight's whole-step forecast / the label, from its summary.csv
+            v = [num(pub[k].get("neusight_all_e2e_latency")) / num(pub[k].get("label_all_e2e_latency")) for k in
+                 (key(r["model"], r["seq"], r["batch"], r["device"], r["mode"], r["option"]) for r in rs)
+                 if k in pub and num(pub[k].get("neusight_all_e2e_latency")) and num(pub[k].get("label_all_e2e_latency"))]
+            return "%.2f" % statistics.median(v) if v else ""
         lines.append([dev, str(len(items)), f1(mean([r["error_pct"] for r in items])), ns(items),
                       str(len(cons)), f1(mean([r["error_pct"] for r in cons])), ns(cons),
                       str(sum(r["phase_split"] == "unchecked" for r in items)),
                       med(items, "forecast_fw_ms", "label_fw_ms"), med(items, "forecast_bw_ms", "label_bw_ms"),
-                      med(cons, "forecast_fw_ms", "label_fw_ms"), med(cons, "forecast_bw_ms", "label_bw_ms")])
+                      med(cons, "forecast_fw_ms", "label_fw_ms"), med(cons, "forecast_bw_ms", "label_bw_ms"),
+                      ns_bias(cons)])
     table(["GPU", "labels", "tilecast", "NeuSight (published)", "consistent", "tilecast", "NeuSight (published)",
            "unchecked (no per-node CSV)", "forward bias", "backward bias", "forward bias (consistent)",
-           "backward bias (consistent)"], lines)
+           "backward bias (consistent)", "NeuSight bias (consistent, whole step)"], lines)
 
 # ---- 3. signed bias per GPU and kernel family (per-op rows) -------------------------------
 md.append("### Signed bias per GPU and operator kind (median forecast / measured over the per-op rows)\n")
