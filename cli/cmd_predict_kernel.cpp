@@ -100,8 +100,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                 kind == OpKind::kAttnPrefill ? "sequence x head x 128-query block" : "sequence x KV head x KV split",
                 attention_library(spec));
   else if (kind == OpKind::kGemm)
-    std::printf("tile         %dx%d (%s tensor-core tile, from the spec's architecture)\n", r.launch.tile.tm,
-                r.launch.tile.tk, spec.arch.c_str());
+    std::printf("tile         %dx%d split_k=%d (%s tensor-core tile, from the spec's architecture)\n",
+                r.launch.tile.tm, r.launch.tile.tk, r.launch.tile.split_k, spec.arch.c_str());
   else if (moe)
     std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)\n", r.launch.moe.hit,
                 r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec));

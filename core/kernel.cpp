@@ -21,6 +21,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Upper end (log2) of the row widths in the training data; see kernel_features.
 constexpr double kRowWidthCap = 12.0;   // vector ops: H <= 4096
 
+// Smallest slice of the reduction one split-K partition of a tensor-core GEMM takes.
+constexpr int64_t kSplitMinReduction = 256;
+
 int next_pow2(int64_t x) {
   int p = 1;
   while (p < x && p < (1 << 30)) p <<= 1;
@@ -39,11 +42,17 @@ double pj_per_flop(const GpuSpec& gpu, double peak_gflops) {
 // Output tile of the tensor-core GEMM libraries, from the architecture alone: 128 x 128
 // (Ampere, Ada, Blackwell 12.x: mma.sync) or 128 x 256 (Hopper wgmma, Blackwell 10.x tcgen05) output columns per
 // CTA; small-M (decode) GEMMs take an M tile of the next power of two, 16 to 128.
+// Split-K: when the output tiles leave SMs idle, cuBLAS (the BF16/FP16/TF32/FP32 GEMMs)
+// splits the reduction so that tiles x splits fills the SMs, each split keeping at least
+// kSplitMinReduction of it. The FP8 scaled-mm kernels (CUTLASS, fixed configurations per M
+// range) do not split.
 GemmTile tensor_core_tile(const KernelQuery& q, const GpuSpec& gpu) {
   GemmTile t;
   t.tm = static_cast<int>(std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(q.m))));
   t.tk = gpu.async_tensor_cores() ? 256 : 128;
-  t.split_k = 1;
+  const int64_t tiles = ceil_div(q.m, t.tm) * ceil_div(q.k, t.tk);
+  const int64_t by_sms = tiles < gpu.num_sms && !is_fp8(q.dtype) ? gpu.num_sms / tiles : 1;
+  t.split_k = static_cast<int>(std::max<int64_t>(1, std::min(by_sms, q.n / kSplitMinReduction)));
   return t;
 }
 
@@ -546,7 +555,7 @@ double tc_gemm_bytes(const KernelQuery& q) {
 }
 void tc_gemm_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, LaunchInfo& li) {
   li.tile = tensor_core_tile(q, gpu);
-  li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk);
+  li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk) * li.tile.split_k;
   li.threads_per_cta = 256;
   li.ctas_per_sm = 1;
 }
@@ -580,8 +589,8 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
   out[i++] = float(lg(double(q.n)));
   out[i++] = float(lg(double(q.k)));
   out[i++] = float(lg(bytes / l2_bytes));
-  // One output tile's K loop on one SM at the dtype's peak.
-  const double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n);
+  // One CTA's K loop (its split of the reduction) on one SM at the dtype's peak.
+  const double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
   out[i++] = float(lg(s_to_us(compute_s(tile_flops, peak / gpu.num_sms))));
   out[i++] = float(dtype_size(q.dtype));
   out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;

@@ -117,6 +117,9 @@ tc_cli_test(eval_aic_moe_json "\"moe/bf16\": {[^}]*\"rows\": 1" ${TC} eval-kerne
 tc_cli_test(eval_aic_implausible_json "\"generation_attention/bf16\": {[^}]*\"implausible_rows\": 1,[^}]*\"rows\": 2" ${TC} eval-kernels --data ${D}/aic_decode_implausible.csv --format json)
 tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aiconfigurator_gemm_small.csv --format json)
 tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)
+# Split-K in the table output: 96 tokens x 512 outputs are 4 tiles on the A100's 108 SMs; the
+# 4,096-wide reduction splits 16 ways (4096 / 256; 108 / 4 = 27 would fill the SMs).
+tc_cli_test(predict_kernel_gemm_split_k "tile +128x128 split_k=16 .ampere tensor-core tile" ${TC} predict-kernel --op gemm --shape 96,4096,512 --gpu A100-SXM4-80GB)
 tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8_static --gpu L40S)
 tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8_static;--gpu;A100-SXM4-40GB")
 # Decode attention forecasts a GPU its networks were not trained on by the fitted roofline

@@ -19,8 +19,8 @@ diff <(sed 's/unseen_prior_weight: .*//' "$SRC/weights/manifest.yaml") <(sed 's/
 out=$("$TC" predict-kernel --weights "$tmp/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
 grep -q '"network_weight": 0.5' <<<"$out" || { echo "FAIL: forecast does not use 0.5: $out"; exit 1; }
 cp "$m" "$tmp/copy"
-if err=$(set_unseen_prior_weight "$m" gemm 0.5 2>&1); then echo "FAIL: gemm has no key, but it passed"; exit 1; fi
-[ "$(wc -l <<<"$err")" = 1 ] && grep -q "family 'gemm' has no unseen_prior_weight" <<<"$err" \
+if err=$(set_unseen_prior_weight "$m" context_attention 0.5 2>&1); then echo "FAIL: context_attention has no key, but it passed"; exit 1; fi
+[ "$(wc -l <<<"$err")" = 1 ] && grep -q "family 'context_attention' has no unseen_prior_weight" <<<"$err" \
   || { echo "FAIL: error line: $err"; exit 1; }
 cmp -s "$m" "$tmp/copy" || { echo "FAIL: refused edit changed the manifest"; exit 1; }
 [ ! -e "$m.tmp" ] || { echo "FAIL: temporary file left"; exit 1; }

@@ -131,6 +131,29 @@ TEST(Kernel, TensorCoreGemmLaunchAndBounds) {
   // FP8 halves the compute bound and the input bytes; decode-sized M takes a small tile.
   EXPECT_NEAR(roofline_s(gemm_q(4096, 4096, 4096, DType::kFp8), h100), 1.3891e-4 / 2, 2e-7);
   EXPECT_EQ(launch_info(gemm_q(8, 4096, 4096, DType::kBf16), h100).tile.tm, 16);
+  // Split-K (gemm_q(m, reduction, output)). A100-SXM4-80GB, 108 SMs, 128 x 128 tiles: 96
+  // tokens x 512 outputs are 1 x 4 tiles; 108 / 4 = 27 splits would fill the SMs, but 4096 /
+  // 256 allows 16: 64 CTAs, one wave. H100, 132 SMs, 128 x 256 tiles: 16 tokens x 4096
+  // outputs are 16 tiles, 132 / 16 = 8 splits of the 8192 reduction (32 allowed): 128 CTAs.
+  // A 128-wide reduction cannot split; 512 tiles already fill the SMs (the 4096^3 case above).
+  // (The split-K rule is in tensor_core_tile, core/kernel.cpp.)
+  const GpuSpec& a100_sxm = reg.resolve("A100-80GB-SXM");
+  const auto s1 = launch_info(gemm_q(96, 4096, 512, DType::kBf16), a100_sxm);
+  EXPECT_EQ(s1.tile.split_k, 16);
+  EXPECT_EQ(s1.num_ctas, 64);
+  EXPECT_EQ(s1.num_waves, 1);
+  const auto s2 = launch_info(gemm_q(16, 8192, 4096, DType::kBf16), h100);
+  EXPECT_EQ(s2.tile.split_k, 8);
+  EXPECT_EQ(s2.num_ctas, 128);
+  EXPECT_EQ(launch_info(gemm_q(16, 128, 4096, DType::kBf16), h100).tile.split_k, 1);
+  // The FP8 scaled-mm kernels do not split: the same 16 x 8192 x 4096 GEMM is 16 CTAs.
+  const auto s3 = launch_info(gemm_q(16, 8192, 4096, DType::kFp8), h100);
+  EXPECT_EQ(s3.tile.split_k, 1);
+  EXPECT_EQ(s3.num_ctas, 16);
+  EXPECT_EQ(li.tile.split_k, 1);
+  // The split keeps the padded work: 96 -> 128 rows x 4096 x 512 x 2 FLOPs over 64 of the 108
+  // SMs' per-SM peak (312 TFLOP/s / 108) = 2 x 128 x 4096 x 512 / 64 / 2.8889e12 s = 2.9037 us.
+  EXPECT_NEAR(kernel_bounds(gemm_q(96, 4096, 512, DType::kBf16), a100_sxm, s1).compute_s, 2.9037e-6, 1e-9);
   std::vector<float> f(num_features(Family::kGemm));
   featurize(gemm_q(8, 4096, 14336, DType::kFp8Block), h100, TileTable{}, f.data());
   for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kGemm)[i];
