@@ -62,6 +62,8 @@ class Builder {
   void set_count(int64_t c) { count_ = c; }
   void set_prefix(const std::string& p) { prefix_ = p; }
 
+  GraphOp& last() { return g_.ops.back(); }
+
   GraphOp& op(const std::string& name, const std::string& kind) {
     GraphOp o;
     o.name = prefix_ + name;
@@ -465,6 +467,7 @@ void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind m
     case MaskKind::kCausalAddMax:  // mask add, then clamp to finfo.min (torch.max)
       b.eltwise(p + "mask_add", OpKind::kAdd, rows, kv_seq);
       b.eltwise(p + "mask_max", OpKind::kAddU, rows, kv_seq);
+      b.last().unnamed_by_neusight = true;  // NeuSight's graphs: max_1, OpName misc
       break;
     case MaskKind::kCausalAdd: b.eltwise(p + "causal_mask", OpKind::kAdd, rows, kv_seq); break;
     case MaskKind::kPositionBias: b.eltwise(p + "position_bias", OpKind::kAdd, rows, kv_seq); break;  // T5

@@ -59,6 +59,10 @@ struct GraphOp {
   std::string kind;  // report group: linear, bmm, softmax, layernorm, elementwise, embedding, memory
   int64_t count = 1; // times it runs per step (layers)
   std::vector<KernelCall> fw, bw, acc;
+  // A node NeuSight's parsed graphs name "misc" rather than a VEC kind (OPT's torch.max
+  // against finfo.min): its per-node labels count it in no kind, so eval-models' per-kind
+  // comparison leaves it out too. Whole-model forecasts include it like any op.
+  bool unnamed_by_neusight = false;
 };
 
 struct OpGraph {

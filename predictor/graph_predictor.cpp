@@ -153,7 +153,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   for (const auto& op : g.ops) {
     const KernelCall* fw_gemm = !op.fw.empty() && op.fw.front().is_kernel() ? &op.fw.front() : nullptr;
     OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count, nullptr), cost(op.bw, op.count, fw_gemm),
-                 cost(op.acc, op.count, nullptr)};
+                 cost(op.acc, op.count, nullptr), op.unnamed_by_neusight};
     const bool in_layer = g.layers > 1 && op.count % g.layers == 0;
     const double fw = o.fw_ms * o.count, bw = (o.bw_ms + o.acc_ms) * o.count;
     if (in_layer) {

@@ -18,6 +18,7 @@ struct OpForecast {
   std::string name, kind;
   int64_t count = 1;
   double fw_ms = 0, bw_ms = 0, acc_ms = 0;  // one execution
+  bool unnamed_by_neusight = false;          // GraphOp::unnamed_by_neusight
 };
 
 struct ModelForecast {

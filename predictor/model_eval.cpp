@@ -225,7 +225,8 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
       // Each node of those CSVs is timed alone: isolated latencies, as the kernel data.
       ModelForecast f1 = forecast_model(build_op_graph(one, row.batch, row.seq, g.mode), *gpu, kp, 0, true);
       std::map<std::string, double> mine;
-      for (const auto& o : f1.ops) mine[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
+      for (const auto& o : f1.ops)
+        if (!o.unnamed_by_neusight) mine[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
       for (const auto& kv : label_per_kind(label_csv.string(), graph_csv.string()))
         res.per_op.push_back({row.gpu, row.model, row.mode, kv.first, row.seq, row.batch, kv.second, mine[kv.first]});
     }
