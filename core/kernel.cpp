@@ -46,11 +46,14 @@ double pj_per_flop(const GpuSpec& gpu, double peak_gflops) {
 // splits the reduction so that tiles x splits fills the SMs, each split keeping at least
 // kSplitMinReduction of it. The FP8 scaled-mm kernels (CUTLASS, fixed configurations per M
 // range) do not split.
+// Output tiles of a tensor-core GEMM (M rows by K output columns).
+int64_t tc_output_tiles(const KernelQuery& q, const GemmTile& t) { return ceil_div(q.m, t.tm) * ceil_div(q.k, t.tk); }
+
 GemmTile tensor_core_tile(const KernelQuery& q, const GpuSpec& gpu) {
   GemmTile t;
   t.tm = static_cast<int>(std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(q.m))));
   t.tk = gpu.async_tensor_cores() ? 256 : 128;
-  const int64_t tiles = ceil_div(q.m, t.tm) * ceil_div(q.k, t.tk);
+  const int64_t tiles = tc_output_tiles(q, t);
   const int64_t by_sms = tiles < gpu.num_sms && !is_fp8(q.dtype) ? gpu.num_sms / tiles : 1;
   t.split_k = static_cast<int>(std::max<int64_t>(1, std::min(by_sms, q.n / kSplitMinReduction)));
   return t;
@@ -555,7 +558,7 @@ double tc_gemm_bytes(const KernelQuery& q) {
 }
 void tc_gemm_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, LaunchInfo& li) {
   li.tile = tensor_core_tile(q, gpu);
-  li.num_ctas = ceil_div(q.m, li.tile.tm) * ceil_div(q.k, li.tile.tk) * li.tile.split_k;
+  li.num_ctas = tc_output_tiles(q, li.tile) * li.tile.split_k;
   li.threads_per_cta = 256;
   li.ctas_per_sm = 1;
 }

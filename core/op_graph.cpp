@@ -62,8 +62,6 @@ class Builder {
   void set_count(int64_t c) { count_ = c; }
   void set_prefix(const std::string& p) { prefix_ = p; }
 
-  GraphOp& last() { return g_.ops.back(); }
-
   GraphOp& op(const std::string& name, const std::string& kind) {
     GraphOp o;
     o.name = prefix_ + name;
@@ -95,10 +93,10 @@ class Builder {
   }
 
   // Elementwise op on a (rows, h) tensor, with the autograd kernels of its backward.
-  void eltwise(const std::string& name, OpKind kind, int64_t rows, int64_t h, bool residual = false) {
+  GraphOp& eltwise(const std::string& name, OpKind kind, int64_t rows, int64_t h, bool residual = false) {
     GraphOp& o = op(name, "elementwise");
     o.fw.push_back(KernelCall::kernel(vec_q(kind, rows, h)));
-    if (!training()) return;
+    if (!training()) return o;
     auto bw = [&](OpKind k) { o.bw.push_back(KernelCall::kernel(vec_q(k, rows, h))); };
     switch (kind) {
       case OpKind::kAdd:
@@ -115,6 +113,7 @@ class Builder {
       case OpKind::kGelu: bw(OpKind::kGelu); break;
       default: break;
     }
+    return o;
   }
 
   void layernorm(const std::string& name, int64_t rows, int64_t h) {
@@ -466,8 +465,7 @@ void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind m
     case MaskKind::kPaddingAdd: b.eltwise(p + "mask_add", OpKind::kAddU, rows, kv_seq); break;
     case MaskKind::kCausalAddMax:  // mask add, then clamp to finfo.min (torch.max)
       b.eltwise(p + "mask_add", OpKind::kAdd, rows, kv_seq);
-      b.eltwise(p + "mask_max", OpKind::kAddU, rows, kv_seq);
-      b.last().unnamed_by_neusight = true;  // NeuSight's graphs: max_1, OpName misc
+      b.eltwise(p + "mask_max", OpKind::kAddU, rows, kv_seq).unnamed_by_neusight = true;  // NeuSight: max_1, misc
       break;
     case MaskKind::kCausalAdd: b.eltwise(p + "causal_mask", OpKind::kAdd, rows, kv_seq); break;
     case MaskKind::kPositionBias: b.eltwise(p + "position_bias", OpKind::kAdd, rows, kv_seq); break;  // T5
