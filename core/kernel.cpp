@@ -976,20 +976,22 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
 }
 
 namespace {
-// The three regressors of the memory_op model for one query: 1 (floor), time at DRAM
-// bandwidth, and bytes per SM-cycle (an SM-side rate: per-row reductions and address math,
-// which bound these kernels on GPUs with much bandwidth per SM).
-std::array<double, 3> memory_op_terms(double bytes, const GpuSpec& gpu) {
-  return {1.0, transfer_s(bytes, gpu.mem_bw_gbps), bytes / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6)};
+// The three regressors of the memory_op model for one query: 1 (floor), the time at DRAM
+// bandwidth of the bytes beyond the L2-resident share, and bytes per SM-cycle (an SM-side
+// rate: per-row reductions, address math and the L2's bandwidth, which bound these kernels on
+// GPUs with much DRAM bandwidth per SM).
+std::array<double, 3> memory_op_terms(double bytes, const GpuSpec& gpu, double l2_resident_fraction) {
+  const double dram_bytes = std::max(0.0, bytes - l2_resident_fraction * gpu.l2_cache_mb * kBytesPerMib);
+  return {1.0, transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6)};
 }
 }  // namespace
 
 double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c) {
-  const auto x = memory_op_terms(query_bytes(q), gpu);
+  const auto x = memory_op_terms(query_bytes(q), gpu, c.l2_resident_fraction);
   return c.floor_us * 1e-6 + c.dram_factor * x[1] + c.sm_cycles_per_byte * x[2];
 }
 
-MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
+MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_resident_fraction) {
   // Non-negative least squares in relative error, sum w_i ((c . x_i) / y_i - 1)^2, by trying
   // every subset of the three coefficients (exact for three) and keeping the best feasible one
   // (ties: the first, see below). Each GPU weighs the same whatever its row count (w_i = rows /
@@ -1002,12 +1004,17 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
     if (!r.gpu) throw DataError("memory_op fit: a row without a GPU");
     ++per_gpu[r.gpu->name];
   }
+  if (!(l2_resident_fraction >= 0 && l2_resident_fraction <= 1))
+    throw ConfigError("memory_op fit: l2_resident_fraction must be in [0, 1]");
+  // One GPU's rows cannot separate the L2's share from the DRAM rate in a way that carries to a
+  // cache of another size (leave one GPU out, docs/accuracy.md): all its bytes go at DRAM speed.
+  if (per_gpu.size() == 1) l2_resident_fraction = 0;
   std::vector<std::array<double, 3>> xs;
   std::vector<double> ws;
   for (const auto& r : rows) {
     ws.push_back(double(rows.size()) / (double(per_gpu.size()) * double(per_gpu[r.gpu->name])));
     if (!(r.latency_s > 0) || !(r.bytes > 0)) throw DataError("memory_op fit: non-positive bytes or latency");
-    auto x = memory_op_terms(r.bytes, *r.gpu);
+    auto x = memory_op_terms(r.bytes, *r.gpu, l2_resident_fraction);
     for (double& v : x) v /= r.latency_s;  // relative error: divide the row by its label
     xs.push_back(x);
   }
@@ -1061,6 +1068,7 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows) {
   c.floor_us = best[0] * 1e6;
   c.dram_factor = best[1];
   c.sm_cycles_per_byte = best[2];
+  c.l2_resident_fraction = l2_resident_fraction;
   c.rows = static_cast<int64_t>(rows.size());
   return c;
 }

@@ -175,15 +175,22 @@ double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
 double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 
 // memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:
-//   latency = floor + dram_factor x bytes / DRAM bandwidth + sm_cycles_per_byte x bytes / (SMs x clock)
-// The last term is an SM-side rate (row reductions, address arithmetic): on GPUs with much
-// DRAM bandwidth per SM these kernels do not reach DRAM speed. Coefficients (all >= 0) are
-// fitted on measured layer ops of the training GPUs by `tilecast train --family memory_op`.
+//   latency = floor + dram_factor x max(0, bytes - l2_resident_fraction x L2) / DRAM bandwidth
+//             + sm_cycles_per_byte x bytes / (SMs x clock)
+// The last term is an SM-side rate (row reductions, address arithmetic, and the L2's own
+// bandwidth for the bytes it serves): on GPUs with much DRAM bandwidth per SM these kernels do
+// not reach DRAM speed. Bytes up to l2_resident_fraction of the L2 are served from it and cost
+// no DRAM time: a timed call repeated on the same tensors keeps a working set that fits, as a
+// layer's activations stay in L2 between the kernel that writes them and the one that reads
+// them. Coefficients (all >= 0) are fitted on measured layer ops of the training GPUs by
+// `tilecast train --family memory_op`; l2_resident_fraction comes from configs/predictors/
+// memory_op.yaml (0: every byte at DRAM speed, the model before session 26).
 struct MemoryOpCoeffs {
-  double floor_us = 0;            // per-launch floor
-  double dram_factor = 1;         // x time at the spec's DRAM bandwidth
-  double sm_cycles_per_byte = 0;  // SM cycles per byte, spread over all SMs
-  int64_t rows = 0;               // rows fitted
+  double floor_us = 0;              // per-launch floor
+  double dram_factor = 1;           // x time at the spec's DRAM bandwidth (bytes beyond the L2-resident share)
+  double sm_cycles_per_byte = 0;    // SM cycles per byte, spread over all SMs
+  double l2_resident_fraction = 0;  // share of the L2 a working set keeps resident, [0, 1]
+  int64_t rows = 0;                 // rows fitted
 };
 double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c);
 struct MemoryOpRow {
@@ -191,8 +198,10 @@ struct MemoryOpRow {
   double bytes = 0;      // query_bytes
   double latency_s = 0;  // measured
 };
-// Non-negative least squares in relative error, each GPU weighing the same.
-MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows);
+// Non-negative least squares in relative error, each GPU weighing the same. Rows of a single
+// GPU are fitted with l2_resident_fraction 0 whatever is asked: one GPU's L2 cannot say how a
+// cache of another size carries (the result's field says which was used).
+MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_resident_fraction = 0);
 
 // Feature schema. Bump kFeatureSchemaVersion whenever features change: weights trained on
 // another schema are refused at load time.

@@ -42,11 +42,18 @@ PredictorConfig load_predictor_config(const std::string& path) {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
       "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "ignore_features", "network_gpus",
       "unseen_prior_weight"};
-  reject_unknown_keys(root, known, path);
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
   c.origin = path;
   c.family = family_from_string(field<std::string>(root["family"], "family", path));
+  if (c.family == Family::kMemoryOp) {  // physics coefficients, no network: one field
+    reject_unknown_keys(root, {"family", "l2_resident_fraction"}, path);
+    if (root["l2_resident_fraction"])
+      c.l2_resident_fraction = field<double>(root["l2_resident_fraction"], "l2_resident_fraction", path);
+    range(c.l2_resident_fraction, 0, 1, "l2_resident_fraction", path);
+    return c;
+  }
+  reject_unknown_keys(root, known, path);
   if (root["num_layers"]) c.num_layers = field<int>(root["num_layers"], "num_layers", path);
   if (root["hidden_size"]) c.hidden_size = field<int>(root["hidden_size"], "hidden_size", path);
   if (root["lr"]) c.lr = field<double>(root["lr"], "lr", path);
@@ -93,6 +100,10 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "family" << YAML::Value << family_name(c.family);
+  if (c.family == Family::kMemoryOp) {
+    out << YAML::Key << "l2_resident_fraction" << YAML::Value << c.l2_resident_fraction << YAML::EndMap;
+    return out.c_str();
+  }
   out << YAML::Key << "num_layers" << YAML::Value << c.num_layers;
   out << YAML::Key << "hidden_size" << YAML::Value << c.hidden_size;
   out << YAML::Key << "lr" << YAML::Value << c.lr;

@@ -48,6 +48,9 @@ struct PredictorConfig {
   // the absolute times, which place every row on its own GPU's scale, so that the network's
   // correction of the prior depends on the shape and the launch only.
   std::vector<std::string> ignore_features;
+  // memory_op only (a fitted physics model, no network; its file takes no other field): the
+  // share of a GPU's L2 whose bytes cost no DRAM time (MemoryOpCoeffs, core/kernel.h).
+  double l2_resident_fraction = 0;
   std::string origin;
 
   // Whether `train` fits the family's roofline: as the network's base (prior) or as the

@@ -205,7 +205,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 }
 
 FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::vector<std::string>& exclude_gpus,
-                            const GpuRegistry& gpus, MemoryOpEntry& out, int holdout_shapes_pct) {
+                            const GpuRegistry& gpus, MemoryOpEntry& out, int holdout_shapes_pct,
+                            double l2_resident_fraction) {
   const auto t0 = std::chrono::steady_clock::now();
   if (files.empty()) throw ConfigError("no training data for family memory_op");
   std::map<OpKind, std::vector<MemoryOpRow>> by_op;
@@ -225,10 +226,11 @@ FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::ve
     }
   if (by_op.empty()) throw DataError("memory_op: no rmsnorm/silu_mul/rope/residual_add rows in the training files");
   for (const auto& kv : by_op) {
-    e.ops[op_name(kv.first)] = fit_memory_op(kv.second);
+    e.ops[op_name(kv.first)] = fit_memory_op(kv.second, l2_resident_fraction);
     const MemoryOpCoeffs& c = e.ops[op_name(kv.first)];
     TC_LOG(Info) << "memory_op " << op_name(kv.first) << ": floor " << c.floor_us << " us, DRAM factor "
-                 << c.dram_factor << ", " << c.sm_cycles_per_byte << " SM cycles/byte (" << c.rows << " rows)";
+                 << c.dram_factor << " beyond " << c.l2_resident_fraction << " of the L2, " << c.sm_cycles_per_byte
+                 << " SM cycles/byte (" << c.rows << " rows)";
   }
   e.data_hash = files_hash(files);
   e.fitted_at = utc_now();
@@ -351,7 +353,11 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   std::vector<FamilyResult> results;
   for (Family fam : fams) {
     if (fam == Family::kMemoryOp) {  // physics coefficients, no network
-      FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops, opt.holdout_shapes_pct);
+      const PredictorConfig mcfg =
+          load_predictor_config((fs::path(opt.predictor_config_dir) / "memory_op.yaml").string());
+      if (mcfg.family != fam) throw ConfigError(mcfg.origin + ": field 'family' does not match the file name");
+      FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops,
+                                      opt.holdout_shapes_pct, mcfg.l2_resident_fraction);
       save_manifest(dir, manifest);
       results.push_back(r);
       continue;

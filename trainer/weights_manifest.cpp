@@ -189,6 +189,10 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         c.dram_factor = kv.second["dram_factor"].as<double>();
         c.sm_cycles_per_byte = kv.second["sm_cycles_per_byte"].as<double>();
         c.rows = kv.second["rows"].as<int64_t>();
+        // Absent in manifests fitted before session 26: every byte at DRAM speed.
+        if (kv.second["l2_resident_fraction"]) c.l2_resident_fraction = kv.second["l2_resident_fraction"].as<double>();
+        if (!(c.l2_resident_fraction >= 0 && c.l2_resident_fraction <= 1))
+          throw ConfigError(path + ": memory_ops: '" + op + "': field 'l2_resident_fraction': expected 0..1");
         if (!(c.floor_us >= 0 && c.floor_us < 1e6) || !(c.dram_factor >= 0 && c.dram_factor < 1e3) ||
             !(c.sm_cycles_per_byte >= 0 && c.sm_cycles_per_byte < 1e3) || !(c.dram_factor > 0 || c.sm_cycles_per_byte > 0))
           throw ConfigError(path + ": memory_ops: '" + op + "': coefficients out of range (floor_us in [0, 1e6), "
@@ -291,6 +295,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
       out << YAML::Key << "floor_us" << YAML::Value << kv.second.floor_us;
       out << YAML::Key << "dram_factor" << YAML::Value << kv.second.dram_factor;
       out << YAML::Key << "sm_cycles_per_byte" << YAML::Value << kv.second.sm_cycles_per_byte;
+      out << YAML::Key << "l2_resident_fraction" << YAML::Value << kv.second.l2_resident_fraction;
       out << YAML::Key << "rows" << YAML::Value << kv.second.rows;
       out << YAML::EndMap;
     }

@@ -315,6 +315,55 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
   }
 }
 
+// The L2-resident share of the memory_op model: bytes up to l2_resident_fraction of the L2 cost
+// no DRAM time (hand-derived numbers below), the fit recovers a generating share's
+// coefficients on two GPUs of different caches, and one GPU's rows are fitted without it.
+TEST(MemoryOp, L2ResidentBytesCostNoDramTime) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& a = reg.resolve("A100-SXM4-40GB");  // 40 MB L2, 1,555 GB/s
+  const GpuSpec& l4 = reg.resolve("L4");             // 48 MB L2, 300 GB/s
+  ASSERT_EQ(a.l2_cache_mb, 40);
+  ASSERT_EQ(a.mem_bw_gbps, 1555);
+  MemoryOpCoeffs c;
+  c.floor_us = 2.5, c.dram_factor = 1.2, c.sm_cycles_per_byte = 0, c.l2_resident_fraction = 0.5;
+  // 1,024 x 4,096 BF16 RMSNorm: 16,785,408 bytes, under half of 40 MiB (20,971,520): the floor alone.
+  const KernelQuery small = vec_q(OpKind::kRmsNorm, 1024, 4096, DType::kBf16);
+  EXPECT_DOUBLE_EQ(memory_op_latency_s(small, a, c), 2.5e-6);
+  // 4,096 tokens: 67,117,056 bytes, 46,145,536 beyond the resident 20,971,520; at 1,555 GB/s
+  // that is 29.6756 us, x 1.2 = 35.6107 us, plus the floor.
+  const KernelQuery big = vec_q(OpKind::kRmsNorm, 4096, 4096, DType::kBf16);
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 38.1107e-6, 1e-10);
+  c.l2_resident_fraction = 0;  // every byte at DRAM speed: 67,117,056 / 1,555 GB/s x 1.2 + floor
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 54.2945e-6, 1e-10);
+
+  MemoryOpCoeffs truth;
+  truth.floor_us = 1.5, truth.dram_factor = 0.9, truth.sm_cycles_per_byte = 0.08, truth.l2_resident_fraction = 0.5;
+  std::vector<MemoryOpRow> rows;
+  for (const GpuSpec* g : {&a, &l4})
+    for (int64_t t : {1, 64, 512, 1024, 2048, 4096, 16384, 65536}) {
+      const KernelQuery q = vec_q(OpKind::kRmsNorm, t, 4096, DType::kBf16);
+      rows.push_back({g, query_bytes(q), memory_op_latency_s(q, *g, truth)});
+    }
+  const MemoryOpCoeffs fit = fit_memory_op(rows, 0.5);
+  EXPECT_NEAR(fit.floor_us, 1.5, 1e-6);
+  EXPECT_NEAR(fit.dram_factor, 0.9, 1e-6);
+  EXPECT_NEAR(fit.sm_cycles_per_byte, 0.08, 1e-8);
+  EXPECT_EQ(fit.l2_resident_fraction, 0.5);
+  // Fitted as if every byte went to DRAM, the same rows leave a residual: the share matters.
+  const MemoryOpCoeffs flat = fit_memory_op(rows, 0);
+  double worst = 0;
+  for (const auto& r : rows) {
+    const double y = flat.floor_us * 1e-6 + flat.dram_factor * r.bytes / (r.gpu->mem_bw_gbps * 1e9) +
+                     flat.sm_cycles_per_byte * r.bytes / (double(r.gpu->num_sms) * r.gpu->boost_clock_mhz * 1e6);
+    worst = std::max(worst, std::abs(y / r.latency_s - 1));
+  }
+  EXPECT_GT(worst, 0.05);
+  // One GPU's rows: fitted with every byte at DRAM speed whatever is asked.
+  std::vector<MemoryOpRow> one(rows.begin(), rows.begin() + 8);
+  EXPECT_EQ(fit_memory_op(one, 0.5).l2_resident_fraction, 0.0);
+  expect_error<ConfigError>([&] { fit_memory_op(rows, 1.5); }, {"l2_resident_fraction", "[0, 1]"});
+}
+
 // The family table: every family's name and aliases resolve to it, and an unknown name lists
 // the known ones (so adding a row is all a new family needs for --family and the manifest).
 TEST(FamilyTable, NamesAndAliasesRoundTrip) {

@@ -272,6 +272,51 @@ TEST(Manifest, CallOverheadRoundTripsAndIsChecked) {
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "'linear'", "0..1000"});
 }
 
+// memory_op's config holds one field; its manifest entry round-trips the L2 share and refuses
+// one out of range, naming the op and the field.
+TEST(MemoryOpConfig, OneFieldAndManifestRoundTrip) {
+  const std::string dir = ::testing::TempDir() + "memop_cfg";
+  fs::create_directories(dir);
+  auto write = [&](const std::string& body) {
+    const std::string path = dir + "/memory_op.yaml";
+    std::ofstream(path) << "family: memory_op\n" << body;
+    return path;
+  };
+  EXPECT_DOUBLE_EQ(trainer::load_predictor_config(write("l2_resident_fraction: 0.5\n")).l2_resident_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(trainer::load_predictor_config(write("")).l2_resident_fraction, 0.0);
+  EXPECT_NE(trainer::predictor_config_to_yaml(trainer::load_predictor_config(write("l2_resident_fraction: 0.25\n")))
+                .find("l2_resident_fraction: 0.25"),
+            std::string::npos);
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("l2_resident_fraction: 1.5\n")); },
+                            {"memory_op.yaml", "l2_resident_fraction", "outside [0, 1]"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("l2_resident_fraction: .nan\n")); },
+                            {"l2_resident_fraction"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("num_layers: 8\n")); }, {"memory_op.yaml", "num_layers"});
+  {  // the field belongs to memory_op alone
+    const std::string path = dir + "/gemm.yaml";
+    std::ofstream(path) << "family: gemm\nl2_resident_fraction: 0.5\n";
+    expect_error<ConfigError>([&] { trainer::load_predictor_config(path); }, {"gemm.yaml", "l2_resident_fraction"});
+  }
+  trainer::WeightsManifest m;
+  m.feature_schema_version = kFeatureSchemaVersion;
+  MemoryOpCoeffs c;
+  c.floor_us = 2, c.dram_factor = 0.8, c.sm_cycles_per_byte = 0.1, c.l2_resident_fraction = 0.5, c.rows = 10;
+  m.memory_ops.ops["rmsnorm"] = c;
+  m.memory_ops.data_hash = "x", m.memory_ops.fitted_at = "t", m.memory_ops.training_gpus = {"NVIDIA L4"};
+  trainer::save_manifest(dir, m);
+  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").l2_resident_fraction, 0.5);
+  auto entry = [&](const std::string& fields) {
+    std::ofstream(dir + "/manifest.yaml") << "feature_schema_version: " << kFeatureSchemaVersion
+                                          << "\ntile_table: tiles.csv\nmemory_ops:\n  coefficients:\n    rmsnorm: {floor_us: 2, "
+                                             "dram_factor: 0.8, sm_cycles_per_byte: 0.1, rows: 10"
+                                          << fields << "}\n  data_hash: x\n  training_gpus: [NVIDIA L4]\n  fitted_at: t\n";
+  };
+  entry("");  // written before session 26: every byte at DRAM speed
+  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").l2_resident_fraction, 0.0);
+  entry(", l2_resident_fraction: 2");
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "l2_resident_fraction", "0..1"});
+}
+
 // Predictor-config fields of the prior: one clear line for each misuse.
 TEST(FittedPrior, ConfigErrors) {
   const std::string dir = ::testing::TempDir() + "prior_cfg";
