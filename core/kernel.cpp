@@ -576,7 +576,7 @@ const std::vector<std::string>& tc_gemm_features() {
   static const std::vector<std::string> v = {
       "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_tile_m", "log2_tile_k", "log2_m", "log2_n", "log2_k",
       "log2_bytes_over_l2", "log2_wave_us", "dtype_bytes", "block_scaled", "quant_share", "quant_launches",
-      "align_m", "align_k"};
+      "align_m", "align_k", "log2_dram_bytes_per_sm_cycle"};
   return v;
 }
 void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds& kb, float* out) {
@@ -602,6 +602,12 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
   out[i++] = float(activation_quant_launches(q.dtype));
   out[i++] = alignment(q.m, 4);
   out[i++] = alignment(q.k, 4);
+  // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x clock)):
+  // the loads a CTA keeps in flight (Little's law) set how much of it a weight-streaming GEMM
+  // reaches. The training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 is at 12.8, by the
+  // A100's 13.4. Leave one GPU out, two seeds: the ten cells' mean 29.6 -> 28.0 and 30.0 ->
+  // 28.3 %, no cell worse by more than 3.9 points (docs/accuracy.md).
+  out[i++] = float(lg(gpu.mem_bw_gbps * 1e9 / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6)));
   // No board-power-per-FLOP feature (tdp_w / peak): worse in leave-one-GPU-out on the L40S
   // and B200 folds (docs/accuracy.md).
 }

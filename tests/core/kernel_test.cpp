@@ -157,6 +157,16 @@ TEST(Kernel, TensorCoreGemmLaunchAndBounds) {
   std::vector<float> f(num_features(Family::kGemm));
   featurize(gemm_q(8, 4096, 14336, DType::kFp8Block), h100, TileTable{}, f.data());
   for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kGemm)[i];
+  // DRAM bytes per SM-cycle, from the H100's sheet: 3,352 GB/s / (132 SMs x 1.98 GHz) = 12.825
+  // bytes, log2 3.6809; the same for any shape or dtype.
+  {
+    const auto& gn = feature_names(Family::kGemm);
+    const size_t at = std::find(gn.begin(), gn.end(), "log2_dram_bytes_per_sm_cycle") - gn.begin();
+    ASSERT_LT(at, gn.size());
+    EXPECT_NEAR(f[at], 3.6809, 1e-4);
+    featurize(gemm_q(4096, 4096, 4096, DType::kBf16), h100, TileTable{}, f.data());
+    EXPECT_NEAR(f[at], 3.6809, 1e-4);
+  }
   // An A100 has no FP8 tensor cores: one line naming the GPU and dtype.
   expect_error<ConfigError>([&] { roofline_s(gemm_q(64, 64, 64, DType::kFp8), a100()); }, {"A100-PCIE-40GB", "fp8"});
   DType d;
