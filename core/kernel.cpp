@@ -550,6 +550,13 @@ void no_fill(const KernelQuery&, const GpuSpec&, const LaunchInfo&, const Kernel
 
 // -- Tensor-core GEMM (BF16/FP16/FP8/TF32, as serving engines launch it).
 double tc_gemm_flops(const KernelQuery& q) { return 2.0 * q.m * double(q.n) * q.k; }
+// DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x clock)):
+// the loads a CTA keeps in flight (Little's law) set how much of it a weight-streaming kernel
+// reaches. The LLM-era training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 SXM is at 12.8,
+// by the A100's 13.4.
+double dram_bytes_per_sm_cycle(const GpuSpec& gpu) {
+  return gpu.mem_bw_gbps * 1e9 / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6);
+}
 double tc_gemm_bytes(const KernelQuery& q) {
   // Inputs in the dtype, output in BF16/FP16 (FP32 for fp32/tf32): A (M,N), B (K,N), C (M,K).
   const double e = dtype_size(q.dtype);
@@ -602,12 +609,9 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
   out[i++] = float(activation_quant_launches(q.dtype));
   out[i++] = alignment(q.m, 4);
   out[i++] = alignment(q.k, 4);
-  // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x clock)):
-  // the loads a CTA keeps in flight (Little's law) set how much of it a weight-streaming GEMM
-  // reaches. The training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 is at 12.8, by the
-  // A100's 13.4. Leave one GPU out, two seeds: the ten cells' mean 29.6 -> 28.0 and 30.0 ->
-  // 28.3 %, no cell worse by more than 3.9 points (docs/accuracy.md).
-  out[i++] = float(lg(gpu.mem_bw_gbps * 1e9 / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6)));
+  // Leave one GPU out, two seeds: the ten cells' mean 29.6 -> 28.0 and 30.0 -> 28.3 %, no cell
+  // worse by more than 3.9 points (docs/accuracy.md).
+  out[i++] = float(lg(dram_bytes_per_sm_cycle(gpu)));
   // No board-power-per-FLOP feature (tdp_w / peak): worse in leave-one-GPU-out on the L40S
   // and B200 folds (docs/accuracy.md).
 }
@@ -726,6 +730,8 @@ void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, co
   out[i++] = float(dtype_size(q.dtype));
   out[i++] = float(lg(l.hit * 3.0 * q.h * f * dtype_size(q.dtype) / l2_bytes));
   out[i++] = float(lg(pj_per_flop(gpu, peak)));
+  // No DRAM-bytes-per-SM-cycle feature (GEMM's): with two GPUs per fold it is a GPU's name, and
+  // leave one GPU out was worse on all four cells (docs/accuracy.md).
 }
 
 struct FamilyPhysics {
