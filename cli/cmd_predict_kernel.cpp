@@ -106,7 +106,9 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)\n", r.launch.moe.hit,
                 r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec));
   else if (op_family(kind) == Family::kMemoryOp)
-    std::printf("model        physics: per-launch floor + DRAM time + SM-side time per byte (fitted)\n");
+    std::printf("model        physics: per-launch floor + DRAM time of the bytes not resident in L2 (%.4g MB of "
+                "%.4g MB here) + SM-side time per byte (fitted)\n",
+                r.l2_resident_bytes / 1e6, query_bytes(q) / 1e6);
   else if (gemm)
     std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,
                 r.launch.tile.tk, r.launch.tile.split_k, pred.set_for(spec, op_family(kind)).tiles().reference_device(spec).c_str());

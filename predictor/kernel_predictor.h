@@ -42,6 +42,9 @@ struct KernelPrediction {
   // manifest `call_overhead_us`), never below min(latency_ms, kMinStreamUs). latency_ms where
   // the family has none.
   double stream_ms = 0;
+  // memory_op: the bytes the model serves from L2 (min(bytes, l2_resident_fraction x L2)),
+  // which cost no DRAM time; 0 for every other family.
+  double l2_resident_bytes = 0;
   LaunchInfo launch;
 };
 // The least a kernel takes in a stream of kernels (launch to launch on the GPU), microseconds.

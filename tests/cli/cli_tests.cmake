@@ -158,6 +158,9 @@ tc_cli_fail(predict_decode_needs_context "--mode decode needs --context" "${TC};
 tc_cli_fail(predict_inference_bf16 "--dtype bf16: --mode inference models eager FP32" "${TC};predict;--model;llama-3.1-8b;--gpu;T4;--mode;inference;--batch;1;--seq;16;--dtype;bf16")
 tc_cli_fail(predict_generate_one_token "--gen: 1 out of range" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;16;--gen;1")
 tc_cli_test(predict_kernel_rmsnorm_json "\"model\": \"physics" ${TC} predict-kernel --op rmsnorm --shape 4096,8192 --gpu H100-SXM --format json)
+# The memory-op model's L2 share in the table: half the H100's 50 MiB L2 is 26.21 MB of the
+# 2 x 2 x 2,048 x 4,096 + 2 x 4,096 = 33.56 MB a 2,048 x 4,096 BF16 RMSNorm moves.
+tc_cli_test(predict_kernel_rmsnorm_l2_share "not resident in L2 .26.21 MB of 33.56 MB here." ${TC} predict-kernel --op rmsnorm --shape 2048,4096 --gpu H100-SXM)
 tc_cli_fail(predict_kernel_rope_fp8 "--dtype fp8: op 'rope' .family memory_op. is modelled in fp32, fp16, bf16" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8;--gpu;H100-SXM")
 # Fused MoE kernels: load model fields in JSON, one-line errors for bad routing and shapes.
 tc_cli_test(predict_kernel_moe_json "\"experts_hit\": 2" ${TC} predict-kernel --op moe --shape 1,4096,14336,2,8 --moe-tp 2 --gpu H100-SXM --format json)
