@@ -272,16 +272,23 @@ TEST(Manifest, CallOverheadRoundTripsAndIsChecked) {
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"call_overhead_us", "'linear'", "0..1000"});
 }
 
+// A writer of predictor configs in a fresh temporary folder: write(body) puts "family: F" and
+// the body into <folder>/F.yaml and returns its path.
+static std::function<std::string(const std::string&)> config_writer(const std::string& folder, const std::string& family) {
+  const std::string dir = ::testing::TempDir() + folder;
+  fs::create_directories(dir);
+  return [dir, family](const std::string& body) {
+    const std::string path = dir + "/" + family + ".yaml";
+    std::ofstream(path) << "family: " << family << "\n" << body;
+    return path;
+  };
+}
+
 // memory_op's config holds one field; its manifest entry round-trips the L2 share and refuses
 // one out of range, naming the op and the field.
 TEST(MemoryOpConfig, OneFieldAndManifestRoundTrip) {
   const std::string dir = ::testing::TempDir() + "memop_cfg";
-  fs::create_directories(dir);
-  auto write = [&](const std::string& body) {
-    const std::string path = dir + "/memory_op.yaml";
-    std::ofstream(path) << "family: memory_op\n" << body;
-    return path;
-  };
+  const auto write = config_writer("memop_cfg", "memory_op");
   EXPECT_DOUBLE_EQ(trainer::load_predictor_config(write("l2_resident_fraction: 0.5\n")).l2_resident_fraction, 0.5);
   EXPECT_DOUBLE_EQ(trainer::load_predictor_config(write("")).l2_resident_fraction, 0.0);
   EXPECT_NE(trainer::predictor_config_to_yaml(trainer::load_predictor_config(write("l2_resident_fraction: 0.25\n")))
@@ -319,13 +326,7 @@ TEST(MemoryOpConfig, OneFieldAndManifestRoundTrip) {
 
 // Predictor-config fields of the prior: one clear line for each misuse.
 TEST(FittedPrior, ConfigErrors) {
-  const std::string dir = ::testing::TempDir() + "prior_cfg";
-  fs::create_directories(dir);
-  auto write = [&](const std::string& body) {
-    const std::string path = dir + "/generation_attention.yaml";
-    std::ofstream(path) << "family: generation_attention\n" << body;
-    return path;
-  };
+  const auto write = config_writer("prior_cfg", "generation_attention");
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nnetwork_gpus: some\n")); },
                             {"network_gpus", "expected all, trained or twins"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nprior_floor: hours\n")); },
