@@ -18,6 +18,18 @@ diff <(sed 's/unseen_prior_weight: .*//' "$SRC/weights/manifest.yaml") <(sed 's/
 [ "$(grep -c '^      unseen_prior_weight: 0.5$' "$m")" = 1 ] || { echo "FAIL: moe's weight not set"; exit 1; }
 out=$("$TC" predict-kernel --weights "$tmp/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
 grep -q '"network_weight": 0.5' <<<"$out" || { echo "FAIL: forecast does not use 0.5: $out"; exit 1; }
+# Decode is trained with network_gpus (twins) at the default weight 1, which the manifest does not
+# write: the line is inserted after network_gpus, and an unseen GPU's decode forecast follows it.
+grep -q "unseen_prior_weight" <(awk '/^  generation_attention:$/{f=1;next} /^  [A-Za-z0-9_]+:$/{f=0} f' "$m") \
+  && { echo "FAIL: fixture: decode already has the key"; exit 1; }
+set_unseen_prior_weight "$m" generation_attention 0.25
+[ "$(grep -c . "$m")" = $((before + 1)) ] || { echo "FAIL: decode: expected one line more"; exit 1; }
+[ "$(awk '/^  generation_attention:$/{f=1;next} /^  [A-Za-z0-9_]+:$/{f=0} f && /^      unseen_prior_weight: 0.25$/' "$m" | wc -l)" = 1 ] \
+  || { echo "FAIL: decode's weight not inserted"; exit 1; }
+out=$("$TC" predict-kernel --weights "$tmp/w" --op attention_decode --shape 64,4096,32,8,128 --gpu H100-SXM --format json)
+grep -q '"network_weight": 0.75' <<<"$out" || { echo "FAIL: decode forecast does not use 0.25: $out"; exit 1; }
+set_unseen_prior_weight "$m" generation_attention 0.5  # now rewritten, not inserted again
+[ "$(grep -c . "$m")" = $((before + 1)) ] || { echo "FAIL: decode: second edit added a line"; exit 1; }
 cp "$m" "$tmp/copy"
 if err=$(set_unseen_prior_weight "$m" context_attention 0.5 2>&1); then echo "FAIL: context_attention has no key, but it passed"; exit 1; fi
 [ "$(wc -l <<<"$err")" = 1 ] && grep -q "family 'context_attention' has no unseen_prior_weight" <<<"$err" \
