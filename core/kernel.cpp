@@ -39,6 +39,12 @@ double pj_per_flop(const GpuSpec& gpu, double peak_gflops) {
   return gpu.tdp_w * 1e3 / peak_gflops;
 }
 
+// Output tiles of a tensor-core GEMM (M rows by K output columns).
+int64_t tc_output_tiles(const KernelQuery& q, const GemmTile& t) { return ceil_div(q.m, t.tm) * ceil_div(q.k, t.tk); }
+
+// SM clock cycles per second over the whole GPU (SMs x boost clock): the rate of SM-side work.
+double sm_cycles_per_s(const GpuSpec& gpu) { return double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6; }
+
 // Output tile of the tensor-core GEMM libraries, from the architecture alone: 128 x 128
 // (Ampere, Ada, Blackwell 12.x: mma.sync) or 128 x 256 (Hopper wgmma, Blackwell 10.x tcgen05) output columns per
 // CTA; small-M (decode) GEMMs take an M tile of the next power of two, 16 to 128.
@@ -46,9 +52,6 @@ double pj_per_flop(const GpuSpec& gpu, double peak_gflops) {
 // splits the reduction so that tiles x splits fills the SMs, each split keeping at least
 // kSplitMinReduction of it. The FP8 scaled-mm kernels (CUTLASS, fixed configurations per M
 // range) do not split.
-// Output tiles of a tensor-core GEMM (M rows by K output columns).
-int64_t tc_output_tiles(const KernelQuery& q, const GemmTile& t) { return ceil_div(q.m, t.tm) * ceil_div(q.k, t.tk); }
-
 GemmTile tensor_core_tile(const KernelQuery& q, const GpuSpec& gpu) {
   GemmTile t;
   t.tm = static_cast<int>(std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(q.m))));
@@ -554,9 +557,7 @@ double tc_gemm_flops(const KernelQuery& q) { return 2.0 * q.m * double(q.n) * q.
 // the loads a CTA keeps in flight (Little's law) set how much of it a weight-streaming kernel
 // reaches. The LLM-era training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 SXM is at 12.8,
 // by the A100's 13.4.
-double dram_bytes_per_sm_cycle(const GpuSpec& gpu) {
-  return gpu.mem_bw_gbps * 1e9 / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6);
-}
+double dram_bytes_per_sm_cycle(const GpuSpec& gpu) { return gpu.mem_bw_gbps * 1e9 / sm_cycles_per_s(gpu); }
 double tc_gemm_bytes(const KernelQuery& q) {
   // Inputs in the dtype, output in BF16/FP16 (FP32 for fp32/tf32): A (M,N), B (K,N), C (M,K).
   const double e = dtype_size(q.dtype);
@@ -993,10 +994,14 @@ namespace {
 // rate: per-row reductions, address math and the L2's bandwidth, which bound these kernels on
 // GPUs with much DRAM bandwidth per SM).
 std::array<double, 3> memory_op_terms(double bytes, const GpuSpec& gpu, double l2_resident_fraction) {
-  const double dram_bytes = std::max(0.0, bytes - l2_resident_fraction * gpu.l2_cache_mb * kBytesPerMib);
-  return {1.0, transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / (double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6)};
+  const double dram_bytes = bytes - memory_op_l2_resident_bytes(bytes, gpu, l2_resident_fraction);
+  return {1.0, transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / sm_cycles_per_s(gpu)};
 }
 }  // namespace
+
+double memory_op_l2_resident_bytes(double bytes, const GpuSpec& gpu, double l2_resident_fraction) {
+  return std::min(bytes, l2_resident_fraction * gpu.l2_cache_mb * kBytesPerMib);
+}
 
 double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c) {
   const auto x = memory_op_terms(query_bytes(q), gpu, c.l2_resident_fraction);

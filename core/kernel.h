@@ -193,6 +193,8 @@ struct MemoryOpCoeffs {
   int64_t rows = 0;                 // rows fitted
 };
 double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c);
+// Of `bytes`, those the model serves from L2: min(bytes, l2_resident_fraction x L2).
+double memory_op_l2_resident_bytes(double bytes, const GpuSpec& gpu, double l2_resident_fraction);
 struct MemoryOpRow {
   const GpuSpec* gpu = nullptr;
   double bytes = 0;      // query_bytes

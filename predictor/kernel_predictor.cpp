@@ -285,7 +285,7 @@ void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries
       throw ConfigError(std::string("no fitted coefficients for memory op '") + op_name(q.op) +
                         "' in the weights folder (run `tilecast train --family memory_op`)");
     r.latency_ms = s_to_ms(memory_op_latency_s(q, gpu, it->second));
-    r.l2_resident_bytes = std::min(query_bytes(q), it->second.l2_resident_fraction * gpu.l2_cache_mb * kBytesPerMib);
+    r.l2_resident_bytes = memory_op_l2_resident_bytes(query_bytes(q), gpu, it->second.l2_resident_fraction);
     r.utilisation = r.base_ms / r.latency_ms;
     r.member_min_ms = r.member_max_ms = r.latency_ms;
     r.stream_ms = r.latency_ms;

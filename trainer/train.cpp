@@ -204,6 +204,13 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   return r;
 }
 
+// <dir>/<family>.yaml, which must name that family.
+static PredictorConfig load_family_config(const std::string& dir, Family fam) {
+  PredictorConfig cfg = load_predictor_config((fs::path(dir) / (std::string(family_name(fam)) + ".yaml")).string());
+  if (cfg.family != fam) throw ConfigError(cfg.origin + ": field 'family' does not match the file name");
+  return cfg;
+}
+
 FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::vector<std::string>& exclude_gpus,
                             const GpuRegistry& gpus, MemoryOpEntry& out, int holdout_shapes_pct,
                             double l2_resident_fraction) {
@@ -353,18 +360,14 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   std::vector<FamilyResult> results;
   for (Family fam : fams) {
     if (fam == Family::kMemoryOp) {  // physics coefficients, no network
-      const PredictorConfig mcfg =
-          load_predictor_config((fs::path(opt.predictor_config_dir) / "memory_op.yaml").string());
-      if (mcfg.family != fam) throw ConfigError(mcfg.origin + ": field 'family' does not match the file name");
+      const PredictorConfig mcfg = load_family_config(opt.predictor_config_dir, fam);
       FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops,
                                       opt.holdout_shapes_pct, mcfg.l2_resident_fraction);
       save_manifest(dir, manifest);
       results.push_back(r);
       continue;
     }
-    PredictorConfig cfg = load_predictor_config(
-        (fs::path(opt.predictor_config_dir) / (std::string(family_name(fam)) + ".yaml")).string());
-    if (cfg.family != fam) throw ConfigError(cfg.origin + ": field 'family' does not match the file name");
+    PredictorConfig cfg = load_family_config(opt.predictor_config_dir, fam);
     if (opt.epochs > 0) cfg.epochs = opt.epochs;
     if (opt.max_rows >= 0) cfg.max_rows = opt.max_rows;
     if (opt.seed >= 0) cfg.seed = static_cast<uint64_t>(opt.seed);
