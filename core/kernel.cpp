@@ -267,10 +267,6 @@ const char* kernel_library(Family f, const GpuSpec& gpu) {
   return nullptr;
 }
 
-bool family_features_library(Family f) { return f == Family::kMoe; }
-
-bool is_trtllm_library(const std::string& library) { return library.find("trtllm") != std::string::npos; }
-
 namespace {
 // Keys each query attends, summed over the queries of one sequence (causal, optional window).
 double attended_keys(const KernelQuery& q) {
@@ -713,7 +709,7 @@ const std::vector<std::string>& moe_features() {
   static const std::vector<std::string> v = {
       "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_tokens", "log2_hidden", "log2_inter_local", "log2_topk",
       "log2_experts_local", "log2_experts_hit", "log2_max_load", "log2_tokens_per_hit", "routing_alpha",
-      "dtype_bytes", "log2_weight_bytes_over_l2", "log2_pj_per_flop", "trtllm_library"};
+      "dtype_bytes", "log2_weight_bytes_over_l2", "log2_pj_per_flop"};
   return v;
 }
 void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
@@ -735,10 +731,6 @@ void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, co
   out[i++] = float(dtype_size(q.dtype));
   out[i++] = float(lg(l.hit * 3.0 * q.h * f * dtype_size(q.dtype) / l2_bytes));
   out[i++] = float(lg(pj_per_flop(gpu, peak)));
-  // Which kernel ran: the row's library in training, the spec's in a forecast. Training on the
-  // B200's Triton rows beside its TRT-LLM ones teaches Triton on three GPUs (what Hopper and
-  // Ada run) while the B200's TRT-LLM rows stay apart (docs/accuracy.md).
-  out[i++] = q.trtllm_library >= 0 ? float(q.trtllm_library) : is_trtllm_library(moe_library(gpu)) ? 1.f : 0.f;
   // No DRAM-bytes-per-SM-cycle feature (GEMM's): with two GPUs per fold it is a GPU's name, and
   // leave one GPU out was worse on all four cells (docs/accuracy.md).
 }

@@ -49,10 +49,6 @@ struct KernelQuery {
   int64_t experts = 0, topk = 0;       // experts in the layer, experts per token
   int64_t moe_tp = 1, moe_ep = 1;      // expert FFNs split over moe_tp ranks, experts over moe_ep
   double routing_alpha = 0;            // token routing: 0 = balanced, else power law i^-alpha
-  // The kernel library that ran a training row, where the family's features name it
-  // (family_features_library): 1 = a TRT-LLM kernel, 0 = another. -1 (every forecast): the
-  // library kernel_library picks from the GPU's spec. Only `train` sets it, from the row.
-  int trtllm_library = -1;
 };
 // Causal prefill of `batch` prompts of `seq` tokens; decode of one token per sequence over
 // `ctx` cached tokens. Heads must be a multiple of kv_heads (GQA).
@@ -83,12 +79,6 @@ MoeLoad moe_load(const KernelQuery& q);
 // The kernel library the family's forecasts assume on this GPU (attention_library,
 // moe_library), or nullptr for families measured with one library.
 const char* kernel_library(Family f, const GpuSpec& gpu);
-// Families whose features say which kernel library ran (MoE: TRT-LLM or Triton): training
-// keeps every library's rows of a GPU, each marked with its own (KernelQuery::trtllm_library),
-// instead of the spec's library alone; a forecast still takes the library from the spec.
-bool family_features_library(Family f);
-// Whether a library name (aiconfigurator's kernel_source) is one of TRT-LLM's kernels.
-bool is_trtllm_library(const std::string& library);
 // A tensor-core GEMM (op gemm): M tokens, N in-features (reduction), K out-features, as linear.
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d);
 

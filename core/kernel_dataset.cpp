@@ -693,8 +693,7 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
                               if (!g) return false;
                               const Family fam = op_family(s.query.op);
                               const char* lib = kernel_library(fam, *g);
-                              if (lib && !family_features_library(fam) && !s.library.empty() && s.library != lib &&
-                                  has_spec_library.count({s.device, fam}))
+                              if (lib && !s.library.empty() && s.library != lib && has_spec_library.count({s.device, fam}))
                                 return ++n.other_library, true;
                               if (!is_attention(fam)) return false;
                               switch (implausible_row(s.query, s.latency_ms, *g, kTrainingComputeSlack)) {

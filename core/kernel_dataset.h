@@ -96,7 +96,6 @@ std::string files_hash(const std::vector<std::string>& paths);
 // Several kernel libraries measured the same shapes on one GPU (B200 attention: trtllm_mha and
 // Triton; B200 MoE: flashinfer and Triton): keeps, per GPU, the rows of the library its spec
 // implies (kernel_library) when it has any, else all of its rows (a lab's own collect run);
-// families whose features name the library (family_features_library: MoE) keep every row;
 // drops attention rows that implausible_row calls impossible (measurement artefacts). Rows of
 // GPUs without a spec are kept. Returns what it removed.
 struct LibraryFilterCounts {

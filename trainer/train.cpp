@@ -387,8 +387,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                rows.end());
     // Several kernel libraries measured the same shapes on one GPU (B200 attention: trtllm_mha
     // and Triton; B200 MoE: flashinfer and Triton): train on the one a forecast for that GPU
-    // assumes, chosen from its spec (kernel_library), unless the family's features name the
-    // library (MoE: family_features_library), which keeps them all. A GPU with no rows of that library (a
+    // assumes, chosen from its spec (kernel_library). A GPU with no rows of that library (a
     // lab's own `tilecast collect` run: eager or SDPA attention, the eager MoE loop) keeps all
     // of its rows: they are the only measurements of it. Attention rows that cannot have run
     // the attention they describe (implausible_row: beyond the compute roofline, or beyond DRAM
@@ -405,11 +404,6 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                      << " faster than 1.5x DRAM for the bytes beyond L2";
       }
     }
-    // A family whose features name the library learns each row under its own (a forecast takes
-    // the spec's, kernel_library).
-    if (family_features_library(fam))
-      for (auto& s : rows)
-        if (!s.library.empty()) s.query.trtllm_library = is_trtllm_library(s.library) ? 1 : 0;
     if (opt.holdout_shapes_pct > 0) {
       const auto before = rows.size();
       rows.erase(std::remove_if(rows.begin(), rows.end(),

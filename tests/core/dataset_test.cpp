@@ -1,11 +1,9 @@
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "core/error.h"
-#include "core/featurize.h"
 #include "core/kernel_dataset.h"
 #include "core/tile_table.h"
 #include "test_util.h"
@@ -412,54 +410,6 @@ TEST(Dataset, ReadsAiconfiguratorMoeRows) {
                       "num_experts,moe_tp_size,moe_ep_size,distribution,latency\n"
                       "SGLang,0.5,NVIDIA L40S,moe,x,bfloat16,48,2816,704,8,128,1,1,zipf,2.25\n";
   expect_error<DataError>([&] { read_kernel_csv(p); }, {"aic_moe.csv:2", "distribution", "zipf"});
-}
-
-// Two kernel libraries timed the same shapes on the B200: attention trains on the one the
-// spec picks (TRT-LLM MHA) and drops the Triton rows; MoE keeps both, each marked with the
-// library that ran it, and its `trtllm_library` feature reads that mark in training and the
-// spec's choice in a forecast (TRT-LLM on the B200, Triton on the H100).
-TEST(Dataset, MoeKeepsEveryLibraryAndItsFeatureNamesIt) {
-  static GpuRegistry reg(gpu_dir());
-  std::vector<KernelSample> rows;
-  auto add = [&](const KernelQuery& q, const char* lib) {
-    KernelSample s;
-    s.query = q;
-    s.device = "NVIDIA B200";
-    s.library = lib;
-    s.latency_ms = 1.0;
-    rows.push_back(s);
-  };
-  const KernelQuery moe = moe_q(256, 7168, 2048, 8, 256, 1, 1, DType::kBf16);
-  add(moe, "sglang_flashinfer_trtllm_moe");
-  add(moe, "sglang_fused_moe_triton");
-  const KernelQuery pre = attention_prefill_q(4, 1024, 32, 8, 128, DType::kBf16, DType::kBf16);
-  add(pre, "trtllm_mha");
-  add(pre, "triton");
-  const LibraryFilterCounts n = filter_spec_library(rows, reg);
-  EXPECT_EQ(n.other_library, 1);
-  ASSERT_EQ(rows.size(), 3u);
-  std::map<std::string, int> kept;
-  for (const auto& s : rows) ++kept[std::string(op_name(s.query.op)) + "/" + s.library];
-  EXPECT_EQ(kept, (std::map<std::string, int>{{"context_attention/trtllm_mha", 1},
-                                              {"moe/sglang_flashinfer_trtllm_moe", 1},
-                                              {"moe/sglang_fused_moe_triton", 1}}));
-  EXPECT_TRUE(is_trtllm_library("sglang_flashinfer_trtllm_moe"));
-  EXPECT_FALSE(is_trtllm_library("sglang_fused_moe_triton"));
-
-  const auto& names = feature_names(Family::kMoe);
-  const size_t at = std::find(names.begin(), names.end(), "trtllm_library") - names.begin();
-  ASSERT_LT(at, names.size());
-  std::vector<float> f(names.size());
-  const GpuSpec& b200 = reg.resolve("B200");
-  const GpuSpec& h100 = reg.resolve("H100-SXM");
-  featurize(moe, b200, TileTable{}, f.data());
-  EXPECT_EQ(f[at], 1.f);  // a forecast: the spec's library
-  featurize(moe, h100, TileTable{}, f.data());
-  EXPECT_EQ(f[at], 0.f);
-  KernelQuery triton_row = moe;
-  triton_row.trtllm_library = 0;  // a training row that ran Triton on the B200
-  featurize(triton_row, b200, TileTable{}, f.data());
-  EXPECT_EQ(f[at], 0.f);
 }
 
 // Held-out shapes: a stable hash, so the same rows in every process; about PCT % of distinct
