@@ -60,6 +60,11 @@ double GpuSpec::fp32_issue_fraction() const {
   return std::min(1.0, kFfmaPerK * clocks_per_ffma / issue_clocks);
 }
 
+std::string GpuSpec::interconnect_link() const {
+  if (!interconnect.empty()) return interconnect == "pcie" ? "pcie" : "nvlink";
+  return interconnect_gbps > 64 ? "nvlink" : "pcie";  // PCIe 5.0 x16: 63 GB/s per direction
+}
+
 bool gpu_twins(const GpuSpec& a, const GpuSpec& b) {
   if (a.vendor != b.vendor || a.compute_capability <= 0 || b.compute_capability <= 0 ||
       std::floor(a.compute_capability) != std::floor(b.compute_capability))
@@ -88,6 +93,8 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   check_range(s.max_threads_per_sm, 32, 65536, "max_threads_per_sm", origin);
   check_range(s.max_blocks_per_sm, 1, 1024, "max_blocks_per_sm", origin);
   if (s.interconnect_gbps != 0) check_range(s.interconnect_gbps, 1, 1e5, "interconnect_gbps", origin);
+  if (!s.interconnect.empty() && s.interconnect != "nvlink" && s.interconnect != "xgmi" && s.interconnect != "pcie")
+    throw ConfigError(origin + ": field 'interconnect': expected nvlink, xgmi or pcie, got '" + s.interconnect + "'");
   if (s.tdp_w != 0) check_range(s.tdp_w, 5, 1e5, "tdp_w", origin);
   if (s.warp_schedulers_per_sm != 0) check_range(s.warp_schedulers_per_sm, 1, 64, "warp_schedulers_per_sm", origin);
   if (s.dispatch_per_scheduler != 0) check_range(s.dispatch_per_scheduler, 1, 4, "dispatch_per_scheduler", origin);
@@ -110,7 +117,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
       "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
-      "interconnect_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
+      "interconnect_gbps", "interconnect", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
@@ -141,6 +148,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
     s.max_blocks_per_sm = get_scalar<int>(root["max_blocks_per_sm"], "max_blocks_per_sm", path);
   if (root["interconnect_gbps"])
     s.interconnect_gbps = get_scalar<double>(root["interconnect_gbps"], "interconnect_gbps", path);
+  if (root["interconnect"]) s.interconnect = get_scalar<std::string>(root["interconnect"], "interconnect", path);
   if (root["compute_capability"]) {
     const std::string cc = get_scalar<std::string>(root["compute_capability"], "compute_capability", path);
     char* end = nullptr;
@@ -249,6 +257,7 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   out << YAML::Key << "max_threads_per_sm" << YAML::Value << s.max_threads_per_sm;
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;
   if (s.interconnect_gbps > 0) out << YAML::Key << "interconnect_gbps" << YAML::Value << s.interconnect_gbps;
+  if (!s.interconnect.empty()) out << YAML::Key << "interconnect" << YAML::Value << s.interconnect;
   if (s.tdp_w > 0) out << YAML::Key << "tdp_w" << YAML::Value << s.tdp_w;
   if (s.warp_schedulers_per_sm > 0)
     out << YAML::Key << "warp_schedulers_per_sm" << YAML::Value << s.warp_schedulers_per_sm;

@@ -28,6 +28,9 @@ struct GpuSpec {
   int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)
   double interconnect_gbps = 0;   // GPU-to-GPU bandwidth per direction (NVLink/xGMI, else PCIe), GB/s; 0 = unknown
+  // The link that bandwidth is over: "nvlink", "xgmi" (AMD Infinity Fabric) or "pcie"; "" = not
+  // stated (interconnect_link() then reads a bandwidth above PCIe 5.0 x16's 64 GB/s as NVLink).
+  std::string interconnect;
   double tdp_w = 0;               // board power limit (TDP/TBP), W; 0 = unknown
   int warp_schedulers_per_sm = 0;  // SM partitions, one warp scheduler each; 0 = not stated (4)
   int dispatch_per_scheduler = 0;  // instructions a scheduler issues per clock; 0 = not stated (by arch)
@@ -47,6 +50,9 @@ struct GpuSpec {
   double fp32_gemm_peak_gflops() const {
     return fp32_matrix_peak_gflops > 0 ? fp32_matrix_peak_gflops : fp32_peak_gflops;
   }
+  // "nvlink" (also for xGMI: a direct GPU-to-GPU link) or "pcie": the link class collectives
+  // are costed over (predictor/graph_predictor.h).
+  std::string interconnect_link() const;
   // Fraction of the FP32 peak a SIMT SGEMM main loop can issue (NVIDIA): 1 where a scheduler's
   // FP32 lanes take more than one clock per warp instruction or it dispatches two per clock,
   // else the loop's FFMA share of issue slots (see gpu_spec.cpp). 1 for AMD and the CPU.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -28,7 +29,24 @@ Key key_of(const KernelQuery& q) {
 
 namespace {
 constexpr double kLinkEfficiency = 0.8;  // NCCL bus bandwidth / link peak on NVLink
-constexpr double kStepLatencyMs = 0.005;
+constexpr double kSendRecvLatencyMs = 0.005;
+
+// NCCL's own cost model of a ring all-reduce (ncclTopoTuneModel, src/graph/tuning.cc): per
+// protocol a base latency, a latency per ring step over the link (2 (n-1) steps), and the bytes
+// at that protocol's share of the bus bandwidth; NCCL runs whichever its model calls fastest.
+// The latencies are NCCL's tables `baseLat` (Ring) and `hwLat` (NVLink and PCI rows), read from
+// the libnccl.so.2 (NCCL 2.28.9) that CUDA 13.0 ships. Shares: LL stores 4 bytes of data with
+// a 4-byte flag (half the bandwidth), LL128 120 bytes of every 128, Simple all of it. NCCL
+// enables LL128 on NVLink only.
+struct RingProtocol {
+  double base_us, nvlink_step_us, pcie_step_us, bandwidth_share;
+  bool nvlink_only;
+};
+constexpr RingProtocol kRingProtocols[] = {
+    {6.6, 0.6, 1.0, 0.5, false},            // LL
+    {14.0, 1.9, 2.5, 120.0 / 128.0, true},  // LL128
+    {8.4, 3.4, 5.7, 1.0, false},            // Simple
+};
 
 void need_interconnect(const GpuSpec& gpu) {
   if (!(gpu.interconnect_gbps > 0))
@@ -39,14 +57,21 @@ void need_interconnect(const GpuSpec& gpu) {
 double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu) {
   if (group <= 1) return 0;
   need_interconnect(gpu);
-  const double n = static_cast<double>(group);
-  return s_to_ms(transfer_s(2 * (n - 1) / n * bytes, kLinkEfficiency * gpu.interconnect_gbps)) +
-         kStepLatencyMs * 2 * (n - 1);
+  const double n = static_cast<double>(group), steps = 2 * (n - 1);
+  const bool nvlink = gpu.interconnect_link() == "nvlink";
+  double best = std::numeric_limits<double>::infinity();
+  for (const RingProtocol& p : kRingProtocols) {
+    if (p.nvlink_only && !nvlink) continue;
+    const double latency_ms = (p.base_us + steps * (nvlink ? p.nvlink_step_us : p.pcie_step_us)) * 1e-3;
+    best = std::min(best, latency_ms + s_to_ms(transfer_s(steps / n * bytes,
+                                                          p.bandwidth_share * kLinkEfficiency * gpu.interconnect_gbps)));
+  }
+  return best;
 }
 
 double send_recv_ms(double bytes, const GpuSpec& gpu) {
   need_interconnect(gpu);
-  return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.interconnect_gbps)) + kStepLatencyMs;
+  return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.interconnect_gbps)) + kSendRecvLatencyMs;
 }
 
 double adamw_step_ms(double parameters, const GpuSpec& gpu) {

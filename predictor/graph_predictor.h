@@ -62,9 +62,13 @@ double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<do
 // Validates a --host-gap-us value (finite, 0..10000 us); ConfigError naming the flag otherwise.
 void check_host_gap_us(double us);
 
-// Ring all-reduce of `bytes` over `group` GPUs: 2 (n-1)/n * bytes at 80 % of the per-direction
-// interconnect bandwidth, plus 5 us per ring step. Throws ConfigError if the spec has no
-// interconnect_gbps.
+// Ring all-reduce of `bytes` over `group` GPUs as NCCL's cost model prices it: for each of its
+// protocols (LL, LL128, Simple) a base latency + 2 (n-1) steps x the link's per-step latency
+// (NVLink/xGMI or PCIe: GpuSpec::interconnect_link) + 2 (n-1)/n * bytes at the protocol's share
+// of 80 % of the per-direction interconnect bandwidth; the fastest protocol. Small messages
+// (serving steps: 6.6 + 2 (n-1) x 0.6 us on NVLink) are latency-bound, large ones (gradient
+// buckets, training activations) bandwidth-bound. Throws ConfigError if the spec has no
+// interconnect_gbps. Point-to-point (send_recv_ms): bytes at 80 % + 5 us.
 double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu);
 double send_recv_ms(double bytes, const GpuSpec& gpu);
 

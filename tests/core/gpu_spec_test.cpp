@@ -90,6 +90,33 @@ TEST(GpuSpec, YamlRoundTrip) {
   EXPECT_EQ(back.tile_reference, h.tile_reference);
   EXPECT_EQ(back.warp_schedulers_per_sm, 4);
   EXPECT_EQ(back.dispatch_per_scheduler, 1);
+  EXPECT_EQ(back.interconnect, "nvlink");
+}
+
+// The link collectives are costed over: stated in every bundled sheet, as its source says;
+// xGMI counts as a direct link; a sheet that does not say reads a bandwidth above PCIe 5.0
+// x16's as NVLink; any other value is one line naming the field.
+TEST(GpuSpec, InterconnectLinkFromTheSheet) {
+  GpuRegistry reg(gpu_dir());
+  for (const auto& g : reg.all()) EXPECT_FALSE(g.interconnect.empty()) << g.origin;
+  for (const char* name : {"H100-SXM", "H200", "B200", "A100-SXM4-40GB", "MI250"})
+    EXPECT_EQ(reg.resolve(name).interconnect_link(), "nvlink") << name;
+  for (const char* name : {"H100-PCIe", "L40S", "RTX-4090", "A100-PCIE-40GB", "RTX-PRO-6000-Server"})
+    EXPECT_EQ(reg.resolve(name).interconnect_link(), "pcie") << name;
+  GpuSpec unstated = reg.resolve("H100-SXM");
+  unstated.interconnect.clear();
+  EXPECT_EQ(unstated.interconnect_link(), "nvlink");  // 450 GB/s
+  unstated.interconnect_gbps = 64;
+  EXPECT_EQ(unstated.interconnect_link(), "pcie");
+  const std::string path = ::testing::TempDir() + "bad-link.yaml";
+  {
+    std::string y = gpu_spec_to_yaml(reg.resolve("L40S"));
+    y.replace(y.find("interconnect: pcie"), 18, "interconnect: infiniband");
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fwrite(y.data(), 1, y.size(), f);
+    std::fclose(f);
+  }
+  expect_error<ConfigError>([&] { load_gpu_yaml(path); }, {"bad-link.yaml", "field 'interconnect'", "infiniband"});
 }
 
 // Issue-bound FP32 SGEMM rate, hand-derived from the whitepapers' SM layouts: 16 FP32 lanes
