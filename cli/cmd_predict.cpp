@@ -36,6 +36,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "only, as NeuSight's training labels were measured)")(
       "dp", po::value(&a.par.dp)->default_value(1), "data-parallel GPUs (DDP; --batch is the global batch)")(
       "tp", po::value(&a.par.tp)->default_value(1), "tensor-parallel GPUs (Megatron-LM column/row split)")(
+      "ep", po::value(&a.par.ep)->default_value(1),
+      "serving MoE: expert-parallel ranks of the tp group (experts split over ep, each expert's FFN over tp / ep)")(
+      "routing", po::value(&a.routing),
+      "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank is forecast)")(
       "pp", po::value(&a.par.pp)->default_value(1), "pipeline stages")(
       "microbatches", po::value(&a.par.microbatches)->default_value(1), "microbatches per step (pipeline)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
@@ -48,7 +52,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N]\n"
-                     "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N]\n"
+                     "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] "
+                     "[--ep N] [--routing R]\n"
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N]"))
     return 0;
   check_format(format, {"table", "json", "csv"});

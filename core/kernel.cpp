@@ -195,6 +195,14 @@ bool try_parse_routing(const std::string& s, double* alpha) {
   return true;
 }
 
+std::string routing_name(double alpha) {
+  if (alpha == 0) return "balanced";
+  std::ostringstream os;
+  os.precision(15);
+  os << "power_law_" << alpha;
+  return os.str();
+}
+
 const char* moe_library(const GpuSpec& gpu) {
   return gpu.arch == "blackwell" && gpu.async_tensor_cores() ? "sglang_flashinfer_trtllm_moe" : "sglang_fused_moe_triton";
 }

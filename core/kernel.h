@@ -65,6 +65,8 @@ KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, i
                   int64_t moe_ep, DType dtype, double routing_alpha = 0);
 // Token routing of a MoE query: "balanced" (0) or "power_law_<a>" with 0 < a <= 10.
 bool try_parse_routing(const std::string& s, double* alpha);
+// Its inverse: "balanced" for 0, else "power_law_<a>" (shortest form that reads back as a).
+std::string routing_name(double alpha);
 // The fused-MoE kernel SGLang runs, from the architecture: flashinfer's TRT-LLM kernel on
 // datacenter Blackwell, the Triton fused_moe kernel elsewhere.
 const char* moe_library(const GpuSpec& gpu);

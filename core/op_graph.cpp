@@ -634,7 +634,7 @@ std::vector<std::string> graph_model_types() {
 }
 
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp) {
+                            DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
                       model_type_list(true) + "), not '" + m.model_type + "'");
@@ -653,6 +653,15 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) + " heads, " +
                       std::to_string(m.kv_heads) + " KV heads and FFN width " + std::to_string(ffn) +
                       " must be divisible by it");
+  if (ep != 1) {
+    if (m.num_experts == 0)
+      throw ConfigError("--ep " + std::to_string(ep) + ": " + m.name + " has no experts (expert parallelism is for MoE models)");
+    if (ep < 1 || tp % ep != 0 || m.num_experts % ep != 0)
+      throw ConfigError("--ep " + std::to_string(ep) + ": must divide --tp (" + std::to_string(tp) + ") and " + m.name +
+                        "'s " + std::to_string(m.num_experts) + " experts");
+  }
+  if (!(routing_alpha >= 0 && routing_alpha <= 10))
+    throw ConfigError("--routing: power-law exponent " + std::to_string(routing_alpha) + " out of range [0, 10]");
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;  // activations
   if (act == DType::kTf32) throw ConfigError("--dtype tf32: serving runs in fp32, fp16, bf16 or fp8");
   OpGraph g;
@@ -664,6 +673,8 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   g.hidden = m.hidden;
   g.mode = phase;
   g.par.tp = tp;
+  g.par.ep = ep;
+  g.routing_alpha = m.num_experts > 0 ? routing_alpha : 0;
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;
@@ -710,10 +721,13 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     all_reduce(t);
   } else {
     // Router GEMM in the activation dtype, then one fused MoE kernel (top-k, grouped gate_up
-    // GEMM, SiLU-mul, grouped down GEMM, weighted combine) with the expert FFNs split over the
-    // tp ranks (moe_tp = tp), balanced routing.
+    // GEMM, SiLU-mul, grouped down GEMM, weighted combine): the experts split over ep ranks of
+    // the tp group and each expert's FFN over tp / ep (moe_tp), every rank taking all T tokens'
+    // assignments to its experts (the most loaded rank's under skewed routing); the partial
+    // outputs summed by the tp all-reduce.
     kernel("mlp.gate", "gemm", gemm_q(t, h, m.num_experts, act));
-    kernel("mlp.experts", "moe", moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, dtype));
+    kernel("mlp.experts", "moe",
+           moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, dtype, g.routing_alpha));
     all_reduce(t);
   }
   kernel("residual_2", "memory_op", vec_q(OpKind::kResidualAdd, t, h, act));

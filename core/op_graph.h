@@ -51,6 +51,9 @@ struct KernelCall {
 // heads and MLP columns and adds all-reduces; pipeline stages split the layers.
 struct Parallelism {
   int64_t dp = 1, tp = 1, pp = 1, microbatches = 1;
+  // Serving MoE layers: the experts split over `ep` ranks of the tensor-parallel group (expert
+  // parallelism), each expert's FFN over the remaining tp / ep; 1 = experts split by tp alone.
+  int64_t ep = 1;
   int64_t gpus() const { return dp * tp * pp; }
 };
 
@@ -80,6 +83,7 @@ struct OpGraph {
   // prompt tokens (prefill) or the tokens cached before the new one (decode).
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
   int64_t context = 0;
+  double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a
@@ -94,8 +98,11 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // RoPE, SiLU-mul and residual adds are memory ops; MoE layers are a router GEMM and one fused
 // MoE kernel (family moe). Rules: docs/model-graphs.md#serving. Throws ConfigError for other
 // model types, sizes out of range, or a tp that does not divide heads, KV heads and FFN.
+// MoE layers: `ep` expert-parallel ranks of the tp group (must divide tp and the experts; a
+// dense model takes 1), tokens routed by `routing_alpha` (0 balanced, else power law; the
+// forecast is of the most loaded rank).
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp);
+                            DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0);
 // Expected number of distinct experts hit when `tokens` tokens each pick `k` of `e` experts
 // uniformly: e (1 - (1 - k/e)^tokens), at least 1.
 double expected_experts_hit(int64_t tokens, int64_t k, int64_t e);

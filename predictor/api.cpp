@@ -187,8 +187,16 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   if (serving) {
     refuse("--fusion", a.fusion);
     r.dtypes = serving_dtypes(mc, a.dtype, a.kv_dtype);
+    if (!a.routing.empty()) {
+      if (!try_parse_routing(a.routing, &r.routing_alpha))
+        throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10, got '" + a.routing + "'");
+      if (mc.num_experts == 0 && r.routing_alpha > 0)
+        throw ConfigError("--routing " + a.routing + ": " + mc.name + " has no experts");
+    }
   } else {
     refuse("--kv-dtype", !a.kv_dtype.empty());
+    refuse("--routing", !a.routing.empty());
+    refuse("--ep", a.par.ep != 1);
     if (!a.dtype.empty() && dtype_flag("--dtype", a.dtype) != DType::kFp32)
       throw ConfigError("--dtype " + a.dtype + ": --mode " + mode +
                         " models eager FP32 PyTorch (NeuSight's data); BF16/FP16/FP8 forecasts are the serving "
@@ -204,16 +212,18 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   PredictResult r;
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.pp != 1 || q.par.microbatches != 1)
-      throw ConfigError("--mode " + q.mode + ": serving forecasts take --tp only (one tensor-parallel replica)");
+      throw ConfigError("--mode " + q.mode + ": serving forecasts take --tp (and --ep) only (one tensor-parallel replica)");
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
-      r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par.tp, q.host_gap_us);
+      r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par.tp, q.host_gap_us,
+                                     q.par.ep, q.routing_alpha);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
-    r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp), spec, kp,
+    r.forecast = forecast_model(
+        build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep, q.routing_alpha), spec, kp,
                                 q.host_gap_us);
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec);
     return r;

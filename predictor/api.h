@@ -52,6 +52,7 @@ struct PredictArgs {
   int64_t batch = 0;
   std::optional<int64_t> seq, context, gen;
   std::string dtype, kv_dtype;                 // serving; empty = the config's torch_dtype
+  std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
@@ -76,6 +77,7 @@ struct ForecastRequest {
   int64_t batch = 0, tokens = 0, gen = 0;
   ServingDtypes dtypes;  // serving modes only
   Parallelism par;
+  double routing_alpha = 0;  // serving MoE layers' token routing (0 = balanced)
   bool fusion = false;
   bool optimizer_state = true;
   double host_gap_us = 0;

@@ -164,6 +164,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.dtype = g.dtype;
   f.kv_dtype = g.kv_dtype;
   f.context = g.context;
+  f.routing_alpha = g.routing_alpha;
   f.host_gap_us = host_gap_us;
   if (!isolated) {
     std::set<Family> families;
@@ -263,10 +264,11 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"call_overhead_us", f.call_overhead_us},
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
-                                    {"microbatches", f.par.microbatches}}}};
+                                    {"microbatches", f.par.microbatches}, {"ep", f.par.ep}}}};
   if (is_serving(f.mode)) {
     j["kv_dtype"] = dtype_name(f.kv_dtype);
     j["context"] = f.context;
+    j["routing"] = routing_name(f.routing_alpha);
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
   }
   if (memory) add_memory_json(j, *memory);
@@ -293,14 +295,26 @@ std::string forecast_csv(const ModelForecast& f) {
   return os.str();
 }
 
+namespace {
+// ", ep N" and ", routing power_law_a" where a serving forecast's MoE layers differ from the
+// default (experts split by tp, balanced routing).
+std::string moe_layout_suffix(int64_t ep, double routing_alpha) {
+  std::string s;
+  if (ep > 1) s += ", ep " + std::to_string(ep);
+  if (routing_alpha > 0) s += ", routing " + routing_name(routing_alpha);
+  return s;
+}
+}  // namespace
+
 std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEstimate* memory) {
   std::ostringstream os;
-  char buf[256];
+  char buf[320];
   if (is_serving(f.mode))
-    std::snprintf(buf, sizeof buf, "%s on %s, %s, batch %lld, %s %lld, %s (KV cache %s), tp %lld\n", f.model.c_str(),
+    std::snprintf(buf, sizeof buf, "%s on %s, %s, batch %lld, %s %lld, %s (KV cache %s), tp %lld%s\n", f.model.c_str(),
                   f.gpu.c_str(), mode_name(f.mode), static_cast<long long>(f.batch),
                   f.mode == Mode::kPrefill ? "prompt" : "cached context", static_cast<long long>(f.context),
-                  dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.par.tp));
+                  dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.par.tp),
+                  moe_layout_suffix(f.par.ep, f.routing_alpha).c_str());
   else
     std::snprintf(buf, sizeof buf, "%s on %s, batch %lld, seq %lld, %s%s, %s\n", f.model.c_str(), f.gpu.c_str(),
                   static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
@@ -381,7 +395,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp,
-                                   double host_gap_us) {
+                                   double host_gap_us, int64_t ep, double routing_alpha) {
   if (gen < 2 || gen > (1 << 20))
     throw ConfigError("--gen: " + std::to_string(gen) + " out of range [2, 2^20] (one output token is --mode prefill)");
   // The last output token is produced at position seq + gen - 2 (0-based), the prompt's first at 0.
@@ -394,15 +408,16 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.gpu = gpu.name;
   f.dtype = dtype;
   f.kv_dtype = kv_dtype;
-  f.batch = batch, f.seq = seq, f.gen = gen, f.tp = tp;
-  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, tp), gpu, kp,
+  f.batch = batch, f.seq = seq, f.gen = gen, f.tp = tp, f.ep = ep;
+  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, tp, ep, routing_alpha), gpu, kp,
                              host_gap_us);
   f.ttft_ms = f.prefill.total_ms;
+  f.routing_alpha = f.prefill.routing_alpha;
   // Decode step i (1..gen-1) runs with seq + i - 1 tokens cached.
   const int64_t steps = gen - 1;
   auto step_ms = [&](int64_t cached) {
     f.last_decode =
-        forecast_model(build_serving_graph(m, Mode::kDecode, batch, cached, dtype, kv_dtype, tp), gpu, kp, host_gap_us);
+        forecast_model(build_serving_graph(m, Mode::kDecode, batch, cached, dtype, kv_dtype, tp, ep, routing_alpha), gpu, kp, host_gap_us);
     ++f.decode_steps_forecast;
     return f.last_decode.total_ms;
   };
@@ -436,7 +451,8 @@ std::string generate_json(const GenerateForecast& f) {
                       {"batch", f.batch},
                       {"seq", f.seq},
                       {"gen", f.gen},
-                      {"parallel", {{"tp", f.tp}}},
+                      {"parallel", {{"tp", f.tp}, {"ep", f.ep}}},
+                      {"routing", routing_name(f.routing_alpha)},
                       {"ttft_ms", f.ttft_ms},
                       {"tpot_ms", f.tpot_ms},
                       {"e2e_ms", f.e2e_ms},
@@ -458,9 +474,10 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::ostringstream os;
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld\n",
+                "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
-                static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.tp));
+                static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.tp),
+                moe_layout_suffix(f.ep, f.routing_alpha).c_str());
   os << buf;
   std::snprintf(buf, sizeof buf,
                 "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"

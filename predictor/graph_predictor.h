@@ -34,6 +34,7 @@ struct ModelForecast {
   Parallelism par;
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;  // serving: GEMM and KV-cache dtypes
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
+  double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
   int64_t kernel_launches = 0;  // kernels (and copies) one step launches on one GPU, all microbatches
   double host_gap_us = 0;       // host time added per launch (see forecast_model)
   // By family, the host time per call taken off each of its kernels (the weights manifests'
@@ -91,7 +92,8 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 struct GenerateForecast {
   std::string model, gpu;
   DType dtype = DType::kBf16, kv_dtype = DType::kBf16;
-  int64_t batch = 0, seq = 0, gen = 0, tp = 1;
+  int64_t batch = 0, seq = 0, gen = 0, tp = 1, ep = 1;
+  double routing_alpha = 0;
   double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
   int64_t decode_steps_forecast = 0;  // decode graphs actually forecast
   MemoryEstimate memory;
@@ -99,7 +101,7 @@ struct GenerateForecast {
 };
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp,
-                                   double host_gap_us = 0);
+                                   double host_gap_us = 0, int64_t ep = 1, double routing_alpha = 0);
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

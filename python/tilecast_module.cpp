@@ -76,9 +76,10 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    const std::string& mode, std::optional<int64_t> context, std::optional<int64_t> gen,
                    const std::string& dtype, const std::string& kv_dtype, int64_t dp, int64_t tp, int64_t pp,
                    int64_t microbatches, bool fusion, const std::string& optimizer, double host_gap_us,
-                   const std::string& weights, const std::string& gpu_dir) {
+                   const std::string& weights, const std::string& gpu_dir, int64_t ep, const std::string& routing) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
+  a.par.ep = ep, a.routing = routing;
   a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
   a.dtype = dtype, a.kv_dtype = kv_dtype, a.fusion = fusion, a.optimizer = optimizer;
@@ -168,7 +169,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("context") = py::none(), py::arg("gen") = py::none(), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1, py::arg("microbatches") = 1, py::arg("fusion") = false,
         py::arg("optimizer") = "adamw", py::arg("host_gap_us") = 0.0, py::arg("weights") = "",
-        py::arg("gpu_dir") = "");
+        py::arg("gpu_dir") = "", py::arg("ep") = 1, py::arg("routing") = "");
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",

@@ -190,6 +190,9 @@ tc_cli_test(predict_serving_no_call_overhead "\"call_overhead_us\": {}" ${TC} pr
 # beside its isolated latency.
 tc_cli_test(predict_kernel_stream_ms "latency_ms   [0-9.]+ [^\n]*\nstream_ms    [0-9.]+ \\(inside a whole model" ${TC} predict-kernel --op linear --shape 1024,1024,1024 --gpu V100-PCIE-32GB)
 tc_cli_fail(eval_models_host_gap_nan "--host-gap-us: expected 0..10000 microseconds, got nan" "${TC};eval-models;--labels;${CMAKE_CURRENT_SOURCE_DIR}/data;--host-gap-us;nan")
+tc_cli_test(predict_decode_moe_ep "tp 4, ep 4, routing power_law_1.2\n" ${TC} predict --model qwen3-30b-a3b --gpu H100-SXM --mode decode --batch 64 --context 2048 --tp 4 --ep 4 --routing power_law_1.2)
+tc_cli_fail(predict_ep_on_training "--ep does not apply to --mode training" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--batch;1;--seq;16;--mode;training;--ep;2")
+tc_cli_fail(predict_bad_routing "--routing: expected balanced or power_law_<a>.*'zipf'" "${TC};predict;--model;qwen3-30b-a3b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--routing;zipf")
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")
 # compare and plan: rows, ranking, prices, errors.
 add_test(NAME cli.compare COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_test.sh ${TC})

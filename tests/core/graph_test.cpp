@@ -444,6 +444,17 @@ TEST(ServingGraph, MoeFusedKernelAndQkNorm) {
         EXPECT_EQ(call.query.moe_tp, 2);
         EXPECT_EQ(call.query.dtype, DType::kBf16);
       }
+  // Expert parallelism inside the tp group: Mixtral on tp 4 with ep 2 holds 4 of the 8 experts
+  // per rank, each expert's FFN split over tp / ep = 2; Qwen3-30B-A3B on tp 4 with ep 4 holds
+  // 32 whole experts per rank, under power-law routing (the most loaded rank). The dense
+  // projections and attention stay split by tp 4 (32 / 4 query heads, 8 / 4 KV heads).
+  auto x = serving_kernels(build_serving_graph(mx, Mode::kDecode, 1, 100, DType::kBf16, DType::kBf16, 4, 2));
+  EXPECT_EQ(x["moe(1,4096,14336,2,8,tp2,ep2)"], 32);
+  EXPECT_EQ(x["gemm(1,4096,1536)"], 32);  // qkv: (8 + 2 x 2) heads x 128
+  OpGraph qe = build_serving_graph(q, Mode::kDecode, 64, 512, DType::kBf16, DType::kBf16, 4, 4, 1.2);
+  EXPECT_EQ(serving_kernels(qe)["moe(64,2048,768,8,128,ep4,a1.2)"], 48);
+  EXPECT_EQ(qe.par.ep, 4);
+  EXPECT_DOUBLE_EQ(qe.routing_alpha, 1.2);
 }
 
 TEST(ServingGraph, RefusesWhatItDoesNotModel) {
@@ -457,6 +468,13 @@ TEST(ServingGraph, RefusesWhatItDoesNotModel) {
                             {"--context", "positions"});
   expect_error<ConfigError>([&] { build_serving_graph(m, Mode::kPrefill, 0, 16, DType::kBf16, DType::kBf16, 1); },
                             {"--batch"});
+  expect_error<ConfigError>([&] { build_serving_graph(m, Mode::kPrefill, 1, 16, DType::kBf16, DType::kBf16, 2, 2); },
+                            {"--ep 2", "no experts"});
+  ModelConfig mx = load_model_config("mixtral-8x7b", models_dir());
+  expect_error<ConfigError>([&] { build_serving_graph(mx, Mode::kDecode, 1, 16, DType::kBf16, DType::kBf16, 2, 4); },
+                            {"--ep 4", "must divide --tp (2)", "8 experts"});
+  expect_error<ConfigError>(
+      [&] { build_serving_graph(mx, Mode::kDecode, 1, 16, DType::kBf16, DType::kBf16, 1, 1, 11); }, {"--routing", "11"});
 }
 
 // OPT clamps its masked scores with torch.max(scores, finfo.min): a kernel as large as the mask
