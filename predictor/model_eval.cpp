@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -67,41 +68,25 @@ std::string kind_of(const std::string& op_name) {
   return "";  // embeddings, dropout, copies: NeuSight's naming groups these differently from ours
 }
 
-// Label CSV (per node) joined with NeuSight's parsed graph (Name -> OpName): ms per kind.
-std::map<std::string, double> label_per_kind(const std::string& label_csv, const std::string& opgraph_csv) {
-  std::map<std::string, std::string> op_of;
-  {
-    CsvReader g(opgraph_csv);
-    const int c_name = g.column("Name"), c_op = g.column("OpName");
-    if (c_name < 0 || c_op < 0) throw DataError(opgraph_csv + ": missing Name/OpName columns");
-    std::vector<std::string> f;
-    while (g.next(f)) op_of[f[c_name]] = f[c_op];
-  }
-  std::map<std::string, double> out;
+// One label CSV's nodes (NeuSight's per-node timings of a one-layer model), read once: name,
+// latency (forward + backward when trained) and the forward / backward + accumulation parts.
+struct LabelNode {
+  std::string name;
+  long line = 0;  // in the CSV, for errors
+  double latency_ms = 0, fw_ms = 0, bw_ms = 0;
+  bool has_latency = false;
+};
+struct LabelNodes {
+  std::vector<LabelNode> nodes;
+  bool has_phases = false;  // fw_latency, bw_latency and acc_latency columns present
+};
+LabelNodes read_label_nodes(const std::string& label_csv) {
   CsvReader l(label_csv);
   const int c_name = l.column("Name"), c_lat = l.column("latency");
-  if (c_name < 0 || c_lat < 0) throw DataError(label_csv + ": missing Name/latency columns");
-  std::vector<std::string> f;
-  while (l.next(f)) {
-    auto it = op_of.find(f[c_name]);
-    if (it == op_of.end() || f[c_lat].empty()) continue;
-    const std::string kind = kind_of(it->second);
-    if (kind.empty()) continue;
-    const double v = parse_double_field(f[c_lat], label_csv, l.line(), "latency");
-    if (!(v > 0) || v > 1e9)
-      throw DataError(where(label_csv, l.line()) + ": column 'latency': " + f[c_lat] + " outside (0, 1e9] ms");
-    out[kind] += v;
-  }
-  return out;
-}
-
-// Sums of a label CSV's per-node forward and backward + accumulation latencies (ms).
-std::pair<double, double> label_node_phases_ms(const std::string& label_csv) {
-  CsvReader l(label_csv);
   const int c_fw = l.column("fw_latency"), c_bw = l.column("bw_latency"), c_acc = l.column("acc_latency");
-  if (c_fw < 0 || c_bw < 0 || c_acc < 0)
-    throw DataError(label_csv + ": missing fw_latency/bw_latency/acc_latency columns");
-  double fw = 0, bw = 0;
+  if (c_name < 0 || c_lat < 0) throw DataError(label_csv + ": missing Name/latency columns");
+  LabelNodes out;
+  out.has_phases = c_fw >= 0 && c_bw >= 0 && c_acc >= 0;
   std::vector<std::string> f;
   while (l.next(f)) {
     auto ms = [&](int c, const char* name) {
@@ -111,9 +96,46 @@ std::pair<double, double> label_node_phases_ms(const std::string& label_csv) {
         throw DataError(where(label_csv, l.line()) + ": column '" + name + "': " + f[c] + " outside [0, 1e9] ms");
       return v;
     };
-    fw += ms(c_fw, "fw_latency");
-    bw += ms(c_bw, "bw_latency") + ms(c_acc, "acc_latency");
+    LabelNode n;
+    n.name = f[c_name];
+    n.line = l.line();
+    n.has_latency = !f[c_lat].empty();
+    if (n.has_latency) n.latency_ms = ms(c_lat, "latency");
+    if (out.has_phases) n.fw_ms = ms(c_fw, "fw_latency"), n.bw_ms = ms(c_bw, "bw_latency") + ms(c_acc, "acc_latency");
+    out.nodes.push_back(std::move(n));
   }
+  return out;
+}
+
+// The label's nodes joined with NeuSight's parsed graph (Name -> OpName): ms per kind.
+std::map<std::string, double> label_per_kind(const LabelNodes& label, const std::string& label_csv,
+                                             const std::string& opgraph_csv) {
+  std::map<std::string, std::string> op_of;
+  {
+    CsvReader g(opgraph_csv);
+    const int c_name = g.column("Name"), c_op = g.column("OpName");
+    if (c_name < 0 || c_op < 0) throw DataError(opgraph_csv + ": missing Name/OpName columns");
+    std::vector<std::string> f;
+    while (g.next(f)) op_of[f[c_name]] = f[c_op];
+  }
+  std::map<std::string, double> out;
+  for (const auto& n : label.nodes) {
+    auto it = op_of.find(n.name);
+    if (it == op_of.end() || !n.has_latency) continue;
+    const std::string kind = kind_of(it->second);
+    if (kind.empty()) continue;
+    if (!(n.latency_ms > 0))
+      throw DataError(where(label_csv, n.line) + ": column 'latency': 0 ms for a " + kind + " node (" + n.name + ")");
+    out[kind] += n.latency_ms;
+  }
+  return out;
+}
+
+// Sums of the nodes' forward and backward + accumulation latencies (ms).
+std::pair<double, double> label_node_phases_ms(const LabelNodes& label, const std::string& label_csv) {
+  if (!label.has_phases) throw DataError(label_csv + ": missing fw_latency/bw_latency/acc_latency columns");
+  double fw = 0, bw = 0;
+  for (const auto& n : label.nodes) fw += n.fw_ms, bw += n.bw_ms;
   return {fw, bw};
 }
 
@@ -203,11 +225,16 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
     auto it = published.find(cell_key(row.model, row.seq, row.batch, row.device_dir, row.mode, row.option));
     if (it != published.end()) row.neusight_error_pct = it->second;
     const fs::path label_csv = fs::path(p).replace_extension(".csv");
+    std::optional<LabelNodes> nodes;  // the per-node CSV, read once for both uses below
+    auto label_nodes = [&]() -> const LabelNodes& {
+      if (!nodes) nodes = read_label_nodes(label_csv.string());
+      return *nodes;
+    };
     if (row.mode == "train" && label.has_phases() && par.gpus() == 1) {
       row.label_fw_ms = label.fw_ms, row.label_bw_ms = label.bw_ms;
       row.forecast_fw_ms = f.forward_ms, row.forecast_bw_ms = f.backward_ms;
       if (fs::exists(label_csv)) {
-        const auto [node_fw, node_bw] = label_node_phases_ms(label_csv.string());
+        const auto [node_fw, node_bw] = label_node_phases_ms(label_nodes(), label_csv.string());
         if (node_fw > 0 && node_bw > 0) row.phase_ratio_vs_nodes = (label.bw_ms / label.fw_ms) / (node_bw / node_fw);
       }
     }
@@ -227,7 +254,7 @@ ModelEvalResult eval_models(const std::string& labels_dir, const std::string& mo
       std::map<std::string, double> mine;
       for (const auto& o : f1.ops)
         if (!o.unnamed_by_neusight) mine[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
-      for (const auto& kv : label_per_kind(label_csv.string(), graph_csv.string()))
+      for (const auto& kv : label_per_kind(label_nodes(), label_csv.string(), graph_csv.string()))
         res.per_op.push_back({row.gpu, row.model, row.mode, kv.first, row.seq, row.batch, kv.second, mine[kv.first]});
     }
   }
