@@ -31,8 +31,6 @@ std::string config_conflict(const PredictorConfig& c) {
   if (c.launch_floor && c.prior) return "fields 'launch_floor' and 'prior': choose one (the prior has its own floor)";
   if (c.prior_floor != "us" && !c.fits_roofline())
     return "field 'prior_floor' needs a fitted roofline ('prior: true' or network_gpus other than all)";
-  if (!c.prior_library.empty() && !c.fits_roofline())
-    return "field 'prior_library' needs a fitted roofline ('prior: true' or network_gpus other than all)";
   if (c.unseen_prior_weight != 1.0 && c.network_gpus == "all")
     return "field 'unseen_prior_weight' needs network_gpus 'trained' or 'twins' (with 'all' no GPU is unseen)";
   return "";
@@ -43,7 +41,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
       "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "ignore_features", "network_gpus",
-      "unseen_prior_weight", "prior_library"};
+      "unseen_prior_weight"};
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
   c.origin = path;
@@ -71,7 +69,6 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["launch_floor"]) c.launch_floor = field<bool>(root["launch_floor"], "launch_floor", path);
   if (root["prior"]) c.prior = field<bool>(root["prior"], "prior", path);
   if (root["prior_floor"]) c.prior_floor = field<std::string>(root["prior_floor"], "prior_floor", path);
-  if (root["prior_library"]) c.prior_library = field<std::string>(root["prior_library"], "prior_library", path);
   if (root["network_gpus"]) c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
   if (root["unseen_prior_weight"])
     c.unseen_prior_weight = field<double>(root["unseen_prior_weight"], "unseen_prior_weight", path);
@@ -122,7 +119,6 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   if (c.launch_floor) out << YAML::Key << "launch_floor" << YAML::Value << true;
   if (c.prior) out << YAML::Key << "prior" << YAML::Value << true;
   if (c.prior_floor != "us") out << YAML::Key << "prior_floor" << YAML::Value << c.prior_floor;
-  if (!c.prior_library.empty()) out << YAML::Key << "prior_library" << YAML::Value << c.prior_library;
   if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
   if (c.unseen_prior_weight != 1.0) out << YAML::Key << "unseen_prior_weight" << YAML::Value << c.unseen_prior_weight;
   if (!c.ignore_features.empty()) out << YAML::Key << "ignore_features" << YAML::Value << YAML::Flow << c.ignore_features;

@@ -32,10 +32,6 @@ struct PredictorConfig {
   // Units of the prior's floor and per-wave cost: "us" (microseconds, the same on every GPU)
   // or "cycles" (thousands of SM clock cycles: longer on a slower-clocked GPU).
   std::string prior_floor = "us";
-  // Fit the roofline on the rows of this kernel library (the rows' kernel_source) alone; ""
-  // = every row. For a family whose fitted roofline forecasts the GPUs outside network_gpus,
-  // the library those GPUs run (their spec's kernel_library). The network still trains on all.
-  std::string prior_library;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":

@@ -446,18 +446,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.launch_floor_us = floor_ms * 1e3;
     if (cfg.fits_roofline()) {  // the network's base (prior), or the forecast on unseen GPUs
       const bool cycles = cfg.prior_floor == "cycles";
-      std::vector<KernelSample> of_library;
-      if (!cfg.prior_library.empty()) {
-        for (const auto& s : rows)
-          if (s.library == cfg.prior_library) of_library.push_back(s);
-        if (of_library.empty())
-          TC_LOG(Warn) << family_name(fam) << ": no rows of library '" << cfg.prior_library
-                       << "' (prior_library): the roofline is fitted on every row";
-        else
-          TC_LOG(Info) << family_name(fam) << ": roofline fitted on the " << of_library.size() << " rows of library '"
-                       << cfg.prior_library << "' (prior_library)";
-      }
-      e.prior = fit_family_roofline(of_library.empty() ? rows : of_library, tiles, gpus, cycles);
+      e.prior = fit_family_roofline(rows, tiles, gpus, cycles);
       const char* unit = cycles ? " kcycles" : " us";
       TC_LOG(Info) << family_name(fam) << ": fitted roofline: floor "
                    << (cycles ? e.prior.floor_kcycles : e.prior.floor_us) << unit << ", "
