@@ -129,11 +129,8 @@ bool aic_moe_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
   return true;
 }
 std::vector<std::string> aic_moe_values(const KernelQuery& q) {
-  std::ostringstream dist;
-  if (q.routing_alpha > 0) dist << "power_law_" << q.routing_alpha;
-  else dist << "balanced";
   return {dtype_name(q.dtype), num_str(q.b), num_str(q.h), num_str(q.n), num_str(q.topk), num_str(q.experts),
-          num_str(q.moe_tp), num_str(q.moe_ep), dist.str()};
+          num_str(q.moe_tp), num_str(q.moe_ep), routing_name(q.routing_alpha)};
 }
 
 // A data row of an aiconfigurator-layout file.

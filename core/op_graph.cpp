@@ -662,6 +662,8 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   }
   if (!(routing_alpha >= 0 && routing_alpha <= 10))
     throw ConfigError("--routing: power-law exponent " + std::to_string(routing_alpha) + " out of range [0, 10]");
+  if (routing_alpha > 0 && m.num_experts == 0)
+    throw ConfigError("--routing " + routing_name(routing_alpha) + ": " + m.name + " has no experts");
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;  // activations
   if (act == DType::kTf32) throw ConfigError("--dtype tf32: serving runs in fp32, fp16, bf16 or fp8");
   OpGraph g;
@@ -674,7 +676,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   g.mode = phase;
   g.par.tp = tp;
   g.par.ep = ep;
-  g.routing_alpha = m.num_experts > 0 ? routing_alpha : 0;
+  g.routing_alpha = routing_alpha;
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;

@@ -53,6 +53,17 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   return d;
 }
 
+namespace {
+// --routing of predict-kernel and of the serving modes.
+double routing_flag(const std::string& value) {
+  double alpha = 0;
+  if (!try_parse_routing(value, &alpha))
+    throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
+                      value + "'");
+  return alpha;
+}
+}  // namespace
+
 KernelQuery build_kernel_query(const KernelArgs& a) {
   OpKind kind;
   if (!try_op_kind_from_string(a.op, &kind)) throw ConfigError("--op: unknown op '" + a.op + "'");
@@ -69,11 +80,7 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
     throw ConfigError("--moe-tp/--moe-ep/--routing apply to --op moe only");
   if (!a.kv_dtype.empty() && !is_attention(fam)) throw ConfigError("--kv-dtype applies to attention ops only");
   if (moe) {
-    double alpha = 0;
-    if (!try_parse_routing(a.routing, &alpha))
-      throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
-                        a.routing + "'");
-    q = moe_q(q.b, q.h, q.n, q.topk, q.experts, a.moe_tp, a.moe_ep, dt, alpha);
+    q = moe_q(q.b, q.h, q.n, q.topk, q.experts, a.moe_tp, a.moe_ep, dt, routing_flag(a.routing));
     validate_query(q, "--shape");
   } else if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);
@@ -187,12 +194,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   if (serving) {
     refuse("--fusion", a.fusion);
     r.dtypes = serving_dtypes(mc, a.dtype, a.kv_dtype);
-    if (!a.routing.empty()) {
-      if (!try_parse_routing(a.routing, &r.routing_alpha))
-        throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10, got '" + a.routing + "'");
-      if (mc.num_experts == 0 && r.routing_alpha > 0)
-        throw ConfigError("--routing " + a.routing + ": " + mc.name + " has no experts");
-    }
+    if (!a.routing.empty()) r.routing_alpha = routing_flag(a.routing);  // a dense model: build_serving_graph refuses
   } else {
     refuse("--kv-dtype", !a.kv_dtype.empty());
     refuse("--routing", !a.routing.empty());

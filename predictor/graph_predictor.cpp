@@ -408,11 +408,10 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.gpu = gpu.name;
   f.dtype = dtype;
   f.kv_dtype = kv_dtype;
-  f.batch = batch, f.seq = seq, f.gen = gen, f.tp = tp, f.ep = ep;
+  f.batch = batch, f.seq = seq, f.gen = gen, f.tp = tp;
   f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, tp, ep, routing_alpha), gpu, kp,
                              host_gap_us);
   f.ttft_ms = f.prefill.total_ms;
-  f.routing_alpha = f.prefill.routing_alpha;
   // Decode step i (1..gen-1) runs with seq + i - 1 tokens cached.
   const int64_t steps = gen - 1;
   auto step_ms = [&](int64_t cached) {
@@ -451,8 +450,8 @@ std::string generate_json(const GenerateForecast& f) {
                       {"batch", f.batch},
                       {"seq", f.seq},
                       {"gen", f.gen},
-                      {"parallel", {{"tp", f.tp}, {"ep", f.ep}}},
-                      {"routing", routing_name(f.routing_alpha)},
+                      {"parallel", {{"tp", f.tp}, {"ep", f.prefill.par.ep}}},
+                      {"routing", routing_name(f.prefill.routing_alpha)},
                       {"ttft_ms", f.ttft_ms},
                       {"tpot_ms", f.tpot_ms},
                       {"e2e_ms", f.e2e_ms},
@@ -477,7 +476,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
                 static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.tp),
-                moe_layout_suffix(f.ep, f.routing_alpha).c_str());
+                moe_layout_suffix(f.prefill.par.ep, f.prefill.routing_alpha).c_str());
   os << buf;
   std::snprintf(buf, sizeof buf,
                 "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"

@@ -92,8 +92,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 struct GenerateForecast {
   std::string model, gpu;
   DType dtype = DType::kBf16, kv_dtype = DType::kBf16;
-  int64_t batch = 0, seq = 0, gen = 0, tp = 1, ep = 1;
-  double routing_alpha = 0;
+  int64_t batch = 0, seq = 0, gen = 0, tp = 1;  // the MoE layout (ep, routing): prefill.par, prefill.routing_alpha
   double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
   int64_t decode_steps_forecast = 0;  // decode graphs actually forecast
   MemoryEstimate memory;

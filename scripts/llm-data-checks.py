@@ -6,8 +6,10 @@ context over the latency at the shortest, for shapes measured up to >= 4,096 cac
 (median and 10th/90th percentiles over shapes). A kernel that reads the KV cache takes longer
 as it grows; a ratio near 1 says the rows did not run the attention they describe.
 
-With --rows-csv R (eval-kernels --rows-csv of exactly one such file, given as --data), also
-prints, per window_size, MAPE and the median forecast/measured of those forecasts.
+With --rows-csv R (eval-kernels --rows-csv of exactly one aiconfigurator file, given as --data;
+rows eval-kernels skipped, e.g. dtypes it does not model, are matched out in order), also
+prints, per value of the --by columns (default window_size; e.g. --by kernel_source,moe_dtype),
+MAPE and the median forecast/measured of those forecasts.
 
 2. What does a dynamic FP8 activation scale cost? For every gemm file with both fp8 and
 fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
@@ -23,7 +25,7 @@ context in decode) is >= 16 w, the median and 90th percentile of t(window 0) / t
 the pooled median that tilecast's `not_full_attention` rule (core/kernel_dataset.h) compares
 with 1.25; pairs of equal latencies (one measurement filed twice) are counted apart.
 
-  scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV]
+  scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
 import argparse, collections, csv, glob, os, re, statistics, sys
 
@@ -91,6 +93,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
     ap.add_argument("--rows-csv")
+    ap.add_argument("--by", default="window_size", help="--rows-csv: columns of --data to group by, comma-separated")
     ap.add_argument("--data")
     ap.add_argument("--gpu-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gpus"))
     a = ap.parse_args()
@@ -146,17 +149,34 @@ def main():
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
-        if len(raw) != len(pred):
-            sys.exit(f"llm-data-checks.py: {a.rows_csv} has {len(pred)} rows, {a.data} {len(raw)}: not one eval of it")
-        by_win = collections.defaultdict(list)
-        for r, p in zip(raw, pred):
-            m, f = float(p["measured_ms"]), float(p["predicted_ms"])
-            if abs(m - float(r["latency"])) > 1e-4 * max(1.0, m):
-                sys.exit(f"llm-data-checks.py: {a.rows_csv}: rows are not in {a.data}'s order")
-            by_win[r.get("window_size") or "0"].append((100 * abs(f - m) / m, f / m))
-        print("\nwindow_size,rows,mape_pct,median_forecast_over_measured")
-        for w, v in sorted(by_win.items(), key=lambda kv: int(kv[0])):
-            print(f"{w},{len(v)},{statistics.mean(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}")
+        cols = a.by.split(",")
+        missing = [c for c in cols if raw and c not in raw[0] and c != "window_size"]
+        if missing:
+            sys.exit(f"llm-data-checks.py: --by: {a.data} has no column {missing[0]}")
+        groups = collections.defaultdict(list)
+        dcol = next((c for c in ("gemm_dtype", "attn_dtype", "moe_dtype") if raw and c in raw[0]), None)
+        names = {"bfloat16": "bf16", "float16": "fp16"}
 
+        def same(r, p, m):  # the file's row p forecast: its latency, and its dtype where the file has one
+            return abs(m - float(r["latency"])) <= 1e-4 * max(1.0, m) and (
+                dcol is None or names.get(r[dcol], r[dcol]) == p["dtype"])
+
+        j = 0  # eval-kernels writes the rows it forecast in file order: a subsequence of the file's
+        for p in pred:
+            m, f = float(p["measured_ms"]), float(p["predicted_ms"])
+            while j < len(raw) and not same(raw[j], p, m):
+                j += 1
+            if j == len(raw):
+                sys.exit(f"llm-data-checks.py: {a.rows_csv}: rows are not a subsequence of {a.data}'s")
+            r = raw[j]
+            j += 1
+            key = ",".join(r.get(c) or ("0" if c == "window_size" else "") for c in cols)
+            groups[key].append((100 * abs(f - m) / m, f / m))
+        print(f"\n{a.by},rows,mape_pct,median_forecast_over_measured")
+        def order(kv):  # numbers numerically (window sizes), names alphabetically
+            return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in kv[0].split(",")]
+
+        for k, v in sorted(groups.items(), key=order):
+            print(f"{k},{len(v)},{statistics.mean(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}")
 
 main()
