@@ -82,5 +82,4 @@ for ours, theirs in (("qkv_proj", "qkv_proj"), ("o_proj", "o_proj"), ("gate_up_p
                      ("input_layernorm", "layernorm")):
     print("%-16s %8.1f %8.1f" % (ours, 1e3 * dense[(theirs, 1)], ops[ours]))
 print("%-16s %8.1f %8.1f" % ("attention", 1e3 * attn[(0, 0, 1, 512)], ops["attn"]))
-print("%-16s %8s %8.1f  (fused into vLLM's RMSNorm)" % ("residual adds", "-", ops["residual_1"] + ops["residual_2"]))
 EOF

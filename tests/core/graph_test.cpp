@@ -400,7 +400,9 @@ TEST(ServingGraph, LlamaPrefillAndDecodeShapes) {
   EXPECT_EQ(c["rmsnorm(1024,4096)"], 2 * 32 + 1);
   EXPECT_EQ(c["silu_mul(1024,14336)"], 32);
   EXPECT_EQ(c["rope(1024,5120)"], 32);        // (32 + 8) heads x 128
-  EXPECT_EQ(c["residual_add(1024,4096)"], 2 * 32);
+  // The engines fuse each residual add into the RMSNorm after it (fused_add_rms_norm): the
+  // 2 x 32 + 1 norms above and no residual-add kernel of any shape.
+  for (const auto& [kernel, count] : c) EXPECT_EQ(kernel.rfind("residual_add", 0), std::string::npos) << kernel;
   for (const auto& op : p.ops)
     for (const auto& call : op.fw)
       if (call.is_kernel() && call.query.op == OpKind::kGemm) EXPECT_EQ(call.query.dtype, DType::kBf16);
