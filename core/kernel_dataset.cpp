@@ -212,16 +212,20 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
 }
 
 // ../shared/llm-kernels/vidur/<gpu>/<org>/<model>/mlp.csv (FP16 per-layer ops of the Sarathi
-// engine, medians in ms). The GPU comes from the folder name (the files carry none).
+// engine, medians in ms). The GPU comes from the folder name (the files carry none): vidur's
+// data/profiling/compute/ folders, whose README names the machines (A100 80GB DGX, H100 DGX,
+// A40 nodes); only a100 and a40 are in ../shared, h100 is read so that the same layout of the
+// held-out GPU is scored like the others.
 std::vector<KernelSample> read_vidur_csv(CsvReader& csv) {
   const std::string& path = csv.path();
-  static const std::map<std::string, std::string> kDevices = {{"a100", "NVIDIA A100-SXM4-80GB"},
-                                                              {"a40", "NVIDIA A40"}};
+  static const std::map<std::string, std::string> kDevices = {
+      {"a100", "NVIDIA A100-SXM4-80GB"}, {"a40", "NVIDIA A40"}, {"h100", "NVIDIA H100 80GB HBM3"}};
   const fs::path p(path);
   const std::string gpu_dir = p.parent_path().parent_path().parent_path().filename().string();
   auto dev = kDevices.find(gpu_dir);
   if (dev == kDevices.end())
-    throw DataError(path + ": vidur file outside vidur/<a100|a40>/<org>/<model>/ (GPU folder '" + gpu_dir + "' unknown)");
+    throw DataError(path + ": vidur file outside vidur/<a100|a40|h100>/<org>/<model>/ (GPU folder '" + gpu_dir +
+                    "' unknown)");
   auto col = [&](const std::string& name) {
     const int c = csv.column(name);
     if (c < 0) throw DataError(where(path, 1) + ": missing column '" + name + "'");
@@ -282,7 +286,9 @@ std::vector<KernelSample> read_vidur_csv(CsvReader& csv) {
 
 // ../shared/llm-kernels/llmservingsim/<hw>/<org>/<model>/<variant>/tp<N>/{dense,attention}.csv:
 // vLLM layer and attention timings (microseconds) of one model; its dims come from meta.yaml two folders up
-// (hf_overrides), the hidden size from the model id (meta.yaml does not state it).
+// (hf_overrides), the hidden size and head size from hf_overrides when it states them, else from
+// the model id (the models' Hugging Face config.json files; head_dim is not always hidden / heads,
+// e.g. Qwen3-32B: 5120 / 64 heads of 128).
 std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
   const std::string& path = csv.path();
   const fs::path tp_dir = fs::path(path).parent_path();
@@ -300,18 +306,35 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
   const int64_t heads = yaml_get<int64_t>(field(hf, "num_attention_heads"), "num_attention_heads", meta_path);
   const int64_t kv = yaml_get<int64_t>(field(hf, "num_key_value_heads"), "num_key_value_heads", meta_path);
   const int64_t ffn = yaml_get<int64_t>(field(hf, "intermediate_size"), "intermediate_size", meta_path);
-  static const std::map<std::string, int64_t> kHidden = {{"meta-llama/Llama-3.1-8B", 4096}};
-  auto hid = kHidden.find(model);
-  if (hid == kHidden.end()) throw DataError(meta_path + ": field 'model': hidden size of '" + model + "' unknown");
-  const int64_t h = hid->second;
+  if (heads < 1 || kv < 1 || ffn < 1 || heads % kv != 0 || heads > (1 << 20) || ffn > (int64_t{1} << 31))
+    throw DataError(meta_path + ": hf_overrides: num_attention_heads " + std::to_string(heads) + ", num_key_value_heads " +
+                    std::to_string(kv) + ", intermediate_size " + std::to_string(ffn) +
+                    " (each >= 1, the heads a multiple of the KV heads)");
+  // (hidden_size, head_dim) of each model's config.json.
+  static const std::map<std::string, std::pair<int64_t, int64_t>> kDims = {
+      {"meta-llama/Llama-3.1-8B", {4096, 128}},     {"meta-llama/Llama-3.1-8B-Instruct", {4096, 128}},
+      {"meta-llama/Llama-3.1-70B", {8192, 128}},    {"meta-llama/Llama-3.1-70B-Instruct", {8192, 128}},
+      {"mistralai/Mistral-7B-v0.1", {4096, 128}},   {"mistralai/Mistral-7B-Instruct-v0.3", {4096, 128}},
+      {"Qwen/Qwen3-8B", {4096, 128}},               {"Qwen/Qwen3-14B", {5120, 128}},
+      {"Qwen/Qwen3-32B", {5120, 128}}};
+  int64_t h = 0, hd = 0;
+  if (hf["hidden_size"]) h = yaml_get<int64_t>(hf["hidden_size"], "hidden_size", meta_path);
+  if (hf["head_dim"]) hd = yaml_get<int64_t>(hf["head_dim"], "head_dim", meta_path);
+  if (auto dims = kDims.find(model); dims != kDims.end()) {
+    if (h == 0) h = dims->second.first;
+    if (hd == 0) hd = dims->second.second;
+  }
+  if (h == 0) throw DataError(meta_path + ": field 'model': hidden size of '" + model + "' unknown (no hf_overrides.hidden_size)");
+  if (hd == 0 && h % heads == 0) hd = h / heads;  // no head_dim stated: hidden / heads, as Hugging Face defaults it
+  if (h < 1 || hd < 1 || h > (int64_t{1} << 20) || hd > (int64_t{1} << 20))
+    throw DataError(meta_path + ": hidden size " + std::to_string(h) + " / head_dim " + std::to_string(hd) + " out of range");
   DType d;
   if (!try_dtype_from_string(variant, &d)) throw DataError(meta_path + ": field 'variant': unknown dtype '" + variant + "'");
   const std::string tps = tp_dir.filename().string();
   char* end = nullptr;
   const long tp = tps.size() > 2 && tps.compare(0, 2, "tp") == 0 ? std::strtol(tps.c_str() + 2, &end, 10) : 0;
-  if (tp < 1 || !end || *end != '\0' || heads % tp != 0 || kv % tp != 0 || ffn % tp != 0 || h % heads != 0)
+  if (tp < 1 || !end || *end != '\0' || heads % tp != 0 || kv % tp != 0 || ffn % tp != 0)
     throw DataError(path + ": folder '" + tps + "' is not tp<N> dividing the model's heads and FFN");
-  const int64_t hd = h / heads;
   std::vector<KernelSample> rows;
   std::vector<std::string> f;
   auto finish = [&](KernelSample& s, long line, const std::string& us_text) {

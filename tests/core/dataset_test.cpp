@@ -337,10 +337,18 @@ TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
   EXPECT_EQ(seen["rope(64,2560)"], 1);        // (16 + 4) x 128
   EXPECT_EQ(seen["silu_mul(64,7168)"], 1);
   EXPECT_EQ(seen["residual_add(64,4096)"], 1);
-  const fs::path bad = root / "vidur" / "h100" / "org" / "model";
+  // vidur's H100 DGX folder (held out of ../shared) reads as the H100 SXM; a folder vidur does
+  // not have is one error naming it.
+  const fs::path hdir = root / "vidur" / "h100" / "org" / "model";
+  fs::create_directories(hdir);
+  fs::copy_file(vdir / "mlp.csv", hdir / "mlp.csv");
+  auto hv = read_kernel_csv((hdir / "mlp.csv").string());
+  ASSERT_EQ(hv.size(), 9u);
+  EXPECT_EQ(hv[0].device, "NVIDIA H100 80GB HBM3");
+  const fs::path bad = root / "vidur" / "tpu" / "org" / "model";
   fs::create_directories(bad);
   fs::copy_file(vdir / "mlp.csv", bad / "mlp.csv");
-  expect_error<DataError>([&] { read_kernel_csv((bad / "mlp.csv").string()); }, {"GPU folder 'h100' unknown"});
+  expect_error<DataError>([&] { read_kernel_csv((bad / "mlp.csv").string()); }, {"GPU folder 'tpu' unknown"});
 
   const fs::path sdir = root / "llmservingsim" / "RTX4090" / "meta-llama" / "Llama-3.1-8B" / "bf16";
   fs::create_directories(sdir / "tp1");
@@ -369,6 +377,39 @@ TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
   EXPECT_DOUBLE_EQ(at[1].latency_ms, 0.0102);
   std::ofstream(sdir / "tp1" / "dense.csv") << "layer,tokens,time_us\nconv,8,3.5\n";
   expect_error<DataError>([&] { read_kernel_csv((sdir / "tp1" / "dense.csv").string()); }, {"dense.csv:2", "unknown layer 'conv'"});
+
+  // Qwen3-32B: 64 heads of 128 in a hidden size of 5120 (not 5120 / 64 = 80): QKV 5120 ->
+  // (64 + 2 x 8) x 128 = 10240 over tp 2 -> 5120, o_proj 64 x 128 / 2 = 4096 -> 5120.
+  const fs::path qdir = root / "llmservingsim" / "H100" / "Qwen" / "Qwen3-32B" / "bf16";
+  fs::create_directories(qdir / "tp2");
+  auto qwen_meta = [&](const std::string& extra) {
+    std::ofstream(qdir / "meta.yaml") << "gpu: NVIDIA H100 80GB HBM3\nmodel: Qwen/Qwen3-32B\nvariant: bf16\n"
+                                         "engine_effective:\n  hf_overrides:\n    intermediate_size: 25600\n"
+                                         "    num_attention_heads: 64\n    num_key_value_heads: 8\n" << extra;
+  };
+  qwen_meta("");
+  std::ofstream(qdir / "tp2" / "dense.csv") << "layer,tokens,time_us\nqkv_proj,16,40\no_proj,16,30\n";
+  auto qr = read_kernel_csv((qdir / "tp2" / "dense.csv").string());
+  ASSERT_EQ(qr.size(), 2u);
+  EXPECT_EQ(qr[0].device, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(query_shape_string(qr[0].query), "16,5120,5120");
+  EXPECT_EQ(query_shape_string(qr[1].query), "16,4096,5120");
+  // hf_overrides that state the sizes win over the table.
+  qwen_meta("    hidden_size: 2048\n    head_dim: 64\n");
+  auto qo = read_kernel_csv((qdir / "tp2" / "dense.csv").string());
+  EXPECT_EQ(query_shape_string(qo[0].query), "16,2048,2560");  // (64 + 16) x 64 / 2
+  // A model whose sizes nothing states, and heads that are not a multiple of the KV heads: one
+  // line each, naming meta.yaml.
+  std::ofstream(qdir / "meta.yaml") << "gpu: NVIDIA H100 80GB HBM3\nmodel: org/Unknown-7B\nvariant: bf16\n"
+                                       "engine_effective:\n  hf_overrides:\n    intermediate_size: 1024\n"
+                                       "    num_attention_heads: 64\n    num_key_value_heads: 8\n";
+  expect_error<DataError>([&] { read_kernel_csv((qdir / "tp2" / "dense.csv").string()); },
+                          {"meta.yaml", "hidden size of 'org/Unknown-7B' unknown"});
+  std::ofstream(qdir / "meta.yaml") << "gpu: NVIDIA H100 80GB HBM3\nmodel: Qwen/Qwen3-32B\nvariant: bf16\n"
+                                       "engine_effective:\n  hf_overrides:\n    intermediate_size: 25600\n"
+                                       "    num_attention_heads: 64\n    num_key_value_heads: 7\n";
+  expect_error<DataError>([&] { read_kernel_csv((qdir / "tp2" / "dense.csv").string()); },
+                          {"meta.yaml", "num_key_value_heads 7"});
 }
 
 // Fused-MoE rows: dims per column, routing from `distribution`, weight-only int4 skipped; the
