@@ -29,7 +29,7 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
 
 int run_compare(const Args& args, const GlobalOptions&) {
   po::options_description desc("compare options");
-  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1";
+  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1", ep = "1";
   std::string format, sort, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
@@ -45,6 +45,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
+      "ep", po::value(&ep), "serving MoE: expert-parallel sizes within the tp group, comma-separated (default 1)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
@@ -54,7 +55,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
-                     "[--dp/--tp/--pp lists] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost]\n"
+                     "[--dp/--tp/--pp/--ep lists] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost]\n"
                      "Forecasts every combination in one process; one row each (tokens/s: training and inference "
                      "count batch x seq per step, prefill prompt tokens, decode and generate output tokens)."))
     return 0;
@@ -83,6 +84,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.tps = parse_int_list("--tp", tp, 1, 4096);
   req.pps = parse_int_list("--pp", pp, 1, 4096);
   req.microbatches = parse_int_list("--microbatches", mb, 1, 1 << 20);
+  req.eps = parse_int_list("--ep", ep, 1, 4096);
   req.optimizer_state = optimizer == "adamw";
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;
@@ -113,7 +115,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "gen", po::value(&gen), "generate: output tokens per sequence")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
       "mode", po::value(&mode)->default_value("training"),
-      "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp; ranked by tokens/s)")(
+      "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp, x ep for MoE models; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "top", po::value(&top)->default_value(10), "layouts listed (table)")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
@@ -124,7 +126,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
                      "       tilecast plan --model M --gpu G --gpus N --global-batch B --mode generate --seq S --gen T [--dtype D]\n"
-                     "Searches dp x tp x pp (x microbatches) over N GPUs (serving: replicas x tp); layouts that fit first, "
+                     "Searches dp x tp x pp (x microbatches) over N GPUs (serving: replicas x tp, and for MoE models each expert-parallel size of the tp group); layouts that fit first, "
                      "fastest first (decode/generate: highest tokens/s first)."))
     return 0;
   check_format(format, {"table", "json", "csv"});

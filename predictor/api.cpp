@@ -230,6 +230,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec);
     return r;
   }
+  if (q.par.ep != 1) throw ConfigError("--ep does not apply to --mode " + q.mode + " (expert parallelism is a serving layout)");
   const bool training = q.mode == "training";
   OpGraph g = build_op_graph(mc, q.batch, q.tokens, training ? Mode::kTraining : Mode::kInference, q.par);
   if (q.fusion) g = fuse_op_graph(g);

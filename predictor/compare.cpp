@@ -28,7 +28,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.mode = c.mode;
   r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : DType::kFp32);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
-  r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches;
+  r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
   r.gpu_memory_gb = c.gpu->mem_gb;
   try {
     const PredictResult f = forecast(c, kp);
@@ -143,15 +143,16 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
           for (int64_t dp : req.dps)
             for (int64_t tp : req.tps)
               for (int64_t pp : req.pps)
-                for (int64_t mb : req.microbatches) {
-                  ForecastRequest c;
-                  c.model = &m, c.gpu = g, c.mode = mode;
-                  c.batch = b, c.tokens = s, c.gen = req.gen;
-                  c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb;
-                  c.optimizer_state = req.optimizer_state;
-                  if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
-                  rows.push_back(forecast_one(c, kp, prices));
-                }
+                for (int64_t mb : req.microbatches)
+                  for (int64_t ep : req.eps) {
+                    ForecastRequest c;
+                    c.model = &m, c.gpu = g, c.mode = mode;
+                    c.batch = b, c.tokens = s, c.gen = req.gen;
+                    c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
+                    c.optimizer_state = req.optimizer_state;
+                    if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
+                    rows.push_back(forecast_one(c, kp, prices));
+                  }
   return rows;
 }
 
@@ -174,7 +175,8 @@ void rank_rows(std::vector<CompareRow>& rows, const std::string& key) {
 std::string compare_row_json(const CompareRow& r) {
   nlohmann::json j = {{"model", r.model}, {"gpu", r.gpu}, {"mode", r.mode}, {"dtype", r.dtype},
                       {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
-                      {"microbatches", r.microbatches}, {"gpus", r.gpus()}, {"gpu_memory_gb", r.gpu_memory_gb}};
+                      {"microbatches", r.microbatches}, {"ep", r.ep}, {"gpus", r.gpus()},
+                      {"gpu_memory_gb", r.gpu_memory_gb}};
   if (r.mode == "generate") j["gen"] = r.gen;
   if (!r.error.empty()) {
     j["error"] = r.error;
@@ -205,12 +207,12 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
-  os << "model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,step_ms,ttft_ms,tpot_ms,tokens_per_s,"
+  os << "model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,ep,step_ms,ttft_ms,tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,usd_per_hour,usd_per_m_tokens,error\n";
   for (const auto& r : rows) {
     os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
        << r.seq << ',' << r.gen << ',' << r.dp << ',' << r.tp << ',' << r.pp << ',' << r.microbatches << ','
-       << r.gpus() << ',';
+       << r.gpus() << ',' << r.ep << ',';
     if (r.error.empty()) {
       os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
          << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ',';
@@ -229,16 +231,21 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   char buf[512];
   const bool serving = !rows.empty() && is_serving_mode(rows.front().mode);
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
-  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s %3s %12s %s%12s %14s  %s\n", "rank", "model",
-                "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp", "mb",
-                "step_ms", serving ? "     ttft_ms      tpot_ms " : "", "tokens/s", "memory GB", priced ? "  $/1M tokens" : "");
+  // Serving tables of MoE layouts name each one's expert parallelism; the others have none.
+  const bool show_ep = serving && std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.ep > 1; });
+  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%12s %14s  %s\n", "rank", "model",
+                "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
+                show_ep ? "  ep" : "", "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "", "tokens/s", "memory GB",
+                priced ? "  $/1M tokens" : "");
   os << buf;
   int rank = 0;
   for (const auto& r : rows) {
+    char ep[16] = "";
+    if (show_ep) std::snprintf(ep, sizeof ep, " %3lld", (long long)r.ep);
     if (!r.error.empty()) {
-      std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld %3lld  cannot run: %s\n", "-",
+      std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
-                    (long long)r.dp, (long long)r.tp, (long long)r.pp, (long long)r.microbatches, r.error.c_str());
+                    (long long)r.dp, (long long)r.tp, (long long)r.pp, ep, (long long)r.microbatches, r.error.c_str());
       os << buf;
       continue;
     }
@@ -251,9 +258,9 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       if (r.usd_per_m_tokens > 0) std::snprintf(cost, sizeof cost, "  %12.4f", r.usd_per_m_tokens);
       else std::snprintf(cost, sizeof cost, "  %12s", "no price");
     }
-    std::snprintf(buf, sizeof buf, "%4d %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld %3lld %12.3f%s %12.0f %14s%s\n",
+    std::snprintf(buf, sizeof buf, "%4d %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld%s %3lld %12.3f%s %12.0f %14s%s\n",
                   ++rank, r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
-                  (long long)r.dp, (long long)r.tp, (long long)r.pp, (long long)r.microbatches, r.step_ms, serv,
+                  (long long)r.dp, (long long)r.tp, (long long)r.pp, ep, (long long)r.microbatches, r.step_ms, serv,
                   r.tokens_per_s, mem, cost);
     os << buf;
   }
@@ -295,27 +302,33 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
         for (int64_t mb : divisors(global_batch / dp))
           if (mb <= 64) mbs.push_back(mb);
       }
-      for (int64_t mb : mbs) {
-        ForecastRequest c;
-        c.model = &m, c.gpu = &g, c.mode = mode;
-        c.batch = global_batch, c.tokens = seq, c.gen = gen;
-        c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb;
-        c.optimizer_state = optimizer_state;
-        if (serving) {
-          c.batch = global_batch / dp;  // one replica's sequences
-          c.par.dp = 1;
-          c.dtypes = serving_dtypes(m, dtype, "");
+      // Serving an MoE model: each expert-parallel size of the tp group that divides the experts.
+      std::vector<int64_t> eps{1};
+      if (serving && m.num_experts > 0)
+        for (int64_t ep : divisors(tp))
+          if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
+      for (int64_t mb : mbs)
+        for (int64_t ep : eps) {
+          ForecastRequest c;
+          c.model = &m, c.gpu = &g, c.mode = mode;
+          c.batch = global_batch, c.tokens = seq, c.gen = gen;
+          c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
+          c.optimizer_state = optimizer_state;
+          if (serving) {
+            c.batch = global_batch / dp;  // one replica's sequences
+            c.par.dp = 1;
+            c.dtypes = serving_dtypes(m, dtype, "");
+          }
+          CompareRow r = forecast_one(c, kp, prices);
+          if (!r.error.empty()) continue;
+          if (serving) {  // all replicas together
+            r.dp = dp;
+            r.batch = global_batch;
+            r.tokens_per_s *= double(dp);
+            r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
+          }
+          rows.push_back(r);
         }
-        CompareRow r = forecast_one(c, kp, prices);
-        if (!r.error.empty()) continue;
-        if (serving) {  // all replicas together
-          r.dp = dp;
-          r.batch = global_batch;
-          r.tokens_per_s *= double(dp);
-          r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
-        }
-        rows.push_back(r);
-      }
     }
   }
   rank_rows(rows, serving && mode != "prefill" ? "throughput" : "time");

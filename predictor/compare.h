@@ -23,6 +23,7 @@ struct CompareRequest {
   std::vector<int64_t> batches{1}, seqs{0};   // seq: prompt / sequence (decode: --context)
   int64_t gen = 0;                            // generate: output tokens
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
+  std::vector<int64_t> eps{1};                // serving MoE: expert-parallel ranks of the tp group
   bool optimizer_state = true;                // training memory: AdamW moments
 };
 
@@ -40,6 +41,7 @@ void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg);
 struct CompareRow {
   std::string model, gpu, mode, dtype;
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
+  int64_t ep = 1;  // serving MoE: the experts split over ep ranks of each tp group
   int64_t gpus() const { return dp * tp * pp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
@@ -74,7 +76,8 @@ std::string compare_row_json(const CompareRow& r);
 // run_compare (errors dropped), ranked by step time with the fitting layouts first.
 // Serving modes (prefill, decode, generate): dp replicas of tp GPUs each (dp * tp == gpus),
 // each serving global_batch / dp sequences; step times are a replica's, tokens/s and cost
-// those of all replicas. `seq` is the prompt (decode: the cached context); `gen` generate's
+// those of all replicas. For MoE models every expert-parallel size ep of the tp group is a
+// layout too (ep dividing tp and the experts; ep 1 splits every expert over tp). `seq` is the prompt (decode: the cached context); `gen` generate's
 // output tokens; `dtype` the serving dtype (empty: the config's).
 std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
                                  int64_t seq, const std::string& mode, bool optimizer_state, const GpuRegistry& reg,

@@ -61,8 +61,26 @@ grep -Eq "^ +1 llama-3.1-8b +H100-SXM +fp8" "$W/t.txt" || { cat "$W/t.txt"; fail
 echo "ok   fp8 on A100 reported in its row"
 "$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1,64 --context 4096 --format csv > "$W/d.csv"
 [ "$(wc -l < "$W/d.csv")" = 3 ] || fail "decode CSV: expected a header and 2 rows"
-head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,step_ms" || fail "CSV header"
+head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,ep,step_ms" || fail "CSV header"
 echo "ok   decode CSV"
+# --ep: expert parallelism is a serving layout of MoE models; a dense model's ep-2 rows and an
+# eager mode's say why, beside the rows that run.
+"$TC" compare --model llama-3.1-8b,mixtral-8x7b --gpus H100-SXM --mode decode --batch 8 --context 1024 --tp 2 --ep 1,2 \
+  --format json > "$W/ep.json"
+"$TC" predict --model mixtral-8x7b --gpu H100-SXM --mode decode --batch 8 --context 1024 --tp 2 --ep 2 --format json > "$W/ep2.json"
+python3 - "$W/ep.json" "$W/ep2.json" <<'PY'
+import json, sys
+rows = {(r["model"], r["ep"]): r for r in json.load(open(sys.argv[1]))["rows"]}
+p = json.load(open(sys.argv[2]))
+assert set(rows) == {("llama-3.1-8b", 1), ("llama-3.1-8b", 2), ("mixtral-8x7b", 1), ("mixtral-8x7b", 2)}, rows
+assert "has no experts" in rows[("llama-3.1-8b", 2)]["error"], rows
+m = rows[("mixtral-8x7b", 2)]
+assert "error" not in m and abs(m["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (m, p["tpot_ms"])
+assert m["tpot_ms"] != rows[("mixtral-8x7b", 1)]["tpot_ms"]
+print("ok   --ep rows: MoE ep 2 = predict --ep 2, a dense model's ep 2 refused in its row")
+PY
+expect_fail "compare: no combination can run \(--ep does not apply to --mode inference" \
+  "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode inference --batch 1 --seq 128 --ep 2
 
 echo "== prices"
 printf 'date: 2026-11-01\nsource: test quote\nusd_per_gpu_hour:\n  H100: 2.0\n' > "$W/p.yaml"
@@ -107,6 +125,20 @@ r = next(r for r in rows if r["dp"] == 2)  # 2 replicas x tp 2, 16 sequences eac
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"]
 assert abs(r["tokens_per_s"] - 2 * 16 / (p["tpot_ms"] / 1e3)) < 1e-6 * r["tokens_per_s"]
 print("ok   serving plan: 3 layouts, replica step = predict's, tokens/s of all replicas")
+PY
+# An MoE model's serving layouts: every expert-parallel size of each tp group that divides its 8
+# experts (tp 8: ep 1, 2, 4, 8; tp 4: 1, 2, 4; tp 2: 1, 2; tp 1: 1).
+"$TC" plan --model mixtral-8x7b --gpu H100-SXM --gpus 8 --global-batch 64 --mode decode --context 2048 --format json > "$W/mplan.json"
+"$TC" predict --model mixtral-8x7b --gpu H100-SXM --mode decode --batch 32 --context 2048 --tp 4 --ep 2 --format json > "$W/mp.json"
+python3 - "$W/mplan.json" "$W/mp.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]; p = json.load(open(sys.argv[2]))
+got = {(r["dp"], r["tp"], r["ep"]) for r in rows}
+want = {(1, 8, 1), (1, 8, 2), (1, 8, 4), (1, 8, 8), (2, 4, 1), (2, 4, 2), (2, 4, 4), (4, 2, 1), (4, 2, 2), (8, 1, 1)}
+assert got == want and len(rows) == len(want), sorted(got)
+r = next(r for r in rows if (r["dp"], r["tp"], r["ep"]) == (2, 4, 2))  # 2 replicas of tp 4 / ep 2, 32 sequences each
+assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
+print("ok   MoE serving plan: 10 layouts with ep, replica step = predict --ep's")
 PY
 expect_fail "--mode decode takes --context L" "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 4 --global-batch 32 --mode decode --seq 10
 expect_fail "plan: no layout of 7 GPUs divides" "$TC" plan --model gpt2-large --gpu A100-SXM4-40GB --gpus 7 --global-batch 1 --seq 1024

@@ -36,6 +36,11 @@ sh = cli("compare", "--model", "gpt2-large", "--gpus", "H100-SXM,L4", "--mode", 
          "--seq", "1024", "--price", "H100-SXM=3.6")["rows"]
 assert rows == sh, (rows, sh)
 assert len(rows) == 4 and {r["gpu"] for r in rows} == {"H100-SXM", "L4"}
+# ep: the expert-parallel sizes of a serving MoE layout, as `compare --ep`.
+rows = tilecast.compare(model="mixtral-8x7b", gpus="H100-SXM", mode="decode", batch=8, context=1024, tp=2, ep=[1, 2])
+sh = cli("compare", "--model", "mixtral-8x7b", "--gpus", "H100-SXM", "--mode", "decode", "--batch", "8",
+         "--context", "1024", "--tp", "2", "--ep", "1,2")["rows"]
+assert rows == sh and [r["ep"] for r in sorted(rows, key=lambda r: r["ep"])] == [1, 2], rows
 # gpus
 g = tilecast.gpus()
 assert any(x["cuda_name"] == "NVIDIA H200" for x in g) and g == cli("gpus")
