@@ -564,13 +564,25 @@ const std::vector<std::string>& llm_training_gpu_dirs() {
 std::vector<std::string> llm_training_files(const std::string& root, Family f) {
   TC_CHECK(is_llm_kernel_family(f), "no LLM-era data for this family");
   if (f == Family::kMemoryOp) {  // layer ops: vidur (A100, A40; every model) and llmservingsim (RTX 4090)
+    // Only the training GPUs' folders: the sources' other GPUs (vidur's h100, ...) are held out
+    // and judge the forecasts, and a copy of them beside these must not train (as
+    // llm_training_gpu_dirs() keeps aiconfigurator's held-out GPUs out).
+    static const std::map<std::string, std::set<std::string>> kTrainingFolders = {{"vidur", {"a100", "a40"}},
+                                                                                   {"llmservingsim", {"RTX4090"}}};
     std::vector<std::string> files;
-    for (const char* sub : {"vidur", "llmservingsim"}) {
+    for (const auto& [sub, gpus] : kTrainingFolders) {
       const fs::path base = fs::path(root) / sub;
       if (!fs::is_directory(base)) throw DataError(base.string() + ": folder missing (set TILECAST_LLM_KERNELS_DIR or --llm-dir)");
-      for (const auto& e : fs::recursive_directory_iterator(base))
-        if (e.is_regular_file() && (e.path().filename() == "mlp.csv" || e.path().filename() == "dense.csv"))
+      for (const auto& e : fs::recursive_directory_iterator(base)) {
+        if (!e.is_regular_file() || (e.path().filename() != "mlp.csv" && e.path().filename() != "dense.csv")) continue;
+        const std::string gpu = e.path().lexically_relative(base).begin()->string();
+        if (gpus.count(gpu)) {
           files.push_back(e.path().string());
+        } else {
+          TC_LOG(Info) << e.path().string() << ": left out of training (" << sub << " folder '" << gpu
+                       << "' is not a training GPU)";
+        }
+      }
     }
     std::sort(files.begin(), files.end());
     if (files.empty()) throw DataError(root + ": no vidur mlp.csv or llmservingsim dense.csv files");

@@ -412,6 +412,29 @@ TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
                           {"meta.yaml", "num_key_value_heads 7"});
 }
 
+// The layer-op sources train on their training GPUs' folders only: a held-out GPU's folder
+// beside them (vidur's h100, another LLMServingSim machine) is left out, as aiconfigurator's are.
+TEST(Dataset, LayerOpTrainingFilesSkipHeldOutFolders) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "llm_training_files";
+  fs::remove_all(root);
+  const std::vector<fs::path> kept = {root / "vidur" / "a100" / "o" / "m" / "mlp.csv",
+                                      root / "vidur" / "a40" / "o" / "m" / "mlp.csv",
+                                      root / "llmservingsim" / "RTX4090" / "o" / "m" / "bf16" / "tp1" / "dense.csv"};
+  const std::vector<fs::path> held_out = {root / "vidur" / "h100" / "o" / "m" / "mlp.csv",
+                                          root / "llmservingsim" / "H100" / "o" / "m" / "bf16" / "tp1" / "dense.csv"};
+  for (const auto* group : {&kept, &held_out})
+    for (const auto& f : *group) {
+      fs::create_directories(f.parent_path());
+      std::ofstream(f) << "x\n";
+    }
+  std::vector<std::string> files = llm_training_files(root.string(), Family::kMemoryOp);
+  std::vector<std::string> want;
+  for (const auto& f : kept) want.push_back(f.string());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(files, want);
+}
+
 // Fused-MoE rows: dims per column, routing from `distribution`, weight-only int4 skipped; the
 // expected expert loads by hand: 48 tokens x top-8 over 128 experts balanced = 3 each.
 TEST(Dataset, ReadsAiconfiguratorMoeRows) {
