@@ -649,10 +649,10 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
                       std::to_string(m.max_positions) + " positions");
   if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
   const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
-  if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0)
-    throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) + " heads, " +
-                      std::to_string(m.kv_heads) + " KV heads and FFN width " + std::to_string(ffn) +
-                      " must be divisible by it");
+  if (m.heads % tp != 0 || ffn % tp != 0)
+    throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
+                      " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
+  const int64_t kv = serving_kv_heads_per_rank(m, tp);
   if (ep != 1) {
     if (m.num_experts == 0)
       throw ConfigError("--ep " + std::to_string(ep) + ": " + m.name + " has no experts (expert parallelism is for MoE models)");
@@ -682,7 +682,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   g.kv_dtype = kv_dtype;
   g.context = tokens;
   const int64_t t = phase == Mode::kPrefill ? batch * tokens : batch;  // tokens in this step
-  const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
+  const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / tp;
   const double e = dtype_size(act);
   Builder b(g);
   auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
@@ -747,6 +747,15 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   gemm("lm_head", batch, h, (m.vocab + tp - 1) / tp);
   if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(batch) * m.vocab, tp));
   return g;
+}
+
+int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp) {
+  const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  if (tp < 1) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
+  if (kv % tp == 0) return kv / tp;
+  if (tp % kv == 0) return 1;  // each KV head replicated on tp / kv ranks
+  throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(kv) +
+                    " KV heads must be divisible by it, or it by them (each KV head then replicated)");
 }
 
 OpGraph fuse_op_graph(const OpGraph& g) {

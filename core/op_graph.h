@@ -97,10 +97,15 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // attention is FlashAttention-style prefill/decode over a `kv_dtype` cache, and RMSNorm,
 // RoPE, SiLU-mul and residual adds are memory ops; MoE layers are a router GEMM and one fused
 // MoE kernel (family moe). Rules: docs/model-graphs.md#serving. Throws ConfigError for other
-// model types, sizes out of range, or a tp that does not divide heads, KV heads and FFN.
+// model types, sizes out of range, or a tp that does not divide heads and FFN, or neither
+// divides nor is a multiple of the KV heads (serving_kv_heads_per_rank).
 // MoE layers: `ep` expert-parallel ranks of the tp group (must divide tp and the experts; a
 // dense model takes 1), tokens routed by `routing_alpha` (0 balanced, else power law; the
 // forecast is of the most loaded rank).
+// KV heads each of `tp` tensor-parallel ranks holds in a serving engine: kv_heads / tp, or 1 when
+// tp is a multiple of the KV heads (vLLM and SGLang then replicate each KV head, and its K/V
+// projection weights and cache, on tp / kv_heads ranks). ConfigError when neither divides.
+int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0);
 // Expected number of distinct experts hit when `tokens` tokens each pick `k` of `e` experts

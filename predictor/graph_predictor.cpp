@@ -385,10 +385,14 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double embed = double(m.vocab) * m.hidden * (m.tie_embeddings ? 1 : 2);
   const double norms = double(m.hidden) * (2.0 * m.layers + 1);
   const double linear = std::max(0.0, model_parameters(m) - embed - norms);
+  // K and V projections: split over tp, or replicated with their KV heads when tp exceeds them.
+  const int64_t kv_rank = serving_kv_heads_per_rank(m, tp);
+  const double kv_proj = 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
+  const double kv_proj_rank = 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
   MemoryEstimate r;
-  r.weights_gb = (linear * dtype_size(dtype) + embed * act_bytes) / tp / 1e9 + norms * act_bytes / 1e9;
-  r.kv_cache_gb = 2.0 * m.layers * double(m.kv_heads / tp) * m.head_dim * double(tokens) * batch *
-                  dtype_size(kv_dtype) / 1e9;
+  r.weights_gb = ((linear - kv_proj) * dtype_size(dtype) + embed * act_bytes) / tp / 1e9 +
+                 kv_proj_rank * dtype_size(dtype) / 1e9 + norms * act_bytes / 1e9;
+  r.kv_cache_gb = 2.0 * m.layers * double(kv_rank) * m.head_dim * double(tokens) * batch * dtype_size(kv_dtype) / 1e9;
   r.capacity_gb = gpu.mem_gb;
   return r;
 }

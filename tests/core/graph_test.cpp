@@ -249,13 +249,18 @@ TEST(OpGraph, ParallelLayoutsAreValidated) {
 // LLM families on the parameterised decoder. Parameter counts derived by hand from the
 // configs (embeddings, per-layer q/k/v/o with GQA, SwiGLU or experts, norms, untied head):
 // Llama-3.1-8B 8.03 B, 70B 70.55 B, Qwen3-32B 32.76 B, Mixtral-8x7B 46.70 B, Qwen3-30B-A3B
-// 30.53 B, as their model cards state.
+// 30.53 B, as their model cards state. Llama-3.1-405B: 2 x 128256 x 16384 (embeddings, head)
+// + 126 x (2 x 16384^2 + 2 x 16384 x 1024 + 3 x 16384 x 53248 + 2 x 16384) + 16384 = 405.85 B.
+// Qwen3-235B-A22B: 2 x 151936 x 4096 + 94 x (4096 x 8192 x 2 + 4096 x 512 x 2 + 2 x 128 +
+// 2 x 4096 + 4096 x 128 router + 128 x 3 x 4096 x 1536 experts) + 4096 = 235.09 B.
 TEST(ModelConfig, LlmFamiliesParameterCounts) {
   const std::pair<const char*, double> cases[] = {{"llama-3.1-8b", 8030261248.0},
                                                   {"llama-3.1-70b", 70553706496.0},
+                                                  {"llama-3.1-405b", 405853388800.0},
                                                   {"qwen3-32b", 32762123264.0},
                                                   {"mixtral-8x7b", 46702792704.0},
-                                                  {"qwen3-30b-a3b", 30532122624.0}};
+                                                  {"qwen3-30b-a3b", 30532122624.0},
+                                                  {"qwen3-235b-a22b", 235093634560.0}};
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
@@ -453,6 +458,17 @@ TEST(ServingGraph, MoeFusedKernelAndQkNorm) {
   auto x = serving_kernels(build_serving_graph(mx, Mode::kDecode, 1, 100, DType::kBf16, DType::kBf16, 4, 2));
   EXPECT_EQ(x["moe(1,4096,14336,2,8,tp2,ep2)"], 32);
   EXPECT_EQ(x["gemm(1,4096,1536)"], 32);  // qkv: (8 + 2 x 2) heads x 128
+  // tp 8 over Qwen3-30B-A3B's 4 KV heads: each rank keeps 32 / 8 = 4 query heads and one KV
+  // head (replicated on 2 ranks, as vLLM and SGLang do): QKV 2048 -> (4 + 2 x 1) x 128 = 768,
+  // decode attention 4 heads over 1, k_norm over 64 tokens x 1 head, RoPE (4 + 1) x 128.
+  auto r8 = serving_kernels(build_serving_graph(q, Mode::kDecode, 64, 4096, DType::kBf16, DType::kBf16, 8));
+  EXPECT_EQ(r8["gemm(64,2048,768)"], 48);
+  EXPECT_EQ(r8["generation_attention(64,4097,4,1,128)"], 48);
+  EXPECT_EQ(r8["rmsnorm(64,128)"], 48);   // k_norm
+  EXPECT_EQ(r8["rmsnorm(256,128)"], 48);  // q_norm
+  EXPECT_EQ(r8["rope(64,640)"], 48);
+  EXPECT_EQ(serving_kv_heads_per_rank(q, 8), 1);
+  EXPECT_EQ(serving_kv_heads_per_rank(q, 2), 2);
   OpGraph qe = build_serving_graph(q, Mode::kDecode, 64, 512, DType::kBf16, DType::kBf16, 4, 4, 1.2);
   EXPECT_EQ(serving_kernels(qe)["moe(64,2048,768,8,128,ep4,a1.2)"], 48);
   EXPECT_EQ(qe.par.ep, 4);
@@ -477,6 +493,11 @@ TEST(ServingGraph, RefusesWhatItDoesNotModel) {
                             {"--ep 4", "must divide --tp (2)", "8 experts"});
   expect_error<ConfigError>(
       [&] { build_serving_graph(mx, Mode::kDecode, 1, 16, DType::kBf16, DType::kBf16, 1, 1, 11); }, {"--routing", "11"});
+  // 6 KV heads over tp 4: neither divides the other, so no rank layout exists.
+  ModelConfig six = m;
+  six.heads = 48, six.kv_heads = 6;
+  expect_error<ConfigError>([&] { build_serving_graph(six, Mode::kDecode, 1, 16, DType::kBf16, DType::kBf16, 4); },
+                            {"--tp 4", "6 KV heads must be divisible by it, or it by them"});
 }
 
 // OPT clamps its masked scores with torch.max(scores, finfo.min): a kernel as large as the mask

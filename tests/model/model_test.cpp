@@ -915,6 +915,18 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   // Llama-3.1-70B in BF16 (141 GB of weights) does not fit one 80 GB GPU.
   ModelConfig big = load_model_config("llama-3.1-70b", mdir);
   EXPECT_FALSE(predictor::serving_memory(big, DType::kBf16, DType::kBf16, 1, 1, 128, h100).fits());
+  // Qwen3-30B-A3B over tp 8: 4 KV heads, so each rank holds one, replicated on 2 ranks, with
+  // its K/V projections. Parameters 30,532,122,624 - 2 x 311,164,928 embeddings - 97 x 2048
+  // norms = 29,909,594,112 linear, of which K/V 2 x 48 x 2048 x 4 x 128 = 100,663,296: (the
+  // rest + embeddings) / 8 + K/V of one head (25,165,824) + norms, in BF16. Cache of 64
+  // sequences x 4097 tokens: 2 x 48 layers x 1 head x 128 x 4097 x 64 x 2 bytes.
+  ModelConfig q = load_model_config("qwen3-30b-a3b", mdir);
+  auto rq = predictor::serving_memory(q, DType::kBf16, DType::kBf16, 8, 64, 4097, h100);
+  EXPECT_NEAR(rq.weights_gb, ((29909594112.0 - 100663296.0 + 622329856.0) / 8 + 25165824.0 + 198656.0) * 2 / 1e9, 1e-9);
+  EXPECT_NEAR(rq.kv_cache_gb, 2.0 * 48 * 128 * 4097 * 64 * 2 / 1e9, 1e-12);
+  // At tp 4 the 4 KV heads split evenly: a quarter of every weight but the norms.
+  auto r4 = predictor::serving_memory(q, DType::kBf16, DType::kBf16, 4, 64, 4097, h100);
+  EXPECT_NEAR(r4.weights_gb, ((29909594112.0 + 622329856.0) / 4 + 198656.0) * 2 / 1e9, 1e-9);
 }
 
 // generate = prefill + decode steps at growing context: checked against separately built
