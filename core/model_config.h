@@ -27,6 +27,10 @@ struct ModelConfig {
   bool tie_embeddings = true;     // lm_head shares the token embedding table
   int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
   int64_t moe_ffn = 0;            // expert FFN width (moe_intermediate_size, or intermediate_size)
+  // Sliding-window attention over the last `sliding_window` tokens in every layer (Mistral and
+  // Mixtral's `sliding_window`); 0 = full causal attention. Serving graphs and their KV cache
+  // honour it; the eager graphs compute full scores under a mask, as Hugging Face does.
+  int64_t sliding_window = 0;
   std::string torch_dtype;        // as the config states it ("bfloat16", "float32", ...), may be empty
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,

@@ -677,6 +677,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   g.par.tp = tp;
   g.par.ep = ep;
   g.routing_alpha = routing_alpha;
+  g.sliding_window = m.sliding_window;
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;
@@ -716,9 +717,11 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   b.op("self_attn.kv_cache_write", "memory").fw.push_back(
       KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
   if (phase == Mode::kPrefill)
-    kernel("self_attn.attn", "attention", attention_prefill_q(batch, tokens, heads, kv, hd, act, kv_dtype));
+    kernel("self_attn.attn", "attention",
+           attention_prefill_q(batch, tokens, heads, kv, hd, act, kv_dtype, m.sliding_window));
   else
-    kernel("self_attn.attn", "attention", attention_decode_q(batch, tokens + 1, heads, kv, hd, act, kv_dtype));
+    kernel("self_attn.attn", "attention",
+           attention_decode_q(batch, tokens + 1, heads, kv, hd, act, kv_dtype, m.sliding_window));
   gemm("self_attn.o_proj", t, heads * hd, h);
   all_reduce(t);
   kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));

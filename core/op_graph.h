@@ -84,6 +84,7 @@ struct OpGraph {
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
   int64_t context = 0;
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
+  int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a

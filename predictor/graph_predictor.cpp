@@ -165,6 +165,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.kv_dtype = g.kv_dtype;
   f.context = g.context;
   f.routing_alpha = g.routing_alpha;
+  f.sliding_window = g.sliding_window;
   f.host_gap_us = host_gap_us;
   if (!isolated) {
     std::set<Family> families;
@@ -269,6 +270,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j["kv_dtype"] = dtype_name(f.kv_dtype);
     j["context"] = f.context;
     j["routing"] = routing_name(f.routing_alpha);
+    j["sliding_window"] = f.sliding_window;
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
   }
   if (memory) add_memory_json(j, *memory);
@@ -297,11 +299,12 @@ std::string forecast_csv(const ModelForecast& f) {
 
 namespace {
 // ", ep N" and ", routing power_law_a" where a serving forecast's MoE layers differ from the
-// default (experts split by tp, balanced routing).
-std::string moe_layout_suffix(int64_t ep, double routing_alpha) {
+// default (experts split by tp, balanced routing), and ", sliding window N" for a windowed model.
+std::string serving_layout_suffix(const ModelForecast& f) {
   std::string s;
-  if (ep > 1) s += ", ep " + std::to_string(ep);
-  if (routing_alpha > 0) s += ", routing " + routing_name(routing_alpha);
+  if (f.par.ep > 1) s += ", ep " + std::to_string(f.par.ep);
+  if (f.routing_alpha > 0) s += ", routing " + routing_name(f.routing_alpha);
+  if (f.sliding_window > 0) s += ", sliding window " + std::to_string(f.sliding_window);
   return s;
 }
 }  // namespace
@@ -314,7 +317,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                   f.gpu.c_str(), mode_name(f.mode), static_cast<long long>(f.batch),
                   f.mode == Mode::kPrefill ? "prompt" : "cached context", static_cast<long long>(f.context),
                   dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.par.tp),
-                  moe_layout_suffix(f.par.ep, f.routing_alpha).c_str());
+                  serving_layout_suffix(f).c_str());
   else
     std::snprintf(buf, sizeof buf, "%s on %s, batch %lld, seq %lld, %s%s, %s\n", f.model.c_str(), f.gpu.c_str(),
                   static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
@@ -392,7 +395,10 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   MemoryEstimate r;
   r.weights_gb = ((linear - kv_proj) * dtype_size(dtype) + embed * act_bytes) / tp / 1e9 +
                  kv_proj_rank * dtype_size(dtype) / 1e9 + norms * act_bytes / 1e9;
-  r.kv_cache_gb = 2.0 * m.layers * double(kv_rank) * m.head_dim * double(tokens) * batch * dtype_size(kv_dtype) / 1e9;
+  // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
+  // blocks behind it).
+  const double cached = m.sliding_window > 0 ? double(std::min(tokens, m.sliding_window)) : double(tokens);
+  r.kv_cache_gb = 2.0 * m.layers * double(kv_rank) * m.head_dim * cached * batch * dtype_size(kv_dtype) / 1e9;
   r.capacity_gb = gpu.mem_gb;
   return r;
 }
@@ -456,6 +462,7 @@ std::string generate_json(const GenerateForecast& f) {
                       {"gen", f.gen},
                       {"parallel", {{"tp", f.tp}, {"ep", f.prefill.par.ep}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
+                      {"sliding_window", f.prefill.sliding_window},
                       {"ttft_ms", f.ttft_ms},
                       {"tpot_ms", f.tpot_ms},
                       {"e2e_ms", f.e2e_ms},
@@ -480,7 +487,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
                 static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.tp),
-                moe_layout_suffix(f.prefill.par.ep, f.prefill.routing_alpha).c_str());
+                serving_layout_suffix(f.prefill).c_str());
   os << buf;
   std::snprintf(buf, sizeof buf,
                 "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"

@@ -35,6 +35,7 @@ struct ModelForecast {
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;  // serving: GEMM and KV-cache dtypes
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
   double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
+  int64_t sliding_window = 0;  // serving: the attention window (OpGraph::sliding_window), 0 = none
   int64_t kernel_launches = 0;  // kernels (and copies) one step launches on one GPU, all microbatches
   double host_gap_us = 0;       // host time added per launch (see forecast_model)
   // By family, the host time per call taken off each of its kernels (the weights manifests'

@@ -191,6 +191,9 @@ tc_cli_test(predict_serving_no_call_overhead "\"call_overhead_us\": {}" ${TC} pr
 tc_cli_test(predict_kernel_stream_ms "latency_ms   [0-9.]+ [^\n]*\nstream_ms    [0-9.]+ \\(inside a whole model" ${TC} predict-kernel --op linear --shape 1024,1024,1024 --gpu V100-PCIE-32GB)
 tc_cli_fail(eval_models_host_gap_nan "--host-gap-us: expected 0..10000 microseconds, got nan" "${TC};eval-models;--labels;${CMAKE_CURRENT_SOURCE_DIR}/data;--host-gap-us;nan")
 tc_cli_test(predict_decode_moe_ep "tp 4, ep 4, routing power_law_1.2\n" ${TC} predict --model qwen3-30b-a3b --gpu H100-SXM --mode decode --batch 64 --context 2048 --tp 4 --ep 4 --routing power_law_1.2)
+# A windowed model says so, and its KV cache holds the window: 8 x 4,096 tokens x 32 layers x
+# 8 KV heads x 128 x 2 (K, V) x 2 bytes = 4.29 GB for prompts of 6,000.
+tc_cli_test(predict_sliding_window "tp 1, sliding window 4096\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ 4\\.29 GB KV cache\\)" ${TC} predict --model mistral-7b-v0.1 --gpu H100-SXM --mode prefill --batch 8 --seq 6000)
 tc_cli_fail(predict_ep_on_training "--ep does not apply to --mode training" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--batch;1;--seq;16;--mode;training;--ep;2")
 tc_cli_fail(predict_bad_routing "--routing: expected balanced or power_law_<a>.*'zipf'" "${TC};predict;--model;qwen3-30b-a3b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--routing;zipf")
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")

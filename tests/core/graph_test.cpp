@@ -260,7 +260,10 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   {"qwen3-32b", 32762123264.0},
                                                   {"mixtral-8x7b", 46702792704.0},
                                                   {"qwen3-30b-a3b", 30532122624.0},
-                                                  {"qwen3-235b-a22b", 235093634560.0}};
+                                                  {"qwen3-235b-a22b", 235093634560.0},
+                                                  // 2 x 32000 x 4096 + 32 x (2 x 4096^2 + 2 x 4096 x 1024
+                                                  // + 3 x 4096 x 14336 + 2 x 4096) + 4096: 7.24 B.
+                                                  {"mistral-7b-v0.1", 7241732096.0}};
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
@@ -473,6 +476,34 @@ TEST(ServingGraph, MoeFusedKernelAndQkNorm) {
   EXPECT_EQ(serving_kernels(qe)["moe(64,2048,768,8,128,ep4,a1.2)"], 48);
   EXPECT_EQ(qe.par.ep, 4);
   EXPECT_DOUBLE_EQ(qe.routing_alpha, 1.2);
+}
+
+// Mistral-7B-v0.1 attends the last 4,096 tokens in every layer: serving attention takes the
+// window (decode over 8,192 cached tokens attends 4,096 keys) and the KV cache keeps the
+// window alone; Llama has none. A Qwen config that windows some layers only is refused.
+TEST(ServingGraph, SlidingWindowAttention) {
+  ModelConfig m = load_model_config("mistral-7b-v0.1", models_dir());
+  EXPECT_EQ(m.sliding_window, 4096);
+  EXPECT_EQ(load_model_config("llama-3.1-8b", models_dir()).sliding_window, 0);
+  EXPECT_EQ(load_model_config("mixtral-8x7b", models_dir()).sliding_window, 0);  // "sliding_window": null
+  OpGraph d = build_serving_graph(m, Mode::kDecode, 4, 8192, DType::kBf16, DType::kBf16, 1);
+  int64_t attn = 0;
+  for (const auto& op : d.ops)
+    for (const auto& c : op.fw)
+      if (c.is_kernel() && c.query.op == OpKind::kAttnDecode) {
+        EXPECT_EQ(c.query.window, 4096);
+        EXPECT_EQ(c.query.ctx, 8193);
+        attn += op.count;
+      }
+  EXPECT_EQ(attn, 32);
+  auto p = serving_kernels(build_serving_graph(m, Mode::kPrefill, 1, 8192, DType::kBf16, DType::kBf16, 1));
+  EXPECT_EQ(p["context_attention(1,8192,32,8,128,w4096)"], 32);
+  const std::string dir = ::testing::TempDir() + "swa";
+  fs::create_directories(dir);
+  std::ofstream(dir + "/q.json") << R"({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64,
+    "use_sliding_window": true, "sliding_window": 32, "max_window_layers": 1})";
+  expect_error<ConfigError>([&] { load_model_config(dir + "/q.json", dir); }, {"q.json", "use_sliding_window"});
 }
 
 TEST(ServingGraph, RefusesWhatItDoesNotModel) {

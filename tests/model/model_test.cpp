@@ -924,6 +924,13 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   auto rq = predictor::serving_memory(q, DType::kBf16, DType::kBf16, 8, 64, 4097, h100);
   EXPECT_NEAR(rq.weights_gb, ((29909594112.0 - 100663296.0 + 622329856.0) / 8 + 25165824.0 + 198656.0) * 2 / 1e9, 1e-9);
   EXPECT_NEAR(rq.kv_cache_gb, 2.0 * 48 * 128 * 4097 * 64 * 2 / 1e9, 1e-12);
+  // Mistral-7B-v0.1's 4,096-token window: 8 sequences of 10,000 tokens keep 4,096 each,
+  // 2 x 32 layers x 8 KV heads x 128 x 4096 x 8 x 2 bytes.
+  ModelConfig mi = load_model_config("mistral-7b-v0.1", mdir);
+  EXPECT_NEAR(predictor::serving_memory(mi, DType::kBf16, DType::kBf16, 1, 8, 10000, h100).kv_cache_gb,
+              2.0 * 32 * 8 * 128 * 4096 * 8 * 2 / 1e9, 1e-12);
+  EXPECT_NEAR(predictor::serving_memory(mi, DType::kBf16, DType::kBf16, 1, 8, 1000, h100).kv_cache_gb,
+              2.0 * 32 * 8 * 128 * 1000 * 8 * 2 / 1e9, 1e-12);
   // At tp 4 the 4 KV heads split evenly: a quarter of every weight but the norms.
   auto r4 = predictor::serving_memory(q, DType::kBf16, DType::kBf16, 4, 64, 4097, h100);
   EXPECT_NEAR(r4.weights_gb, ((29909594112.0 + 622329856.0) / 4 + 198656.0) * 2 / 1e9, 1e-9);
