@@ -154,6 +154,9 @@ TEST(GpuSpec, TwinsShareTheDieAndTheMemorySystem) {
   EXPECT_TRUE(twins("GB300", "B200"));
   EXPECT_FALSE(twins("B200", "RTX-PRO-6000-Server"));     // 10.0 vs 12.0 (and 148 vs 188 SMs)
   EXPECT_FALSE(twins("MI210", "B200"));
+  EXPECT_TRUE(twins("A800-80GB-SXM", "A100-80GB-SXM"));   // the export part: same GA100 and HBM, narrower NVLink
+  EXPECT_TRUE(twins("H800", "H100-SXM"));
+  EXPECT_FALSE(twins("RTX-A6000", "A40"));                // the same 84-SM GA102, but 768 vs 696 GB/s: 10.3 %
   // Only the major compute capability must agree: the same B200 sheet at 10.3 is a twin, at
   // 12.0 (another SM design) or 9.0 not.
   GpuSpec rev = reg.resolve("B200");
