@@ -41,6 +41,16 @@ rows = tilecast.compare(model="mixtral-8x7b", gpus="H100-SXM", mode="decode", ba
 sh = cli("compare", "--model", "mixtral-8x7b", "--gpus", "H100-SXM", "--mode", "decode", "--batch", "8",
          "--context", "1024", "--tp", "2", "--ep", "1,2")["rows"]
 assert rows == sh and [r["ep"] for r in sorted(rows, key=lambda r: r["ep"])] == [1, 2], rows
+# plan: the layouts `tilecast plan --format json` ranks, in its order.
+rows = tilecast.plan(model="mixtral-8x7b", gpu="H100-SXM", gpus=8, global_batch=64, mode="decode", context=2048)
+sh = cli("plan", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "64",
+         "--mode", "decode", "--context", "2048")["rows"]
+assert rows == sh and len(rows) == 10, (len(rows), len(sh))
+try:
+    tilecast.plan(model="gpt2-large", gpu="A100-SXM4-40GB", gpus=7, global_batch=1, seq=1024)
+    raise SystemExit("FAIL: a plan with no layout accepted")
+except ValueError as e:
+    assert "no layout of 7 GPUs" in str(e), e
 # gpus
 g = tilecast.gpus()
 assert any(x["cuda_name"] == "NVIDIA H200" for x in g) and g == cli("gpus")
