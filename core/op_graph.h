@@ -95,8 +95,9 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // families (is_llm_family): kPrefill runs `batch` prompts of `tokens` tokens; kDecode one new
 // token for each of `batch` sequences whose KV cache holds `tokens` tokens before it. GEMMs
 // are tensor-core `gemm` kernels in `dtype` (fp8: FP8 weights and activations, BF16 elsewhere),
-// attention is FlashAttention-style prefill/decode over a `kv_dtype` cache, and RMSNorm,
-// RoPE, SiLU-mul and residual adds are memory ops; MoE layers are a router GEMM and one fused
+// attention is FlashAttention-style prefill/decode over a `kv_dtype` cache (over the model's
+// sliding window where it has one), and RMSNorm (with the engines' fused residual add), RoPE and
+// SiLU-mul are memory ops; MoE layers are a router GEMM and one fused
 // MoE kernel (family moe). Rules: docs/model-graphs.md#serving. Throws ConfigError for other
 // model types, sizes out of range, or a tp that does not divide heads and FFN, or neither
 // divides nor is a multiple of the KV heads (serving_kv_heads_per_rank).
