@@ -29,7 +29,7 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
 
 int run_compare(const Args& args, const GlobalOptions&) {
   po::options_description desc("compare options");
-  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1", ep = "1";
+  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1", ep = "1", routing;
   std::string format, sort, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
@@ -46,6 +46,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
       "ep", po::value(&ep), "serving MoE: expert-parallel sizes within the tp group, comma-separated (default 1)")(
+      "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
@@ -55,7 +56,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
-                     "[--dp/--tp/--pp/--ep lists] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost]\n"
+                     "[--dp/--tp/--pp/--ep lists] [--routing R] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost]\n"
                      "Forecasts every combination in one process; one row each (tokens/s: training and inference "
                      "count batch x seq per step, prefill prompt tokens, decode and generate output tokens)."))
     return 0;
@@ -85,6 +86,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.pps = parse_int_list("--pp", pp, 1, 4096);
   req.microbatches = parse_int_list("--microbatches", mb, 1, 1 << 20);
   req.eps = parse_int_list("--ep", ep, 1, 4096);
+  if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.optimizer_state = optimizer == "adamw";
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;

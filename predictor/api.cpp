@@ -53,8 +53,6 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   return d;
 }
 
-namespace {
-// --routing of predict-kernel and of the serving modes.
 double routing_flag(const std::string& value) {
   double alpha = 0;
   if (!try_parse_routing(value, &alpha))
@@ -62,7 +60,6 @@ double routing_flag(const std::string& value) {
                       value + "'");
   return alpha;
 }
-}  // namespace
 
 KernelQuery build_kernel_query(const KernelArgs& a) {
   OpKind kind;

@@ -37,6 +37,9 @@ bool is_serving_mode(const std::string& mode);  // prefill, decode, generate
 std::vector<std::string> split_list(const std::string& flag, const std::string& value);
 // --optimizer: adamw or none.
 void check_optimizer(const std::string& value);
+// --routing of predict-kernel, the serving modes and compare: balanced (0) or power_law_<a> (a);
+// ConfigError naming the flag otherwise.
+double routing_flag(const std::string& value);
 // A dtype option's value; ConfigError "<flag>: unknown dtype ..." otherwise.
 DType dtype_flag(const std::string& flag, const std::string& value);
 // Serving dtypes: `dtype` (empty: the config's torch_dtype, else bf16) and the KV cache

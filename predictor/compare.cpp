@@ -29,6 +29,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : DType::kFp32);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
+  r.routing_alpha = c.routing_alpha;
   r.gpu_memory_gb = c.gpu->mem_gb;
   try {
     const PredictResult f = forecast(c, kp);
@@ -128,6 +129,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode +
                       " models eager FP32 PyTorch; BF16/FP16/FP8 are the serving modes (prefill, decode, generate)");
+  if (!serving && req.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + mode);
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   for (int64_t s : req.seqs)
     if (s < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
@@ -150,7 +152,10 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                     c.batch = b, c.tokens = s, c.gen = req.gen;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
                     c.optimizer_state = req.optimizer_state;
-                    if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
+                    if (serving) {
+                      c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
+                      c.routing_alpha = req.routing_alpha;  // a dense model's row says it has no experts
+                    }
                     rows.push_back(forecast_one(c, kp, prices));
                   }
   return rows;
@@ -184,6 +189,7 @@ std::string compare_row_json(const CompareRow& r) {
   }
   j["step_ms"] = r.step_ms;
   if (is_serving_mode(r.mode)) {
+    j["routing"] = routing_name(r.routing_alpha);
     j["ttft_ms"] = r.ttft_ms;
     j["tpot_ms"] = r.tpot_ms;
   }

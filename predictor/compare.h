@@ -24,6 +24,7 @@ struct CompareRequest {
   int64_t gen = 0;                            // generate: output tokens
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
   std::vector<int64_t> eps{1};                // serving MoE: expert-parallel ranks of the tp group
+  double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
 };
 
@@ -42,6 +43,7 @@ struct CompareRow {
   std::string model, gpu, mode, dtype;
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
   int64_t ep = 1;  // serving MoE: the experts split over ep ranks of each tp group
+  double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   int64_t gpus() const { return dp * tp * pp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end

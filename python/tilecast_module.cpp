@@ -109,7 +109,8 @@ py::object predict_kernel(const std::string& op, const py::object& shape, const 
 py::object compare(const py::object& model, const py::object& gpus, const std::string& mode, const py::object& batch,
                    const py::object& seq, const py::object& context, std::optional<int64_t> gen,
                    const std::string& dtype, const std::string& kv_dtype, const py::object& dp, const py::object& tp,
-                   const py::object& pp, const py::object& microbatches, const py::object& ep, const std::string& optimizer,
+                   const py::object& pp, const py::object& microbatches, const py::object& ep,
+                   const std::string& routing, const std::string& optimizer,
                    const std::map<std::string, double>& prices, const std::string& sort, const std::string& weights,
                    const std::string& gpu_dir) {
   Engine& e = engine(weights, gpu_dir);
@@ -130,6 +131,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
   req.microbatches = ints(microbatches, "microbatches");
   req.eps = ints(ep, "ep");
+  if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   predictor::check_optimizer(optimizer);
   req.optimizer_state = optimizer == "adamw";
   predictor::Prices p;
@@ -216,7 +218,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("model"), py::arg("gpus"), py::arg("mode") = "inference", py::arg("batch") = 1,
         py::arg("seq") = py::none(), py::arg("context") = py::none(), py::arg("gen") = py::none(),
         py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1,
-        py::arg("microbatches") = 1, py::arg("ep") = 1, py::arg("optimizer") = "adamw",
+        py::arg("microbatches") = 1, py::arg("ep") = 1, py::arg("routing") = "", py::arg("optimizer") = "adamw",
         py::arg("prices") = std::map<std::string, double>{}, py::arg("sort") = "time", py::arg("weights") = "",
         py::arg("gpu_dir") = "");
   m.def("plan", &plan,

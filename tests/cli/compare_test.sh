@@ -79,6 +79,22 @@ assert "error" not in m and abs(m["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms
 assert m["tpot_ms"] != rows[("mixtral-8x7b", 1)]["tpot_ms"]
 print("ok   --ep rows: MoE ep 2 = predict --ep 2, a dense model's ep 2 refused in its row")
 PY
+# --routing: every serving MoE row forecasts the most loaded rank, as predict --routing does.
+"$TC" compare --model mixtral-8x7b,llama-3.1-8b --gpus H100-SXM --mode decode --batch 64 --context 1024 --tp 4 --ep 4 \
+  --routing power_law_1.2 --format json > "$W/rt.json"
+"$TC" predict --model mixtral-8x7b --gpu H100-SXM --mode decode --batch 64 --context 1024 --tp 4 --ep 4 \
+  --routing power_law_1.2 --format json > "$W/rt1.json"
+python3 - "$W/rt.json" "$W/rt1.json" <<'PY'
+import json, sys
+rows = {r["model"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+p = json.load(open(sys.argv[2]))
+m = rows["mixtral-8x7b"]
+assert m["routing"] == "power_law_1.2" and abs(m["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (m, p["tpot_ms"])
+assert "has no experts" in rows["llama-3.1-8b"]["error"], rows["llama-3.1-8b"]
+print("ok   --routing rows: MoE = predict --routing, a dense model refused in its row")
+PY
+expect_fail "--routing: expected balanced or power_law_<a>" "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode decode --context 128 --routing zipf
+expect_fail "--routing does not apply to --mode training" "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode training --seq 128 --routing power_law_1.2
 expect_fail "compare: no combination can run \(--ep does not apply to --mode inference" \
   "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode inference --batch 1 --seq 128 --ep 2
 
