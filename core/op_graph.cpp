@@ -705,7 +705,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   // residual before them, and the first layer's input norm, with no residual yet, is a plain
   // RMSNorm of the same (T, hidden). All are costed by the RMSNorm model of that query, which
   // is how the one measured fused kernel (vLLM's, the RTX 4090's `layernorm` rows) entered
-  // its fit; until session 28 the graph added 2 residual adds per layer on top.
+  // its fit.
   kernel("input_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd);
   if (m.qk_norm) {
@@ -753,7 +753,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 }
 
 int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp) {
-  const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  const int64_t kv = m.kv_heads;  // load_model_config sets it (heads when the config has none)
   if (tp < 1) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
   if (kv % tp == 0) return kv / tp;
   if (tp % kv == 0) return 1;  // each KV head replicated on tp / kv ranks

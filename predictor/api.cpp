@@ -194,8 +194,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
     if (!a.routing.empty()) r.routing_alpha = routing_flag(a.routing);  // a dense model: build_serving_graph refuses
   } else {
     refuse("--kv-dtype", !a.kv_dtype.empty());
-    refuse("--routing", !a.routing.empty());
-    refuse("--ep", a.par.ep != 1);
+    refuse("--routing", !a.routing.empty());  // even "balanced": forecast() sees only a power law
     if (!a.dtype.empty() && dtype_flag("--dtype", a.dtype) != DType::kFp32)
       throw ConfigError("--dtype " + a.dtype + ": --mode " + mode +
                         " models eager FP32 PyTorch (NeuSight's data); BF16/FP16/FP8 forecasts are the serving "
@@ -227,7 +226,10 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec);
     return r;
   }
+  // Expert parallelism and token routing are serving layouts: refused here, for predict,
+  // compare and plan alike.
   if (q.par.ep != 1) throw ConfigError("--ep does not apply to --mode " + q.mode + " (expert parallelism is a serving layout)");
+  if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
   const bool training = q.mode == "training";
   OpGraph g = build_op_graph(mc, q.batch, q.tokens, training ? Mode::kTraining : Mode::kInference, q.par);
   if (q.fusion) g = fuse_op_graph(g);

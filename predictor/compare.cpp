@@ -129,7 +129,6 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode +
                       " models eager FP32 PyTorch; BF16/FP16/FP8 are the serving modes (prefill, decode, generate)");
-  if (!serving && req.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + mode);
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   for (int64_t s : req.seqs)
     if (s < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
@@ -152,10 +151,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                     c.batch = b, c.tokens = s, c.gen = req.gen;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
                     c.optimizer_state = req.optimizer_state;
-                    if (serving) {
-                      c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
-                      c.routing_alpha = req.routing_alpha;  // a dense model's row says it has no experts
-                    }
+                    c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
+                    if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
                     rows.push_back(forecast_one(c, kp, prices));
                   }
   return rows;
