@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     {
       ModelConfig mc = load_model_config("llama-3.1-70b", trainer::config_dir() + "/models");
       auto run = [&] {
-        return predictor::forecast_generate(mc, h100, pred, 8, 2048, 256, DType::kBf16, DType::kBf16, 4).e2e_ms;
+        return predictor::forecast_generate(mc, h100, pred, 8, 2048, 256, DType::kBf16, DType::kBf16, Parallelism{1, 4}).e2e_ms;
       };
       run();  // warm-up
       const int reps = 10;

@@ -117,7 +117,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "gen", po::value(&gen), "generate: output tokens per sequence")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
       "mode", po::value(&mode)->default_value("training"),
-      "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp, x ep for MoE models; ranked by tokens/s)")(
+      "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "top", po::value(&top)->default_value(10), "layouts listed (table)")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
@@ -128,7 +128,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
                      "       tilecast plan --model M --gpu G --gpus N --global-batch B --mode generate --seq S --gen T [--dtype D]\n"
-                     "Searches dp x tp x pp (x microbatches) over N GPUs (serving: replicas x tp, and for MoE models each expert-parallel size of the tp group); layouts that fit first, "
+                     "Searches dp x tp x pp (x microbatches) over N GPUs (serving: replicas x tp x pp, and for MoE models each expert-parallel size of the tp group); layouts that fit first, "
                      "fastest first (decode/generate: highest tokens/s first)."))
     return 0;
   check_format(format, {"table", "json", "csv"});

@@ -40,8 +40,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "serving MoE: expert-parallel ranks of the tp group (experts split over ep, each expert's FFN over tp / ep)")(
       "routing", po::value(&a.routing),
       "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank is forecast)")(
-      "pp", po::value(&a.par.pp)->default_value(1), "pipeline stages")(
-      "microbatches", po::value(&a.par.microbatches)->default_value(1), "microbatches per step (pipeline)")(
+      "pp", po::value(&a.par.pp)->default_value(1),
+      "pipeline stages (serving: layers split as vLLM does, min(pp, batch) microbatches in flight)")(
+      "microbatches", po::value(&a.par.microbatches)->default_value(1),
+      "microbatches per step (eager pipeline; serving derives them from --pp)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "top", po::value(&top)->default_value(10), "operators listed in the table");
   add_forecast_path_options(desc, paths);
@@ -51,10 +53,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
-                     "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N]\n"
-                     "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] "
+                     "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
+                     "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R]\n"
-                     "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N]"))
+                     "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]"))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));

@@ -613,6 +613,7 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   g.micro_batch = batch / (par.dp * par.microbatches);
   g.layers = m.layers;
   g.hidden = m.hidden;
+  g.pipeline_send_bytes = par.pp > 1 ? 4.0 * double(g.micro_batch) * double(seq) * double(m.hidden) : 0;
   g.parameters = model_parameters(m);
   Builder b(g);
   const int64_t mb = g.micro_batch;
@@ -627,6 +628,15 @@ double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
   return std::max(1.0, double(e) * (1.0 - p_miss));
 }
 
+std::vector<int64_t> pipeline_stage_layers(int64_t layers, int64_t pp) {
+  if (pp < 1 || pp > layers)
+    throw ConfigError("--pp " + std::to_string(pp) + ": expected 1.." + std::to_string(layers) + " stages (the model's layers)");
+  std::vector<int64_t> stages(static_cast<size_t>(pp), layers / pp);
+  const int64_t extra = layers % pp;
+  for (int64_t i = 2; i < extra + 2; ++i) ++stages[static_cast<size_t>(pp - i)];
+  return stages;
+}
+
 std::vector<std::string> graph_model_types() {
   std::vector<std::string> out;
   for (const auto& a : kArchTable) out.push_back(a.type);
@@ -634,7 +644,7 @@ std::vector<std::string> graph_model_types() {
 }
 
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha) {
+                            DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha, int64_t pp) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
                       model_type_list(true) + "), not '" + m.model_type + "'");
@@ -666,25 +676,35 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     throw ConfigError("--routing " + routing_name(routing_alpha) + ": " + m.name + " has no experts");
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;  // activations
   if (act == DType::kTf32) throw ConfigError("--dtype tf32: serving runs in fp32, fp16, bf16 or fp8");
+  pipeline_stage_layers(m.layers, pp);  // validates pp
+  // vLLM and SGLang keep pp microbatches in flight (one per stage); a batch smaller than that
+  // runs one sequence per microbatch. The largest microbatch paces the pipeline.
+  const int64_t microbatches = std::min(pp, batch);
+  const int64_t seqs = (batch + microbatches - 1) / microbatches;  // sequences in this graph
   OpGraph g;
   g.model = m.name;
   g.batch = batch;
   g.seq = phase == Mode::kPrefill ? tokens : 1;
-  g.micro_batch = batch;
+  g.micro_batch = seqs;
   g.layers = m.layers;
   g.hidden = m.hidden;
   g.mode = phase;
   g.par.tp = tp;
   g.par.ep = ep;
+  g.par.pp = pp;
+  g.par.microbatches = microbatches;
   g.routing_alpha = routing_alpha;
   g.sliding_window = m.sliding_window;
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;
   g.context = tokens;
-  const int64_t t = phase == Mode::kPrefill ? batch * tokens : batch;  // tokens in this step
+  const int64_t t = phase == Mode::kPrefill ? seqs * tokens : seqs;  // tokens in this step
   const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / tp;
   const double e = dtype_size(act);
+  // vLLM and SGLang hand the next stage the hidden states and the residual (each rank of the
+  // tp group sends its full copy to its peer).
+  g.pipeline_send_bytes = pp > 1 ? 2.0 * e * double(t) * double(h) : 0;
   Builder b(g);
   auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
     b.op(name, kind).fw.push_back(KernelCall::kernel(q));
@@ -718,10 +738,10 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
       KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
   if (phase == Mode::kPrefill)
     kernel("self_attn.attn", "attention",
-           attention_prefill_q(batch, tokens, heads, kv, hd, act, kv_dtype, m.sliding_window));
+           attention_prefill_q(seqs, tokens, heads, kv, hd, act, kv_dtype, m.sliding_window));
   else
     kernel("self_attn.attn", "attention",
-           attention_decode_q(batch, tokens + 1, heads, kv, hd, act, kv_dtype, m.sliding_window));
+           attention_decode_q(seqs, tokens + 1, heads, kv, hd, act, kv_dtype, m.sliding_window));
   gemm("self_attn.o_proj", t, heads * hd, h);
   all_reduce(t);
   kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
@@ -747,8 +767,8 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   b.set_prefix("");
   // Logits of each sequence's last token only, vocab-parallel; the gather of the shards costs
   // half an all-reduce of the FP32 logits.
-  gemm("lm_head", batch, h, (m.vocab + tp - 1) / tp);
-  if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(batch) * m.vocab, tp));
+  gemm("lm_head", seqs, h, (m.vocab + tp - 1) / tp);
+  if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(seqs) * m.vocab, tp));
   return g;
 }
 

@@ -73,7 +73,10 @@ struct OpGraph {
   int64_t batch = 0, seq = 0;  // global batch
   int64_t micro_batch = 0;     // batch one GPU runs per microbatch (= batch / dp / microbatches)
   int64_t layers = 0;          // repeated layers (ops with count == layers belong to them)
-  int64_t hidden = 0;          // model width (pipeline activations are micro_batch x seq x hidden)
+  int64_t hidden = 0;          // model width
+  // Bytes one pipeline stage sends the next per microbatch (eager: the FP32 activations,
+  // micro_batch x seq x hidden; serving: hidden states and residual in the activation dtype).
+  double pipeline_send_bytes = 0;
   Parallelism par;
   Mode mode = Mode::kInference;
   bool fused = false;
@@ -108,8 +111,18 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // tp is a multiple of the KV heads (vLLM and SGLang then replicate each KV head, and its K/V
 // projection weights and cache, on tp / kv_heads ranks). ConfigError when neither divides.
 int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
+// Pipeline parallelism (`pp` > 1 stages of layers, as pipeline_stage_layers splits them): the
+// engines keep min(pp, batch) microbatches in flight, so the graph is one microbatch of
+// ceil(batch / microbatches) sequences (g.micro_batch; g.batch stays `batch`), with
+// g.par.pp and g.par.microbatches set and each stage boundary sending the hidden states and
+// the residual (g.pipeline_send_bytes).
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0);
+                            DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0, int64_t pp = 1);
+// Layers of each of `pp` pipeline stages, in order, as vLLM splits them (get_pp_indices):
+// layers / pp each, the remainder one apiece to the stages before the last, from the last but
+// one backwards (the last stage also holds the head). Even splits are Megatron-LM's too.
+// ConfigError unless 1 <= pp <= layers.
+std::vector<int64_t> pipeline_stage_layers(int64_t layers, int64_t pp);
 // Expected number of distinct experts hit when `tokens` tokens each pick `k` of `e` experts
 // uniformly: e (1 - (1 - k/e)^tokens), at least 1.
 double expected_experts_hit(int64_t tokens, int64_t k, int64_t e);

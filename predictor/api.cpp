@@ -209,21 +209,23 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   const GpuSpec& spec = *q.gpu;
   PredictResult r;
   if (is_serving_mode(q.mode)) {
-    if (q.par.dp != 1 || q.par.pp != 1 || q.par.microbatches != 1)
-      throw ConfigError("--mode " + q.mode + ": serving forecasts take --tp (and --ep) only (one tensor-parallel replica)");
+    if (q.par.dp != 1 || q.par.microbatches != 1)
+      throw ConfigError("--mode " + q.mode +
+                        ": serving forecasts take --tp, --pp and --ep (one replica; its microbatches follow from --pp)");
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
-      r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par.tp, q.host_gap_us,
-                                     q.par.ep, q.routing_alpha);
+      r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.host_gap_us,
+                                     q.routing_alpha);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     r.forecast = forecast_model(
-        build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep, q.routing_alpha), spec, kp,
-                                q.host_gap_us);
-    r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec);
+        build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep, q.routing_alpha, q.par.pp),
+        spec, kp, q.host_gap_us);
+    r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec,
+                              q.par.pp);
     return r;
   }
   // Expert parallelism and token routing are serving layouts: refused here, for predict,

@@ -33,6 +33,8 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.gpu_memory_gb = c.gpu->mem_gb;
   try {
     const PredictResult f = forecast(c, kp);
+    // Serving: the microbatches the engine keeps in flight (from pp), as the forecast ran them.
+    if (is_serving_mode(c.mode)) r.microbatches = (f.generate ? f.generate->prefill : f.forecast).par.microbatches;
     if (f.generate) {
       r.step_ms = f.generate->e2e_ms, r.ttft_ms = f.generate->ttft_ms, r.tpot_ms = f.generate->tpot_ms;
       r.tokens_per_s = f.generate->tokens_per_s;
@@ -210,12 +212,13 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
-  os << "model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,ep,step_ms,ttft_ms,tpot_ms,tokens_per_s,"
+  os << "model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,usd_per_hour,usd_per_m_tokens,error\n";
   for (const auto& r : rows) {
+    // routing: serving rows only (an empty field for the eager modes, which have none).
     os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
        << r.seq << ',' << r.gen << ',' << r.dp << ',' << r.tp << ',' << r.pp << ',' << r.microbatches << ','
-       << r.gpus() << ',' << r.ep << ',';
+       << r.gpus() << ',' << r.ep << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
     if (r.error.empty()) {
       os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
          << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ',';
@@ -298,9 +301,9 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
     if (global_batch % dp) continue;
     for (int64_t tp : divisors(gpus / dp)) {
       const int64_t pp = gpus / dp / tp;
-      if (serving && pp != 1) continue;  // serving layouts: replicas of tensor-parallel groups
+      // Serving layouts: replicas of tp x pp groups (the engines choose the microbatches).
       std::vector<int64_t> mbs{1};
-      if (pp > 1) {
+      if (pp > 1 && !serving) {
         mbs.clear();
         for (int64_t mb : divisors(global_batch / dp))
           if (mb <= 64) mbs.push_back(mb);

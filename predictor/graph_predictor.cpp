@@ -161,6 +161,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.mode = g.mode;
   f.fused = g.fused;
   f.par = g.par;
+  f.micro_batch = g.micro_batch;
   f.dtype = g.dtype;
   f.kv_dtype = g.kv_dtype;
   f.context = g.context;
@@ -198,29 +199,36 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const double all_bw = pro_bw + layer_bw * g.layers + epi_bw;
   f.communication_ms = comm_in_ops * par.microbatches;
   f.kernel_launches = launches * par.microbatches;
+  double pipeline_comm = 0;
   if (par.pp <= 1) {
     f.forward_ms = all_fw * par.microbatches;
     f.backward_ms = all_bw * par.microbatches;
   } else {
-    // Pipeline (GPipe / 1F1B have the same bubble): the first microbatch crosses every stage,
-    // the others follow at the pace of the slowest stage; activations hop between stages.
-    // Stages hold layers / pp layers each (build_op_graph refuses uneven splits, as Megatron-LM
-    // does); the first stage adds the embeddings, the last the head.
-    TC_CHECK(g.layers % par.pp == 0, "uneven pipeline split");
-    const int64_t per_stage = g.layers / par.pp;
-    const double mid_fw = layer_fw * per_stage, mid_bw = layer_bw * per_stage;
-    const double first_fw = pro_fw + mid_fw, first_bw = pro_bw + mid_bw;
-    const double last_fw = mid_fw + epi_fw, last_bw = mid_bw + epi_bw;
-    const double slow_fw = std::max({first_fw, mid_fw, last_fw}), slow_bw = std::max({first_bw, mid_bw, last_bw});
-    f.forward_ms = all_fw + (par.microbatches - 1) * slow_fw;
-    f.backward_ms = all_bw + (par.microbatches - 1) * slow_bw;
-  }
-  double pipeline_comm = 0;
-  if (par.pp > 1) {
-    // One activation tensor (micro_batch x seq x hidden, FP32) forward and its gradient back
-    // per stage boundary, on the critical path of the first microbatch.
-    const double hidden_bytes = 4.0 * g.micro_batch * g.seq * g.hidden;
-    pipeline_comm = (g.mode == Mode::kTraining ? 2 : 1) * (par.pp - 1) * send_recv_ms(hidden_bytes, gpu);
+    // Stages as pipeline_stage_layers splits the layers (build_op_graph refuses uneven splits,
+    // as Megatron-LM does; serving engines take them); the first stage adds the embeddings,
+    // the last the head. Each stage boundary sends one microbatch's activations (and, in
+    // training, their gradients back), on the critical path of every microbatch.
+    const std::vector<int64_t> stages = pipeline_stage_layers(g.layers, par.pp);
+    double slow_fw = 0, slow_bw = 0;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const double n = double(stages[i]);
+      const bool first = i == 0, last = i + 1 == stages.size();
+      slow_fw = std::max(slow_fw, layer_fw * n + (first ? pro_fw : 0) + (last ? epi_fw : 0));
+      slow_bw = std::max(slow_bw, layer_bw * n + (first ? pro_bw : 0) + (last ? epi_bw : 0));
+    }
+    pipeline_comm = (g.mode == Mode::kTraining ? 2 : 1) * (par.pp - 1) * send_recv_ms(g.pipeline_send_bytes, gpu);
+    if (g.mode == Mode::kDecode) {
+      // Steady decoding (vLLM's and SGLang's pipeline schedulers): each microbatch's next step
+      // waits for its own pass through every stage, and each stage serves every microbatch
+      // once per step, so a step takes the longer of the two.
+      f.forward_ms = std::max(all_fw, par.microbatches * slow_fw - pipeline_comm);
+    } else {
+      // A batch arriving at once (training, eager inference, a prefill): the first microbatch
+      // crosses every stage, the others follow at the pace of the slowest (GPipe and 1F1B
+      // have the same bubble).
+      f.forward_ms = all_fw + (par.microbatches - 1) * slow_fw;
+      f.backward_ms = all_bw + (par.microbatches - 1) * slow_bw;
+    }
   }
   double dp_exposed = 0;
   if (par.dp > 1 && g.mode == Mode::kTraining) {
@@ -302,6 +310,9 @@ namespace {
 // default (experts split by tp, balanced routing), and ", sliding window N" for a windowed model.
 std::string serving_layout_suffix(const ModelForecast& f) {
   std::string s;
+  if (f.par.pp > 1)
+    s += ", pp " + std::to_string(f.par.pp) + " (" + std::to_string(f.par.microbatches) + " microbatch" +
+         (f.par.microbatches > 1 ? "es" : "") + " of " + std::to_string(f.micro_batch) + ")";
   if (f.par.ep > 1) s += ", ep " + std::to_string(f.par.ep);
   if (f.routing_alpha > 0) s += ", routing " + routing_name(f.routing_alpha);
   if (f.sliding_window > 0) s += ", sliding window " + std::to_string(f.sliding_window);
@@ -382,30 +393,47 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
 }
 
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
-                             int64_t tokens, const GpuSpec& gpu) {
+                             int64_t tokens, const GpuSpec& gpu, int64_t pp) {
   const bool fp8 = is_fp8(dtype);
   const double act_bytes = fp8 ? 2.0 : dtype_size(dtype);
-  const double embed = double(m.vocab) * m.hidden * (m.tie_embeddings ? 1 : 2);
+  const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
+  const double embed = table * (m.tie_embeddings ? 1 : 2);
   const double norms = double(m.hidden) * (2.0 * m.layers + 1);
   const double linear = std::max(0.0, model_parameters(m) - embed - norms);
   // K and V projections: split over tp, or replicated with their KV heads when tp exceeds them.
   const int64_t kv_rank = serving_kv_heads_per_rank(m, tp);
   const double kv_proj = 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
   const double kv_proj_rank = 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
-  MemoryEstimate r;
-  r.weights_gb = ((linear - kv_proj) * dtype_size(dtype) + embed * act_bytes) / tp / 1e9 +
-                 kv_proj_rank * dtype_size(dtype) / 1e9 + norms * act_bytes / 1e9;
+  const double layers = double(m.layers);
+  // Bytes per layer on one rank: its GEMM weights and its two norms.
+  const double layer_bytes = ((linear - kv_proj) * dtype_size(dtype) / tp + kv_proj_rank * dtype_size(dtype)) / layers +
+                             2.0 * m.hidden * act_bytes;
   // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
   // blocks behind it).
   const double cached = m.sliding_window > 0 ? double(std::min(tokens, m.sliding_window)) : double(tokens);
-  r.kv_cache_gb = 2.0 * m.layers * double(kv_rank) * m.head_dim * cached * batch * dtype_size(kv_dtype) / 1e9;
+  const double kv_layer_bytes = 2.0 * double(kv_rank) * m.head_dim * cached * batch * dtype_size(kv_dtype);
+  const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
+  MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const bool first = i == 0, last = i + 1 == stages.size();
+    // The input embedding on the first stage; the final norm and the LM head on the last,
+    // where a tied head needs its own copy unless that stage is also the first.
+    double tables = first ? 1 : 0;
+    if (last && (!m.tie_embeddings || !first)) tables += 1;
+    const double weights = double(stages[i]) * layer_bytes + tables * table * act_bytes / tp +
+                           (last ? double(m.hidden) * act_bytes : 0);
+    const double kv = double(stages[i]) * kv_layer_bytes;
+    if (weights + kv > (r.weights_gb + r.kv_cache_gb) * 1e9) r.weights_gb = weights / 1e9, r.kv_cache_gb = kv / 1e9;
+  }
   return r;
 }
 
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
-                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp,
-                                   double host_gap_us, int64_t ep, double routing_alpha) {
+                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
+                                   double host_gap_us, double routing_alpha) {
+  if (par.dp != 1 || par.microbatches != 1)
+    throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
   if (gen < 2 || gen > (1 << 20))
     throw ConfigError("--gen: " + std::to_string(gen) + " out of range [2, 2^20] (one output token is --mode prefill)");
   // The last output token is produced at position seq + gen - 2 (0-based), the prompt's first at 0.
@@ -418,15 +446,16 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.gpu = gpu.name;
   f.dtype = dtype;
   f.kv_dtype = kv_dtype;
-  f.batch = batch, f.seq = seq, f.gen = gen, f.tp = tp;
-  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, tp, ep, routing_alpha), gpu, kp,
-                             host_gap_us);
+  f.batch = batch, f.seq = seq, f.gen = gen;
+  auto graph = [&](Mode phase, int64_t tokens) {
+    return build_serving_graph(m, phase, batch, tokens, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.pp);
+  };
+  f.prefill = forecast_model(graph(Mode::kPrefill, seq), gpu, kp, host_gap_us);
   f.ttft_ms = f.prefill.total_ms;
   // Decode step i (1..gen-1) runs with seq + i - 1 tokens cached.
   const int64_t steps = gen - 1;
   auto step_ms = [&](int64_t cached) {
-    f.last_decode =
-        forecast_model(build_serving_graph(m, Mode::kDecode, batch, cached, dtype, kv_dtype, tp, ep, routing_alpha), gpu, kp, host_gap_us);
+    f.last_decode = forecast_model(graph(Mode::kDecode, cached), gpu, kp, host_gap_us);
     ++f.decode_steps_forecast;
     return f.last_decode.total_ms;
   };
@@ -447,7 +476,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.tpot_ms = sum / steps;
   f.e2e_ms = f.ttft_ms + sum;
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
-  f.memory = serving_memory(m, dtype, kv_dtype, tp, batch, seq + gen, gpu);
+  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp);
   return f;
 }
 
@@ -460,7 +489,11 @@ std::string generate_json(const GenerateForecast& f) {
                       {"batch", f.batch},
                       {"seq", f.seq},
                       {"gen", f.gen},
-                      {"parallel", {{"tp", f.tp}, {"ep", f.prefill.par.ep}}},
+                      {"parallel",
+                       {{"tp", f.prefill.par.tp},
+                        {"pp", f.prefill.par.pp},
+                        {"microbatches", f.prefill.par.microbatches},
+                        {"ep", f.prefill.par.ep}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
                       {"ttft_ms", f.ttft_ms},
@@ -486,7 +519,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::snprintf(buf, sizeof buf,
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
-                static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.tp),
+                static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.prefill.par.tp),
                 serving_layout_suffix(f.prefill).c_str());
   os << buf;
   std::snprintf(buf, sizeof buf,

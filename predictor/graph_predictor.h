@@ -32,6 +32,7 @@ struct ModelForecast {
   double communication_ms = 0;  // multi-GPU: time in collectives on the critical path
   double total_ms = 0;      // forward + backward (+ exposed communication, pipeline bubbles)
   Parallelism par;
+  int64_t micro_batch = 0;  // sequences per microbatch on one GPU (OpGraph::micro_batch)
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;  // serving: GEMM and KV-cache dtypes
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
   double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
@@ -80,10 +81,13 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu);
 
 // Memory one GPU of a tp group holds while serving (1 GB = 1e9 bytes): weights (GEMM weights
 // in the GEMM dtype, embeddings and norms in the activation dtype, all split over tp except
-// norms) and the KV cache of `batch` sequences of `tokens` tokens. fits() compares their sum
-// with 90 % of the spec's memory (the rest: activations, workspace, CUDA context).
+// norms) and the KV cache of `batch` sequences of `tokens` tokens. With `pp` pipeline stages
+// (pipeline_stage_layers), the GPU of the stage holding the most: its layers' weights and
+// cache, the input embedding on the first stage, the final norm and LM head on the last (a
+// tied head is a second copy of the embedding there). fits() compares the sum with 90 % of
+// the spec's memory (the rest: activations, workspace, CUDA context).
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
-                             int64_t tokens, const GpuSpec& gpu);
+                             int64_t tokens, const GpuSpec& gpu, int64_t pp = 1);
 
 // `generate`: prefill of `batch` prompts of `seq` tokens (its time is the time to first token),
 // then gen - 1 decode steps with the context growing from seq to seq + gen - 2 cached tokens.
@@ -93,15 +97,16 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 struct GenerateForecast {
   std::string model, gpu;
   DType dtype = DType::kBf16, kv_dtype = DType::kBf16;
-  int64_t batch = 0, seq = 0, gen = 0, tp = 1;  // the MoE layout (ep, routing): prefill.par, prefill.routing_alpha
+  int64_t batch = 0, seq = 0, gen = 0;  // the layout (tp, pp, ep, routing): prefill.par, prefill.routing_alpha
   double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
   int64_t decode_steps_forecast = 0;  // decode graphs actually forecast
   MemoryEstimate memory;
   ModelForecast prefill, last_decode;
 };
+// `par`: tp, pp and ep as build_serving_graph takes them (dp and microbatches must be 1).
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
-                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, int64_t tp,
-                                   double host_gap_us = 0, int64_t ep = 1, double routing_alpha = 0);
+                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
+                                   double host_gap_us = 0, double routing_alpha = 0);
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

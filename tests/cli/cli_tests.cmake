@@ -194,6 +194,13 @@ tc_cli_test(predict_decode_moe_ep "tp 4, ep 4, routing power_law_1.2\n" ${TC} pr
 # A windowed model says so, and its KV cache holds the window: 8 x 4,096 tokens x 32 layers x
 # 8 KV heads x 128 x 2 (K, V) x 2 bytes = 4.29 GB for prompts of 6,000.
 tc_cli_test(predict_sliding_window "tp 1, sliding window 4096\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ 4\\.29 GB KV cache\\)" ${TC} predict --model mistral-7b-v0.1 --gpu H100-SXM --mode prefill --batch 8 --seq 6000)
+# Serving pipelines: Llama-3.1-405B's 126 layers over 4 stages as vLLM splits them (31, 32, 32,
+# 31): the GPU of a middle stage holds the most, 32 layers x (3,187,671,040 / 8 GEMM + 32,768
+# norm) x 2 bytes = 25.50 GB under tp 8; 16 sequences in 4 microbatches of 4.
+tc_cli_test(predict_serving_pp "tp 8, pp 4 .4 microbatches of 4.\nmemory/GPU +[0-9.]+ GB \\(25\\.50 GB weights" ${TC} predict --model llama-3.1-405b --gpu H200 --mode decode --batch 16 --context 1024 --tp 8 --pp 4)
+tc_cli_test(predict_serving_pp_json "\"parallel\": {[^}]*\"microbatches\": 2,[^}]*\"pp\": 2," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 3 --seq 128 --gen 4 --pp 2 --format json)
+tc_cli_fail(predict_serving_microbatches "--mode decode: serving forecasts take --tp, --pp and --ep .one replica; its microbatches follow from --pp." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--pp;2;--microbatches;4")
+tc_cli_fail(predict_serving_pp_layers "--pp 33: expected 1..32 stages .the model's layers." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;prefill;--batch;1;--seq;128;--pp;33")
 tc_cli_fail(predict_ep_on_training "--ep does not apply to --mode training" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--batch;1;--seq;16;--mode;training;--ep;2")
 tc_cli_fail(predict_bad_routing "--routing: expected balanced or power_law_<a>.*'zipf'" "${TC};predict;--model;qwen3-30b-a3b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--routing;zipf")
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")

@@ -61,7 +61,8 @@ grep -Eq "^ +1 llama-3.1-8b +H100-SXM +fp8" "$W/t.txt" || { cat "$W/t.txt"; fail
 echo "ok   fp8 on A100 reported in its row"
 "$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1,64 --context 4096 --format csv > "$W/d.csv"
 [ "$(wc -l < "$W/d.csv")" = 3 ] || fail "decode CSV: expected a header and 2 rows"
-head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,ep,step_ms" || fail "CSV header"
+head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,ep,routing,step_ms" || fail "CSV header"
+sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,1,1,1,1,1,1,balanced,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
 echo "ok   decode CSV"
 # --ep: expert parallelism is a serving layout of MoE models; a dense model's ep-2 rows and an
 # eager mode's say why, beside the rows that run.
@@ -127,34 +128,40 @@ fits = [r["fits"] for r in rows]
 assert fits == sorted(fits, reverse=True)
 print("ok   %d layouts, %d fit" % (len(rows), sum(fits)))
 PY
-# Serving: replicas of tensor-parallel groups, ranked by tokens/s; a replica's step, all replicas' tokens/s.
+# Serving: replicas of tp x pp groups, ranked by tokens/s; a replica's step, all replicas' tokens/s.
 "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 4 --global-batch 32 --mode decode --context 2048 --format json > "$W/splan.json"
 "$TC" predict --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 16 --context 2048 --tp 2 --format json > "$W/sp.json"
-python3 - "$W/splan.json" "$W/sp.json" <<'PY'
+"$TC" predict --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 16 --context 2048 --pp 2 --format json > "$W/spp.json"
+python3 - "$W/splan.json" "$W/sp.json" "$W/spp.json" <<'PY'
 import json, sys
-rows = json.load(open(sys.argv[1]))["rows"]; p = json.load(open(sys.argv[2]))
-assert {(r["dp"], r["tp"]) for r in rows} == {(1, 4), (2, 2), (4, 1)}, rows
-assert all(r["pp"] == 1 and r["batch"] == 32 for r in rows)
+rows = json.load(open(sys.argv[1]))["rows"]; p = json.load(open(sys.argv[2])); pp = json.load(open(sys.argv[3]))
+want = {(1, 4, 1), (2, 2, 1), (4, 1, 1), (1, 2, 2), (2, 1, 2), (1, 1, 4)}
+assert {(r["dp"], r["tp"], r["pp"]) for r in rows} == want and len(rows) == len(want), rows
+assert all(r["batch"] == 32 for r in rows)
 t = [r["tokens_per_s"] for r in rows if r["fits"]]
 assert t == sorted(t, reverse=True), t
-r = next(r for r in rows if r["dp"] == 2)  # 2 replicas x tp 2, 16 sequences each
+r = next(r for r in rows if (r["dp"], r["tp"], r["pp"]) == (2, 2, 1))  # 2 replicas x tp 2, 16 sequences each
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"]
 assert abs(r["tokens_per_s"] - 2 * 16 / (p["tpot_ms"] / 1e3)) < 1e-6 * r["tokens_per_s"]
-print("ok   serving plan: 3 layouts, replica step = predict's, tokens/s of all replicas")
+r = next(r for r in rows if (r["dp"], r["tp"], r["pp"]) == (2, 1, 2))  # 2 replicas x 2 stages, 2 microbatches of 8
+assert abs(r["tpot_ms"] - pp["tpot_ms"]) < 1e-9 * pp["tpot_ms"] and r["microbatches"] == 2, (r, pp["tpot_ms"])
+print("ok   serving plan: 6 layouts (pp too), replica step = predict's, tokens/s of all replicas")
 PY
 # An MoE model's serving layouts: every expert-parallel size of each tp group that divides its 8
-# experts (tp 8: ep 1, 2, 4, 8; tp 4: 1, 2, 4; tp 2: 1, 2; tp 1: 1).
+# experts (tp 8: ep 1, 2, 4, 8; tp 4: 1, 2, 4; tp 2: 1, 2; tp 1: 1), each with every
+# (replicas, stages) of the remaining GPUs.
 "$TC" plan --model mixtral-8x7b --gpu H100-SXM --gpus 8 --global-batch 64 --mode decode --context 2048 --format json > "$W/mplan.json"
 "$TC" predict --model mixtral-8x7b --gpu H100-SXM --mode decode --batch 32 --context 2048 --tp 4 --ep 2 --format json > "$W/mp.json"
 python3 - "$W/mplan.json" "$W/mp.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]; p = json.load(open(sys.argv[2]))
-got = {(r["dp"], r["tp"], r["ep"]) for r in rows}
-want = {(1, 8, 1), (1, 8, 2), (1, 8, 4), (1, 8, 8), (2, 4, 1), (2, 4, 2), (2, 4, 4), (4, 2, 1), (4, 2, 2), (8, 1, 1)}
-assert got == want and len(rows) == len(want), sorted(got)
-r = next(r for r in rows if (r["dp"], r["tp"], r["ep"]) == (2, 4, 2))  # 2 replicas of tp 4 / ep 2, 32 sequences each
+got = {(r["dp"], r["tp"], r["pp"], r["ep"]) for r in rows}
+eps = {8: (1, 2, 4, 8), 4: (1, 2, 4), 2: (1, 2), 1: (1,)}
+want = {(dp, tp, 8 // dp // tp, ep) for tp in eps for dp in (1, 2, 4, 8) if 8 % (dp * tp) == 0 for ep in eps[tp]}
+assert len(want) == 20 and got == want and len(rows) == len(want), sorted(got)
+r = next(r for r in rows if (r["dp"], r["tp"], r["pp"], r["ep"]) == (2, 4, 1, 2))  # 2 replicas of tp 4 / ep 2, 32 sequences each
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
-print("ok   MoE serving plan: 10 layouts with ep, replica step = predict --ep's")
+print("ok   MoE serving plan: 20 layouts with ep and pp, replica step = predict --ep's")
 PY
 expect_fail "--mode decode takes --context L" "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 4 --global-batch 32 --mode decode --seq 10
 expect_fail "plan: no layout of 7 GPUs divides" "$TC" plan --model gpt2-large --gpu A100-SXM4-40GB --gpus 7 --global-batch 1 --seq 1024

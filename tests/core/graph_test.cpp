@@ -506,6 +506,38 @@ TEST(ServingGraph, SlidingWindowAttention) {
   expect_error<ConfigError>([&] { load_model_config(dir + "/q.json", dir); }, {"q.json", "use_sliding_window"});
 }
 
+// Pipeline stages as vLLM's get_pp_indices splits layers (the remainder one apiece to the stages
+// before the last, from the last but one back), and a serving graph of one microbatch: the
+// engines keep min(pp, batch) in flight, the largest of ceil(batch / microbatches) sequences.
+TEST(ServingGraph, PipelineStagesAndMicrobatches) {
+  EXPECT_EQ(pipeline_stage_layers(126, 4), (std::vector<int64_t>{31, 32, 32, 31}));
+  EXPECT_EQ(pipeline_stage_layers(80, 3), (std::vector<int64_t>{27, 27, 26}));
+  EXPECT_EQ(pipeline_stage_layers(32, 2), (std::vector<int64_t>{16, 16}));
+  EXPECT_EQ(pipeline_stage_layers(7, 7), (std::vector<int64_t>(7, 1)));
+  expect_error<ConfigError>([] { pipeline_stage_layers(32, 0); }, {"--pp 0", "1..32"});
+  expect_error<ConfigError>([] { pipeline_stage_layers(32, 33); }, {"--pp 33", "1..32"});
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  // 5 sequences over 2 stages: 2 microbatches, the larger of 3 sequences.
+  OpGraph d = build_serving_graph(m, Mode::kDecode, 5, 100, DType::kBf16, DType::kBf16, 1, 1, 0, 2);
+  EXPECT_EQ(d.batch, 5);
+  EXPECT_EQ(d.micro_batch, 3);
+  EXPECT_EQ(d.par.pp, 2);
+  EXPECT_EQ(d.par.microbatches, 2);
+  // Hidden states and residual of 3 tokens, 4,096 wide, in BF16.
+  EXPECT_DOUBLE_EQ(d.pipeline_send_bytes, 2.0 * 3 * 4096 * 2);
+  auto k = serving_kernels(d);
+  EXPECT_EQ(k["gemm(3,4096,6144)"], 32);  // QKV: (32 + 2 x 8) x 128
+  EXPECT_EQ(k["generation_attention(3,101,32,8,128)"], 32);
+  EXPECT_EQ(k["gemm(3,4096,128256)"], 1);  // the LM head, on 3 sequences
+  // One prompt over 4 stages: one microbatch (a prompt is not split), 512 tokens sent.
+  OpGraph p = build_serving_graph(m, Mode::kPrefill, 1, 512, DType::kBf16, DType::kBf16, 1, 1, 0, 4);
+  EXPECT_EQ(p.par.microbatches, 1);
+  EXPECT_EQ(p.micro_batch, 1);
+  EXPECT_DOUBLE_EQ(p.pipeline_send_bytes, 2.0 * 512 * 4096 * 2);
+  // Without a pipeline nothing is sent.
+  EXPECT_EQ(build_serving_graph(m, Mode::kDecode, 5, 100, DType::kBf16, DType::kBf16, 1).pipeline_send_bytes, 0);
+}
+
 TEST(ServingGraph, RefusesWhatItDoesNotModel) {
   ModelConfig gpt2 = load_model_config("gpt2-large", models_dir());
   expect_error<ConfigError>([&] { build_serving_graph(gpt2, Mode::kPrefill, 1, 16, DType::kBf16, DType::kBf16, 1); },

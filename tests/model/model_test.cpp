@@ -936,6 +936,64 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   EXPECT_NEAR(r4.weights_gb, ((29909594112.0 + 622329856.0) / 4 + 198656.0) * 2 / 1e9, 1e-9);
 }
 
+// Pipeline stages' memory: the GPU of the stage holding the most. Llama-3.1-8B over 2 stages of
+// 16 layers: a layer is 218,103,808 GEMM + 8,192 norm parameters (436,224,000 B in BF16); the
+// first stage adds the input embedding (128,256 x 4,096 x 2 B = 1,050,673,152), the last the LM
+// head and the final norm (8,192 B), so the last is the larger; the two stages sum to the
+// 16,060,522,496 B of one GPU. Each GPU caches its own 16 layers.
+TEST(Serving, PipelineMemoryIsTheLargestStage) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  auto s2 = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 1, 1000, h100, 2);
+  EXPECT_NEAR(s2.weights_gb, (16 * 436224000.0 + 1050673152.0 + 8192.0) / 1e9, 1e-9);
+  EXPECT_NEAR(s2.kv_cache_gb, 0.065536, 1e-12);
+  // Llama-3.1-405B, 126 layers over 4 stages (31, 32, 32, 31) under tp 8: a middle stage's 32
+  // layers of (3,187,671,040 / 8 GEMM + 32,768 norm) parameters outweigh the first stage's 31
+  // and its 2,101,346,304 / 8 embedding rows, and the last's 31 with the head.
+  ModelConfig big = load_model_config("llama-3.1-405b", mdir);
+  auto s4 = predictor::serving_memory(big, DType::kBf16, DType::kBf16, 8, 1, 1000, h100, 4);
+  EXPECT_NEAR(s4.weights_gb, 32 * (3187671040.0 / 8 + 32768.0) * 2 / 1e9, 1e-9);
+  // A tied head on a pipeline's last stage is a second copy of the embedding (Llama-3.1-8B with
+  // tied embeddings: one table on one GPU, one on each of 2 stages).
+  ModelConfig tied = m;
+  tied.tie_embeddings = true;
+  auto t1 = predictor::serving_memory(tied, DType::kBf16, DType::kBf16, 1, 1, 1, h100, 1);
+  auto t2 = predictor::serving_memory(tied, DType::kBf16, DType::kBf16, 1, 1, 1, h100, 2);
+  EXPECT_NEAR(t2.weights_gb, (16 * 436224000.0 + 1050673152.0 + 8192.0) / 1e9, 1e-9);
+  EXPECT_NEAR(t1.weights_gb, (32 * 436224000.0 + 1050673152.0 + 8192.0) / 1e9, 1e-9);
+}
+
+// Serving pipelines in time: the stages run one microbatch after another, so one sequence over 2
+// stages costs what one GPU's step does plus the hand-over; a batch in 2 microbatches overlaps
+// them (each stage busy with one while the other runs the other).
+TEST(Serving, PipelineStepsOverlapMicrobatches) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  auto step = [&](Mode mode, int64_t batch, int64_t pp) {
+    return predictor::forecast_model(
+        build_serving_graph(m, mode, batch, mode == Mode::kPrefill ? 1024 : 2048, DType::kBf16, DType::kBf16, 1, 1, 0, pp),
+        gpu, p);
+  };
+  // One sequence: the same kernels, plus one hand-over of 2 x 4,096 BF16 values (latency-bound).
+  const auto d1 = step(Mode::kDecode, 1, 1), d1p = step(Mode::kDecode, 1, 2);
+  EXPECT_GT(d1p.total_ms, d1.total_ms);
+  EXPECT_LT(d1p.total_ms - d1.total_ms, 0.05);
+  EXPECT_NEAR(d1p.communication_ms, d1p.total_ms - d1.total_ms, 1e-9);
+  // Two prompts in two microbatches: the second enters the first stage while the first is in
+  // the second, so the prefill ends before two one-prompt passes, after one.
+  const double one = step(Mode::kPrefill, 1, 1).total_ms, two = step(Mode::kPrefill, 2, 2).total_ms;
+  EXPECT_GT(two, 1.3 * one);
+  EXPECT_LT(two, 1.7 * one);
+  // Decoding 8 sequences as 2 microbatches of 4: a step lasts at least one microbatch's pass and
+  // at most the two passes back to back.
+  const double four = step(Mode::kDecode, 4, 1).total_ms, eight = step(Mode::kDecode, 8, 2).total_ms;
+  EXPECT_GE(eight, four);
+  EXPECT_LT(eight, 2 * four);
+}
+
 // generate = prefill + decode steps at growing context: checked against separately built
 // graphs (3 tokens: every step forecast), and the sampled path (long runs) against the sum
 // of every step.
@@ -944,7 +1002,7 @@ TEST(Serving, GenerateSumsPrefillAndDecodeSteps) {
   predictor::KernelPredictor p(trainer::weights_dir());
   ModelConfig m = load_model_config("llama-3.1-8b", mdir);
   const GpuSpec& gpu = registry().resolve("H200");
-  auto g = predictor::forecast_generate(m, gpu, p, 4, 1000, 3, DType::kBf16, DType::kBf16, 1);
+  auto g = predictor::forecast_generate(m, gpu, p, 4, 1000, 3, DType::kBf16, DType::kBf16, Parallelism{});
   auto step = [&](Mode mode, int64_t tokens) {
     return predictor::forecast_model(build_serving_graph(m, mode, 4, tokens, DType::kBf16, DType::kBf16, 1), gpu, p).total_ms;
   };
@@ -954,7 +1012,7 @@ TEST(Serving, GenerateSumsPrefillAndDecodeSteps) {
   EXPECT_NEAR(g.e2e_ms, prefill + d1 + d2, 1e-9);
   EXPECT_NEAR(g.tokens_per_s, 4 * 3 / (g.e2e_ms * 1e-3), 1e-6);
   EXPECT_EQ(g.decode_steps_forecast, 2);
-  auto longer = predictor::forecast_generate(m, gpu, p, 4, 1000, 200, DType::kBf16, DType::kBf16, 1);
+  auto longer = predictor::forecast_generate(m, gpu, p, 4, 1000, 200, DType::kBf16, DType::kBf16, Parallelism{});
   EXPECT_EQ(longer.decode_steps_forecast, 33);
   double exact = 0;
   for (int64_t i = 1; i <= 199; ++i) exact += step(Mode::kDecode, 1000 + i - 1);

@@ -41,11 +41,11 @@ rows = tilecast.compare(model="mixtral-8x7b", gpus="H100-SXM", mode="decode", ba
 sh = cli("compare", "--model", "mixtral-8x7b", "--gpus", "H100-SXM", "--mode", "decode", "--batch", "8",
          "--context", "1024", "--tp", "2", "--ep", "1,2")["rows"]
 assert rows == sh and [r["ep"] for r in sorted(rows, key=lambda r: r["ep"])] == [1, 2], rows
-# plan: the layouts `tilecast plan --format json` ranks, in its order.
+# plan: the layouts `tilecast plan --format json` ranks, in its order (20: dp x tp x pp x ep, as the CLI test counts).
 rows = tilecast.plan(model="mixtral-8x7b", gpu="H100-SXM", gpus=8, global_batch=64, mode="decode", context=2048)
 sh = cli("plan", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "64",
          "--mode", "decode", "--context", "2048")["rows"]
-assert rows == sh and len(rows) == 10, (len(rows), len(sh))
+assert rows == sh and len(rows) == 20, (len(rows), len(sh))
 try:
     tilecast.plan(model="gpt2-large", gpu="A100-SXM4-40GB", gpus=7, global_batch=1, seq=1024)
     raise SystemExit("FAIL: a plan with no layout accepted")
