@@ -95,6 +95,10 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   if (s.interconnect_gbps != 0) check_range(s.interconnect_gbps, 1, 1e5, "interconnect_gbps", origin);
   if (!s.interconnect.empty() && s.interconnect != "nvlink" && s.interconnect != "xgmi" && s.interconnect != "pcie")
     throw ConfigError(origin + ": field 'interconnect': expected nvlink, xgmi or pcie, got '" + s.interconnect + "'");
+  if (s.gpus_per_node != 0) check_range(s.gpus_per_node, 1, 4096, "gpus_per_node", origin);
+  if (s.network_gbps != 0) check_range(s.network_gbps, 0.1, 1e5, "network_gbps", origin);
+  if (s.network_gbps != 0 && s.gpus_per_node == 0)
+    throw ConfigError(origin + ": field 'network_gbps' needs 'gpus_per_node' (the GPUs the network joins nodes of)");
   if (s.tdp_w != 0) check_range(s.tdp_w, 5, 1e5, "tdp_w", origin);
   if (s.warp_schedulers_per_sm != 0) check_range(s.warp_schedulers_per_sm, 1, 64, "warp_schedulers_per_sm", origin);
   if (s.dispatch_per_scheduler != 0) check_range(s.dispatch_per_scheduler, 1, 4, "dispatch_per_scheduler", origin);
@@ -117,7 +121,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
       "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
-      "interconnect_gbps", "interconnect", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
+      "interconnect_gbps", "interconnect", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
@@ -149,6 +153,8 @@ GpuSpec load_gpu_yaml(const std::string& path) {
   if (root["interconnect_gbps"])
     s.interconnect_gbps = get_scalar<double>(root["interconnect_gbps"], "interconnect_gbps", path);
   if (root["interconnect"]) s.interconnect = get_scalar<std::string>(root["interconnect"], "interconnect", path);
+  if (root["gpus_per_node"]) s.gpus_per_node = get_scalar<int>(root["gpus_per_node"], "gpus_per_node", path);
+  if (root["network_gbps"]) s.network_gbps = get_scalar<double>(root["network_gbps"], "network_gbps", path);
   if (root["compute_capability"]) {
     const std::string cc = get_scalar<std::string>(root["compute_capability"], "compute_capability", path);
     char* end = nullptr;
@@ -258,6 +264,8 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;
   if (s.interconnect_gbps > 0) out << YAML::Key << "interconnect_gbps" << YAML::Value << s.interconnect_gbps;
   if (!s.interconnect.empty()) out << YAML::Key << "interconnect" << YAML::Value << s.interconnect;
+  if (s.gpus_per_node > 0) out << YAML::Key << "gpus_per_node" << YAML::Value << s.gpus_per_node;
+  if (s.network_gbps > 0) out << YAML::Key << "network_gbps" << YAML::Value << s.network_gbps;
   if (s.tdp_w > 0) out << YAML::Key << "tdp_w" << YAML::Value << s.tdp_w;
   if (s.warp_schedulers_per_sm > 0)
     out << YAML::Key << "warp_schedulers_per_sm" << YAML::Value << s.warp_schedulers_per_sm;

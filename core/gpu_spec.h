@@ -31,6 +31,12 @@ struct GpuSpec {
   // The link that bandwidth is over: "nvlink", "xgmi" (AMD Infinity Fabric) or "pcie"; "" = not
   // stated (interconnect_link() then reads a bandwidth above PCIe 5.0 x16's 64 GB/s as NVLink).
   std::string interconnect;
+  // The node that link joins: GPUs per NVLink domain (an HGX board: 8; GB200/GB300 NVL72: 72),
+  // 0 = not stated (collectives are then costed on the link for any group size). Beyond it,
+  // ranks talk over the cluster network at `network_gbps` per GPU (its NICs' bandwidth per
+  // direction in the vendor's reference system, GB/s), 0 = not stated.
+  int gpus_per_node = 0;
+  double network_gbps = 0;
   double tdp_w = 0;               // board power limit (TDP/TBP), W; 0 = unknown
   int warp_schedulers_per_sm = 0;  // SM partitions, one warp scheduler each; 0 = not stated (4)
   int dispatch_per_scheduler = 0;  // instructions a scheduler issues per clock; 0 = not stated (by arch)

@@ -32,46 +32,75 @@ constexpr double kLinkEfficiency = 0.8;  // NCCL bus bandwidth / link peak on NV
 constexpr double kSendRecvLatencyMs = 0.005;
 
 // NCCL's own cost model of a ring all-reduce (ncclTopoTuneModel, src/graph/tuning.cc): per
-// protocol a base latency, a latency per ring step over the link (2 (n-1) steps), and the bytes
-// at that protocol's share of the bus bandwidth; NCCL runs whichever its model calls fastest.
-// The latencies are NCCL's tables `baseLat` (Ring) and `hwLat` (NVLink and PCI rows), read from
-// the libnccl.so.2 (NCCL 2.28.9) that CUDA 13.0 ships. Shares: LL stores 4 bytes of data with
-// a 4-byte flag (half the bandwidth), LL128 120 bytes of every 128, Simple all of it. NCCL
-// enables LL128 on NVLink only.
+// protocol a base latency, a latency per ring step over the link (2 (n-1) steps, of which
+// 2 x nodes cross the network when the ring spans nodes), and the bytes at that protocol's share
+// of the bus bandwidth; NCCL runs whichever its model calls fastest. The latencies are NCCL's
+// tables `baseLat` (Ring) and `hwLat` (NVLink, PCI and NET rows), read from the libnccl.so.2
+// (NCCL 2.28.9) that CUDA 13.0 ships. Shares: LL stores 4 bytes of data with a 4-byte flag
+// (half the bandwidth), LL128 120 bytes of every 128, Simple all of it. NCCL enables LL128 on
+// NVLink only.
 struct RingProtocol {
-  double base_us, nvlink_step_us, pcie_step_us, bandwidth_share;
+  double base_us, nvlink_step_us, pcie_step_us, net_step_us, bandwidth_share;
   bool nvlink_only;
 };
 constexpr RingProtocol kRingProtocols[] = {
-    {6.6, 0.6, 1.0, 0.5, false},            // LL
-    {14.0, 1.9, 2.5, 120.0 / 128.0, true},  // LL128
-    {8.4, 3.4, 5.7, 1.0, false},            // Simple
+    {6.6, 0.6, 1.0, 2.7, 0.5, false},             // LL
+    {14.0, 1.9, 2.5, 4.0, 120.0 / 128.0, true},   // LL128
+    {8.4, 3.4, 5.7, 14.0, 1.0, false},            // Simple
 };
+// A point-to-point hop over the network adds NCCL's NET latency per LL step to the local one.
+constexpr double kNetSendLatencyMs = 0.0027;
 
 void need_interconnect(const GpuSpec& gpu) {
   if (!(gpu.interconnect_gbps > 0))
     throw ConfigError(gpu.origin + ": field 'interconnect_gbps' is needed for multi-GPU forecasts");
 }
+void need_network(const GpuSpec& gpu, int64_t gpus) {
+  if (!(gpu.network_gbps > 0))
+    throw ConfigError(gpu.origin + ": field 'network_gbps' is needed for a group of " + std::to_string(gpus) +
+                      " GPUs, beyond one node of " + std::to_string(gpu.gpus_per_node));
+}
 }  // namespace
 
-double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu) {
+GroupSpan group_span(int64_t group, int64_t stride, const GpuSpec& gpu) {
+  const int64_t node = gpu.gpus_per_node;
+  if (group <= 1 || node <= 0 || group * stride <= node) return {1, std::max<int64_t>(group, 1)};
+  if (stride >= node) return {group, 1};
+  const int64_t per_node = node / stride;  // members of the group on one node
+  return {(group + per_node - 1) / per_node, per_node};
+}
+
+double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride) {
   if (group <= 1) return 0;
   need_interconnect(gpu);
   const double n = static_cast<double>(group), steps = 2 * (n - 1);
   const bool nvlink = gpu.interconnect_link() == "nvlink";
+  const GroupSpan span = group_span(group, stride, gpu);
+  double link_gbps = gpu.interconnect_gbps, net_steps = 0;
+  if (span.nodes > 1) {
+    need_network(gpu, group * stride);
+    // Every ring crosses each node boundary twice per all-reduce, and rings leave a node
+    // through the NICs of its ranks (one per GPU in the reference systems).
+    net_steps = std::min(steps, 2.0 * double(span.nodes));
+    link_gbps = std::min(link_gbps, double(span.ranks_per_node) * gpu.network_gbps);
+  }
   double best = std::numeric_limits<double>::infinity();
   for (const RingProtocol& p : kRingProtocols) {
     if (p.nvlink_only && !nvlink) continue;
-    const double latency_ms = (p.base_us + steps * (nvlink ? p.nvlink_step_us : p.pcie_step_us)) * 1e-3;
+    const double latency_ms =
+        (p.base_us + (steps - net_steps) * (nvlink ? p.nvlink_step_us : p.pcie_step_us) + net_steps * p.net_step_us) *
+        1e-3;
     best = std::min(best, latency_ms + s_to_ms(transfer_s(steps / n * bytes,
-                                                          p.bandwidth_share * kLinkEfficiency * gpu.interconnect_gbps)));
+                                                          p.bandwidth_share * kLinkEfficiency * link_gbps)));
   }
   return best;
 }
 
-double send_recv_ms(double bytes, const GpuSpec& gpu) {
+double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
   need_interconnect(gpu);
-  return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.interconnect_gbps)) + kSendRecvLatencyMs;
+  if (!across_nodes) return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.interconnect_gbps)) + kSendRecvLatencyMs;
+  need_network(gpu, gpu.gpus_per_node + 1);
+  return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.network_gbps)) + kSendRecvLatencyMs + kNetSendLatencyMs;
 }
 
 double adamw_step_ms(double parameters, const GpuSpec& gpu) {
@@ -138,7 +167,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       if (c.is_mem) {
         ms += s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
       } else if (c.collective == Collective::kAllReduce) {
-        const double t = all_reduce_ms(c.bytes, c.group, gpu);
+        const double t = all_reduce_ms(c.bytes, c.group, gpu);  // a tp group: adjacent GPUs
         ms += t;
         comm_in_ops += t * count;
       } else if (c.at_forward_rate) {
@@ -216,7 +245,15 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       slow_fw = std::max(slow_fw, layer_fw * n + (first ? pro_fw : 0) + (last ? epi_fw : 0));
       slow_bw = std::max(slow_bw, layer_bw * n + (first ? pro_bw : 0) + (last ? epi_bw : 0));
     }
-    pipeline_comm = (g.mode == Mode::kTraining ? 2 : 1) * (par.pp - 1) * send_recv_ms(g.pipeline_send_bytes, gpu);
+    // Stage s holds GPUs [s tp, (s + 1) tp) of its replica; rank r hands over to rank r of the
+    // next stage, across the network where the two sit on different nodes.
+    const int64_t node = gpu.gpus_per_node;
+    for (int64_t s = 1; s < par.pp; ++s) {
+      bool across = false;
+      for (int64_t r = 0; node > 0 && r < par.tp && !across; ++r)
+        across = ((s - 1) * par.tp + r) / node != (s * par.tp + r) / node;
+      pipeline_comm += (g.mode == Mode::kTraining ? 2 : 1) * send_recv_ms(g.pipeline_send_bytes, gpu, across);
+    }
     if (g.mode == Mode::kDecode) {
       // Steady decoding (vLLM's and SGLang's pipeline schedulers): each microbatch's next step
       // waits for its own pass through every stage, and each stage serves every microbatch
@@ -235,8 +272,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // DDP: gradients of this rank's shard, all-reduced in 25 MB buckets while the backward
     // runs; what does not fit under the backward, plus the last bucket, is exposed.
     const double grad_bytes = 4.0 * g.parameters / (par.tp * par.pp);
-    const double ar = all_reduce_ms(grad_bytes, par.dp, gpu);
-    const double last_bucket = all_reduce_ms(std::min(grad_bytes, 25e6), par.dp, gpu);
+    const int64_t stride = par.tp * par.pp;  // data-parallel peers sit a replica apart
+    const double ar = all_reduce_ms(grad_bytes, par.dp, gpu, stride);
+    const double last_bucket = all_reduce_ms(std::min(grad_bytes, 25e6), par.dp, gpu, stride);
     dp_exposed = std::max(0.0, ar - f.backward_ms) + last_bucket;
   }
   f.communication_ms += pipeline_comm + dp_exposed;

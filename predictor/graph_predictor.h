@@ -71,9 +71,19 @@ void check_host_gap_us(double us);
 // of 80 % of the per-direction interconnect bandwidth; the fastest protocol. Small messages
 // (serving steps: 6.6 + 2 (n-1) x 0.6 us on NVLink) are latency-bound, large ones (gradient
 // buckets, training activations) bandwidth-bound. Throws ConfigError if the spec has no
-// interconnect_gbps. Point-to-point (send_recv_ms): bytes at 80 % + 5 us.
-double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu);
-double send_recv_ms(double bytes, const GpuSpec& gpu);
+// interconnect_gbps. A group whose members sit `stride` GPUs apart (tp: 1; dp: tp x pp) and span
+// several of the spec's nodes (gpus_per_node) crosses the network on 2 x nodes of its steps, at
+// NCCL's NET latency per step, and its bandwidth is at most its ranks per node x network_gbps
+// (ConfigError if the spec states no network_gbps). Point-to-point (send_recv_ms): bytes at 80 %
+// of the link + 5 us, or of network_gbps + 7.7 us across nodes.
+double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride = 1);
+double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes = false);
+// Nodes of the spec (gpus_per_node; 0 = one node) a group of `group` ranks `stride` GPUs apart
+// spans, and its ranks on each (replicas laid out node by node, strides dividing nodes).
+struct GroupSpan {
+  int64_t nodes = 1, ranks_per_node = 1;
+};
+GroupSpan group_span(int64_t group, int64_t stride, const GpuSpec& gpu);
 
 // AdamW (PyTorch's foreach implementation): a memory-bound pass over parameters, gradients
 // and both moments; 1 GB = 1e9 bytes. Seconds -> ms.

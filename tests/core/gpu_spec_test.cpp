@@ -91,6 +91,40 @@ TEST(GpuSpec, YamlRoundTrip) {
   EXPECT_EQ(back.warp_schedulers_per_sm, 4);
   EXPECT_EQ(back.dispatch_per_scheduler, 1);
   EXPECT_EQ(back.interconnect, "nvlink");
+  EXPECT_EQ(back.gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(back.network_gbps, 50);
+}
+
+// The node an NVLink domain joins and the network beyond it: stated where the vendor's reference
+// system states them (HGX/DGX boards of 8, NVL72 racks of 72); a network without a node size
+// and a node size out of range are one line naming the field.
+TEST(GpuSpec, NodeAndNetworkFields) {
+  GpuRegistry reg(gpu_dir());
+  EXPECT_EQ(reg.resolve("GB200").gpus_per_node, 72);
+  EXPECT_EQ(reg.resolve("B200").gpus_per_node, 8);
+  EXPECT_EQ(reg.resolve("L40S").gpus_per_node, 0);  // PCIe cards: not stated
+  for (const auto& g : reg.all())
+    if (g.gpus_per_node > 0) {
+      bool cited = false;
+      for (const auto& src : g.sources) cited = cited || src.rfind("gpus_per_node", 0) == 0;
+      EXPECT_TRUE(cited) << g.origin << ": gpus_per_node without a source";
+    }
+  auto write = [](const std::string& name, std::string y) {
+    const std::string path = ::testing::TempDir() + name;
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fwrite(y.data(), 1, y.size(), f);
+    std::fclose(f);
+    return path;
+  };
+  std::string y = gpu_spec_to_yaml(reg.resolve("H100-SXM"));
+  std::string no_node = y;
+  no_node.replace(no_node.find("gpus_per_node: 8\n"), 17, "");
+  const std::string p1 = write("net-no-node.yaml", no_node);
+  expect_error<ConfigError>([&] { load_gpu_yaml(p1); }, {"net-no-node.yaml", "'network_gbps' needs 'gpus_per_node'"});
+  std::string zero = y;
+  zero.replace(zero.find("gpus_per_node: 8"), 16, "gpus_per_node: -8");
+  const std::string p2 = write("node-negative.yaml", zero);
+  expect_error<ConfigError>([&] { load_gpu_yaml(p2); }, {"node-negative.yaml", "gpus_per_node"});
 }
 
 // The link collectives are costed over: stated in every bundled sheet, as its source says;

@@ -896,6 +896,60 @@ TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
   expect_error<ConfigError>([&] { predictor::all_reduce_ms(1e6, 2, no_link); }, {"interconnect_gbps"});
 }
 
+// Groups beyond one node (the sheet's gpus_per_node) cross the cluster network: NCCL's NET ring
+// latencies (LL 2.7, LL128 4.0, Simple 14.0 us per step) on 2 x nodes of the 2 (n-1) steps,
+// and at most ranks-per-node x network_gbps of bandwidth. Hand-derived from NCCL's tables and
+// the DGX H100 sheet (8 GPUs per node, one 400 Gb/s NIC = 50 GB/s per GPU).
+TEST(Multi, CollectivesAcrossNodes) {
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  ASSERT_EQ(h100.gpus_per_node, 8);
+  ASSERT_EQ(h100.network_gbps, 50);
+  auto span = [&](int64_t group, int64_t stride) {
+    auto s = predictor::group_span(group, stride, h100);
+    return std::make_pair(s.nodes, s.ranks_per_node);
+  };
+  EXPECT_EQ(span(8, 1), (std::pair<int64_t, int64_t>(1, 8)));
+  EXPECT_EQ(span(16, 1), (std::pair<int64_t, int64_t>(2, 8)));   // tp 16: two full nodes
+  EXPECT_EQ(span(4, 2), (std::pair<int64_t, int64_t>(1, 4)));    // dp 4 of tp 2: one node
+  EXPECT_EQ(span(4, 4), (std::pair<int64_t, int64_t>(2, 2)));    // dp 4 of tp 4: two per node
+  EXPECT_EQ(span(2, 8), (std::pair<int64_t, int64_t>(2, 1)));    // dp 2 of tp 8: a node each
+  // 16 KB over tp 16 goes LL: 6.6 + 26 x 0.6 (NVLink) + 4 x 2.7 (network) = 33.0 us, and the
+  // bytes (30/16 of them) at half of 80 % of min(450, 8 x 50) GB/s.
+  EXPECT_NEAR(predictor::all_reduce_ms(16384, 16, h100), 0.033 + 1.875 * 16384 / (0.5 * 0.8 * 400e9) * 1e3, 1e-9);
+  // Within a node (tp 8) it stays on NVLink: 6.6 + 14 x 0.6 us.
+  EXPECT_NEAR(predictor::all_reduce_ms(16384, 8, h100), 0.015 + 1.75 * 16384 / (0.5 * 0.8 * 450e9) * 1e3, 1e-9);
+  // 1 GB over tp 16 goes Simple: 8.4 + 26 x 3.4 + 4 x 14.0 = 152.8 us + the bytes at 80 % of 400.
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 16, h100), 0.1528 + 1.875e9 / (0.8 * 400e9) * 1e3, 1e-9);
+  // Data-parallel peers of tp 8 replicas sit on different nodes, one rank each: 50 GB/s. 1 GB:
+  // Simple, 8.4 + 2 x 14.0 us (both steps cross) + 1e9 bytes at 80 % of 50.
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 2, h100, 8), 0.0364 + 1e9 / (0.8 * 50e9) * 1e3, 1e-9);
+  // Point to point across nodes: the NIC at 80 % + 5 + 2.7 us; within a node, NVLink + 5 us.
+  EXPECT_NEAR(predictor::send_recv_ms(1e6, h100, true), 1e6 / (0.8 * 50e9) * 1e3 + 0.0077, 1e-12);
+  EXPECT_NEAR(predictor::send_recv_ms(1e6, h100, false), 1e6 / (0.8 * 450e9) * 1e3 + 0.005, 1e-12);
+  // A sheet with a node size but no network (H800) refuses groups beyond the node in one line.
+  const GpuSpec& h800 = registry().resolve("H800");
+  expect_error<ConfigError>([&] { predictor::all_reduce_ms(1e6, 16, h800); },
+                            {"H800.yaml", "network_gbps", "16 GPUs", "one node of 8"});
+  EXPECT_GT(predictor::all_reduce_ms(1e6, 8, h800), 0);
+  // A sheet without a node size (the L40S): any group on its link, as before.
+  EXPECT_EQ(predictor::group_span(64, 1, registry().resolve("L40S")).nodes, 1);
+  // Serving pipelines: Llama-3.1-70B on tp 8 x pp 2 hands over between nodes, tp 4 x pp 2
+  // within one. One sequence: the hand-over of 2 x 8,192 BF16 values is latency-bound.
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  ModelConfig m = load_model_config("llama-3.1-70b", mdir);
+  auto comm = [&](int64_t tp, int64_t pp) {
+    const auto one = predictor::forecast_model(
+        build_serving_graph(m, Mode::kDecode, 1, 512, DType::kBf16, DType::kBf16, tp, 1, 0, 1), h100, p);
+    const auto piped = predictor::forecast_model(
+        build_serving_graph(m, Mode::kDecode, 1, 512, DType::kBf16, DType::kBf16, tp, 1, 0, pp), h100, p);
+    return piped.total_ms - one.total_ms;
+  };
+  const double bytes = 2.0 * 8192 * 2;
+  EXPECT_NEAR(comm(8, 2), bytes / (0.8 * 50e9) * 1e3 + 0.0077, 1e-9);
+  EXPECT_NEAR(comm(4, 2), bytes / (0.8 * 450e9) * 1e3 + 0.005, 1e-9);
+}
+
 // Serving memory against hand-derived counts (1 GB = 1e9 bytes).
 TEST(Serving, MemoryMatchesHandDerivedCounts) {
   const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
