@@ -156,7 +156,9 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"mem_bw_gbps", s.mem_bw_gbps},
           {"mem_gb", s.mem_gb},
           {"l2_cache_mb", s.l2_cache_mb},
-          {"interconnect_gbps", s.interconnect_gbps}};
+          {"interconnect_gbps", s.interconnect_gbps},
+          {"gpus_per_node", s.gpus_per_node},
+          {"network_gbps", s.network_gbps}};
 }
 
 PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const KernelPredictor& kp,
