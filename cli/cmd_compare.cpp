@@ -146,13 +146,17 @@ int run_plan(const Args& args, const GlobalOptions&) {
   predictor::Prices prices;
   read_prices(prices_file, price_items, reg, prices);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
+  std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(model, gpu, gpus, global_batch, seq, mode, optimizer == "adamw", reg, kp,
-                                  paths.models(), &prices, gen, dtype);
+                                  paths.models(), &prices, gen, dtype, &skipped);
   if (rows.empty())
-    throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs divides the model and the global batch " +
-                      std::to_string(global_batch));
+    throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs runs the model with the global batch " +
+                      std::to_string(global_batch) +
+                      (skipped.empty() ? std::string(" (none divides them)") : "; the first: " + skipped.front().error));
   if (format == "table" && static_cast<int>(rows.size()) > top) rows.resize(top);
   print_rows(rows, format, prices);
+  if (format == "table" && !skipped.empty())
+    std::cout << "layouts that cannot run (" << skipped.size() << "):\n" << predictor::skipped_layouts_text(skipped);
   return 0;
 }
 

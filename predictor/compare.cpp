@@ -279,7 +279,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
 std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
                                  int64_t seq, const std::string& mode_flag, bool optimizer_state, const GpuRegistry& reg,
                                  const KernelPredictor& kp, const std::string& models_dir, const Prices* prices,
-                                 int64_t gen, const std::string& dtype) {
+                                 int64_t gen, const std::string& dtype, std::vector<CompareRow>* skipped) {
   const std::string mode = canonical_mode(mode_flag);
   const bool serving = is_serving_mode(mode);
   if (gpus < 1 || gpus > 4096) throw ConfigError("--gpus: expected 1..4096, got " + std::to_string(gpus));
@@ -326,7 +326,13 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
             c.dtypes = serving_dtypes(m, dtype, "");
           }
           CompareRow r = forecast_one(c, kp, prices);
-          if (!r.error.empty()) continue;
+          if (!r.error.empty()) {
+            if (skipped) {
+              r.dp = dp;
+              skipped->push_back(r);
+            }
+            continue;
+          }
           if (serving) {  // all replicas together
             r.dp = dp;
             r.batch = global_batch;
@@ -339,6 +345,26 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
   }
   rank_rows(rows, serving && mode != "prefill" ? "throughput" : "time");
   return rows;
+}
+
+std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> reasons;  // in first-seen order
+  for (const auto& r : skipped) {
+    std::string layout = "dp " + std::to_string(r.dp) + " x tp " + std::to_string(r.tp) + " x pp " + std::to_string(r.pp);
+    if (r.ep > 1) layout += " (ep " + std::to_string(r.ep) + ")";
+    if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& p) { return p.first == r.error; });
+    if (it == reasons.end()) reasons.push_back({r.error, {layout}});
+    else it->second.push_back(layout);
+  }
+  std::string out;
+  for (const auto& [error, layouts] : reasons) {
+    std::string list;
+    for (size_t i = 0; i < layouts.size() && i < 3; ++i) list += (i ? ", " : "") + layouts[i];
+    if (layouts.size() > 3) list += " and " + std::to_string(layouts.size() - 3) + " more";
+    out += "  " + list + ": " + error + "\n";
+  }
+  return out;
 }
 
 }  // namespace tilecast::predictor

@@ -75,15 +75,21 @@ std::string compare_row_json(const CompareRow& r);
 
 // `plan`: every dp x tp x pp with dp * tp * pp == gpus and microbatch counts that divide the
 // per-replica batch, for one model on one GPU type and a global batch; the rows of
-// run_compare (errors dropped), ranked by step time with the fitting layouts first.
-// Serving modes (prefill, decode, generate): dp replicas of tp GPUs each (dp * tp == gpus),
-// each serving global_batch / dp sequences; step times are a replica's, tokens/s and cost
-// those of all replicas. For MoE models every expert-parallel size ep of the tp group is a
-// layout too (ep dividing tp and the experts; ep 1 splits every expert over tp). `seq` is the prompt (decode: the cached context); `gen` generate's
-// output tokens; `dtype` the serving dtype (empty: the config's).
+// run_compare, ranked by step time with the fitting layouts first; layouts that cannot run
+// are left out of them and, when `skipped` is given, appended there (their rows say why).
+// Serving modes (prefill, decode, generate): dp replicas of tp x pp GPUs each (dp * tp * pp ==
+// gpus), each serving global_batch / dp sequences; step times are a replica's, tokens/s and
+// cost those of all replicas. For MoE models every expert-parallel size ep of the tp group is
+// a layout too (ep dividing tp and the experts; ep 1 splits every expert over tp). `seq` is the
+// prompt (decode: the cached context); `gen` generate's output tokens; `dtype` the serving
+// dtype (empty: the config's).
 std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
                                  int64_t seq, const std::string& mode, bool optimizer_state, const GpuRegistry& reg,
                                  const KernelPredictor& kp, const std::string& models_dir,
-                                 const Prices* prices = nullptr, int64_t gen = 0, const std::string& dtype = "");
+                                 const Prices* prices = nullptr, int64_t gen = 0, const std::string& dtype = "",
+                                 std::vector<CompareRow>* skipped = nullptr);
+// One line per distinct reason among `skipped` (plan's layouts that cannot run): the reason and
+// the layouts it stopped, e.g. "dp 1 x tp 16 x pp 1: <error>".
+std::string skipped_layouts_text(const std::vector<CompareRow>& skipped);
 
 }  // namespace tilecast::predictor

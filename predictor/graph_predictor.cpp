@@ -55,10 +55,10 @@ void need_interconnect(const GpuSpec& gpu) {
   if (!(gpu.interconnect_gbps > 0))
     throw ConfigError(gpu.origin + ": field 'interconnect_gbps' is needed for multi-GPU forecasts");
 }
-void need_network(const GpuSpec& gpu, int64_t gpus) {
+void need_network(const GpuSpec& gpu, const std::string& what) {
   if (!(gpu.network_gbps > 0))
-    throw ConfigError(gpu.origin + ": field 'network_gbps' is needed for a group of " + std::to_string(gpus) +
-                      " GPUs, beyond one node of " + std::to_string(gpu.gpus_per_node));
+    throw ConfigError(gpu.origin + ": field 'network_gbps' is needed for " + what + ", beyond one node of " +
+                      std::to_string(gpu.gpus_per_node));
 }
 }  // namespace
 
@@ -78,7 +78,8 @@ double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t st
   const GroupSpan span = group_span(group, stride, gpu);
   double link_gbps = gpu.interconnect_gbps, net_steps = 0;
   if (span.nodes > 1) {
-    need_network(gpu, group * stride);
+    need_network(gpu, "a group of " + std::to_string(group) + " GPUs" +
+                          (stride > 1 ? " " + std::to_string(stride) + " apart" : ""));
     // Every ring crosses each node boundary twice per all-reduce, and rings leave a node
     // through the NICs of its ranks (one per GPU in the reference systems).
     net_steps = std::min(steps, 2.0 * double(span.nodes));
@@ -99,7 +100,7 @@ double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t st
 double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
   need_interconnect(gpu);
   if (!across_nodes) return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.interconnect_gbps)) + kSendRecvLatencyMs;
-  need_network(gpu, gpu.gpus_per_node + 1);
+  need_network(gpu, "a pipeline hand-over between nodes");
   return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.network_gbps)) + kSendRecvLatencyMs + kNetSendLatencyMs;
 }
 

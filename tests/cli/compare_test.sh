@@ -163,6 +163,14 @@ r = next(r for r in rows if (r["dp"], r["tp"], r["pp"], r["ep"]) == (2, 4, 1, 2)
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
 print("ok   MoE serving plan: 20 layouts with ep and pp, replica step = predict --ep's")
 PY
+# Layouts that cannot run are named under the table with their reason: on H800s (a node of 8, no
+# network stated) tp 16 and the pipelines crossing nodes.
+"$TC" plan --model llama-3.1-405b --gpu H800 --gpus 16 --global-batch 64 --mode decode --context 2048 > "$W/h800.txt"
+grep -q "^layouts that cannot run (5):" "$W/h800.txt" || { cat "$W/h800.txt"; fail "plan: skipped layouts not listed"; }
+grep -q "dp 1 x tp 16 x pp 1: .*H800.yaml: field 'network_gbps' is needed for a group of 16 GPUs, beyond one node of 8" "$W/h800.txt" \
+  || { cat "$W/h800.txt"; fail "plan: tp 16's reason"; }
+grep -q "dp 1 x tp 1 x pp 16, .* and 1 more: .*a pipeline hand-over between nodes" "$W/h800.txt" || { cat "$W/h800.txt"; fail "plan: pp's reason"; }
+echo "ok   plan names the layouts that cannot run"
 expect_fail "--mode decode takes --context L" "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 4 --global-batch 32 --mode decode --seq 10
-expect_fail "plan: no layout of 7 GPUs divides" "$TC" plan --model gpt2-large --gpu A100-SXM4-40GB --gpus 7 --global-batch 1 --seq 1024
+expect_fail "plan: no layout of 7 GPUs runs the model with the global batch 1; the first: --pp 7" "$TC" plan --model gpt2-large --gpu A100-SXM4-40GB --gpus 7 --global-batch 1 --seq 1024
 echo "all compare cases passed"
