@@ -25,6 +25,11 @@ py = tilecast.predict(model="gpt2-large", gpu="A100-SXM4-40GB", batch=4, seq=102
 sh = cli("predict", "--model", "gpt2-large", "--gpu", "A100-SXM4-40GB", "--batch", "4", "--seq", "1024",
          "--mode", "training", "--tp", "2")
 assert py == sh
+# A serving pipeline (tp 4 x pp 2): the same dict, with the engine's microbatches.
+py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=16, seq=1024, mode="generate", gen=8, tp=4, pp=2)
+sh = cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "16", "--seq", "1024", "--mode",
+         "generate", "--gen", "8", "--tp", "4", "--pp", "2")
+assert py == sh and py["parallel"] == {"tp": 4, "pp": 2, "microbatches": 2, "ep": 1}, py["parallel"]
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
