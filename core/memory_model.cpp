@@ -104,7 +104,13 @@ std::string memory_summary(const MemoryEstimate& m) {
   add("KV cache", m.kv_cache_gb);
   std::snprintf(buf, sizeof buf, "memory/GPU    %10.2f GB (%s) of %.0f GB: %s\n", m.total_gb(), parts.c_str(),
                 m.capacity_gb, m.fits() ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
-  return buf;
+  std::string out = buf;
+  if (m.kv_capacity_tokens >= 0) {
+    std::snprintf(buf, sizeof buf, "KV room       %10lld tokens beside the weights: %lld sequences of this length\n",
+                  static_cast<long long>(m.kv_capacity_tokens), static_cast<long long>(m.max_sequences));
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace tilecast

@@ -28,6 +28,10 @@ constexpr double kUsableMemoryFraction = 0.9;
 struct MemoryEstimate {
   double weights_gb = 0, gradients_gb = 0, optimizer_gb = 0, activations_gb = 0, kv_cache_gb = 0;
   double capacity_gb = 0;  // the spec's memory
+  // Serving only (-1 otherwise): the KV-cache tokens the usable memory holds beside the weights
+  // on the GPU that runs out first, and how many sequences of the forecast's length (its
+  // prompt plus output, or context plus one; a sliding window caps it) that is.
+  int64_t kv_capacity_tokens = -1, max_sequences = -1;
   double total_gb() const { return weights_gb + gradients_gb + optimizer_gb + activations_gb + kv_cache_gb; }
   bool fits() const { return total_gb() <= kUsableMemoryFraction * capacity_gb; }
 };

@@ -299,6 +299,10 @@ void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
   j["memory_gb"] = m.total_gb();          // per GPU
   j["gpu_memory_gb"] = m.capacity_gb;     // the spec's
   j["fits"] = m.fits();
+  if (m.kv_capacity_tokens >= 0) {
+    j["kv_capacity_tokens"] = m.kv_capacity_tokens;
+    j["max_sequences"] = m.max_sequences;
+  }
 }
 
 std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) {
@@ -454,6 +458,9 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb;
+  // KV room: the usable memory left beside each stage's weights, in tokens of its layers' cache.
+  const double token_layer_bytes = 2.0 * double(kv_rank) * m.head_dim * dtype_size(kv_dtype);
+  double room_tokens = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < stages.size(); ++i) {
     const bool first = i == 0, last = i + 1 == stages.size();
     // The input embedding on the first stage; the final norm and the LM head on the last,
@@ -464,7 +471,11 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
                            (last ? double(m.hidden) * act_bytes : 0);
     const double kv = double(stages[i]) * kv_layer_bytes;
     if (weights + kv > (r.weights_gb + r.kv_cache_gb) * 1e9) r.weights_gb = weights / 1e9, r.kv_cache_gb = kv / 1e9;
+    const double free_bytes = kUsableMemoryFraction * gpu.mem_gb * 1e9 - weights;
+    room_tokens = std::min(room_tokens, std::max(0.0, free_bytes) / (double(stages[i]) * token_layer_bytes));
   }
+  r.kv_capacity_tokens = static_cast<int64_t>(std::floor(room_tokens));
+  r.max_sequences = cached >= 1 ? static_cast<int64_t>(std::floor(room_tokens / cached)) : r.kv_capacity_tokens;
   return r;
 }
 

@@ -150,6 +150,8 @@ tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --mo
 # and one-line errors for what is not modelled.
 tc_cli_test(predict_generate_json "\"tpot_ms\": [0-9.e+-]+,.*\"ttft_ms\": [0-9]" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 4 --seq 512 --gen 16 --format json)
 tc_cli_test(predict_generate_memory "\"kv_cache_gb\": 0.5[0-9]*," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 8 --seq 400 --gen 100 --format json)
+tc_cli_test(predict_decode_kv_room "KV room +426784 tokens beside the weights: 426 sequences of this length" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 8 --context 999)
+tc_cli_test(predict_generate_kv_room_json "\"kv_capacity_tokens\": 426784,.*\"max_sequences\": 413," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 8 --seq 1000 --gen 32 --format json)
 tc_cli_test(predict_decode_table "tpot_ms .*one decode step" ${TC} predict --model qwen3-32b --gpu H200 --mode decode --batch 16 --context 4096 --tp 2)
 tc_cli_test(predict_prefill_moe "ttft_ms .*time to first token" ${TC} predict --model mixtral-8x7b --gpu B200 --mode prefill --batch 1 --seq 1024 --dtype fp8)
 tc_cli_test(predict_decode_does_not_fit "DOES NOT FIT" ${TC} predict --model llama-3.1-70b --gpu L4 --mode decode --batch 1 --context 128)

@@ -961,6 +961,10 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   EXPECT_NEAR(bf.weights_gb, 16.060522496, 1e-9);
   EXPECT_NEAR(bf.kv_cache_gb, 0.131072, 1e-12);
   EXPECT_TRUE(bf.fits());
+  // KV room: 90 % of 80 GB less the weights, 55,939,477,504 B, at 131,072 B per token (2 x 32
+  // layers x 8 KV heads x 128 x 2 bytes): 426,784 tokens, 426 sequences of 1,000.
+  EXPECT_EQ(bf.kv_capacity_tokens, 426784);
+  EXPECT_EQ(bf.max_sequences, 426);
   // FP8 over tp 2: linear weights (8,030,261,248 - 2 x 525,336,576 embeddings - 65 x 4096
   // norms = 6,979,321,856) in 1 byte and embeddings in BF16, both halved; norms replicated.
   auto f8 = predictor::serving_memory(m, DType::kFp8, DType::kFp8, 2, 1, 1000, h100);
@@ -981,8 +985,12 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   // Mistral-7B-v0.1's 4,096-token window: 8 sequences of 10,000 tokens keep 4,096 each,
   // 2 x 32 layers x 8 KV heads x 128 x 4096 x 8 x 2 bytes.
   ModelConfig mi = load_model_config("mistral-7b-v0.1", mdir);
-  EXPECT_NEAR(predictor::serving_memory(mi, DType::kBf16, DType::kBf16, 1, 8, 10000, h100).kv_cache_gb,
-              2.0 * 32 * 8 * 128 * 4096 * 8 * 2 / 1e9, 1e-12);
+  const auto mw = predictor::serving_memory(mi, DType::kBf16, DType::kBf16, 1, 8, 10000, h100);
+  EXPECT_NEAR(mw.kv_cache_gb, 2.0 * 32 * 8 * 128 * 4096 * 8 * 2 / 1e9, 1e-12);
+  // Its KV room, 72e9 - 2 x 7,241,732,096 B at 131,072 B per token, is 438,816 tokens; a
+  // sequence of 10,000 tokens holds its 4,096-token window: 107 sequences.
+  EXPECT_EQ(mw.kv_capacity_tokens, 438816);
+  EXPECT_EQ(mw.max_sequences, 107);
   EXPECT_NEAR(predictor::serving_memory(mi, DType::kBf16, DType::kBf16, 1, 8, 1000, h100).kv_cache_gb,
               2.0 * 32 * 8 * 128 * 1000 * 8 * 2 / 1e9, 1e-12);
   // At tp 4 the 4 KV heads split evenly: a quarter of every weight but the norms.
@@ -1000,6 +1008,10 @@ TEST(Serving, PipelineMemoryIsTheLargestStage) {
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   ModelConfig m = load_model_config("llama-3.1-8b", mdir);
   auto s2 = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 1, 1000, h100, 2);
+  // Each GPU caches 16 layers (65,536 B per token) beside ~8.03 GB: the last stage, with the
+  // head, runs out first at (72e9 - 8,030,265,344) / 65,536 = 976,100 tokens.
+  EXPECT_EQ(s2.kv_capacity_tokens, 976100);
+  EXPECT_EQ(s2.max_sequences, 976);
   EXPECT_NEAR(s2.weights_gb, (16 * 436224000.0 + 1050673152.0 + 8192.0) / 1e9, 1e-9);
   EXPECT_NEAR(s2.kv_cache_gb, 0.065536, 1e-12);
   // Llama-3.1-405B, 126 layers over 4 stages (31, 32, 32, 31) under tp 8: a middle stage's 32
