@@ -47,6 +47,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
     }
     r.memory_gb = f.memory.total_gb();
     r.fits = f.memory.fits();
+    r.max_sequences = f.memory.max_sequences;
     if (prices) {
       auto it = prices->usd_per_gpu_hour.find(c.gpu->name);
       if (it != prices->usd_per_gpu_hour.end() && r.tokens_per_s > 0) {
@@ -195,6 +196,7 @@ std::string compare_row_json(const CompareRow& r) {
   j["tokens_per_s"] = r.tokens_per_s;
   j["memory_gb"] = r.memory_gb;
   j["fits"] = r.fits;
+  if (r.max_sequences >= 0) j["max_sequences"] = r.max_sequences;
   j["usd_per_hour"] = r.usd_per_hour > 0 ? nlohmann::json(r.usd_per_hour) : nlohmann::json(nullptr);
   j["usd_per_m_tokens"] = r.usd_per_m_tokens > 0 ? nlohmann::json(r.usd_per_m_tokens) : nlohmann::json(nullptr);
   return j.dump();
@@ -213,7 +215,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
   os << "model,gpu,mode,dtype,batch,seq,gen,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,tpot_ms,tokens_per_s,"
-        "memory_gb,gpu_memory_gb,fits,usd_per_hour,usd_per_m_tokens,error\n";
+        "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,error\n";
   for (const auto& r : rows) {
     // routing: serving rows only (an empty field for the eager modes, which have none).
     os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
@@ -221,12 +223,13 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << r.gpus() << ',' << r.ep << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
     if (r.error.empty()) {
       os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
-         << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ',';
+         << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ','
+         << (r.max_sequences >= 0 ? std::to_string(r.max_sequences) : "") << ',';
       if (r.usd_per_hour > 0) os << r.usd_per_hour << ',' << r.usd_per_m_tokens;
       else os << ',';
       os << ",\n";
     } else {
-      os << ",,,,," << r.gpu_memory_gb << ",,,," << csv_escape(r.error) << '\n';
+      os << ",,,,," << r.gpu_memory_gb << ",,,,," << csv_escape(r.error) << '\n';
     }
   }
   return os.str();
@@ -337,6 +340,7 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
             r.dp = dp;
             r.batch = global_batch;
             r.tokens_per_s *= double(dp);
+            r.max_sequences *= dp;
             r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
           }
           rows.push_back(r);

@@ -52,6 +52,9 @@ struct CompareRow {
                             // decode: batch per step; generate: output tokens per second
   double memory_gb = 0, gpu_memory_gb = 0;
   bool fits = false;
+  // Serving: sequences of the row's length the KV room of all its GPUs holds (every replica;
+  // MemoryEstimate::max_sequences); -1 for the eager modes.
+  int64_t max_sequences = -1;
   double usd_per_hour = 0;         // price x GPUs; 0 = no price given
   double usd_per_m_tokens = 0;     // 0 = no price given
 };

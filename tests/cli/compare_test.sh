@@ -143,6 +143,7 @@ assert t == sorted(t, reverse=True), t
 r = next(r for r in rows if (r["dp"], r["tp"], r["pp"]) == (2, 2, 1))  # 2 replicas x tp 2, 16 sequences each
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"]
 assert abs(r["tokens_per_s"] - 2 * 16 / (p["tpot_ms"] / 1e3)) < 1e-6 * r["tokens_per_s"]
+assert r["max_sequences"] == 2 * p["max_sequences"] > 0, (r["max_sequences"], p["max_sequences"])  # both replicas
 r = next(r for r in rows if (r["dp"], r["tp"], r["pp"]) == (2, 1, 2))  # 2 replicas x 2 stages, 2 microbatches of 8
 assert abs(r["tpot_ms"] - pp["tpot_ms"]) < 1e-9 * pp["tpot_ms"] and r["microbatches"] == 2, (r, pp["tpot_ms"])
 print("ok   serving plan: 6 layouts (pp too), replica step = predict's, tokens/s of all replicas")
