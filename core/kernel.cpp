@@ -695,6 +695,24 @@ void attention_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   // 56.3 -> 59.9 %, L40S 756 -> 970 %; docs/accuracy.md).
 }
 
+// Prefill: the attention features and the kernel library the spec selects (TRT-LLM MHA on
+// datacenter Blackwell, FlashAttention elsewhere; training keeps only that library's rows, so
+// the row's library and the spec's agree). Leave one GPU out, plausible rows, seeds 0 / 1: the
+// four cells' mean 48.7 / 48.2 -> 47.5 / 47.6 %, no cell worse by more than 0.6 points
+// (docs/accuracy.md, "The kernel library as a prefill feature").
+const std::vector<std::string>& prefill_features() {
+  static const std::vector<std::string> v = [] {
+    auto f = attention_features();
+    f.push_back("trtllm_library");
+    return f;
+  }();
+  return v;
+}
+void prefill_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds& kb, float* out) {
+  attention_fill(q, gpu, li, kb, out);
+  out[attention_features().size() - 4] = std::string(attention_library(gpu)) == "trtllm_mha" ? 1.f : 0.f;  // out starts after the 4 common features
+}
+
 // -- Fused MoE: top-k routing, grouped gate_up GEMM, SiLU-mul, grouped down GEMM.
 double moe_query_flops(const KernelQuery& q) { return moe_flops(q, moe_load(q)); }
 double moe_query_bytes(const KernelQuery& q) { return moe_bytes(q, moe_load(q)); }
@@ -787,7 +805,7 @@ constexpr FamilyPhysics kPhysics[] = {
      tc_gemm_features, tc_gemm_fill},
     {Family::kAttnPrefill, prefill_from_dims, prefill_dims, attention_validate,
      attention_flops, attention_bytes, prefill_launch, false, prefill_bounds, tensor_sheet_peak,
-     attention_features, attention_fill},
+     prefill_features, prefill_fill},
     {Family::kAttnDecode, decode_from_dims, decode_dims, attention_validate,
      attention_flops, attention_bytes, decode_launch, false, decode_bounds, tensor_sheet_peak,
      attention_features, attention_fill},
