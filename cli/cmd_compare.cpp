@@ -107,7 +107,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   ForecastPaths paths;
   std::vector<std::string> price_items;
   int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0;
-  std::string dtype;
+  std::string dtype, routing;
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
       "gpu", po::value(&gpu)->required(), "GPU type")("gpus", po::value(&gpus)->required(), "number of GPUs")(
@@ -116,6 +116,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "context", po::value(&context), "decode: cached tokens per sequence")(
       "gen", po::value(&gen), "generate: output tokens per sequence")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
+      "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
@@ -146,13 +147,13 @@ int run_plan(const Args& args, const GlobalOptions&) {
   predictor::Prices prices;
   read_prices(prices_file, price_items, reg, prices);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
+  predictor::PlanRequest req;
+  req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype;
+  req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
+  req.optimizer_state = optimizer == "adamw";
+  if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
-  auto rows = predictor::run_plan(model, gpu, gpus, global_batch, seq, mode, optimizer == "adamw", reg, kp,
-                                  paths.models(), &prices, gen, dtype, &skipped);
-  if (rows.empty())
-    throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs runs the model with the global batch " +
-                      std::to_string(global_batch) +
-                      (skipped.empty() ? std::string(" (none divides them)") : "; the first: " + skipped.front().error));
+  auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);
   if (format == "table" && static_cast<int>(rows.size()) > top) rows.resize(top);
   print_rows(rows, format, prices);
   if (format == "table" && !skipped.empty())

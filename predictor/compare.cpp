@@ -279,20 +279,22 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   return os.str();
 }
 
-std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
-                                 int64_t seq, const std::string& mode_flag, bool optimizer_state, const GpuRegistry& reg,
-                                 const KernelPredictor& kp, const std::string& models_dir, const Prices* prices,
-                                 int64_t gen, const std::string& dtype, std::vector<CompareRow>* skipped) {
-  const std::string mode = canonical_mode(mode_flag);
+std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
+                                 const std::string& models_dir, const Prices* prices, std::vector<CompareRow>* skipped) {
+  const std::string mode = canonical_mode(req.mode);
   const bool serving = is_serving_mode(mode);
+  const int64_t gpus = req.gpus, global_batch = req.global_batch;
   if (gpus < 1 || gpus > 4096) throw ConfigError("--gpus: expected 1..4096, got " + std::to_string(gpus));
   if (global_batch < 1) throw ConfigError("--global-batch: expected >= 1");
-  if (seq < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + ": expected >= 1");
-  if (mode == "generate" && gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
-  if (!serving && !dtype.empty() && dtype_from_string(dtype) != DType::kFp32)
-    throw ConfigError("--dtype " + dtype + ": --mode " + mode + " models eager FP32 PyTorch");
-  const ModelConfig m = load_model_config(model, models_dir);
-  const GpuSpec& g = reg.resolve(gpu);
+  if (req.seq < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + ": expected >= 1");
+  if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
+  if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
+    throw ConfigError("--dtype " + req.dtype + ": --mode " + mode + " models eager FP32 PyTorch");
+  if (!serving && req.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + mode);
+  const ModelConfig m = load_model_config(req.model, models_dir);
+  if (req.routing_alpha > 0 && m.num_experts == 0)
+    throw ConfigError("--routing " + routing_name(req.routing_alpha) + ": " + m.name + " has no experts");
+  const GpuSpec& g = reg.resolve(req.gpu);
   auto divisors = [](int64_t n) {
     std::vector<int64_t> d;
     for (int64_t i = 1; i <= n; ++i)
@@ -300,6 +302,7 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
     return d;
   };
   std::vector<CompareRow> rows;
+  std::string first_error;
   for (int64_t dp : divisors(gpus)) {
     if (global_batch % dp) continue;
     for (int64_t tp : divisors(gpus / dp)) {
@@ -320,16 +323,18 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
         for (int64_t ep : eps) {
           ForecastRequest c;
           c.model = &m, c.gpu = &g, c.mode = mode;
-          c.batch = global_batch, c.tokens = seq, c.gen = gen;
+          c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen;
           c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
-          c.optimizer_state = optimizer_state;
+          c.optimizer_state = req.optimizer_state;
+          c.routing_alpha = req.routing_alpha;
           if (serving) {
             c.batch = global_batch / dp;  // one replica's sequences
             c.par.dp = 1;
-            c.dtypes = serving_dtypes(m, dtype, "");
+            c.dtypes = serving_dtypes(m, req.dtype, "");
           }
           CompareRow r = forecast_one(c, kp, prices);
           if (!r.error.empty()) {
+            if (first_error.empty()) first_error = r.error;
             if (skipped) {
               r.dp = dp;
               skipped->push_back(r);
@@ -347,6 +352,10 @@ std::vector<CompareRow> run_plan(const std::string& model, const std::string& gp
         }
     }
   }
+  if (rows.empty())
+    throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs runs the model with the global batch " +
+                      std::to_string(global_batch) +
+                      (first_error.empty() ? std::string(" (none divides them)") : "; the first: " + first_error));
   rank_rows(rows, serving && mode != "prefill" ? "throughput" : "time");
   return rows;
 }

@@ -77,19 +77,27 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_row_json(const CompareRow& r);
 
 // `plan`: every dp x tp x pp with dp * tp * pp == gpus and microbatch counts that divide the
-// per-replica batch, for one model on one GPU type and a global batch; the rows of
-// run_compare, ranked by step time with the fitting layouts first; layouts that cannot run
-// are left out of them and, when `skipped` is given, appended there (their rows say why).
+// per-replica batch, for one model on one GPU type and a global batch.
+struct PlanRequest {
+  std::string model, gpu;                 // a name or config.json path; a GPU type
+  std::string mode = "training";          // training|inference|prefill|decode|generate
+  std::string dtype;                      // serving dtype; empty = the config's torch_dtype
+  int64_t gpus = 0, global_batch = 0;
+  int64_t seq = 0;                        // prompt / sequence (decode: the cached context)
+  int64_t gen = 0;                        // generate: output tokens
+  bool optimizer_state = true;            // training memory: AdamW moments
+  double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
+};
+// The rows of run_compare, ranked by step time with the fitting layouts first; layouts that
+// cannot run are left out of them and, when `skipped` is given, appended there (their rows
+// say why). ConfigError when no layout runs, naming the first reason.
 // Serving modes (prefill, decode, generate): dp replicas of tp x pp GPUs each (dp * tp * pp ==
-// gpus), each serving global_batch / dp sequences; step times are a replica's, tokens/s and
-// cost those of all replicas. For MoE models every expert-parallel size ep of the tp group is
-// a layout too (ep dividing tp and the experts; ep 1 splits every expert over tp). `seq` is the
-// prompt (decode: the cached context); `gen` generate's output tokens; `dtype` the serving
-// dtype (empty: the config's).
-std::vector<CompareRow> run_plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
-                                 int64_t seq, const std::string& mode, bool optimizer_state, const GpuRegistry& reg,
-                                 const KernelPredictor& kp, const std::string& models_dir,
-                                 const Prices* prices = nullptr, int64_t gen = 0, const std::string& dtype = "",
+// gpus), each serving global_batch / dp sequences; step times are a replica's, tokens/s, cost
+// and max_sequences those of all replicas. For MoE models every expert-parallel size ep of the
+// tp group is a layout too (ep dividing tp and the experts; ep 1 splits every expert over tp),
+// each under the request's routing (the most loaded rank forecast; a dense model refuses one).
+std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
+                                 const std::string& models_dir, const Prices* prices = nullptr,
                                  std::vector<CompareRow>* skipped = nullptr);
 // One line per distinct reason among `skipped` (plan's layouts that cannot run): the reason and
 // the layouts it stopped, e.g. "dp 1 x tp 16 x pp 1: <error>".

@@ -153,7 +153,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
 py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, int64_t global_batch,
                 const py::object& seq, const std::string& mode, const py::object& context, std::optional<int64_t> gen,
                 const std::string& dtype, const std::string& optimizer, const std::map<std::string, double>& prices,
-                const std::string& weights, const std::string& gpu_dir) {
+                const std::string& routing, const std::string& weights, const std::string& gpu_dir) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
   int64_t tokens = 0;
@@ -172,12 +172,13 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
   std::vector<predictor::CompareRow> rows;
   {
     py::gil_scoped_release nogil;
-    rows = predictor::run_plan(model, gpu, gpus, global_batch, tokens, m, optimizer == "adamw", e.reg, e.kp,
-                               e.models_dir, &p, gen.value_or(0), dtype);
+    predictor::PlanRequest req;
+    req.model = model, req.gpu = gpu, req.mode = m, req.dtype = dtype;
+    req.gpus = gpus, req.global_batch = global_batch, req.seq = tokens, req.gen = gen.value_or(0);
+    req.optimizer_state = optimizer == "adamw";
+    if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
+    rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }
-  if (rows.empty())
-    throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs divides the model and the global batch " +
-                      std::to_string(global_batch));
   py::list out;
   for (const auto& r : rows) out.append(json_to_py(predictor::compare_row_json(r)));
   return std::move(out);
@@ -222,12 +223,12 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("prices") = std::map<std::string, double>{}, py::arg("sort") = "time", py::arg("weights") = "",
         py::arg("gpu_dir") = "");
   m.def("plan", &plan,
-        "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp, x ep for MoE models), ranked as "
+        "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",
         py::arg("model"), py::arg("gpu"), py::arg("gpus"), py::arg("global_batch"), py::arg("seq") = py::none(),
         py::arg("mode") = "training", py::arg("context") = py::none(), py::arg("gen") = py::none(),
         py::arg("dtype") = "", py::arg("optimizer") = "adamw", py::arg("prices") = std::map<std::string, double>{},
-        py::arg("weights") = "", py::arg("gpu_dir") = "");
+        py::arg("routing") = "", py::arg("weights") = "", py::arg("gpu_dir") = "");
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

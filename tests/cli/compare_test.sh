@@ -164,6 +164,26 @@ r = next(r for r in rows if (r["dp"], r["tp"], r["pp"], r["ep"]) == (2, 4, 1, 2)
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
 print("ok   MoE serving plan: 20 layouts with ep and pp, replica step = predict --ep's")
 PY
+# --routing: every MoE layout forecasts its most loaded rank, as predict --routing does; a dense
+# model and the eager modes refuse it in one line.
+"$TC" plan --model mixtral-8x7b --gpu H100-SXM --gpus 8 --global-batch 64 --mode decode --context 2048 \
+  --routing power_law_1.2 --format json > "$W/rplan.json"
+"$TC" predict --model mixtral-8x7b --gpu H100-SXM --mode decode --batch 32 --context 2048 --tp 4 --ep 2 \
+  --routing power_law_1.2 --format json > "$W/rp.json"
+python3 - "$W/rplan.json" "$W/rp.json" "$W/mplan.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]; p = json.load(open(sys.argv[2])); bal = json.load(open(sys.argv[3]))["rows"]
+key = lambda r: (r["dp"], r["tp"], r["pp"], r["ep"])
+r = next(r for r in rows if key(r) == (2, 4, 1, 2))
+assert r["routing"] == "power_law_1.2" and abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
+b = next(x for x in bal if key(x) == (2, 4, 1, 2))
+assert r["tpot_ms"] > b["tpot_ms"], (r["tpot_ms"], b["tpot_ms"])  # the most loaded rank waits longer
+print("ok   plan --routing: replica step = predict --routing's, slower than balanced")
+PY
+expect_fail "--routing power_law_1.2: llama-3.1-8b has no experts" "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 8 \
+  --global-batch 64 --mode decode --context 2048 --routing power_law_1.2
+expect_fail "--routing does not apply to --mode training" "$TC" plan --model gpt2-large --gpu H100-SXM --gpus 8 \
+  --global-batch 64 --seq 1024 --routing power_law_1.2
 # Layouts that cannot run are named under the table with their reason: on H800s (a node of 8, no
 # network stated) tp 16 and the pipelines crossing nodes.
 "$TC" plan --model llama-3.1-405b --gpu H800 --gpus 16 --global-batch 64 --mode decode --context 2048 > "$W/h800.txt"

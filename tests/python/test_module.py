@@ -51,6 +51,11 @@ rows = tilecast.plan(model="mixtral-8x7b", gpu="H100-SXM", gpus=8, global_batch=
 sh = cli("plan", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "64",
          "--mode", "decode", "--context", "2048")["rows"]
 assert rows == sh and len(rows) == 20, (len(rows), len(sh))
+rows = tilecast.plan(model="mixtral-8x7b", gpu="H100-SXM", gpus=8, global_batch=64, mode="decode", context=2048,
+                     routing="power_law_1.2")
+sh = cli("plan", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "64",
+         "--mode", "decode", "--context", "2048", "--routing", "power_law_1.2")["rows"]
+assert rows == sh and {r["routing"] for r in rows} == {"power_law_1.2"}, rows[:1]
 try:
     tilecast.plan(model="gpt2-large", gpu="A100-SXM4-40GB", gpus=7, global_batch=1, seq=1024)
     raise SystemExit("FAIL: a plan with no layout accepted")
