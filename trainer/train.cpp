@@ -154,17 +154,6 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   double best = std::numeric_limits<double>::infinity();
   ProgressBar bar(cfg.epochs, std::string("train ") + family_name(cfg.family), quiet, true);
   const int64_t n = r.rows_train;
-  // TEMP experiment: rows drawn with weight 1 / (their GPU's row count).
-  torch::Tensor draw_w;
-  if (std::getenv("TC_BALANCE_GPUS")) {
-    std::map<std::string, double> count;
-    for (int64_t i : train_idx) count[all[i].device] += 1;
-    std::vector<double> w;
-    for (int64_t i : train_idx) w.push_back(1.0 / count[all[i].device]);
-    draw_w = torch::tensor(w, torch::kDouble);
-    TC_CHECK(draw_w.size(0) == n, "balanced draws: rows and weights differ");
-    TC_LOG(Info) << "balanced draws over " << count.size() << " GPUs";
-  }
   int64_t samples_seen = 0;
   double train_s = 0;
   for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
@@ -174,7 +163,7 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
     for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
 
     const auto e0 = std::chrono::steady_clock::now();
-    auto perm = draw_w.defined() ? torch::multinomial(draw_w, n, true) : torch::randperm(n, torch::kLong);
+    auto perm = torch::randperm(n, torch::kLong);
     double loss_sum = 0;
     int64_t batches = 0;
     for (int64_t i = 0; i < n; i += cfg.batch_size) {
