@@ -735,7 +735,7 @@ const std::vector<std::string>& moe_features() {
   static const std::vector<std::string> v = {
       "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_tokens", "log2_hidden", "log2_inter_local", "log2_topk",
       "log2_experts_local", "log2_experts_hit", "log2_max_load", "log2_tokens_per_hit", "routing_alpha",
-      "dtype_bytes", "log2_weight_bytes_over_l2", "log2_pj_per_flop", "trtllm_library"};
+      "dtype_bytes", "log2_weight_bytes_over_l2", "log2_pj_per_flop"};
   return v;
 }
 void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
@@ -757,9 +757,6 @@ void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, co
   out[i++] = float(dtype_size(q.dtype));
   out[i++] = float(lg(l.hit * 3.0 * q.h * f * dtype_size(q.dtype) / l2_bytes));
   out[i++] = float(lg(pj_per_flop(gpu, peak)));
-  // The kernel library the spec selects (FlashInfer's TRT-LLM MoE on datacenter Blackwell,
-  // SGLang's Triton fused MoE elsewhere; training keeps only that library's rows).
-  out[i++] = std::string(moe_library(gpu)).find("trtllm") != std::string::npos ? 1.f : 0.f;
   // No DRAM-bytes-per-SM-cycle feature (GEMM's): with two GPUs per fold it is a GPU's name, and
   // leave one GPU out was worse on all four cells (docs/accuracy.md).
 }
