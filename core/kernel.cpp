@@ -808,7 +808,7 @@ constexpr FamilyPhysics kPhysics[] = {
      prefill_features, prefill_fill},
     {Family::kAttnDecode, decode_from_dims, decode_dims, attention_validate,
      attention_flops, attention_bytes, decode_launch, false, decode_bounds, tensor_sheet_peak,
-     prefill_features, prefill_fill},
+     attention_features, attention_fill},
     {Family::kMemoryOp, vector_from_dims, vector_dims, vector_validate,
      vector_flops, memory_op_bytes, memory_op_launch, true, vector_bounds, fp32_sheet_peak,
      no_features, no_fill},
