@@ -205,23 +205,28 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       if (const double us = kp.call_overhead_us(gpu, fam); us > 0) f.call_overhead_us[family_name(fam)] = us;
   }
   const Parallelism& par = g.par;
-  // Per microbatch: the repeated layer (ops with count == layers) and the rest.
+  // Per microbatch: the repeated layer (ops with count == layers) and the rest, with the
+  // all-reduces inside each part (for the communication on the critical path).
   double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;
+  double layer_comm = 0, pro_comm = 0, epi_comm = 0;
   bool seen_layer = false;
   for (const auto& op : g.ops) {
     const KernelCall* fw_gemm = !op.fw.empty() && op.fw.front().is_kernel() ? &op.fw.front() : nullptr;
+    const double comm_before = comm_in_ops;
     OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count, nullptr), cost(op.bw, op.count, fw_gemm),
                  cost(op.acc, op.count, nullptr), op.unnamed_by_neusight};
+    const double comm = comm_in_ops - comm_before;
     const bool in_layer = g.layers > 1 && op.count % g.layers == 0;
     const double fw = o.fw_ms * o.count, bw = (o.bw_ms + o.acc_ms) * o.count;
     if (in_layer) {
       layer_fw += fw / g.layers;
       layer_bw += bw / g.layers;
+      layer_comm += comm / g.layers;
       seen_layer = true;
     } else if (!seen_layer) {
-      pro_fw += fw, pro_bw += bw;
+      pro_fw += fw, pro_bw += bw, pro_comm += comm;
     } else {
-      epi_fw += fw, epi_bw += bw;
+      epi_fw += fw, epi_bw += bw, epi_comm += comm;
     }
     f.ops.push_back(o);
   }
@@ -239,13 +244,18 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // the last the head. Each stage boundary sends one microbatch's activations (and, in
     // training, their gradients back), on the critical path of every microbatch.
     const std::vector<int64_t> stages = pipeline_stage_layers(g.layers, par.pp);
-    double slow_fw = 0, slow_bw = 0;
+    double slow_fw = 0, slow_bw = 0, slow_comm = 0, slow_total = -1;
     for (size_t i = 0; i < stages.size(); ++i) {
       const double n = double(stages[i]);
       const bool first = i == 0, last = i + 1 == stages.size();
-      slow_fw = std::max(slow_fw, layer_fw * n + (first ? pro_fw : 0) + (last ? epi_fw : 0));
-      slow_bw = std::max(slow_bw, layer_bw * n + (first ? pro_bw : 0) + (last ? epi_bw : 0));
+      const double fw = layer_fw * n + (first ? pro_fw : 0) + (last ? epi_fw : 0);
+      const double bw = layer_bw * n + (first ? pro_bw : 0) + (last ? epi_bw : 0);
+      slow_fw = std::max(slow_fw, fw);
+      slow_bw = std::max(slow_bw, bw);
+      if (fw + bw > slow_total)  // the stage that paces the pipeline, and its all-reduces
+        slow_total = fw + bw, slow_comm = layer_comm * n + (first ? pro_comm : 0) + (last ? epi_comm : 0);
     }
+    const double all_comm = comm_in_ops;  // one microbatch through every stage
     // Stage s holds GPUs [s tp, (s + 1) tp) of its replica; rank r hands over to rank r of the
     // next stage, across the network where the two sit on different nodes.
     const int64_t node = gpu.gpus_per_node;
@@ -255,17 +265,21 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         across = ((s - 1) * par.tp + r) / node != (s * par.tp + r) / node;
       pipeline_comm += (g.mode == Mode::kTraining ? 2 : 1) * send_recv_ms(g.pipeline_send_bytes, gpu, across);
     }
+    // The tensor-parallel all-reduces on the critical path follow the same path as the time.
     if (g.mode == Mode::kDecode) {
       // Steady decoding (vLLM's and SGLang's pipeline schedulers): each microbatch's next step
       // waits for its own pass through every stage, and each stage serves every microbatch
       // once per step, so a step takes the longer of the two.
-      f.forward_ms = std::max(all_fw, par.microbatches * slow_fw - pipeline_comm);
+      const bool own_pass = all_fw + pipeline_comm >= par.microbatches * slow_fw;
+      f.forward_ms = own_pass ? all_fw : par.microbatches * slow_fw - pipeline_comm;
+      f.communication_ms = own_pass ? all_comm : par.microbatches * slow_comm;
     } else {
       // A batch arriving at once (training, eager inference, a prefill): the first microbatch
       // crosses every stage, the others follow at the pace of the slowest (GPipe and 1F1B
       // have the same bubble).
       f.forward_ms = all_fw + (par.microbatches - 1) * slow_fw;
       f.backward_ms = all_bw + (par.microbatches - 1) * slow_bw;
+      f.communication_ms = all_comm + (par.microbatches - 1) * slow_comm;
     }
   }
   double dp_exposed = 0;

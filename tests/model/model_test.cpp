@@ -1058,6 +1058,19 @@ TEST(Serving, PipelineStepsOverlapMicrobatches) {
   const double four = step(Mode::kDecode, 4, 1).total_ms, eight = step(Mode::kDecode, 8, 2).total_ms;
   EXPECT_GE(eight, four);
   EXPECT_LT(eight, 2 * four);
+  // The all-reduces on the critical path follow the same path: Llama-3.1-70B on tp 2, decoding
+  // 32 sequences as 2 microbatches of 16 over 2 stages, waits for about one 16-sequence step's
+  // all-reduces (each stage's, twice), plus the hand-over; not for both microbatches' of every
+  // stage.
+  const ModelConfig big = load_model_config("llama-3.1-70b", mdir);
+  auto dec = [&](int64_t batch, int64_t pp) {
+    return predictor::forecast_model(
+        build_serving_graph(big, Mode::kDecode, batch, 2048, DType::kBf16, DType::kBf16, 2, 1, 0, pp), gpu, p);
+  };
+  const auto single = dec(16, 1), piped = dec(32, 2);
+  const double handover = predictor::send_recv_ms(2.0 * 16 * 8192 * 2, gpu);
+  ASSERT_GT(single.communication_ms, 0);
+  EXPECT_NEAR(piped.communication_ms - handover, single.communication_ms, 0.05 * single.communication_ms);
 }
 
 // generate = prefill + decode steps at growing context: checked against separately built
