@@ -418,14 +418,29 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
     os << buf;
   }
   std::map<std::string, double> by_kind;
-  for (const auto& o : f.ops) by_kind[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
+  double work_ms = 0;
+  for (const auto& o : f.ops) {
+    by_kind[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
+    work_ms += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
+  }
+  // With pipeline stages the ops' times add up the work of every stage and microbatch, which
+  // overlap in time: their shares are of that work, not of the step.
+  const bool staged = f.par.pp > 1;
+  const double share_of = staged ? work_ms : f.total_ms;
+  if (staged) {
+    std::snprintf(buf, sizeof buf,
+                  "\noperators below: the work of all %lld stages and %lld microbatches (%.3f ms, overlapping in "
+                  "the step); %% of that work\n",
+                  static_cast<long long>(f.par.pp), static_cast<long long>(f.par.microbatches), work_ms);
+    os << buf;
+  }
   std::vector<std::pair<double, std::string>> kinds;
   for (const auto& kv : by_kind) kinds.emplace_back(kv.second, kv.first);
   std::sort(kinds.rbegin(), kinds.rend());
   os << "\nby kind          ms        %\n";
   for (const auto& k : kinds) {
     std::snprintf(buf, sizeof buf, "%-12s %10.3f %7.1f%%\n", k.second.c_str(), k.first,
-                  f.total_ms > 0 ? 100 * k.first / f.total_ms : 0);
+                  share_of > 0 ? 100 * k.first / share_of : 0);
     os << buf;
   }
   std::vector<const OpForecast*> ops;
@@ -437,7 +452,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                  : "\ntop operators                                 count   fw_ms(all)   bw_ms(all)      %\n");
   for (int i = 0; i < top_ops && i < static_cast<int>(ops.size()); ++i) {
     const OpForecast* o = ops[i];
-    const double share = f.total_ms > 0 ? 100 * total(o) / f.total_ms : 0;
+    const double share = share_of > 0 ? 100 * total(o) / share_of : 0;
     if (serving)
       std::snprintf(buf, sizeof buf, "%-44s %6lld %12.3f %6.1f%%\n", o->name.c_str(), static_cast<long long>(o->count),
                     o->fw_ms * o->count, share);

@@ -201,6 +201,9 @@ tc_cli_test(predict_sliding_window "tp 1, sliding window 4096\nmemory/GPU +[0-9.
 # 31): the GPU of a middle stage holds the most, 32 layers x (3,187,671,040 / 8 GEMM + 32,768
 # norm) x 2 bytes = 25.50 GB under tp 8; 16 sequences in 4 microbatches of 4.
 tc_cli_test(predict_serving_pp "tp 8, pp 4 .4 microbatches of 4.\nmemory/GPU +[0-9.]+ GB \\(25\\.50 GB weights" ${TC} predict --model llama-3.1-405b --gpu H200 --mode decode --batch 16 --context 1024 --tp 8 --pp 4)
+# With stages, the operators' shares are of the work of every stage and microbatch (their times
+# overlap in the step), so none exceeds 100 %.
+tc_cli_test(predict_pipeline_op_shares "operators below: the work of all 4 stages and 4 microbatches .[0-9.]+ ms, overlapping in the step.; % of that work\n\nby kind +ms +%\ngemm +[0-9.]+ +[1-9][0-9]?\\.[0-9]%" ${TC} predict --model llama-3.1-70b --gpu H100-SXM --mode decode --batch 32 --context 2048 --tp 2 --pp 4)
 tc_cli_test(predict_serving_pp_json "\"parallel\": {[^}]*\"microbatches\": 2,[^}]*\"pp\": 2," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 3 --seq 128 --gen 4 --pp 2 --format json)
 tc_cli_fail(predict_serving_microbatches "--mode decode: serving forecasts take --tp, --pp and --ep .one replica; its microbatches follow from --pp." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--pp;2;--microbatches;4")
 tc_cli_fail(predict_serving_pp_layers "--pp 33: expected 1..32 stages .the model's layers." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;prefill;--batch;1;--seq;128;--pp;33")
