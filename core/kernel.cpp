@@ -265,9 +265,12 @@ MoeLoad moe_load(const KernelQuery& q) {
   return memo.load;
 }
 
-const char* attention_library(const GpuSpec& gpu) {
-  return gpu.arch == "blackwell" && gpu.async_tensor_cores() ? "trtllm_mha" : "flash_attention";
-}
+namespace {
+// Datacenter Blackwell (tcgen05) runs TRT-LLM's attention kernels in the data; the rest FlashAttention.
+bool trtllm_attention(const GpuSpec& gpu) { return gpu.arch == "blackwell" && gpu.async_tensor_cores(); }
+}  // namespace
+
+const char* attention_library(const GpuSpec& gpu) { return trtllm_attention(gpu) ? "trtllm_mha" : "flash_attention"; }
 
 const char* kernel_library(Family f, const GpuSpec& gpu) {
   if (is_attention(f)) return attention_library(gpu);
@@ -557,6 +560,9 @@ const std::vector<std::string>& no_features() {
   static const std::vector<std::string> v;
   return v;
 }
+// Every network family's first features, written by kernel_features before the family's own
+// fill: log2 compute and memory bound (us), log2 waves, last-wave fill.
+constexpr size_t kCommonFeatures = 4;
 void no_fill(const KernelQuery&, const GpuSpec&, const LaunchInfo&, const KernelBounds&, float*) {}
 
 // -- Tensor-core GEMM (BF16/FP16/FP8/TF32, as serving engines launch it).
@@ -710,7 +716,7 @@ const std::vector<std::string>& prefill_features() {
 }
 void prefill_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds& kb, float* out) {
   attention_fill(q, gpu, li, kb, out);
-  out[attention_features().size() - 4] = std::string(attention_library(gpu)) == "trtllm_mha" ? 1.f : 0.f;  // out starts after the 4 common features
+  out[attention_features().size() - kCommonFeatures] = trtllm_attention(gpu) ? 1.f : 0.f;
 }
 
 // -- Fused MoE: top-k routing, grouped gate_up GEMM, SiLU-mul, grouped down GEMM.
@@ -1011,7 +1017,7 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
   out[1] = float(lg(s_to_us(kb.memory_s)));
   out[2] = float(lg(double(li.num_waves)));
   out[3] = float(li.last_wave_fill);
-  p.fill(q, gpu, li, kb, out + 4);
+  p.fill(q, gpu, li, kb, out + kCommonFeatures);
 }
 
 namespace {

@@ -33,8 +33,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.gpu_memory_gb = c.gpu->mem_gb;
   try {
     const PredictResult f = forecast(c, kp);
-    // Serving: the microbatches the engine keeps in flight (from pp), as the forecast ran them.
-    if (is_serving_mode(c.mode)) r.microbatches = (f.generate ? f.generate->prefill : f.forecast).par.microbatches;
+    r.microbatches = f.forecast.par.microbatches;  // serving: what the engine keeps in flight (from pp)
     if (f.generate) {
       r.step_ms = f.generate->e2e_ms, r.ttft_ms = f.generate->ttft_ms, r.tpot_ms = f.generate->tpot_ms;
       r.tokens_per_s = f.generate->tokens_per_s;
@@ -290,10 +289,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode + " models eager FP32 PyTorch");
-  if (!serving && req.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + mode);
   const ModelConfig m = load_model_config(req.model, models_dir);
-  if (req.routing_alpha > 0 && m.num_experts == 0)
-    throw ConfigError("--routing " + routing_name(req.routing_alpha) + ": " + m.name + " has no experts");
   const GpuSpec& g = reg.resolve(req.gpu);
   auto divisors = [](int64_t n) {
     std::vector<int64_t> d;
