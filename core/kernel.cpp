@@ -203,8 +203,14 @@ std::string routing_name(double alpha) {
   return os.str();
 }
 
+namespace {
+// Datacenter Blackwell (tcgen05): the GPUs whose attention and MoE kernels are TRT-LLM's in the
+// data (SGLang's FlashAttention and Triton kernels elsewhere).
+bool trtllm_kernels(const GpuSpec& gpu) { return gpu.arch == "blackwell" && gpu.async_tensor_cores(); }
+}  // namespace
+
 const char* moe_library(const GpuSpec& gpu) {
-  return gpu.arch == "blackwell" && gpu.async_tensor_cores() ? "sglang_flashinfer_trtllm_moe" : "sglang_fused_moe_triton";
+  return trtllm_kernels(gpu) ? "sglang_flashinfer_trtllm_moe" : "sglang_fused_moe_triton";
 }
 
 namespace {
@@ -265,12 +271,7 @@ MoeLoad moe_load(const KernelQuery& q) {
   return memo.load;
 }
 
-namespace {
-// Datacenter Blackwell (tcgen05) runs TRT-LLM's attention kernels in the data; the rest FlashAttention.
-bool trtllm_attention(const GpuSpec& gpu) { return gpu.arch == "blackwell" && gpu.async_tensor_cores(); }
-}  // namespace
-
-const char* attention_library(const GpuSpec& gpu) { return trtllm_attention(gpu) ? "trtllm_mha" : "flash_attention"; }
+const char* attention_library(const GpuSpec& gpu) { return trtllm_kernels(gpu) ? "trtllm_mha" : "flash_attention"; }
 
 const char* kernel_library(Family f, const GpuSpec& gpu) {
   if (is_attention(f)) return attention_library(gpu);
@@ -716,7 +717,7 @@ const std::vector<std::string>& prefill_features() {
 }
 void prefill_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds& kb, float* out) {
   attention_fill(q, gpu, li, kb, out);
-  out[attention_features().size() - kCommonFeatures] = trtllm_attention(gpu) ? 1.f : 0.f;
+  out[attention_features().size() - kCommonFeatures] = trtllm_kernels(gpu) ? 1.f : 0.f;
 }
 
 // -- Fused MoE: top-k routing, grouped gate_up GEMM, SiLU-mul, grouped down GEMM.
