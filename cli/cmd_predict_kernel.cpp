@@ -13,7 +13,7 @@ namespace tilecast::cli {
 int run_predict_kernel(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict-kernel options");
   std::string op, shape, gpu, weights, gpu_dir, format, dtype, kv_dtype, routing;
-  int64_t window = 0, moe_tp = 1, moe_ep = 1;
+  int64_t window = 0, moe_tp = 1, moe_ep = 1, prefix = 0;
   // Each family's dtypes and default, from kFamilyTable.
   std::string dtype_help;
   for (Family f : kAllFamilies)
@@ -33,6 +33,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "dtype", po::value(&dtype), dtype_help.c_str())(
       "kv-dtype", po::value(&kv_dtype), "attention: KV cache dtype (default: --dtype)")(
       "window", po::value(&window)->default_value(0), "attention: sliding window in tokens (0 = none)")(
+      "prefix", po::value(&prefix)->default_value(0),
+      "attention_prefill: prompt tokens already cached; S is then a chunk of a longer prompt (chunked prefill)")(
       "moe-tp", po::value(&moe_tp)->default_value(1), "moe: ranks the expert FFN width is split over")(
       "moe-ep", po::value(&moe_ep)->default_value(1), "moe: ranks the experts are split over (rank 0 forecast)")(
       "routing", po::value(&routing)->default_value("balanced"), "moe: balanced or power_law_<a> (e.g. power_law_1.2)")(
@@ -47,7 +49,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   check_format(format, {"table", "json", "csv"});
   predictor::KernelArgs ka;
   ka.op = op, ka.shape = shape, ka.dtype = dtype, ka.kv_dtype = kv_dtype, ka.routing = routing;
-  ka.window = window, ka.moe_tp = moe_tp, ka.moe_ep = moe_ep;
+  ka.window = window, ka.moe_tp = moe_tp, ka.moe_ep = moe_ep, ka.prefix = prefix;
   const KernelQuery q = predictor::build_kernel_query(ka);
   const OpKind kind = q.op;
   const bool moe = kind == OpKind::kMoe;

@@ -171,6 +171,13 @@ KernelQuery attention_decode_q(int64_t batch, int64_t ctx, int64_t heads, int64_
   return q;
 }
 
+KernelQuery attention_chunk_q(int64_t batch, int64_t chunk, int64_t prefix, int64_t heads, int64_t kv_heads,
+                              int64_t head_dim, DType dtype, DType kv_dtype, int64_t window) {
+  KernelQuery q = attention_prefill_q(batch, chunk, heads, kv_heads, head_dim, dtype, kv_dtype, window);
+  q.prefix = prefix;
+  return q;
+}
+
 KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, int64_t experts, int64_t moe_tp,
                   int64_t moe_ep, DType dtype, double routing_alpha) {
   KernelQuery q;
@@ -280,13 +287,15 @@ const char* kernel_library(Family f, const GpuSpec& gpu) {
 }
 
 namespace {
-// Keys each query attends, summed over the queries of one sequence (causal, optional window).
+// Keys the first s queries of a causal prompt attend in all (each at most w).
+double causal_keys(double s, double w) { return w >= s ? s * (s + 1) / 2 : w * (w + 1) / 2 + (s - w) * w; }
+// Keys each query attends, summed over the queries of one sequence (causal, optional window;
+// a chunk after `prefix` cached tokens: queries prefix + 1 .. prefix + m of the prompt).
 double attended_keys(const KernelQuery& q) {
   const double w = q.window > 0 ? double(q.window) : 1e30;
   if (q.op == OpKind::kAttnDecode) return std::min(double(q.ctx), w);
-  const double s = double(q.m);
-  if (w >= s) return s * (s + 1) / 2;
-  return w * (w + 1) / 2 + (s - w) * w;
+  const double p = double(q.prefix);
+  return causal_keys(p + double(q.m), w) - causal_keys(p, w);
 }
 constexpr int64_t kAttnQueryBlock = 128;  // FlashAttention's query tile
 constexpr int64_t kDecodeSplit = 256;     // split-KV chunk of flash-decoding kernels
@@ -329,7 +338,9 @@ void attention_validate(const KernelQuery& q, const std::string& context) {
     throw DataError(context + ": " + std::to_string(q.k) + " query heads are not a multiple of " +
                     std::to_string(q.h) + " KV heads");
   if (q.window < 0) throw DataError(context + ": window must be >= 0");
-  if (double(q.b) * std::max(q.m, q.ctx) * q.k * q.n > kMaxElems)
+  if (q.prefix < 0 || q.prefix > kMaxDim || (q.prefix > 0 && q.op != OpKind::kAttnPrefill))
+    throw DataError(context + ": prefix " + std::to_string(q.prefix) + " out of range (prefill chunks only, [0, 2^31])");
+  if (double(q.b) * std::max(q.m + q.prefix, q.ctx) * q.k * q.n > kMaxElems)
     throw DataError(context + ": tensor larger than 2^40 elements");
 }
 void moe_validate(const KernelQuery& q, const std::string& context) {
@@ -635,10 +646,11 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
 // -- Attention: FlashAttention-style causal prefill and decode over a KV cache.
 // QK^T and PV: 2 x 2 x head_dim FLOPs per (query, key) pair and head.
 double attention_flops(const KernelQuery& q) { return 4.0 * q.b * double(q.k) * q.n * attended_keys(q); }
-// Q in, O out (BF16) for every query; K and V of the attended span once per sequence.
+// Q in, O out (BF16) for every query; K and V of the attended span once per sequence (a
+// prefill chunk's: its prefix and itself).
 double attention_bytes(const KernelQuery& q) {
   const double e = dtype_size(q.dtype);
-  const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m);
+  const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m + q.prefix);
   return double(q.b) * (double(q.m) * q.k * q.n * (e + 2.0) + 2.0 * kv_tokens * q.h * q.n * dtype_size(q.kv_dtype));
 }
 // One CTA per (sequence, head, 128-query block).
@@ -662,12 +674,13 @@ void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&,
   const double peak = gemm_rate_gflops(gpu, q.dtype);
   // Causal work per CTA grows with its query block's position: the busiest SM gets at
   // least the longest CTA and at least an even share of all (query, key) block pairs.
-  const int64_t nb = ceil_div(q.m, kAttnQueryBlock);
-  const int64_t wb = q.window > 0 ? std::max<int64_t>(1, ceil_div(q.window, kAttnQueryBlock)) : nb;
-  // Pairs per (sequence, head): sum over query blocks j = 1..nb of min(j, wb).
-  const double pairs = wb >= nb ? double(nb) * (nb + 1) / 2 : double(wb) * (wb + 1) / 2 + double(nb - wb) * wb;
+  // A chunk after a cached prefix is the query blocks pb + 1 .. pb + nb of a longer prompt.
+  const int64_t nb = ceil_div(q.m, kAttnQueryBlock), pb = q.prefix / kAttnQueryBlock;
+  const int64_t wb = q.window > 0 ? std::max<int64_t>(1, ceil_div(q.window, kAttnQueryBlock)) : pb + nb;
+  // Pairs per (sequence, head): sum over query blocks j = pb + 1 .. pb + nb of min(j, wb).
+  const double pairs = causal_keys(double(pb + nb), double(wb)) - causal_keys(double(pb), double(wb));
   const double total = pairs * q.b * q.k;
-  const double busiest = std::max(std::ceil(total / gpu.num_sms), double(std::min(nb, wb)));
+  const double busiest = std::max(std::ceil(total / gpu.num_sms), double(std::min(pb + nb, wb)));
   const double pair_flops = 4.0 * kAttnQueryBlock * kAttnQueryBlock * q.n;
   kb.compute_s = compute_s(busiest * pair_flops, peak / gpu.num_sms);
   kb.memory_s = transfer_s(attention_bytes(q), gpu.mem_bw_gbps);
@@ -872,8 +885,9 @@ std::string query_shape_string(const KernelQuery& q) {
     if (q.moe_tp > 1) os << ",tp" << q.moe_tp;
     if (q.moe_ep > 1) os << ",ep" << q.moe_ep;
     if (q.routing_alpha > 0) os << ",a" << q.routing_alpha;
-  } else if (is_attention(op_family(q.op)) && q.window) {
-    os << ",w" << q.window;
+  } else if (is_attention(op_family(q.op))) {
+    if (q.window) os << ",w" << q.window;
+    if (q.prefix) os << ",p" << q.prefix;
   }
   return os.str();
 }

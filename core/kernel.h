@@ -43,6 +43,9 @@ struct KernelQuery {
   // Attention (context_attention / generation_attention): b = batch, m = query tokens per
   // sequence (prefill: the prompt; decode: 1), k = query heads, h = KV heads, n = head_dim;
   int64_t ctx = 0;                     // decode: tokens in the KV cache (attended keys)
+  int64_t prefix = 0;                  // prefill: tokens of each sequence already in the KV cache
+                                       // (a chunk of a longer prompt: its m queries attend them
+                                       // and, causally, each other); 0 = a whole prompt
   int64_t window = 0;                  // sliding window in tokens (0 = none)
   DType kv_dtype = DType::kBf16;       // KV cache element type
   // Fused MoE (op moe): b = tokens, h = hidden, n = expert FFN width (whole, before tp);
@@ -56,6 +59,10 @@ KernelQuery attention_prefill_q(int64_t batch, int64_t seq, int64_t heads, int64
                                 DType dtype, DType kv_dtype, int64_t window = 0);
 KernelQuery attention_decode_q(int64_t batch, int64_t ctx, int64_t heads, int64_t kv_heads, int64_t head_dim,
                                DType dtype, DType kv_dtype, int64_t window = 0);
+// Chunked prefill: `batch` chunks of `chunk` prompt tokens, each after `prefix` tokens of its
+// prompt already cached (attention_prefill_q when prefix is 0).
+KernelQuery attention_chunk_q(int64_t batch, int64_t chunk, int64_t prefix, int64_t heads, int64_t kv_heads,
+                              int64_t head_dim, DType dtype, DType kv_dtype, int64_t window = 0);
 // The attention library a GPU runs in SGLang, from its architecture (never from the row):
 // "trtllm_mha" on datacenter Blackwell (compute capability 10.x), "flash_attention" elsewhere.
 const char* attention_library(const GpuSpec& gpu);

@@ -628,9 +628,13 @@ double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
   return std::max(1.0, double(e) * (1.0 - p_miss));
 }
 
-std::vector<int64_t> pipeline_stage_layers(int64_t layers, int64_t pp) {
+void check_pipeline_stages(int64_t layers, int64_t pp) {
   if (pp < 1 || pp > layers)
     throw ConfigError("--pp " + std::to_string(pp) + ": expected 1.." + std::to_string(layers) + " stages (the model's layers)");
+}
+
+std::vector<int64_t> pipeline_stage_layers(int64_t layers, int64_t pp) {
+  check_pipeline_stages(layers, pp);
   std::vector<int64_t> stages(static_cast<size_t>(pp), layers / pp);
   const int64_t extra = layers % pp;
   for (int64_t i = 2; i < extra + 2; ++i) ++stages[static_cast<size_t>(pp - i)];
@@ -643,26 +647,18 @@ std::vector<std::string> graph_model_types() {
   return out;
 }
 
-OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha, int64_t pp) {
+namespace {
+// The layout checks every serving graph makes (tp, ep, routing, dtype); the activation dtype.
+DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_t tp, int64_t ep, double routing_alpha) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
                       model_type_list(true) + "), not '" + m.model_type + "'");
-  TC_CHECK(phase == Mode::kPrefill || phase == Mode::kDecode, "serving graph of a training/inference mode");
-  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
-  const char* tok_flag = phase == Mode::kPrefill ? "--seq" : "--context";
-  if (tokens < (phase == Mode::kPrefill ? 1 : 0) || tokens > (1 << 22))
-    throw ConfigError(std::string(tok_flag) + ": " + std::to_string(tokens) + " out of range [" +
-                      (phase == Mode::kPrefill ? "1" : "0") + ", 2^22]");
-  if (m.max_positions > 0 && tokens + (phase == Mode::kDecode ? 1 : 0) > m.max_positions)
-    throw ConfigError(std::string(tok_flag) + ": " + std::to_string(tokens) + " exceeds " + m.name + "'s " +
-                      std::to_string(m.max_positions) + " positions");
   if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
   const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
   if (m.heads % tp != 0 || ffn % tp != 0)
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
                       " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
-  const int64_t kv = serving_kv_heads_per_rank(m, tp);
+  serving_kv_heads_per_rank(m, tp);
   if (ep != 1) {
     if (m.num_experts == 0)
       throw ConfigError("--ep " + std::to_string(ep) + ": " + m.name + " has no experts (expert parallelism is for MoE models)");
@@ -676,35 +672,19 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     throw ConfigError("--routing " + routing_name(routing_alpha) + ": " + m.name + " has no experts");
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;  // activations
   if (act == DType::kTf32) throw ConfigError("--dtype tf32: serving runs in fp32, fp16, bf16 or fp8");
-  pipeline_stage_layers(m.layers, pp);  // validates pp
-  // vLLM and SGLang keep pp microbatches in flight (one per stage); a batch smaller than that
-  // runs one sequence per microbatch. The largest microbatch paces the pipeline.
-  const int64_t microbatches = std::min(pp, batch);
-  const int64_t seqs = (batch + microbatches - 1) / microbatches;  // sequences in this graph
-  OpGraph g;
-  g.model = m.name;
-  g.batch = batch;
-  g.seq = phase == Mode::kPrefill ? tokens : 1;
-  g.micro_batch = seqs;
-  g.layers = m.layers;
-  g.hidden = m.hidden;
-  g.mode = phase;
-  g.par.tp = tp;
-  g.par.ep = ep;
-  g.par.pp = pp;
-  g.par.microbatches = microbatches;
-  g.routing_alpha = routing_alpha;
-  g.sliding_window = m.sliding_window;
-  g.parameters = model_parameters(m);
-  g.dtype = dtype;
-  g.kv_dtype = kv_dtype;
-  g.context = tokens;
-  const int64_t t = phase == Mode::kPrefill ? seqs * tokens : seqs;  // tokens in this step
+  return act;
+}
+
+// One forward pass of a serving engine on one rank of the tp group: `t` tokens through the
+// embedding, every layer and the final norm, the attention kernels `attention` (the model's
+// head layout per rank) and the LM head over `logits_rows` tokens. g's identity fields are the
+// caller's.
+void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, DType dtype, DType kv_dtype,
+                        int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention) {
+  const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;
+  const int64_t kv = serving_kv_heads_per_rank(m, tp);
   const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / tp;
   const double e = dtype_size(act);
-  // vLLM and SGLang hand the next stage the hidden states and the residual (each rank of the
-  // tp group sends its full copy to its peer).
-  g.pipeline_send_bytes = pp > 1 ? 2.0 * e * double(t) * double(h) : 0;
   Builder b(g);
   auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
     b.op(name, kind).fw.push_back(KernelCall::kernel(q));
@@ -736,12 +716,8 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   // New keys and values into the paged cache (read + write, in the cache dtype).
   b.op("self_attn.kv_cache_write", "memory").fw.push_back(
       KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
-  if (phase == Mode::kPrefill)
-    kernel("self_attn.attn", "attention",
-           attention_prefill_q(seqs, tokens, heads, kv, hd, act, kv_dtype, m.sliding_window));
-  else
-    kernel("self_attn.attn", "attention",
-           attention_decode_q(seqs, tokens + 1, heads, kv, hd, act, kv_dtype, m.sliding_window));
+  GraphOp& attn = b.op("self_attn.attn", "attention");
+  for (const KernelQuery& q : attention) attn.fw.push_back(KernelCall::kernel(q));
   gemm("self_attn.o_proj", t, heads * hd, h);
   all_reduce(t);
   kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
@@ -767,8 +743,111 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   b.set_prefix("");
   // Logits of each sequence's last token only, vocab-parallel; the gather of the shards costs
   // half an all-reduce of the FP32 logits.
-  gemm("lm_head", seqs, h, (m.vocab + tp - 1) / tp);
-  if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(seqs) * m.vocab, tp));
+  gemm("lm_head", logits_rows, h, (m.vocab + tp - 1) / tp);
+  if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(logits_rows) * m.vocab, tp));
+}
+
+// The fields every serving graph sets alike.
+OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv_dtype, int64_t tp, int64_t ep,
+                         double routing_alpha) {
+  OpGraph g;
+  g.model = m.name;
+  g.layers = m.layers;
+  g.hidden = m.hidden;
+  g.mode = phase;
+  g.par.tp = tp;
+  g.par.ep = ep;
+  g.routing_alpha = routing_alpha;
+  g.sliding_window = m.sliding_window;
+  g.parameters = model_parameters(m);
+  g.dtype = dtype;
+  g.kv_dtype = kv_dtype;
+  return g;
+}
+}  // namespace
+
+OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
+                            DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha, int64_t pp) {
+  TC_CHECK(phase == Mode::kPrefill || phase == Mode::kDecode, "serving graph of a training/inference mode");
+  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha);
+  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
+  const char* tok_flag = phase == Mode::kPrefill ? "--seq" : "--context";
+  if (tokens < (phase == Mode::kPrefill ? 1 : 0) || tokens > (1 << 22))
+    throw ConfigError(std::string(tok_flag) + ": " + std::to_string(tokens) + " out of range [" +
+                      (phase == Mode::kPrefill ? "1" : "0") + ", 2^22]");
+  if (m.max_positions > 0 && tokens + (phase == Mode::kDecode ? 1 : 0) > m.max_positions)
+    throw ConfigError(std::string(tok_flag) + ": " + std::to_string(tokens) + " exceeds " + m.name + "'s " +
+                      std::to_string(m.max_positions) + " positions");
+  check_pipeline_stages(m.layers, pp);
+  // vLLM and SGLang keep pp microbatches in flight (one per stage); a batch smaller than that
+  // runs one sequence per microbatch. The largest microbatch paces the pipeline.
+  const int64_t microbatches = std::min(pp, batch);
+  const int64_t seqs = (batch + microbatches - 1) / microbatches;  // sequences in this graph
+  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha);
+  g.batch = batch;
+  g.seq = phase == Mode::kPrefill ? tokens : 1;
+  g.micro_batch = seqs;
+  g.par.pp = pp;
+  g.par.microbatches = microbatches;
+  g.context = tokens;
+  const int64_t t = phase == Mode::kPrefill ? seqs * tokens : seqs;  // tokens in this step
+  // vLLM and SGLang hand the next stage the hidden states and the residual (each rank of the
+  // tp group sends its full copy to its peer).
+  g.pipeline_send_bytes = pp > 1 ? 2.0 * dtype_size(act) * double(t) * double(m.hidden) : 0;
+  const int64_t heads = m.heads / tp, kv = serving_kv_heads_per_rank(m, tp);
+  const KernelQuery attn = phase == Mode::kPrefill
+                               ? attention_prefill_q(seqs, tokens, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window)
+                               : attention_decode_q(seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window);
+  add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, {attn});
+  return g;
+}
+
+int64_t ServingStep::tokens() const {
+  int64_t t = decode_seqs;
+  for (const auto& c : prefill) t += c.seqs * c.tokens;
+  return t;
+}
+
+int64_t ServingStep::sequences() const {
+  int64_t n = decode_seqs;
+  for (const auto& c : prefill) n += c.seqs;
+  return n;
+}
+
+OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
+                                 int64_t ep, double routing_alpha) {
+  const Mode phase = step.prefill.empty() ? Mode::kDecode : Mode::kPrefill;
+  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha);
+  const int64_t positions = m.max_positions > 0 ? m.max_positions : (int64_t{1} << 22);
+  auto bad = [](const std::string& what) { throw ConfigError("serving step: " + what); };
+  if (step.decode_seqs < 0 || step.decode_context < 0) bad("negative decode sequences or context");
+  if (step.decode_seqs > 0 && step.decode_context + 1 > positions)
+    bad(std::to_string(step.decode_context) + " cached tokens exceed " + m.name + "'s " + std::to_string(positions) +
+        " positions");
+  for (const auto& c : step.prefill) {
+    if (c.seqs < 1 || c.tokens < 1 || c.prefix < 0) bad("a prompt chunk needs >= 1 prompt and token, prefix >= 0");
+    if (c.prefix + c.tokens > positions)
+      bad("a prompt of " + std::to_string(c.prefix + c.tokens) + " tokens exceeds " + m.name + "'s " +
+          std::to_string(positions) + " positions");
+  }
+  const int64_t t = step.tokens(), seqs = step.sequences();
+  if (seqs < 1 || seqs > 65536 || t > (int64_t{1} << 24))
+    bad(std::to_string(seqs) + " sequences of " + std::to_string(t) + " tokens out of range (1-65536 sequences, "
+        "at most 2^24 tokens)");
+  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha);
+  g.batch = seqs;
+  g.micro_batch = seqs;
+  g.seq = step.prefill.empty() ? 1 : step.prefill.front().tokens;
+  g.context = step.prefill.empty() ? step.decode_context : step.prefill.front().prefix + step.prefill.front().tokens;
+  g.step = step;
+  const int64_t heads = m.heads / tp, kv = serving_kv_heads_per_rank(m, tp);
+  std::vector<KernelQuery> attention;
+  for (const auto& c : step.prefill)
+    attention.push_back(attention_chunk_q(c.seqs, c.tokens, c.prefix, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window));
+  if (step.decode_seqs > 0)
+    attention.push_back(
+        attention_decode_q(step.decode_seqs, step.decode_context + 1, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window));
+  add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, attention);
   return g;
 }
 

@@ -68,6 +68,21 @@ struct GraphOp {
   bool unnamed_by_neusight = false;
 };
 
+// One step of a serving engine's continuous batching (vLLM's and SGLang's chunked prefill):
+// prompt chunks and decoding sequences in one forward pass.
+struct ServingChunk {
+  int64_t seqs = 0;    // prompts in this group
+  int64_t tokens = 0;  // tokens of each prompt this step runs
+  int64_t prefix = 0;  // tokens of each prompt already cached by earlier steps
+};
+struct ServingStep {
+  std::vector<ServingChunk> prefill;
+  int64_t decode_seqs = 0;     // sequences decoding one token each
+  int64_t decode_context = 0;  // tokens cached before it, the mean over those sequences
+  int64_t tokens() const;      // tokens of the forward pass
+  int64_t sequences() const;   // sequences of the forward pass (0: not a scheduled step)
+};
+
 struct OpGraph {
   std::string model;
   int64_t batch = 0, seq = 0;  // global batch
@@ -88,6 +103,7 @@ struct OpGraph {
   int64_t context = 0;
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
   int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
+  ServingStep step;  // build_serving_step_graph: the step it is (empty for every other graph)
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a
@@ -118,6 +134,17 @@ int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
 // the residual (g.pipeline_send_bytes).
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0, int64_t pp = 1);
+// A scheduled step of one tp group (no pipeline stages): the tokens of every prompt chunk and
+// decoding sequence through each GEMM and memory op, one attention kernel per chunk group
+// (attention_chunk_q: a chunk after a cached prefix) and one for the decoding sequences, and
+// the LM head over the last token of each sequence of the step (vLLM computes the logits of a
+// partial prompt too and drops them). Mode kPrefill when the step has prompt chunks, else
+// kDecode; g.step is `step`. ConfigError (prefixed "serving step:") for empty steps, chunk sizes
+// out of range or positions beyond the model's, and the layout errors of build_serving_graph.
+OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
+                                 int64_t ep = 1, double routing_alpha = 0);
+// ConfigError naming --pp unless 1 <= pp <= layers.
+void check_pipeline_stages(int64_t layers, int64_t pp);
 // Layers of each of `pp` pipeline stages, in order, as vLLM splits them (get_pp_indices):
 // layers / pp each, the remainder one apiece to the stages before the last, from the last but
 // one backwards (the last stage also holds the head). Even splits are Megatron-LM's too.

@@ -72,6 +72,9 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   // Each family's dtypes are a row of kFamilyTable (core/op_kind.h).
   if (const std::string why = dtype_refusal(kind, dt); !why.empty()) throw ConfigError("--dtype " + dtype + ": " + why);
   if (a.window < 0) throw ConfigError("--window: expected >= 0, got " + std::to_string(a.window));
+  if (a.prefix != 0 && kind != OpKind::kAttnPrefill) throw ConfigError("--prefix applies to --op attention_prefill only");
+  if (a.prefix < 0 || a.prefix > (int64_t{1} << 22))
+    throw ConfigError("--prefix: " + std::to_string(a.prefix) + " out of range [0, 2^22]");
   const bool moe = kind == OpKind::kMoe;
   if (!moe && (a.moe_tp != 1 || a.moe_ep != 1 || a.routing != "balanced"))
     throw ConfigError("--moe-tp/--moe-ep/--routing apply to --op moe only");
@@ -84,7 +87,7 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   } else if (is_attention(fam)) {
     if (const std::string why = dtype_refusal(kind, kvd); !why.empty())
       throw ConfigError("--kv-dtype " + kv_dtype + ": " + why);
-    q = kind == OpKind::kAttnPrefill ? attention_prefill_q(q.b, q.m, q.k, q.h, q.n, dt, kvd, a.window)
+    q = kind == OpKind::kAttnPrefill ? attention_chunk_q(q.b, q.m, a.prefix, q.k, q.h, q.n, dt, kvd, a.window)
                                      : attention_decode_q(q.b, q.ctx, q.k, q.h, q.n, dt, kvd, a.window);
     validate_query(q, "--shape");
   } else {
@@ -176,6 +179,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   refuse("--gen", mode != "generate" && a.gen.has_value());
   refuse("--seq", mode == "decode" && a.seq.has_value());
   refuse("--optimizer", mode != "training" && a.optimizer != "adamw");
+  refuse("--max-batched-tokens", mode != "generate" && a.max_batched_tokens.has_value());
   if (mode == "decode") need("--context L", a.context.has_value());
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
@@ -186,6 +190,9 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.batch = a.batch;
   r.tokens = mode == "decode" ? *a.context : *a.seq;
   r.gen = a.gen.value_or(0);
+  r.max_batched_tokens = a.max_batched_tokens.value_or(0);
+  if (a.max_batched_tokens && *a.max_batched_tokens < 1)
+    throw ConfigError("--max-batched-tokens: " + std::to_string(*a.max_batched_tokens) + " out of range [--batch, 2^24]");
   r.par = a.par;
   r.fusion = a.fusion;
   r.optimizer_state = a.optimizer == "adamw";
@@ -217,11 +224,13 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
       r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.host_gap_us,
-                                     q.routing_alpha);
+                                     q.routing_alpha, q.max_batched_tokens);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;
     }
+    if (q.max_batched_tokens != 0)
+      throw ConfigError("--max-batched-tokens schedules a whole generation: use --mode generate");
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     r.forecast = forecast_model(
         build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep, q.routing_alpha, q.par.pp),

@@ -21,6 +21,7 @@ namespace tilecast::predictor {
 struct KernelArgs {
   std::string op, shape, dtype, kv_dtype, routing = "balanced";
   int64_t window = 0, moe_tp = 1, moe_ep = 1;
+  int64_t prefix = 0;  // attention_prefill: prompt tokens already cached before this chunk
 };
 KernelQuery build_kernel_query(const KernelArgs& a);
 nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction& r, const GpuSpec& gpu,
@@ -56,6 +57,7 @@ struct PredictArgs {
   std::optional<int64_t> seq, context, gen;
   std::string dtype, kv_dtype;                 // serving; empty = the config's torch_dtype
   std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
+  std::optional<int64_t> max_batched_tokens;   // generate: the engine's step budget (chunked prefill)
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
@@ -81,6 +83,7 @@ struct ForecastRequest {
   ServingDtypes dtypes;  // serving modes only
   Parallelism par;
   double routing_alpha = 0;  // serving MoE layers' token routing (0 = balanced)
+  int64_t max_batched_tokens = 0;  // generate: tokens a step (chunked prefill; 0 = no budget)
   bool fusion = false;
   bool optimizer_state = true;
   double host_gap_us = 0;

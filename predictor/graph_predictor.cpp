@@ -18,10 +18,12 @@
 namespace tilecast::predictor {
 namespace {
 
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t>;
+// Every field of a KernelQuery: two queries with the same key are the same kernel.
+using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, double>;
 Key key_of(const KernelQuery& q) {
   return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h, static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype),
-          q.ctx, q.window};
+          q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha};
 }
 
 
@@ -197,6 +199,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.context = g.context;
   f.routing_alpha = g.routing_alpha;
   f.sliding_window = g.sliding_window;
+  f.step = g.step;
   f.host_gap_us = host_gap_us;
   if (!isolated) {
     std::set<Family> families;
@@ -379,8 +382,21 @@ std::string serving_layout_suffix(const ModelForecast& f) {
 
 std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEstimate* memory) {
   std::ostringstream os;
-  char buf[320];
-  if (is_serving(f.mode))
+  char buf[512];
+  if (f.step.sequences() > 0) {
+    std::string chunks;
+    for (const auto& c : f.step.prefill)
+      chunks += std::string(chunks.empty() ? "" : " + ") + std::to_string(c.seqs) + " x " + std::to_string(c.tokens) +
+                (c.prefix > 0 ? " after " + std::to_string(c.prefix) : "");
+    std::string decode = f.step.decode_seqs > 0 ? std::to_string(f.step.decode_seqs) + " decoding (" +
+                                                      std::to_string(f.step.decode_context) + " cached, mean)"
+                                                : "";
+    std::snprintf(buf, sizeof buf, "%s on %s, a step of %lld tokens: %s%s%s, %s (KV cache %s), tp %lld%s\n",
+                  f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.step.tokens()),
+                  chunks.empty() ? "" : ("prompt chunks " + chunks).c_str(), !chunks.empty() && !decode.empty() ? ", " : "",
+                  decode.c_str(), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.par.tp),
+                  serving_layout_suffix(f).c_str());
+  } else if (is_serving(f.mode))
     std::snprintf(buf, sizeof buf, "%s on %s, %s, batch %lld, %s %lld, %s (KV cache %s), tp %lld%s\n", f.model.c_str(),
                   f.gpu.c_str(), mode_name(f.mode), static_cast<long long>(f.batch),
                   f.mode == Mode::kPrefill ? "prompt" : "cached context", static_cast<long long>(f.context),
@@ -392,7 +408,9 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                   f.fused ? " (fused)" : "", dtype_name(f.dtype));
   os << buf;
   if (memory) os << memory_summary(*memory);
-  if (is_serving(f.mode))
+  if (f.step.sequences() > 0)
+    std::snprintf(buf, sizeof buf, "step_ms       %10.3f\n", f.total_ms);
+  else if (is_serving(f.mode))
     std::snprintf(buf, sizeof buf, "%s       %10.3f  (%s)\n", f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms", f.total_ms,
                   f.mode == Mode::kPrefill ? "the prefill step: time to first token" : "one decode step");
   else
@@ -508,9 +526,162 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   return r;
 }
 
+namespace {
+constexpr int64_t kMaxPrefillSteps = 20000;
+
+// The sum of f(0) .. f(k - 1) for a smooth f (decode steps over a growing context): every term
+// up to 64 of them, else 33 evenly spaced terms and the trapezoid rule.
+double sum_steps(int64_t k, const std::function<double(int64_t)>& f) {
+  double sum = 0;
+  if (k <= 64) {
+    for (int64_t j = 0; j < k; ++j) sum += f(j);
+    return sum;
+  }
+  const int n = 33;
+  std::vector<double> x(n), y(n);
+  for (int j = 0; j < n; ++j) {
+    x[j] = std::round(1.0 + double(k - 1) * j / (n - 1));  // 1-based steps
+    y[j] = f(static_cast<int64_t>(x[j]) - 1);
+  }
+  // Trapezoid over steps 1..k (x spans them), plus half of each end step.
+  for (int j = 1; j < n; ++j) sum += 0.5 * (y[j] + y[j - 1]) * (x[j] - x[j - 1]);
+  return sum + 0.5 * (y.front() + y.back());
+}
+}  // namespace
+
+ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_t max_batched_tokens,
+                                 const std::function<double(const ServingStep&)>& step_ms) {
+  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
+  if (seq < 1) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^22]");
+  if (gen < 1) throw ConfigError("--gen: " + std::to_string(gen) + " out of range [1, 2^20]");
+  if (max_batched_tokens < 0 || max_batched_tokens > (int64_t{1} << 24))
+    throw ConfigError("--max-batched-tokens: " + std::to_string(max_batched_tokens) + " out of range [--batch, 2^24]");
+  if (max_batched_tokens > 0 && max_batched_tokens < batch)
+    throw ConfigError("--max-batched-tokens: " + std::to_string(max_batched_tokens) + " is below --batch " +
+                      std::to_string(batch) + " (every running sequence decodes one token a step; 0 = no budget)");
+  const int64_t budget = max_batched_tokens > 0 ? max_batched_tokens : batch * seq + batch;
+  if ((batch * seq + budget - 1) / budget > kMaxPrefillSteps)  // at least that many steps
+      throw ConfigError("--max-batched-tokens " + std::to_string(max_batched_tokens) + ": " + std::to_string(batch) +
+                        " prompts of " + std::to_string(seq) + " tokens need more than " +
+                        std::to_string(kMaxPrefillSteps) + " steps; raise it");
+  // Requests in first-come order, in groups of the same state.
+  struct Group {
+    int64_t n = 0, prefilled = 0, generated = 0;  // generated: output tokens so far (the first comes with the prompt)
+    double first_ms = 0;
+  };
+  std::vector<Group> groups{{batch, 0, 0, 0}};
+  ServingSchedule r;
+  double t = 0, ttft_sum = 0, tpot_sum = 0;
+  auto finish = [&](const Group& g) {
+    if (gen > 1) tpot_sum += double(g.n) * (t - g.first_ms) / double(gen - 1);
+    r.e2e_ms = std::max(r.e2e_ms, t);
+  };
+  auto timed = [&](const ServingStep& st) {
+    ++r.steps_timed;
+    if (st.prefill.empty()) ++r.decode_steps_timed;
+    const double ms = step_ms(st);
+    if (!(ms >= 0 && std::isfinite(ms))) throw std::logic_error("schedule_serving: a step time that is not finite");
+    return ms;
+  };
+  while (!groups.empty()) {
+    const bool prompts_left = std::any_of(groups.begin(), groups.end(), [&](const Group& g) { return g.prefilled < seq; });
+    if (prompts_left) {
+      if (r.prefill_steps >= kMaxPrefillSteps)
+        throw ConfigError("--max-batched-tokens " + std::to_string(max_batched_tokens) + ": more than " +
+                          std::to_string(kMaxPrefillSteps) + " steps with prompt tokens; raise it");
+      ServingStep st;
+      double context_sum = 0;
+      for (const Group& g : groups)
+        if (g.prefilled == seq) {
+          st.decode_seqs += g.n;
+          context_sum += double(g.n) * double(seq + g.generated - 1);
+        }
+      if (st.decode_seqs > 0) st.decode_context = std::llround(context_sum / double(st.decode_seqs));
+      int64_t left = budget - st.decode_seqs;
+      // Prompt tokens in order; a group splits where the budget ends inside it.
+      std::vector<Group> next;
+      std::vector<bool> completes;  // per group of `next`: its prompt ends in this step
+      for (const Group& g : groups) {
+        if (g.prefilled == seq || left <= 0) {
+          next.push_back(g);
+          completes.push_back(false);
+          continue;
+        }
+        const int64_t rest = seq - g.prefilled;
+        const int64_t whole = std::min(g.n, left / rest);
+        if (whole > 0) {
+          st.prefill.push_back({whole, rest, g.prefilled});
+          left -= whole * rest;
+          next.push_back({whole, seq, 0, 0});
+          completes.push_back(true);
+        }
+        int64_t waiting = g.n - whole;
+        if (waiting > 0 && left > 0) {  // one prompt takes what is left of the budget
+          st.prefill.push_back({1, left, g.prefilled});
+          next.push_back({1, g.prefilled + left, 0, 0});
+          completes.push_back(false);
+          left = 0;
+          --waiting;
+        }
+        if (waiting > 0) {
+          next.push_back({waiting, g.prefilled, 0, 0});
+          completes.push_back(false);
+        }
+      }
+      t += timed(st);
+      ++r.steps;
+      ++r.prefill_steps;
+      groups.clear();
+      for (size_t i = 0; i < next.size(); ++i) {
+        Group g = next[i];
+        if (completes[i]) {  // its first token
+          g.generated = 1;
+          g.first_ms = t;
+          ttft_sum += double(g.n) * t;
+          r.ttft_max_ms = std::max(r.ttft_max_ms, t);
+        } else if (g.prefilled == seq) {  // decoded one token
+          ++g.generated;
+        }
+        if (g.generated == gen) {
+          finish(g);
+          continue;
+        }
+        groups.push_back(g);
+      }
+      continue;
+    }
+    // Decode only: every sequence left, until the next group is done.
+    int64_t seqs = 0, k = gen;
+    double context_sum = 0;
+    for (const Group& g : groups) {
+      seqs += g.n;
+      context_sum += double(g.n) * double(seq + g.generated - 1);
+      k = std::min(k, gen - g.generated);
+    }
+    const double context0 = context_sum / double(seqs);
+    t += sum_steps(k, [&](int64_t j) {
+      ServingStep st;
+      st.decode_seqs = seqs;
+      st.decode_context = std::llround(context0 + double(j));
+      return timed(st);
+    });
+    r.steps += k;
+    std::vector<Group> left;
+    for (Group g : groups) {
+      g.generated += k;
+      if (g.generated == gen) finish(g);
+      else left.push_back(g);
+    }
+    groups.swap(left);
+  }
+  r.ttft_mean_ms = ttft_sum / double(batch);
+  r.tpot_mean_ms = tpot_sum / double(batch);
+  return r;
+}
+
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
-                                   double host_gap_us, double routing_alpha) {
+                                   double host_gap_us, double routing_alpha, int64_t max_batched_tokens) {
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
   if (gen < 2 || gen > (1 << 20))
@@ -520,40 +691,44 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     throw ConfigError("--gen: " + std::to_string(seq) + " prompt + " + std::to_string(gen) + " output tokens need " +
                       std::to_string(seq + gen - 1) + " positions; " + m.name + " has " +
                       std::to_string(m.max_positions));
+  if (max_batched_tokens != 0 && par.pp > 1)
+    throw ConfigError("--max-batched-tokens with --pp " + std::to_string(par.pp) +
+                      ": chunked prefill is modelled on one pipeline stage only");
   GenerateForecast f;
   f.model = m.name;
   f.gpu = gpu.name;
   f.dtype = dtype;
   f.kv_dtype = kv_dtype;
   f.batch = batch, f.seq = seq, f.gen = gen;
-  auto graph = [&](Mode phase, int64_t tokens) {
-    return build_serving_graph(m, phase, batch, tokens, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.pp);
+  f.max_batched_tokens = max_batched_tokens;
+  // Decode-only steps and, without a budget, the one prefill step are build_serving_graph's,
+  // which also spreads them over pipeline stages; scheduled steps with prompt tokens are
+  // build_serving_step_graph's (the same graph where a step is all whole prompts).
+  auto graph = [&](const ServingStep& st) {
+    if (st.prefill.empty())
+      return build_serving_graph(m, Mode::kDecode, st.decode_seqs, st.decode_context, dtype, kv_dtype, par.tp, par.ep,
+                                 routing_alpha, par.pp);
+    const ServingChunk& c = st.prefill.front();
+    if (max_batched_tokens == 0 && st.prefill.size() == 1 && c.prefix == 0 && st.decode_seqs == 0)
+      return build_serving_graph(m, Mode::kPrefill, c.seqs, c.tokens, dtype, kv_dtype, par.tp, par.ep, routing_alpha,
+                                 par.pp);
+    return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
   };
-  f.prefill = forecast_model(graph(Mode::kPrefill, seq), gpu, kp, host_gap_us);
-  f.ttft_ms = f.prefill.total_ms;
-  // Decode step i (1..gen-1) runs with seq + i - 1 tokens cached.
-  const int64_t steps = gen - 1;
-  auto step_ms = [&](int64_t cached) {
-    f.last_decode = forecast_model(graph(Mode::kDecode, cached), gpu, kp, host_gap_us);
-    ++f.decode_steps_forecast;
-    return f.last_decode.total_ms;
-  };
-  double sum = 0;
-  if (steps <= 64) {
-    for (int64_t i = 1; i <= steps; ++i) sum += step_ms(seq + i - 1);
-  } else {
-    const int n = 33;
-    std::vector<double> x(n), y(n);
-    for (int j = 0; j < n; ++j) {
-      x[j] = std::round(1.0 + double(steps - 1) * j / (n - 1));
-      y[j] = step_ms(seq + static_cast<int64_t>(x[j]) - 1);
-    }
-    // Trapezoid over steps 1..steps (x spans them), plus half of each end step.
-    for (int j = 1; j < n; ++j) sum += 0.5 * (y[j] + y[j - 1]) * (x[j] - x[j - 1]);
-    sum += 0.5 * (y.front() + y.back());
-  }
-  f.tpot_ms = sum / steps;
-  f.e2e_ms = f.ttft_ms + sum;
+  bool first = true;
+  const ServingSchedule s = schedule_serving(batch, seq, gen, max_batched_tokens, [&](const ServingStep& st) {
+    ModelForecast step = forecast_model(graph(st), gpu, kp, host_gap_us);
+    const double ms = step.total_ms;
+    if (first) f.prefill = std::move(step), first = false;
+    else if (st.prefill.empty()) f.last_decode = std::move(step);
+    return ms;
+  });
+  f.ttft_ms = s.ttft_mean_ms;
+  f.ttft_max_ms = s.ttft_max_ms;
+  f.tpot_ms = s.tpot_mean_ms;
+  f.e2e_ms = s.e2e_ms;
+  f.steps = s.steps;
+  f.prefill_steps = s.prefill_steps;
+  f.decode_steps_forecast = s.decode_steps_timed;
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
   f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp);
   return f;
@@ -575,10 +750,14 @@ std::string generate_json(const GenerateForecast& f) {
                         {"ep", f.prefill.par.ep}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
+                      {"max_batched_tokens", f.max_batched_tokens},
                       {"ttft_ms", f.ttft_ms},
+                      {"ttft_max_ms", f.ttft_max_ms},
                       {"tpot_ms", f.tpot_ms},
                       {"e2e_ms", f.e2e_ms},
                       {"tokens_per_s", f.tokens_per_s},
+                      {"steps", f.steps},
+                      {"prefill_steps", f.prefill_steps},
                       {"decode_steps_forecast", f.decode_steps_forecast}};
   add_memory_json(j, f.memory);
   auto ops = [](const ModelForecast& m) {
@@ -587,27 +766,37 @@ std::string generate_json(const GenerateForecast& f) {
       a.push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count}, {"ms", o.fw_ms * o.count}});
     return a;
   };
-  j["prefill_ops"] = ops(f.prefill);
-  j["last_decode_step_ops"] = ops(f.last_decode);
+  j["prefill_ops"] = ops(f.prefill);  // the first step's
+  j["last_decode_step_ops"] = ops(f.last_decode);  // empty when every step ran prompt tokens
   return j.dump(2) + "\n";
 }
 
 std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::ostringstream os;
-  char buf[320];
+  char buf[400];
+  const std::string budget =
+      f.max_batched_tokens > 0 ? ", chunked prefill: " + std::to_string(f.max_batched_tokens) + " tokens a step" : "";
   std::snprintf(buf, sizeof buf,
-                "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s\n",
+                "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
                 static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.prefill.par.tp),
-                serving_layout_suffix(f.prefill).c_str());
+                serving_layout_suffix(f.prefill).c_str(), budget.c_str());
   os << buf;
-  std::snprintf(buf, sizeof buf,
-                "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"
-                "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
-                f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
+  if (f.max_batched_tokens > 0)
+    std::snprintf(buf, sizeof buf,
+                  "ttft_ms       %10.3f  (mean over the requests; the last %.3f)\ntpot_ms       %10.3f  (mean over the "
+                  "requests)\ne2e_ms        %10.3f  (the last request's last token)\n"
+                  "tokens/s      %10.1f  (batch x output tokens / e2e)\nsteps         %10lld  (%lld with prompt tokens)\n",
+                  f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s, static_cast<long long>(f.steps),
+                  static_cast<long long>(f.prefill_steps));
+  else
+    std::snprintf(buf, sizeof buf,
+                  "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"
+                  "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
+                  f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
   os << buf << memory_summary(f.memory);
-  os << "\n-- prefill\n" << forecast_table(f.prefill, top_ops);
-  os << "\n-- last decode step\n" << forecast_table(f.last_decode, top_ops);
+  os << (f.max_batched_tokens > 0 ? "\n-- first step\n" : "\n-- prefill\n") << forecast_table(f.prefill, top_ops);
+  if (f.decode_steps_forecast > 0) os << "\n-- last decode step\n" << forecast_table(f.last_decode, top_ops);
   return os.str();
 }
 

@@ -132,8 +132,78 @@ bool KernelPredictor::has_family(Family f) const {
 const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_->manifest; }
 const TileTable& KernelPredictor::tiles() const { return impl_->tile_table(); }
 
+namespace {
+// A prefill chunk after a cached prefix (chunked prefill) is costed from whole prompts, the
+// only prefills the data times: its queries are the last `chunk` of a prompt of prefix + chunk
+// tokens, so it takes what that prompt takes beyond its first `prefix` tokens, and no less
+// than the chunk alone (fixed costs do not cancel). Each field follows that rule except the
+// physics of the chunk itself (FLOPs at the sheet's peak, the plain roofline, the launch).
+struct ChunkParts {
+  size_t whole = 0, head = 0, alone = 0;  // indices of the three prompts among the expanded queries
+};
+KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const KernelPrediction& whole,
+                               const KernelPrediction& head, const KernelPrediction& alone) {
+  auto rest = [&](double KernelPrediction::*f) { return std::max(alone.*f, whole.*f - head.*f); };
+  KernelPrediction r = whole;
+  r.latency_ms = rest(&KernelPrediction::latency_ms);
+  r.base_ms = rest(&KernelPrediction::base_ms);
+  r.bound_ms = rest(&KernelPrediction::bound_ms);
+  r.prior_ms = whole.prior_ms > 0 ? rest(&KernelPrediction::prior_ms) : 0;
+  r.member_min_ms = std::max(alone.member_min_ms, whole.member_min_ms - head.member_max_ms);
+  r.member_max_ms = std::max(alone.member_max_ms, whole.member_max_ms - head.member_min_ms);
+  r.roofline_ms = s_to_ms(roofline_s(q, gpu));
+  r.peak_ms = s_to_ms(peak_s(q, gpu));
+  r.at_peak = r.latency_ms < r.peak_ms;
+  r.latency_ms = std::max(r.latency_ms, r.peak_ms);
+  r.member_min_ms = std::min(std::max(r.member_min_ms, r.peak_ms), r.latency_ms);
+  r.member_max_ms = std::max(r.member_max_ms, r.latency_ms);
+  r.utilisation = r.bound_ms / r.latency_ms;
+  // The host time per call of one kernel, as the whole prompt's.
+  r.stream_ms = std::max(r.latency_ms - (whole.latency_ms - whole.stream_ms), std::min(r.latency_ms, kMinStreamUs * 1e-3));
+  r.launch = launch_info(q, gpu);
+  for (const auto& name : alone.out_of_range)
+    if (std::find(r.out_of_range.begin(), r.out_of_range.end(), name) == r.out_of_range.end()) r.out_of_range.push_back(name);
+  r.clamped = whole.clamped || alone.clamped;
+  return r;
+}
+}  // namespace
+
 std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQuery>& queries,
                                                        const GpuSpec& gpu) const {
+  // Chunks after a prefix become whole prompts first (compose_chunk).
+  if (std::any_of(queries.begin(), queries.end(), [](const KernelQuery& q) { return q.prefix > 0; })) {
+    std::vector<KernelQuery> expanded;
+    std::vector<ChunkParts> parts(queries.size());
+    std::vector<size_t> plain(queries.size());
+    for (size_t i = 0; i < queries.size(); ++i) {
+      const KernelQuery& q = queries[i];
+      if (q.prefix <= 0) {
+        plain[i] = expanded.size();
+        expanded.push_back(q);
+        continue;
+      }
+      validate_query(q, "query");
+      auto prompt = [&](int64_t tokens) {
+        KernelQuery p = attention_prefill_q(q.b, tokens, q.k, q.h, q.n, q.dtype, q.kv_dtype, q.window);
+        expanded.push_back(p);
+        return expanded.size() - 1;
+      };
+      parts[i].whole = prompt(q.prefix + q.m);
+      parts[i].head = prompt(q.prefix);
+      parts[i].alone = prompt(q.m);
+    }
+    const std::vector<KernelPrediction> r = predict(expanded, gpu);
+    std::vector<KernelPrediction> out(queries.size());
+    for (size_t i = 0; i < queries.size(); ++i) {
+      if (queries[i].prefix <= 0) {
+        out[i] = r[plain[i]];
+        continue;
+      }
+      const ChunkParts& c = parts[i];
+      out[i] = compose_chunk(queries[i], gpu, r[c.whole], r[c.head], r[c.alone]);
+    }
+    return out;
+  }
   const KernelPredictor* amd = gpu.vendor == "amd" ? impl_->amd_set() : nullptr;
   if (!amd) return predict_here(queries, gpu);
   std::vector<size_t> on_amd, here;

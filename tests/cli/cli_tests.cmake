@@ -210,6 +210,17 @@ tc_cli_fail(predict_serving_pp_layers "--pp 33: expected 1..32 stages .the model
 tc_cli_fail(predict_ep_on_training "--ep does not apply to --mode training" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--batch;1;--seq;16;--mode;training;--ep;2")
 tc_cli_fail(predict_bad_routing "--routing: expected balanced or power_law_<a>.*'zipf'" "${TC};predict;--model;qwen3-30b-a3b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--routing;zipf")
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")
+# Chunked prefill (--max-batched-tokens): 4 prompts of 1,000 tokens in steps of 2,048 run in 2
+# steps with prompt tokens (2 prompts + 48 tokens, then 2 decoding + 952 + 1,000); the table
+# states the budget and the mean and last TTFT; one-line refusals.
+tc_cli_test(predict_generate_chunked_json "\"max_batched_tokens\": 2048,.*\"prefill_steps\": 2,.*\"steps\": 17,.*\"ttft_max_ms\": [0-9]" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 4 --seq 1000 --gen 16 --max-batched-tokens 2048 --format json)
+tc_cli_test(predict_generate_chunked_table "chunked prefill: 2048 tokens a step\nttft_ms +[0-9.]+  .mean over the requests; the last [0-9.]+.\n.*steps +17  .2 with prompt tokens.\n.*-- first step\n[^\n]*a step of 2048 tokens: prompt chunks 2 x 1000 \\+ 1 x 48," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 4 --seq 1000 --gen 16 --max-batched-tokens 2048)
+tc_cli_fail(predict_chunked_below_batch "--max-batched-tokens: 2 is below --batch 4" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;4;--seq;100;--gen;4;--max-batched-tokens;2")
+tc_cli_fail(predict_chunked_prefill_mode "--max-batched-tokens does not apply to --mode prefill" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;prefill;--batch;4;--seq;100;--max-batched-tokens;256")
+tc_cli_fail(predict_chunked_pp "--max-batched-tokens with --pp 2: chunked prefill is modelled on one pipeline stage only" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;4;--seq;100;--gen;4;--pp;2;--max-batched-tokens;256")
+tc_cli_test(predict_kernel_chunk "shape +1,2048,32,8,128,p6144 .bf16." ${TC} predict-kernel --op attention_prefill --shape 1,2048,32,8,128 --prefix 6144 --gpu H100-SXM)
+tc_cli_fail(predict_kernel_prefix_gemm "--prefix applies to --op attention_prefill only" "${TC};predict-kernel;--op;gemm;--shape;16,4096,4096;--prefix;8;--gpu;H100-SXM")
+tc_cli_test(plan_chunked_refuses_pipelines "layouts that cannot run .[0-9]+.:\n.*one pipeline stage only" ${TC} plan --model llama-3.1-8b --gpu H100-SXM --gpus 2 --global-batch 8 --mode generate --seq 512 --gen 8 --max-batched-tokens 2048)
 # compare and plan: rows, ranking, prices, errors.
 add_test(NAME cli.compare COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_test.sh ${TC})
 # NeuSight families report (without clamping) a query outside their training range.

@@ -538,6 +538,46 @@ TEST(ServingGraph, PipelineStagesAndMicrobatches) {
   EXPECT_EQ(build_serving_graph(m, Mode::kDecode, 5, 100, DType::kBf16, DType::kBf16, 1).pipeline_send_bytes, 0);
 }
 
+// A scheduled step of chunked prefill, Llama-3.1-8B (hand-derived): two decoding sequences
+// (1,000 cached), the rest of a 1,000-token prompt after its first 48 tokens, and a whole
+// 1,000-token prompt: 2 + 952 + 1,000 = 1,954 tokens through every GEMM and memory op; one
+// attention kernel per part; the LM head over the last token of each of the 4 sequences.
+TEST(ServingGraph, ScheduledStepOfChunksAndDecodes) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  ServingStep st;
+  st.prefill = {{1, 952, 48}, {1, 1000, 0}};
+  st.decode_seqs = 2, st.decode_context = 1000;
+  EXPECT_EQ(st.tokens(), 1954);
+  EXPECT_EQ(st.sequences(), 4);
+  OpGraph g = build_serving_step_graph(m, st, DType::kBf16, DType::kBf16, 1);
+  EXPECT_EQ(g.mode, Mode::kPrefill);
+  EXPECT_EQ(g.step.tokens(), 1954);
+  auto c = serving_kernels(g);
+  EXPECT_EQ(c["gemm(1954,4096,6144)"], 32);
+  EXPECT_EQ(c["gemm(1954,14336,4096)"], 32);
+  EXPECT_EQ(c["rmsnorm(1954,4096)"], 2 * 32 + 1);
+  EXPECT_EQ(c["context_attention(1,952,32,8,128,p48)"], 32);
+  EXPECT_EQ(c["context_attention(1,1000,32,8,128)"], 32);
+  EXPECT_EQ(c["generation_attention(2,1001,32,8,128)"], 32);
+  EXPECT_EQ(c["gemm(4,4096,128256)"], 1);
+  // A step of whole prompts only is the prefill graph of build_serving_graph, kernel for kernel.
+  ServingStep whole;
+  whole.prefill = {{2, 512, 0}};
+  EXPECT_EQ(serving_kernels(build_serving_step_graph(m, whole, DType::kBf16, DType::kBf16, 2)),
+            serving_kernels(build_serving_graph(m, Mode::kPrefill, 2, 512, DType::kBf16, DType::kBf16, 2)));
+  ServingStep decode;
+  decode.decode_seqs = 16, decode.decode_context = 4096;
+  EXPECT_EQ(build_serving_step_graph(m, decode, DType::kFp8, DType::kFp8, 2).mode, Mode::kDecode);
+  EXPECT_EQ(serving_kernels(build_serving_step_graph(m, decode, DType::kFp8, DType::kFp8, 2)),
+            serving_kernels(build_serving_graph(m, Mode::kDecode, 16, 4096, DType::kFp8, DType::kFp8, 2)));
+  expect_error<ConfigError>([&] { build_serving_step_graph(m, ServingStep{}, DType::kBf16, DType::kBf16, 1); },
+                            {"serving step", "0 sequences"});
+  ServingStep long_prompt;
+  long_prompt.prefill = {{1, 1000, 131000}};
+  expect_error<ConfigError>([&] { build_serving_step_graph(m, long_prompt, DType::kBf16, DType::kBf16, 1); },
+                            {"serving step", "132000 tokens", "131072 positions"});
+}
+
 TEST(ServingGraph, RefusesWhatItDoesNotModel) {
   ModelConfig gpt2 = load_model_config("gpt2-large", models_dir());
   expect_error<ConfigError>([&] { build_serving_graph(gpt2, Mode::kPrefill, 1, 16, DType::kBf16, DType::kBf16, 1); },

@@ -197,6 +197,23 @@ TEST(Kernel, AttentionWorkAndTasks) {
   EXPECT_DOUBLE_EQ(query_bytes(d), 8257536.0);
   EXPECT_EQ(launch_info(d, h100).num_ctas, 128);
   EXPECT_EQ(parse_query(OpKind::kAttnDecode, "4,1000,32,8,128").ctx, 1000);
+  // A chunk of 128 queries after 256 cached tokens (chunked prefill): queries 257..384 of the
+  // prompt attend (257 + 384) x 128 / 2 = 41,024 keys per head: 4 x 64 x 8 x 41,024 =
+  // 84,017,152 FLOPs. Bytes: Q and O 128 x 8 x 64 x 4 = 262,144, K and V of all 384 tokens
+  // 2 x 384 x 2 x 64 x 2 = 196,608: 458,752. CTAs: 8 heads x 1 query block. With a 64-token
+  // window every query attends 64 keys: 128 x 64 x 4 x 64 x 8 = 16,777,216 FLOPs.
+  const auto chunk = attention_chunk_q(1, 128, 256, 8, 2, 64, DType::kBf16, DType::kBf16);
+  EXPECT_DOUBLE_EQ(query_flops(chunk), 84017152.0);
+  EXPECT_DOUBLE_EQ(query_bytes(chunk), 458752.0);
+  EXPECT_EQ(launch_info(chunk, h100).num_ctas, 8);
+  EXPECT_DOUBLE_EQ(query_flops(attention_chunk_q(1, 128, 256, 8, 2, 64, DType::kBf16, DType::kBf16, 64)), 16777216.0);
+  EXPECT_EQ(query_shape_string(chunk), "1,128,8,2,64,p256");
+  // The chunks of a prompt do its work: 0..256 and 256..384 together are the 384-token prompt.
+  EXPECT_DOUBLE_EQ(query_flops(attention_prefill_q(1, 256, 8, 2, 64, DType::kBf16, DType::kBf16)) + query_flops(chunk),
+                   query_flops(attention_prefill_q(1, 384, 8, 2, 64, DType::kBf16, DType::kBf16)));
+  auto bad_prefix = attention_decode_q(1, 100, 8, 2, 64, DType::kBf16, DType::kBf16);
+  bad_prefix.prefix = 5;
+  expect_error<DataError>([&] { validate_query(bad_prefix, "q"); }, {"prefix 5", "prefill chunks only"});
   expect_error<DataError>([] { parse_query(OpKind::kAttnPrefill, "1,128,32,5,128"); }, {"32 query heads", "5 KV heads"});
   expect_error<ConfigError>([] { parse_query(OpKind::kAttnPrefill, "1,128,32"); }, {"B,S,H,KV,D"});
   std::vector<float> f(num_features(Family::kAttnPrefill));

@@ -1099,6 +1099,107 @@ TEST(Serving, GenerateSumsPrefillAndDecodeSteps) {
   EXPECT_GT(step(Mode::kDecode, 8000), d1);  // a longer cache costs more
 }
 
+// Continuous batching with a budget, worked by hand with a step that costs 1 ms + 1 ms per
+// 1,000 tokens. Three prompts of 1,000 tokens, 4 output tokens each, 2,048 tokens a step:
+//   step 1: prompts 1 and 2 whole + the first 48 tokens of prompt 3 (2,048 tokens): 3.048 ms;
+//           requests 1 and 2 have their first token at 3.048;
+//   step 2: 2 decoding (1,000 cached) + the other 952 of prompt 3 (954 tokens): 1.954 ms, 5.002;
+//   steps 3-4: 3 decoding, mean context 1,000.67 and 1,001.67 -> 1,001, 1,002: 1.003 ms each,
+//           7.008: requests 1 and 2 done, TPOT (7.008 - 3.048) / 3 = 1.32 ms;
+//   step 5: request 3 alone, 1,002 cached: 1.001 ms, 8.009; TPOT (8.009 - 5.002) / 3 = 1.00233.
+// TTFT mean (2 x 3.048 + 5.002) / 3 = 3.69933, last 5.002; TPOT mean 1.21411; e2e 8.009.
+TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
+  std::vector<ServingStep> steps;
+  auto step_ms = [&](const ServingStep& st) {
+    steps.push_back(st);
+    return 1.0 + double(st.tokens()) / 1000.0;
+  };
+  const auto s = predictor::schedule_serving(3, 1000, 4, 2048, step_ms);
+  ASSERT_EQ(steps.size(), 5u);
+  ASSERT_EQ(steps[0].prefill.size(), 2u);
+  EXPECT_EQ(steps[0].prefill[0].seqs, 2);
+  EXPECT_EQ(steps[0].prefill[0].tokens, 1000);
+  EXPECT_EQ(steps[0].prefill[1].tokens, 48);
+  EXPECT_EQ(steps[0].decode_seqs, 0);
+  ASSERT_EQ(steps[1].prefill.size(), 1u);
+  EXPECT_EQ(steps[1].prefill[0].tokens, 952);
+  EXPECT_EQ(steps[1].prefill[0].prefix, 48);
+  EXPECT_EQ(steps[1].decode_seqs, 2);
+  EXPECT_EQ(steps[1].decode_context, 1000);
+  EXPECT_TRUE(steps[2].prefill.empty());
+  EXPECT_EQ(steps[2].decode_seqs, 3);
+  EXPECT_EQ(steps[2].decode_context, 1001);
+  EXPECT_EQ(steps[3].decode_context, 1002);
+  EXPECT_EQ(steps[4].decode_seqs, 1);
+  EXPECT_EQ(steps[4].decode_context, 1002);
+  EXPECT_NEAR(s.ttft_mean_ms, (2 * 3.048 + 5.002) / 3, 1e-9);
+  EXPECT_NEAR(s.ttft_max_ms, 5.002, 1e-9);
+  EXPECT_NEAR(s.tpot_mean_ms, (2 * 1.32 + (8.009 - 5.002) / 3) / 3, 1e-9);
+  EXPECT_NEAR(s.e2e_ms, 8.009, 1e-9);
+  EXPECT_EQ(s.steps, 5);
+  EXPECT_EQ(s.prefill_steps, 2);
+  EXPECT_EQ(s.decode_steps_timed, 3);
+  // No budget: every prompt in the first step, then 3 decode steps of all three (1,000, 1,001
+  // and 1,002 cached): TTFT 4.0 ms for all, TPOT 1.003 ms, e2e 7.009 ms.
+  steps.clear();
+  const auto u = predictor::schedule_serving(3, 1000, 4, 0, step_ms);
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].prefill.size(), 1u);
+  EXPECT_EQ(steps[0].prefill[0].seqs, 3);
+  EXPECT_EQ(steps[3].decode_context, 1002);
+  EXPECT_NEAR(u.ttft_mean_ms, 4.0, 1e-9);
+  EXPECT_NEAR(u.ttft_max_ms, 4.0, 1e-9);
+  EXPECT_NEAR(u.tpot_mean_ms, 1.003, 1e-9);
+  EXPECT_NEAR(u.e2e_ms, 7.009, 1e-9);
+  expect_error<ConfigError>([&] { predictor::schedule_serving(8, 100, 4, 4, step_ms); },
+                            {"--max-batched-tokens: 4 is below --batch 8"});
+  expect_error<ConfigError>([&] { predictor::schedule_serving(64, 1 << 20, 4, 64, step_ms); },
+                            {"--max-batched-tokens 64", "more than 20000 steps"});
+}
+
+// Chunked prefill on the bundled weights: a budget no step fills is the forecast without one
+// (the step graph of whole prompts is the prefill graph); chunks of a long prompt attend their
+// prefix, so they cost more than the same chunk alone, and the prompt's chunks together cost at
+// least the whole prompt (fixed costs repeat).
+TEST(Serving, ChunkedPrefillForecasts) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  const auto plain = predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{});
+  const auto roomy =
+      predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, 8192);
+  EXPECT_NEAR(roomy.ttft_ms, plain.ttft_ms, 1e-9 * plain.ttft_ms);
+  EXPECT_NEAR(roomy.tpot_ms, plain.tpot_ms, 1e-9 * plain.tpot_ms);
+  EXPECT_NEAR(roomy.e2e_ms, plain.e2e_ms, 1e-9 * plain.e2e_ms);
+  EXPECT_EQ(roomy.prefill_steps, 1);
+  EXPECT_EQ(roomy.steps, 40);
+  // 1,024 tokens a step: one prompt a step (1,000 + the decoding ones), the last first token
+  // after 4 steps; the mean TTFT falls below the one-step prefill, the last one rises above it.
+  const auto tight =
+      predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, 1024);
+  EXPECT_EQ(tight.prefill_steps, 4);
+  EXPECT_LT(tight.ttft_ms, plain.ttft_ms);
+  EXPECT_GT(tight.ttft_max_ms, plain.ttft_ms);
+  EXPECT_GT(tight.ttft_max_ms, tight.ttft_ms);
+  expect_error<ConfigError>(
+      [&] { predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{1, 1, 2}, 0, 0, 1024); },
+      {"--max-batched-tokens with --pp 2", "one pipeline stage"});
+  // The kernels: 8,192 tokens of one prompt (32 heads over 8 of 128) in 2 or 4 chunks.
+  auto attn = [&](int64_t chunk, int64_t prefix) {
+    return p.predict(attention_chunk_q(1, chunk, prefix, 32, 8, 128, DType::kBf16, DType::kBf16), gpu).latency_ms;
+  };
+  const double whole = attn(8192, 0);
+  EXPECT_GT(attn(2048, 6144), attn(2048, 0));
+  for (int parts : {2, 4}) {
+    const int64_t c = 8192 / parts;
+    double sum = 0;
+    for (int i = 0; i < parts; ++i) sum += attn(c, i * c);
+    EXPECT_GE(sum, whole * (1 - 1e-9)) << parts;
+    EXPECT_LT(sum, whole + parts * attn(c, 0)) << parts;
+  }
+}
+
 // The torch-free forward pass (predictor/dense_mlp.h) against LibTorch on every member of
 // every bundled family (NVIDIA and AMD sets): inputs drawn around the training distribution (mean +- 3 std of the
 // stored standardisation), outputs within float tolerance.

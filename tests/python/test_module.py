@@ -30,6 +30,25 @@ py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=16, seq=1024,
 sh = cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "16", "--seq", "1024", "--mode",
          "generate", "--gen", "8", "--tp", "4", "--pp", "2")
 assert py == sh and py["parallel"] == {"tp": 4, "pp": 2, "microbatches": 2, "ep": 1}, py["parallel"]
+# Chunked prefill: the same dict with a step budget; a prompt chunk after its prefix as a kernel.
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=1000, mode="generate", gen=16,
+                      max_batched_tokens=2048)
+sh = cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "4", "--seq", "1000", "--mode",
+         "generate", "--gen", "16", "--max-batched-tokens", "2048")
+assert py == sh and py["prefill_steps"] == 2 and py["ttft_max_ms"] > py["ttft_ms"], (py["prefill_steps"], py["ttft_ms"])
+k = tilecast.predict_kernel(op="attention_prefill", shape=[1, 2048, 32, 8, 128], gpu="H100-SXM", prefix=6144)
+assert k == cli("predict-kernel", "--op", "attention_prefill", "--shape", "1,2048,32,8,128", "--gpu", "H100-SXM",
+                "--prefix", "6144") and k["shape"].endswith(",p6144"), k["shape"]
+rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="generate", batch=[4, 16], seq=1000, gen=8,
+                        max_batched_tokens=4096)
+sh = cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--mode", "generate", "--batch", "4,16",
+         "--seq", "1000", "--gen", "8", "--max-batched-tokens", "4096")["rows"]
+assert rows == sh and {r["max_batched_tokens"] for r in rows} == {4096}, rows
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=8, mode="generate", seq=512, gen=8,
+                     max_batched_tokens=2048)
+sh = cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "8", "--mode",
+         "generate", "--seq", "512", "--gen", "8", "--max-batched-tokens", "2048")["rows"]
+assert rows == sh and all(r["pp"] == 1 for r in rows), rows
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
