@@ -180,6 +180,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   refuse("--seq", mode == "decode" && a.seq.has_value());
   refuse("--optimizer", mode != "training" && a.optimizer != "adamw");
   refuse("--max-batched-tokens", mode != "generate" && a.max_batched_tokens.has_value());
+  refuse("--max-seqs", mode != "generate" && a.max_seqs.has_value());
   if (mode == "decode") need("--context L", a.context.has_value());
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
@@ -190,9 +191,10 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.batch = a.batch;
   r.tokens = mode == "decode" ? *a.context : *a.seq;
   r.gen = a.gen.value_or(0);
-  r.max_batched_tokens = a.max_batched_tokens.value_or(0);
   if (a.max_batched_tokens && *a.max_batched_tokens < 1)
-    throw ConfigError("--max-batched-tokens: " + std::to_string(*a.max_batched_tokens) + " out of range [--batch, 2^24]");
+    throw ConfigError("--max-batched-tokens: " + std::to_string(*a.max_batched_tokens) + " out of range [1, 2^24]");
+  if (a.max_seqs && *a.max_seqs < 1) throw ConfigError("--max-seqs: " + std::to_string(*a.max_seqs) + " out of range [1, 65536]");
+  r.limits = {a.max_batched_tokens.value_or(0), a.max_seqs.value_or(0)};
   r.par = a.par;
   r.fusion = a.fusion;
   r.optimizer_state = a.optimizer == "adamw";
@@ -224,13 +226,14 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
       r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.host_gap_us,
-                                     q.routing_alpha, q.max_batched_tokens);
+                                     q.routing_alpha, q.limits);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;
     }
-    if (q.max_batched_tokens != 0)
-      throw ConfigError("--max-batched-tokens schedules a whole generation: use --mode generate");
+    if (q.limits.any())
+      throw ConfigError(std::string(q.limits.max_batched_tokens > 0 ? "--max-batched-tokens" : "--max-seqs") +
+                        " schedules a whole generation: use --mode generate");
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     r.forecast = forecast_model(
         build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep, q.routing_alpha, q.par.pp),

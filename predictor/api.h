@@ -58,6 +58,7 @@ struct PredictArgs {
   std::string dtype, kv_dtype;                 // serving; empty = the config's torch_dtype
   std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
   std::optional<int64_t> max_batched_tokens;   // generate: the engine's step budget (chunked prefill)
+  std::optional<int64_t> max_seqs;             // generate: sequences the engine runs at once
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
@@ -83,7 +84,7 @@ struct ForecastRequest {
   ServingDtypes dtypes;  // serving modes only
   Parallelism par;
   double routing_alpha = 0;  // serving MoE layers' token routing (0 = balanced)
-  int64_t max_batched_tokens = 0;  // generate: tokens a step (chunked prefill; 0 = no budget)
+  SchedulerLimits limits;  // generate: the engine's scheduler (chunked prefill, running sequences)
   bool fusion = false;
   bool optimizer_state = true;
   double host_gap_us = 0;

@@ -30,7 +30,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
   r.routing_alpha = c.routing_alpha;
-  r.max_batched_tokens = c.max_batched_tokens;
+  r.limits = c.limits;
   r.gpu_memory_gb = c.gpu->mem_gb;
   try {
     const PredictResult f = forecast(c, kp);
@@ -133,8 +133,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode +
                       " models eager FP32 PyTorch; BF16/FP16/FP8 are the serving modes (prefill, decode, generate)");
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
-  if (mode != "generate" && req.max_batched_tokens != 0)
-    throw ConfigError("--max-batched-tokens applies to --mode generate only");
+  if (mode != "generate" && req.limits.any())
+    throw ConfigError("--max-batched-tokens and --max-seqs apply to --mode generate only");
   for (int64_t s : req.seqs)
     if (s < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
   if (req.models.empty()) throw ConfigError("--model: no model given");
@@ -153,7 +153,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                   for (int64_t ep : req.eps) {
                     ForecastRequest c;
                     c.model = &m, c.gpu = g, c.mode = mode;
-                    c.batch = b, c.tokens = s, c.gen = req.gen, c.max_batched_tokens = req.max_batched_tokens;
+                    c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
                     c.optimizer_state = req.optimizer_state;
                     c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
@@ -184,7 +184,8 @@ std::string compare_row_json(const CompareRow& r) {
                       {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
                       {"microbatches", r.microbatches}, {"ep", r.ep}, {"gpus", r.gpus()},
                       {"gpu_memory_gb", r.gpu_memory_gb}};
-  if (r.mode == "generate") j["gen"] = r.gen, j["max_batched_tokens"] = r.max_batched_tokens;
+  if (r.mode == "generate")
+    j["gen"] = r.gen, j["max_batched_tokens"] = r.limits.max_batched_tokens, j["max_seqs"] = r.limits.max_seqs;
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j.dump();
@@ -216,13 +217,14 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
-  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,"
+  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,error\n";
   for (const auto& r : rows) {
     // routing: serving rows only (an empty field for the eager modes, which have none).
     os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
-       << r.seq << ',' << r.gen << ',' << r.max_batched_tokens << ',' << r.dp << ',' << r.tp << ',' << r.pp << ',' << r.microbatches << ','
+       << r.seq << ',' << r.gen << ',' << r.limits.max_batched_tokens << ',' << r.limits.max_seqs << ',' << r.dp << ','
+       << r.tp << ',' << r.pp << ',' << r.microbatches << ','
        << r.gpus() << ',' << r.ep << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
     if (r.error.empty()) {
       os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
@@ -291,8 +293,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (global_batch < 1) throw ConfigError("--global-batch: expected >= 1");
   if (req.seq < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + ": expected >= 1");
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
-  if (mode != "generate" && req.max_batched_tokens != 0)
-    throw ConfigError("--max-batched-tokens applies to --mode generate only");
+  if (mode != "generate" && req.limits.any())
+    throw ConfigError("--max-batched-tokens and --max-seqs apply to --mode generate only");
   if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode + " models eager FP32 PyTorch");
   const ModelConfig m = load_model_config(req.model, models_dir);
@@ -325,7 +327,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
         for (int64_t ep : eps) {
           ForecastRequest c;
           c.model = &m, c.gpu = &g, c.mode = mode;
-          c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.max_batched_tokens = req.max_batched_tokens;
+          c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
           c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
           c.optimizer_state = req.optimizer_state;
           c.routing_alpha = req.routing_alpha;

@@ -8,6 +8,7 @@
 #include "core/gpu_spec.h"
 #include "core/model_config.h"
 #include "core/op_graph.h"
+#include "predictor/graph_predictor.h"
 #include "predictor/kernel_predictor.h"
 
 namespace tilecast::predictor {
@@ -22,7 +23,7 @@ struct CompareRequest {
   std::string kv_dtype;                       // serving KV cache; empty = bf16 for fp8, else dtype
   std::vector<int64_t> batches{1}, seqs{0};   // seq: prompt / sequence (decode: --context)
   int64_t gen = 0;                            // generate: output tokens
-  int64_t max_batched_tokens = 0;             // generate: tokens a step (chunked prefill; 0 = no budget)
+  SchedulerLimits limits;                     // generate: the engine's scheduler (0: no budget, no cap)
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
   std::vector<int64_t> eps{1};                // serving MoE: expert-parallel ranks of the tp group
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
@@ -45,7 +46,7 @@ struct CompareRow {
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
   int64_t ep = 1;  // serving MoE: the experts split over ep ranks of each tp group
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
-  int64_t max_batched_tokens = 0;  // generate: the step budget (0: none)
+  SchedulerLimits limits;  // generate: the engine's scheduler
   int64_t gpus() const { return dp * tp * pp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
@@ -87,7 +88,7 @@ struct PlanRequest {
   int64_t gpus = 0, global_batch = 0;
   int64_t seq = 0;                        // prompt / sequence (decode: the cached context)
   int64_t gen = 0;                        // generate: output tokens
-  int64_t max_batched_tokens = 0;         // generate: tokens a step of each replica (0: no budget)
+  SchedulerLimits limits;                 // generate: each replica's scheduler (0: no budget, no cap)
   bool optimizer_state = true;            // training memory: AdamW moments
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
 };

@@ -549,22 +549,29 @@ double sum_steps(int64_t k, const std::function<double(int64_t)>& f) {
 }
 }  // namespace
 
-ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_t max_batched_tokens,
+ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
                                  const std::function<double(const ServingStep&)>& step_ms) {
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
   if (seq < 1) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^22]");
   if (gen < 1) throw ConfigError("--gen: " + std::to_string(gen) + " out of range [1, 2^20]");
-  if (max_batched_tokens < 0 || max_batched_tokens > (int64_t{1} << 24))
-    throw ConfigError("--max-batched-tokens: " + std::to_string(max_batched_tokens) + " out of range [--batch, 2^24]");
-  if (max_batched_tokens > 0 && max_batched_tokens < batch)
-    throw ConfigError("--max-batched-tokens: " + std::to_string(max_batched_tokens) + " is below --batch " +
-                      std::to_string(batch) + " (every running sequence decodes one token a step; 0 = no budget)");
-  const int64_t budget = max_batched_tokens > 0 ? max_batched_tokens : batch * seq + batch;
+  const int64_t max_tokens = limits.max_batched_tokens;
+  if (limits.max_seqs < 0 || limits.max_seqs > 65536)
+    throw ConfigError("--max-seqs: " + std::to_string(limits.max_seqs) + " out of range [1, 65536]");
+  // Sequences running at once: every request, or the cap.
+  const int64_t cap = limits.max_seqs > 0 ? std::min(limits.max_seqs, batch) : batch;
+  if (max_tokens < 0 || max_tokens > (int64_t{1} << 24))
+    throw ConfigError("--max-batched-tokens: " + std::to_string(max_tokens) + " out of range [1, 2^24]");
+  if (max_tokens > 0 && max_tokens < cap)
+    throw ConfigError("--max-batched-tokens: " + std::to_string(max_tokens) + " is below the " + std::to_string(cap) +
+                      " sequences that run at once (--batch" + (cap < batch ? ", --max-seqs" : "") +
+                      "): each decodes one token a step");
+  const int64_t budget = max_tokens > 0 ? max_tokens : batch * seq + batch;
   if ((batch * seq + budget - 1) / budget > kMaxPrefillSteps)  // at least that many steps
-      throw ConfigError("--max-batched-tokens " + std::to_string(max_batched_tokens) + ": " + std::to_string(batch) +
-                        " prompts of " + std::to_string(seq) + " tokens need more than " +
-                        std::to_string(kMaxPrefillSteps) + " steps; raise it");
-  // Requests in first-come order, in groups of the same state.
+    throw ConfigError("--max-batched-tokens " + std::to_string(max_tokens) + ": " + std::to_string(batch) +
+                      " prompts of " + std::to_string(seq) + " tokens need more than " +
+                      std::to_string(kMaxPrefillSteps) + " steps; raise it");
+  // Requests in first-come order, in groups of the same state. A request runs from its first
+  // prompt chunk (prefilled > 0) until its last token; one still waiting has prefilled 0.
   struct Group {
     int64_t n = 0, prefilled = 0, generated = 0;  // generated: output tokens so far (the first comes with the prompt)
     double first_ms = 0;
@@ -583,11 +590,20 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_
     if (!(ms >= 0 && std::isfinite(ms))) throw std::logic_error("schedule_serving: a step time that is not finite");
     return ms;
   };
+  auto running = [&] {
+    int64_t n = 0;
+    for (const Group& g : groups) n += g.prefilled > 0 ? g.n : 0;
+    return n;
+  };
   while (!groups.empty()) {
-    const bool prompts_left = std::any_of(groups.begin(), groups.end(), [&](const Group& g) { return g.prefilled < seq; });
+    // Prompt tokens to run: a prompt under way, or one waiting and a free sequence slot.
+    const int64_t free_slots = cap - running();
+    const bool prompts_left = std::any_of(groups.begin(), groups.end(), [&](const Group& g) {
+      return (g.prefilled > 0 && g.prefilled < seq) || (g.prefilled == 0 && free_slots > 0);
+    });
     if (prompts_left) {
       if (r.prefill_steps >= kMaxPrefillSteps)
-        throw ConfigError("--max-batched-tokens " + std::to_string(max_batched_tokens) + ": more than " +
+        throw ConfigError("--max-batched-tokens " + std::to_string(max_tokens) + ": more than " +
                           std::to_string(kMaxPrefillSteps) + " steps with prompt tokens; raise it");
       ServingStep st;
       double context_sum = 0;
@@ -597,18 +613,20 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_
           context_sum += double(g.n) * double(seq + g.generated - 1);
         }
       if (st.decode_seqs > 0) st.decode_context = std::llround(context_sum / double(st.decode_seqs));
-      int64_t left = budget - st.decode_seqs;
-      // Prompt tokens in order; a group splits where the budget ends inside it.
+      int64_t left = budget - st.decode_seqs, slots = free_slots;
+      // Prompt tokens in order; a group splits where the budget or the free slots end inside it.
       std::vector<Group> next;
       std::vector<bool> completes;  // per group of `next`: its prompt ends in this step
       for (const Group& g : groups) {
-        if (g.prefilled == seq || left <= 0) {
+        const bool waiting_group = g.prefilled == 0;
+        if (g.prefilled == seq || left <= 0 || (waiting_group && slots <= 0)) {
           next.push_back(g);
           completes.push_back(false);
           continue;
         }
         const int64_t rest = seq - g.prefilled;
-        const int64_t whole = std::min(g.n, left / rest);
+        const int64_t startable = waiting_group ? std::min(g.n, slots) : g.n;
+        const int64_t whole = std::min(startable, left / rest);
         if (whole > 0) {
           st.prefill.push_back({whole, rest, g.prefilled});
           left -= whole * rest;
@@ -616,13 +634,14 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_
           completes.push_back(true);
         }
         int64_t waiting = g.n - whole;
-        if (waiting > 0 && left > 0) {  // one prompt takes what is left of the budget
+        if (whole < startable && left > 0) {  // one prompt takes what is left of the budget
           st.prefill.push_back({1, left, g.prefilled});
           next.push_back({1, g.prefilled + left, 0, 0});
           completes.push_back(false);
           left = 0;
           --waiting;
         }
+        if (waiting_group) slots -= g.n - waiting;
         if (waiting > 0) {
           next.push_back({waiting, g.prefilled, 0, 0});
           completes.push_back(false);
@@ -650,14 +669,16 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_
       }
       continue;
     }
-    // Decode only: every sequence left, until the next group is done.
+    // Decode only: every running sequence, until the next of them is done.
     int64_t seqs = 0, k = gen;
     double context_sum = 0;
     for (const Group& g : groups) {
+      if (g.prefilled < seq) continue;  // waiting for a slot
       seqs += g.n;
       context_sum += double(g.n) * double(seq + g.generated - 1);
       k = std::min(k, gen - g.generated);
     }
+    if (seqs == 0) throw std::logic_error("schedule_serving: nothing runs");
     const double context0 = context_sum / double(seqs);
     t += sum_steps(k, [&](int64_t j) {
       ServingStep st;
@@ -668,7 +689,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_
     r.steps += k;
     std::vector<Group> left;
     for (Group g : groups) {
-      g.generated += k;
+      if (g.prefilled == seq) g.generated += k;
       if (g.generated == gen) finish(g);
       else left.push_back(g);
     }
@@ -681,7 +702,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_
 
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
-                                   double host_gap_us, double routing_alpha, int64_t max_batched_tokens) {
+                                   double host_gap_us, double routing_alpha, const SchedulerLimits& limits) {
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
   if (gen < 2 || gen > (1 << 20))
@@ -691,16 +712,16 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     throw ConfigError("--gen: " + std::to_string(seq) + " prompt + " + std::to_string(gen) + " output tokens need " +
                       std::to_string(seq + gen - 1) + " positions; " + m.name + " has " +
                       std::to_string(m.max_positions));
-  if (max_batched_tokens != 0 && par.pp > 1)
-    throw ConfigError("--max-batched-tokens with --pp " + std::to_string(par.pp) +
-                      ": chunked prefill is modelled on one pipeline stage only");
+  if (limits.any() && par.pp > 1)
+    throw ConfigError(std::string(limits.max_batched_tokens > 0 ? "--max-batched-tokens" : "--max-seqs") + " with --pp " +
+                      std::to_string(par.pp) + ": the engine's scheduler is modelled on one pipeline stage only");
   GenerateForecast f;
   f.model = m.name;
   f.gpu = gpu.name;
   f.dtype = dtype;
   f.kv_dtype = kv_dtype;
   f.batch = batch, f.seq = seq, f.gen = gen;
-  f.max_batched_tokens = max_batched_tokens;
+  f.limits = limits;
   // Decode-only steps and, without a budget, the one prefill step are build_serving_graph's,
   // which also spreads them over pipeline stages; scheduled steps with prompt tokens are
   // build_serving_step_graph's (the same graph where a step is all whole prompts).
@@ -709,13 +730,13 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
       return build_serving_graph(m, Mode::kDecode, st.decode_seqs, st.decode_context, dtype, kv_dtype, par.tp, par.ep,
                                  routing_alpha, par.pp);
     const ServingChunk& c = st.prefill.front();
-    if (max_batched_tokens == 0 && st.prefill.size() == 1 && c.prefix == 0 && st.decode_seqs == 0)
+    if (!limits.any() && st.prefill.size() == 1 && c.prefix == 0 && st.decode_seqs == 0)
       return build_serving_graph(m, Mode::kPrefill, c.seqs, c.tokens, dtype, kv_dtype, par.tp, par.ep, routing_alpha,
                                  par.pp);
     return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
   };
   bool first = true;
-  const ServingSchedule s = schedule_serving(batch, seq, gen, max_batched_tokens, [&](const ServingStep& st) {
+  const ServingSchedule s = schedule_serving(batch, seq, gen, limits, [&](const ServingStep& st) {
     ModelForecast step = forecast_model(graph(st), gpu, kp, host_gap_us);
     const double ms = step.total_ms;
     if (first) f.prefill = std::move(step), first = false;
@@ -730,7 +751,9 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.prefill_steps = s.prefill_steps;
   f.decode_steps_forecast = s.decode_steps_timed;
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
-  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp);
+  // The KV cache of the sequences that run at once.
+  const int64_t running = limits.max_seqs > 0 ? std::min(batch, limits.max_seqs) : batch;
+  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp);
   return f;
 }
 
@@ -750,7 +773,8 @@ std::string generate_json(const GenerateForecast& f) {
                         {"ep", f.prefill.par.ep}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
-                      {"max_batched_tokens", f.max_batched_tokens},
+                      {"max_batched_tokens", f.limits.max_batched_tokens},
+                      {"max_seqs", f.limits.max_seqs},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
                       {"tpot_ms", f.tpot_ms},
@@ -774,15 +798,17 @@ std::string generate_json(const GenerateForecast& f) {
 std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::ostringstream os;
   char buf[400];
-  const std::string budget =
-      f.max_batched_tokens > 0 ? ", chunked prefill: " + std::to_string(f.max_batched_tokens) + " tokens a step" : "";
+  std::string budget;
+  if (f.limits.max_batched_tokens > 0)
+    budget += ", chunked prefill: " + std::to_string(f.limits.max_batched_tokens) + " tokens a step";
+  if (f.limits.max_seqs > 0) budget += ", at most " + std::to_string(f.limits.max_seqs) + " sequences at once";
   std::snprintf(buf, sizeof buf,
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
                 static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.prefill.par.tp),
                 serving_layout_suffix(f.prefill).c_str(), budget.c_str());
   os << buf;
-  if (f.max_batched_tokens > 0)
+  if (f.limits.any())
     std::snprintf(buf, sizeof buf,
                   "ttft_ms       %10.3f  (mean over the requests; the last %.3f)\ntpot_ms       %10.3f  (mean over the "
                   "requests)\ne2e_ms        %10.3f  (the last request's last token)\n"
@@ -795,7 +821,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                   "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
                   f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
   os << buf << memory_summary(f.memory);
-  os << (f.max_batched_tokens > 0 ? "\n-- first step\n" : "\n-- prefill\n") << forecast_table(f.prefill, top_ops);
+  os << (f.limits.any() ? "\n-- first step\n" : "\n-- prefill\n") << forecast_table(f.prefill, top_ops);
   if (f.decode_steps_forecast > 0) os << "\n-- last decode step\n" << forecast_table(f.last_decode, top_ops);
   return os.str();
 }

@@ -100,39 +100,47 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu);
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp = 1);
 
+// What a serving engine's scheduler allows per step: `max_batched_tokens` tokens (vLLM's
+// max_num_batched_tokens, SGLang's chunked_prefill_size; 0 = no budget) and `max_seqs`
+// sequences running at once (vLLM's max_num_seqs, SGLang's max_running_requests; 0 = no cap).
+struct SchedulerLimits {
+  int64_t max_batched_tokens = 0, max_seqs = 0;
+  bool any() const { return max_batched_tokens > 0 || max_seqs > 0; }
+};
+
 // Continuous batching of `batch` requests that arrive together, each a prompt of `seq` tokens
 // and `gen` output tokens, as vLLM's and SGLang's schedulers run them (first come, first served):
-// every step first gives each sequence that has its first token one decode token, then fills
-// the rest of a budget of `max_batched_tokens` tokens with prompt tokens, splitting a prompt
-// across steps where it does not fit (chunked prefill; 0 = no budget: every prompt in the first
-// step, then decode steps, the engines without chunking). A request's first token comes at the
-// end of the step that runs the last of its prompt, each further token one step later.
-// `step_ms` times a step; a run of decode-only steps with the same sequences (their mean
-// context growing by one a step) is timed step by step up to 64 steps, else at 33 evenly spaced
-// steps integrated by the trapezoid rule (a decode step is smooth in its context length).
-// ConfigError: a budget below `batch` (every running sequence decodes each step), or more than
-// 20,000 steps with prompt tokens.
+// every step first gives each running sequence that has its first token one decode token, then
+// fills the rest of the token budget with prompt tokens, splitting a prompt across steps where
+// it does not fit (chunked prefill; no budget: every prompt that may start runs whole). A
+// request starts with its first prompt chunk, once fewer than max_seqs run, and runs until its
+// last token. Its first token comes at the end of the step that runs the last of its prompt,
+// each further token one step later. `step_ms` times a step; a run of decode-only steps with
+// the same sequences (their mean context growing by one a step) is timed step by step up to 64
+// steps, else at 33 evenly spaced steps integrated by the trapezoid rule (a decode step is
+// smooth in its context length). ConfigError: a budget below the sequences that run at once
+// (each decodes one token a step), or more than 20,000 steps with prompt tokens.
 struct ServingSchedule {
-  double ttft_mean_ms = 0, ttft_max_ms = 0;  // over the requests: the end of the step with their prompt's last token
+  double ttft_mean_ms = 0, ttft_max_ms = 0;  // over the requests: from arrival (0) to the first token
   double tpot_mean_ms = 0;  // over the requests: (last token - first token) / (gen - 1)
   double e2e_ms = 0;        // the last request's last token
   int64_t steps = 0;          // steps in all
   int64_t prefill_steps = 0;  // steps with prompt tokens
   int64_t steps_timed = 0, decode_steps_timed = 0;  // step_ms calls: all, of decode-only steps
 };
-ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, int64_t max_batched_tokens,
+ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
                                  const std::function<double(const ServingStep&)>& step_ms);
 
 // `generate`: `batch` prompts of `seq` tokens, then gen - 1 decode steps with the context
-// growing from seq to seq + gen - 2 cached tokens, scheduled by schedule_serving (without a
-// budget: one prefill step, whose time is the time to first token, then the decode steps).
-// ttft_ms and tpot_ms are the means over the requests, e2e_ms the last request's end.
-// `max_batched_tokens` (0: no budget) needs pp 1.
+// growing from seq to seq + gen - 2 cached tokens, scheduled by schedule_serving (without
+// limits: one prefill step, whose time is the time to first token, then the decode steps).
+// ttft_ms and tpot_ms are the means over the requests, e2e_ms the last request's end; memory
+// holds the KV cache of the sequences that run at once. Limits need pp 1.
 struct GenerateForecast {
   std::string model, gpu;
   DType dtype = DType::kBf16, kv_dtype = DType::kBf16;
   int64_t batch = 0, seq = 0, gen = 0;  // the layout (tp, pp, ep, routing): prefill.par, prefill.routing_alpha
-  int64_t max_batched_tokens = 0;       // the step budget (0: none)
+  SchedulerLimits limits;
   double ttft_ms = 0, ttft_max_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
   int64_t steps = 0, prefill_steps = 0;
   int64_t decode_steps_forecast = 0;  // decode-only step graphs actually forecast
@@ -142,7 +150,7 @@ struct GenerateForecast {
 // `par`: tp, pp and ep as build_serving_graph takes them (dp and microbatches must be 1).
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
-                                   double host_gap_us = 0, double routing_alpha = 0, int64_t max_batched_tokens = 0);
+                                   double host_gap_us = 0, double routing_alpha = 0, const SchedulerLimits& limits = {});
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

@@ -1114,7 +1114,7 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
     steps.push_back(st);
     return 1.0 + double(st.tokens()) / 1000.0;
   };
-  const auto s = predictor::schedule_serving(3, 1000, 4, 2048, step_ms);
+  const auto s = predictor::schedule_serving(3, 1000, 4, {2048, 0}, step_ms);
   ASSERT_EQ(steps.size(), 5u);
   ASSERT_EQ(steps[0].prefill.size(), 2u);
   EXPECT_EQ(steps[0].prefill[0].seqs, 2);
@@ -1142,7 +1142,7 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   // No budget: every prompt in the first step, then 3 decode steps of all three (1,000, 1,001
   // and 1,002 cached): TTFT 4.0 ms for all, TPOT 1.003 ms, e2e 7.009 ms.
   steps.clear();
-  const auto u = predictor::schedule_serving(3, 1000, 4, 0, step_ms);
+  const auto u = predictor::schedule_serving(3, 1000, 4, {}, step_ms);
   ASSERT_EQ(steps.size(), 4u);
   EXPECT_EQ(steps[0].prefill.size(), 1u);
   EXPECT_EQ(steps[0].prefill[0].seqs, 3);
@@ -1151,9 +1151,28 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_NEAR(u.ttft_max_ms, 4.0, 1e-9);
   EXPECT_NEAR(u.tpot_mean_ms, 1.003, 1e-9);
   EXPECT_NEAR(u.e2e_ms, 7.009, 1e-9);
-  expect_error<ConfigError>([&] { predictor::schedule_serving(8, 100, 4, 4, step_ms); },
-                            {"--max-batched-tokens: 4 is below --batch 8"});
-  expect_error<ConfigError>([&] { predictor::schedule_serving(64, 1 << 20, 4, 64, step_ms); },
+  // At most 2 sequences at once, no budget: prompts 1 and 2 (2,000 tokens, 3.0 ms), their
+  // 2 decode steps (1,000 and 1,001 cached: 1.002 ms each, 5.004), then prompt 3 (2.0 ms, 7.004)
+  // and its 2 steps (1.001 ms each, 9.006). TTFT (3 + 3 + 7.004) / 3, the third request
+  // waiting for a slot; TPOT 1.002, 1.002 and 1.001.
+  steps.clear();
+  const auto c = predictor::schedule_serving(3, 1000, 3, {0, 2}, step_ms);
+  ASSERT_EQ(steps.size(), 6u);
+  EXPECT_EQ(steps[0].prefill[0].seqs, 2);
+  EXPECT_EQ(steps[2].decode_seqs, 2);
+  ASSERT_EQ(steps[3].prefill.size(), 1u);
+  EXPECT_EQ(steps[3].prefill[0].seqs, 1);
+  EXPECT_EQ(steps[3].decode_seqs, 0);
+  EXPECT_NEAR(c.ttft_mean_ms, (3.0 + 3.0 + 7.004) / 3, 1e-9);
+  EXPECT_NEAR(c.ttft_max_ms, 7.004, 1e-9);
+  EXPECT_NEAR(c.tpot_mean_ms, (1.002 + 1.002 + 1.001) / 3, 1e-9);
+  EXPECT_NEAR(c.e2e_ms, 9.006, 1e-9);
+  EXPECT_EQ(c.prefill_steps, 2);
+  expect_error<ConfigError>([&] { predictor::schedule_serving(8, 100, 4, {4, 0}, step_ms); },
+                            {"--max-batched-tokens: 4 is below the 8 sequences that run at once (--batch)"});
+  // A cap lets a smaller budget do: 4 tokens for at most 4 sequences.
+  EXPECT_GT(predictor::schedule_serving(8, 100, 4, {4, 4}, step_ms).e2e_ms, 0);
+  expect_error<ConfigError>([&] { predictor::schedule_serving(64, 1 << 20, 4, {64, 0}, step_ms); },
                             {"--max-batched-tokens 64", "more than 20000 steps"});
 }
 
@@ -1168,7 +1187,7 @@ TEST(Serving, ChunkedPrefillForecasts) {
   const GpuSpec& gpu = registry().resolve("H100-SXM");
   const auto plain = predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{});
   const auto roomy =
-      predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, 8192);
+      predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, {8192, 0});
   EXPECT_NEAR(roomy.ttft_ms, plain.ttft_ms, 1e-9 * plain.ttft_ms);
   EXPECT_NEAR(roomy.tpot_ms, plain.tpot_ms, 1e-9 * plain.tpot_ms);
   EXPECT_NEAR(roomy.e2e_ms, plain.e2e_ms, 1e-9 * plain.e2e_ms);
@@ -1177,14 +1196,20 @@ TEST(Serving, ChunkedPrefillForecasts) {
   // 1,024 tokens a step: one prompt a step (1,000 + the decoding ones), the last first token
   // after 4 steps; the mean TTFT falls below the one-step prefill, the last one rises above it.
   const auto tight =
-      predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, 1024);
+      predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, {1024, 0});
   EXPECT_EQ(tight.prefill_steps, 4);
   EXPECT_LT(tight.ttft_ms, plain.ttft_ms);
   EXPECT_GT(tight.ttft_max_ms, plain.ttft_ms);
   EXPECT_GT(tight.ttft_max_ms, tight.ttft_ms);
   expect_error<ConfigError>(
-      [&] { predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{1, 1, 2}, 0, 0, 1024); },
+      [&] { predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{1, 1, 2}, 0, 0, {1024, 0}); },
       {"--max-batched-tokens with --pp 2", "one pipeline stage"});
+  // At most 2 of the 4 at once: the KV cache of 2 sequences, half the 4's.
+  const auto capped =
+      predictor::forecast_generate(m, gpu, p, 4, 1000, 40, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, {0, 2});
+  EXPECT_NEAR(capped.memory.kv_cache_gb, plain.memory.kv_cache_gb / 2, 1e-12);
+  EXPECT_GT(capped.ttft_max_ms, plain.ttft_ms);  // the last two wait for the first two to finish
+  EXPECT_GT(capped.e2e_ms, plain.e2e_ms);
   // The kernels: 8,192 tokens of one prompt (32 heads over 8 of 128) in 2 or 4 chunks.
   auto attn = [&](int64_t chunk, int64_t prefix) {
     return p.predict(attention_chunk_q(1, chunk, prefix, 32, 8, 128, DType::kBf16, DType::kBf16), gpu).latency_ms;

@@ -44,6 +44,9 @@ rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="generate", 
 sh = cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--mode", "generate", "--batch", "4,16",
          "--seq", "1000", "--gen", "8", "--max-batched-tokens", "4096")["rows"]
 assert rows == sh and {r["max_batched_tokens"] for r in rows} == {4096}, rows
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=1000, mode="generate", gen=16, max_seqs=4)
+assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "1000", "--mode",
+                 "generate", "--gen", "16", "--max-seqs", "4") and py["max_seqs"] == 4
 rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=8, mode="generate", seq=512, gen=8,
                      max_batched_tokens=2048)
 sh = cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "8", "--mode",
