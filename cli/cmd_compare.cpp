@@ -25,12 +25,17 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
   else std::cout << predictor::compare_table(rows, &p);
 }
 
-// --max-batched-tokens and --max-seqs, each >= 1 where given (0: not given).
-predictor::SchedulerLimits scheduler_limits(const po::variables_map& vm, int64_t max_batched_tokens, int64_t max_seqs) {
-  if (vm.count("max-batched-tokens") && max_batched_tokens < 1)
-    throw ConfigError("--max-batched-tokens: expected >= 1, got " + std::to_string(max_batched_tokens));
-  if (vm.count("max-seqs") && max_seqs < 1) throw ConfigError("--max-seqs: expected >= 1, got " + std::to_string(max_seqs));
-  return {vm.count("max-batched-tokens") ? max_batched_tokens : 0, vm.count("max-seqs") ? max_seqs : 0};
+// --max-batched-tokens (>= 1) and --max-seqs (auto or >= 1) where given.
+predictor::SchedulerLimits scheduler_limits(const po::variables_map& vm, int64_t max_batched_tokens,
+                                            const std::string& max_seqs) {
+  predictor::SchedulerLimits l;
+  if (vm.count("max-batched-tokens")) {
+    if (max_batched_tokens < 1)
+      throw ConfigError("--max-batched-tokens: expected >= 1, got " + std::to_string(max_batched_tokens));
+    l.max_batched_tokens = max_batched_tokens;
+  }
+  if (vm.count("max-seqs")) predictor::parse_max_seqs("--max-seqs", max_seqs, l);
+  return l;
 }
 
 }  // namespace
@@ -41,7 +46,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   std::string format, sort, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
-  int64_t gen = 0, max_batched_tokens = 0, max_seqs = 0;
+  int64_t gen = 0, max_batched_tokens = 0;
+  std::string max_seqs;
   desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
       "gpus", po::value(&gpus)->required(), "GPUs, comma-separated (names, aliases, CUDA names), or 'all'")(
       "mode", po::value(&mode)->default_value("inference"), "inference|training|prefill|decode|generate (inf|train too)")(
@@ -51,7 +57,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "gen", po::value(&gen), "generate: output tokens per sequence")(
       "max-batched-tokens", po::value(&max_batched_tokens),
       "generate: tokens a step (chunked prefill, as predict --max-batched-tokens; default: no budget)")(
-      "max-seqs", po::value(&max_seqs), "generate: sequences running at once (as predict --max-seqs; default: all)")(
+      "max-seqs", po::value(&max_seqs), "generate: sequences running at once, or auto (as predict --max-seqs; default: all)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype); inference/training are fp32")(
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
@@ -118,7 +124,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   std::string model, gpu, mode, format, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
-  int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0, max_batched_tokens = 0, max_seqs = 0;
+  int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0, max_batched_tokens = 0;
+  std::string max_seqs;
   std::string dtype, routing;
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
@@ -130,7 +137,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "max-batched-tokens", po::value(&max_batched_tokens),
       "generate: tokens a step of each replica (chunked prefill; default: no budget; layouts with pipeline stages "
       "are then listed as unable to run)")(
-      "max-seqs", po::value(&max_seqs), "generate: sequences each replica runs at once (default: all)")(
+      "max-seqs", po::value(&max_seqs), "generate: sequences each replica runs at once, or auto (as many as its KV room holds; default: all)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),

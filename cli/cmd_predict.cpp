@@ -13,7 +13,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
   predictor::PredictArgs a;
   std::string format;
   ForecastPaths paths;
-  int64_t seq = 0, context = 0, gen = 0, max_batched_tokens = 0, max_seqs = 0;
+  int64_t seq = 0, context = 0, gen = 0, max_batched_tokens = 0;
+  std::string max_seqs;
   int top = 10;
   CallOverheadOption call_overhead;
   desc.add_options()("model", po::value(&a.model)->required(),
@@ -31,8 +32,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "chunked_prefill_size): prompts split into chunks beside the decoding sequences; default: no budget, "
       "every prompt in the first step")(
       "max-seqs", po::value(&max_seqs),
-      "generate: sequences the engine runs at once (vLLM's max_num_seqs, SGLang's max_running_requests); the rest "
-      "wait for a free slot; default: every request at once")(
+      "generate: sequences the engine runs at once (vLLM's max_num_seqs, SGLang's max_running_requests), or auto "
+      "(as many as the KV room holds); the rest wait for a free slot; default: every request at once")(
       "dtype", po::value(&a.dtype),
       "fp32|fp16|bf16|fp8|fp8_static|fp8_block: serving GEMM dtype (default: the config's torch_dtype, else bf16); "
       "inference/training are fp32")(

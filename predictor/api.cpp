@@ -193,8 +193,8 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.gen = a.gen.value_or(0);
   if (a.max_batched_tokens && *a.max_batched_tokens < 1)
     throw ConfigError("--max-batched-tokens: " + std::to_string(*a.max_batched_tokens) + " out of range [1, 2^24]");
-  if (a.max_seqs && *a.max_seqs < 1) throw ConfigError("--max-seqs: " + std::to_string(*a.max_seqs) + " out of range [1, 65536]");
-  r.limits = {a.max_batched_tokens.value_or(0), a.max_seqs.value_or(0)};
+  r.limits.max_batched_tokens = a.max_batched_tokens.value_or(0);
+  if (a.max_seqs) parse_max_seqs("--max-seqs", *a.max_seqs, r.limits);
   r.par = a.par;
   r.fusion = a.fusion;
   r.optimizer_state = a.optimizer == "adamw";

@@ -58,7 +58,7 @@ struct PredictArgs {
   std::string dtype, kv_dtype;                 // serving; empty = the config's torch_dtype
   std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
   std::optional<int64_t> max_batched_tokens;   // generate: the engine's step budget (chunked prefill)
-  std::optional<int64_t> max_seqs;             // generate: sequences the engine runs at once
+  std::optional<std::string> max_seqs;         // generate: sequences the engine runs at once, or "auto"
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none

@@ -1,7 +1,9 @@
 #include "predictor/graph_predictor.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -549,6 +551,21 @@ double sum_steps(int64_t k, const std::function<double(int64_t)>& f) {
 }
 }  // namespace
 
+void parse_max_seqs(const std::string& flag, const std::string& value, SchedulerLimits& limits) {
+  if (value == "auto") {
+    limits.max_seqs_auto = true;
+    limits.max_seqs = 0;
+    return;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || errno != 0 || v < 1 || v > 65536)
+    throw ConfigError(flag + ": expected auto or a count in [1, 65536], got '" + value + "'");
+  limits.max_seqs = v;
+  limits.max_seqs_auto = false;
+}
+
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
                                  const std::function<double(const ServingStep&)>& step_ms) {
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
@@ -712,8 +729,14 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     throw ConfigError("--gen: " + std::to_string(seq) + " prompt + " + std::to_string(gen) + " output tokens need " +
                       std::to_string(seq + gen - 1) + " positions; " + m.name + " has " +
                       std::to_string(m.max_positions));
-  if (limits.any() && par.pp > 1)
-    throw ConfigError(std::string(limits.max_batched_tokens > 0 ? "--max-batched-tokens" : "--max-seqs") + " with --pp " +
+  SchedulerLimits lim = limits;
+  if (lim.max_seqs_auto) {
+    // As many running sequences as the KV room holds at their full length (at least one).
+    const MemoryEstimate all = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp);
+    lim.max_seqs = all.max_sequences < batch ? std::max<int64_t>(1, all.max_sequences) : 0;
+  }
+  if ((lim.max_batched_tokens > 0 || lim.max_seqs > 0) && par.pp > 1)
+    throw ConfigError(std::string(lim.max_batched_tokens > 0 ? "--max-batched-tokens" : "--max-seqs") + " with --pp " +
                       std::to_string(par.pp) + ": the engine's scheduler is modelled on one pipeline stage only");
   GenerateForecast f;
   f.model = m.name;
@@ -721,7 +744,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.dtype = dtype;
   f.kv_dtype = kv_dtype;
   f.batch = batch, f.seq = seq, f.gen = gen;
-  f.limits = limits;
+  f.limits = lim;
   // Decode-only steps and, without a budget, the one prefill step are build_serving_graph's,
   // which also spreads them over pipeline stages; scheduled steps with prompt tokens are
   // build_serving_step_graph's (the same graph where a step is all whole prompts).
@@ -730,13 +753,13 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
       return build_serving_graph(m, Mode::kDecode, st.decode_seqs, st.decode_context, dtype, kv_dtype, par.tp, par.ep,
                                  routing_alpha, par.pp);
     const ServingChunk& c = st.prefill.front();
-    if (!limits.any() && st.prefill.size() == 1 && c.prefix == 0 && st.decode_seqs == 0)
+    if (!lim.any() && st.prefill.size() == 1 && c.prefix == 0 && st.decode_seqs == 0)
       return build_serving_graph(m, Mode::kPrefill, c.seqs, c.tokens, dtype, kv_dtype, par.tp, par.ep, routing_alpha,
                                  par.pp);
     return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
   };
   bool first = true;
-  const ServingSchedule s = schedule_serving(batch, seq, gen, limits, [&](const ServingStep& st) {
+  const ServingSchedule s = schedule_serving(batch, seq, gen, {lim.max_batched_tokens, lim.max_seqs}, [&](const ServingStep& st) {
     ModelForecast step = forecast_model(graph(st), gpu, kp, host_gap_us);
     const double ms = step.total_ms;
     if (first) f.prefill = std::move(step), first = false;
@@ -752,7 +775,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.decode_steps_forecast = s.decode_steps_timed;
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
   // The KV cache of the sequences that run at once.
-  const int64_t running = limits.max_seqs > 0 ? std::min(batch, limits.max_seqs) : batch;
+  const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
   f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp);
   return f;
 }
@@ -775,6 +798,7 @@ std::string generate_json(const GenerateForecast& f) {
                       {"sliding_window", f.prefill.sliding_window},
                       {"max_batched_tokens", f.limits.max_batched_tokens},
                       {"max_seqs", f.limits.max_seqs},
+                      {"max_seqs_auto", f.limits.max_seqs_auto},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
                       {"tpot_ms", f.tpot_ms},
@@ -801,7 +825,11 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::string budget;
   if (f.limits.max_batched_tokens > 0)
     budget += ", chunked prefill: " + std::to_string(f.limits.max_batched_tokens) + " tokens a step";
-  if (f.limits.max_seqs > 0) budget += ", at most " + std::to_string(f.limits.max_seqs) + " sequences at once";
+  if (f.limits.max_seqs > 0)
+    budget += ", at most " + std::to_string(f.limits.max_seqs) + " sequences at once" +
+              (f.limits.max_seqs_auto ? " (the KV room's)" : "");
+  else if (f.limits.max_seqs_auto)
+    budget += ", every sequence at once (the KV room holds them)";
   std::snprintf(buf, sizeof buf,
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),

@@ -103,10 +103,16 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 // What a serving engine's scheduler allows per step: `max_batched_tokens` tokens (vLLM's
 // max_num_batched_tokens, SGLang's chunked_prefill_size; 0 = no budget) and `max_seqs`
 // sequences running at once (vLLM's max_num_seqs, SGLang's max_running_requests; 0 = no cap).
+// `max_seqs_auto`: forecast_generate caps the running sequences at those whose whole cache the
+// KV room holds (MemoryEstimate::max_sequences, at least 1), as an engine admits no more than
+// its cache blocks take; no cap where every request fits.
 struct SchedulerLimits {
   int64_t max_batched_tokens = 0, max_seqs = 0;
-  bool any() const { return max_batched_tokens > 0 || max_seqs > 0; }
+  bool max_seqs_auto = false;
+  bool any() const { return max_batched_tokens > 0 || max_seqs > 0 || max_seqs_auto; }
 };
+// "auto" or a count >= 1 (--max-seqs); ConfigError naming `flag` otherwise.
+void parse_max_seqs(const std::string& flag, const std::string& value, SchedulerLimits& limits);
 
 // Continuous batching of `batch` requests that arrive together, each a prompt of `seq` tokens
 // and `gen` output tokens, as vLLM's and SGLang's schedulers run them (first come, first served):
@@ -135,7 +141,8 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
 // growing from seq to seq + gen - 2 cached tokens, scheduled by schedule_serving (without
 // limits: one prefill step, whose time is the time to first token, then the decode steps).
 // ttft_ms and tpot_ms are the means over the requests, e2e_ms the last request's end; memory
-// holds the KV cache of the sequences that run at once. Limits need pp 1.
+// holds the KV cache of the sequences that run at once. Limits that bind need pp 1; `limits`
+// holds the cap that max_seqs_auto chose (max_seqs, 0 where none binds).
 struct GenerateForecast {
   std::string model, gpu;
   DType dtype = DType::kBf16, kv_dtype = DType::kBf16;

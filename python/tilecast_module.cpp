@@ -72,12 +72,21 @@ std::string shape_string(const py::object& o) {
   return s;
 }
 
-// max_batched_tokens and max_seqs (None: no budget, no cap), each >= 1 where given.
-predictor::SchedulerLimits limits(std::optional<int64_t> max_batched_tokens, std::optional<int64_t> max_seqs) {
+// max_seqs: None, a count or "auto" -> the CLI's spelling (None: no cap).
+std::optional<std::string> max_seqs_text(const py::object& max_seqs) {
+  if (max_seqs.is_none()) return std::nullopt;
+  if (py::isinstance<py::str>(max_seqs)) return max_seqs.cast<std::string>();
+  return std::to_string(max_seqs.cast<int64_t>());
+}
+
+// max_batched_tokens (None: no budget, else >= 1) and max_seqs (None, a count >= 1 or "auto").
+predictor::SchedulerLimits limits(std::optional<int64_t> max_batched_tokens, const py::object& max_seqs) {
+  predictor::SchedulerLimits l;
   if (max_batched_tokens && *max_batched_tokens < 1)
     throw ConfigError("max_batched_tokens: expected >= 1, got " + std::to_string(*max_batched_tokens));
-  if (max_seqs && *max_seqs < 1) throw ConfigError("max_seqs: expected >= 1, got " + std::to_string(*max_seqs));
-  return {max_batched_tokens.value_or(0), max_seqs.value_or(0)};
+  l.max_batched_tokens = max_batched_tokens.value_or(0);
+  if (auto text = max_seqs_text(max_seqs)) predictor::parse_max_seqs("max_seqs", *text, l);
+  return l;
 }
 
 py::object predict(const std::string& model, const std::string& gpu, int64_t batch, std::optional<int64_t> seq,
@@ -85,10 +94,10 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    const std::string& dtype, const std::string& kv_dtype, int64_t dp, int64_t tp, int64_t pp,
                    int64_t microbatches, bool fusion, const std::string& optimizer, double host_gap_us,
                    const std::string& weights, const std::string& gpu_dir, int64_t ep, const std::string& routing,
-                   std::optional<int64_t> max_batched_tokens, std::optional<int64_t> max_seqs) {
+                   std::optional<int64_t> max_batched_tokens, const py::object& max_seqs) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  a.par.ep = ep, a.routing = routing, a.max_batched_tokens = max_batched_tokens, a.max_seqs = max_seqs;
+  a.par.ep = ep, a.routing = routing, a.max_batched_tokens = max_batched_tokens, a.max_seqs = max_seqs_text(max_seqs);
   a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
   a.dtype = dtype, a.kv_dtype = kv_dtype, a.fusion = fusion, a.optimizer = optimizer;
@@ -122,7 +131,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& routing, const std::string& optimizer,
                    const std::map<std::string, double>& prices, const std::string& sort, const std::string& weights,
                    const std::string& gpu_dir, std::optional<int64_t> max_batched_tokens,
-                   std::optional<int64_t> max_seqs) {
+                   const py::object& max_seqs) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.models = names(model, "model");
@@ -165,7 +174,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 const py::object& seq, const std::string& mode, const py::object& context, std::optional<int64_t> gen,
                 const std::string& dtype, const std::string& optimizer, const std::map<std::string, double>& prices,
                 const std::string& routing, const std::string& weights, const std::string& gpu_dir,
-                std::optional<int64_t> max_batched_tokens, std::optional<int64_t> max_seqs) {
+                std::optional<int64_t> max_batched_tokens, const py::object& max_seqs) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
   const predictor::SchedulerLimits lim = limits(max_batched_tokens, max_seqs);

@@ -1210,6 +1210,28 @@ TEST(Serving, ChunkedPrefillForecasts) {
   EXPECT_NEAR(capped.memory.kv_cache_gb, plain.memory.kv_cache_gb / 2, 1e-12);
   EXPECT_GT(capped.ttft_max_ms, plain.ttft_ms);  // the last two wait for the first two to finish
   EXPECT_GT(capped.e2e_ms, plain.e2e_ms);
+  // max_seqs auto: 512 requests of 2,048 + 256 tokens on an 80 GB GPU, whose usable 72 GB hold
+  // (72e9 - 16,060,522,496 B of weights) / 131,072 B per token = 426,784 tokens beside the
+  // weights: 185 such sequences at once, which fit; 8 requests all run at once (no cap).
+  predictor::SchedulerLimits autocap;
+  autocap.max_seqs_auto = true;
+  const auto many = predictor::forecast_generate(m, gpu, p, 512, 2048, 256, DType::kBf16, DType::kBf16, Parallelism{},
+                                                 0, 0, autocap);
+  EXPECT_EQ(many.limits.max_seqs, 185);
+  EXPECT_TRUE(many.memory.fits());
+  EXPECT_NEAR(many.memory.kv_cache_gb, 185 * 2304 * 131072e-9, 1e-9);
+  const auto few =
+      predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, autocap);
+  EXPECT_EQ(few.limits.max_seqs, 0);
+  EXPECT_TRUE(few.limits.max_seqs_auto);
+  predictor::SchedulerLimits parsed;
+  predictor::parse_max_seqs("--max-seqs", "auto", parsed);
+  EXPECT_TRUE(parsed.max_seqs_auto);
+  predictor::parse_max_seqs("--max-seqs", "64", parsed);
+  EXPECT_EQ(parsed.max_seqs, 64);
+  EXPECT_FALSE(parsed.max_seqs_auto);
+  expect_error<ConfigError>([&] { predictor::parse_max_seqs("--max-seqs", "12x", parsed); },
+                            {"--max-seqs: expected auto or a count in [1, 65536], got '12x'"});
   // The kernels: 8,192 tokens of one prompt (32 heads over 8 of 128) in 2 or 4 chunks.
   auto attn = [&](int64_t chunk, int64_t prefix) {
     return p.predict(attention_chunk_q(1, chunk, prefix, 32, 8, 128, DType::kBf16, DType::kBf16), gpu).latency_ms;

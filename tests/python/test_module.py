@@ -47,6 +47,10 @@ assert rows == sh and {r["max_batched_tokens"] for r in rows} == {4096}, rows
 py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=1000, mode="generate", gen=16, max_seqs=4)
 assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "1000", "--mode",
                  "generate", "--gen", "16", "--max-seqs", "4") and py["max_seqs"] == 4
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=512, seq=2048, mode="generate", gen=32,
+                      max_seqs="auto")
+assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "512", "--seq", "2048",
+                 "--mode", "generate", "--gen", "32", "--max-seqs", "auto") and py["max_seqs_auto"], py["max_seqs"]
 rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=8, mode="generate", seq=512, gen=8,
                      max_batched_tokens=2048)
 sh = cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "8", "--mode",
