@@ -38,6 +38,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
     if (f.generate) {
       r.step_ms = f.generate->e2e_ms, r.ttft_ms = f.generate->ttft_ms, r.tpot_ms = f.generate->tpot_ms;
       r.tokens_per_s = f.generate->tokens_per_s;
+      r.limits = f.generate->limits;  // the cap --max-seqs auto chose
     } else {
       r.step_ms = f.forecast.total_ms;
       if (c.mode == "prefill") r.ttft_ms = r.step_ms;
@@ -185,7 +186,8 @@ std::string compare_row_json(const CompareRow& r) {
                       {"microbatches", r.microbatches}, {"ep", r.ep}, {"gpus", r.gpus()},
                       {"gpu_memory_gb", r.gpu_memory_gb}};
   if (r.mode == "generate")
-    j["gen"] = r.gen, j["max_batched_tokens"] = r.limits.max_batched_tokens, j["max_seqs"] = r.limits.max_seqs;
+    j["gen"] = r.gen, j["max_batched_tokens"] = r.limits.max_batched_tokens, j["max_seqs"] = r.limits.max_seqs,
+    j["max_seqs_auto"] = r.limits.max_seqs_auto;
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j.dump();

@@ -46,7 +46,7 @@ struct CompareRow {
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
   int64_t ep = 1;  // serving MoE: the experts split over ep ranks of each tp group
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
-  SchedulerLimits limits;  // generate: the engine's scheduler
+  SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t gpus() const { return dp * tp * pp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end

@@ -148,6 +148,29 @@ r = next(r for r in rows if (r["dp"], r["tp"], r["pp"]) == (2, 1, 2))  # 2 repli
 assert abs(r["tpot_ms"] - pp["tpot_ms"]) < 1e-9 * pp["tpot_ms"] and r["microbatches"] == 2, (r, pp["tpot_ms"])
 print("ok   serving plan: 6 layouts (pp too), replica step = predict's, tokens/s of all replicas")
 PY
+# The engine's scheduler in plan: --max-seqs auto caps each replica at the sequences its KV room
+# holds, so layouts whose cache cannot take all 256 requests at once (Llama-3.1-70B, 2 replicas
+# of tp 4 on 8 H100s) fit, at the predict --max-seqs auto forecast of one replica; a layout
+# whose cap binds needs one pipeline stage, the others keep theirs.
+"$TC" plan --model llama-3.1-70b --gpu H100-SXM --gpus 8 --global-batch 512 --mode generate --seq 2048 --gen 64 \
+  --format json > "$W/aplan0.json"
+"$TC" plan --model llama-3.1-70b --gpu H100-SXM --gpus 8 --global-batch 512 --mode generate --seq 2048 --gen 64 \
+  --max-seqs auto --format json > "$W/aplan.json"
+"$TC" predict --model llama-3.1-70b --gpu H100-SXM --mode generate --batch 256 --seq 2048 --gen 64 --tp 4 \
+  --max-seqs auto --format json > "$W/ap.json"
+python3 - "$W/aplan0.json" "$W/aplan.json" "$W/ap.json" <<'PY'
+import json, sys
+before = {(r["dp"], r["tp"], r["pp"]): r for r in json.load(open(sys.argv[1]))["rows"]}
+rows = {(r["dp"], r["tp"], r["pp"]): r for r in json.load(open(sys.argv[2]))["rows"]}
+p = json.load(open(sys.argv[3]))
+assert not before[(2, 4, 1)]["fits"] and rows[(2, 4, 1)]["fits"], (before[(2, 4, 1)], rows[(2, 4, 1)])
+assert 0 < p["max_seqs"] < 256 and p["max_seqs_auto"], p["max_seqs"]
+r = rows[(2, 4, 1)]
+assert r["max_seqs"] == p["max_seqs"] and abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
+assert all(r["max_seqs_auto"] for r in rows.values())
+assert all(r["max_seqs"] == 0 for (_, _, pp), r in rows.items() if pp > 1), sorted(rows)
+print("ok   plan --max-seqs auto: tp 4 x 2 replicas fits (%d sequences at once), no pipeline layouts" % p["max_seqs"])
+PY
 # An MoE model's serving layouts: every expert-parallel size of each tp group that divides its 8
 # experts (tp 8: ep 1, 2, 4, 8; tp 4: 1, 2, 4; tp 2: 1, 2; tp 1: 1), each with every
 # (replicas, stages) of the remaining GPUs.
