@@ -46,7 +46,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   std::string format, sort, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
-  int64_t gen = 0, max_batched_tokens = 0;
+  int64_t gen = 0, max_batched_tokens = 0, cached_prefix = 0;
   std::string max_seqs;
   desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
       "gpus", po::value(&gpus)->required(), "GPUs, comma-separated (names, aliases, CUDA names), or 'all'")(
@@ -58,6 +58,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "max-batched-tokens", po::value(&max_batched_tokens),
       "generate: tokens a step (chunked prefill, as predict --max-batched-tokens; default: no budget)")(
       "max-seqs", po::value(&max_seqs), "generate: sequences running at once, or auto (as predict --max-seqs; default: all)")(
+      "cached-prefix", po::value(&cached_prefix)->default_value(0),
+      "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype); inference/training are fp32")(
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
@@ -99,6 +101,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   if (mode != "generate" && vm.count("gen")) throw ConfigError("--gen applies to --mode generate only");
   req.gen = gen;
   req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs);
+  req.cached_prefix = cached_prefix;
   req.dps = parse_int_list("--dp", dp, 1, 4096);
   req.tps = parse_int_list("--tp", tp, 1, 4096);
   req.pps = parse_int_list("--pp", pp, 1, 4096);
@@ -124,7 +127,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   std::string model, gpu, mode, format, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
-  int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0, max_batched_tokens = 0;
+  int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
   std::string max_seqs;
   std::string dtype, routing;
   int top = 10;
@@ -138,6 +141,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "generate: tokens a step of each replica (chunked prefill; default: no budget; layouts with pipeline stages "
       "are then listed as unable to run)")(
       "max-seqs", po::value(&max_seqs), "generate: sequences each replica runs at once, or auto (as many as its KV room holds; default: all)")(
+      "cached-prefix", po::value(&cached_prefix)->default_value(0),
+      "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
@@ -174,6 +179,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype;
   req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
   req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs);
+  req.cached_prefix = cached_prefix;
   req.optimizer_state = optimizer == "adamw";
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;

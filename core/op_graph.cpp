@@ -767,7 +767,8 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
 }  // namespace
 
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha, int64_t pp) {
+                            DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha, int64_t pp,
+                            int64_t cached_prefix) {
   TC_CHECK(phase == Mode::kPrefill || phase == Mode::kDecode, "serving graph of a training/inference mode");
   const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha);
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
@@ -779,6 +780,10 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
     throw ConfigError(std::string(tok_flag) + ": " + std::to_string(tokens) + " exceeds " + m.name + "'s " +
                       std::to_string(m.max_positions) + " positions");
   check_pipeline_stages(m.layers, pp);
+  if (cached_prefix != 0 && (phase != Mode::kPrefill || cached_prefix < 0 || cached_prefix >= tokens))
+    throw ConfigError("--cached-prefix: " + std::to_string(cached_prefix) + " out of range [0, " +
+                      (phase == Mode::kPrefill ? std::to_string(tokens - 1) + "] (the prompt's tokens less one to run)"
+                                               : std::string("0] in decode")));
   // vLLM and SGLang keep pp microbatches in flight (one per stage); a batch smaller than that
   // runs one sequence per microbatch. The largest microbatch paces the pipeline.
   const int64_t microbatches = std::min(pp, batch);
@@ -790,14 +795,17 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   g.par.pp = pp;
   g.par.microbatches = microbatches;
   g.context = tokens;
-  const int64_t t = phase == Mode::kPrefill ? seqs * tokens : seqs;  // tokens in this step
+  g.cached_prefix = cached_prefix;
+  const int64_t t = phase == Mode::kPrefill ? seqs * (tokens - cached_prefix) : seqs;  // tokens in this step
   // vLLM and SGLang hand the next stage the hidden states and the residual (each rank of the
   // tp group sends its full copy to its peer).
   g.pipeline_send_bytes = pp > 1 ? 2.0 * dtype_size(act) * double(t) * double(m.hidden) : 0;
   const int64_t heads = m.heads / tp, kv = serving_kv_heads_per_rank(m, tp);
-  const KernelQuery attn = phase == Mode::kPrefill
-                               ? attention_prefill_q(seqs, tokens, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window)
-                               : attention_decode_q(seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window);
+  const KernelQuery attn =
+      phase == Mode::kPrefill
+          ? attention_chunk_q(seqs, tokens - cached_prefix, cached_prefix, heads, kv, m.head_dim, act, kv_dtype,
+                              m.sliding_window)
+          : attention_decode_q(seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window);
   add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, {attn});
   return g;
 }

@@ -104,6 +104,7 @@ struct OpGraph {
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
   int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
   ServingStep step;  // build_serving_step_graph: the step it is (empty for every other graph)
+  int64_t cached_prefix = 0;  // build_serving_graph's prefill: prompt tokens already cached
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a
@@ -132,8 +133,13 @@ int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
 // ceil(batch / microbatches) sequences (g.micro_batch; g.batch stays `batch`), with
 // g.par.pp and g.par.microbatches set and each stage boundary sending the hidden states and
 // the residual (g.pipeline_send_bytes).
+// `cached_prefix` (kPrefill): the first tokens of every prompt are in the KV cache already
+// (prefix caching: a shared system prompt), so the step runs the other tokens - cached_prefix,
+// whose attention also reads the cached ones (attention_chunk_q); ConfigError naming
+// --cached-prefix unless 0 <= cached_prefix < tokens.
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0, int64_t pp = 1);
+                            DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0, int64_t pp = 1,
+                            int64_t cached_prefix = 0);
 // A scheduled step of one tp group (no pipeline stages): the tokens of every prompt chunk and
 // decoding sequence through each GEMM and memory op, one attention kernel per chunk group
 // (attention_chunk_q: a chunk after a cached prefix) and one for the decoding sequences, and

@@ -181,6 +181,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   refuse("--optimizer", mode != "training" && a.optimizer != "adamw");
   refuse("--max-batched-tokens", mode != "generate" && a.max_batched_tokens.has_value());
   refuse("--max-seqs", mode != "generate" && a.max_seqs.has_value());
+  refuse("--cached-prefix", mode != "generate" && mode != "prefill" && a.cached_prefix.has_value());
   if (mode == "decode") need("--context L", a.context.has_value());
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
@@ -195,6 +196,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
     throw ConfigError("--max-batched-tokens: " + std::to_string(*a.max_batched_tokens) + " out of range [1, 2^24]");
   r.limits.max_batched_tokens = a.max_batched_tokens.value_or(0);
   if (a.max_seqs) parse_max_seqs("--max-seqs", *a.max_seqs, r.limits);
+  r.cached_prefix = a.cached_prefix.value_or(0);
   r.par = a.par;
   r.fusion = a.fusion;
   r.optimizer_state = a.optimizer == "adamw";
@@ -226,7 +228,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
       r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.host_gap_us,
-                                     q.routing_alpha, q.limits);
+                                     q.routing_alpha, q.limits, q.cached_prefix);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;
@@ -235,17 +237,21 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
       throw ConfigError(std::string(q.limits.max_batched_tokens > 0 ? "--max-batched-tokens" : "--max-seqs") +
                         " schedules a whole generation: use --mode generate");
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
-    r.forecast = forecast_model(
-        build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep, q.routing_alpha, q.par.pp),
-        spec, kp, q.host_gap_us);
+    if (phase == Mode::kDecode && q.cached_prefix != 0)
+      throw ConfigError("--cached-prefix does not apply to --mode decode (its context is all cached)");
+    r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep,
+                                                    q.routing_alpha, q.par.pp, q.cached_prefix),
+                                spec, kp, q.host_gap_us);
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec,
-                              q.par.pp);
+                              q.par.pp, q.cached_prefix);
     return r;
   }
   // Expert parallelism and token routing are serving layouts: refused here, for predict,
   // compare and plan alike.
   if (q.par.ep != 1) throw ConfigError("--ep does not apply to --mode " + q.mode + " (expert parallelism is a serving layout)");
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
+  if (q.cached_prefix != 0 || q.limits.any())
+    throw ConfigError("--cached-prefix, --max-batched-tokens and --max-seqs are serving options, not for --mode " + q.mode);
   const bool training = q.mode == "training";
   OpGraph g = build_op_graph(mc, q.batch, q.tokens, training ? Mode::kTraining : Mode::kInference, q.par);
   if (q.fusion) g = fuse_op_graph(g);

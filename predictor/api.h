@@ -59,6 +59,7 @@ struct PredictArgs {
   std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
   std::optional<int64_t> max_batched_tokens;   // generate: the engine's step budget (chunked prefill)
   std::optional<std::string> max_seqs;         // generate: sequences the engine runs at once, or "auto"
+  std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
@@ -85,6 +86,7 @@ struct ForecastRequest {
   Parallelism par;
   double routing_alpha = 0;  // serving MoE layers' token routing (0 = balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (chunked prefill, running sequences)
+  int64_t cached_prefix = 0;  // prefill, generate: prompt tokens every request finds cached (prefix caching)
   bool fusion = false;
   bool optimizer_state = true;
   double host_gap_us = 0;

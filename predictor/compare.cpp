@@ -31,6 +31,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
+  r.cached_prefix = c.cached_prefix;
   r.gpu_memory_gb = c.gpu->mem_gb;
   try {
     const PredictResult f = forecast(c, kp);
@@ -136,6 +137,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   if (mode != "generate" && req.limits.any())
     throw ConfigError("--max-batched-tokens and --max-seqs apply to --mode generate only");
+  if (mode != "generate" && mode != "prefill" && req.cached_prefix != 0)
+    throw ConfigError("--cached-prefix applies to --mode prefill and generate only");
   for (int64_t s : req.seqs)
     if (s < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
   if (req.models.empty()) throw ConfigError("--model: no model given");
@@ -154,7 +157,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                   for (int64_t ep : req.eps) {
                     ForecastRequest c;
                     c.model = &m, c.gpu = g, c.mode = mode;
-                    c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits;
+                    c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
                     c.optimizer_state = req.optimizer_state;
                     c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
@@ -195,6 +198,7 @@ std::string compare_row_json(const CompareRow& r) {
   j["step_ms"] = r.step_ms;
   if (is_serving_mode(r.mode)) {
     j["routing"] = routing_name(r.routing_alpha);
+    if (r.mode != "decode") j["cached_prefix"] = r.cached_prefix;
     j["ttft_ms"] = r.ttft_ms;
     j["tpot_ms"] = r.tpot_ms;
   }
@@ -297,6 +301,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   if (mode != "generate" && req.limits.any())
     throw ConfigError("--max-batched-tokens and --max-seqs apply to --mode generate only");
+  if (mode != "generate" && mode != "prefill" && req.cached_prefix != 0)
+    throw ConfigError("--cached-prefix applies to --mode prefill and generate only");
   if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode + " models eager FP32 PyTorch");
   const ModelConfig m = load_model_config(req.model, models_dir);
@@ -330,6 +336,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
           ForecastRequest c;
           c.model = &m, c.gpu = &g, c.mode = mode;
           c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
+          c.cached_prefix = req.cached_prefix;
           c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
           c.optimizer_state = req.optimizer_state;
           c.routing_alpha = req.routing_alpha;

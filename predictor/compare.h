@@ -24,6 +24,7 @@ struct CompareRequest {
   std::vector<int64_t> batches{1}, seqs{0};   // seq: prompt / sequence (decode: --context)
   int64_t gen = 0;                            // generate: output tokens
   SchedulerLimits limits;                     // generate: the engine's scheduler (0: no budget, no cap)
+  int64_t cached_prefix = 0;                  // prefill, generate: prompt tokens cached (prefix caching)
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
   std::vector<int64_t> eps{1};                // serving MoE: expert-parallel ranks of the tp group
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
@@ -47,6 +48,7 @@ struct CompareRow {
   int64_t ep = 1;  // serving MoE: the experts split over ep ranks of each tp group
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
+  int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached
   int64_t gpus() const { return dp * tp * pp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
@@ -89,6 +91,7 @@ struct PlanRequest {
   int64_t seq = 0;                        // prompt / sequence (decode: the cached context)
   int64_t gen = 0;                        // generate: output tokens
   SchedulerLimits limits;                 // generate: each replica's scheduler (0: no budget, no cap)
+  int64_t cached_prefix = 0;              // prefill, generate: prompt tokens cached (prefix caching)
   bool optimizer_state = true;            // training memory: AdamW moments
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
 };

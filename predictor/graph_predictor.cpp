@@ -202,6 +202,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.routing_alpha = g.routing_alpha;
   f.sliding_window = g.sliding_window;
   f.step = g.step;
+  f.cached_prefix = g.cached_prefix;
   f.host_gap_us = host_gap_us;
   if (!isolated) {
     std::set<Family> families;
@@ -341,6 +342,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j["context"] = f.context;
     j["routing"] = routing_name(f.routing_alpha);
     j["sliding_window"] = f.sliding_window;
+    if (f.mode == Mode::kPrefill) j["cached_prefix"] = f.cached_prefix;
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
   }
   if (memory) add_memory_json(j, *memory);
@@ -382,6 +384,13 @@ std::string serving_layout_suffix(const ModelForecast& f) {
 }
 }  // namespace
 
+namespace {
+// ", P prompt tokens cached" where every prompt finds a prefix in the cache.
+std::string cached_prefix_suffix(int64_t cached_prefix) {
+  return cached_prefix > 0 ? ", " + std::to_string(cached_prefix) + " prompt tokens cached" : "";
+}
+}  // namespace
+
 std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEstimate* memory) {
   std::ostringstream os;
   char buf[512];
@@ -403,7 +412,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                   f.gpu.c_str(), mode_name(f.mode), static_cast<long long>(f.batch),
                   f.mode == Mode::kPrefill ? "prompt" : "cached context", static_cast<long long>(f.context),
                   dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.par.tp),
-                  serving_layout_suffix(f).c_str());
+                  (serving_layout_suffix(f) + cached_prefix_suffix(f.cached_prefix)).c_str());
   else
     std::snprintf(buf, sizeof buf, "%s on %s, batch %lld, seq %lld, %s%s, %s\n", f.model.c_str(), f.gpu.c_str(),
                   static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
@@ -485,7 +494,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
 }
 
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
-                             int64_t tokens, const GpuSpec& gpu, int64_t pp) {
+                             int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix) {
   const bool fp8 = is_fp8(dtype);
   const double act_bytes = fp8 ? 2.0 : dtype_size(dtype);
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
@@ -501,9 +510,12 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double layer_bytes = ((linear - kv_proj) * dtype_size(dtype) / tp + kv_proj_rank * dtype_size(dtype)) / layers +
                              2.0 * m.hidden * act_bytes;
   // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
-  // blocks behind it).
-  const double cached = m.sliding_window > 0 ? double(std::min(tokens, m.sliding_window)) : double(tokens);
-  const double kv_layer_bytes = 2.0 * double(kv_rank) * m.head_dim * cached * batch * dtype_size(kv_dtype);
+  // blocks behind it). A prefix shared by every sequence (prefix caching) is cached once, where
+  // no window applies.
+  const double shared = m.sliding_window > 0 ? 0.0 : double(std::clamp<int64_t>(shared_prefix, 0, tokens));
+  const double cached = m.sliding_window > 0 ? double(std::min(tokens, m.sliding_window)) : double(tokens) - shared;
+  const double kv_layer_bytes =
+      2.0 * double(kv_rank) * m.head_dim * (cached * double(batch) + shared) * dtype_size(kv_dtype);
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb;
@@ -524,7 +536,8 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
     room_tokens = std::min(room_tokens, std::max(0.0, free_bytes) / (double(stages[i]) * token_layer_bytes));
   }
   r.kv_capacity_tokens = static_cast<int64_t>(std::floor(room_tokens));
-  r.max_sequences = cached >= 1 ? static_cast<int64_t>(std::floor(room_tokens / cached)) : r.kv_capacity_tokens;
+  r.max_sequences = cached >= 1 ? static_cast<int64_t>(std::floor(std::max(0.0, room_tokens - shared) / cached))
+                                : r.kv_capacity_tokens;
   return r;
 }
 
@@ -567,10 +580,13 @@ void parse_max_seqs(const std::string& flag, const std::string& value, Scheduler
 }
 
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
-                                 const std::function<double(const ServingStep&)>& step_ms) {
+                                 const std::function<double(const ServingStep&)>& step_ms, int64_t cached_prefix) {
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
   if (seq < 1) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^22]");
   if (gen < 1) throw ConfigError("--gen: " + std::to_string(gen) + " out of range [1, 2^20]");
+  if (cached_prefix < 0 || cached_prefix >= seq)
+    throw ConfigError("--cached-prefix: " + std::to_string(cached_prefix) + " out of range [0, " + std::to_string(seq - 1) +
+                      "] (the prompt's tokens less one to run)");
   const int64_t max_tokens = limits.max_batched_tokens;
   if (limits.max_seqs < 0 || limits.max_seqs > 65536)
     throw ConfigError("--max-seqs: " + std::to_string(limits.max_seqs) + " out of range [1, 65536]");
@@ -583,17 +599,19 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
                       " sequences that run at once (--batch" + (cap < batch ? ", --max-seqs" : "") +
                       "): each decodes one token a step");
   const int64_t budget = max_tokens > 0 ? max_tokens : batch * seq + batch;
-  if ((batch * seq + budget - 1) / budget > kMaxPrefillSteps)  // at least that many steps
+  const int64_t prompt_tokens = batch * (seq - cached_prefix);  // to run
+  if ((prompt_tokens + budget - 1) / budget > kMaxPrefillSteps)  // at least that many steps
     throw ConfigError("--max-batched-tokens " + std::to_string(max_tokens) + ": " + std::to_string(batch) +
                       " prompts of " + std::to_string(seq) + " tokens need more than " +
                       std::to_string(kMaxPrefillSteps) + " steps; raise it");
-  // Requests in first-come order, in groups of the same state. A request runs from its first
-  // prompt chunk (prefilled > 0) until its last token; one still waiting has prefilled 0.
+  // Requests in first-come order, in groups of the same state. A request runs (`started`) from
+  // its first prompt chunk until its last token; its prompt starts at the cached prefix.
   struct Group {
     int64_t n = 0, prefilled = 0, generated = 0;  // generated: output tokens so far (the first comes with the prompt)
     double first_ms = 0;
+    bool started = false;
   };
-  std::vector<Group> groups{{batch, 0, 0, 0}};
+  std::vector<Group> groups{{batch, cached_prefix, 0, 0, false}};
   ServingSchedule r;
   double t = 0, ttft_sum = 0, tpot_sum = 0;
   auto finish = [&](const Group& g) {
@@ -609,14 +627,14 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
   };
   auto running = [&] {
     int64_t n = 0;
-    for (const Group& g : groups) n += g.prefilled > 0 ? g.n : 0;
+    for (const Group& g : groups) n += g.started ? g.n : 0;
     return n;
   };
   while (!groups.empty()) {
     // Prompt tokens to run: a prompt under way, or one waiting and a free sequence slot.
     const int64_t free_slots = cap - running();
     const bool prompts_left = std::any_of(groups.begin(), groups.end(), [&](const Group& g) {
-      return (g.prefilled > 0 && g.prefilled < seq) || (g.prefilled == 0 && free_slots > 0);
+      return (g.started && g.prefilled < seq) || (!g.started && free_slots > 0);
     });
     if (prompts_left) {
       if (r.prefill_steps >= kMaxPrefillSteps)
@@ -635,7 +653,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
       std::vector<Group> next;
       std::vector<bool> completes;  // per group of `next`: its prompt ends in this step
       for (const Group& g : groups) {
-        const bool waiting_group = g.prefilled == 0;
+        const bool waiting_group = !g.started;
         if (g.prefilled == seq || left <= 0 || (waiting_group && slots <= 0)) {
           next.push_back(g);
           completes.push_back(false);
@@ -647,20 +665,20 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
         if (whole > 0) {
           st.prefill.push_back({whole, rest, g.prefilled});
           left -= whole * rest;
-          next.push_back({whole, seq, 0, 0});
+          next.push_back({whole, seq, 0, 0, true});
           completes.push_back(true);
         }
         int64_t waiting = g.n - whole;
         if (whole < startable && left > 0) {  // one prompt takes what is left of the budget
           st.prefill.push_back({1, left, g.prefilled});
-          next.push_back({1, g.prefilled + left, 0, 0});
+          next.push_back({1, g.prefilled + left, 0, 0, true});
           completes.push_back(false);
           left = 0;
           --waiting;
         }
         if (waiting_group) slots -= g.n - waiting;
         if (waiting > 0) {
-          next.push_back({waiting, g.prefilled, 0, 0});
+          next.push_back({waiting, g.prefilled, 0, 0, g.started});
           completes.push_back(false);
         }
       }
@@ -719,7 +737,8 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
 
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
-                                   double host_gap_us, double routing_alpha, const SchedulerLimits& limits) {
+                                   double host_gap_us, double routing_alpha, const SchedulerLimits& limits,
+                                   int64_t cached_prefix) {
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
   if (gen < 2 || gen > (1 << 20))
@@ -732,7 +751,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   SchedulerLimits lim = limits;
   if (lim.max_seqs_auto) {
     // As many running sequences as the KV room holds at their full length (at least one).
-    const MemoryEstimate all = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp);
+    const MemoryEstimate all = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix);
     lim.max_seqs = all.max_sequences < batch ? std::max<int64_t>(1, all.max_sequences) : 0;
   }
   if ((lim.max_batched_tokens > 0 || lim.max_seqs > 0) && par.pp > 1)
@@ -745,6 +764,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.kv_dtype = kv_dtype;
   f.batch = batch, f.seq = seq, f.gen = gen;
   f.limits = lim;
+  f.cached_prefix = cached_prefix;
   // Decode-only steps and, without a budget, the one prefill step are build_serving_graph's,
   // which also spreads them over pipeline stages; scheduled steps with prompt tokens are
   // build_serving_step_graph's (the same graph where a step is all whole prompts).
@@ -753,9 +773,10 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
       return build_serving_graph(m, Mode::kDecode, st.decode_seqs, st.decode_context, dtype, kv_dtype, par.tp, par.ep,
                                  routing_alpha, par.pp);
     const ServingChunk& c = st.prefill.front();
-    if (!lim.any() && st.prefill.size() == 1 && c.prefix == 0 && st.decode_seqs == 0)
-      return build_serving_graph(m, Mode::kPrefill, c.seqs, c.tokens, dtype, kv_dtype, par.tp, par.ep, routing_alpha,
-                                 par.pp);
+    if (!lim.any() && st.prefill.size() == 1 && c.prefix == cached_prefix && c.prefix + c.tokens == seq &&
+        st.decode_seqs == 0)
+      return build_serving_graph(m, Mode::kPrefill, c.seqs, seq, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.pp,
+                                 cached_prefix);
     return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
   };
   bool first = true;
@@ -765,7 +786,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     if (first) f.prefill = std::move(step), first = false;
     else if (st.prefill.empty()) f.last_decode = std::move(step);
     return ms;
-  });
+  }, cached_prefix);
   f.ttft_ms = s.ttft_mean_ms;
   f.ttft_max_ms = s.ttft_max_ms;
   f.tpot_ms = s.tpot_mean_ms;
@@ -776,7 +797,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
   // The KV cache of the sequences that run at once.
   const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
-  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp);
+  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix);
   return f;
 }
 
@@ -799,6 +820,7 @@ std::string generate_json(const GenerateForecast& f) {
                       {"max_batched_tokens", f.limits.max_batched_tokens},
                       {"max_seqs", f.limits.max_seqs},
                       {"max_seqs_auto", f.limits.max_seqs_auto},
+                      {"cached_prefix", f.cached_prefix},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
                       {"tpot_ms", f.tpot_ms},
@@ -825,6 +847,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::string budget;
   if (f.limits.max_batched_tokens > 0)
     budget += ", chunked prefill: " + std::to_string(f.limits.max_batched_tokens) + " tokens a step";
+  budget += cached_prefix_suffix(f.cached_prefix);
   if (f.limits.max_seqs > 0)
     budget += ", at most " + std::to_string(f.limits.max_seqs) + " sequences at once" +
               (f.limits.max_seqs_auto ? " (the KV room's)" : "");

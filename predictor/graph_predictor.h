@@ -38,6 +38,7 @@ struct ModelForecast {
   double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
   int64_t sliding_window = 0;  // serving: the attention window (OpGraph::sliding_window), 0 = none
   ServingStep step;  // a scheduled serving step (OpGraph::step); empty otherwise
+  int64_t cached_prefix = 0;  // serving prefill: prompt tokens already cached (OpGraph::cached_prefix)
   int64_t kernel_launches = 0;  // kernels (and copies) one step launches on one GPU, all microbatches
   double host_gap_us = 0;       // host time added per launch (see forecast_model)
   // By family, the host time per call taken off each of its kernels (the weights manifests'
@@ -96,9 +97,11 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu);
 // (pipeline_stage_layers), the GPU of the stage holding the most: its layers' weights and
 // cache, the input embedding on the first stage, the final norm and LM head on the last (a
 // tied head is a second copy of the embedding there). fits() compares the sum with 90 % of
-// the spec's memory (the rest: activations, workspace, CUDA context).
+// the spec's memory (the rest: activations, workspace, CUDA context). `shared_prefix`: the
+// first tokens of every sequence are one prefix, cached once (prefix caching; not with a
+// sliding window), in the cache and in the KV room's max_sequences.
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
-                             int64_t tokens, const GpuSpec& gpu, int64_t pp = 1);
+                             int64_t tokens, const GpuSpec& gpu, int64_t pp = 1, int64_t shared_prefix = 0);
 
 // What a serving engine's scheduler allows per step: `max_batched_tokens` tokens (vLLM's
 // max_num_batched_tokens, SGLang's chunked_prefill_size; 0 = no budget) and `max_seqs`
@@ -134,20 +137,24 @@ struct ServingSchedule {
   int64_t prefill_steps = 0;  // steps with prompt tokens
   int64_t steps_timed = 0, decode_steps_timed = 0;  // step_ms calls: all, of decode-only steps
 };
+// `cached_prefix`: the first tokens of every prompt are in the cache already (prefix caching):
+// each prompt runs its other seq - cached_prefix tokens, its first chunk after that prefix.
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
-                                 const std::function<double(const ServingStep&)>& step_ms);
+                                 const std::function<double(const ServingStep&)>& step_ms, int64_t cached_prefix = 0);
 
 // `generate`: `batch` prompts of `seq` tokens, then gen - 1 decode steps with the context
 // growing from seq to seq + gen - 2 cached tokens, scheduled by schedule_serving (without
 // limits: one prefill step, whose time is the time to first token, then the decode steps).
 // ttft_ms and tpot_ms are the means over the requests, e2e_ms the last request's end; memory
-// holds the KV cache of the sequences that run at once. Limits that bind need pp 1; `limits`
+// holds the KV cache of the sequences that run at once (a `cached_prefix` shared by every prompt
+// once: prefix caching, schedule_serving). Limits that bind need pp 1; `limits`
 // holds the cap that max_seqs_auto chose (max_seqs, 0 where none binds).
 struct GenerateForecast {
   std::string model, gpu;
   DType dtype = DType::kBf16, kv_dtype = DType::kBf16;
   int64_t batch = 0, seq = 0, gen = 0;  // the layout (tp, pp, ep, routing): prefill.par, prefill.routing_alpha
   SchedulerLimits limits;
+  int64_t cached_prefix = 0;            // prompt tokens each request finds in the cache (prefix caching)
   double ttft_ms = 0, ttft_max_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
   int64_t steps = 0, prefill_steps = 0;
   int64_t decode_steps_forecast = 0;  // decode-only step graphs actually forecast
@@ -157,7 +164,8 @@ struct GenerateForecast {
 // `par`: tp, pp and ep as build_serving_graph takes them (dp and microbatches must be 1).
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
-                                   double host_gap_us = 0, double routing_alpha = 0, const SchedulerLimits& limits = {});
+                                   double host_gap_us = 0, double routing_alpha = 0, const SchedulerLimits& limits = {},
+                                   int64_t cached_prefix = 0);
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

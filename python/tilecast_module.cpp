@@ -94,9 +94,11 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    const std::string& dtype, const std::string& kv_dtype, int64_t dp, int64_t tp, int64_t pp,
                    int64_t microbatches, bool fusion, const std::string& optimizer, double host_gap_us,
                    const std::string& weights, const std::string& gpu_dir, int64_t ep, const std::string& routing,
-                   std::optional<int64_t> max_batched_tokens, const py::object& max_seqs) {
+                   std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
+                   std::optional<int64_t> cached_prefix) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
+  a.cached_prefix = cached_prefix;
   a.par.ep = ep, a.routing = routing, a.max_batched_tokens = max_batched_tokens, a.max_seqs = max_seqs_text(max_seqs);
   a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
@@ -131,7 +133,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& routing, const std::string& optimizer,
                    const std::map<std::string, double>& prices, const std::string& sort, const std::string& weights,
                    const std::string& gpu_dir, std::optional<int64_t> max_batched_tokens,
-                   const py::object& max_seqs) {
+                   const py::object& max_seqs, int64_t cached_prefix) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.models = names(model, "model");
@@ -148,6 +150,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   }
   req.gen = gen.value_or(0);
   req.limits = limits(max_batched_tokens, max_seqs);
+  req.cached_prefix = cached_prefix;
   req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
   req.microbatches = ints(microbatches, "microbatches");
   req.eps = ints(ep, "ep");
@@ -174,7 +177,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 const py::object& seq, const std::string& mode, const py::object& context, std::optional<int64_t> gen,
                 const std::string& dtype, const std::string& optimizer, const std::map<std::string, double>& prices,
                 const std::string& routing, const std::string& weights, const std::string& gpu_dir,
-                std::optional<int64_t> max_batched_tokens, const py::object& max_seqs) {
+                std::optional<int64_t> max_batched_tokens, const py::object& max_seqs, int64_t cached_prefix) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
   const predictor::SchedulerLimits lim = limits(max_batched_tokens, max_seqs);
@@ -198,6 +201,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.model = model, req.gpu = gpu, req.mode = m, req.dtype = dtype;
     req.gpus = gpus, req.global_batch = global_batch, req.seq = tokens, req.gen = gen.value_or(0);
     req.limits = lim;
+    req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
@@ -232,7 +236,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1, py::arg("microbatches") = 1, py::arg("fusion") = false,
         py::arg("optimizer") = "adamw", py::arg("host_gap_us") = 0.0, py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("ep") = 1, py::arg("routing") = "", py::arg("max_batched_tokens") = py::none(),
-        py::arg("max_seqs") = py::none());
+        py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = py::none());
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -245,7 +249,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1,
         py::arg("microbatches") = 1, py::arg("ep") = 1, py::arg("routing") = "", py::arg("optimizer") = "adamw",
         py::arg("prices") = std::map<std::string, double>{}, py::arg("sort") = "time", py::arg("weights") = "",
-        py::arg("gpu_dir") = "", py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none());
+        py::arg("gpu_dir") = "", py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(),
+        py::arg("cached_prefix") = 0);
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",
@@ -253,7 +258,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("mode") = "training", py::arg("context") = py::none(), py::arg("gen") = py::none(),
         py::arg("dtype") = "", py::arg("optimizer") = "adamw", py::arg("prices") = std::map<std::string, double>{},
         py::arg("routing") = "", py::arg("weights") = "", py::arg("gpu_dir") = "",
-        py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none());
+        py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = 0);
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

@@ -169,7 +169,7 @@ r = rows[(2, 4, 1)]
 assert r["max_seqs"] == p["max_seqs"] and abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
 assert all(r["max_seqs_auto"] for r in rows.values())
 assert all(r["max_seqs"] == 0 for (_, _, pp), r in rows.items() if pp > 1), sorted(rows)
-print("ok   plan --max-seqs auto: tp 4 x 2 replicas fits (%d sequences at once), no pipeline layouts" % p["max_seqs"])
+print("ok   plan --max-seqs auto: tp 4 x 2 replicas fits (%d sequences at once), pipelines where no cap binds" % p["max_seqs"])
 PY
 # An MoE model's serving layouts: every expert-parallel size of each tp group that divides its 8
 # experts (tp 8: ep 1, 2, 4, 8; tp 4: 1, 2, 4; tp 2: 1, 2; tp 1: 1), each with every

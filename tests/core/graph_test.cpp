@@ -572,6 +572,16 @@ TEST(ServingGraph, ScheduledStepOfChunksAndDecodes) {
             serving_kernels(build_serving_graph(m, Mode::kDecode, 16, 4096, DType::kFp8, DType::kFp8, 2)));
   expect_error<ConfigError>([&] { build_serving_step_graph(m, ServingStep{}, DType::kBf16, DType::kBf16, 1); },
                             {"serving step", "0 sequences"});
+  // Prefix caching: 2 prompts of 512 tokens whose first 384 are cached run 2 x 128 tokens, an
+  // attention chunk after the 384 cached, and the head over 2 last tokens.
+  auto pc = serving_kernels(build_serving_graph(m, Mode::kPrefill, 2, 512, DType::kBf16, DType::kBf16, 1, 1, 0, 1, 384));
+  EXPECT_EQ(pc["gemm(256,4096,6144)"], 32);
+  EXPECT_EQ(pc["context_attention(2,128,32,8,128,p384)"], 32);
+  EXPECT_EQ(pc["gemm(2,4096,128256)"], 1);
+  EXPECT_EQ(pc["rmsnorm(256,4096)"], 2 * 32 + 1);
+  expect_error<ConfigError>(
+      [&] { build_serving_graph(m, Mode::kPrefill, 2, 512, DType::kBf16, DType::kBf16, 1, 1, 0, 1, 512); },
+      {"--cached-prefix: 512 out of range [0, 511]"});
   ServingStep long_prompt;
   long_prompt.prefill = {{1, 1000, 131000}};
   expect_error<ConfigError>([&] { build_serving_step_graph(m, long_prompt, DType::kBf16, DType::kBf16, 1); },

@@ -1174,6 +1174,19 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_GT(predictor::schedule_serving(8, 100, 4, {4, 4}, step_ms).e2e_ms, 0);
   expect_error<ConfigError>([&] { predictor::schedule_serving(64, 1 << 20, 4, {64, 0}, step_ms); },
                             {"--max-batched-tokens 64", "more than 20000 steps"});
+  // Prefix caching: two prompts of 1,000 tokens with 600 cached run 2 x 400 tokens after the
+  // prefix (1.8 ms), then one decode step of both (1,000 cached: 1.002 ms).
+  steps.clear();
+  const auto pre = predictor::schedule_serving(2, 1000, 2, {}, step_ms, 600);
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps[0].prefill.size(), 1u);
+  EXPECT_EQ(steps[0].prefill[0].tokens, 400);
+  EXPECT_EQ(steps[0].prefill[0].prefix, 600);
+  EXPECT_EQ(steps[1].decode_context, 1000);
+  EXPECT_NEAR(pre.ttft_mean_ms, 1.8, 1e-9);
+  EXPECT_NEAR(pre.e2e_ms, 2.802, 1e-9);
+  expect_error<ConfigError>([&] { predictor::schedule_serving(2, 1000, 2, {}, step_ms, 1000); },
+                            {"--cached-prefix: 1000 out of range [0, 999]"});
 }
 
 // Chunked prefill on the bundled weights: a budget no step fills is the forecast without one
@@ -1232,6 +1245,12 @@ TEST(Serving, ChunkedPrefillForecasts) {
   EXPECT_FALSE(parsed.max_seqs_auto);
   expect_error<ConfigError>([&] { predictor::parse_max_seqs("--max-seqs", "12x", parsed); },
                             {"--max-seqs: expected auto or a count in [1, 65536], got '12x'"});
+  // A prefix every prompt shares is cached once: 8 sequences of 4,096 tokens with 3,072 shared
+  // hold 3,072 + 8 x 1,024 = 11,264 tokens of 131,072 B (1.476395008 GB), and the KV room's
+  // 426,784 tokens take (426,784 - 3,072) / 1,024 = 413 such sequences.
+  const auto shared = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 8, 4096, gpu, 1, 3072);
+  EXPECT_NEAR(shared.kv_cache_gb, 1.476395008, 1e-12);
+  EXPECT_EQ(shared.max_sequences, 413);
   // The kernels: 8,192 tokens of one prompt (32 heads over 8 of 128) in 2 or 4 chunks.
   auto attn = [&](int64_t chunk, int64_t prefix) {
     return p.predict(attention_chunk_q(1, chunk, prefix, 32, 8, 128, DType::kBf16, DType::kBf16), gpu).latency_ms;

@@ -56,6 +56,13 @@ rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=
 sh = cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "8", "--mode",
          "generate", "--seq", "512", "--gen", "8", "--max-batched-tokens", "2048")["rows"]
 assert rows == sh and all(r["pp"] == 1 for r in rows), rows
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=4096, mode="prefill", cached_prefix=3072)
+assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "4096",
+                 "--mode", "prefill", "--cached-prefix", "3072") and py["cached_prefix"] == 3072
+rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="generate", batch=8, seq=4096, gen=8,
+                        cached_prefix=3072)
+assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--mode", "generate", "--batch", "8",
+                   "--seq", "4096", "--gen", "8", "--cached-prefix", "3072")["rows"] and rows[0]["cached_prefix"] == 3072
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
