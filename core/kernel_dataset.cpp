@@ -352,8 +352,8 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
   if (csv.column("prefill_chunk") >= 0) {
     // attention.csv: one attention call over a batch mixing a prefill chunk (prefill_chunk new
     // tokens after kv_prefill cached ones) and n_decode decode requests of kv_decode cached
-    // tokens. Pure decode rows and fresh single-prompt prefills are the modelled kernels; mixed
-    // batches are skipped (counted).
+    // tokens. Pure decode rows and single-prompt prefill chunks (after a cached prefix or not:
+    // attention_chunk_q) are the modelled kernels; mixed batches are skipped (counted).
     const int c_pc = csv.column("prefill_chunk"), c_kp = csv.column("kv_prefill"), c_nd = csv.column("n_decode"),
               c_kd = csv.column("kv_decode"), c_us = csv.column("time_us");
     int64_t mixed = 0;
@@ -369,8 +369,8 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
       KernelSample s;
       if (pc == 0 && nd > 0 && kd > 0) {
         s.query = attention_decode_q(nd, kd + 1, heads / tp, kv / tp, hd, d, d);
-      } else if (nd == 0 && kp == 0 && pc > 0) {
-        s.query = attention_prefill_q(1, pc, heads / tp, kv / tp, hd, d, d);
+      } else if (nd == 0 && pc > 0) {
+        s.query = attention_chunk_q(1, pc, kp, heads / tp, kv / tp, hd, d, d);
       } else {
         ++mixed;
         continue;

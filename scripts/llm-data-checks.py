@@ -6,7 +6,7 @@ context over the latency at the shortest, for shapes measured up to >= 4,096 cac
 (median and 10th/90th percentiles over shapes). A kernel that reads the KV cache takes longer
 as it grows; a ratio near 1 says the rows did not run the attention they describe.
 
-With --rows-csv R (eval-kernels --rows-csv of exactly one aiconfigurator file, given as --data;
+With --rows-csv R (eval-kernels --rows-csv of exactly one aiconfigurator or LLMServingSim file, given as --data;
 rows eval-kernels skipped, e.g. dtypes it does not model, are matched out in order), also
 prints, per value of the --by columns (default window_size; e.g. --by kernel_source,moe_dtype),
 MAPE and the median forecast/measured of those forecasts.
@@ -157,9 +157,20 @@ def main():
         dcol = next((c for c in ("gemm_dtype", "attn_dtype", "moe_dtype") if raw and c in raw[0]), None)
         names = {"bfloat16": "bf16", "float16": "fp16"}
 
-        def same(r, p, m):  # the file's row p forecast: its latency, and its dtype where the file has one
-            return abs(m - float(r["latency"])) <= 1e-4 * max(1.0, m) and (
-                dcol is None or names.get(r[dcol], r[dcol]) == p["dtype"])
+        def latency_ms(r):  # aiconfigurator: `latency` (ms); LLMServingSim: `time_us`
+            return float(r["latency"]) if "latency" in r else float(r["time_us"]) / 1e3
+
+        def op_of(r):  # aiconfigurator: op_name; LLMServingSim attention.csv: a prompt chunk or decode
+            if "op_name" in r:
+                return r["op_name"]
+            if "prefill_chunk" in r:  # rows mixing a chunk and decodes are not forecast (eval-kernels skips them)
+                chunk, decodes = int(r["prefill_chunk"]) > 0, int(r["n_decode"]) > 0
+                return "mixed" if chunk and decodes else "context_attention" if chunk else "generation_attention"
+            return None
+
+        def same(r, p, m):  # the file's row p forecast: its latency, op, and dtype where the file has them
+            return abs(m - latency_ms(r)) <= 2e-5 * m and (  # rows CSV: 6 significant digits
+                dcol is None or names.get(r[dcol], r[dcol]) == p["dtype"]) and op_of(r) in (None, p["op"])
 
         j = 0  # eval-kernels writes the rows it forecast in file order: a subsequence of the file's
         for p in pred:

@@ -365,11 +365,13 @@ TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
   EXPECT_EQ(query_shape_string(d[1].query), "8,4096,6144");
   EXPECT_EQ(d[1].query.dtype, DType::kBf16);
   // attention.csv: a pure decode row (4 requests, 100 cached tokens each), a fresh prefill
-  // chunk of 64 tokens, and a mixed batch (skipped).
+  // chunk of 64 tokens, a mixed batch (skipped) and a chunk of 32 tokens after 512 cached.
   std::ofstream(sdir / "tp1" / "attention.csv") << "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n"
-                                                   "0,0,4,100,9.5\n64,0,0,0,10.2\n64,16,2,32,20\n";
+                                                   "0,0,4,100,9.5\n64,0,0,0,10.2\n64,16,2,32,20\n32,512,0,0,25\n";
   auto at = read_kernel_csv((sdir / "tp1" / "attention.csv").string());
-  ASSERT_EQ(at.size(), 2u);
+  ASSERT_EQ(at.size(), 3u);
+  EXPECT_EQ(at[2].query.op, OpKind::kAttnPrefill);
+  EXPECT_EQ(query_shape_string(at[2].query), "1,32,32,8,128,p512");
   EXPECT_EQ(at[0].query.op, OpKind::kAttnDecode);
   EXPECT_EQ(query_shape_string(at[0].query), "4,101,32,8,128");  // attends the cache + itself
   EXPECT_EQ(at[1].query.op, OpKind::kAttnPrefill);
