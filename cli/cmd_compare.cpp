@@ -25,9 +25,9 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
   else std::cout << predictor::compare_table(rows, &p);
 }
 
-// --max-batched-tokens (>= 1) and --max-seqs (auto or >= 1) where given.
+// --max-batched-tokens (>= 1), --max-seqs (auto or >= 1) and --schedule where given.
 predictor::SchedulerLimits scheduler_limits(const po::variables_map& vm, int64_t max_batched_tokens,
-                                            const std::string& max_seqs) {
+                                            const std::string& max_seqs, const std::string& schedule) {
   predictor::SchedulerLimits l;
   if (vm.count("max-batched-tokens")) {
     if (max_batched_tokens < 1)
@@ -35,6 +35,7 @@ predictor::SchedulerLimits scheduler_limits(const po::variables_map& vm, int64_t
     l.max_batched_tokens = max_batched_tokens;
   }
   if (vm.count("max-seqs")) predictor::parse_max_seqs("--max-seqs", max_seqs, l);
+  if (vm.count("schedule")) predictor::parse_schedule("--schedule", schedule, l);
   return l;
 }
 
@@ -47,7 +48,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   ForecastPaths paths;
   std::vector<std::string> price_items;
   int64_t gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs;
+  std::string max_seqs, schedule;
   desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
       "gpus", po::value(&gpus)->required(), "GPUs, comma-separated (names, aliases, CUDA names), or 'all'")(
       "mode", po::value(&mode)->default_value("inference"), "inference|training|prefill|decode|generate (inf|train too)")(
@@ -58,6 +59,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "max-batched-tokens", po::value(&max_batched_tokens),
       "generate: tokens a step (chunked prefill, as predict --max-batched-tokens; default: no budget)")(
       "max-seqs", po::value(&max_seqs), "generate: sequences running at once, or auto (as predict --max-seqs; default: all)")(
+      "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
       "cached-prefix", po::value(&cached_prefix)->default_value(0),
       "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype); inference/training are fp32")(
@@ -100,7 +102,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   }
   if (mode != "generate" && vm.count("gen")) throw ConfigError("--gen applies to --mode generate only");
   req.gen = gen;
-  req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs);
+  req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs, schedule);
   req.cached_prefix = cached_prefix;
   req.dps = parse_int_list("--dp", dp, 1, 4096);
   req.tps = parse_int_list("--tp", tp, 1, 4096);
@@ -128,7 +130,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   ForecastPaths paths;
   std::vector<std::string> price_items;
   int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs;
+  std::string max_seqs, schedule;
   std::string dtype, routing;
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
@@ -141,6 +143,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "generate: tokens a step of each replica (chunked prefill; default: no budget; layouts with pipeline stages "
       "are then listed as unable to run)")(
       "max-seqs", po::value(&max_seqs), "generate: sequences each replica runs at once, or auto (as many as its KV room holds; default: all)")(
+      "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
       "cached-prefix", po::value(&cached_prefix)->default_value(0),
       "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
@@ -178,7 +181,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   predictor::PlanRequest req;
   req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype;
   req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
-  req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs);
+  req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs, schedule);
   req.cached_prefix = cached_prefix;
   req.optimizer_state = optimizer == "adamw";
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);

@@ -14,7 +14,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   std::string format;
   ForecastPaths paths;
   int64_t seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs;
+  std::string max_seqs, schedule;
   int top = 10;
   CallOverheadOption call_overhead;
   desc.add_options()("model", po::value(&a.model)->required(),
@@ -34,6 +34,9 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "max-seqs", po::value(&max_seqs),
       "generate: sequences the engine runs at once (vLLM's max_num_seqs, SGLang's max_running_requests), or auto "
       "(as many as the KV room holds); the rest wait for a free slot; default: every request at once")(
+      "schedule", po::value(&schedule),
+      "generate, with --max-batched-tokens or --max-seqs: mixed (default; vLLM: each step decodes every running "
+      "sequence, then prompt tokens) or prefill-first (SGLang: steps with prompt tokens hold no decodes)")(
       "cached-prefix", po::value(&cached_prefix),
       "prefill, generate: prompt tokens every request finds in the KV cache already (prefix caching, e.g. a shared "
       "system prompt): only the rest of each prompt runs, and the prefix is cached once")(
@@ -68,7 +71,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R]\n"
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]\n"
-                     "         [--max-batched-tokens N] [--max-seqs N|auto] [--cached-prefix P]"))
+                     "         [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] [--cached-prefix P]"))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));
@@ -78,6 +81,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("max-batched-tokens")) a.max_batched_tokens = max_batched_tokens;
   if (vm.count("max-seqs")) a.max_seqs = max_seqs;
   if (vm.count("cached-prefix")) a.cached_prefix = cached_prefix;
+  if (vm.count("schedule")) a.schedule = schedule;
   a.fusion = vm.count("fusion") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));

@@ -182,6 +182,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   refuse("--max-batched-tokens", mode != "generate" && a.max_batched_tokens.has_value());
   refuse("--max-seqs", mode != "generate" && a.max_seqs.has_value());
   refuse("--cached-prefix", mode != "generate" && mode != "prefill" && a.cached_prefix.has_value());
+  refuse("--schedule", mode != "generate" && a.schedule.has_value());
   if (mode == "decode") need("--context L", a.context.has_value());
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
@@ -196,6 +197,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
     throw ConfigError("--max-batched-tokens: " + std::to_string(*a.max_batched_tokens) + " out of range [1, 2^24]");
   r.limits.max_batched_tokens = a.max_batched_tokens.value_or(0);
   if (a.max_seqs) parse_max_seqs("--max-seqs", *a.max_seqs, r.limits);
+  if (a.schedule) parse_schedule("--schedule", *a.schedule, r.limits);
   r.cached_prefix = a.cached_prefix.value_or(0);
   r.par = a.par;
   r.fusion = a.fusion;

@@ -60,6 +60,7 @@ struct PredictArgs {
   std::optional<int64_t> max_batched_tokens;   // generate: the engine's step budget (chunked prefill)
   std::optional<std::string> max_seqs;         // generate: sequences the engine runs at once, or "auto"
   std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already
+  std::optional<std::string> schedule;         // generate: mixed (vLLM) or prefill-first (SGLang)
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none

@@ -190,7 +190,7 @@ std::string compare_row_json(const CompareRow& r) {
                       {"gpu_memory_gb", r.gpu_memory_gb}};
   if (r.mode == "generate")
     j["gen"] = r.gen, j["max_batched_tokens"] = r.limits.max_batched_tokens, j["max_seqs"] = r.limits.max_seqs,
-    j["max_seqs_auto"] = r.limits.max_seqs_auto;
+    j["max_seqs_auto"] = r.limits.max_seqs_auto, j["schedule"] = r.limits.prefill_first ? "prefill-first" : "mixed";
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j.dump();
@@ -223,13 +223,14 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
-  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,"
+  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,error\n";
   for (const auto& r : rows) {
     // routing: serving rows only (an empty field for the eager modes, which have none).
     os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
-       << r.seq << ',' << r.gen << ',' << r.limits.max_batched_tokens << ',' << r.limits.max_seqs << ',' << r.dp << ','
+       << r.seq << ',' << r.gen << ',' << r.limits.max_batched_tokens << ',' << r.limits.max_seqs << ','
+       << (r.mode == "generate" ? (r.limits.prefill_first ? "prefill-first" : "mixed") : "") << ',' << r.dp << ','
        << r.tp << ',' << r.pp << ',' << r.microbatches << ','
        << r.gpus() << ',' << r.ep << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
     if (r.error.empty()) {

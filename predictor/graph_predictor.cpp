@@ -564,6 +564,12 @@ double sum_steps(int64_t k, const std::function<double(int64_t)>& f) {
 }
 }  // namespace
 
+void parse_schedule(const std::string& flag, const std::string& value, SchedulerLimits& limits) {
+  if (value != "mixed" && value != "prefill-first")
+    throw ConfigError(flag + ": expected mixed (vLLM) or prefill-first (SGLang), got '" + value + "'");
+  limits.prefill_first = value == "prefill-first";
+}
+
 void parse_max_seqs(const std::string& flag, const std::string& value, SchedulerLimits& limits) {
   if (value == "auto") {
     limits.max_seqs_auto = true;
@@ -594,7 +600,8 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
   const int64_t cap = limits.max_seqs > 0 ? std::min(limits.max_seqs, batch) : batch;
   if (max_tokens < 0 || max_tokens > (int64_t{1} << 24))
     throw ConfigError("--max-batched-tokens: " + std::to_string(max_tokens) + " out of range [1, 2^24]");
-  if (max_tokens > 0 && max_tokens < cap)
+  // A prefill-first step holds prompt tokens only, so the budget need not cover the decodes.
+  if (max_tokens > 0 && max_tokens < cap && !limits.prefill_first)
     throw ConfigError("--max-batched-tokens: " + std::to_string(max_tokens) + " is below the " + std::to_string(cap) +
                       " sequences that run at once (--batch" + (cap < batch ? ", --max-seqs" : "") +
                       "): each decodes one token a step");
@@ -643,7 +650,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
       ServingStep st;
       double context_sum = 0;
       for (const Group& g : groups)
-        if (g.prefilled == seq) {
+        if (g.prefilled == seq && !limits.prefill_first) {  // prefill-first: the decodes wait
           st.decode_seqs += g.n;
           context_sum += double(g.n) * double(seq + g.generated - 1);
         }
@@ -693,7 +700,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
           g.first_ms = t;
           ttft_sum += double(g.n) * t;
           r.ttft_max_ms = std::max(r.ttft_max_ms, t);
-        } else if (g.prefilled == seq) {  // decoded one token
+        } else if (g.prefilled == seq && !limits.prefill_first) {  // decoded one token
           ++g.generated;
         }
         if (g.generated == gen) {
@@ -780,7 +787,9 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
   };
   bool first = true;
-  const ServingSchedule s = schedule_serving(batch, seq, gen, {lim.max_batched_tokens, lim.max_seqs}, [&](const ServingStep& st) {
+  SchedulerLimits resolved = lim;
+  resolved.max_seqs_auto = false;
+  const ServingSchedule s = schedule_serving(batch, seq, gen, resolved, [&](const ServingStep& st) {
     ModelForecast step = forecast_model(graph(st), gpu, kp, host_gap_us);
     const double ms = step.total_ms;
     if (first) f.prefill = std::move(step), first = false;
@@ -820,6 +829,7 @@ std::string generate_json(const GenerateForecast& f) {
                       {"max_batched_tokens", f.limits.max_batched_tokens},
                       {"max_seqs", f.limits.max_seqs},
                       {"max_seqs_auto", f.limits.max_seqs_auto},
+                      {"schedule", f.limits.prefill_first ? "prefill-first" : "mixed"},
                       {"cached_prefix", f.cached_prefix},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
@@ -848,6 +858,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   if (f.limits.max_batched_tokens > 0)
     budget += ", chunked prefill: " + std::to_string(f.limits.max_batched_tokens) + " tokens a step";
   budget += cached_prefix_suffix(f.cached_prefix);
+  if (f.limits.prefill_first) budget += ", prefill first";
   if (f.limits.max_seqs > 0)
     budget += ", at most " + std::to_string(f.limits.max_seqs) + " sequences at once" +
               (f.limits.max_seqs_auto ? " (the KV room's)" : "");

@@ -109,11 +109,17 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 // `max_seqs_auto`: forecast_generate caps the running sequences at those whose whole cache the
 // KV room holds (MemoryEstimate::max_sequences, at least 1), as an engine admits no more than
 // its cache blocks take; no cap where every request fits.
+// `prefill_first`: a step with prompt tokens holds no decode tokens (the sequences that have
+// their first token wait), as SGLang schedules by default; otherwise each step decodes every
+// running sequence first and fills the rest with prompt tokens, as vLLM's V1 engine does.
 struct SchedulerLimits {
   int64_t max_batched_tokens = 0, max_seqs = 0;
   bool max_seqs_auto = false;
+  bool prefill_first = false;
   bool any() const { return max_batched_tokens > 0 || max_seqs > 0 || max_seqs_auto; }
 };
+// "mixed" or "prefill-first" (--schedule); ConfigError naming `flag` otherwise.
+void parse_schedule(const std::string& flag, const std::string& value, SchedulerLimits& limits);
 // "auto" or a count >= 1 (--max-seqs); ConfigError naming `flag` otherwise.
 void parse_max_seqs(const std::string& flag, const std::string& value, SchedulerLimits& limits);
 

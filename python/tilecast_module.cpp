@@ -79,13 +79,16 @@ std::optional<std::string> max_seqs_text(const py::object& max_seqs) {
   return std::to_string(max_seqs.cast<int64_t>());
 }
 
-// max_batched_tokens (None: no budget, else >= 1) and max_seqs (None, a count >= 1 or "auto").
-predictor::SchedulerLimits limits(std::optional<int64_t> max_batched_tokens, const py::object& max_seqs) {
+// max_batched_tokens (None: no budget, else >= 1), max_seqs (None, a count >= 1 or "auto") and
+// schedule ("mixed" or "prefill-first").
+predictor::SchedulerLimits limits(std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
+                                  const std::string& schedule) {
   predictor::SchedulerLimits l;
   if (max_batched_tokens && *max_batched_tokens < 1)
     throw ConfigError("max_batched_tokens: expected >= 1, got " + std::to_string(*max_batched_tokens));
   l.max_batched_tokens = max_batched_tokens.value_or(0);
   if (auto text = max_seqs_text(max_seqs)) predictor::parse_max_seqs("max_seqs", *text, l);
+  predictor::parse_schedule("schedule", schedule, l);
   return l;
 }
 
@@ -95,10 +98,10 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    int64_t microbatches, bool fusion, const std::string& optimizer, double host_gap_us,
                    const std::string& weights, const std::string& gpu_dir, int64_t ep, const std::string& routing,
                    std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
-                   std::optional<int64_t> cached_prefix) {
+                   std::optional<int64_t> cached_prefix, std::optional<std::string> schedule) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  a.cached_prefix = cached_prefix;
+  a.cached_prefix = cached_prefix, a.schedule = schedule;
   a.par.ep = ep, a.routing = routing, a.max_batched_tokens = max_batched_tokens, a.max_seqs = max_seqs_text(max_seqs);
   a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
@@ -133,7 +136,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& routing, const std::string& optimizer,
                    const std::map<std::string, double>& prices, const std::string& sort, const std::string& weights,
                    const std::string& gpu_dir, std::optional<int64_t> max_batched_tokens,
-                   const py::object& max_seqs, int64_t cached_prefix) {
+                   const py::object& max_seqs, int64_t cached_prefix, const std::string& schedule) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.models = names(model, "model");
@@ -149,7 +152,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
     req.seqs = ints(seq, "seq");
   }
   req.gen = gen.value_or(0);
-  req.limits = limits(max_batched_tokens, max_seqs);
+  req.limits = limits(max_batched_tokens, max_seqs, schedule);
   req.cached_prefix = cached_prefix;
   req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
   req.microbatches = ints(microbatches, "microbatches");
@@ -177,10 +180,11 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 const py::object& seq, const std::string& mode, const py::object& context, std::optional<int64_t> gen,
                 const std::string& dtype, const std::string& optimizer, const std::map<std::string, double>& prices,
                 const std::string& routing, const std::string& weights, const std::string& gpu_dir,
-                std::optional<int64_t> max_batched_tokens, const py::object& max_seqs, int64_t cached_prefix) {
+                std::optional<int64_t> max_batched_tokens, const py::object& max_seqs, int64_t cached_prefix,
+                const std::string& schedule) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
-  const predictor::SchedulerLimits lim = limits(max_batched_tokens, max_seqs);
+  const predictor::SchedulerLimits lim = limits(max_batched_tokens, max_seqs, schedule);
   int64_t tokens = 0;
   if (m == "decode") {
     if (context.is_none() || !seq.is_none()) throw ConfigError("mode decode takes context (not seq)");
@@ -236,7 +240,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("dp") = 1, py::arg("tp") = 1, py::arg("pp") = 1, py::arg("microbatches") = 1, py::arg("fusion") = false,
         py::arg("optimizer") = "adamw", py::arg("host_gap_us") = 0.0, py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("ep") = 1, py::arg("routing") = "", py::arg("max_batched_tokens") = py::none(),
-        py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = py::none());
+        py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = py::none(), py::arg("schedule") = py::none());
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -250,7 +254,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("microbatches") = 1, py::arg("ep") = 1, py::arg("routing") = "", py::arg("optimizer") = "adamw",
         py::arg("prices") = std::map<std::string, double>{}, py::arg("sort") = "time", py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(),
-        py::arg("cached_prefix") = 0);
+        py::arg("cached_prefix") = 0, py::arg("schedule") = "mixed");
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",
@@ -258,7 +262,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("mode") = "training", py::arg("context") = py::none(), py::arg("gen") = py::none(),
         py::arg("dtype") = "", py::arg("optimizer") = "adamw", py::arg("prices") = std::map<std::string, double>{},
         py::arg("routing") = "", py::arg("weights") = "", py::arg("gpu_dir") = "",
-        py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = 0);
+        py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = 0,
+        py::arg("schedule") = "mixed");
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

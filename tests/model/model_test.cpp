@@ -1174,6 +1174,27 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_GT(predictor::schedule_serving(8, 100, 4, {4, 4}, step_ms).e2e_ms, 0);
   expect_error<ConfigError>([&] { predictor::schedule_serving(64, 1 << 20, 4, {64, 0}, step_ms); },
                             {"--max-batched-tokens 64", "more than 20000 steps"});
+  // Prefill first (SGLang): the same 3 requests and budget, but step 2 runs the other 952 prompt
+  // tokens alone (1.952 ms, 5.000), the first two waiting; then 3 decode steps of all three
+  // (1,000, 1,001, 1,002 cached: 1.003 ms each, 8.009). TTFT (2 x 3.048 + 5.0) / 3; TPOT
+  // (8.009 - 3.048) / 3 for the first two, (8.009 - 5.0) / 3 for the third.
+  steps.clear();
+  const auto pf = predictor::schedule_serving(3, 1000, 4, {2048, 0, false, true}, step_ms);
+  ASSERT_EQ(steps.size(), 5u);
+  EXPECT_EQ(steps[1].decode_seqs, 0);
+  EXPECT_EQ(steps[1].prefill[0].tokens, 952);
+  EXPECT_EQ(steps[2].decode_seqs, 3);
+  EXPECT_EQ(steps[2].decode_context, 1000);
+  EXPECT_NEAR(pf.ttft_mean_ms, (2 * 3.048 + 5.0) / 3, 1e-9);
+  EXPECT_NEAR(pf.tpot_mean_ms, (2 * (8.009 - 3.048) / 3 + (8.009 - 5.0) / 3) / 3, 1e-9);
+  EXPECT_NEAR(pf.e2e_ms, 8.009, 1e-9);
+  // Its steps hold no decodes, so a budget below the running sequences is allowed.
+  EXPECT_GT(predictor::schedule_serving(8, 100, 4, {4, 0, false, true}, step_ms).e2e_ms, 0);
+  predictor::SchedulerLimits sl;
+  predictor::parse_schedule("--schedule", "prefill-first", sl);
+  EXPECT_TRUE(sl.prefill_first);
+  expect_error<ConfigError>([&] { predictor::parse_schedule("--schedule", "fifo", sl); },
+                            {"--schedule: expected mixed (vLLM) or prefill-first (SGLang), got 'fifo'"});
   // Prefix caching: two prompts of 1,000 tokens with 600 cached run 2 x 400 tokens after the
   // prefix (1.8 ms), then one decode step of both (1,000 cached: 1.002 ms).
   steps.clear();

@@ -63,6 +63,11 @@ rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="generate", 
                         cached_prefix=3072)
 assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--mode", "generate", "--batch", "8",
                    "--seq", "4096", "--gen", "8", "--cached-prefix", "3072")["rows"] and rows[0]["cached_prefix"] == 3072
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=1000, mode="generate", gen=16,
+                      max_batched_tokens=2048, schedule="prefill-first")
+assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "4", "--seq", "1000", "--mode",
+                 "generate", "--gen", "16", "--max-batched-tokens", "2048", "--schedule", "prefill-first")
+assert py["schedule"] == "prefill-first"
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
