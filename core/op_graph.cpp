@@ -855,7 +855,10 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   if (step.decode_seqs > 0)
     attention.push_back(
         attention_decode_q(step.decode_seqs, step.decode_context + 1, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window));
-  add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, attention);
+  int64_t logits = seqs;
+  if (step.chunk_logits_all)
+    for (const auto& c : step.prefill) logits += c.seqs * (c.tokens - 1);
+  add_serving_layers(g, m, t, logits, dtype, kv_dtype, tp, ep, attention);
   return g;
 }
 

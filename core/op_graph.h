@@ -79,6 +79,9 @@ struct ServingStep {
   std::vector<ServingChunk> prefill;
   int64_t decode_seqs = 0;     // sequences decoding one token each
   int64_t decode_context = 0;  // tokens cached before it, the mean over those sequences
+  // Logits per prompt chunk: 1 (its last token) or all its tokens (a speculative-decoding
+  // verify step scores every draft token).
+  bool chunk_logits_all = false;
   int64_t tokens() const;      // tokens of the forward pass
   int64_t sequences() const;   // sequences of the forward pass (0: not a scheduled step)
 };

@@ -136,21 +136,25 @@ namespace {
 // A prefill chunk after a cached prefix (chunked prefill) is costed from whole prompts, the
 // only prefills the data times: its queries are the last `chunk` of a prompt of prefix + chunk
 // tokens, so it takes what that prompt takes beyond its first `prefix` tokens, and no less
-// than the chunk alone (fixed costs do not cancel). Each field follows that rule except the
-// physics of the chunk itself (FLOPs at the sheet's peak, the plain roofline, the launch).
+// than the chunk alone (fixed costs do not cancel) nor than reading the whole KV cache once
+// (a decode step of the same sequences over prefix + chunk tokens: a short chunk, such as a
+// speculative-decoding verify step, reads the cache as a decode does). Each field follows
+// that rule except the physics of the chunk itself (FLOPs at the sheet's peak, the plain
+// roofline, the launch).
 struct ChunkParts {
-  size_t whole = 0, head = 0, alone = 0;  // indices of the three prompts among the expanded queries
+  size_t whole = 0, head = 0, alone = 0, read = 0;  // indices among the expanded queries
 };
 KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const KernelPrediction& whole,
-                               const KernelPrediction& head, const KernelPrediction& alone) {
-  auto rest = [&](double KernelPrediction::*f) { return std::max(alone.*f, whole.*f - head.*f); };
+                               const KernelPrediction& head, const KernelPrediction& alone,
+                               const KernelPrediction& read) {
+  auto rest = [&](double KernelPrediction::*f) { return std::max({alone.*f, read.*f, whole.*f - head.*f}); };
   KernelPrediction r = whole;
   r.latency_ms = rest(&KernelPrediction::latency_ms);
   r.base_ms = rest(&KernelPrediction::base_ms);
   r.bound_ms = rest(&KernelPrediction::bound_ms);
   r.prior_ms = whole.prior_ms > 0 ? rest(&KernelPrediction::prior_ms) : 0;
-  r.member_min_ms = std::max(alone.member_min_ms, whole.member_min_ms - head.member_max_ms);
-  r.member_max_ms = std::max(alone.member_max_ms, whole.member_max_ms - head.member_min_ms);
+  r.member_min_ms = std::max({alone.member_min_ms, read.member_min_ms, whole.member_min_ms - head.member_max_ms});
+  r.member_max_ms = std::max({alone.member_max_ms, read.member_max_ms, whole.member_max_ms - head.member_min_ms});
   r.roofline_ms = s_to_ms(roofline_s(q, gpu));
   r.peak_ms = s_to_ms(peak_s(q, gpu));
   r.at_peak = r.latency_ms < r.peak_ms;
@@ -191,6 +195,8 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       parts[i].whole = prompt(q.prefix + q.m);
       parts[i].head = prompt(q.prefix);
       parts[i].alone = prompt(q.m);
+      expanded.push_back(attention_decode_q(q.b, q.prefix + q.m, q.k, q.h, q.n, q.dtype, q.kv_dtype, q.window));
+      parts[i].read = expanded.size() - 1;
     }
     const std::vector<KernelPrediction> r = predict(expanded, gpu);
     std::vector<KernelPrediction> out(queries.size());
@@ -200,7 +206,7 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
         continue;
       }
       const ChunkParts& c = parts[i];
-      out[i] = compose_chunk(queries[i], gpu, r[c.whole], r[c.head], r[c.alone]);
+      out[i] = compose_chunk(queries[i], gpu, r[c.whole], r[c.head], r[c.alone], r[c.read]);
     }
     return out;
   }
