@@ -15,6 +15,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
   ForecastPaths paths;
   int64_t seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
   std::string max_seqs, schedule;
+  int64_t spec_tokens = 4;
+  double spec_accept = 0;
   int top = 10;
   CallOverheadOption call_overhead;
   desc.add_options()("model", po::value(&a.model)->required(),
@@ -37,6 +39,12 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "schedule", po::value(&schedule),
       "generate, with --max-batched-tokens or --max-seqs: mixed (default; vLLM: each step decodes every running "
       "sequence, then prompt tokens) or prefill-first (SGLang: steps with prompt tokens hold no decodes)")(
+      "spec-draft", po::value(&a.spec_draft),
+      "generate: speculative decoding with this draft model (bundled name or config.json; same tokenizer, the "
+      "target's GPUs, tp and dtypes)")(
+      "spec-tokens", po::value(&spec_tokens), "generate, --spec-draft: draft tokens a round (1-16, default 4)")(
+      "spec-accept", po::value(&spec_accept),
+      "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)")(
       "cached-prefix", po::value(&cached_prefix),
       "prefill, generate: prompt tokens every request finds in the KV cache already (prefix caching, e.g. a shared "
       "system prompt): only the rest of each prompt runs, and the prefix is cached once")(
@@ -71,7 +79,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R]\n"
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]\n"
-                     "         [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] [--cached-prefix P]"))
+                     "         [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] [--cached-prefix P]\n"
+                     "         [--spec-draft M --spec-accept A [--spec-tokens K]]"))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));
@@ -82,6 +91,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("max-seqs")) a.max_seqs = max_seqs;
   if (vm.count("cached-prefix")) a.cached_prefix = cached_prefix;
   if (vm.count("schedule")) a.schedule = schedule;
+  if (vm.count("spec-tokens")) a.spec_tokens = spec_tokens;
+  if (vm.count("spec-accept")) a.spec_accept = spec_accept;
   a.fusion = vm.count("fusion") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));

@@ -183,6 +183,11 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   refuse("--max-seqs", mode != "generate" && a.max_seqs.has_value());
   refuse("--cached-prefix", mode != "generate" && mode != "prefill" && a.cached_prefix.has_value());
   refuse("--schedule", mode != "generate" && a.schedule.has_value());
+  refuse("--spec-draft", mode != "generate" && !a.spec_draft.empty());
+  refuse("--spec-tokens", a.spec_draft.empty() && a.spec_tokens.has_value());
+  refuse("--spec-accept", a.spec_draft.empty() && a.spec_accept.has_value());
+  if (!a.spec_draft.empty() && !a.spec_accept.has_value())
+    throw ConfigError("--spec-draft needs --spec-accept A (the probability that the target accepts a draft token)");
   if (mode == "decode") need("--context L", a.context.has_value());
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
@@ -215,6 +220,13 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
                         " models eager FP32 PyTorch (NeuSight's data); BF16/FP16/FP8 forecasts are the serving "
                         "modes (--mode prefill|decode|generate)");
   }
+  std::optional<ModelConfig> draft;
+  if (!a.spec_draft.empty()) {
+    draft = load_model_config(a.spec_draft, models_dir);
+    r.spec_draft = &*draft;
+    r.spec_tokens = a.spec_tokens.value_or(4);
+    r.spec_accept = *a.spec_accept;
+  }
   r.gpu = &reg.resolve(a.gpu);
   return forecast(r, kp);
 }
@@ -229,8 +241,10 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                         ": serving forecasts take --tp, --pp and --ep (one replica; its microbatches follow from --pp)");
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
+      SpecDecoding sd;
+      if (q.spec_draft) sd = {q.spec_draft, q.spec_tokens, q.spec_accept};
       r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.host_gap_us,
-                                     q.routing_alpha, q.limits, q.cached_prefix);
+                                     q.routing_alpha, q.limits, q.cached_prefix, q.spec_draft ? &sd : nullptr);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;

@@ -61,6 +61,9 @@ struct PredictArgs {
   std::optional<std::string> max_seqs;         // generate: sequences the engine runs at once, or "auto"
   std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already
   std::optional<std::string> schedule;         // generate: mixed (vLLM) or prefill-first (SGLang)
+  std::string spec_draft;                      // generate: speculative decoding's draft model (empty: none)
+  std::optional<int64_t> spec_tokens;          // draft tokens a round (default 4)
+  std::optional<double> spec_accept;           // acceptance rate of a draft token (required with a draft)
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
@@ -88,6 +91,9 @@ struct ForecastRequest {
   double routing_alpha = 0;  // serving MoE layers' token routing (0 = balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (chunked prefill, running sequences)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens every request finds cached (prefix caching)
+  const ModelConfig* spec_draft = nullptr;  // generate: speculative decoding's draft (SpecDecoding)
+  int64_t spec_tokens = 4;
+  double spec_accept = 0;
   bool fusion = false;
   bool optimizer_state = true;
   double host_gap_us = 0;

@@ -742,10 +742,85 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
   return r;
 }
 
+double SpecDecoding::expected_tokens() const {
+  return accept >= 1 ? double(tokens + 1) : (1 - std::pow(accept, double(tokens + 1))) / (1 - accept);
+}
+
+namespace {
+// forecast_generate with speculative decoding: f holds the request (model, batch, seq, gen,
+// dtypes, cached prefix, limits).
+void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecDecoding& spec, const GpuSpec& gpu,
+                          const KernelPredictor& kp, const Parallelism& par, double host_gap_us, double routing_alpha) {
+  const ModelConfig& d = *spec.draft;
+  if (spec.tokens < 1 || spec.tokens > 16)
+    throw ConfigError("--spec-tokens: " + std::to_string(spec.tokens) + " out of range [1, 16]");
+  if (!(spec.accept >= 0 && spec.accept <= 1))
+    throw ConfigError("--spec-accept: " + std::to_string(spec.accept) + " out of range [0, 1]");
+  if (f.limits.any() || par.pp > 1)
+    throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs and --pp");
+  if (m.sliding_window > 0 || d.sliding_window > 0)
+    throw ConfigError("--spec-draft: speculative decoding is not modelled for sliding-window models");
+  if (d.vocab != m.vocab)
+    throw ConfigError("--spec-draft " + d.name + ": its vocabulary (" + std::to_string(d.vocab) + ") is not " + m.name +
+                      "'s (" + std::to_string(m.vocab) + "); a draft shares the target's tokenizer");
+  const int64_t batch = f.batch, seq = f.seq, k = spec.tokens;
+  if (m.max_positions > 0 && seq + f.gen + k > m.max_positions)
+    throw ConfigError("--spec-tokens: " + std::to_string(seq + f.gen + k) + " positions exceed " + m.name + "'s " +
+                      std::to_string(m.max_positions));
+  auto step = [&](const OpGraph& g) { return forecast_model(g, gpu, kp, host_gap_us); };
+  // Prefill: the target's and the draft's (the draft needs the prompt in its own cache).
+  f.prefill = step(build_serving_graph(m, Mode::kPrefill, batch, seq, f.dtype, f.kv_dtype, par.tp, par.ep, routing_alpha,
+                                       1, f.cached_prefix));
+  const ModelForecast draft_prefill = step(build_serving_graph(d, Mode::kPrefill, batch, seq, f.dtype, f.kv_dtype, par.tp,
+                                                               1, 0, 1, f.cached_prefix));
+  f.ttft_ms = f.ttft_max_ms = f.prefill.total_ms + draft_prefill.total_ms;
+  // Rounds: the draft's k decode steps (at the mean of their contexts) and the verify step, whose
+  // k + 1 query tokens a sequence follow its cache.
+  const double e = spec.expected_tokens();
+  const int64_t needed = f.gen - 1, rounds = static_cast<int64_t>(std::ceil(double(needed) / e));
+  auto round_ms = [&](int64_t j) {
+    const int64_t context = seq + static_cast<int64_t>(std::llround(double(j) * e));
+    f.spec_draft_step_ms = step(build_serving_graph(d, Mode::kDecode, batch, context + (k - 1) / 2, f.dtype,
+                                                    f.kv_dtype, par.tp)).total_ms;
+    ServingStep verify;
+    verify.prefill = {{batch, k + 1, context}};
+    verify.chunk_logits_all = true;
+    f.last_decode = step(build_serving_step_graph(m, verify, f.dtype, f.kv_dtype, par.tp, par.ep, routing_alpha));
+    ++f.decode_steps_forecast;
+    f.spec_round_ms = double(k) * f.spec_draft_step_ms + f.last_decode.total_ms;
+    return f.spec_round_ms;
+  };
+  // The expected rounds for gen - 1 tokens: needed / e (the sum spans whole rounds).
+  const double decode_ms = sum_steps(rounds, round_ms) * (double(needed) / e) / double(rounds);
+  f.tpot_ms = decode_ms / double(needed);
+  f.e2e_ms = f.ttft_ms + decode_ms;
+  f.tokens_per_s = double(batch) * f.gen / (f.e2e_ms * 1e-3);
+  f.steps = rounds;
+  f.prefill_steps = 1;
+  f.spec_draft = d.name;
+  f.spec_tokens = k;
+  f.spec_accept = spec.accept;
+  f.spec_expected_tokens = e;
+  // Both models' weights and caches (the draft's cache also holds its k draft tokens).
+  MemoryEstimate tm = serving_memory(m, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix);
+  const MemoryEstimate dm = serving_memory(d, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix);
+  // KV room: the target's room less the draft's weights, in tokens of both caches.
+  const double tokens_now = double(batch) * double(seq + f.gen + k - f.cached_prefix) + double(f.cached_prefix);
+  const double tb = tm.kv_cache_gb * 1e9 / tokens_now, db = dm.kv_cache_gb * 1e9 / tokens_now;  // bytes a token
+  const double room = std::max(0.0, double(tm.kv_capacity_tokens) * tb - dm.weights_gb * 1e9) / (tb + db);
+  tm.weights_gb += dm.weights_gb;
+  tm.kv_cache_gb += dm.kv_cache_gb;
+  tm.kv_capacity_tokens = static_cast<int64_t>(std::floor(room));
+  const double per_seq = double(seq + f.gen + k - f.cached_prefix);
+  tm.max_sequences = static_cast<int64_t>(std::floor(std::max(0.0, room - double(f.cached_prefix)) / per_seq));
+  f.memory = tm;
+}
+}  // namespace
+
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
                                    double host_gap_us, double routing_alpha, const SchedulerLimits& limits,
-                                   int64_t cached_prefix) {
+                                   int64_t cached_prefix, const SpecDecoding* spec) {
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
   if (gen < 2 || gen > (1 << 20))
@@ -772,6 +847,10 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.batch = batch, f.seq = seq, f.gen = gen;
   f.limits = lim;
   f.cached_prefix = cached_prefix;
+  if (spec) {
+    forecast_speculative(f, m, *spec, gpu, kp, par, host_gap_us, routing_alpha);
+    return f;
+  }
   // Decode-only steps and, without a budget, the one prefill step are build_serving_graph's,
   // which also spreads them over pipeline stages; scheduled steps with prompt tokens are
   // build_serving_step_graph's (the same graph where a step is all whole prompts).
@@ -839,6 +918,14 @@ std::string generate_json(const GenerateForecast& f) {
                       {"steps", f.steps},
                       {"prefill_steps", f.prefill_steps},
                       {"decode_steps_forecast", f.decode_steps_forecast}};
+  j["speculative"] = nullptr;
+  if (!f.spec_draft.empty())
+    j["speculative"] = {{"draft", f.spec_draft},
+                        {"tokens", f.spec_tokens},
+                        {"accept", f.spec_accept},
+                        {"expected_tokens_per_round", f.spec_expected_tokens},
+                        {"last_round_ms", f.spec_round_ms},
+                        {"last_draft_step_ms", f.spec_draft_step_ms}};
   add_memory_json(j, f.memory);
   auto ops = [](const ModelForecast& m) {
     nlohmann::json a = nlohmann::json::array();
@@ -853,12 +940,18 @@ std::string generate_json(const GenerateForecast& f) {
 
 std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::ostringstream os;
-  char buf[400];
+  char buf[640];
   std::string budget;
   if (f.limits.max_batched_tokens > 0)
     budget += ", chunked prefill: " + std::to_string(f.limits.max_batched_tokens) + " tokens a step";
   budget += cached_prefix_suffix(f.cached_prefix);
   if (f.limits.prefill_first) budget += ", prefill first";
+  if (!f.spec_draft.empty()) {
+    char spec[200];
+    std::snprintf(spec, sizeof spec, ", speculative: %s drafts %lld tokens, %.2f accepted (%.2f tokens a round)",
+                  f.spec_draft.c_str(), static_cast<long long>(f.spec_tokens), f.spec_accept, f.spec_expected_tokens);
+    budget += spec;
+  }
   if (f.limits.max_seqs > 0)
     budget += ", at most " + std::to_string(f.limits.max_seqs) + " sequences at once" +
               (f.limits.max_seqs_auto ? " (the KV room's)" : "");
@@ -877,6 +970,13 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                   "tokens/s      %10.1f  (batch x output tokens / e2e)\nsteps         %10lld  (%lld with prompt tokens)\n",
                   f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s, static_cast<long long>(f.steps),
                   static_cast<long long>(f.prefill_steps));
+  else if (!f.spec_draft.empty())
+    std::snprintf(buf, sizeof buf,
+                  "ttft_ms       %10.3f  (the target's and the draft's prefill)\ntpot_ms       %10.3f  (rounds of %.3f "
+                  "ms at the last: %lld draft steps of %.3f ms + the verify step; %.2f tokens a round)\n"
+                  "e2e_ms        %10.3f\ntokens/s      %10.1f  (batch x output tokens / e2e)\n",
+                  f.ttft_ms, f.tpot_ms, f.spec_round_ms, static_cast<long long>(f.spec_tokens), f.spec_draft_step_ms,
+                  f.spec_expected_tokens, f.e2e_ms, f.tokens_per_s);
   else
     std::snprintf(buf, sizeof buf,
                   "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"
@@ -884,7 +984,9 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                   f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
   os << buf << memory_summary(f.memory);
   os << (f.limits.any() ? "\n-- first step\n" : "\n-- prefill\n") << forecast_table(f.prefill, top_ops);
-  if (f.decode_steps_forecast > 0) os << "\n-- last decode step\n" << forecast_table(f.last_decode, top_ops);
+  if (f.decode_steps_forecast > 0)
+    os << (f.spec_draft.empty() ? "\n-- last decode step\n" : "\n-- last verify step (the draft's steps apart)\n")
+       << forecast_table(f.last_decode, top_ops);
   return os.str();
 }
 

@@ -164,14 +164,36 @@ struct GenerateForecast {
   double ttft_ms = 0, ttft_max_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
   int64_t steps = 0, prefill_steps = 0;
   int64_t decode_steps_forecast = 0;  // decode-only step graphs actually forecast
+  // Speculative decoding: the draft's name (empty: none), its tokens a round, the acceptance
+  // rate, the expected tokens a round and the last round's time (draft steps + verify step).
+  std::string spec_draft;
+  int64_t spec_tokens = 0;
+  double spec_accept = 0, spec_expected_tokens = 0, spec_round_ms = 0, spec_draft_step_ms = 0;
   MemoryEstimate memory;
   ModelForecast prefill, last_decode;  // the first step and the last decode-only step forecast
 };
+// Speculative decoding with a draft model (vLLM's and SGLang's draft-model speculation): each
+// round the draft decodes `tokens` tokens per sequence one by one, then the target verifies
+// them in one step (tokens + 1 query tokens a sequence after its cache, logits for each), and
+// keeps the accepted ones and one of its own. With each draft token accepted with probability
+// `accept` (independently, as in Leviathan et al.'s analysis), a round yields
+// expected_tokens() = (1 - accept^(tokens + 1)) / (1 - accept) tokens (tokens + 1 at 1).
+struct SpecDecoding {
+  const ModelConfig* draft = nullptr;  // runs on the same GPUs with the target's tp and dtypes
+  int64_t tokens = 0;                  // draft tokens a round, 1..16
+  double accept = 0;                   // 0..1
+  double expected_tokens() const;
+};
+
 // `par`: tp, pp and ep as build_serving_graph takes them (dp and microbatches must be 1).
+// `spec`: speculative decoding (no scheduler limits, pp 1, no sliding window): the time to first
+// token adds the draft's prefill, and the decode steps become rounds, each the draft's decode
+// steps and the target's verify step, forecast at contexts growing by expected_tokens() a round
+// (every round up to 64, else 33 sampled); tpot_ms is their time over the gen - 1 tokens.
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
                                    double host_gap_us = 0, double routing_alpha = 0, const SchedulerLimits& limits = {},
-                                   int64_t cached_prefix = 0);
+                                   int64_t cached_prefix = 0, const SpecDecoding* spec = nullptr);
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

@@ -1287,6 +1287,56 @@ TEST(Serving, ChunkedPrefillForecasts) {
   }
 }
 
+// Speculative decoding: a round's expected tokens by hand (4 drafts at 0.8: (1 - 0.8^5) / 0.2 =
+// 3.3616; all accepted: 5; none: 1), and a two-token generation against separately built graphs:
+// its one decoded token costs one round / 3.3616, the round being 4 draft decode steps (8
+// sequences, 2,048 + 1 cached: the mean of 2,048..2,051) and the target's verify step (5 tokens a
+// sequence after 2,048, logits for all 40); TTFT adds the draft's prefill to the target's.
+TEST(Serving, SpeculativeDecodingRounds) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig target = load_model_config("llama-3.1-70b", mdir), draft = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  predictor::SpecDecoding sd{&draft, 4, 0.8};
+  EXPECT_NEAR(sd.expected_tokens(), 3.3616, 1e-12);
+  EXPECT_DOUBLE_EQ((predictor::SpecDecoding{&draft, 4, 1.0}.expected_tokens()), 5.0);
+  EXPECT_DOUBLE_EQ((predictor::SpecDecoding{&draft, 4, 0.0}.expected_tokens()), 1.0);
+  Parallelism tp4;
+  tp4.tp = 4;
+  const auto g = predictor::forecast_generate(target, gpu, p, 8, 2048, 2, DType::kBf16, DType::kBf16, tp4, 0, 0, {}, 0, &sd);
+  auto ms = [&](const OpGraph& graph) { return predictor::forecast_model(graph, gpu, p).total_ms; };
+  const double prefill = ms(build_serving_graph(target, Mode::kPrefill, 8, 2048, DType::kBf16, DType::kBf16, 4)) +
+                         ms(build_serving_graph(draft, Mode::kPrefill, 8, 2048, DType::kBf16, DType::kBf16, 4));
+  ServingStep verify;
+  verify.prefill = {{8, 5, 2048}};
+  verify.chunk_logits_all = true;
+  const OpGraph vg = build_serving_step_graph(target, verify, DType::kBf16, DType::kBf16, 4);
+  std::map<std::string, int64_t> heads;
+  for (const auto& op : vg.ops)
+    if (op.name == "lm_head") heads[query_shape_string(op.fw.front().query)] += op.count;
+  EXPECT_EQ(heads["40,8192,32064"], 1);  // 8 x 5 rows, vocab over tp 4
+  const double round = 4 * ms(build_serving_graph(draft, Mode::kDecode, 8, 2049, DType::kBf16, DType::kBf16, 4)) + ms(vg);
+  EXPECT_NEAR(g.ttft_ms, prefill, 1e-9 * prefill);
+  EXPECT_NEAR(g.tpot_ms, round / 3.3616, 1e-9 * round);
+  EXPECT_NEAR(g.spec_round_ms, round, 1e-9 * round);
+  // Against plain decoding: faster at this acceptance, slower when nothing is accepted.
+  const auto plain = predictor::forecast_generate(target, gpu, p, 8, 2048, 64, DType::kBf16, DType::kBf16, tp4);
+  const auto good = predictor::forecast_generate(target, gpu, p, 8, 2048, 64, DType::kBf16, DType::kBf16, tp4, 0, 0, {}, 0, &sd);
+  predictor::SpecDecoding bad{&draft, 4, 0.0};
+  const auto none = predictor::forecast_generate(target, gpu, p, 8, 2048, 64, DType::kBf16, DType::kBf16, tp4, 0, 0, {}, 0, &bad);
+  EXPECT_LT(good.tpot_ms, plain.tpot_ms);
+  EXPECT_GT(none.tpot_ms, plain.tpot_ms);
+  EXPECT_GT(good.memory.weights_gb, plain.memory.weights_gb);  // both models' weights
+  const ModelConfig qwen = load_model_config("qwen3-32b", mdir);
+  predictor::SpecDecoding other{&qwen, 4, 0.8};
+  expect_error<ConfigError>(
+      [&] { predictor::forecast_generate(target, gpu, p, 8, 2048, 64, DType::kBf16, DType::kBf16, tp4, 0, 0, {}, 0, &other); },
+      {"--spec-draft qwen3-32b", "vocabulary (151936)", "128256"});
+  expect_error<ConfigError>(
+      [&] { predictor::forecast_generate(target, gpu, p, 8, 2048, 64, DType::kBf16, DType::kBf16, tp4, 0, 0, {2048, 0}, 0, &sd); },
+      {"speculative decoding is modelled without --max-batched-tokens"});
+}
+
 // The torch-free forward pass (predictor/dense_mlp.h) against LibTorch on every member of
 // every bundled family (NVIDIA and AMD sets): inputs drawn around the training distribution (mean +- 3 std of the
 // stored standardisation), outputs within float tolerance.

@@ -68,6 +68,11 @@ py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=1000, m
 assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "4", "--seq", "1000", "--mode",
                  "generate", "--gen", "16", "--max-batched-tokens", "2048", "--schedule", "prefill-first")
 assert py["schedule"] == "prefill-first"
+py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=8, seq=2048, mode="generate", gen=64, tp=4,
+                      spec_draft="llama-3.1-8b", spec_accept=0.7)
+assert py == cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "2048", "--mode",
+                 "generate", "--gen", "64", "--tp", "4", "--spec-draft", "llama-3.1-8b", "--spec-accept", "0.7")
+assert py["speculative"]["tokens"] == 4, py["speculative"]
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
