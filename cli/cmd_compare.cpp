@@ -48,7 +48,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   ForecastPaths paths;
   std::vector<std::string> price_items;
   int64_t gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs, schedule;
+  std::string max_seqs, schedule, arrivals = "poisson";
+  double request_rate = 0;
   desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
       "gpus", po::value(&gpus)->required(), "GPUs, comma-separated (names, aliases, CUDA names), or 'all'")(
       "mode", po::value(&mode)->default_value("inference"), "inference|training|prefill|decode|generate (inf|train too)")(
@@ -60,6 +61,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "generate: tokens a step (chunked prefill, as predict --max-batched-tokens; default: no budget)")(
       "max-seqs", po::value(&max_seqs), "generate: sequences running at once, or auto (as predict --max-seqs; default: all)")(
       "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
+      "request-rate", po::value(&request_rate), "generate: requests a second (as predict --request-rate; default: all at once)")(
+      "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform")(
       "cached-prefix", po::value(&cached_prefix)->default_value(0),
       "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype); inference/training are fp32")(
@@ -103,6 +106,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   if (mode != "generate" && vm.count("gen")) throw ConfigError("--gen applies to --mode generate only");
   req.gen = gen;
   req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs, schedule);
+  if (vm.count("request-rate")) predictor::parse_arrivals(request_rate, arrivals, req.limits);
+  else if (vm.count("arrivals")) throw ConfigError("--arrivals applies with --request-rate only");
   req.cached_prefix = cached_prefix;
   req.dps = parse_int_list("--dp", dp, 1, 4096);
   req.tps = parse_int_list("--tp", tp, 1, 4096);
@@ -130,7 +135,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   ForecastPaths paths;
   std::vector<std::string> price_items;
   int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs, schedule;
+  std::string max_seqs, schedule, arrivals = "poisson";
+  double request_rate = 0;
   std::string dtype, routing;
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
@@ -144,6 +150,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "are then listed as unable to run)")(
       "max-seqs", po::value(&max_seqs), "generate: sequences each replica runs at once, or auto (as many as its KV room holds; default: all)")(
       "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
+      "request-rate", po::value(&request_rate), "generate: requests a second (as predict --request-rate; default: all at once)")(
+      "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform")(
       "cached-prefix", po::value(&cached_prefix)->default_value(0),
       "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
@@ -182,6 +190,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype;
   req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
   req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs, schedule);
+  if (vm.count("request-rate")) predictor::parse_arrivals(request_rate, arrivals, req.limits);
+  else if (vm.count("arrivals")) throw ConfigError("--arrivals applies with --request-rate only");
   req.cached_prefix = cached_prefix;
   req.optimizer_state = optimizer == "adamw";
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);

@@ -16,7 +16,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
   int64_t seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
   std::string max_seqs, schedule;
   int64_t spec_tokens = 4;
-  double spec_accept = 0;
+  double spec_accept = 0, request_rate = 0;
+  std::string arrivals;
   int top = 10;
   CallOverheadOption call_overhead;
   desc.add_options()("model", po::value(&a.model)->required(),
@@ -39,6 +40,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "schedule", po::value(&schedule),
       "generate, with --max-batched-tokens or --max-seqs: mixed (default; vLLM: each step decodes every running "
       "sequence, then prompt tokens) or prefill-first (SGLang: steps with prompt tokens hold no decodes)")(
+      "request-rate", po::value(&request_rate),
+      "generate: requests arrive one by one at this rate (requests a second; Poisson arrivals from a fixed "
+      "seed, as vLLM's benchmark sends them); TTFT counts from each arrival; default: all at once")(
+      "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform gaps")(
       "spec-draft", po::value(&a.spec_draft),
       "generate: speculative decoding with this draft model (bundled name or config.json; same tokenizer, the "
       "target's GPUs, tp and dtypes)")(
@@ -80,7 +85,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "[--ep N] [--routing R]\n"
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]\n"
                      "         [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] [--cached-prefix P]\n"
-                     "         [--spec-draft M --spec-accept A [--spec-tokens K]]"))
+                     "         [--spec-draft M --spec-accept A [--spec-tokens K]] [--request-rate R [--arrivals poisson|uniform]]"))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));
@@ -92,6 +97,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("cached-prefix")) a.cached_prefix = cached_prefix;
   if (vm.count("schedule")) a.schedule = schedule;
   if (vm.count("spec-tokens")) a.spec_tokens = spec_tokens;
+  if (vm.count("request-rate")) a.request_rate = request_rate;
+  if (vm.count("arrivals")) a.arrivals = arrivals;
   if (vm.count("spec-accept")) a.spec_accept = spec_accept;
   a.fusion = vm.count("fusion") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);

@@ -61,6 +61,8 @@ struct PredictArgs {
   std::optional<std::string> max_seqs;         // generate: sequences the engine runs at once, or "auto"
   std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already
   std::optional<std::string> schedule;         // generate: mixed (vLLM) or prefill-first (SGLang)
+  std::optional<double> request_rate;          // generate: requests a second (default: all at once)
+  std::optional<std::string> arrivals;         // generate, with request_rate: poisson (default) or uniform
   std::string spec_draft;                      // generate: speculative decoding's draft model (empty: none)
   std::optional<int64_t> spec_tokens;          // draft tokens a round (default 4)
   std::optional<double> spec_accept;           // acceptance rate of a draft token (required with a draft)

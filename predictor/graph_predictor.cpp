@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -564,6 +565,27 @@ double sum_steps(int64_t k, const std::function<double(int64_t)>& f) {
 }
 }  // namespace
 
+std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool uniform) {
+  std::vector<double> t(static_cast<size_t>(std::max<int64_t>(batch, 0)), 0.0);
+  if (!(request_rate > 0)) return t;
+  std::mt19937_64 rng(0);
+  for (size_t i = 1; i < t.size(); ++i) {
+    // U in (0, 1] from 53 random bits (the same draws on every platform), gap -ln(U) / rate.
+    const double u = (double(rng() >> 11) + 1.0) * 0x1.0p-53;
+    t[i] = t[i - 1] + 1e3 * (uniform ? 1.0 : -std::log(u)) / request_rate;
+  }
+  return t;
+}
+
+void parse_arrivals(double request_rate, const std::string& arrivals, SchedulerLimits& limits) {
+  if (!(request_rate > 0 && request_rate <= 1e6))
+    throw ConfigError("--request-rate: " + std::to_string(request_rate) + " out of range (0, 1e6] requests a second");
+  if (arrivals != "poisson" && arrivals != "uniform")
+    throw ConfigError("--arrivals: expected poisson or uniform, got '" + arrivals + "'");
+  limits.request_rate = request_rate;
+  limits.uniform_arrivals = arrivals == "uniform";
+}
+
 void parse_schedule(const std::string& flag, const std::string& value, SchedulerLimits& limits) {
   if (value != "mixed" && value != "prefill-first")
     throw ConfigError(flag + ": expected mixed (vLLM) or prefill-first (SGLang), got '" + value + "'");
@@ -617,8 +639,17 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     int64_t n = 0, prefilled = 0, generated = 0;  // generated: output tokens so far (the first comes with the prompt)
     double first_ms = 0;
     bool started = false;
+    double arrival_ms = 0;
   };
-  std::vector<Group> groups{{batch, cached_prefix, 0, 0, false}};
+  if (!(limits.request_rate >= 0 && limits.request_rate <= 1e6))
+    throw ConfigError("--request-rate: " + std::to_string(limits.request_rate) + " out of range [0, 1e6] requests a second");
+  std::vector<Group> groups;
+  if (limits.request_rate > 0) {
+    for (double a : arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals))
+      groups.push_back({1, cached_prefix, 0, 0, false, a});
+  } else {
+    groups.push_back({batch, cached_prefix, 0, 0, false, 0});
+  }
   ServingSchedule r;
   double t = 0, ttft_sum = 0, tpot_sum = 0;
   auto finish = [&](const Group& g) {
@@ -637,11 +668,20 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     for (const Group& g : groups) n += g.started ? g.n : 0;
     return n;
   };
+  auto arrived = [&](const Group& g) { return g.arrival_ms <= t; };
+  // Decode-only steps while requests are still to arrive run one at a time; their times are
+  // kept by sequences and context to the nearest 16 tokens (a decode step is smooth in it).
+  std::map<std::pair<int64_t, int64_t>, double> decode_memo;
   while (!groups.empty()) {
-    // Prompt tokens to run: a prompt under way, or one waiting and a free sequence slot.
+    if (running() == 0) {  // nothing runs: the next request's arrival
+      double next = std::numeric_limits<double>::infinity();
+      for (const Group& g : groups) next = std::min(next, g.arrival_ms);
+      t = std::max(t, next);
+    }
+    // Prompt tokens to run: a prompt under way, or one arrived, waiting, and a free sequence slot.
     const int64_t free_slots = cap - running();
     const bool prompts_left = std::any_of(groups.begin(), groups.end(), [&](const Group& g) {
-      return (g.started && g.prefilled < seq) || (!g.started && free_slots > 0);
+      return (g.started && g.prefilled < seq) || (!g.started && arrived(g) && free_slots > 0);
     });
     if (prompts_left) {
       if (r.prefill_steps >= kMaxPrefillSteps)
@@ -661,7 +701,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
       std::vector<bool> completes;  // per group of `next`: its prompt ends in this step
       for (const Group& g : groups) {
         const bool waiting_group = !g.started;
-        if (g.prefilled == seq || left <= 0 || (waiting_group && slots <= 0)) {
+        if (g.prefilled == seq || left <= 0 || (waiting_group && (slots <= 0 || !arrived(g)))) {
           next.push_back(g);
           completes.push_back(false);
           continue;
@@ -672,20 +712,20 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
         if (whole > 0) {
           st.prefill.push_back({whole, rest, g.prefilled});
           left -= whole * rest;
-          next.push_back({whole, seq, 0, 0, true});
+          next.push_back({whole, seq, 0, 0, true, g.arrival_ms});
           completes.push_back(true);
         }
         int64_t waiting = g.n - whole;
         if (whole < startable && left > 0) {  // one prompt takes what is left of the budget
           st.prefill.push_back({1, left, g.prefilled});
-          next.push_back({1, g.prefilled + left, 0, 0, true});
+          next.push_back({1, g.prefilled + left, 0, 0, true, g.arrival_ms});
           completes.push_back(false);
           left = 0;
           --waiting;
         }
         if (waiting_group) slots -= g.n - waiting;
         if (waiting > 0) {
-          next.push_back({waiting, g.prefilled, 0, 0, g.started});
+          next.push_back({waiting, g.prefilled, 0, 0, g.started, g.arrival_ms});
           completes.push_back(false);
         }
       }
@@ -698,8 +738,8 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
         if (completes[i]) {  // its first token
           g.generated = 1;
           g.first_ms = t;
-          ttft_sum += double(g.n) * t;
-          r.ttft_max_ms = std::max(r.ttft_max_ms, t);
+          ttft_sum += double(g.n) * (t - g.arrival_ms);
+          r.ttft_max_ms = std::max(r.ttft_max_ms, t - g.arrival_ms);
         } else if (g.prefilled == seq && !limits.prefill_first) {  // decoded one token
           ++g.generated;
         }
@@ -722,12 +762,28 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     }
     if (seqs == 0) throw std::logic_error("schedule_serving: nothing runs");
     const double context0 = context_sum / double(seqs);
-    t += sum_steps(k, [&](int64_t j) {
-      ServingStep st;
-      st.decode_seqs = seqs;
-      st.decode_context = std::llround(context0 + double(j));
-      return timed(st);
-    });
+    const bool to_arrive = std::any_of(groups.begin(), groups.end(), [&](const Group& g) { return !g.started && !arrived(g); });
+    if (to_arrive) {  // one step: a request may arrive during it
+      k = 1;
+      if (r.steps >= 1000000) throw ConfigError("--request-rate: more than 1,000,000 steps; raise the rate or lower --batch");
+      const int64_t context = std::llround(context0);
+      auto key = std::make_pair(seqs, (context + 8) / 16 * 16);
+      auto it = decode_memo.find(key);
+      if (it == decode_memo.end()) {
+        ServingStep st;
+        st.decode_seqs = seqs;
+        st.decode_context = key.second;
+        it = decode_memo.emplace(key, timed(st)).first;
+      }
+      t += it->second;
+    } else {
+      t += sum_steps(k, [&](int64_t j) {
+        ServingStep st;
+        st.decode_seqs = seqs;
+        st.decode_context = std::llround(context0 + double(j));
+        return timed(st);
+      });
+    }
     r.steps += k;
     std::vector<Group> left;
     for (Group g : groups) {
@@ -909,6 +965,8 @@ std::string generate_json(const GenerateForecast& f) {
                       {"max_seqs", f.limits.max_seqs},
                       {"max_seqs_auto", f.limits.max_seqs_auto},
                       {"schedule", f.limits.prefill_first ? "prefill-first" : "mixed"},
+                      {"request_rate", f.limits.request_rate},
+                      {"arrivals", f.limits.request_rate > 0 ? (f.limits.uniform_arrivals ? "uniform" : "poisson") : "together"},
                       {"cached_prefix", f.cached_prefix},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
@@ -946,6 +1004,12 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
     budget += ", chunked prefill: " + std::to_string(f.limits.max_batched_tokens) + " tokens a step";
   budget += cached_prefix_suffix(f.cached_prefix);
   if (f.limits.prefill_first) budget += ", prefill first";
+  if (f.limits.request_rate > 0) {
+    char rate[96];
+    std::snprintf(rate, sizeof rate, ", %g requests/s (%s arrivals)", f.limits.request_rate,
+                  f.limits.uniform_arrivals ? "uniform" : "Poisson");
+    budget += rate;
+  }
   if (!f.spec_draft.empty()) {
     char spec[200];
     std::snprintf(spec, sizeof spec, ", speculative: %s drafts %lld tokens, %.2f accepted (%.2f tokens a round)",

@@ -112,12 +112,23 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 // `prefill_first`: a step with prompt tokens holds no decode tokens (the sequences that have
 // their first token wait), as SGLang schedules by default; otherwise each step decodes every
 // running sequence first and fills the rest with prompt tokens, as vLLM's V1 engine does.
+// `request_rate` (requests a second; 0: all arrive at once): requests arrive one by one, the
+// first at 0, the gaps drawn from an exponential distribution (a Poisson process, as vLLM's
+// benchmark sends them; `uniform_arrivals`: every gap 1 / rate), from a fixed seed so that a
+// forecast repeats; a request's TTFT counts from its arrival.
 struct SchedulerLimits {
   int64_t max_batched_tokens = 0, max_seqs = 0;
   bool max_seqs_auto = false;
   bool prefill_first = false;
-  bool any() const { return max_batched_tokens > 0 || max_seqs > 0 || max_seqs_auto; }
+  double request_rate = 0;
+  bool uniform_arrivals = false;
+  bool any() const { return max_batched_tokens > 0 || max_seqs > 0 || max_seqs_auto || request_rate > 0; }
 };
+// The arrival times (ms) of `batch` requests at `request_rate` requests a second (all 0 at rate 0).
+std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool uniform);
+// --request-rate (requests a second, > 0 and <= 1e6) and --arrivals (poisson or uniform);
+// ConfigError naming the flag otherwise.
+void parse_arrivals(double request_rate, const std::string& arrivals, SchedulerLimits& limits);
 // "mixed" or "prefill-first" (--schedule); ConfigError naming `flag` otherwise.
 void parse_schedule(const std::string& flag, const std::string& value, SchedulerLimits& limits);
 // "auto" or a count >= 1 (--max-seqs); ConfigError naming `flag` otherwise.

@@ -100,11 +100,13 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
                    std::optional<int64_t> cached_prefix, std::optional<std::string> schedule,
                    const std::string& spec_draft, std::optional<int64_t> spec_tokens,
-                   std::optional<double> spec_accept) {
+                   std::optional<double> spec_accept, std::optional<double> request_rate,
+                   std::optional<std::string> arrivals) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
   a.cached_prefix = cached_prefix, a.schedule = schedule;
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
+  a.request_rate = request_rate, a.arrivals = arrivals;
   a.par.ep = ep, a.routing = routing, a.max_batched_tokens = max_batched_tokens, a.max_seqs = max_seqs_text(max_seqs);
   a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
@@ -244,7 +246,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("optimizer") = "adamw", py::arg("host_gap_us") = 0.0, py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("ep") = 1, py::arg("routing") = "", py::arg("max_batched_tokens") = py::none(),
         py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = py::none(), py::arg("schedule") = py::none(),
-        py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(), py::arg("spec_accept") = py::none());
+        py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(), py::arg("spec_accept") = py::none(),
+        py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none());
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",

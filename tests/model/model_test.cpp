@@ -1195,6 +1195,32 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_TRUE(sl.prefill_first);
   expect_error<ConfigError>([&] { predictor::parse_schedule("--schedule", "fifo", sl); },
                             {"--schedule: expected mixed (vLLM) or prefill-first (SGLang), got 'fifo'"});
+  // Requests arriving at 1,000 a second, 1 ms apart (uniform): the first prompt alone (2.0 ms,
+  // its TTFT), then its decode beside the second prompt, which arrived at 1 ms (1,001 tokens,
+  // 2.001 ms: the first is done at 4.001, the second's TTFT 4.001 - 1 = 3.001), then the second's
+  // decode alone (1.001 ms, 5.002). TTFT mean 2.5005, TPOT (2.001 + 1.001) / 2.
+  const auto at = predictor::arrival_times_ms(4, 4.0, true);
+  EXPECT_EQ(at, (std::vector<double>{0, 250, 500, 750}));
+  const auto poisson = predictor::arrival_times_ms(20000, 50.0, false);
+  EXPECT_EQ(poisson.front(), 0.0);
+  EXPECT_TRUE(std::is_sorted(poisson.begin(), poisson.end()));
+  EXPECT_NEAR(poisson.back() / 19999, 20.0, 0.6);  // the mean gap of a Poisson process at 50/s: 20 ms
+  steps.clear();
+  predictor::SchedulerLimits arriving;
+  arriving.request_rate = 1000, arriving.uniform_arrivals = true;
+  const auto ar = predictor::schedule_serving(2, 1000, 2, arriving, step_ms);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].prefill[0].seqs, 1);
+  EXPECT_EQ(steps[1].decode_seqs, 1);
+  EXPECT_EQ(steps[1].prefill[0].tokens, 1000);
+  EXPECT_NEAR(ar.ttft_mean_ms, (2.0 + 3.001) / 2, 1e-9);
+  EXPECT_NEAR(ar.ttft_max_ms, 3.001, 1e-9);
+  EXPECT_NEAR(ar.tpot_mean_ms, (2.001 + 1.001) / 2, 1e-9);
+  EXPECT_NEAR(ar.e2e_ms, 5.002, 1e-9);
+  expect_error<ConfigError>([&] { predictor::parse_arrivals(0, "poisson", arriving); },
+                            {"--request-rate: 0.000000 out of range (0, 1e6]"});
+  expect_error<ConfigError>([&] { predictor::parse_arrivals(2, "bursty", arriving); },
+                            {"--arrivals: expected poisson or uniform, got 'bursty'"});
   // Prefix caching: two prompts of 1,000 tokens with 600 cached run 2 x 400 tokens after the
   // prefix (1.8 ms), then one decode step of both (1,000 cached: 1.002 ms).
   steps.clear();

@@ -73,6 +73,11 @@ py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=8, seq=2048, 
 assert py == cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "2048", "--mode",
                  "generate", "--gen", "64", "--tp", "4", "--spec-draft", "llama-3.1-8b", "--spec-accept", "0.7")
 assert py["speculative"]["tokens"] == 4, py["speculative"]
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=50, seq=1024, mode="generate", gen=64,
+                      max_batched_tokens=8192, request_rate=8.0)
+assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "50", "--seq", "1024", "--mode",
+                 "generate", "--gen", "64", "--max-batched-tokens", "8192", "--request-rate", "8")
+assert py["arrivals"] == "poisson" and py["ttft_max_ms"] >= py["ttft_ms"] > 0
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
