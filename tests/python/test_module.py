@@ -78,6 +78,12 @@ py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=50, seq=1024, 
 assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "50", "--seq", "1024", "--mode",
                  "generate", "--gen", "64", "--max-batched-tokens", "8192", "--request-rate", "8")
 assert py["arrivals"] == "poisson" and py["ttft_max_ms"] >= py["ttft_ms"] > 0
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=32, mode="generate", seq=1024, gen=32,
+                     request_rate=4.0, arrivals="uniform")
+assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "32",
+                   "--mode", "generate", "--seq", "1024", "--gen", "32", "--request-rate", "4",
+                   "--arrivals", "uniform")["rows"]
+assert {(r["request_rate"], r["arrivals"]) for r in rows} == {(4.0, "uniform")}, rows[:1]
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
