@@ -188,11 +188,15 @@ std::string compare_row_json(const CompareRow& r) {
                       {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
                       {"microbatches", r.microbatches}, {"ep", r.ep}, {"gpus", r.gpus()},
                       {"gpu_memory_gb", r.gpu_memory_gb}};
-  if (r.mode == "generate")
-    j["gen"] = r.gen, j["max_batched_tokens"] = r.limits.max_batched_tokens, j["max_seqs"] = r.limits.max_seqs,
-    j["max_seqs_auto"] = r.limits.max_seqs_auto, j["schedule"] = r.limits.prefill_first ? "prefill-first" : "mixed";
+  if (r.mode == "generate") {
+    j["gen"] = r.gen;
+    j["max_batched_tokens"] = r.limits.max_batched_tokens;
+    j["max_seqs"] = r.limits.max_seqs;
+    j["max_seqs_auto"] = r.limits.max_seqs_auto;
+    j["schedule"] = r.limits.prefill_first ? "prefill-first" : "mixed";
     j["request_rate"] = r.limits.request_rate;
     j["arrivals"] = r.limits.request_rate > 0 ? (r.limits.uniform_arrivals ? "uniform" : "poisson") : "together";
+  }
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j.dump();

@@ -144,6 +144,8 @@ r = next(r for r in rows if (r["dp"], r["tp"], r["pp"]) == (2, 2, 1))  # 2 repli
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"]
 assert abs(r["tokens_per_s"] - 2 * 16 / (p["tpot_ms"] / 1e3)) < 1e-6 * r["tokens_per_s"]
 assert r["max_sequences"] == 2 * p["max_sequences"] > 0, (r["max_sequences"], p["max_sequences"])  # both replicas
+# The scheduler's keys are generate rows' only (a decode row has no schedule).
+assert not any(k in r for r in rows for k in ("request_rate", "arrivals", "schedule", "max_seqs")), rows[0]
 r = next(r for r in rows if (r["dp"], r["tp"], r["pp"]) == (2, 1, 2))  # 2 replicas x 2 stages, 2 microbatches of 8
 assert abs(r["tpot_ms"] - pp["tpot_ms"]) < 1e-9 * pp["tpot_ms"] and r["microbatches"] == 2, (r, pp["tpot_ms"])
 print("ok   serving plan: 6 layouts (pp too), replica step = predict's, tokens/s of all replicas")
