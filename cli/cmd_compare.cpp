@@ -25,19 +25,45 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
   else std::cout << predictor::compare_table(rows, &p);
 }
 
-// --max-batched-tokens (>= 1), --max-seqs (auto or >= 1) and --schedule where given.
-predictor::SchedulerLimits scheduler_limits(const po::variables_map& vm, int64_t max_batched_tokens,
-                                            const std::string& max_seqs, const std::string& schedule) {
-  predictor::SchedulerLimits l;
-  if (vm.count("max-batched-tokens")) {
-    if (max_batched_tokens < 1)
-      throw ConfigError("--max-batched-tokens: expected >= 1, got " + std::to_string(max_batched_tokens));
-    l.max_batched_tokens = max_batched_tokens;
+// The serving scheduler's options, shared by compare and plan (as predict takes them).
+struct SchedulerOptions {
+  int64_t max_batched_tokens = 0, cached_prefix = 0;
+  std::string max_seqs, schedule, arrivals = "poisson";
+  double request_rate = 0;
+
+  void add_to(po::options_description& desc, const char* who) {
+    max_seqs_help = std::string("generate: sequences ") + who + " runs at once, or auto (as many as its KV room holds; "
+                    "default: all)";
+    desc.add_options()("max-batched-tokens", po::value(&max_batched_tokens),
+                       "generate: tokens a step (chunked prefill, as predict --max-batched-tokens; default: no budget; "
+                       "plan lists layouts with pipeline stages as unable to run)")(
+        "max-seqs", po::value(&max_seqs), max_seqs_help.c_str())(
+        "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
+        "request-rate", po::value(&request_rate),
+        "generate: requests a second (as predict --request-rate; default: all at once)")(
+        "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform")(
+        "cached-prefix", po::value(&cached_prefix)->default_value(0),
+        "prefill, generate: prompt tokens every request finds in the cache (prefix caching)");
   }
-  if (vm.count("max-seqs")) predictor::parse_max_seqs("--max-seqs", max_seqs, l);
-  if (vm.count("schedule")) predictor::parse_schedule("--schedule", schedule, l);
-  return l;
-}
+  // --max-batched-tokens (>= 1), --max-seqs (auto or >= 1), --schedule and --request-rate with
+  // --arrivals, where given.
+  predictor::SchedulerLimits limits(const po::variables_map& vm) const {
+    predictor::SchedulerLimits l;
+    if (vm.count("max-batched-tokens")) {
+      if (max_batched_tokens < 1)
+        throw ConfigError("--max-batched-tokens: expected >= 1, got " + std::to_string(max_batched_tokens));
+      l.max_batched_tokens = max_batched_tokens;
+    }
+    if (vm.count("max-seqs")) predictor::parse_max_seqs("--max-seqs", max_seqs, l);
+    if (vm.count("schedule")) predictor::parse_schedule("--schedule", schedule, l);
+    if (vm.count("request-rate")) predictor::parse_arrivals(request_rate, arrivals, l);
+    else if (vm.count("arrivals")) throw ConfigError("--arrivals applies with --request-rate only");
+    return l;
+  }
+
+ private:
+  std::string max_seqs_help;  // kept alive for the options description
+};
 
 }  // namespace
 
@@ -47,9 +73,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   std::string format, sort, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
-  int64_t gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs, schedule, arrivals = "poisson";
-  double request_rate = 0;
+  int64_t gen = 0;
+  SchedulerOptions sched;
   desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
       "gpus", po::value(&gpus)->required(), "GPUs, comma-separated (names, aliases, CUDA names), or 'all'")(
       "mode", po::value(&mode)->default_value("inference"), "inference|training|prefill|decode|generate (inf|train too)")(
@@ -57,14 +82,6 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "seq", po::value(&seq), "sequence / prompt length(s), comma-separated")(
       "context", po::value(&context), "decode: cached tokens per sequence, comma-separated")(
       "gen", po::value(&gen), "generate: output tokens per sequence")(
-      "max-batched-tokens", po::value(&max_batched_tokens),
-      "generate: tokens a step (chunked prefill, as predict --max-batched-tokens; default: no budget)")(
-      "max-seqs", po::value(&max_seqs), "generate: sequences running at once, or auto (as predict --max-seqs; default: all)")(
-      "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
-      "request-rate", po::value(&request_rate), "generate: requests a second (as predict --request-rate; default: all at once)")(
-      "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform")(
-      "cached-prefix", po::value(&cached_prefix)->default_value(0),
-      "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype); inference/training are fp32")(
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
@@ -76,6 +93,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
       "sort", po::value(&sort)->default_value("time"), "time|throughput|cost (fitting rows first)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
+  sched.add_to(desc, "a row");
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -105,10 +123,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   }
   if (mode != "generate" && vm.count("gen")) throw ConfigError("--gen applies to --mode generate only");
   req.gen = gen;
-  req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs, schedule);
-  if (vm.count("request-rate")) predictor::parse_arrivals(request_rate, arrivals, req.limits);
-  else if (vm.count("arrivals")) throw ConfigError("--arrivals applies with --request-rate only");
-  req.cached_prefix = cached_prefix;
+  req.limits = sched.limits(vm);
+  req.cached_prefix = sched.cached_prefix;
   req.dps = parse_int_list("--dp", dp, 1, 4096);
   req.tps = parse_int_list("--tp", tp, 1, 4096);
   req.pps = parse_int_list("--pp", pp, 1, 4096);
@@ -134,9 +150,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   std::string model, gpu, mode, format, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
-  int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs, schedule, arrivals = "poisson";
-  double request_rate = 0;
+  int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0;
+  SchedulerOptions sched;
   std::string dtype, routing;
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
@@ -145,15 +160,6 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "seq", po::value(&seq), "sequence length (serving: prompt tokens)")(
       "context", po::value(&context), "decode: cached tokens per sequence")(
       "gen", po::value(&gen), "generate: output tokens per sequence")(
-      "max-batched-tokens", po::value(&max_batched_tokens),
-      "generate: tokens a step of each replica (chunked prefill; default: no budget; layouts with pipeline stages "
-      "are then listed as unable to run)")(
-      "max-seqs", po::value(&max_seqs), "generate: sequences each replica runs at once, or auto (as many as its KV room holds; default: all)")(
-      "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
-      "request-rate", po::value(&request_rate), "generate: requests a second (as predict --request-rate; default: all at once)")(
-      "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform")(
-      "cached-prefix", po::value(&cached_prefix)->default_value(0),
-      "prefill, generate: prompt tokens every request finds in the cache (prefix caching)")(
       "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
@@ -163,6 +169,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
       "prices", po::value(&prices_file), "prices YAML (see compare --help)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
+  sched.add_to(desc, "each replica");
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -189,10 +196,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   predictor::PlanRequest req;
   req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype;
   req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
-  req.limits = scheduler_limits(vm, max_batched_tokens, max_seqs, schedule);
-  if (vm.count("request-rate")) predictor::parse_arrivals(request_rate, arrivals, req.limits);
-  else if (vm.count("arrivals")) throw ConfigError("--arrivals applies with --request-rate only");
-  req.cached_prefix = cached_prefix;
+  req.limits = sched.limits(vm);
+  req.cached_prefix = sched.cached_prefix;
   req.optimizer_state = optimizer == "adamw";
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
