@@ -8,14 +8,17 @@ two kernels, the chunk (attention_chunk_q) and the decodes (attention_decode_q);
 per number of decode requests, the MAPE and the median forecast / measured of their sum, and
 the same for the decodes' own kernel measured alone in the same file (pure decode rows of the
 same n_decode and kv_decode), which says how much of the gap is the mixing itself.
+--no-gqa-sharing costs the decodes as if each query head had its own KV head (what a varlen kernel
+that gives every decode request a query block per head reads), a variant tried in session 30.
 
-  scripts/eval-mixed-attention.py [--build build] [--llm-dir ../shared/llm-kernels]
+  scripts/eval-mixed-attention.py [--build build] [--llm-dir ../shared/llm-kernels] [--no-gqa-sharing]
 """
 import argparse, collections, csv, os, statistics, sys
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
 ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
+ap.add_argument("--no-gqa-sharing", action="store_true", help="decodes read each KV head once per query head")
 a = ap.parse_args()
 path = os.path.join(a.llm_dir, "llmservingsim/RTX4090/meta-llama/Llama-3.1-8B/bf16/tp1/attention.csv")
 if not os.path.exists(path):
@@ -45,7 +48,8 @@ for r in rows:
     if pc == 0 or nd == 0 or kd == 0:
         continue
     measured = r["time_us"] / 1e3
-    forecast = ms("attention_prefill", (1, pc, HEADS, KV, D), kp) + ms("attention_decode", (nd, kd + 1, HEADS, KV, D))
+    decode_kv = HEADS if a.no_gqa_sharing else KV
+    forecast = ms("attention_prefill", (1, pc, HEADS, KV, D), kp) + ms("attention_decode", (nd, kd + 1, HEADS, decode_kv, D))
     # What the decodes alone measured: the mixing's own cost is measured - this (and the chunk).
     by[nd].append((forecast, measured, alone.get((nd, kd))))
 print("n_decode,rows,mape_pct,median_forecast_over_measured,median_measured_over_decodes_alone_measured")
