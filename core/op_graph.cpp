@@ -658,7 +658,7 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
   if (m.heads % tp != 0 || ffn % tp != 0)
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
                       " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
-  serving_kv_heads_per_rank(m, tp);
+  serving_kv_heads_per_rank(m, tp);  // throws where tp splits the KV heads neither way
   if (ep != 1) {
     if (m.num_experts == 0)
       throw ConfigError("--ep " + std::to_string(ep) + ": " + m.name + " has no experts (expert parallelism is for MoE models)");

@@ -235,10 +235,18 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   return forecast(r, kp);
 }
 
+void check_scheduler_options(const std::string& mode, const SchedulerLimits& limits, int64_t cached_prefix) {
+  if (mode != "generate" && (limits.any() || limits.prefill_first))
+    throw ConfigError("--max-batched-tokens, --max-seqs, --schedule and --request-rate apply to --mode generate only");
+  if (mode != "generate" && mode != "prefill" && cached_prefix != 0)
+    throw ConfigError("--cached-prefix applies to --mode prefill and generate only");
+}
+
 PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   const ModelConfig& mc = *q.model;
   const GpuSpec& spec = *q.gpu;
   PredictResult r;
+  check_scheduler_options(q.mode, q.limits, q.cached_prefix);
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)
       throw ConfigError("--mode " + q.mode +
@@ -253,12 +261,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
       r.forecast = r.generate->prefill;
       return r;
     }
-    if (q.limits.any())
-      throw ConfigError(std::string(q.limits.max_batched_tokens > 0 ? "--max-batched-tokens" : "--max-seqs") +
-                        " schedules a whole generation: use --mode generate");
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
-    if (phase == Mode::kDecode && q.cached_prefix != 0)
-      throw ConfigError("--cached-prefix does not apply to --mode decode (its context is all cached)");
     r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep,
                                                     q.routing_alpha, q.par.pp, q.cached_prefix),
                                 spec, kp, q.host_gap_us);
@@ -270,8 +273,6 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   // compare and plan alike.
   if (q.par.ep != 1) throw ConfigError("--ep does not apply to --mode " + q.mode + " (expert parallelism is a serving layout)");
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
-  if (q.cached_prefix != 0 || q.limits.any())
-    throw ConfigError("--cached-prefix, --max-batched-tokens and --max-seqs are serving options, not for --mode " + q.mode);
   const bool training = q.mode == "training";
   OpGraph g = build_op_graph(mc, q.batch, q.tokens, training ? Mode::kTraining : Mode::kInference, q.par);
   if (q.fusion) g = fuse_op_graph(g);

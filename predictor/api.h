@@ -101,6 +101,9 @@ struct ForecastRequest {
   double host_gap_us = 0;
 };
 PredictResult forecast(const ForecastRequest& r, const KernelPredictor& kp);
+// The scheduler's options (generate only) and a cached prefix (prefill and generate) against the
+// mode; ConfigError naming them otherwise. forecast() calls it, so compare's and plan's rows do.
+void check_scheduler_options(const std::string& mode, const SchedulerLimits& limits, int64_t cached_prefix);
 // The JSON `predict --format json` prints.
 std::string predict_result_json(const PredictResult& r);
 

@@ -135,10 +135,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode +
                       " models eager FP32 PyTorch; BF16/FP16/FP8 are the serving modes (prefill, decode, generate)");
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
-  if (mode != "generate" && req.limits.any())
-    throw ConfigError("--max-batched-tokens and --max-seqs apply to --mode generate only");
-  if (mode != "generate" && mode != "prefill" && req.cached_prefix != 0)
-    throw ConfigError("--cached-prefix applies to --mode prefill and generate only");
+  check_scheduler_options(mode, req.limits, req.cached_prefix);
   for (int64_t s : req.seqs)
     if (s < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + " is required (>= 1)");
   if (req.models.empty()) throw ConfigError("--model: no model given");
@@ -193,9 +190,9 @@ std::string compare_row_json(const CompareRow& r) {
     j["max_batched_tokens"] = r.limits.max_batched_tokens;
     j["max_seqs"] = r.limits.max_seqs;
     j["max_seqs_auto"] = r.limits.max_seqs_auto;
-    j["schedule"] = r.limits.prefill_first ? "prefill-first" : "mixed";
+    j["schedule"] = r.limits.schedule_name();
     j["request_rate"] = r.limits.request_rate;
-    j["arrivals"] = r.limits.request_rate > 0 ? (r.limits.uniform_arrivals ? "uniform" : "poisson") : "together";
+    j["arrivals"] = r.limits.arrivals_name();
   }
   if (!r.error.empty()) {
     j["error"] = r.error;
@@ -236,7 +233,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
     // routing: serving rows only (an empty field for the eager modes, which have none).
     os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
        << r.seq << ',' << r.gen << ',' << r.limits.max_batched_tokens << ',' << r.limits.max_seqs << ','
-       << (r.mode == "generate" ? (r.limits.prefill_first ? "prefill-first" : "mixed") : "") << ',' << r.dp << ','
+       << (r.mode == "generate" ? r.limits.schedule_name() : "") << ',' << r.dp << ','
        << r.tp << ',' << r.pp << ',' << r.microbatches << ','
        << r.gpus() << ',' << r.ep << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
     if (r.error.empty()) {
@@ -306,10 +303,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (global_batch < 1) throw ConfigError("--global-batch: expected >= 1");
   if (req.seq < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + ": expected >= 1");
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
-  if (mode != "generate" && req.limits.any())
-    throw ConfigError("--max-batched-tokens and --max-seqs apply to --mode generate only");
-  if (mode != "generate" && mode != "prefill" && req.cached_prefix != 0)
-    throw ConfigError("--cached-prefix applies to --mode prefill and generate only");
+  check_scheduler_options(mode, req.limits, req.cached_prefix);
   if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
     throw ConfigError("--dtype " + req.dtype + ": --mode " + mode + " models eager FP32 PyTorch");
   const ModelConfig m = load_model_config(req.model, models_dir);

@@ -892,9 +892,12 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     const MemoryEstimate all = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix);
     lim.max_seqs = all.max_sequences < batch ? std::max<int64_t>(1, all.max_sequences) : 0;
   }
-  if ((lim.max_batched_tokens > 0 || lim.max_seqs > 0) && par.pp > 1)
-    throw ConfigError(std::string(lim.max_batched_tokens > 0 ? "--max-batched-tokens" : "--max-seqs") + " with --pp " +
-                      std::to_string(par.pp) + ": the engine's scheduler is modelled on one pipeline stage only");
+  if (lim.binds() && par.pp > 1)
+    throw ConfigError(std::string(lim.max_batched_tokens > 0 ? "--max-batched-tokens"
+                                  : lim.max_seqs > 0         ? "--max-seqs"
+                                                             : "--request-rate") +
+                      " with --pp " + std::to_string(par.pp) +
+                      ": the engine's scheduler is modelled on one pipeline stage only");
   GenerateForecast f;
   f.model = m.name;
   f.gpu = gpu.name;
@@ -915,16 +918,14 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
       return build_serving_graph(m, Mode::kDecode, st.decode_seqs, st.decode_context, dtype, kv_dtype, par.tp, par.ep,
                                  routing_alpha, par.pp);
     const ServingChunk& c = st.prefill.front();
-    if (!lim.any() && st.prefill.size() == 1 && c.prefix == cached_prefix && c.prefix + c.tokens == seq &&
+    if (!lim.binds() && st.prefill.size() == 1 && c.prefix == cached_prefix && c.prefix + c.tokens == seq &&
         st.decode_seqs == 0)
       return build_serving_graph(m, Mode::kPrefill, c.seqs, seq, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.pp,
                                  cached_prefix);
     return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
   };
   bool first = true;
-  SchedulerLimits resolved = lim;
-  resolved.max_seqs_auto = false;
-  const ServingSchedule s = schedule_serving(batch, seq, gen, resolved, [&](const ServingStep& st) {
+  const ServingSchedule s = schedule_serving(batch, seq, gen, lim, [&](const ServingStep& st) {
     ModelForecast step = forecast_model(graph(st), gpu, kp, host_gap_us);
     const double ms = step.total_ms;
     if (first) f.prefill = std::move(step), first = false;
@@ -964,9 +965,9 @@ std::string generate_json(const GenerateForecast& f) {
                       {"max_batched_tokens", f.limits.max_batched_tokens},
                       {"max_seqs", f.limits.max_seqs},
                       {"max_seqs_auto", f.limits.max_seqs_auto},
-                      {"schedule", f.limits.prefill_first ? "prefill-first" : "mixed"},
+                      {"schedule", f.limits.schedule_name()},
                       {"request_rate", f.limits.request_rate},
-                      {"arrivals", f.limits.request_rate > 0 ? (f.limits.uniform_arrivals ? "uniform" : "poisson") : "together"},
+                      {"arrivals", f.limits.arrivals_name()},
                       {"cached_prefix", f.cached_prefix},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
@@ -1006,8 +1007,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   if (f.limits.prefill_first) budget += ", prefill first";
   if (f.limits.request_rate > 0) {
     char rate[96];
-    std::snprintf(rate, sizeof rate, ", %g requests/s (%s arrivals)", f.limits.request_rate,
-                  f.limits.uniform_arrivals ? "uniform" : "Poisson");
+    std::snprintf(rate, sizeof rate, ", %g requests/s (%s arrivals)", f.limits.request_rate, f.limits.arrivals_name());
     budget += rate;
   }
   if (!f.spec_draft.empty()) {

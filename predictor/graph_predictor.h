@@ -122,7 +122,12 @@ struct SchedulerLimits {
   bool prefill_first = false;
   double request_rate = 0;
   bool uniform_arrivals = false;
-  bool any() const { return max_batched_tokens > 0 || max_seqs > 0 || max_seqs_auto || request_rate > 0; }
+  bool any() const { return binds() || max_seqs_auto; }
+  // A limit that makes the schedule differ from one prefill step and the decode steps (with
+  // max_seqs_auto resolved into max_seqs by forecast_generate).
+  bool binds() const { return max_batched_tokens > 0 || max_seqs > 0 || request_rate > 0; }
+  const char* schedule_name() const { return prefill_first ? "prefill-first" : "mixed"; }
+  const char* arrivals_name() const { return request_rate > 0 ? (uniform_arrivals ? "uniform" : "poisson") : "together"; }
 };
 // The arrival times (ms) of `batch` requests at `request_rate` requests a second (all 0 at rate 0).
 std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool uniform);

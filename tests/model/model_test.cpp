@@ -1284,6 +1284,21 @@ TEST(Serving, ChunkedPrefillForecasts) {
       predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, autocap);
   EXPECT_EQ(few.limits.max_seqs, 0);
   EXPECT_TRUE(few.limits.max_seqs_auto);
+  // A cap that does not bind leaves the schedule alone, pipeline stages included: 8 requests over
+  // 2 stages forecast as without --max-seqs auto (the prefill in 2 microbatches, not one stage).
+  Parallelism pp2;
+  pp2.pp = 2;
+  const auto piped = predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, pp2);
+  const auto piped_auto =
+      predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, pp2, 0, 0, autocap);
+  EXPECT_NEAR(piped_auto.ttft_ms, piped.ttft_ms, 1e-9 * piped.ttft_ms);
+  EXPECT_NEAR(piped_auto.tpot_ms, piped.tpot_ms, 1e-9 * piped.tpot_ms);
+  EXPECT_EQ(piped_auto.prefill.par.pp, 2);
+  predictor::SchedulerLimits rate;
+  rate.request_rate = 4;
+  expect_error<ConfigError>(
+      [&] { predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, pp2, 0, 0, rate); },
+      {"--request-rate with --pp 2", "one pipeline stage"});
   predictor::SchedulerLimits parsed;
   predictor::parse_max_seqs("--max-seqs", "auto", parsed);
   EXPECT_TRUE(parsed.max_seqs_auto);
