@@ -25,46 +25,6 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
   else std::cout << predictor::compare_table(rows, &p);
 }
 
-// The serving scheduler's options, shared by compare and plan (as predict takes them).
-struct SchedulerOptions {
-  int64_t max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs, schedule, arrivals = "poisson";
-  double request_rate = 0;
-
-  void add_to(po::options_description& desc, const char* who) {
-    max_seqs_help = std::string("generate: sequences ") + who + " runs at once, or auto (as many as its KV room holds; "
-                    "default: all)";
-    desc.add_options()("max-batched-tokens", po::value(&max_batched_tokens),
-                       "generate: tokens a step (chunked prefill, as predict --max-batched-tokens; default: no budget; "
-                       "plan lists layouts with pipeline stages as unable to run)")(
-        "max-seqs", po::value(&max_seqs), max_seqs_help.c_str())(
-        "schedule", po::value(&schedule), "generate: mixed (vLLM, default) or prefill-first (SGLang), as predict --schedule")(
-        "request-rate", po::value(&request_rate),
-        "generate: requests a second (as predict --request-rate; default: all at once)")(
-        "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform")(
-        "cached-prefix", po::value(&cached_prefix)->default_value(0),
-        "prefill, generate: prompt tokens every request finds in the cache (prefix caching)");
-  }
-  // --max-batched-tokens (>= 1), --max-seqs (auto or >= 1), --schedule and --request-rate with
-  // --arrivals, where given.
-  predictor::SchedulerLimits limits(const po::variables_map& vm) const {
-    predictor::SchedulerLimits l;
-    if (vm.count("max-batched-tokens")) {
-      if (max_batched_tokens < 1)
-        throw ConfigError("--max-batched-tokens: expected >= 1, got " + std::to_string(max_batched_tokens));
-      l.max_batched_tokens = max_batched_tokens;
-    }
-    if (vm.count("max-seqs")) predictor::parse_max_seqs("--max-seqs", max_seqs, l);
-    if (vm.count("schedule")) predictor::parse_schedule("--schedule", schedule, l);
-    if (vm.count("request-rate")) predictor::parse_arrivals(request_rate, arrivals, l);
-    else if (vm.count("arrivals")) throw ConfigError("--arrivals applies with --request-rate only");
-    return l;
-  }
-
- private:
-  std::string max_seqs_help;  // kept alive for the options description
-};
-
 }  // namespace
 
 int run_compare(const Args& args, const GlobalOptions&) {
@@ -93,7 +53,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
       "sort", po::value(&sort)->default_value("time"), "time|throughput|cost (fitting rows first)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
-  sched.add_to(desc, "a row");
+  sched.add_to(desc);
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -123,8 +83,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   }
   if (mode != "generate" && vm.count("gen")) throw ConfigError("--gen applies to --mode generate only");
   req.gen = gen;
-  req.limits = sched.limits(vm);
-  req.cached_prefix = sched.cached_prefix;
+  req.limits = sched.args.limits();
+  req.cached_prefix = sched.cached_prefix.value_or(0);
   req.dps = parse_int_list("--dp", dp, 1, 4096);
   req.tps = parse_int_list("--tp", tp, 1, 4096);
   req.pps = parse_int_list("--pp", pp, 1, 4096);
@@ -169,14 +129,15 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
       "prices", po::value(&prices_file), "prices YAML (see compare --help)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
-  sched.add_to(desc, "each replica");
+  sched.add_to(desc);
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
                      "       tilecast plan --model M --gpu G --gpus N --global-batch B --mode generate --seq S --gen T [--dtype D]\n"
                      "Searches dp x tp x pp (x microbatches) over N GPUs (serving: replicas x tp x pp, and for MoE models each expert-parallel size of the tp group); layouts that fit first, "
-                     "fastest first (decode/generate: highest tokens/s first)."))
+                     "fastest first (decode/generate: highest tokens/s first). With the scheduler's limits (--max-batched-tokens, "
+                     "--max-seqs, --request-rate) layouts with pipeline stages are listed as unable to run."))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 1) throw ConfigError("--top: expected >= 1, got " + std::to_string(top));
@@ -196,8 +157,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   predictor::PlanRequest req;
   req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype;
   req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
-  req.limits = sched.limits(vm);
-  req.cached_prefix = sched.cached_prefix;
+  req.limits = sched.args.limits();
+  req.cached_prefix = sched.cached_prefix.value_or(0);
   req.optimizer_state = optimizer == "adamw";
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;

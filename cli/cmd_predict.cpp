@@ -13,11 +13,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
   predictor::PredictArgs a;
   std::string format;
   ForecastPaths paths;
-  int64_t seq = 0, context = 0, gen = 0, max_batched_tokens = 0, cached_prefix = 0;
-  std::string max_seqs, schedule;
+  int64_t seq = 0, context = 0, gen = 0;
   int64_t spec_tokens = 4;
-  double spec_accept = 0, request_rate = 0;
-  std::string arrivals;
+  double spec_accept = 0;
+  SchedulerOptions sched;
   int top = 10;
   CallOverheadOption call_overhead;
   desc.add_options()("model", po::value(&a.model)->required(),
@@ -30,29 +29,12 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "token), decode (one step), generate (prefill + decode steps)")(
       "context", po::value(&context), "decode: tokens already in each sequence's KV cache")(
       "gen", po::value(&gen), "generate: output tokens per sequence (>= 2)")(
-      "max-batched-tokens", po::value(&max_batched_tokens),
-      "generate: the engine's token budget per step (vLLM's max_num_batched_tokens, SGLang's "
-      "chunked_prefill_size): prompts split into chunks beside the decoding sequences; default: no budget, "
-      "every prompt in the first step")(
-      "max-seqs", po::value(&max_seqs),
-      "generate: sequences the engine runs at once (vLLM's max_num_seqs, SGLang's max_running_requests), or auto "
-      "(as many as the KV room holds); the rest wait for a free slot; default: every request at once")(
-      "schedule", po::value(&schedule),
-      "generate, with --max-batched-tokens or --max-seqs: mixed (default; vLLM: each step decodes every running "
-      "sequence, then prompt tokens) or prefill-first (SGLang: steps with prompt tokens hold no decodes)")(
-      "request-rate", po::value(&request_rate),
-      "generate: requests arrive one by one at this rate (requests a second; Poisson arrivals from a fixed "
-      "seed, as vLLM's benchmark sends them); TTFT counts from each arrival; default: all at once")(
-      "arrivals", po::value(&arrivals), "generate, --request-rate: poisson (default) or uniform gaps")(
       "spec-draft", po::value(&a.spec_draft),
       "generate: speculative decoding with this draft model (bundled name or config.json; same tokenizer, the "
       "target's GPUs, tp and dtypes)")(
       "spec-tokens", po::value(&spec_tokens), "generate, --spec-draft: draft tokens a round (1-16, default 4)")(
       "spec-accept", po::value(&spec_accept),
       "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)")(
-      "cached-prefix", po::value(&cached_prefix),
-      "prefill, generate: prompt tokens every request finds in the KV cache already (prefix caching, e.g. a shared "
-      "system prompt): only the rest of each prompt runs, and the prefix is cached once")(
       "dtype", po::value(&a.dtype),
       "fp32|fp16|bf16|fp8|fp8_static|fp8_block: serving GEMM dtype (default: the config's torch_dtype, else bf16); "
       "inference/training are fp32")(
@@ -74,6 +56,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "top", po::value(&top)->default_value(10), "operators listed in the table");
   add_forecast_path_options(desc, paths);
+  sched.add_to(desc);
   call_overhead.add_to(desc);
   add_host_gap_option(desc, &a.host_gap_us);
   po::variables_map vm;
@@ -92,13 +75,9 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("seq")) a.seq = seq;
   if (vm.count("context")) a.context = context;
   if (vm.count("gen")) a.gen = gen;
-  if (vm.count("max-batched-tokens")) a.max_batched_tokens = max_batched_tokens;
-  if (vm.count("max-seqs")) a.max_seqs = max_seqs;
-  if (vm.count("cached-prefix")) a.cached_prefix = cached_prefix;
-  if (vm.count("schedule")) a.schedule = schedule;
+  a.sched = sched.args;
+  a.cached_prefix = sched.cached_prefix;
   if (vm.count("spec-tokens")) a.spec_tokens = spec_tokens;
-  if (vm.count("request-rate")) a.request_rate = request_rate;
-  if (vm.count("arrivals")) a.arrivals = arrivals;
   if (vm.count("spec-accept")) a.spec_accept = spec_accept;
   a.fusion = vm.count("fusion") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);

@@ -88,4 +88,25 @@ void add_host_gap_option(po::options_description& desc, double* us) {
                      "scripts/fit-host-gap.sh)");
 }
 
+void SchedulerOptions::add_to(po::options_description& desc) {
+  desc.add_options()("max-batched-tokens", po::value<int64_t>()->notifier([this](int64_t v) { args.max_batched_tokens = v; }),
+                     "generate: the engine's token budget per step (vLLM's max_num_batched_tokens, SGLang's "
+                     "chunked_prefill_size): prompts split into chunks beside the decoding sequences; default: no "
+                     "budget, every prompt in the first step")(
+      "max-seqs", po::value<std::string>()->notifier([this](const std::string& v) { args.max_seqs = v; }),
+      "generate: sequences the engine runs at once (vLLM's max_num_seqs, SGLang's max_running_requests), or auto "
+      "(as many as the KV room holds); the rest wait for a free slot; default: every request at once")(
+      "schedule", po::value<std::string>()->notifier([this](const std::string& v) { args.schedule = v; }),
+      "generate, with --max-batched-tokens or --max-seqs: mixed (default; vLLM: each step decodes every running "
+      "sequence, then prompt tokens) or prefill-first (SGLang: steps with prompt tokens hold no decodes)")(
+      "request-rate", po::value<double>()->notifier([this](double v) { args.request_rate = v; }),
+      "generate: requests arrive one by one at this rate (requests a second; Poisson arrivals from a fixed "
+      "seed, as vLLM's benchmark sends them); TTFT counts from each arrival; default: all at once")(
+      "arrivals", po::value<std::string>()->notifier([this](const std::string& v) { args.arrivals = v; }),
+      "generate, --request-rate: poisson (default) or uniform gaps")(
+      "cached-prefix", po::value<int64_t>()->notifier([this](int64_t v) { cached_prefix = v; }),
+      "prefill, generate: prompt tokens every request finds in the KV cache already (prefix caching, e.g. a shared "
+      "system prompt): only the rest of each prompt runs, and the prefix is cached once");
+}
+
 }  // namespace tilecast::cli

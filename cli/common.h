@@ -6,10 +6,7 @@
 
 #include "core/gpu_spec.h"
 #include "core/kernel.h"
-
-namespace tilecast::predictor {
-class KernelPredictor;
-}
+#include "predictor/graph_predictor.h"
 
 namespace tilecast::cli {
 
@@ -47,5 +44,14 @@ struct CallOverheadOption {
 // --host-gap-us (predict, eval-models): host time added per kernel launch in whole-model
 // forecasts, into *us (default 0); checked (predictor::check_host_gap_us) when parsed.
 void add_host_gap_option(po::options_description& desc, double* us);
+
+// The serving engine's scheduler (predict, compare, plan): --max-batched-tokens, --max-seqs,
+// --schedule, --request-rate and --arrivals into `args`, --cached-prefix into `cached_prefix`,
+// each where given; checked by SchedulerArgs::limits.
+struct SchedulerOptions {
+  predictor::SchedulerArgs args;
+  std::optional<int64_t> cached_prefix;
+  void add_to(po::options_description& desc);
+};
 
 }  // namespace tilecast::cli

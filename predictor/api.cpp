@@ -179,13 +179,8 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   refuse("--gen", mode != "generate" && a.gen.has_value());
   refuse("--seq", mode == "decode" && a.seq.has_value());
   refuse("--optimizer", mode != "training" && a.optimizer != "adamw");
-  refuse("--max-batched-tokens", mode != "generate" && a.max_batched_tokens.has_value());
-  refuse("--max-seqs", mode != "generate" && a.max_seqs.has_value());
+  if (const char* flag = a.sched.first_given()) refuse(flag, mode != "generate");
   refuse("--cached-prefix", mode != "generate" && mode != "prefill" && a.cached_prefix.has_value());
-  refuse("--schedule", mode != "generate" && a.schedule.has_value());
-  refuse("--request-rate", mode != "generate" && a.request_rate.has_value());
-  if (!a.request_rate.has_value() && a.arrivals.has_value())
-    throw ConfigError("--arrivals applies with --request-rate only");
   refuse("--spec-draft", mode != "generate" && !a.spec_draft.empty());
   refuse("--spec-tokens", a.spec_draft.empty() && a.spec_tokens.has_value());
   refuse("--spec-accept", a.spec_draft.empty() && a.spec_accept.has_value());
@@ -201,12 +196,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.batch = a.batch;
   r.tokens = mode == "decode" ? *a.context : *a.seq;
   r.gen = a.gen.value_or(0);
-  if (a.max_batched_tokens && *a.max_batched_tokens < 1)
-    throw ConfigError("--max-batched-tokens: " + std::to_string(*a.max_batched_tokens) + " out of range [1, 2^24]");
-  r.limits.max_batched_tokens = a.max_batched_tokens.value_or(0);
-  if (a.max_seqs) parse_max_seqs("--max-seqs", *a.max_seqs, r.limits);
-  if (a.schedule) parse_schedule("--schedule", *a.schedule, r.limits);
-  if (a.request_rate) parse_arrivals(*a.request_rate, a.arrivals.value_or("poisson"), r.limits);
+  r.limits = a.sched.limits();
   r.cached_prefix = a.cached_prefix.value_or(0);
   r.par = a.par;
   r.fusion = a.fusion;

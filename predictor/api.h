@@ -57,12 +57,8 @@ struct PredictArgs {
   std::optional<int64_t> seq, context, gen;
   std::string dtype, kv_dtype;                 // serving; empty = the config's torch_dtype
   std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
-  std::optional<int64_t> max_batched_tokens;   // generate: the engine's step budget (chunked prefill)
-  std::optional<std::string> max_seqs;         // generate: sequences the engine runs at once, or "auto"
+  SchedulerArgs sched;                         // generate: the engine's scheduler
   std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already
-  std::optional<std::string> schedule;         // generate: mixed (vLLM) or prefill-first (SGLang)
-  std::optional<double> request_rate;          // generate: requests a second (default: all at once)
-  std::optional<std::string> arrivals;         // generate, with request_rate: poisson (default) or uniform
   std::string spec_draft;                      // generate: speculative decoding's draft model (empty: none)
   std::optional<int64_t> spec_tokens;          // draft tokens a round (default 4)
   std::optional<double> spec_accept;           // acceptance rate of a draft token (required with a draft)

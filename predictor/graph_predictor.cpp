@@ -577,34 +577,60 @@ std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool un
   return t;
 }
 
-void parse_arrivals(double request_rate, const std::string& arrivals, SchedulerLimits& limits) {
-  if (!(request_rate > 0 && request_rate <= 1e6))
-    throw ConfigError("--request-rate: " + std::to_string(request_rate) + " out of range (0, 1e6] requests a second");
-  if (arrivals != "poisson" && arrivals != "uniform")
-    throw ConfigError("--arrivals: expected poisson or uniform, got '" + arrivals + "'");
-  limits.request_rate = request_rate;
-  limits.uniform_arrivals = arrivals == "uniform";
+const char* SchedulerArgs::first_given() const {
+  if (max_batched_tokens) return "--max-batched-tokens";
+  if (max_seqs) return "--max-seqs";
+  if (schedule) return "--schedule";
+  if (request_rate) return "--request-rate";
+  if (arrivals) return "--arrivals";
+  return nullptr;
 }
 
-void parse_schedule(const std::string& flag, const std::string& value, SchedulerLimits& limits) {
-  if (value != "mixed" && value != "prefill-first")
-    throw ConfigError(flag + ": expected mixed (vLLM) or prefill-first (SGLang), got '" + value + "'");
-  limits.prefill_first = value == "prefill-first";
-}
-
-void parse_max_seqs(const std::string& flag, const std::string& value, SchedulerLimits& limits) {
-  if (value == "auto") {
-    limits.max_seqs_auto = true;
-    limits.max_seqs = 0;
-    return;
+SchedulerLimits SchedulerArgs::limits(bool python) const {
+  // "--max-seqs" -> "max_seqs" for the Python module's keyword arguments.
+  auto name = [python](std::string flag) {
+    if (!python) return flag;
+    flag.erase(0, 2);
+    std::replace(flag.begin(), flag.end(), '-', '_');
+    return flag;
+  };
+  SchedulerLimits l;
+  if (max_batched_tokens) {
+    if (*max_batched_tokens < 1 || *max_batched_tokens > (int64_t(1) << 24))
+      throw ConfigError(name("--max-batched-tokens") + ": " + std::to_string(*max_batched_tokens) +
+                        " out of range [1, 2^24]");
+    l.max_batched_tokens = *max_batched_tokens;
   }
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || errno != 0 || v < 1 || v > 65536)
-    throw ConfigError(flag + ": expected auto or a count in [1, 65536], got '" + value + "'");
-  limits.max_seqs = v;
-  limits.max_seqs_auto = false;
+  if (max_seqs && *max_seqs == "auto") {
+    l.max_seqs_auto = true;
+  } else if (max_seqs) {
+    const std::string& v = *max_seqs;
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno != 0 || n < 1 || n > 65536)
+      throw ConfigError(name("--max-seqs") + ": expected auto or a count in [1, 65536], got '" + v + "'");
+    l.max_seqs = n;
+  }
+  if (schedule) {
+    if (*schedule != "mixed" && *schedule != "prefill-first")
+      throw ConfigError(name("--schedule") + ": expected mixed (vLLM) or prefill-first (SGLang), got '" + *schedule +
+                        "'");
+    l.prefill_first = *schedule == "prefill-first";
+  }
+  if (request_rate) {
+    if (!(*request_rate > 0 && *request_rate <= 1e6))
+      throw ConfigError(name("--request-rate") + ": " + std::to_string(*request_rate) +
+                        " out of range (0, 1e6] requests a second");
+    const std::string a = arrivals.value_or("poisson");
+    if (a != "poisson" && a != "uniform")
+      throw ConfigError(name("--arrivals") + ": expected poisson or uniform, got '" + a + "'");
+    l.request_rate = *request_rate;
+    l.uniform_arrivals = a == "uniform";
+  } else if (arrivals) {
+    throw ConfigError(name("--arrivals") + " applies with " + name("--request-rate") + " only");
+  }
+  return l;
 }
 
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,

@@ -3,6 +3,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -131,13 +132,20 @@ struct SchedulerLimits {
 };
 // The arrival times (ms) of `batch` requests at `request_rate` requests a second (all 0 at rate 0).
 std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool uniform);
-// --request-rate (requests a second, > 0 and <= 1e6) and --arrivals (poisson or uniform);
-// ConfigError naming the flag otherwise.
-void parse_arrivals(double request_rate, const std::string& arrivals, SchedulerLimits& limits);
-// "mixed" or "prefill-first" (--schedule); ConfigError naming `flag` otherwise.
-void parse_schedule(const std::string& flag, const std::string& value, SchedulerLimits& limits);
-// "auto" or a count >= 1 (--max-seqs); ConfigError naming `flag` otherwise.
-void parse_max_seqs(const std::string& flag, const std::string& value, SchedulerLimits& limits);
+// The scheduler's options as a front end reads them (predict, compare, plan and the Python
+// module; unset: not given), checked and turned into SchedulerLimits in one place.
+struct SchedulerArgs {
+  std::optional<int64_t> max_batched_tokens;  // >= 1
+  std::optional<std::string> max_seqs;        // a count in [1, 65536] or "auto"
+  std::optional<std::string> schedule;        // mixed | prefill-first
+  std::optional<double> request_rate;         // requests a second, (0, 1e6]
+  std::optional<std::string> arrivals;        // with request_rate: poisson (default) | uniform
+  // The first option given, as its CLI flag (--max-seqs); nullptr when none is.
+  const char* first_given() const;
+  // The limits; ConfigError naming the option (`python`: as the keyword argument, max_seqs,
+  // else the flag, --max-seqs), and for arrivals without a request rate.
+  SchedulerLimits limits(bool python = false) const;
+};
 
 // Continuous batching of `batch` requests that arrive together, each a prompt of `seq` tokens
 // and `gen` output tokens, as vLLM's and SGLang's schedulers run them (first come, first served):

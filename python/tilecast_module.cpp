@@ -79,19 +79,15 @@ std::optional<std::string> max_seqs_text(const py::object& max_seqs) {
   return std::to_string(max_seqs.cast<int64_t>());
 }
 
-// max_batched_tokens (None: no budget, else >= 1), max_seqs (None, a count >= 1 or "auto"),
-// schedule ("mixed" or "prefill-first") and request_rate (None: all at once) with arrivals.
-predictor::SchedulerLimits limits(std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
-                                  const std::string& schedule, std::optional<double> request_rate,
-                                  const std::string& arrivals) {
-  predictor::SchedulerLimits l;
-  if (max_batched_tokens && *max_batched_tokens < 1)
-    throw ConfigError("max_batched_tokens: expected >= 1, got " + std::to_string(*max_batched_tokens));
-  l.max_batched_tokens = max_batched_tokens.value_or(0);
-  if (auto text = max_seqs_text(max_seqs)) predictor::parse_max_seqs("max_seqs", *text, l);
-  predictor::parse_schedule("schedule", schedule, l);
-  if (request_rate) predictor::parse_arrivals(*request_rate, arrivals, l);
-  return l;
+// The scheduler's keyword arguments (None: not given; max_seqs a count or "auto"), checked as
+// the CLI checks its flags, errors naming the keyword.
+predictor::SchedulerArgs scheduler_args(std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
+                                        std::optional<std::string> schedule, std::optional<double> request_rate,
+                                        std::optional<std::string> arrivals) {
+  predictor::SchedulerArgs s;
+  s.max_batched_tokens = max_batched_tokens, s.max_seqs = max_seqs_text(max_seqs), s.schedule = std::move(schedule);
+  s.request_rate = request_rate, s.arrivals = std::move(arrivals);
+  return s;
 }
 
 py::object predict(const std::string& model, const std::string& gpu, int64_t batch, std::optional<int64_t> seq,
@@ -106,10 +102,10 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<std::string> arrivals) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  a.cached_prefix = cached_prefix, a.schedule = schedule;
+  a.cached_prefix = cached_prefix;
+  a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals);
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
-  a.request_rate = request_rate, a.arrivals = arrivals;
-  a.par.ep = ep, a.routing = routing, a.max_batched_tokens = max_batched_tokens, a.max_seqs = max_seqs_text(max_seqs);
+  a.par.ep = ep, a.routing = routing;
   a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
   a.dtype = dtype, a.kv_dtype = kv_dtype, a.fusion = fusion, a.optimizer = optimizer;
@@ -143,8 +139,8 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& routing, const std::string& optimizer,
                    const std::map<std::string, double>& prices, const std::string& sort, const std::string& weights,
                    const std::string& gpu_dir, std::optional<int64_t> max_batched_tokens,
-                   const py::object& max_seqs, int64_t cached_prefix, const std::string& schedule,
-                   std::optional<double> request_rate, const std::string& arrivals) {
+                   const py::object& max_seqs, int64_t cached_prefix, std::optional<std::string> schedule,
+                   std::optional<double> request_rate, std::optional<std::string> arrivals) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.models = names(model, "model");
@@ -160,7 +156,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
     req.seqs = ints(seq, "seq");
   }
   req.gen = gen.value_or(0);
-  req.limits = limits(max_batched_tokens, max_seqs, schedule, request_rate, arrivals);
+  req.limits = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals).limits(true);
   req.cached_prefix = cached_prefix;
   req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
   req.microbatches = ints(microbatches, "microbatches");
@@ -189,10 +185,12 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 const std::string& dtype, const std::string& optimizer, const std::map<std::string, double>& prices,
                 const std::string& routing, const std::string& weights, const std::string& gpu_dir,
                 std::optional<int64_t> max_batched_tokens, const py::object& max_seqs, int64_t cached_prefix,
-                const std::string& schedule, std::optional<double> request_rate, const std::string& arrivals) {
+                std::optional<std::string> schedule, std::optional<double> request_rate,
+                std::optional<std::string> arrivals) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
-  const predictor::SchedulerLimits lim = limits(max_batched_tokens, max_seqs, schedule, request_rate, arrivals);
+  const predictor::SchedulerLimits lim =
+      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals).limits(true);
   int64_t tokens = 0;
   if (m == "decode") {
     if (context.is_none() || !seq.is_none()) throw ConfigError("mode decode takes context (not seq)");
@@ -264,8 +262,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("microbatches") = 1, py::arg("ep") = 1, py::arg("routing") = "", py::arg("optimizer") = "adamw",
         py::arg("prices") = std::map<std::string, double>{}, py::arg("sort") = "time", py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(),
-        py::arg("cached_prefix") = 0, py::arg("schedule") = "mixed",
-        py::arg("request_rate") = py::none(), py::arg("arrivals") = "poisson");
+        py::arg("cached_prefix") = 0, py::arg("schedule") = py::none(),
+        py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none());
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",
@@ -274,7 +272,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("dtype") = "", py::arg("optimizer") = "adamw", py::arg("prices") = std::map<std::string, double>{},
         py::arg("routing") = "", py::arg("weights") = "", py::arg("gpu_dir") = "",
         py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = 0,
-        py::arg("schedule") = "mixed", py::arg("request_rate") = py::none(), py::arg("arrivals") = "poisson");
+        py::arg("schedule") = py::none(), py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none());
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

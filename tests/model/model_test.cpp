@@ -1190,11 +1190,14 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_NEAR(pf.e2e_ms, 8.009, 1e-9);
   // Its steps hold no decodes, so a budget below the running sequences is allowed.
   EXPECT_GT(predictor::schedule_serving(8, 100, 4, {4, 0, false, true}, step_ms).e2e_ms, 0);
-  predictor::SchedulerLimits sl;
-  predictor::parse_schedule("--schedule", "prefill-first", sl);
-  EXPECT_TRUE(sl.prefill_first);
-  expect_error<ConfigError>([&] { predictor::parse_schedule("--schedule", "fifo", sl); },
+  predictor::SchedulerArgs sa;
+  sa.schedule = "prefill-first";
+  EXPECT_TRUE(sa.limits().prefill_first);
+  EXPECT_STREQ(sa.first_given(), "--schedule");
+  sa.schedule = "fifo";
+  expect_error<ConfigError>([&] { sa.limits(); },
                             {"--schedule: expected mixed (vLLM) or prefill-first (SGLang), got 'fifo'"});
+  expect_error<ConfigError>([&] { sa.limits(true); }, {"schedule: expected mixed (vLLM)"});
   // Requests arriving at 1,000 a second, 1 ms apart (uniform): the first prompt alone (2.0 ms,
   // its TTFT), then its decode beside the second prompt, which arrived at 1 ms (1,001 tokens,
   // 2.001 ms: the first is done at 4.001, the second's TTFT 4.001 - 1 = 3.001), then the second's
@@ -1217,10 +1220,16 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_NEAR(ar.ttft_max_ms, 3.001, 1e-9);
   EXPECT_NEAR(ar.tpot_mean_ms, (2.001 + 1.001) / 2, 1e-9);
   EXPECT_NEAR(ar.e2e_ms, 5.002, 1e-9);
-  expect_error<ConfigError>([&] { predictor::parse_arrivals(0, "poisson", arriving); },
-                            {"--request-rate: 0.000000 out of range (0, 1e6]"});
-  expect_error<ConfigError>([&] { predictor::parse_arrivals(2, "bursty", arriving); },
-                            {"--arrivals: expected poisson or uniform, got 'bursty'"});
+  predictor::SchedulerArgs rate_args;
+  rate_args.request_rate = 0;
+  expect_error<ConfigError>([&] { rate_args.limits(); }, {"--request-rate: 0.000000 out of range (0, 1e6]"});
+  rate_args.request_rate = 2, rate_args.arrivals = "bursty";
+  expect_error<ConfigError>([&] { rate_args.limits(); }, {"--arrivals: expected poisson or uniform, got 'bursty'"});
+  rate_args.arrivals = "uniform";
+  EXPECT_TRUE(rate_args.limits().uniform_arrivals);
+  EXPECT_EQ(rate_args.limits().request_rate, 2.0);
+  rate_args.request_rate.reset();
+  expect_error<ConfigError>([&] { rate_args.limits(true); }, {"arrivals applies with request_rate only"});
   // Prefix caching: two prompts of 1,000 tokens with 600 cached run 2 x 400 tokens after the
   // prefix (1.8 ms), then one decode step of both (1,000 cached: 1.002 ms).
   steps.clear();
@@ -1299,14 +1308,20 @@ TEST(Serving, ChunkedPrefillForecasts) {
   expect_error<ConfigError>(
       [&] { predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, pp2, 0, 0, rate); },
       {"--request-rate with --pp 2", "one pipeline stage"});
-  predictor::SchedulerLimits parsed;
-  predictor::parse_max_seqs("--max-seqs", "auto", parsed);
-  EXPECT_TRUE(parsed.max_seqs_auto);
-  predictor::parse_max_seqs("--max-seqs", "64", parsed);
-  EXPECT_EQ(parsed.max_seqs, 64);
-  EXPECT_FALSE(parsed.max_seqs_auto);
-  expect_error<ConfigError>([&] { predictor::parse_max_seqs("--max-seqs", "12x", parsed); },
+  predictor::SchedulerArgs seq_args;
+  EXPECT_EQ(seq_args.first_given(), nullptr);
+  seq_args.max_seqs = "auto";
+  EXPECT_TRUE(seq_args.limits().max_seqs_auto);
+  seq_args.max_seqs = "64";
+  EXPECT_EQ(seq_args.limits().max_seqs, 64);
+  EXPECT_FALSE(seq_args.limits().max_seqs_auto);
+  seq_args.max_seqs = "12x";
+  expect_error<ConfigError>([&] { seq_args.limits(); },
                             {"--max-seqs: expected auto or a count in [1, 65536], got '12x'"});
+  seq_args.max_seqs.reset();
+  seq_args.max_batched_tokens = 0;
+  EXPECT_STREQ(seq_args.first_given(), "--max-batched-tokens");
+  expect_error<ConfigError>([&] { seq_args.limits(true); }, {"max_batched_tokens: 0 out of range [1, 2^24]"});
   // A prefix every prompt shares is cached once: 8 sequences of 4,096 tokens with 3,072 shared
   // hold 3,072 + 8 x 1,024 = 11,264 tokens of 131,072 B (1.476395008 GB), and the KV room's
   // 426,784 tokens take (426,784 - 3,072) / 1,024 = 413 such sequences.

@@ -129,6 +129,15 @@ try:
     raise SystemExit("FAIL: fp8 on an A100 accepted")
 except ValueError as e:
     assert "has no fp8 tensor-core peak" in str(e), e
+# The scheduler's keywords are checked as the CLI's flags, named as keywords.
+for kw, msg in ((dict(max_seqs="12x"), "max_seqs: expected auto or a count"),
+                (dict(arrivals="uniform"), "arrivals applies with request_rate only"),
+                (dict(schedule="fifo"), "schedule: expected mixed (vLLM) or prefill-first")):
+    try:
+        tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="generate", batch=4, seq=100, gen=4, **kw)
+        raise SystemExit("FAIL: compare accepted %r" % kw)
+    except ValueError as e:
+        assert msg in str(e) and "--" not in str(e), e
 # No LibTorch in this process.
 maps = open("/proc/self/maps").read()
 assert "libtorch" not in maps and "torch" not in sys.modules
