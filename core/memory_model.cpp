@@ -106,8 +106,9 @@ std::string memory_summary(const MemoryEstimate& m) {
                 m.capacity_gb, m.fits() ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
   std::string out = buf;
   if (m.kv_capacity_tokens >= 0) {
-    std::snprintf(buf, sizeof buf, "KV room       %10lld tokens beside the weights: %lld sequences of this length\n",
-                  static_cast<long long>(m.kv_capacity_tokens), static_cast<long long>(m.max_sequences));
+    std::snprintf(buf, sizeof buf, "KV room       %10lld tokens beside the weights%s: %lld sequences of this length\n",
+                  static_cast<long long>(m.kv_capacity_tokens), m.activations_gb > 0 ? " and activations" : "",
+                  static_cast<long long>(m.max_sequences));
     out += buf;
   }
   return out;

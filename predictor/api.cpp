@@ -255,8 +255,10 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep,
                                                     q.routing_alpha, q.par.pp, q.cached_prefix),
                                 spec, kp, q.host_gap_us);
+    // The pass: each prompt's uncached rest, or one token a sequence.
+    const ServingPass pass{0, phase == Mode::kDecode ? 1 : q.tokens - q.cached_prefix};
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec,
-                              q.par.pp, q.cached_prefix);
+                              q.par.pp, q.cached_prefix, pass);
     return r;
   }
   // Expert parallelism and token routing are serving layouts: refused here, for predict,

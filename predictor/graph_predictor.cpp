@@ -494,8 +494,26 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
   return os.str();
 }
 
+namespace {
+// A serving pass's transient bytes on one GPU: per token, and per sequence (the logits, on the
+// last stage).
+struct PassCost {
+  double per_token = 0, per_seq = 0;
+};
+PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool last) {
+  const double a = is_fp8(dtype) ? 2.0 : dtype_size(dtype);  // FP8 GEMMs keep BF16 activations
+  const double t = double(tp), h = double(m.hidden), d = double(m.head_dim);
+  const double q_heads = double(m.heads) / t, kv_heads = double(serving_kv_heads_per_rank(m, tp));
+  const double attention = (2 * q_heads + 2 * kv_heads) * d;
+  const double ffn = m.num_experts > 0 ? double(m.experts_per_token) * (3 * double(m.moe_ffn) / t + h)
+                                       : (m.gated_ffn ? 3.0 : 2.0) * double(m.ffn) / t;
+  return {a * (2 * h + std::max(attention, ffn)), last ? double(m.vocab) * (a / t + 4.0) : 0.0};
+}
+}  // namespace
+
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
-                             int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix) {
+                             int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix,
+                             const ServingPass& pass) {
   const bool fp8 = is_fp8(dtype);
   const double act_bytes = fp8 ? 2.0 : dtype_size(dtype);
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
@@ -520,9 +538,12 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb;
-  // KV room: the usable memory left beside each stage's weights, in tokens of its layers' cache.
+  // KV room: the usable memory left beside each stage's weights and its pass's transient
+  // tensors, in tokens of its layers' cache. A stage holds one of min(pp, sequences)
+  // microbatches of the pass; the KV room's sequences are counted with pp of them.
   const double token_layer_bytes = 2.0 * double(kv_rank) * m.head_dim * dtype_size(kv_dtype);
-  double room_tokens = std::numeric_limits<double>::infinity();
+  const double micro = double(std::min<int64_t>(pp, std::max<int64_t>(batch, 1)));
+  double room_tokens = std::numeric_limits<double>::infinity(), room_seqs = room_tokens;
   for (size_t i = 0; i < stages.size(); ++i) {
     const bool first = i == 0, last = i + 1 == stages.size();
     // The input embedding on the first stage; the final norm and the LM head on the last,
@@ -532,13 +553,23 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
     const double weights = double(stages[i]) * layer_bytes + tables * table * act_bytes / tp +
                            (last ? double(m.hidden) * act_bytes : 0);
     const double kv = double(stages[i]) * kv_layer_bytes;
-    if (weights + kv > (r.weights_gb + r.kv_cache_gb) * 1e9) r.weights_gb = weights / 1e9, r.kv_cache_gb = kv / 1e9;
+    const PassCost c = pass.any() ? serving_pass_cost(m, dtype, tp, last) : PassCost{};
+    const double act = (double(pass.fixed_tokens) / micro + double(batch) / micro * double(pass.tokens_per_seq)) *
+                           c.per_token +
+                       double(batch) / micro * c.per_seq;
+    if (weights + kv + act > (r.weights_gb + r.kv_cache_gb + r.activations_gb) * 1e9)
+      r.weights_gb = weights / 1e9, r.kv_cache_gb = kv / 1e9, r.activations_gb = act / 1e9;
+    const double stage_token = double(stages[i]) * token_layer_bytes;
     const double free_bytes = kUsableMemoryFraction * gpu.mem_gb * 1e9 - weights;
-    room_tokens = std::min(room_tokens, std::max(0.0, free_bytes) / (double(stages[i]) * token_layer_bytes));
+    room_tokens = std::min(room_tokens, std::max(0.0, free_bytes - act) / stage_token);
+    // Sequences of this length: each brings its cache and its share of the pass (pp
+    // microbatches), beside the pass's fixed tokens and the shared prefix's cache.
+    const double per_seq = cached * stage_token + (double(pass.tokens_per_seq) * c.per_token + c.per_seq) / double(pp);
+    const double free_seqs = free_bytes - double(pass.fixed_tokens) / double(pp) * c.per_token - shared * stage_token;
+    if (per_seq > 0) room_seqs = std::min(room_seqs, std::max(0.0, free_seqs) / per_seq);
   }
   r.kv_capacity_tokens = static_cast<int64_t>(std::floor(room_tokens));
-  r.max_sequences = cached >= 1 ? static_cast<int64_t>(std::floor(std::max(0.0, room_tokens - shared) / cached))
-                                : r.kv_capacity_tokens;
+  r.max_sequences = cached >= 1 ? static_cast<int64_t>(std::floor(room_seqs)) : r.kv_capacity_tokens;
   return r;
 }
 
@@ -884,7 +915,8 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   f.spec_accept = spec.accept;
   f.spec_expected_tokens = e;
   // Both models' weights and caches (the draft's cache also holds its k draft tokens).
-  MemoryEstimate tm = serving_memory(m, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix);
+  MemoryEstimate tm = serving_memory(m, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix,
+                                     {0, std::max(seq - f.cached_prefix, k + 1)});
   const MemoryEstimate dm = serving_memory(d, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix);
   // KV room: the target's room less the draft's weights, in tokens of both caches.
   const double tokens_now = double(batch) * double(seq + f.gen + k - f.cached_prefix) + double(f.cached_prefix);
@@ -913,9 +945,14 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
                       std::to_string(seq + gen - 1) + " positions; " + m.name + " has " +
                       std::to_string(m.max_positions));
   SchedulerLimits lim = limits;
+  // The largest pass: one step at the token budget (as vLLM sizes its cache), else every
+  // running prompt's uncached rest at once.
+  const ServingPass pass = lim.max_batched_tokens > 0 ? ServingPass{lim.max_batched_tokens, 0}
+                                                      : ServingPass{0, seq - cached_prefix};
   if (lim.max_seqs_auto) {
     // As many running sequences as the KV room holds at their full length (at least one).
-    const MemoryEstimate all = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix);
+    const MemoryEstimate all =
+        serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix, pass);
     lim.max_seqs = all.max_sequences < batch ? std::max<int64_t>(1, all.max_sequences) : 0;
   }
   if (lim.binds() && par.pp > 1)
@@ -968,7 +1005,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
   // The KV cache of the sequences that run at once.
   const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
-  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix);
+  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix, pass);
   return f;
 }
 

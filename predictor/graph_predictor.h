@@ -98,11 +98,28 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu);
 // (pipeline_stage_layers), the GPU of the stage holding the most: its layers' weights and
 // cache, the input embedding on the first stage, the final norm and LM head on the last (a
 // tied head is a second copy of the embedding there). fits() compares the sum with 90 % of
-// the spec's memory (the rest: activations, workspace, CUDA context). `shared_prefix`: the
+// the spec's memory (the rest: workspace, CUDA context). `shared_prefix`: the
 // first tokens of every sequence are one prefix, cached once (prefix caching; not with a
 // sliding window), in the cache and in the KV room's max_sequences.
+//
+// `pass`: the largest forward pass the forecast runs, whose transient tensors the GPU holds
+// beside weights and cache (activations_gb; the KV room leaves them out, as vLLM profiles one
+// pass of its token budget before it sizes its cache). Per token in the activation dtype, on
+// one GPU of the tp group: the hidden state and the residual, plus the larger of the attention
+// block's tensors (Q, K and V, and the attention output) and the FFN's (gated: gate and up
+// projections and their product, 3F / tp; MoE: fused_moe's three caches for every routed
+// token, top-k x (3F / tp + h), with ep 1); per sequence the last stage's logits (V / tp in the
+// activation dtype, gathered into V FP32 values for sampling). FlashAttention keeps no score
+// matrix. With pp stages a stage holds one of min(pp, sequences) microbatches.
+struct ServingPass {
+  int64_t fixed_tokens = 0;    // tokens whatever the sequences (a step at the token budget)
+  int64_t tokens_per_seq = 0;  // tokens each running sequence adds (its prompt's uncached rest; a decode: 1)
+  // Neither: no pass, the memory of weights and cache alone.
+  bool any() const { return fixed_tokens > 0 || tokens_per_seq > 0; }
+};
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
-                             int64_t tokens, const GpuSpec& gpu, int64_t pp = 1, int64_t shared_prefix = 0);
+                             int64_t tokens, const GpuSpec& gpu, int64_t pp = 1, int64_t shared_prefix = 0,
+                             const ServingPass& pass = {});
 
 // What a serving engine's scheduler allows per step: `max_batched_tokens` tokens (vLLM's
 // max_num_batched_tokens, SGLang's chunked_prefill_size; 0 = no budget) and `max_seqs`

@@ -996,6 +996,17 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   // At tp 4 the 4 KV heads split evenly: a quarter of every weight but the norms.
   auto r4 = predictor::serving_memory(q, DType::kBf16, DType::kBf16, 4, 64, 4097, h100);
   EXPECT_NEAR(r4.weights_gb, ((29909594112.0 + 622329856.0) / 4 + 198656.0) * 2 / 1e9, 1e-9);
+  // The pass's transient tensors. Qwen3-30B-A3B at tp 8, 64 prompts of 4,096 tokens at once: a
+  // token holds its hidden state and residual (2 x 2,048) and the larger of attention's Q, K, V
+  // and output ((2 x 4 + 2 x 1) x 128 = 1,280) and fused_moe's caches for its 8 experts
+  // (8 x (3 x 768 / 8 + 2,048) = 18,688): 2 B x 22,784 = 45,568 B; a sequence its logits,
+  // 151,936 x (2 / 8 + 4) B = 645,728 B.
+  const auto rp = predictor::serving_memory(q, DType::kBf16, DType::kBf16, 8, 64, 4097, h100, 1, 0, {0, 4096});
+  EXPECT_NEAR(rp.activations_gb, (64.0 * 4096 * 45568 + 64.0 * 645728) / 1e9, 1e-12);
+  EXPECT_NEAR(rp.total_gb(), rq.total_gb() + rp.activations_gb, 1e-12);
+  // The KV room leaves them out: (72e9 - weights - activations) / (2 x 48 x 128 x 2 B) tokens.
+  EXPECT_EQ(rp.kv_capacity_tokens,
+            static_cast<int64_t>((72e9 - rq.weights_gb * 1e9 - rp.activations_gb * 1e9) / 24576.0));
 }
 
 // Pipeline stages' memory: the GPU of the stage holding the most. Llama-3.1-8B over 2 stages of
@@ -1014,6 +1025,12 @@ TEST(Serving, PipelineMemoryIsTheLargestStage) {
   EXPECT_EQ(s2.max_sequences, 976);
   EXPECT_NEAR(s2.weights_gb, (16 * 436224000.0 + 1050673152.0 + 8192.0) / 1e9, 1e-9);
   EXPECT_NEAR(s2.kv_cache_gb, 0.065536, 1e-12);
+  // A decode step of 8 sequences runs as 2 microbatches of 4: the last stage holds 4 tokens of
+  // activations (102,400 B each) and 4 sequences' logits (769,536 B each), 3,487,744 B, and
+  // runs out at (72e9 - 8,030,265,344 - 3,487,744) / 65,536 = 976,047 tokens.
+  const auto d2 = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 8, 1000, h100, 2, 0, {0, 1});
+  EXPECT_NEAR(d2.activations_gb, 3487744e-9, 1e-15);
+  EXPECT_EQ(d2.kv_capacity_tokens, 976047);
   // Llama-3.1-405B, 126 layers over 4 stages (31, 32, 32, 31) under tp 8: a middle stage's 32
   // layers of (3,187,671,040 / 8 GEMM + 32,768 norm) parameters outweigh the first stage's 31
   // and its 2,101,346,304 / 8 embedding rows, and the last's 31 with the head.
@@ -1279,16 +1296,28 @@ TEST(Serving, ChunkedPrefillForecasts) {
   EXPECT_NEAR(capped.memory.kv_cache_gb, plain.memory.kv_cache_gb / 2, 1e-12);
   EXPECT_GT(capped.ttft_max_ms, plain.ttft_ms);  // the last two wait for the first two to finish
   EXPECT_GT(capped.e2e_ms, plain.e2e_ms);
-  // max_seqs auto: 512 requests of 2,048 + 256 tokens on an 80 GB GPU, whose usable 72 GB hold
-  // (72e9 - 16,060,522,496 B of weights) / 131,072 B per token = 426,784 tokens beside the
-  // weights: 185 such sequences at once, which fit; 8 requests all run at once (no cap).
+  // max_seqs auto: 512 requests of 2,048 + 256 tokens on an 80 GB GPU, whose usable 72 GB
+  // leave 72e9 - 16,060,522,496 B of weights = 55,939,477,504 B. Each sequence holds 2,304
+  // tokens of cache (131,072 B each) and, its prompt run with the others' in one step, 2,048
+  // tokens of activations (2 B x (2 x 4,096 + 3 x 14,336) = 102,400 B a token: the hidden state,
+  // the residual and the gated FFN's three tensors) and its logits (128,256 x (2 + 4) B):
+  // 512,474,624 B, so 109 run at once, which fit. At 8,192 tokens a step the cache is sized beside
+  // one pass of the budget (838,860,800 B), as vLLM profiles it: 301,989,888 + 769,536 B a
+  // sequence, 181 at once. 8 requests all run at once (no cap).
   predictor::SchedulerLimits autocap;
   autocap.max_seqs_auto = true;
   const auto many = predictor::forecast_generate(m, gpu, p, 512, 2048, 256, DType::kBf16, DType::kBf16, Parallelism{},
                                                  0, 0, autocap);
-  EXPECT_EQ(many.limits.max_seqs, 185);
+  EXPECT_EQ(many.limits.max_seqs, 109);
   EXPECT_TRUE(many.memory.fits());
-  EXPECT_NEAR(many.memory.kv_cache_gb, 185 * 2304 * 131072e-9, 1e-9);
+  EXPECT_NEAR(many.memory.kv_cache_gb, 109 * 2304 * 131072e-9, 1e-9);
+  EXPECT_NEAR(many.memory.activations_gb, 109 * (2048.0 * 102400 + 769536) * 1e-9, 1e-9);
+  predictor::SchedulerLimits budget_auto = autocap;
+  budget_auto.max_batched_tokens = 8192;
+  const auto budgeted = predictor::forecast_generate(m, gpu, p, 512, 2048, 256, DType::kBf16, DType::kBf16,
+                                                     Parallelism{}, 0, 0, budget_auto);
+  EXPECT_EQ(budgeted.limits.max_seqs, 181);
+  EXPECT_NEAR(budgeted.memory.activations_gb, (8192.0 * 102400 + 181.0 * 769536) * 1e-9, 1e-9);
   const auto few =
       predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, autocap);
   EXPECT_EQ(few.limits.max_seqs, 0);
