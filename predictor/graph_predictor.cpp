@@ -650,9 +650,14 @@ SchedulerLimits SchedulerArgs::limits(bool python) const {
     l.prefill_first = *schedule == "prefill-first";
   }
   if (request_rate) {
-    if (!(*request_rate > 0 && *request_rate <= 1e6))
-      throw ConfigError(name("--request-rate") + ": " + std::to_string(*request_rate) +
-                        " out of range (0, 1e6] requests a second");
+    // Below one request in ~17 minutes the arrival times (ms) of 65,536 requests outgrow the
+    // step times' precision.
+    if (!(*request_rate >= 1e-3 && *request_rate <= 1e6))
+    {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", *request_rate);
+      throw ConfigError(name("--request-rate") + ": " + v + " out of range [0.001, 1e6] requests a second");
+    }
     const std::string a = arrivals.value_or("poisson");
     if (a != "poisson" && a != "uniform")
       throw ConfigError(name("--arrivals") + ": expected poisson or uniform, got '" + a + "'");

@@ -155,7 +155,7 @@ struct SchedulerArgs {
   std::optional<int64_t> max_batched_tokens;  // >= 1
   std::optional<std::string> max_seqs;        // a count in [1, 65536] or "auto"
   std::optional<std::string> schedule;        // mixed | prefill-first
-  std::optional<double> request_rate;         // requests a second, (0, 1e6]
+  std::optional<double> request_rate;         // requests a second, [0.001, 1e6]
   std::optional<std::string> arrivals;        // with request_rate: poisson (default) | uniform
   // The first option given, as its CLI flag (--max-seqs); nullptr when none is.
   const char* first_given() const;

@@ -1239,7 +1239,9 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_NEAR(ar.e2e_ms, 5.002, 1e-9);
   predictor::SchedulerArgs rate_args;
   rate_args.request_rate = 0;
-  expect_error<ConfigError>([&] { rate_args.limits(); }, {"--request-rate: 0.000000 out of range (0, 1e6]"});
+  expect_error<ConfigError>([&] { rate_args.limits(); }, {"--request-rate: 0 out of range [0.001, 1e6]"});
+  rate_args.request_rate = 1e-300;  // arrivals 1e303 ms apart: a step's time would vanish beside them
+  expect_error<ConfigError>([&] { rate_args.limits(); }, {"--request-rate: 1e-300 out of range"});
   rate_args.request_rate = 2, rate_args.arrivals = "bursty";
   expect_error<ConfigError>([&] { rate_args.limits(); }, {"--arrivals: expected poisson or uniform, got 'bursty'"});
   rate_args.arrivals = "uniform";
