@@ -51,14 +51,14 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
-      "sort", po::value(&sort)->default_value("time"), "time|throughput|cost (fitting rows first)")(
+      "sort", po::value(&sort)->default_value("time"), "time|throughput|cost|goodput (fitting rows first; goodput: generate with --slo-ttft-ms/--slo-tpot-ms)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
   sched.add_to(desc);
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
-                     "[--dp/--tp/--pp/--ep lists] [--routing R] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost]\n"
+                     "[--dp/--tp/--pp/--ep lists] [--routing R] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost|goodput]\n"
                      "Forecasts every combination in one process; one row each (tokens/s: training and inference "
                      "count batch x seq per step, prefill prompt tokens, decode and generate output tokens)."))
     return 0;

@@ -104,6 +104,11 @@ void SchedulerOptions::add_to(po::options_description& desc) {
       "seed, as vLLM's benchmark sends them); TTFT counts from each arrival; default: all at once")(
       "arrivals", po::value<std::string>()->notifier([this](const std::string& v) { args.arrivals = v; }),
       "generate, --request-rate: poisson (default) or uniform gaps")(
+      "slo-ttft-ms", po::value<double>()->notifier([this](double v) { args.slo_ttft_ms = v; }),
+      "generate: a request's time to first token objective, ms; with --slo-tpot-ms (either or both) the forecast "
+      "counts the requests that meet them and their rate (goodput, as vLLM's benchmark --goodput)")(
+      "slo-tpot-ms", po::value<double>()->notifier([this](double v) { args.slo_tpot_ms = v; }),
+      "generate: a request's time per output token objective, ms (goodput)")(
       "cached-prefix", po::value<int64_t>()->notifier([this](int64_t v) { cached_prefix = v; }),
       "prefill, generate: prompt tokens every request finds in the KV cache already (prefix caching, e.g. a shared "
       "system prompt): only the rest of each prompt runs, and the prefix is cached once");

@@ -46,7 +46,7 @@ struct CallOverheadOption {
 void add_host_gap_option(po::options_description& desc, double* us);
 
 // The serving engine's scheduler (predict, compare, plan): --max-batched-tokens, --max-seqs,
-// --schedule, --request-rate and --arrivals into `args`, --cached-prefix into `cached_prefix`,
+// --schedule, --request-rate, --arrivals and the objectives --slo-ttft-ms, --slo-tpot-ms into `args`, --cached-prefix into `cached_prefix`,
 // each where given; checked by SchedulerArgs::limits.
 struct SchedulerOptions {
   predictor::SchedulerArgs args;

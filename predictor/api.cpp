@@ -226,8 +226,9 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
 }
 
 void check_scheduler_options(const std::string& mode, const SchedulerLimits& limits, int64_t cached_prefix) {
-  if (mode != "generate" && (limits.any() || limits.prefill_first))
-    throw ConfigError("--max-batched-tokens, --max-seqs, --schedule and --request-rate apply to --mode generate only");
+  if (mode != "generate" && (limits.any() || limits.prefill_first || limits.has_slo()))
+    throw ConfigError(
+        "--max-batched-tokens, --max-seqs, --schedule, --request-rate and --slo-* apply to --mode generate only");
   if (mode != "generate" && mode != "prefill" && cached_prefix != 0)
     throw ConfigError("--cached-prefix applies to --mode prefill and generate only");
 }

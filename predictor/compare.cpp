@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -40,6 +41,8 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.step_ms = f.generate->e2e_ms, r.ttft_ms = f.generate->ttft_ms, r.tpot_ms = f.generate->tpot_ms;
       r.tokens_per_s = f.generate->tokens_per_s;
       r.limits = f.generate->limits;  // the cap --max-seqs auto chose
+      r.goodput_rps = f.generate->goodput_rps;
+      r.slo_attained_pct = 100.0 * double(f.generate->slo_requests) / double(c.batch);
     } else {
       r.step_ms = f.forecast.total_ms;
       if (c.mode == "prefill") r.ttft_ms = r.step_ms;
@@ -165,12 +168,16 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
 }
 
 void rank_rows(std::vector<CompareRow>& rows, const std::string& key) {
-  if (key != "time" && key != "throughput" && key != "cost")
-    throw ConfigError("--sort: expected time, throughput or cost, got '" + key + "'");
+  if (key != "time" && key != "throughput" && key != "cost" && key != "goodput")
+    throw ConfigError("--sort: expected time, throughput, cost or goodput, got '" + key + "'");
+  if (key == "goodput" &&
+      std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.mode != "generate" || !r.limits.has_slo(); }))
+    throw ConfigError("--sort goodput: needs --mode generate and an objective (--slo-ttft-ms, --slo-tpot-ms)");
   auto group = [](const CompareRow& r) { return !r.error.empty() ? 2 : (r.fits ? 0 : 1); };
   std::stable_sort(rows.begin(), rows.end(), [&](const CompareRow& a, const CompareRow& b) {
     if (group(a) != group(b)) return group(a) < group(b);
     if (key == "throughput") return a.tokens_per_s > b.tokens_per_s;
+    if (key == "goodput" && a.goodput_rps != b.goodput_rps) return a.goodput_rps > b.goodput_rps;
     if (key == "cost") {
       const bool pa = a.usd_per_m_tokens > 0, pb = b.usd_per_m_tokens > 0;  // unpriced after priced
       if (pa != pb) return pa;
@@ -204,6 +211,12 @@ std::string compare_row_json(const CompareRow& r) {
     if (r.mode != "decode") j["cached_prefix"] = r.cached_prefix;
     j["ttft_ms"] = r.ttft_ms;
     j["tpot_ms"] = r.tpot_ms;
+    if (r.mode == "generate" && r.limits.has_slo()) {
+      j["slo_ttft_ms"] = r.limits.slo_ttft_ms > 0 ? nlohmann::json(r.limits.slo_ttft_ms) : nlohmann::json(nullptr);
+      j["slo_tpot_ms"] = r.limits.slo_tpot_ms > 0 ? nlohmann::json(r.limits.slo_tpot_ms) : nlohmann::json(nullptr);
+      j["slo_attained_pct"] = r.slo_attained_pct;
+      j["goodput_rps"] = r.goodput_rps;
+    }
   }
   j["tokens_per_s"] = r.tokens_per_s;
   j["memory_gb"] = r.memory_gb;
@@ -257,10 +270,12 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
   // Serving tables of MoE layouts name each one's expert parallelism; the others have none.
   const bool show_ep = serving && std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.ep > 1; });
-  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%12s %14s  %s\n", "rank", "model",
+  // Generate rows under objectives: goodput (requests a second meeting them) and their share.
+  const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
+  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
-                show_ep ? "  ep" : "", "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "", "tokens/s", "memory GB",
-                priced ? "  $/1M tokens" : "");
+                show_ep ? "  ep" : "", "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
+                show_slo ? "goodput/s  met % " : "", "tokens/s", "memory GB", priced ? "  $/1M tokens" : "");
   os << buf;
   int rank = 0;
   for (const auto& r : rows) {
@@ -273,8 +288,12 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       os << buf;
       continue;
     }
-    char serv[64] = "";
+    char serv[96] = "";
     if (serving) std::snprintf(serv, sizeof serv, " %12.3f %12.3f", r.ttft_ms, r.tpot_ms);
+    if (show_slo) {
+      const size_t n = std::strlen(serv);
+      std::snprintf(serv + n, sizeof serv - n, " %9.3f %6.1f", r.goodput_rps, r.slo_attained_pct);
+    }
     char mem[48];
     std::snprintf(mem, sizeof mem, "%6.1f/%-4.0f%s", r.memory_gb, r.gpu_memory_gb, r.fits ? "" : " NO");
     char cost[32] = "";

@@ -53,6 +53,7 @@ struct CompareRow {
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving
+  double goodput_rps = 0, slo_attained_pct = 0;  // generate with objectives (limits.has_slo())
   double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;
                             // decode: batch per step; generate: output tokens per second
   double memory_gb = 0, gpu_memory_gb = 0;

@@ -614,6 +614,8 @@ const char* SchedulerArgs::first_given() const {
   if (schedule) return "--schedule";
   if (request_rate) return "--request-rate";
   if (arrivals) return "--arrivals";
+  if (slo_ttft_ms) return "--slo-ttft-ms";
+  if (slo_tpot_ms) return "--slo-tpot-ms";
   return nullptr;
 }
 
@@ -666,7 +668,44 @@ SchedulerLimits SchedulerArgs::limits(bool python) const {
   } else if (arrivals) {
     throw ConfigError(name("--arrivals") + " applies with " + name("--request-rate") + " only");
   }
+  auto slo = [&](const std::optional<double>& v, const char* flag) {
+    if (!v) return 0.0;
+    if (!(*v > 0 && *v <= 1e9)) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", *v);
+      throw ConfigError(name(flag) + ": " + text + " out of range (0, 1e9] ms");
+    }
+    return *v;
+  };
+  l.slo_ttft_ms = slo(slo_ttft_ms, "--slo-ttft-ms");
+  l.slo_tpot_ms = slo(slo_tpot_ms, "--slo-tpot-ms");
   return l;
+}
+
+double request_percentile(const std::vector<RequestTimes>& requests, double RequestTimes::*field, double q) {
+  std::vector<std::pair<double, int64_t>> v;
+  int64_t n = 0;
+  for (const RequestTimes& r : requests)
+    if (r.n > 0) v.emplace_back(r.*field, r.n), n += r.n;
+  if (n == 0) return 0;
+  std::sort(v.begin(), v.end());
+  // The value at rank i (0-based) of the expanded list.
+  auto at = [&](int64_t i) {
+    for (const auto& [value, count] : v) {
+      if (i < count) return value;
+      i -= count;
+    }
+    return v.back().first;
+  };
+  const double pos = std::clamp(q, 0.0, 100.0) / 100.0 * double(n - 1);
+  const auto lo = static_cast<int64_t>(std::floor(pos));
+  const double a = at(lo), b = at(std::min(lo + 1, n - 1));
+  return a + (b - a) * (pos - double(lo));
+}
+
+LatencyPercentiles request_percentiles(const std::vector<RequestTimes>& requests, double RequestTimes::*field) {
+  return {request_percentile(requests, field, 50), request_percentile(requests, field, 90),
+          request_percentile(requests, field, 99)};
 }
 
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
@@ -702,6 +741,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     double first_ms = 0;
     bool started = false;
     double arrival_ms = 0;
+    double ttft_ms = 0;  // once its first token is out
   };
   if (!(limits.request_rate >= 0 && limits.request_rate <= 1e6))
     throw ConfigError("--request-rate: " + std::to_string(limits.request_rate) + " out of range [0, 1e6] requests a second");
@@ -715,8 +755,10 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
   ServingSchedule r;
   double t = 0, ttft_sum = 0, tpot_sum = 0;
   auto finish = [&](const Group& g) {
-    if (gen > 1) tpot_sum += double(g.n) * (t - g.first_ms) / double(gen - 1);
+    const double tpot = gen > 1 ? (t - g.first_ms) / double(gen - 1) : 0.0;
+    tpot_sum += double(g.n) * tpot;
     r.e2e_ms = std::max(r.e2e_ms, t);
+    r.requests.push_back({g.n, g.ttft_ms, tpot, t - g.arrival_ms});
   };
   auto timed = [&](const ServingStep& st) {
     ++r.steps_timed;
@@ -800,6 +842,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
         if (completes[i]) {  // its first token
           g.generated = 1;
           g.first_ms = t;
+          g.ttft_ms = t - g.arrival_ms;
           ttft_sum += double(g.n) * (t - g.arrival_ms);
           r.ttft_max_ms = std::max(r.ttft_max_ms, t - g.arrival_ms);
         } else if (g.prefilled == seq && !limits.prefill_first) {  // decoded one token
@@ -860,6 +903,24 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
   return r;
 }
 
+Goodput slo_goodput(const std::vector<RequestTimes>& requests, double e2e_ms, const SchedulerLimits& limits) {
+  Goodput g;
+  if (!limits.has_slo()) return g;
+  for (const RequestTimes& r : requests)
+    if ((limits.slo_ttft_ms <= 0 || r.ttft_ms <= limits.slo_ttft_ms) &&
+        (limits.slo_tpot_ms <= 0 || r.tpot_ms <= limits.slo_tpot_ms))
+      g.requests += r.n;
+  g.rps = e2e_ms > 0 ? double(g.requests) / (e2e_ms * 1e-3) : 0.0;
+  return g;
+}
+
+namespace {
+void count_goodput(GenerateForecast& f) {
+  const Goodput g = slo_goodput(f.requests, f.e2e_ms, f.limits);
+  f.slo_requests = g.requests, f.goodput_rps = g.rps;
+}
+}  // namespace
+
 double SpecDecoding::expected_tokens() const {
   return accept >= 1 ? double(tokens + 1) : (1 - std::pow(accept, double(tokens + 1))) / (1 - accept);
 }
@@ -913,6 +974,10 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   f.tpot_ms = decode_ms / double(needed);
   f.e2e_ms = f.ttft_ms + decode_ms;
   f.tokens_per_s = double(batch) * f.gen / (f.e2e_ms * 1e-3);
+  f.requests = {{batch, f.ttft_ms, f.tpot_ms, f.e2e_ms}};  // every request alike
+  f.ttft = {f.ttft_ms, f.ttft_ms, f.ttft_ms};
+  f.tpot = {f.tpot_ms, f.tpot_ms, f.tpot_ms};
+  count_goodput(f);
   f.steps = rounds;
   f.prefill_steps = 1;
   f.spec_draft = d.name;
@@ -1003,11 +1068,15 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.ttft_ms = s.ttft_mean_ms;
   f.ttft_max_ms = s.ttft_max_ms;
   f.tpot_ms = s.tpot_mean_ms;
+  f.requests = s.requests;
+  f.ttft = request_percentiles(f.requests, &RequestTimes::ttft_ms);
+  f.tpot = request_percentiles(f.requests, &RequestTimes::tpot_ms);
   f.e2e_ms = s.e2e_ms;
   f.steps = s.steps;
   f.prefill_steps = s.prefill_steps;
   f.decode_steps_forecast = s.decode_steps_timed;
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
+  count_goodput(f);
   // The KV cache of the sequences that run at once.
   const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
   f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix, pass);
@@ -1039,12 +1108,27 @@ std::string generate_json(const GenerateForecast& f) {
                       {"cached_prefix", f.cached_prefix},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
+                      {"ttft_p50_ms", f.ttft.p50_ms},
+                      {"ttft_p90_ms", f.ttft.p90_ms},
+                      {"ttft_p99_ms", f.ttft.p99_ms},
                       {"tpot_ms", f.tpot_ms},
+                      {"tpot_p50_ms", f.tpot.p50_ms},
+                      {"tpot_p90_ms", f.tpot.p90_ms},
+                      {"tpot_p99_ms", f.tpot.p99_ms},
                       {"e2e_ms", f.e2e_ms},
                       {"tokens_per_s", f.tokens_per_s},
                       {"steps", f.steps},
                       {"prefill_steps", f.prefill_steps},
                       {"decode_steps_forecast", f.decode_steps_forecast}};
+  j["slo"] = nullptr;
+  if (f.limits.has_slo()) {
+    auto objective = [](double ms) { return ms > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
+    j["slo"] = {{"ttft_ms", objective(f.limits.slo_ttft_ms)},
+                {"tpot_ms", objective(f.limits.slo_tpot_ms)},
+                {"requests_meeting", f.slo_requests},
+                {"attained_pct", 100.0 * double(f.slo_requests) / double(f.batch)},
+                {"goodput_rps", f.goodput_rps}};
+  }
   j["speculative"] = nullptr;
   if (!f.spec_draft.empty())
     j["speculative"] = {{"draft", f.spec_draft},
@@ -1114,7 +1198,25 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                   "ttft_ms       %10.3f  (prefill)\ntpot_ms       %10.3f  (mean decode step)\ne2e_ms        %10.3f\n"
                   "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
                   f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
-  os << buf << memory_summary(f.memory);
+  os << buf;
+  if (f.limits.any()) {  // requests fare differently
+    std::snprintf(buf, sizeof buf,
+                  "ttft p50/p90/p99  %.3f / %.3f / %.3f ms\ntpot p50/p90/p99  %.3f / %.3f / %.3f ms  (over the requests)\n",
+                  f.ttft.p50_ms, f.ttft.p90_ms, f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p90_ms, f.tpot.p99_ms);
+    os << buf;
+  }
+  if (f.limits.has_slo()) {
+    std::string objectives;
+    char part[64];
+    if (f.limits.slo_ttft_ms > 0) std::snprintf(part, sizeof part, "TTFT <= %g ms", f.limits.slo_ttft_ms), objectives += part;
+    if (f.limits.slo_tpot_ms > 0)
+      std::snprintf(part, sizeof part, "%sTPOT <= %g ms", objectives.empty() ? "" : ", ", f.limits.slo_tpot_ms),
+          objectives += part;
+    std::snprintf(buf, sizeof buf, "goodput       %10.3f  requests/s (%lld of %lld requests meet %s)\n", f.goodput_rps,
+                  static_cast<long long>(f.slo_requests), static_cast<long long>(f.batch), objectives.c_str());
+    os << buf;
+  }
+  os << memory_summary(f.memory);
   os << (f.limits.any() ? "\n-- first step\n" : "\n-- prefill\n") << forecast_table(f.prefill, top_ops);
   if (f.decode_steps_forecast > 0)
     os << (f.spec_draft.empty() ? "\n-- last decode step\n" : "\n-- last verify step (the draft's steps apart)\n")

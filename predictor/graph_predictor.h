@@ -134,12 +134,17 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 // first at 0, the gaps drawn from an exponential distribution (a Poisson process, as vLLM's
 // benchmark sends them; `uniform_arrivals`: every gap 1 / rate), from a fixed seed so that a
 // forecast repeats; a request's TTFT counts from its arrival.
+// `slo_ttft_ms`, `slo_tpot_ms` (0: none) change no step: service-level objectives on each
+// request, against which forecast_generate counts the requests that meet every one and their
+// rate over the run (goodput, as vLLM's serving benchmark reports it with --goodput).
 struct SchedulerLimits {
   int64_t max_batched_tokens = 0, max_seqs = 0;
   bool max_seqs_auto = false;
   bool prefill_first = false;
   double request_rate = 0;
   bool uniform_arrivals = false;
+  double slo_ttft_ms = 0, slo_tpot_ms = 0;
+  bool has_slo() const { return slo_ttft_ms > 0 || slo_tpot_ms > 0; }
   bool any() const { return binds() || max_seqs_auto; }
   // A limit that makes the schedule differ from one prefill step and the decode steps (with
   // max_seqs_auto resolved into max_seqs by forecast_generate).
@@ -157,6 +162,7 @@ struct SchedulerArgs {
   std::optional<std::string> schedule;        // mixed | prefill-first
   std::optional<double> request_rate;         // requests a second, [0.001, 1e6]
   std::optional<std::string> arrivals;        // with request_rate: poisson (default) | uniform
+  std::optional<double> slo_ttft_ms, slo_tpot_ms;  // (0, 1e9] ms
   // The first option given, as its CLI flag (--max-seqs); nullptr when none is.
   const char* first_given() const;
   // The limits; ConfigError naming the option (`python`: as the keyword argument, max_seqs,
@@ -176,10 +182,32 @@ struct SchedulerArgs {
 // steps, else at 33 evenly spaced steps integrated by the trapezoid rule (a decode step is
 // smooth in its context length). ConfigError: a budget below the sequences that run at once
 // (each decodes one token a step), or more than 20,000 steps with prompt tokens.
+// `n` requests that fared alike: from arrival to the first token (ttft_ms) and to the last
+// (e2el_ms), and (last token - first token) / (gen - 1) (tpot_ms).
+struct RequestTimes {
+  int64_t n = 0;
+  double ttft_ms = 0, tpot_ms = 0, e2el_ms = 0;
+};
+// Percentiles over the requests, as vLLM's and SGLang's serving benchmarks report them
+// (numpy.percentile: linear between the closest ranks).
+struct LatencyPercentiles {
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0;
+};
+// The q-th percentile (0 to 100) of `field` over every request of `requests`.
+double request_percentile(const std::vector<RequestTimes>& requests, double RequestTimes::*field, double q);
+LatencyPercentiles request_percentiles(const std::vector<RequestTimes>& requests, double RequestTimes::*field);
+// The requests whose TTFT and TPOT are within `limits`' objectives (each where set), and their
+// number a second over a run of `e2e_ms` (goodput; nothing without objectives).
+struct Goodput {
+  int64_t requests = 0;
+  double rps = 0;
+};
+Goodput slo_goodput(const std::vector<RequestTimes>& requests, double e2e_ms, const SchedulerLimits& limits);
 struct ServingSchedule {
   double ttft_mean_ms = 0, ttft_max_ms = 0;  // over the requests: from arrival (0) to the first token
   double tpot_mean_ms = 0;  // over the requests: (last token - first token) / (gen - 1)
   double e2e_ms = 0;        // the last request's last token
+  std::vector<RequestTimes> requests;  // every request, in order of completion
   int64_t steps = 0;          // steps in all
   int64_t prefill_steps = 0;  // steps with prompt tokens
   int64_t steps_timed = 0, decode_steps_timed = 0;  // step_ms calls: all, of decode-only steps
@@ -203,6 +231,12 @@ struct GenerateForecast {
   SchedulerLimits limits;
   int64_t cached_prefix = 0;            // prompt tokens each request finds in the cache (prefix caching)
   double ttft_ms = 0, ttft_max_ms = 0, tpot_ms = 0, e2e_ms = 0, tokens_per_s = 0;
+  LatencyPercentiles ttft, tpot;        // over the requests
+  std::vector<RequestTimes> requests;   // every request (schedule_serving's)
+  // With limits.has_slo(): the requests whose TTFT and TPOT are within the objectives, and
+  // goodput, their number over the run's time (e2e_ms) in requests a second.
+  int64_t slo_requests = 0;
+  double goodput_rps = 0;
   int64_t steps = 0, prefill_steps = 0;
   int64_t decode_steps_forecast = 0;  // decode-only step graphs actually forecast
   // Speculative decoding: the draft's name (empty: none), its tokens a round, the acceptance

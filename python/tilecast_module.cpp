@@ -83,10 +83,12 @@ std::optional<std::string> max_seqs_text(const py::object& max_seqs) {
 // the CLI checks its flags, errors naming the keyword.
 predictor::SchedulerArgs scheduler_args(std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
                                         std::optional<std::string> schedule, std::optional<double> request_rate,
-                                        std::optional<std::string> arrivals) {
+                                        std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
+                                        std::optional<double> slo_tpot_ms) {
   predictor::SchedulerArgs s;
   s.max_batched_tokens = max_batched_tokens, s.max_seqs = max_seqs_text(max_seqs), s.schedule = std::move(schedule);
   s.request_rate = request_rate, s.arrivals = std::move(arrivals);
+  s.slo_ttft_ms = slo_ttft_ms, s.slo_tpot_ms = slo_tpot_ms;
   return s;
 }
 
@@ -99,11 +101,12 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<int64_t> cached_prefix, std::optional<std::string> schedule,
                    const std::string& spec_draft, std::optional<int64_t> spec_tokens,
                    std::optional<double> spec_accept, std::optional<double> request_rate,
-                   std::optional<std::string> arrivals) {
+                   std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
+                   std::optional<double> slo_tpot_ms) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
   a.cached_prefix = cached_prefix;
-  a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals);
+  a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
   a.par.ep = ep, a.routing = routing;
   a.host_gap_us = host_gap_us;
@@ -140,7 +143,8 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::map<std::string, double>& prices, const std::string& sort, const std::string& weights,
                    const std::string& gpu_dir, std::optional<int64_t> max_batched_tokens,
                    const py::object& max_seqs, int64_t cached_prefix, std::optional<std::string> schedule,
-                   std::optional<double> request_rate, std::optional<std::string> arrivals) {
+                   std::optional<double> request_rate, std::optional<std::string> arrivals,
+                   std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.models = names(model, "model");
@@ -156,7 +160,8 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
     req.seqs = ints(seq, "seq");
   }
   req.gen = gen.value_or(0);
-  req.limits = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals).limits(true);
+  req.limits =
+      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
   req.cached_prefix = cached_prefix;
   req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
   req.microbatches = ints(microbatches, "microbatches");
@@ -186,11 +191,12 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 const std::string& routing, const std::string& weights, const std::string& gpu_dir,
                 std::optional<int64_t> max_batched_tokens, const py::object& max_seqs, int64_t cached_prefix,
                 std::optional<std::string> schedule, std::optional<double> request_rate,
-                std::optional<std::string> arrivals) {
+                std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
+                std::optional<double> slo_tpot_ms) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
   const predictor::SchedulerLimits lim =
-      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals).limits(true);
+      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
   int64_t tokens = 0;
   if (m == "decode") {
     if (context.is_none() || !seq.is_none()) throw ConfigError("mode decode takes context (not seq)");
@@ -248,7 +254,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("gpu_dir") = "", py::arg("ep") = 1, py::arg("routing") = "", py::arg("max_batched_tokens") = py::none(),
         py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = py::none(), py::arg("schedule") = py::none(),
         py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(), py::arg("spec_accept") = py::none(),
-        py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none());
+        py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
+        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none());
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -263,7 +270,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("prices") = std::map<std::string, double>{}, py::arg("sort") = "time", py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(),
         py::arg("cached_prefix") = 0, py::arg("schedule") = py::none(),
-        py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none());
+        py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
+        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none());
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",
@@ -272,7 +280,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("dtype") = "", py::arg("optimizer") = "adamw", py::arg("prices") = std::map<std::string, double>{},
         py::arg("routing") = "", py::arg("weights") = "", py::arg("gpu_dir") = "",
         py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = 0,
-        py::arg("schedule") = py::none(), py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none());
+        py::arg("schedule") = py::none(), py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
+        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none());
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

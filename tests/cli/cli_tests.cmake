@@ -240,6 +240,13 @@ tc_cli_fail(predict_speculative_decode "--spec-draft does not apply to --mode de
 tc_cli_fail(predict_speculative_tokens "--spec-tokens: 20 out of range .1, 16." "${TC};predict;--model;llama-3.1-70b;--gpu;H100-SXM;--tp;4;--mode;generate;--batch;8;--seq;128;--gen;8;--spec-draft;llama-3.1-8b;--spec-accept;0.5;--spec-tokens;20")
 tc_cli_test(predict_generate_request_rate "\"arrivals\": \"poisson\",.*\"request_rate\": 8\.0," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 50 --seq 1024 --gen 64 --max-batched-tokens 8192 --request-rate 8 --format json)
 tc_cli_test(predict_generate_request_rate_table "8 requests/s .uniform arrivals.\nttft_ms" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 50 --seq 1024 --gen 64 --request-rate 8 --arrivals uniform)
+# Objectives: the table's goodput line and its percentiles (generate with limits), and the
+# objectives refused outside generate.
+tc_cli_test(predict_goodput "ttft p50/p90/p99 +[0-9.]+ / [0-9.]+ / [0-9.]+ ms\ntpot p50/p90/p99 +[0-9.]+ / [0-9.]+ / [0-9.]+ ms  .over the requests.\ngoodput +[0-9.]+ +requests/s .[0-9]+ of 40 requests meet TTFT <= 50 ms, TPOT <= 12 ms." ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 40 --seq 1024 --gen 64 --max-batched-tokens 8192 --request-rate 8 --slo-ttft-ms 50 --slo-tpot-ms 12)
+# Ranked by goodput: the GPUs that meet more requests first (B200 above A100 for Llama-3.1-8B).
+tc_cli_test(compare_sort_goodput "goodput/s  met %.*\n +1 llama-3.1-8b +B200 .*\n +2 llama-3.1-8b +A100-80GB-SXM" ${TC} compare --model llama-3.1-8b --gpus A100-SXM4-80GB,B200 --mode generate --batch 40 --seq 1024 --gen 64 --max-batched-tokens 8192 --request-rate 6 --slo-ttft-ms 100 --slo-tpot-ms 20 --sort goodput)
+tc_cli_fail(compare_sort_goodput_without_slo "--sort goodput: needs --mode generate and an objective" "${TC};compare;--model;llama-3.1-8b;--gpus;B200;--mode;generate;--batch;4;--seq;100;--gen;4;--sort;goodput")
+tc_cli_fail(predict_slo_prefill "--slo-ttft-ms does not apply to --mode prefill" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;prefill;--batch;4;--seq;100;--slo-ttft-ms;50")
 tc_cli_fail(predict_arrivals_without_rate "--arrivals applies with --request-rate only" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;4;--seq;100;--gen;4;--arrivals;uniform")
 tc_cli_fail(predict_request_rate_decode "--request-rate does not apply to --mode decode" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;4;--context;100;--request-rate;2")
 tc_cli_test(predict_kernel_chunk "shape +1,2048,32,8,128,p6144 .bf16." ${TC} predict-kernel --op attention_prefill --shape 1,2048,32,8,128 --prefix 6144 --gpu H100-SXM)

@@ -111,7 +111,7 @@ printf 'date: x\nsource: x\nusd_per_gpu_hour: {H100: -1}\n' > "$W/neg.yaml"
 expect_fail "neg.yaml: field 'usd_per_gpu_hour.H100': expected a price" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --prices "$W/neg.yaml"
 expect_fail "--price 'H100': expected GPU=USD_PER_HOUR" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --price H100
 expect_fail "--batch '4,x': 'x' is not a whole number" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --batch 4,x
-expect_fail "--sort: expected time, throughput or cost" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --sort fastest
+expect_fail "--sort: expected time, throughput, cost or goodput" "$TC" compare --model gpt2-large --gpus H100-SXM --seq 128 --sort fastest
 expect_fail "unknown GPU 'H10'" "$TC" compare --model gpt2-large --gpus H10 --seq 128
 expect_fail "compare: no combination can run \(--seq: 4096 exceeds gpt2-large's 1024 positions\)" "$TC" compare --model gpt2-large --gpus H100-SXM,L4 --seq 4096
 

@@ -1156,6 +1156,35 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_EQ(s.steps, 5);
   EXPECT_EQ(s.prefill_steps, 2);
   EXPECT_EQ(s.decode_steps_timed, 3);
+  // Percentiles over the three requests (numpy's linear rule): TTFT 3.048, 3.048 and 5.002, so
+  // p50 3.048, p90 3.048 + 0.8 x 1.954 = 4.6112, p99 3.048 + 0.98 x 1.954 = 4.96292; TPOT 1.32
+  // twice and 1.00233: p50 and p99 1.32. The first two end at 3.048 + 3 x 1.32 = 7.008.
+  const auto tp = predictor::request_percentiles(s.requests, &predictor::RequestTimes::ttft_ms);
+  EXPECT_NEAR(tp.p50_ms, 3.048, 1e-9);
+  EXPECT_NEAR(tp.p90_ms, 4.6112, 1e-9);
+  EXPECT_NEAR(tp.p99_ms, 4.96292, 1e-9);
+  const auto op = predictor::request_percentiles(s.requests, &predictor::RequestTimes::tpot_ms);
+  EXPECT_NEAR(op.p50_ms, 1.32, 1e-9);
+  EXPECT_NEAR(op.p99_ms, 1.32, 1e-9);
+  EXPECT_NEAR(predictor::request_percentile(s.requests, &predictor::RequestTimes::tpot_ms, 0), (8.009 - 5.002) / 3, 1e-9);
+  EXPECT_NEAR(predictor::request_percentile(s.requests, &predictor::RequestTimes::e2el_ms, 0), 7.008, 1e-9);
+  EXPECT_NEAR(predictor::request_percentile(s.requests, &predictor::RequestTimes::e2el_ms, 100), 8.009, 1e-9);
+  // Goodput: a 4 ms TTFT objective keeps the first two requests, 2 / 8.009 ms = 249.72 a second;
+  // a 1.1 ms TPOT objective the third alone; both, none.
+  predictor::SchedulerLimits slo;
+  slo.slo_ttft_ms = 4;
+  auto g = predictor::slo_goodput(s.requests, s.e2e_ms, slo);
+  EXPECT_EQ(g.requests, 2);
+  EXPECT_NEAR(g.rps, 2 / 8.009e-3, 1e-9);
+  slo.slo_ttft_ms = 0, slo.slo_tpot_ms = 1.1;
+  EXPECT_EQ(predictor::slo_goodput(s.requests, s.e2e_ms, slo).requests, 1);
+  slo.slo_ttft_ms = 4;
+  EXPECT_EQ(predictor::slo_goodput(s.requests, s.e2e_ms, slo).requests, 0);
+  // Counts expand: 10 once and 20 three times are [10, 20, 20, 20]: p25 at rank 0.75 is 17.5.
+  const std::vector<predictor::RequestTimes> counted{{1, 10, 0, 0}, {3, 20, 0, 0}};
+  EXPECT_NEAR(predictor::request_percentile(counted, &predictor::RequestTimes::ttft_ms, 25), 17.5, 1e-12);
+  EXPECT_NEAR(predictor::request_percentile(counted, &predictor::RequestTimes::ttft_ms, 50), 20, 1e-12);
+  EXPECT_EQ(predictor::request_percentile({}, &predictor::RequestTimes::ttft_ms, 50), 0);
   // No budget: every prompt in the first step, then 3 decode steps of all three (1,000, 1,001
   // and 1,002 cached): TTFT 4.0 ms for all, TPOT 1.003 ms, e2e 7.009 ms.
   steps.clear();
@@ -1350,6 +1379,12 @@ TEST(Serving, ChunkedPrefillForecasts) {
   expect_error<ConfigError>([&] { seq_args.limits(); },
                             {"--max-seqs: expected auto or a count in [1, 65536], got '12x'"});
   seq_args.max_seqs.reset();
+  seq_args.slo_tpot_ms = -3;
+  EXPECT_STREQ(seq_args.first_given(), "--slo-tpot-ms");
+  expect_error<ConfigError>([&] { seq_args.limits(); }, {"--slo-tpot-ms: -3 out of range (0, 1e9] ms"});
+  seq_args.slo_tpot_ms = 20;
+  EXPECT_EQ(seq_args.limits().slo_tpot_ms, 20);
+  EXPECT_TRUE(seq_args.limits().has_slo());
   seq_args.max_batched_tokens = 0;
   EXPECT_STREQ(seq_args.first_given(), "--max-batched-tokens");
   expect_error<ConfigError>([&] { seq_args.limits(true); }, {"max_batched_tokens: 0 out of range [1, 2^24]"});

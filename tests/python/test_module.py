@@ -129,6 +129,18 @@ try:
     raise SystemExit("FAIL: fp8 on an A100 accepted")
 except ValueError as e:
     assert "has no fp8 tensor-core peak" in str(e), e
+# Objectives: goodput and percentiles as the CLI's JSON gives them; compare's rows carry them.
+args = dict(model="llama-3.1-8b", gpu="H100-SXM", mode="generate", batch=40, seq=1024, gen=64, max_batched_tokens=8192,
+            request_rate=8.0, slo_ttft_ms=50.0, slo_tpot_ms=12.0)
+py = tilecast.predict(**args)
+sh = cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--mode", "generate", "--batch", "40", "--seq", "1024",
+         "--gen", "64", "--max-batched-tokens", "8192", "--request-rate", "8", "--slo-ttft-ms", "50", "--slo-tpot-ms", "12")
+assert py["slo"] == sh["slo"] and py["ttft_p99_ms"] == sh["ttft_p99_ms"], (py["slo"], sh["slo"])
+assert 0 <= py["slo"]["requests_meeting"] <= 40 and py["ttft_p50_ms"] <= py["ttft_p99_ms"] <= py["ttft_max_ms"], py["slo"]
+assert abs(py["slo"]["goodput_rps"] - py["slo"]["requests_meeting"] / (py["e2e_ms"] / 1e3)) < 1e-9, py["slo"]
+del args["gpu"]
+rows = tilecast.compare(gpus="H100-SXM", **args)
+assert rows[0]["goodput_rps"] == py["slo"]["goodput_rps"] and rows[0]["slo_ttft_ms"] == 50.0, rows[0]
 # The scheduler's keywords are checked as the CLI's flags, named as keywords.
 for kw, msg in ((dict(max_seqs="12x"), "max_seqs: expected auto or a count"),
                 (dict(arrivals="uniform"), "arrivals applies with request_rate only"),
