@@ -23,5 +23,6 @@ int run_merge(const Args& args, const GlobalOptions& g);
 int run_export_weights(const Args& args, const GlobalOptions& g);
 int run_compare(const Args& args, const GlobalOptions& g);
 int run_plan(const Args& args, const GlobalOptions& g);
+int run_capacity(const Args& args, const GlobalOptions& g);
 
 }  // namespace tilecast::cli

@@ -56,6 +56,7 @@ const std::map<std::string, Command>& commands() {
       {"predict", {TC_LIGHT_CMD(cli::run_predict), "forecast a whole model (inference or a training step) on a GPU", false}},
       {"compare", {TC_LIGHT_CMD(cli::run_compare), "forecast many GPUs x configs x parallel layouts in one call; rank by time, throughput or cost", false}},
       {"plan", {TC_LIGHT_CMD(cli::run_plan), "search dp x tp x pp layouts of N GPUs that fit, fastest first", false}},
+      {"capacity", {TC_LIGHT_CMD(cli::run_capacity), "the highest request rate a serving replica meets latency objectives at (goodput capacity), and the GPUs a target rate takes", false}},
       {"eval-models", {TC_LIGHT_CMD(cli::run_eval_models), "forecast NeuSight's end-to-end labels and compare with its published errors", false}},
   };
   return cmds;

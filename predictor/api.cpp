@@ -1,5 +1,9 @@
 #include "predictor/api.h"
 
+#include <cmath>
+#include <sstream>
+#include <cstdio>
+
 #include "core/error.h"
 #include "core/model_config.h"
 
@@ -278,6 +282,203 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
 
 std::string predict_result_json(const PredictResult& r) {
   return r.generate ? generate_json(*r.generate) : forecast_json(r.forecast, &r.memory);
+}
+
+double slo_attained_pct(const GenerateForecast& f) {
+  return f.batch > 0 ? 100.0 * double(f.slo_requests) / double(f.batch) : 0.0;
+}
+
+CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp) {
+  if (canonical_mode(base.mode) != "generate") throw ConfigError("capacity: forecasts --mode generate only");
+  if (!base.limits.has_slo()) throw ConfigError("capacity: needs an objective (--slo-ttft-ms, --slo-tpot-ms)");
+  if (!(attainment_pct > 0 && attainment_pct <= 100))
+    throw ConfigError("--attainment: " + std::to_string(attainment_pct) + " out of range (0, 100] %");
+  CapacityResult c;
+  c.attainment_pct = attainment_pct;
+  c.requests = base.batch;
+  auto at = [&](double rate) {
+    ForecastRequest q = base;
+    q.mode = "generate";
+    q.limits.request_rate = rate;
+    ++c.forecasts;
+    return *forecast(q, kp).generate;
+  };
+  auto meets = [&](const GenerateForecast& f) {
+    return f.memory.fits() && slo_attained_pct(f) >= attainment_pct - 1e-9;
+  };
+  {  // one request alone
+    ForecastRequest q = base;
+    q.mode = "generate", q.batch = 1, q.limits.request_rate = 0;
+    ++c.forecasts;
+    c.lone = *forecast(q, kp).generate;
+  }
+  if (!meets(c.lone)) return c;
+  double lo = 0, hi = 0;
+  std::optional<GenerateForecast> best;
+  for (double r = 1e-3;; r = r < 1 ? 1 : r * 4) {
+    if (r > 1e6) {  // every rate meets them: all requests at once do
+      c.unbounded = true;
+      break;
+    }
+    GenerateForecast f = at(r);
+    if (!meets(f)) {
+      hi = r;
+      break;
+    }
+    lo = r, best = std::move(f);
+  }
+  if (hi > 0 && lo > 0) {
+    while (hi / lo > 1.01) {
+      const double mid = std::sqrt(lo * hi);
+      GenerateForecast f = at(mid);
+      if (meets(f)) lo = mid, best = std::move(f);
+      else hi = mid;
+    }
+  }
+  c.failing_rate_rps = hi;
+  c.max_rate_rps = lo;
+  c.at_max = std::move(best);
+  return c;
+}
+
+namespace {
+std::string objectives(const SchedulerLimits& l) {
+  std::string s;
+  char part[64];
+  if (l.slo_ttft_ms > 0) std::snprintf(part, sizeof part, "TTFT <= %g ms", l.slo_ttft_ms), s += part;
+  if (l.slo_tpot_ms > 0) std::snprintf(part, sizeof part, "%sTPOT <= %g ms", s.empty() ? "" : ", ", l.slo_tpot_ms), s += part;
+  return s;
+}
+
+nlohmann::json point_json(const GenerateForecast& f) {
+  return {{"request_rate", f.limits.request_rate},
+          {"attained_pct", slo_attained_pct(f)},
+          {"goodput_rps", f.goodput_rps},
+          {"ttft_ms", f.ttft_ms},
+          {"ttft_p50_ms", f.ttft.p50_ms},
+          {"ttft_p99_ms", f.ttft.p99_ms},
+          {"tpot_ms", f.tpot_ms},
+          {"tpot_p50_ms", f.tpot.p50_ms},
+          {"tpot_p99_ms", f.tpot.p99_ms},
+          {"tokens_per_s", f.tokens_per_s},
+          {"max_seqs", f.limits.max_seqs},
+          {"memory_gb", f.memory.total_gb()},
+          {"fits", f.memory.fits()}};
+}
+
+
+// Replicas for a target rate at the capacity found (0: none will do).
+int64_t capacity_replicas(const CapacityResult& c, double target_rate) {
+  if (!(target_rate > 0) || c.max_rate_rps <= 0 || c.unbounded) return 0;
+  return static_cast<int64_t>(std::ceil(target_rate / c.max_rate_rps - 1e-9));
+}
+}  // namespace
+
+void check_capacity_options(int64_t requests, std::optional<double> target_rate, std::optional<double> usd_per_gpu_hour) {
+  if (requests < 1 || requests > 65536) throw ConfigError("--requests: expected 1..65536, got " + std::to_string(requests));
+  if (target_rate && !(*target_rate > 0 && *target_rate <= 1e9))
+    throw ConfigError("--target-rate: expected a rate in (0, 1e9] requests a second");
+  if (usd_per_gpu_hour && !(*usd_per_gpu_hour > 0 && *usd_per_gpu_hour <= 1e6))
+    throw ConfigError("--usd-per-gpu-hour: expected a price in (0, 1e6]");
+  if (usd_per_gpu_hour && !target_rate) throw ConfigError("--usd-per-gpu-hour applies with --target-rate only");
+}
+
+std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, double target_rate, double usd_per_gpu_hour) {
+  const int64_t replicas = capacity_replicas(c, target_rate), gpus_per_replica = q.par.tp;
+  auto ms_or_null = [](double ms) { return ms > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
+  nlohmann::json j = {{"model", q.model->name},
+                      {"gpu", q.gpu->name},
+                      {"seq", q.tokens},
+                      {"gen", q.gen},
+                      {"requests", c.requests},
+                      {"tp", q.par.tp},
+                      {"ep", q.par.ep},
+                      {"dtype", dtype_name(q.dtypes.gemm)},
+                      {"max_batched_tokens", q.limits.max_batched_tokens},
+                      {"max_seqs", q.limits.max_seqs},
+                      {"max_seqs_auto", q.limits.max_seqs_auto},
+                      {"schedule", q.limits.schedule_name()},
+                      {"arrivals", q.limits.uniform_arrivals ? "uniform" : "poisson"},
+                      {"cached_prefix", q.cached_prefix},
+                      {"slo_ttft_ms", ms_or_null(q.limits.slo_ttft_ms)},
+                      {"slo_tpot_ms", ms_or_null(q.limits.slo_tpot_ms)},
+                      {"attainment_pct", c.attainment_pct},
+                      {"max_rate_rps", c.max_rate_rps},
+                      {"unbounded", c.unbounded},
+                      {"failing_rate_rps", c.failing_rate_rps > 0 ? nlohmann::json(c.failing_rate_rps) : nlohmann::json(nullptr)},
+                      {"forecasts", c.forecasts},
+                      {"lone_request", {{"ttft_ms", c.lone.ttft_ms}, {"tpot_ms", c.lone.tpot_ms}, {"fits", c.lone.memory.fits()}}},
+                      {"at_max_rate", c.at_max ? point_json(*c.at_max) : nlohmann::json(nullptr)}};
+  if (target_rate > 0) {
+    j["target_rate_rps"] = target_rate;
+    j["replicas"] = replicas > 0 ? nlohmann::json(replicas) : nlohmann::json(nullptr);
+    j["gpus"] = replicas > 0 ? nlohmann::json(replicas * gpus_per_replica) : nlohmann::json(nullptr);
+    j["usd_per_hour"] = usd_per_gpu_hour > 0 && replicas > 0
+                            ? nlohmann::json(double(replicas * gpus_per_replica) * usd_per_gpu_hour)
+                            : nlohmann::json(nullptr);
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, double target_rate, double usd_per_gpu_hour) {
+  const int64_t replicas = capacity_replicas(c, target_rate), gpus_per_replica = q.par.tp;
+  const ModelConfig& mc = *q.model;
+  const int64_t seq = q.tokens, gen = q.gen, requests = c.requests;
+  const double attainment = c.attainment_pct;
+  std::ostringstream os;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s on %s, %lld-token prompts, %lld output tokens, %s, tp %lld, %s arrivals of %lld requests\n",
+                mc.name.c_str(), q.gpu->name.c_str(), static_cast<long long>(seq), static_cast<long long>(gen),
+                dtype_name(q.dtypes.gemm), static_cast<long long>(q.par.tp), q.limits.uniform_arrivals ? "uniform" : "Poisson",
+                static_cast<long long>(requests));
+  os << buf;
+  std::string engine = q.limits.max_batched_tokens > 0
+                           ? std::to_string(q.limits.max_batched_tokens) + " tokens a step"
+                           : std::string("whole prompts a step");
+  engine += ", at most " + (q.limits.max_seqs_auto ? std::string("the KV room's") : std::to_string(q.limits.max_seqs)) +
+            " sequences at once, " + q.limits.schedule_name() + " steps";
+  os << "engine: " << engine << "\n";
+  std::snprintf(buf, sizeof buf, "objective: %s for %g %% of the requests\n", objectives(q.limits).c_str(), attainment);
+  os << buf;
+  std::snprintf(buf, sizeof buf, "a lone request: TTFT %.3f ms, TPOT %.3f ms%s\n", c.lone.ttft_ms, c.lone.tpot_ms,
+                c.lone.memory.fits() ? "" : " (DOES NOT FIT)");
+  os << buf;
+  if (c.max_rate_rps <= 0) {
+    os << "max_rate_rps        0  (no rate meets the objectives: a lone request or one at 0.001 a second misses them)\n";
+  } else {
+    if (c.unbounded)
+      std::snprintf(buf, sizeof buf, "max_rate_rps  %10.3f  (every rate tried meets the objectives: all requests at once do)\n",
+                    c.max_rate_rps);
+    else
+      std::snprintf(buf, sizeof buf, "max_rate_rps  %10.3f  (requests a second one replica serves within them; %.3f fails)\n",
+                    c.max_rate_rps, c.failing_rate_rps);
+    os << buf;
+    const GenerateForecast& f = *c.at_max;
+    std::snprintf(buf, sizeof buf,
+                  "at that rate:  %.1f %% met, goodput %.3f requests/s, TTFT p50/p99 %.3f / %.3f ms, TPOT p50/p99 %.3f / %.3f "
+                  "ms, %.1f tokens/s\n",
+                  slo_attained_pct(f), f.goodput_rps, f.ttft.p50_ms, f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p99_ms,
+                  f.tokens_per_s);
+    os << buf;
+  }
+  if (target_rate > 0) {
+    if (replicas > 0) {
+      std::snprintf(buf, sizeof buf, "for %g requests/s: %lld replicas of %lld GPU%s = %lld GPUs", target_rate,
+                    static_cast<long long>(replicas), static_cast<long long>(gpus_per_replica), gpus_per_replica > 1 ? "s" : "",
+                    static_cast<long long>(replicas * gpus_per_replica));
+      os << buf;
+      if (usd_per_gpu_hour > 0) {
+        std::snprintf(buf, sizeof buf, ", %.2f USD an hour", double(replicas * gpus_per_replica) * usd_per_gpu_hour);
+        os << buf;
+      }
+      os << "\n";
+    } else {
+      os << "for " << target_rate << " requests/s: " << (c.unbounded ? "one replica" : "no number of replicas") << "\n";
+    }
+  }
+  std::snprintf(buf, sizeof buf, "(%d forecasts)\n", c.forecasts);
+  os << buf;
+  return os.str();
 }
 
 }  // namespace tilecast::predictor

@@ -103,4 +103,36 @@ void check_scheduler_options(const std::string& mode, const SchedulerLimits& lim
 // The JSON `predict --format json` prints.
 std::string predict_result_json(const PredictResult& r);
 
+// `capacity`: the highest request rate one replica serves with at least `attainment_pct` % of
+// its `base.batch` requests within the objectives (base.limits' slo_ttft_ms and slo_tpot_ms, at
+// least one), DistServe's per-GPU goodput capacity. `base` is a generate request; the search sets
+// its request rate (the arrivals stay as base.limits say). A rate whose forecast does not fit
+// in memory fails. Search: one request alone first (no rate can do better), then 0.001
+// requests a second, then rates from 1 a second x4 until one fails (at most 1e6), then
+// bisection in log space to 1 %.
+struct CapacityResult {
+  double attainment_pct = 0;               // the target
+  int64_t requests = 0;                    // each trial's (base.batch)
+  double max_rate_rps = 0;                 // 0: no rate from 0.001 a second meets them
+  bool unbounded = false;                  // every rate tried, up to 1e6 a second, met them
+  double failing_rate_rps = 0;             // the lowest rate seen to fail (0: none)
+  GenerateForecast lone;                   // one request alone
+  std::optional<GenerateForecast> at_max;  // the forecast at max_rate_rps
+  int forecasts = 0;                       // generate forecasts the search ran
+};
+CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp);
+// The share of a forecast's requests that meet its objectives, %.
+double slo_attained_pct(const GenerateForecast& f);
+// What `capacity` reports: the request (`q`, as find_capacity took it), the result, and for a
+// `target_rate_rps` > 0 the replicas it takes at the capacity found (ceil(target / capacity);
+// null where no rate meets the objectives), their GPUs (tp each) and, with `usd_per_gpu_hour`
+// > 0, their cost an hour.
+// --requests (1..65536), --target-rate ((0, 1e9] where given), --usd-per-gpu-hour ((0, 1e6], with a
+// target rate only); ConfigError naming the flag.
+void check_capacity_options(int64_t requests, std::optional<double> target_rate_rps, std::optional<double> usd_per_gpu_hour);
+std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, double target_rate_rps = 0,
+                          double usd_per_gpu_hour = 0);
+std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, double target_rate_rps = 0,
+                           double usd_per_gpu_hour = 0);
+
 }  // namespace tilecast::predictor

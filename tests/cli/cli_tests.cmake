@@ -254,5 +254,6 @@ tc_cli_fail(predict_kernel_prefix_gemm "--prefix applies to --op attention_prefi
 tc_cli_test(plan_chunked_refuses_pipelines "layouts that cannot run .[0-9]+.:\n.*one pipeline stage only" ${TC} plan --model llama-3.1-8b --gpu H100-SXM --gpus 2 --global-batch 8 --mode generate --seq 512 --gen 8 --max-batched-tokens 2048)
 # compare and plan: rows, ranking, prices, errors.
 add_test(NAME cli.compare COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_test.sh ${TC})
+add_test(NAME cli.capacity COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/capacity_test.sh ${TC})
 # NeuSight families report (without clamping) a query outside their training range.
 tc_cli_test(predict_kernel_outside_range "outside the training range \\(extrapolated\\): log2_b" ${TC} predict-kernel --op ln --shape 65536,8192 --gpu H100-SXM)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `capacity`: the rate it finds meets the objectives when `predict` forecasts it, the rate it
+# says fails does not, the two are within 1 %, a lone request bounds it, and bad input is one line.
+# Usage: capacity_test.sh TILECAST_BIN
+set -euo pipefail
+TC="$1"
+W="$(mktemp -d)"
+trap 'rm -rf "$W"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_fail() {  # expect_fail REGEX CMD...: exit 1 and one stderr line matching REGEX
+  local re="$1"; shift
+  set +e; "$@" > "$W/out" 2> "$W/err"; local rc=$?; set -e
+  [ "$rc" = 1 ] || { cat "$W/err"; fail "$* -> exit $rc, expected 1"; }
+  grep -Eq -- "$re" "$W/err" || { cat "$W/err"; fail "$* -> stderr lacks '$re'"; }
+  [ "$(wc -l < "$W/err")" -eq 1 ] || { cat "$W/err"; fail "$* -> more than one stderr line"; }
+  echo "ok   $(head -c 150 "$W/err")"
+}
+M=(--model llama-3.1-8b --gpu H100-SXM --seq 1024 --gen 64)
+E=(--max-batched-tokens 8192 --slo-ttft-ms 150 --slo-tpot-ms 25)
+
+echo "== the rate found meets the objectives in predict; the failing one does not"
+"$TC" capacity "${M[@]}" "${E[@]}" --requests 60 --target-rate 50 --usd-per-gpu-hour 2 --format json > "$W/c.json"
+read -r RATE FAILING < <(python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print(repr(c['max_rate_rps']), repr(c['failing_rate_rps']))" "$W/c.json")
+for r in "$RATE" "$FAILING"; do
+  "$TC" predict "${M[@]}" "${E[@]}" --mode generate --batch 60 --max-seqs auto --request-rate "$r" --format json > "$W/p-$r.json"
+done
+python3 - "$W/c.json" "$W/p-$RATE.json" "$W/p-$FAILING.json" <<'PY'
+import json, math, sys
+c = json.load(open(sys.argv[1])); ok = json.load(open(sys.argv[2])); bad = json.load(open(sys.argv[3]))
+assert c["max_rate_rps"] > 0 and not c["unbounded"], c
+assert c["failing_rate_rps"] / c["max_rate_rps"] <= 1.0100001, c
+assert ok["slo"]["attained_pct"] >= 90 and ok["fits"], ok["slo"]
+assert bad["slo"]["attained_pct"] < 90 or not bad["fits"], bad["slo"]
+a = c["at_max_rate"]
+assert abs(a["goodput_rps"] - ok["slo"]["goodput_rps"]) <= 1e-9 * ok["slo"]["goodput_rps"], (a, ok["slo"])
+assert abs(a["ttft_p99_ms"] - ok["ttft_p99_ms"]) <= 1e-9 * ok["ttft_p99_ms"]
+# A lone request does at least as well as any request at the capacity.
+assert c["lone_request"]["ttft_ms"] <= a["ttft_p50_ms"] and c["lone_request"]["tpot_ms"] <= a["tpot_p50_ms"] + 1e-9, c
+# The fleet for 50 requests a second: ceil(50 / capacity) one-GPU replicas, at 2 USD each an hour.
+n = math.ceil(50 / c["max_rate_rps"] - 1e-9)
+assert c["replicas"] == n and c["gpus"] == n and abs(c["usd_per_hour"] - 2 * n) < 1e-9, c
+print("ok   capacity %.3f requests/s (%.3f fails), %d replicas for 50/s" % (c["max_rate_rps"], c["failing_rate_rps"], n))
+PY
+
+echo "== objectives no request meets: capacity 0, said in the table"
+"$TC" capacity "${M[@]}" --slo-ttft-ms 1 --target-rate 5 > "$W/t.txt"
+grep -q "^max_rate_rps        0  (no rate meets the objectives" "$W/t.txt" || { cat "$W/t.txt"; fail "no zero capacity line"; }
+grep -q "^for 5 requests/s: no number of replicas" "$W/t.txt" || { cat "$W/t.txt"; fail "no replicas line"; }
+echo "ok   a 1 ms TTFT objective: capacity 0"
+
+echo "== objectives every rate meets: unbounded"
+"$TC" capacity "${M[@]}" --slo-ttft-ms 1e9 --requests 8 --format json > "$W/u.json"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['unbounded'] and c['max_rate_rps'] > 1e5, c" "$W/u.json"
+echo "ok   unbounded"
+
+echo "== bad input: one line, exit 1"
+expect_fail "capacity: needs an objective" "$TC" capacity "${M[@]}"
+expect_fail "--request-rate: capacity searches the rate itself" "$TC" capacity "${M[@]}" --slo-ttft-ms 100 --request-rate 2
+expect_fail "--attainment: .* out of range \(0, 100\]" "$TC" capacity "${M[@]}" --slo-ttft-ms 100 --attainment 101
+expect_fail "--requests: expected 1..65536" "$TC" capacity "${M[@]}" --slo-ttft-ms 100 --requests 0
+expect_fail "--usd-per-gpu-hour applies with --target-rate only" "$TC" capacity "${M[@]}" --slo-ttft-ms 100 --usd-per-gpu-hour 2
+expect_fail "--slo-tpot-ms: nan out of range" "$TC" capacity "${M[@]}" --slo-tpot-ms nan
+expect_fail "unknown GPU" "$TC" capacity --model llama-3.1-8b --gpu H10 --seq 1024 --gen 64 --slo-ttft-ms 100
+echo "capacity: all checks passed"
