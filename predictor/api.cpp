@@ -291,8 +291,11 @@ double slo_attained_pct(const GenerateForecast& f) {
 CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp) {
   if (canonical_mode(base.mode) != "generate") throw ConfigError("capacity: forecasts --mode generate only");
   if (!base.limits.has_slo()) throw ConfigError("capacity: needs an objective (--slo-ttft-ms, --slo-tpot-ms)");
-  if (!(attainment_pct > 0 && attainment_pct <= 100))
-    throw ConfigError("--attainment: " + std::to_string(attainment_pct) + " out of range (0, 100] %");
+  if (!(attainment_pct > 0 && attainment_pct <= 100)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", attainment_pct);
+    throw ConfigError(std::string("--attainment: ") + v + " out of range (0, 100] %");
+  }
   CapacityResult c;
   c.attainment_pct = attainment_pct;
   c.requests = base.batch;
@@ -342,14 +345,6 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
 }
 
 namespace {
-std::string objectives(const SchedulerLimits& l) {
-  std::string s;
-  char part[64];
-  if (l.slo_ttft_ms > 0) std::snprintf(part, sizeof part, "TTFT <= %g ms", l.slo_ttft_ms), s += part;
-  if (l.slo_tpot_ms > 0) std::snprintf(part, sizeof part, "%sTPOT <= %g ms", s.empty() ? "" : ", ", l.slo_tpot_ms), s += part;
-  return s;
-}
-
 nlohmann::json point_json(const GenerateForecast& f) {
   return {{"request_rate", f.limits.request_rate},
           {"attained_pct", slo_attained_pct(f)},
@@ -438,7 +433,7 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
   engine += ", at most " + (q.limits.max_seqs_auto ? std::string("the KV room's") : std::to_string(q.limits.max_seqs)) +
             " sequences at once, " + q.limits.schedule_name() + " steps";
   os << "engine: " << engine << "\n";
-  std::snprintf(buf, sizeof buf, "objective: %s for %g %% of the requests\n", objectives(q.limits).c_str(), attainment);
+  std::snprintf(buf, sizeof buf, "objective: %s for %g %% of the requests\n", q.limits.slo_text().c_str(), attainment);
   os << buf;
   std::snprintf(buf, sizeof buf, "a lone request: TTFT %.3f ms, TPOT %.3f ms%s\n", c.lone.ttft_ms, c.lone.tpot_ms,
                 c.lone.memory.fits() ? "" : " (DOES NOT FIT)");

@@ -608,6 +608,14 @@ std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool un
   return t;
 }
 
+std::string SchedulerLimits::slo_text() const {
+  std::string s;
+  char part[64];
+  if (slo_ttft_ms > 0) std::snprintf(part, sizeof part, "TTFT <= %g ms", slo_ttft_ms), s += part;
+  if (slo_tpot_ms > 0) std::snprintf(part, sizeof part, "%sTPOT <= %g ms", s.empty() ? "" : ", ", slo_tpot_ms), s += part;
+  return s;
+}
+
 const char* SchedulerArgs::first_given() const {
   if (max_batched_tokens) return "--max-batched-tokens";
   if (max_seqs) return "--max-seqs";
@@ -1206,14 +1214,8 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
     os << buf;
   }
   if (f.limits.has_slo()) {
-    std::string objectives;
-    char part[64];
-    if (f.limits.slo_ttft_ms > 0) std::snprintf(part, sizeof part, "TTFT <= %g ms", f.limits.slo_ttft_ms), objectives += part;
-    if (f.limits.slo_tpot_ms > 0)
-      std::snprintf(part, sizeof part, "%sTPOT <= %g ms", objectives.empty() ? "" : ", ", f.limits.slo_tpot_ms),
-          objectives += part;
     std::snprintf(buf, sizeof buf, "goodput       %10.3f  requests/s (%lld of %lld requests meet %s)\n", f.goodput_rps,
-                  static_cast<long long>(f.slo_requests), static_cast<long long>(f.batch), objectives.c_str());
+                  static_cast<long long>(f.slo_requests), static_cast<long long>(f.batch), f.limits.slo_text().c_str());
     os << buf;
   }
   os << memory_summary(f.memory);

@@ -145,6 +145,7 @@ struct SchedulerLimits {
   bool uniform_arrivals = false;
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
   bool has_slo() const { return slo_ttft_ms > 0 || slo_tpot_ms > 0; }
+  std::string slo_text() const;  // "TTFT <= 200 ms, TPOT <= 30 ms" (the objectives set)
   bool any() const { return binds() || max_seqs_auto; }
   // A limit that makes the schedule differ from one prefill step and the decode steps (with
   // max_seqs_auto resolved into max_seqs by forecast_generate).

@@ -9,7 +9,10 @@ as it grows; a ratio near 1 says the rows did not run the attention they describ
 With --rows-csv R (eval-kernels --rows-csv of exactly one aiconfigurator or LLMServingSim file, given as --data;
 rows eval-kernels skipped, e.g. dtypes it does not model, are matched out in order), also
 prints, per value of the --by columns (default window_size; e.g. --by kernel_source,moe_dtype),
-MAPE and the median forecast/measured of those forecasts.
+MAPE and the median forecast/measured of those forecasts. Two derived columns group a gemm
+file's rows by the shapes models run: m_range (tokens: 1-16, 17-64, 65-256, 257-2048, >2048)
+and weights (n x k: "model" from 4,096 x 4,096 = 16,777,216 elements up, as every projection of
+a 7B+ model at tp <= 2; "small" below).
 
 2. What does a dynamic FP8 activation scale cost? For every gemm file with both fp8 and
 fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
@@ -150,7 +153,10 @@ def main():
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
         cols = a.by.split(",")
-        missing = [c for c in cols if raw and c not in raw[0] and c != "window_size"]
+        derived = {"m_range", "weights"}
+        if derived & set(cols) and raw and not {"m", "n", "k"} <= set(raw[0]):
+            sys.exit(f"llm-data-checks.py: --by m_range/weights: {a.data} is not a gemm file (no m, n, k)")
+        missing = [c for c in cols if raw and c not in raw[0] and c != "window_size" and c not in derived]
         if missing:
             sys.exit(f"llm-data-checks.py: --by: {a.data} has no column {missing[0]}")
         groups = collections.defaultdict(list)
@@ -172,6 +178,15 @@ def main():
             return abs(m - latency_ms(r)) <= 2e-5 * m and (  # rows CSV: 6 significant digits
                 dcol is None or names.get(r[dcol], r[dcol]) == p["dtype"]) and op_of(r) in (None, p["op"])
 
+        def column(r, c):  # a data column, or a derived one (gemm shapes)
+            if c == "m_range":
+                m = int(r["m"])
+                return next(label for top, label in ((16, "1-16"), (64, "17-64"), (256, "65-256"), (2048, "257-2048"),
+                                                     (float("inf"), ">2048")) if m <= top)
+            if c == "weights":
+                return "model" if int(r["n"]) * int(r["k"]) >= 4096 * 4096 else "small"
+            return r.get(c) or ("0" if c == "window_size" else "")
+
         j = 0  # eval-kernels writes the rows it forecast in file order: a subsequence of the file's
         for p in pred:
             m, f = float(p["measured_ms"]), float(p["predicted_ms"])
@@ -181,11 +196,14 @@ def main():
                 sys.exit(f"llm-data-checks.py: {a.rows_csv}: rows are not a subsequence of {a.data}'s")
             r = raw[j]
             j += 1
-            key = ",".join(r.get(c) or ("0" if c == "window_size" else "") for c in cols)
+            key = ",".join(column(r, c) for c in cols)
             groups[key].append((100 * abs(f - m) / m, f / m))
         print(f"\n{a.by},rows,mape_pct,median_forecast_over_measured")
-        def order(kv):  # numbers numerically (window sizes), names alphabetically
-            return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in kv[0].split(",")]
+        def order(kv):  # numbers numerically (window sizes, m ranges by their first), names alphabetically
+            def one(x):
+                lead = re.match(r">?(\d+)", x)
+                return (0, int(lead.group(1)) + (0.5 if x.startswith(">") else 0), x) if lead else (1, 0, x)
+            return [one(x) for x in kv[0].split(",")]
 
         for k, v in sorted(groups.items(), key=order):
             print(f"{k},{len(v)},{statistics.mean(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}")
