@@ -284,10 +284,6 @@ std::string predict_result_json(const PredictResult& r) {
   return r.generate ? generate_json(*r.generate) : forecast_json(r.forecast, &r.memory);
 }
 
-double slo_attained_pct(const GenerateForecast& f) {
-  return f.batch > 0 ? 100.0 * double(f.slo_requests) / double(f.batch) : 0.0;
-}
-
 CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp) {
   if (canonical_mode(base.mode) != "generate") throw ConfigError("capacity: forecasts --mode generate only");
   if (!base.limits.has_slo()) throw ConfigError("capacity: needs an objective (--slo-ttft-ms, --slo-tpot-ms)");
@@ -307,7 +303,7 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
     return *forecast(q, kp).generate;
   };
   auto meets = [&](const GenerateForecast& f) {
-    return f.memory.fits() && slo_attained_pct(f) >= attainment_pct - 1e-9;
+    return f.memory.fits() && f.slo_attained_pct() >= attainment_pct - 1e-9;
   };
   {  // one request alone
     ForecastRequest q = base;
@@ -347,7 +343,7 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
 namespace {
 nlohmann::json point_json(const GenerateForecast& f) {
   return {{"request_rate", f.limits.request_rate},
-          {"attained_pct", slo_attained_pct(f)},
+          {"attained_pct", f.slo_attained_pct()},
           {"goodput_rps", f.goodput_rps},
           {"ttft_ms", f.ttft_ms},
           {"ttft_p50_ms", f.ttft.p50_ms},
@@ -452,7 +448,7 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
     std::snprintf(buf, sizeof buf,
                   "at that rate:  %.1f %% met, goodput %.3f requests/s, TTFT p50/p99 %.3f / %.3f ms, TPOT p50/p99 %.3f / %.3f "
                   "ms, %.1f tokens/s\n",
-                  slo_attained_pct(f), f.goodput_rps, f.ttft.p50_ms, f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p99_ms,
+                  f.slo_attained_pct(), f.goodput_rps, f.ttft.p50_ms, f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p99_ms,
                   f.tokens_per_s);
     os << buf;
   }

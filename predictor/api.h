@@ -121,8 +121,6 @@ struct CapacityResult {
   int forecasts = 0;                       // generate forecasts the search ran
 };
 CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp);
-// The share of a forecast's requests that meet its objectives, %.
-double slo_attained_pct(const GenerateForecast& f);
 // What `capacity` reports: the request (`q`, as find_capacity took it), the result, and for a
 // `target_rate_rps` > 0 the replicas it takes at the capacity found (ceil(target / capacity);
 // null where no rate meets the objectives), their GPUs (tp each) and, with `usd_per_gpu_hour`

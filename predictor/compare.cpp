@@ -42,7 +42,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.tokens_per_s = f.generate->tokens_per_s;
       r.limits = f.generate->limits;  // the cap --max-seqs auto chose
       r.goodput_rps = f.generate->goodput_rps;
-      r.slo_attained_pct = 100.0 * double(f.generate->slo_requests) / double(c.batch);
+      r.slo_attained_pct = f.generate->slo_attained_pct();
     } else {
       r.step_ms = f.forecast.total_ms;
       if (c.mode == "prefill") r.ttft_ms = r.step_ms;

@@ -662,8 +662,7 @@ SchedulerLimits SchedulerArgs::limits(bool python) const {
   if (request_rate) {
     // Below one request in ~17 minutes the arrival times (ms) of 65,536 requests outgrow the
     // step times' precision.
-    if (!(*request_rate >= 1e-3 && *request_rate <= 1e6))
-    {
+    if (!(*request_rate >= 1e-3 && *request_rate <= 1e6)) {
       char v[32];
       std::snprintf(v, sizeof v, "%g", *request_rate);
       throw ConfigError(name("--request-rate") + ": " + v + " out of range [0.001, 1e6] requests a second");
@@ -1134,7 +1133,7 @@ std::string generate_json(const GenerateForecast& f) {
     j["slo"] = {{"ttft_ms", objective(f.limits.slo_ttft_ms)},
                 {"tpot_ms", objective(f.limits.slo_tpot_ms)},
                 {"requests_meeting", f.slo_requests},
-                {"attained_pct", 100.0 * double(f.slo_requests) / double(f.batch)},
+                {"attained_pct", f.slo_attained_pct()},
                 {"goodput_rps", f.goodput_rps}};
   }
   j["speculative"] = nullptr;

@@ -238,6 +238,7 @@ struct GenerateForecast {
   // goodput, their number over the run's time (e2e_ms) in requests a second.
   int64_t slo_requests = 0;
   double goodput_rps = 0;
+  double slo_attained_pct() const { return batch > 0 ? 100.0 * double(slo_requests) / double(batch) : 0.0; }
   int64_t steps = 0, prefill_steps = 0;
   int64_t decode_steps_forecast = 0;  // decode-only step graphs actually forecast
   // Speculative decoding: the draft's name (empty: none), its tokens a round, the acceptance

@@ -4,17 +4,7 @@
 # Usage: compare_test.sh TILECAST_BIN
 set -euo pipefail
 TC="$1"
-W="$(mktemp -d)"
-trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_fail() {  # expect_fail REGEX CMD...: exit 1 and one stderr line matching REGEX
-  local re="$1"; shift
-  set +e; "$@" > "$W/out" 2> "$W/err"; local rc=$?; set -e
-  [ "$rc" = 1 ] || { cat "$W/err"; fail "$* -> exit $rc, expected 1"; }
-  grep -Eq -- "$re" "$W/err" || { cat "$W/err"; fail "$* -> stderr lacks '$re'"; }
-  [ "$(wc -l < "$W/err")" -eq 1 ] || { cat "$W/err"; fail "$* -> more than one stderr line"; }
-  echo "ok   $(head -c 150 "$W/err")"
-}
+. "$(dirname "$0")/expect.sh"  # $W, fail, expect_fail
 
 echo "== compare: 2 GPUs x 2 batches x 2 tp = 8 rows, the same step times as predict"
 "$TC" compare --model gpt2-large --gpus H100-SXM,A100-SXM4-40GB --mode training --batch 4,8 --seq 1024 --tp 1,2 \
