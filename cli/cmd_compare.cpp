@@ -171,3 +171,63 @@ int run_plan(const Args& args, const GlobalOptions&) {
 }
 
 }  // namespace tilecast::cli
+
+namespace tilecast::cli {
+
+int run_capacity(const Args& args, const GlobalOptions&) {
+  po::options_description desc("capacity options");
+  std::string model, gpus, tp = "1", dtype, kv_dtype, format, routing, prices_file;
+  std::vector<std::string> price_items;
+  ForecastPaths paths;
+  int64_t requests = 200, seq = 0, gen = 0, ep = 1;
+  double attainment = 90, target_rate = 0;
+  SchedulerOptions sched;
+  desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
+      "gpus", po::value(&gpus)->required(), "GPU(s), comma-separated (names, aliases, CUDA names), or 'all'")(
+      "tp", po::value(&tp), "tensor-parallel GPUs of one replica, comma-separated (default 1)")(
+      "seq", po::value(&seq)->required(), "prompt tokens per request")(
+      "gen", po::value(&gen)->required(), "output tokens per request (>= 2)")(
+      "requests", po::value(&requests)->default_value(200),
+      "requests each trial sends (as a serving benchmark's --num-prompts; more: a longer run, closer to steady state)")(
+      "attainment", po::value(&attainment)->default_value(90), "% of the requests that must meet the objectives")(
+      "target-rate", po::value(&target_rate), "requests a second to serve: the replicas (and GPUs) that takes at each capacity")(
+      "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): USD per million requests")(
+      "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (as compare --prices)")(
+      "dtype", po::value(&dtype), "serving GEMM dtype (default: the config's torch_dtype, else bf16)")(
+      "kv-dtype", po::value(&kv_dtype), "KV cache dtype (default: bf16 for fp8, else --dtype)")(
+      "ep", po::value(&ep)->default_value(1), "MoE: expert-parallel ranks of the tp group")(
+      "routing", po::value(&routing), "MoE: balanced (default) or power_law_<a>")(
+      "format", po::value(&format)->default_value("table"), "table|json");
+  sched.add_to(desc);
+  add_forecast_path_options(desc, paths);
+  po::variables_map vm;
+  if (!parse_options(args, desc, vm,
+                     "tilecast capacity --model M --gpus G1,G2,...|all --seq S --gen T (--slo-ttft-ms T | --slo-tpot-ms P) "
+                     "[--attainment 90] [--requests 200]\n"
+                     "         [--tp 1,2] [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] "
+                     "[--target-rate R] [--price G=USD ...|--prices FILE]\n"
+                     "The highest request rate (Poisson arrivals unless --arrivals uniform) at which one replica serves "
+                     "--attainment % of --requests requests within the objectives (DistServe's per-GPU goodput), "
+                     "searched over forecasts of `predict --mode generate --request-rate R`, for every GPU x tp; ranked by "
+                     "USD per million requests when every row is priced, else by requests a second per GPU. Without "
+                     "--max-seqs a replica runs as many sequences as its KV room holds (--max-seqs auto)."))
+    return 0;
+  check_format(format, {"table", "json"});
+  predictor::check_capacity_options(requests, vm.count("target-rate") ? std::optional<double>(target_rate) : std::nullopt);
+  GpuRegistry reg = load_registry(paths.gpu_dir);
+  predictor::Prices prices;
+  read_prices(prices_file, price_items, reg, prices);
+  predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
+  const ModelConfig mc = load_model_config(model, paths.models());
+  const predictor::ForecastRequest q = predictor::capacity_request(
+      mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
+      routing.empty() ? 0.0 : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
+  auto rows = predictor::run_capacity(q, predictor::split_list("--gpus", gpus), parse_int_list("--tp", tp, 1, 4096),
+                                      attainment, reg, kp, &prices);
+  predictor::rank_capacity(rows);
+  if (format == "json") std::cout << predictor::capacity_rows_json(rows, target_rate, &prices);
+  else std::cout << predictor::capacity_rows_table(rows, target_rate, &prices);
+  return 0;
+}
+
+}  // namespace tilecast::cli

@@ -284,7 +284,7 @@ std::string predict_result_json(const PredictResult& r) {
   return r.generate ? generate_json(*r.generate) : forecast_json(r.forecast, &r.memory);
 }
 
-CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp) {
+void check_capacity_request(const ForecastRequest& base, double attainment_pct) {
   if (canonical_mode(base.mode) != "generate") throw ConfigError("capacity: forecasts --mode generate only");
   if (!base.limits.has_slo()) throw ConfigError("capacity: needs an objective (--slo-ttft-ms, --slo-tpot-ms)");
   if (!(attainment_pct > 0 && attainment_pct <= 100)) {
@@ -292,6 +292,10 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
     std::snprintf(v, sizeof v, "%g", attainment_pct);
     throw ConfigError(std::string("--attainment: ") + v + " out of range (0, 100] %");
   }
+}
+
+CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp) {
+  check_capacity_request(base, attainment_pct);
   CapacityResult c;
   c.attainment_pct = attainment_pct;
   c.requests = base.batch;
@@ -357,21 +361,43 @@ nlohmann::json point_json(const GenerateForecast& f) {
           {"fits", f.memory.fits()}};
 }
 
-
-// Replicas for a target rate at the capacity found (0: none will do).
-int64_t capacity_replicas(const CapacityResult& c, double target_rate) {
-  if (!(target_rate > 0) || c.max_rate_rps <= 0 || c.unbounded) return 0;
-  return static_cast<int64_t>(std::ceil(target_rate / c.max_rate_rps - 1e-9));
-}
 }  // namespace
 
-void check_capacity_options(int64_t requests, std::optional<double> target_rate, std::optional<double> usd_per_gpu_hour) {
+int64_t capacity_replicas(const CapacityResult& c, double target_rate) {
+  if (!(target_rate > 0) || c.max_rate_rps <= 0) return 0;
+  if (c.unbounded) return 1;  // one replica meets them at any rate tried
+  return static_cast<int64_t>(std::ceil(target_rate / c.max_rate_rps - 1e-9));
+}
+
+double capacity_usd_per_m_requests(const CapacityResult& c, int64_t gpus_per_replica, double usd_per_gpu_hour) {
+  if (!(usd_per_gpu_hour > 0) || c.max_rate_rps <= 0) return 0;
+  return usd_per_gpu_hour * double(gpus_per_replica) / (3600.0 * c.max_rate_rps) * 1e6;
+}
+
+void check_capacity_options(int64_t requests, std::optional<double> target_rate) {
   if (requests < 1 || requests > 65536) throw ConfigError("--requests: expected 1..65536, got " + std::to_string(requests));
   if (target_rate && !(*target_rate > 0 && *target_rate <= 1e9))
     throw ConfigError("--target-rate: expected a rate in (0, 1e9] requests a second");
-  if (usd_per_gpu_hour && !(*usd_per_gpu_hour > 0 && *usd_per_gpu_hour <= 1e6))
-    throw ConfigError("--usd-per-gpu-hour: expected a price in (0, 1e6]");
-  if (usd_per_gpu_hour && !target_rate) throw ConfigError("--usd-per-gpu-hour applies with --target-rate only");
+}
+
+ForecastRequest capacity_request(const ModelConfig& m, int64_t requests, int64_t seq, int64_t gen,
+                                 const ServingDtypes& dtypes, int64_t ep, double routing_alpha, SchedulerArgs sched,
+                                 int64_t cached_prefix, bool python_names) {
+  if (sched.request_rate)
+    throw ConfigError(std::string(python_names ? "request_rate" : "--request-rate") + ": capacity searches the rate itself");
+  if (!sched.max_seqs) sched.max_seqs = "auto";
+  sched.request_rate = 1;  // checks the arrivals; the search sets the rate
+  ForecastRequest q;
+  q.model = &m;
+  q.mode = "generate";
+  q.batch = requests, q.tokens = seq, q.gen = gen;
+  q.dtypes = dtypes;
+  q.par.ep = ep;
+  q.routing_alpha = routing_alpha;
+  q.limits = sched.limits(python_names);
+  q.limits.request_rate = 0;
+  q.cached_prefix = cached_prefix;
+  return q;
 }
 
 std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, double target_rate, double usd_per_gpu_hour) {
@@ -400,6 +426,9 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"forecasts", c.forecasts},
                       {"lone_request", {{"ttft_ms", c.lone.ttft_ms}, {"tpot_ms", c.lone.tpot_ms}, {"fits", c.lone.memory.fits()}}},
                       {"at_max_rate", c.at_max ? point_json(*c.at_max) : nlohmann::json(nullptr)}};
+  const double per_m = capacity_usd_per_m_requests(c, gpus_per_replica, usd_per_gpu_hour);
+  j["usd_per_gpu_hour"] = usd_per_gpu_hour > 0 ? nlohmann::json(usd_per_gpu_hour) : nlohmann::json(nullptr);
+  j["usd_per_m_requests"] = per_m > 0 ? nlohmann::json(per_m) : nlohmann::json(nullptr);
   if (target_rate > 0) {
     j["target_rate_rps"] = target_rate;
     j["replicas"] = replicas > 0 ? nlohmann::json(replicas) : nlohmann::json(nullptr);
@@ -452,11 +481,16 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
                   f.tokens_per_s);
     os << buf;
   }
+  if (const double per_m = capacity_usd_per_m_requests(c, gpus_per_replica, usd_per_gpu_hour); per_m > 0) {
+    std::snprintf(buf, sizeof buf, "cost:         %.4f USD per million requests at that rate (%g USD per GPU-hour)\n", per_m,
+                  usd_per_gpu_hour);
+    os << buf;
+  }
   if (target_rate > 0) {
     if (replicas > 0) {
-      std::snprintf(buf, sizeof buf, "for %g requests/s: %lld replicas of %lld GPU%s = %lld GPUs", target_rate,
-                    static_cast<long long>(replicas), static_cast<long long>(gpus_per_replica), gpus_per_replica > 1 ? "s" : "",
-                    static_cast<long long>(replicas * gpus_per_replica));
+      std::snprintf(buf, sizeof buf, "for %g requests/s: %lld replica%s of %lld GPU%s = %lld GPUs", target_rate,
+                    static_cast<long long>(replicas), replicas > 1 ? "s" : "", static_cast<long long>(gpus_per_replica),
+                    gpus_per_replica > 1 ? "s" : "", static_cast<long long>(replicas * gpus_per_replica));
       os << buf;
       if (usd_per_gpu_hour > 0) {
         std::snprintf(buf, sizeof buf, ", %.2f USD an hour", double(replicas * gpus_per_replica) * usd_per_gpu_hour);
@@ -464,7 +498,7 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
       }
       os << "\n";
     } else {
-      os << "for " << target_rate << " requests/s: " << (c.unbounded ? "one replica" : "no number of replicas") << "\n";
+      os << "for " << target_rate << " requests/s: no number of replicas\n";
     }
   }
   std::snprintf(buf, sizeof buf, "(%d forecasts)\n", c.forecasts);

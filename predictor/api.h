@@ -121,13 +121,25 @@ struct CapacityResult {
   int forecasts = 0;                       // generate forecasts the search ran
 };
 CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp);
+// What find_capacity requires of every request: generate, an objective, attainment in (0, 100].
+void check_capacity_request(const ForecastRequest& base, double attainment_pct);
+// Replicas of `gpus_per_replica` GPUs for `target_rate_rps` at c's capacity (0: none will do, or
+// no target), and USD per million requests at the capacity (0: no price or no capacity).
+int64_t capacity_replicas(const CapacityResult& c, double target_rate_rps);
+double capacity_usd_per_m_requests(const CapacityResult& c, int64_t gpus_per_replica, double usd_per_gpu_hour);
 // What `capacity` reports: the request (`q`, as find_capacity took it), the result, and for a
 // `target_rate_rps` > 0 the replicas it takes at the capacity found (ceil(target / capacity);
-// null where no rate meets the objectives), their GPUs (tp each) and, with `usd_per_gpu_hour`
-// > 0, their cost an hour.
-// --requests (1..65536), --target-rate ((0, 1e9] where given), --usd-per-gpu-hour ((0, 1e6], with a
-// target rate only); ConfigError naming the flag.
-void check_capacity_options(int64_t requests, std::optional<double> target_rate_rps, std::optional<double> usd_per_gpu_hour);
+// null where no rate meets the objectives) and their GPUs (tp each); with `usd_per_gpu_hour` > 0
+// the cost of a million requests at the capacity and, with a target, the fleet's an hour.
+// --requests (1..65536) and --target-rate ((0, 1e9] where given); ConfigError naming the flag.
+void check_capacity_options(int64_t requests, std::optional<double> target_rate_rps);
+// The generate request `capacity` searches: `requests` requests of `seq` + `gen` tokens on the
+// model `m` under the scheduler's options (`sched`, checked, names as Python's keywords with
+// `python_names`; --max-seqs auto unless given; a request rate is refused, the search sets it).
+// Its gpu and tp are left to run_capacity.
+ForecastRequest capacity_request(const ModelConfig& m, int64_t requests, int64_t seq, int64_t gen,
+                                 const ServingDtypes& dtypes, int64_t ep, double routing_alpha, SchedulerArgs sched,
+                                 int64_t cached_prefix, bool python_names = false);
 std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, double target_rate_rps = 0,
                           double usd_per_gpu_hour = 0);
 std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, double target_rate_rps = 0,

@@ -313,6 +313,110 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   return os.str();
 }
 
+std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::vector<std::string>& gpus,
+                                      const std::vector<int64_t>& tps, double attainment_pct, const GpuRegistry& reg,
+                                      const KernelPredictor& kp, const Prices* prices) {
+  if (tps.empty()) throw ConfigError("--tp: no size given");
+  check_capacity_request(base, attainment_pct);  // the same for every row: one error, not one a row
+  std::vector<CapacityRow> rows;
+  for (const GpuSpec* gpu : resolve_gpus(gpus, reg)) {
+    for (int64_t tp : tps) {
+      CapacityRow r;
+      r.request = base;
+      r.request.gpu = gpu;
+      r.request.par.tp = tp;
+      if (prices) {
+        auto it = prices->usd_per_gpu_hour.find(gpu->name);
+        if (it != prices->usd_per_gpu_hour.end()) r.usd_per_gpu_hour = it->second;
+      }
+      try {
+        r.result = find_capacity(r.request, attainment_pct, kp);
+      } catch (const ConfigError& e) {
+        r.error = e.what();
+      }
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+void rank_capacity(std::vector<CapacityRow>& rows) {
+  auto group = [](const CapacityRow& r) { return !r.error.empty() ? 2 : (r.result.max_rate_rps > 0 ? 0 : 1); };
+  const bool by_cost = std::all_of(rows.begin(), rows.end(), [&](const CapacityRow& r) {
+    return group(r) != 0 || r.usd_per_gpu_hour > 0;
+  });
+  std::stable_sort(rows.begin(), rows.end(), [&](const CapacityRow& a, const CapacityRow& b) {
+    if (group(a) != group(b)) return group(a) < group(b);
+    if (group(a) != 0) return false;
+    if (by_cost)
+      return capacity_usd_per_m_requests(a.result, a.request.par.tp, a.usd_per_gpu_hour) <
+             capacity_usd_per_m_requests(b.result, b.request.par.tp, b.usd_per_gpu_hour);
+    return a.per_gpu_rps() > b.per_gpu_rps();
+  });
+}
+
+std::string capacity_rows_json(const std::vector<CapacityRow>& rows, double target_rate, const Prices* prices) {
+  nlohmann::json j;
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : rows) {
+    if (!r.error.empty()) {
+      j["rows"].push_back({{"gpu", r.request.gpu->name}, {"tp", r.request.par.tp}, {"error", r.error}});
+      continue;
+    }
+    nlohmann::json row = nlohmann::json::parse(capacity_json(r.request, r.result, target_rate, r.usd_per_gpu_hour));
+    row["per_gpu_rps"] = r.per_gpu_rps();
+    j["rows"].push_back(std::move(row));
+  }
+  if (prices && !prices->usd_per_gpu_hour.empty())
+    j["prices"] = {{"date", prices->date}, {"source", prices->source}, {"usd_per_gpu_hour", prices->usd_per_gpu_hour}};
+  return j.dump(2) + "\n";
+}
+
+std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double target_rate, const Prices* prices) {
+  if (rows.size() == 1 && rows.front().error.empty())
+    return capacity_table(rows.front().request, rows.front().result, target_rate, rows.front().usd_per_gpu_hour);
+  std::ostringstream os;
+  char buf[512];
+  const ForecastRequest& q = rows.front().request;
+  std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests\n",
+                q.model->name.c_str(), static_cast<long long>(q.tokens), static_cast<long long>(q.gen),
+                q.limits.slo_text().c_str(), rows.front().result.attainment_pct, static_cast<long long>(q.batch));
+  os << buf;
+  const bool priced = prices && !prices->usd_per_gpu_hour.empty();
+  std::snprintf(buf, sizeof buf, "%4s %-20s %3s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", "max_rate/s", "per_gpu/s",
+                "ttft_p99_ms", "tpot_p99_ms", target_rate > 0 ? "    GPUs" : "", priced ? "   $/1M requests" : "");
+  os << buf;
+  int rank = 0;
+  for (const auto& r : rows) {
+    const CapacityResult& c = r.result;
+    if (!r.error.empty() || c.max_rate_rps <= 0) {
+      std::snprintf(buf, sizeof buf, "%4s %-20s %3lld  %s\n", "-", r.request.gpu->name.c_str(),
+                    static_cast<long long>(r.request.par.tp),
+                    !r.error.empty() ? ("cannot run: " + r.error).c_str() : "no rate meets the objectives");
+      os << buf;
+      continue;
+    }
+    char fleet[32] = "", cost[32] = "";
+    if (target_rate > 0)
+      std::snprintf(fleet, sizeof fleet, " %7lld", static_cast<long long>(capacity_replicas(c, target_rate) * r.request.par.tp));
+    if (priced) {
+      const double per_m = capacity_usd_per_m_requests(c, r.request.par.tp, r.usd_per_gpu_hour);
+      if (per_m > 0) std::snprintf(cost, sizeof cost, " %16.4f", per_m);
+      else std::snprintf(cost, sizeof cost, " %16s", "no price");
+    }
+    std::snprintf(buf, sizeof buf, "%4d %-20s %3lld %12.3f%s %12.3f %12.3f %12.3f%s%s\n", ++rank, r.request.gpu->name.c_str(),
+                  static_cast<long long>(r.request.par.tp), c.max_rate_rps, c.unbounded ? "+" : " ", r.per_gpu_rps(),
+                  c.at_max->ttft.p99_ms, c.at_max->tpot.p99_ms, fleet, cost);
+    os << buf;
+  }
+  if (target_rate > 0) {
+    std::snprintf(buf, sizeof buf, "(GPUs: for %g requests/s at each row's capacity; + : every rate tried met them)\n", target_rate);
+    os << buf;
+  }
+  if (priced) os << "prices: " << prices->source << (prices->date.empty() ? "" : ", " + prices->date) << "\n";
+  return os.str();
+}
+
 std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                  const std::string& models_dir, const Prices* prices, std::vector<CompareRow>* skipped) {
   const std::string mode = canonical_mode(req.mode);

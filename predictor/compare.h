@@ -8,6 +8,7 @@
 #include "core/gpu_spec.h"
 #include "core/model_config.h"
 #include "core/op_graph.h"
+#include "predictor/api.h"
 #include "predictor/graph_predictor.h"
 #include "predictor/kernel_predictor.h"
 
@@ -81,6 +82,29 @@ std::string compare_csv(const std::vector<CompareRow>& rows);
 std::string compare_json(const std::vector<CompareRow>& rows, const Prices* prices);
 // One row as JSON (the Python module's dicts).
 std::string compare_row_json(const CompareRow& r);
+
+// `capacity` over GPUs and tensor-parallel sizes: find_capacity of `base` (a generate request;
+// its gpu and par.tp are set per row) on every gpu x tp, one row each. A combination that cannot
+// run (tp not dividing the heads, weights that do not fit, a dtype the GPU lacks) is a row with
+// `error`; a bad GPU name throws ConfigError.
+struct CapacityRow {
+  ForecastRequest request;  // base with this row's gpu and tp
+  CapacityResult result;
+  std::string error;
+  double usd_per_gpu_hour = 0;  // from the prices; 0 = none given
+  // Requests a second one GPU serves within the objectives (capacity / tp).
+  double per_gpu_rps() const { return result.max_rate_rps / double(request.par.tp); }
+};
+std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::vector<std::string>& gpus,
+                                      const std::vector<int64_t>& tps, double attainment_pct, const GpuRegistry& reg,
+                                      const KernelPredictor& kp, const Prices* prices = nullptr);
+// Ranked: by USD per million requests where every row with a capacity has a price, else by
+// capacity per GPU (highest first); rows that meet no rate, then rows with an error, last.
+void rank_capacity(std::vector<CapacityRow>& rows);
+// {"rows": [capacity_json of each row, or its error], "prices": ...}; the table ranks them (one
+// row: capacity_table's detail).
+std::string capacity_rows_json(const std::vector<CapacityRow>& rows, double target_rate_rps, const Prices* prices);
+std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double target_rate_rps, const Prices* prices);
 
 // `plan`: every dp x tp x pp with dp * tp * pp == gpus and microbatch counts that divide the
 // per-replica batch, for one model on one GPU type and a global batch.

@@ -183,40 +183,36 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   return std::move(out);
 }
 
-// `tilecast capacity`: the highest request rate one replica serves within the objectives (as
-// its --format json).
-py::object capacity(const std::string& model, const std::string& gpu, int64_t seq, int64_t gen,
+// `tilecast capacity`: per GPU x tp, the highest request rate one replica serves within the
+// objectives, ranked as the CLI ranks them (its --format json rows).
+py::object capacity(const std::string& model, const py::object& gpus, int64_t seq, int64_t gen,
                     std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, double attainment,
-                    int64_t requests, std::optional<double> target_rate, std::optional<double> usd_per_gpu_hour,
+                    int64_t requests, std::optional<double> target_rate, const std::map<std::string, double>& prices,
                     std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
                     std::optional<std::string> schedule, std::optional<std::string> arrivals, int64_t cached_prefix,
-                    int64_t tp, int64_t ep, const std::string& dtype, const std::string& kv_dtype,
+                    const py::object& tp, int64_t ep, const std::string& dtype, const std::string& kv_dtype,
                     const std::string& routing, const std::string& weights, const std::string& gpu_dir) {
   Engine& e = engine(weights, gpu_dir);
-  predictor::check_capacity_options(requests, target_rate, usd_per_gpu_hour);
+  predictor::check_capacity_options(requests, target_rate);
   const ModelConfig mc = load_model_config(model, e.models_dir);
-  predictor::ForecastRequest q;
-  q.model = &mc;
-  q.gpu = &e.reg.resolve(gpu);
-  q.mode = "generate";
-  q.batch = requests, q.tokens = seq, q.gen = gen;
-  q.dtypes = predictor::serving_dtypes(mc, dtype, kv_dtype);
-  q.par.tp = tp, q.par.ep = ep;
-  if (!routing.empty()) q.routing_alpha = predictor::routing_flag(routing);
-  predictor::SchedulerArgs sa = scheduler_args(max_batched_tokens, max_seqs, schedule, std::nullopt, arrivals,
-                                               slo_ttft_ms, slo_tpot_ms);
-  if (!sa.max_seqs) sa.max_seqs = "auto";
-  sa.request_rate = 1;  // checks arrivals; the search sets the rate
-  q.limits = sa.limits(true);
-  q.limits.request_rate = 0;
-  q.cached_prefix = cached_prefix;
+  const predictor::ForecastRequest q = predictor::capacity_request(
+      mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
+      routing.empty() ? 0.0 : predictor::routing_flag(routing),
+      scheduler_args(max_batched_tokens, max_seqs, schedule, std::nullopt, arrivals, slo_ttft_ms, slo_tpot_ms),
+      cached_prefix, true);
+  predictor::Prices p;
+  p.source = "capacity(prices=...)";
+  for (const auto& kv : prices) predictor::add_price(p, kv.first + "=" + std::to_string(kv.second), e.reg);
+  const std::vector<std::string> gpu_names = names(gpus, "gpus");
+  const std::vector<int64_t> tps = ints(tp, "tp");
   std::string out;
   {
     py::gil_scoped_release nogil;
-    const predictor::CapacityResult c = predictor::find_capacity(q, attainment, e.kp);
-    out = predictor::capacity_json(q, c, target_rate.value_or(0), usd_per_gpu_hour.value_or(0));
+    auto rows = predictor::run_capacity(q, gpu_names, tps, attainment, e.reg, e.kp, &p);
+    predictor::rank_capacity(rows);
+    out = predictor::capacity_rows_json(rows, target_rate.value_or(0), &p);
   }
-  return json_to_py(out);
+  return json_to_py(out)["rows"];
 }
 
 // `tilecast plan`: the layouts of `gpus` GPUs, ranked as the CLI ranks them (every layout, as
@@ -309,11 +305,11 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none());
   m.def("capacity", &capacity,
-        "The highest request rate one replica serves with `attainment` % of `requests` requests within the "
-        "objectives, and the replicas a `target_rate` takes: a dict (`tilecast capacity --format json`).",
-        py::arg("model"), py::arg("gpu"), py::arg("seq"), py::arg("gen"), py::arg("slo_ttft_ms") = py::none(),
+        "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
+        "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",
+        py::arg("model"), py::arg("gpus"), py::arg("seq"), py::arg("gen"), py::arg("slo_ttft_ms") = py::none(),
         py::arg("slo_tpot_ms") = py::none(), py::arg("attainment") = 90.0, py::arg("requests") = 200,
-        py::arg("target_rate") = py::none(), py::arg("usd_per_gpu_hour") = py::none(),
+        py::arg("target_rate") = py::none(), py::arg("prices") = std::map<std::string, double>{},
         py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("schedule") = py::none(),
         py::arg("arrivals") = py::none(), py::arg("cached_prefix") = 0, py::arg("tp") = 1, py::arg("ep") = 1,
         py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("routing") = "", py::arg("weights") = "",

@@ -142,11 +142,13 @@ del args["gpu"]
 rows = tilecast.compare(gpus="H100-SXM", **args)
 assert rows[0]["goodput_rps"] == py["slo"]["goodput_rps"] and rows[0]["slo_ttft_ms"] == 50.0, rows[0]
 # capacity: as the CLI's JSON.
-py = tilecast.capacity(model="llama-3.1-8b", gpu="H100-SXM", seq=1024, gen=32, slo_ttft_ms=150.0, requests=30,
-                       max_batched_tokens=8192, arrivals="uniform", target_rate=40.0)
-sh = cli("capacity", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--seq", "1024", "--gen", "32", "--slo-ttft-ms",
-         "150", "--requests", "30", "--max-batched-tokens", "8192", "--arrivals", "uniform", "--target-rate", "40")
-assert py == sh and py["max_rate_rps"] > 0 and py["arrivals"] == "uniform" and py["replicas"] >= 1, py
+py = tilecast.capacity(model="llama-3.1-8b", gpus=["H100-SXM", "A100-SXM4-80GB"], seq=1024, gen=32, slo_ttft_ms=150.0,
+                       requests=30, max_batched_tokens=8192, arrivals="uniform", target_rate=40.0, tp=[1, 2])
+sh = cli("capacity", "--model", "llama-3.1-8b", "--gpus", "H100-SXM,A100-SXM4-80GB", "--seq", "1024", "--gen", "32",
+         "--slo-ttft-ms", "150", "--requests", "30", "--max-batched-tokens", "8192", "--arrivals", "uniform",
+         "--target-rate", "40", "--tp", "1,2")["rows"]
+assert py == sh and len(py) == 4 and py[0]["max_rate_rps"] > 0 and py[0]["arrivals"] == "uniform", py[0]
+assert py[0]["per_gpu_rps"] >= py[-1]["per_gpu_rps"] and py[0]["replicas"] >= 1, [r["per_gpu_rps"] for r in py]
 # The scheduler's keywords are checked as the CLI's flags, named as keywords.
 for kw, msg in ((dict(max_seqs="12x"), "max_seqs: expected auto or a count"),
                 (dict(arrivals="uniform"), "arrivals applies with request_rate only"),
