@@ -136,8 +136,9 @@ int run_plan(const Args& args, const GlobalOptions&) {
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
                      "       tilecast plan --model M --gpu G --gpus N --global-batch B --mode generate --seq S --gen T [--dtype D]\n"
                      "Searches dp x tp x pp (x microbatches) over N GPUs (serving: replicas x tp x pp, and for MoE models each expert-parallel size of the tp group); layouts that fit first, "
-                     "fastest first (decode/generate: highest tokens/s first). With the scheduler's limits (--max-batched-tokens, "
-                     "--max-seqs, --request-rate) layouts with pipeline stages are listed as unable to run."))
+                     "fastest first (decode/generate: highest tokens/s first; generate with --slo-ttft-ms/--slo-tpot-ms: highest "
+                     "goodput). --request-rate is the traffic of all replicas, spread evenly. With the scheduler's limits "
+                     "(--max-batched-tokens, --max-seqs, --request-rate) layouts with pipeline stages are listed as unable to run."))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 1) throw ConfigError("--top: expected >= 1, got " + std::to_string(top));

@@ -468,6 +468,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
             c.batch = global_batch / dp;  // one replica's sequences
             c.par.dp = 1;
             c.dtypes = serving_dtypes(m, req.dtype, "");
+            // The requests arrive at the request's rate over all replicas, spread evenly.
+            c.limits.request_rate = req.limits.request_rate / double(dp);
           }
           CompareRow r = forecast_one(c, kp, prices);
           if (!r.error.empty()) {
@@ -481,6 +483,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
           if (serving) {  // all replicas together
             r.dp = dp;
             r.batch = global_batch;
+            r.limits.request_rate = req.limits.request_rate;
+            r.goodput_rps *= double(dp);
             r.tokens_per_s *= double(dp);
             r.max_sequences *= dp;
             r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
@@ -493,7 +497,9 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs runs the model with the global batch " +
                       std::to_string(global_batch) +
                       (first_error.empty() ? std::string(" (none divides them)") : "; the first: " + first_error));
-  rank_rows(rows, serving && mode != "prefill" ? "throughput" : "time");
+  rank_rows(rows, mode == "generate" && req.limits.has_slo() ? "goodput"
+                  : serving && mode != "prefill"              ? "throughput"
+                                                              : "time");
   return rows;
 }
 

@@ -124,8 +124,9 @@ struct PlanRequest {
 // cannot run are left out of them and, when `skipped` is given, appended there (their rows
 // say why). ConfigError when no layout runs, naming the first reason.
 // Serving modes (prefill, decode, generate): dp replicas of tp x pp GPUs each (dp * tp * pp ==
-// gpus), each serving global_batch / dp sequences; step times are a replica's, tokens/s, cost
-// and max_sequences those of all replicas. For MoE models every expert-parallel size ep of the
+// gpus), each serving global_batch / dp sequences (arriving at request_rate / dp a second, the
+// traffic spread evenly); step times are a replica's, tokens/s, goodput, cost and
+// max_sequences those of all replicas. Generate with objectives ranks by goodput. For MoE models every expert-parallel size ep of the
 // tp group is a layout too (ep dividing tp and the experts; ep 1 splits every expert over tp),
 // each under the request's routing (the most loaded rank forecast; a dense model refuses one).
 std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,

@@ -84,6 +84,16 @@ assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gp
                    "--mode", "generate", "--seq", "1024", "--gen", "32", "--request-rate", "4",
                    "--arrivals", "uniform")["rows"]
 assert {(r["request_rate"], r["arrivals"]) for r in rows} == {(4.0, "uniform")}, rows[:1]
+# Two replicas share the 4 requests a second: each is one GPU serving 16 requests at 2 a second.
+two = next(r for r in rows if r["dp"] == 2)
+one = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=16, seq=1024, mode="generate", gen=32,
+                       request_rate=2.0, arrivals="uniform")
+assert two["ttft_ms"] == one["ttft_ms"] and two["tpot_ms"] == one["tpot_ms"], (two["ttft_ms"], one["ttft_ms"])
+# With objectives plan ranks by goodput (all replicas).
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=32, mode="generate", seq=1024, gen=32,
+                     request_rate=16.0, slo_ttft_ms=60.0)
+good = [r["goodput_rps"] for r in rows if r["fits"]]
+assert good == sorted(good, reverse=True) and "slo_attained_pct" in rows[0], good
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
