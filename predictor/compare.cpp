@@ -42,6 +42,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.tokens_per_s = f.generate->tokens_per_s;
       r.limits = f.generate->limits;  // the cap --max-seqs auto chose
       r.goodput_rps = f.generate->goodput_rps;
+      r.ttft_p99_ms = f.generate->ttft.p99_ms, r.tpot_p99_ms = f.generate->tpot.p99_ms;
       r.slo_attained_pct = f.generate->slo_attained_pct();
     } else {
       r.step_ms = f.forecast.total_ms;
@@ -211,6 +212,10 @@ std::string compare_row_json(const CompareRow& r) {
     if (r.mode != "decode") j["cached_prefix"] = r.cached_prefix;
     j["ttft_ms"] = r.ttft_ms;
     j["tpot_ms"] = r.tpot_ms;
+    if (r.mode == "generate") {
+      j["ttft_p99_ms"] = r.ttft_p99_ms;
+      j["tpot_p99_ms"] = r.tpot_p99_ms;
+    }
     if (r.mode == "generate" && r.limits.has_slo()) {
       j["slo_ttft_ms"] = r.limits.slo_ttft_ms > 0 ? nlohmann::json(r.limits.slo_ttft_ms) : nlohmann::json(nullptr);
       j["slo_tpot_ms"] = r.limits.slo_tpot_ms > 0 ? nlohmann::json(r.limits.slo_tpot_ms) : nlohmann::json(nullptr);

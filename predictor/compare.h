@@ -55,6 +55,7 @@ struct CompareRow {
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving
   double goodput_rps = 0, slo_attained_pct = 0;  // generate with objectives (limits.has_slo())
+  double ttft_p99_ms = 0, tpot_p99_ms = 0;        // generate: over the requests
   double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;
                             // decode: batch per step; generate: output tokens per second
   double memory_gb = 0, gpu_memory_gb = 0;

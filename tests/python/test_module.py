@@ -151,6 +151,7 @@ assert abs(py["slo"]["goodput_rps"] - py["slo"]["requests_meeting"] / (py["e2e_m
 del args["gpu"]
 rows = tilecast.compare(gpus="H100-SXM", **args)
 assert rows[0]["goodput_rps"] == py["slo"]["goodput_rps"] and rows[0]["slo_ttft_ms"] == 50.0, rows[0]
+assert rows[0]["ttft_p99_ms"] == py["ttft_p99_ms"] and rows[0]["tpot_p99_ms"] == py["tpot_p99_ms"], rows[0]
 # capacity: as the CLI's JSON.
 py = tilecast.capacity(model="llama-3.1-8b", gpus=["H100-SXM", "A100-SXM4-80GB"], seq=1024, gen=32, slo_ttft_ms=150.0,
                        requests=30, max_batched_tokens=8192, arrivals="uniform", target_rate=40.0, tp=[1, 2])
