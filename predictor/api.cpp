@@ -292,6 +292,11 @@ void check_capacity_request(const ForecastRequest& base, double attainment_pct) 
     std::snprintf(v, sizeof v, "%g", attainment_pct);
     throw ConfigError(std::string("--attainment: ") + v + " out of range (0, 100] %");
   }
+  // At the lowest rates every request decodes alone: requests x gen steps, each forecast apart.
+  if (double(base.batch) * double(base.gen) > double(kMaxArrivalSteps))
+    throw ConfigError("capacity: --requests " + std::to_string(base.batch) + " x --gen " + std::to_string(base.gen) +
+                      " is more than the " + std::to_string(kMaxArrivalSteps) +
+                      " steps a trial at a low rate may take; lower either");
 }
 
 CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp) {

@@ -334,6 +334,8 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
         auto it = prices->usd_per_gpu_hour.find(gpu->name);
         if (it != prices->usd_per_gpu_hour.end()) r.usd_per_gpu_hour = it->second;
       }
+      r.result.attainment_pct = attainment_pct;
+      r.result.requests = base.batch;
       try {
         r.result = find_capacity(r.request, attainment_pct, kp);
       } catch (const ConfigError& e) {

@@ -877,7 +877,8 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     const bool to_arrive = std::any_of(groups.begin(), groups.end(), [&](const Group& g) { return !g.started && !arrived(g); });
     if (to_arrive) {  // one step: a request may arrive during it
       k = 1;
-      if (r.steps >= 1000000) throw ConfigError("--request-rate: more than 1,000,000 steps; raise the rate or lower --batch");
+      if (r.steps >= kMaxArrivalSteps)
+        throw ConfigError("--request-rate: more than 1,000,000 steps; raise the rate or lower --batch");
       const int64_t context = std::llround(context0);
       auto key = std::make_pair(seqs, (context + 8) / 16 * 16);
       auto it = decode_memo.find(key);

@@ -204,6 +204,9 @@ struct Goodput {
   double rps = 0;
 };
 Goodput slo_goodput(const std::vector<RequestTimes>& requests, double e2e_ms, const SchedulerLimits& limits);
+// The steps one schedule_serving run may take while requests are still to arrive (each decode
+// step then is forecast apart); more is refused.
+constexpr int64_t kMaxArrivalSteps = 1000000;
 struct ServingSchedule {
   double ttft_mean_ms = 0, ttft_max_ms = 0;  // over the requests: from arrival (0) to the first token
   double tpot_mean_ms = 0;  // over the requests: (last token - first token) / (gen - 1)

@@ -71,5 +71,6 @@ expect_fail "--requests: expected 1..65536" "$TC" capacity "${M[@]}" --slo-ttft-
 expect_fail "--target-rate: expected a rate in" "$TC" capacity "${M[@]}" --slo-ttft-ms 100 --target-rate -2
 expect_fail "--tp '1,x'" "$TC" capacity "${M[@]}" --slo-ttft-ms 100 --tp 1,x
 expect_fail "--slo-tpot-ms: nan out of range" "$TC" capacity "${M[@]}" --slo-tpot-ms nan
+expect_fail "capacity: --requests 20000 x --gen 64 is more than the 1000000 steps" "$TC" capacity "${M[@]}" --slo-ttft-ms 100 --requests 20000
 expect_fail "unknown GPU" "$TC" capacity --model llama-3.1-8b --gpus H10 --seq 1024 --gen 64 --slo-ttft-ms 100
 echo "capacity: all checks passed"
