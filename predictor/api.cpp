@@ -304,22 +304,17 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
   CapacityResult c;
   c.attainment_pct = attainment_pct;
   c.requests = base.batch;
-  auto at = [&](double rate) {
+  // `batch` requests at `rate` a second (0: together).
+  auto at = [&](double rate, int64_t batch) {
     ForecastRequest q = base;
-    q.mode = "generate";
-    q.limits.request_rate = rate;
+    q.mode = "generate", q.batch = batch, q.limits.request_rate = rate;
     ++c.forecasts;
     return *forecast(q, kp).generate;
   };
   auto meets = [&](const GenerateForecast& f) {
     return f.memory.fits() && f.slo_attained_pct() >= attainment_pct - 1e-9;
   };
-  {  // one request alone
-    ForecastRequest q = base;
-    q.mode = "generate", q.batch = 1, q.limits.request_rate = 0;
-    ++c.forecasts;
-    c.lone = *forecast(q, kp).generate;
-  }
+  c.lone = at(0, 1);
   if (!meets(c.lone)) return c;
   double lo = 0, hi = 0;
   std::optional<GenerateForecast> best;
@@ -328,7 +323,7 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
       c.unbounded = true;
       break;
     }
-    GenerateForecast f = at(r);
+    GenerateForecast f = at(r, base.batch);
     if (!meets(f)) {
       hi = r;
       break;
@@ -338,7 +333,7 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
   if (hi > 0 && lo > 0) {
     while (hi / lo > 1.01) {
       const double mid = std::sqrt(lo * hi);
-      GenerateForecast f = at(mid);
+      GenerateForecast f = at(mid, base.batch);
       if (meets(f)) lo = mid, best = std::move(f);
       else hi = mid;
     }
@@ -407,7 +402,6 @@ ForecastRequest capacity_request(const ModelConfig& m, int64_t requests, int64_t
 
 std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, double target_rate, double usd_per_gpu_hour) {
   const int64_t replicas = capacity_replicas(c, target_rate), gpus_per_replica = q.par.tp;
-  auto ms_or_null = [](double ms) { return ms > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
   nlohmann::json j = {{"model", q.model->name},
                       {"gpu", q.gpu->name},
                       {"seq", q.tokens},
@@ -422,25 +416,23 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"schedule", q.limits.schedule_name()},
                       {"arrivals", q.limits.uniform_arrivals ? "uniform" : "poisson"},
                       {"cached_prefix", q.cached_prefix},
-                      {"slo_ttft_ms", ms_or_null(q.limits.slo_ttft_ms)},
-                      {"slo_tpot_ms", ms_or_null(q.limits.slo_tpot_ms)},
+                      {"slo_ttft_ms", positive_or_null(q.limits.slo_ttft_ms)},
+                      {"slo_tpot_ms", positive_or_null(q.limits.slo_tpot_ms)},
                       {"attainment_pct", c.attainment_pct},
                       {"max_rate_rps", c.max_rate_rps},
                       {"unbounded", c.unbounded},
-                      {"failing_rate_rps", c.failing_rate_rps > 0 ? nlohmann::json(c.failing_rate_rps) : nlohmann::json(nullptr)},
+                      {"failing_rate_rps", positive_or_null(c.failing_rate_rps)},
                       {"forecasts", c.forecasts},
                       {"lone_request", {{"ttft_ms", c.lone.ttft_ms}, {"tpot_ms", c.lone.tpot_ms}, {"fits", c.lone.memory.fits()}}},
                       {"at_max_rate", c.at_max ? point_json(*c.at_max) : nlohmann::json(nullptr)}};
   const double per_m = capacity_usd_per_m_requests(c, gpus_per_replica, usd_per_gpu_hour);
-  j["usd_per_gpu_hour"] = usd_per_gpu_hour > 0 ? nlohmann::json(usd_per_gpu_hour) : nlohmann::json(nullptr);
-  j["usd_per_m_requests"] = per_m > 0 ? nlohmann::json(per_m) : nlohmann::json(nullptr);
+  j["usd_per_gpu_hour"] = positive_or_null(usd_per_gpu_hour);
+  j["usd_per_m_requests"] = positive_or_null(per_m);
   if (target_rate > 0) {
     j["target_rate_rps"] = target_rate;
     j["replicas"] = replicas > 0 ? nlohmann::json(replicas) : nlohmann::json(nullptr);
     j["gpus"] = replicas > 0 ? nlohmann::json(replicas * gpus_per_replica) : nlohmann::json(nullptr);
-    j["usd_per_hour"] = usd_per_gpu_hour > 0 && replicas > 0
-                            ? nlohmann::json(double(replicas * gpus_per_replica) * usd_per_gpu_hour)
-                            : nlohmann::json(nullptr);
+    j["usd_per_hour"] = positive_or_null(double(replicas * gpus_per_replica) * usd_per_gpu_hour);
   }
   return j.dump(2) + "\n";
 }

@@ -127,10 +127,6 @@ void check_capacity_request(const ForecastRequest& base, double attainment_pct);
 // no target), and USD per million requests at the capacity (0: no price or no capacity).
 int64_t capacity_replicas(const CapacityResult& c, double target_rate_rps);
 double capacity_usd_per_m_requests(const CapacityResult& c, int64_t gpus_per_replica, double usd_per_gpu_hour);
-// What `capacity` reports: the request (`q`, as find_capacity took it), the result, and for a
-// `target_rate_rps` > 0 the replicas it takes at the capacity found (ceil(target / capacity);
-// null where no rate meets the objectives) and their GPUs (tp each); with `usd_per_gpu_hour` > 0
-// the cost of a million requests at the capacity and, with a target, the fleet's an hour.
 // --requests (1..65536) and --target-rate ((0, 1e9] where given); ConfigError naming the flag.
 void check_capacity_options(int64_t requests, std::optional<double> target_rate_rps);
 // The generate request `capacity` searches: `requests` requests of `seq` + `gen` tokens on the
@@ -140,6 +136,10 @@ void check_capacity_options(int64_t requests, std::optional<double> target_rate_
 ForecastRequest capacity_request(const ModelConfig& m, int64_t requests, int64_t seq, int64_t gen,
                                  const ServingDtypes& dtypes, int64_t ep, double routing_alpha, SchedulerArgs sched,
                                  int64_t cached_prefix, bool python_names = false);
+// What `capacity` reports: the request (`q`, as find_capacity took it), the result, and for a
+// `target_rate_rps` > 0 the replicas it takes at the capacity found (ceil(target / capacity);
+// null where no rate meets the objectives) and their GPUs (tp each); with `usd_per_gpu_hour` > 0
+// the cost of a million requests at the capacity and, with a target, the fleet's an hour.
 std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, double target_rate_rps = 0,
                           double usd_per_gpu_hour = 0);
 std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, double target_rate_rps = 0,

@@ -54,12 +54,9 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
     r.memory_gb = f.memory.total_gb();
     r.fits = f.memory.fits();
     r.max_sequences = f.memory.max_sequences;
-    if (prices) {
-      auto it = prices->usd_per_gpu_hour.find(c.gpu->name);
-      if (it != prices->usd_per_gpu_hour.end() && r.tokens_per_s > 0) {
-        r.usd_per_hour = it->second * double(r.gpus());
-        r.usd_per_m_tokens = r.usd_per_hour / 3600.0 * 1e6 / r.tokens_per_s;
-      }
+    if (const double price = prices ? prices->of(c.gpu->name) : 0.0; price > 0 && r.tokens_per_s > 0) {
+      r.usd_per_hour = price * double(r.gpus());
+      r.usd_per_m_tokens = r.usd_per_hour / 3600.0 * 1e6 / r.tokens_per_s;
     }
   } catch (const ConfigError& e) {
     r.error = e.what();
@@ -217,8 +214,8 @@ std::string compare_row_json(const CompareRow& r) {
       j["tpot_p99_ms"] = r.tpot_p99_ms;
     }
     if (r.mode == "generate" && r.limits.has_slo()) {
-      j["slo_ttft_ms"] = r.limits.slo_ttft_ms > 0 ? nlohmann::json(r.limits.slo_ttft_ms) : nlohmann::json(nullptr);
-      j["slo_tpot_ms"] = r.limits.slo_tpot_ms > 0 ? nlohmann::json(r.limits.slo_tpot_ms) : nlohmann::json(nullptr);
+      j["slo_ttft_ms"] = positive_or_null(r.limits.slo_ttft_ms);
+      j["slo_tpot_ms"] = positive_or_null(r.limits.slo_tpot_ms);
       j["slo_attained_pct"] = r.slo_attained_pct;
       j["goodput_rps"] = r.goodput_rps;
     }
@@ -227,8 +224,8 @@ std::string compare_row_json(const CompareRow& r) {
   j["memory_gb"] = r.memory_gb;
   j["fits"] = r.fits;
   if (r.max_sequences >= 0) j["max_sequences"] = r.max_sequences;
-  j["usd_per_hour"] = r.usd_per_hour > 0 ? nlohmann::json(r.usd_per_hour) : nlohmann::json(nullptr);
-  j["usd_per_m_tokens"] = r.usd_per_m_tokens > 0 ? nlohmann::json(r.usd_per_m_tokens) : nlohmann::json(nullptr);
+  j["usd_per_hour"] = positive_or_null(r.usd_per_hour);
+  j["usd_per_m_tokens"] = positive_or_null(r.usd_per_m_tokens);
   return j.dump();
 }
 
@@ -330,10 +327,7 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
       r.request = base;
       r.request.gpu = gpu;
       r.request.par.tp = tp;
-      if (prices) {
-        auto it = prices->usd_per_gpu_hour.find(gpu->name);
-        if (it != prices->usd_per_gpu_hour.end()) r.usd_per_gpu_hour = it->second;
-      }
+      r.usd_per_gpu_hour = prices ? prices->of(gpu->name) : 0.0;
       r.result.attainment_pct = attainment_pct;
       r.result.requests = base.batch;
       try {

@@ -36,6 +36,11 @@ struct CompareRequest {
 struct Prices {
   std::map<std::string, double> usd_per_gpu_hour;
   std::string date, source;
+  // The price of `gpu` (a registry name); 0 where none is given.
+  double of(const std::string& gpu) const {
+    const auto it = usd_per_gpu_hour.find(gpu);
+    return it == usd_per_gpu_hour.end() ? 0.0 : it->second;
+  }
 };
 // YAML: {date: 2026-11-01, source: "...", usd_per_gpu_hour: {H100-SXM: 2.49, ...}}. Unknown
 // GPUs, non-positive or non-numeric prices, missing date/source: ConfigError naming the field.

@@ -311,6 +311,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   return f;
 }
 
+nlohmann::json positive_or_null(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
 void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
   j["weights_gb"] = m.weights_gb;
   j["kv_cache_gb"] = m.kv_cache_gb;
@@ -710,6 +712,13 @@ double request_percentile(const std::vector<RequestTimes>& requests, double Requ
   return a + (b - a) * (pos - double(lo));
 }
 
+double request_mean(const std::vector<RequestTimes>& requests, double RequestTimes::*field) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const RequestTimes& r : requests) sum += double(r.n) * (r.*field), n += r.n;
+  return n > 0 ? sum / double(n) : 0.0;
+}
+
 LatencyPercentiles request_percentiles(const std::vector<RequestTimes>& requests, double RequestTimes::*field) {
   return {request_percentile(requests, field, 50), request_percentile(requests, field, 90),
           request_percentile(requests, field, 99)};
@@ -748,7 +757,6 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     double first_ms = 0;
     bool started = false;
     double arrival_ms = 0;
-    double ttft_ms = 0;  // once its first token is out
   };
   if (!(limits.request_rate >= 0 && limits.request_rate <= 1e6))
     throw ConfigError("--request-rate: " + std::to_string(limits.request_rate) + " out of range [0, 1e6] requests a second");
@@ -760,12 +768,11 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     groups.push_back({batch, cached_prefix, 0, 0, false, 0});
   }
   ServingSchedule r;
-  double t = 0, ttft_sum = 0, tpot_sum = 0;
+  double t = 0;
   auto finish = [&](const Group& g) {
-    const double tpot = gen > 1 ? (t - g.first_ms) / double(gen - 1) : 0.0;
-    tpot_sum += double(g.n) * tpot;
     r.e2e_ms = std::max(r.e2e_ms, t);
-    r.requests.push_back({g.n, g.ttft_ms, tpot, t - g.arrival_ms});
+    r.requests.push_back({g.n, g.first_ms - g.arrival_ms, gen > 1 ? (t - g.first_ms) / double(gen - 1) : 0.0,
+                          t - g.arrival_ms});
   };
   auto timed = [&](const ServingStep& st) {
     ++r.steps_timed;
@@ -849,9 +856,6 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
         if (completes[i]) {  // its first token
           g.generated = 1;
           g.first_ms = t;
-          g.ttft_ms = t - g.arrival_ms;
-          ttft_sum += double(g.n) * (t - g.arrival_ms);
-          r.ttft_max_ms = std::max(r.ttft_max_ms, t - g.arrival_ms);
         } else if (g.prefilled == seq && !limits.prefill_first) {  // decoded one token
           ++g.generated;
         }
@@ -906,8 +910,9 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     }
     groups.swap(left);
   }
-  r.ttft_mean_ms = ttft_sum / double(batch);
-  r.tpot_mean_ms = tpot_sum / double(batch);
+  r.ttft_mean_ms = request_mean(r.requests, &RequestTimes::ttft_ms);
+  r.ttft_max_ms = request_percentile(r.requests, &RequestTimes::ttft_ms, 100);
+  r.tpot_mean_ms = request_mean(r.requests, &RequestTimes::tpot_ms);
   return r;
 }
 
@@ -923,7 +928,15 @@ Goodput slo_goodput(const std::vector<RequestTimes>& requests, double e2e_ms, co
 }
 
 namespace {
-void count_goodput(GenerateForecast& f) {
+// f's figures over its requests (f.e2e_ms and f.limits set): mean and last TTFT, mean TPOT,
+// their percentiles, and the requests within the objectives.
+void set_requests(GenerateForecast& f, std::vector<RequestTimes> requests) {
+  f.requests = std::move(requests);
+  f.ttft_ms = request_mean(f.requests, &RequestTimes::ttft_ms);
+  f.ttft_max_ms = request_percentile(f.requests, &RequestTimes::ttft_ms, 100);
+  f.tpot_ms = request_mean(f.requests, &RequestTimes::tpot_ms);
+  f.ttft = request_percentiles(f.requests, &RequestTimes::ttft_ms);
+  f.tpot = request_percentiles(f.requests, &RequestTimes::tpot_ms);
   const Goodput g = slo_goodput(f.requests, f.e2e_ms, f.limits);
   f.slo_requests = g.requests, f.goodput_rps = g.rps;
 }
@@ -960,7 +973,7 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
                                        1, f.cached_prefix));
   const ModelForecast draft_prefill = step(build_serving_graph(d, Mode::kPrefill, batch, seq, f.dtype, f.kv_dtype, par.tp,
                                                                1, 0, 1, f.cached_prefix));
-  f.ttft_ms = f.ttft_max_ms = f.prefill.total_ms + draft_prefill.total_ms;
+  const double ttft_ms = f.prefill.total_ms + draft_prefill.total_ms;
   // Rounds: the draft's k decode steps (at the mean of their contexts) and the verify step, whose
   // k + 1 query tokens a sequence follow its cache.
   const double e = spec.expected_tokens();
@@ -979,13 +992,9 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   };
   // The expected rounds for gen - 1 tokens: needed / e (the sum spans whole rounds).
   const double decode_ms = sum_steps(rounds, round_ms) * (double(needed) / e) / double(rounds);
-  f.tpot_ms = decode_ms / double(needed);
-  f.e2e_ms = f.ttft_ms + decode_ms;
+  f.e2e_ms = ttft_ms + decode_ms;
   f.tokens_per_s = double(batch) * f.gen / (f.e2e_ms * 1e-3);
-  f.requests = {{batch, f.ttft_ms, f.tpot_ms, f.e2e_ms}};  // every request alike
-  f.ttft = {f.ttft_ms, f.ttft_ms, f.ttft_ms};
-  f.tpot = {f.tpot_ms, f.tpot_ms, f.tpot_ms};
-  count_goodput(f);
+  set_requests(f, {{batch, ttft_ms, decode_ms / double(needed), f.e2e_ms}});  // every request alike
   f.steps = rounds;
   f.prefill_steps = 1;
   f.spec_draft = d.name;
@@ -1073,18 +1082,12 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     else if (st.prefill.empty()) f.last_decode = std::move(step);
     return ms;
   }, cached_prefix);
-  f.ttft_ms = s.ttft_mean_ms;
-  f.ttft_max_ms = s.ttft_max_ms;
-  f.tpot_ms = s.tpot_mean_ms;
-  f.requests = s.requests;
-  f.ttft = request_percentiles(f.requests, &RequestTimes::ttft_ms);
-  f.tpot = request_percentiles(f.requests, &RequestTimes::tpot_ms);
   f.e2e_ms = s.e2e_ms;
   f.steps = s.steps;
   f.prefill_steps = s.prefill_steps;
   f.decode_steps_forecast = s.decode_steps_timed;
   f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
-  count_goodput(f);
+  set_requests(f, s.requests);
   // The KV cache of the sequences that run at once.
   const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
   f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix, pass);
@@ -1130,9 +1133,8 @@ std::string generate_json(const GenerateForecast& f) {
                       {"decode_steps_forecast", f.decode_steps_forecast}};
   j["slo"] = nullptr;
   if (f.limits.has_slo()) {
-    auto objective = [](double ms) { return ms > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
-    j["slo"] = {{"ttft_ms", objective(f.limits.slo_ttft_ms)},
-                {"tpot_ms", objective(f.limits.slo_tpot_ms)},
+    j["slo"] = {{"ttft_ms", positive_or_null(f.limits.slo_ttft_ms)},
+                {"tpot_ms", positive_or_null(f.limits.slo_tpot_ms)},
                 {"requests_meeting", f.slo_requests},
                 {"attained_pct", f.slo_attained_pct()},
                 {"goodput_rps", f.goodput_rps}};

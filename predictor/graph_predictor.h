@@ -194,7 +194,9 @@ struct RequestTimes {
 struct LatencyPercentiles {
   double p50_ms = 0, p90_ms = 0, p99_ms = 0;
 };
-// The q-th percentile (0 to 100) of `field` over every request of `requests`.
+// The mean of `field` over every request of `requests` (0 for none).
+double request_mean(const std::vector<RequestTimes>& requests, double RequestTimes::*field);
+// The q-th percentile (0 to 100; 100: the largest) of `field` over every request of `requests`.
 double request_percentile(const std::vector<RequestTimes>& requests, double RequestTimes::*field, double q);
 LatencyPercentiles request_percentiles(const std::vector<RequestTimes>& requests, double RequestTimes::*field);
 // The requests whose TTFT and TPOT are within `limits`' objectives (each where set), and their
@@ -208,8 +210,9 @@ Goodput slo_goodput(const std::vector<RequestTimes>& requests, double e2e_ms, co
 // step then is forecast apart); more is refused.
 constexpr int64_t kMaxArrivalSteps = 1000000;
 struct ServingSchedule {
-  double ttft_mean_ms = 0, ttft_max_ms = 0;  // over the requests: from arrival (0) to the first token
-  double tpot_mean_ms = 0;  // over the requests: (last token - first token) / (gen - 1)
+  // Over `requests`: the mean and largest TTFT (from arrival to the first token), the mean TPOT.
+  double ttft_mean_ms = 0, ttft_max_ms = 0;
+  double tpot_mean_ms = 0;
   double e2e_ms = 0;        // the last request's last token
   std::vector<RequestTimes> requests;  // every request, in order of completion
   int64_t steps = 0;          // steps in all
@@ -283,6 +286,8 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory =
 // The memory keys of every JSON forecast: weights_gb, kv_cache_gb, gradients_gb, optimizer_gb,
 // activations_gb, memory_gb (their sum, per GPU), gpu_memory_gb (the spec's), fits.
 void add_memory_json(nlohmann::json& j, const MemoryEstimate& m);
+// `v` where positive, else null (a figure JSON readers should see as absent: no price, no objective).
+nlohmann::json positive_or_null(double v);
 std::string forecast_csv(const ModelForecast& f);
 std::string forecast_table(const ModelForecast& f, int top_ops = 10, const MemoryEstimate* memory = nullptr);
 
