@@ -35,6 +35,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   std::vector<std::string> price_items;
   int64_t gen = 0;
   SchedulerOptions sched;
+  TrainingOptions train;
   desc.add_options()("model", po::value(&models)->required(), "model(s), comma-separated: bundled names or config.json paths")(
       "gpus", po::value(&gpus)->required(), "GPUs, comma-separated (names, aliases, CUDA names), or 'all'")(
       "mode", po::value(&mode)->default_value("inference"), "inference|training|prefill|decode|generate (inf|train too)")(
@@ -42,7 +43,9 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "seq", po::value(&seq), "sequence / prompt length(s), comma-separated")(
       "context", po::value(&context), "decode: cached tokens per sequence, comma-separated")(
       "gen", po::value(&gen), "generate: output tokens per sequence")(
-      "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype); inference/training are fp32")(
+      "dtype", po::value(&dtype),
+      "serving dtype (default: the config's torch_dtype); inference is fp32, training fp32 (eager) or bf16|fp16 "
+      "(mixed precision)")(
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
@@ -54,6 +57,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "sort", po::value(&sort)->default_value("time"), "time|throughput|cost|goodput (fitting rows first; goodput: generate with --slo-ttft-ms/--slo-tpot-ms)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
   sched.add_to(desc);
+  train.add_to(desc);
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -92,6 +96,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.eps = parse_int_list("--ep", ep, 1, 4096);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.optimizer_state = optimizer == "adamw";
+  req.zero = train.zero;
+  if (!train.recompute.empty()) req.recompute = predictor::recompute_flag(train.recompute);
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;
   read_prices(prices_file, price_items, reg, prices);
@@ -112,6 +118,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   std::vector<std::string> price_items;
   int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0;
   SchedulerOptions sched;
+  TrainingOptions train;
   std::string dtype, routing;
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
@@ -120,7 +127,9 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "seq", po::value(&seq), "sequence length (serving: prompt tokens)")(
       "context", po::value(&context), "decode: cached tokens per sequence")(
       "gen", po::value(&gen), "generate: output tokens per sequence")(
-      "dtype", po::value(&dtype), "serving dtype (default: the config's torch_dtype)")(
+      "dtype", po::value(&dtype),
+      "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16 (mixed "
+      "precision)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
@@ -130,6 +139,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "prices", po::value(&prices_file), "prices YAML (see compare --help)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv");
   sched.add_to(desc);
+  train.add_to(desc);
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -161,6 +171,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.limits = sched.args.limits();
   req.cached_prefix = sched.cached_prefix.value_or(0);
   req.optimizer_state = optimizer == "adamw";
+  req.zero = train.zero;
+  if (!train.recompute.empty()) req.recompute = predictor::recompute_flag(train.recompute);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);

@@ -17,6 +17,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   int64_t spec_tokens = 4;
   double spec_accept = 0;
   SchedulerOptions sched;
+  TrainingOptions train;
   int top = 10;
   CallOverheadOption call_overhead;
   desc.add_options()("model", po::value(&a.model)->required(),
@@ -37,7 +38,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)")(
       "dtype", po::value(&a.dtype),
       "fp32|fp16|bf16|fp8|fp8_static|fp8_block: serving GEMM dtype (default: the config's torch_dtype, else bf16); "
-      "inference/training are fp32")(
+      "inference is fp32; training is fp32 (eager) unless bf16|fp16 (mixed precision, Megatron-LM style, the "
+      "decoder LLMs)")(
       "kv-dtype", po::value(&a.kv_dtype), "serving: KV cache dtype (default: bf16 for fp8, else --dtype)")(
       "fusion", "model torch.compile fusion (inference)")(
       "optimizer", po::value(&a.optimizer)->default_value("adamw"),
@@ -57,12 +59,15 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "top", po::value(&top)->default_value(10), "operators listed in the table");
   add_forecast_path_options(desc, paths);
   sched.add_to(desc);
+  train.add_to(desc);
   call_overhead.add_to(desc);
   add_host_gap_option(desc, &a.host_gap_us);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
+                     "       tilecast predict --model M --gpu G --mode training --dtype bf16|fp16 --batch N --seq S "
+                     "[--dp D] [--zero 1] [--tp N] [--pp P --microbatches K] [--recompute full]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R]\n"
@@ -76,6 +81,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("context")) a.context = context;
   if (vm.count("gen")) a.gen = gen;
   a.sched = sched.args;
+  a.par.zero = train.zero;
+  a.recompute = train.recompute;
   a.cached_prefix = sched.cached_prefix;
   if (vm.count("spec-tokens")) a.spec_tokens = spec_tokens;
   if (vm.count("spec-accept")) a.spec_accept = spec_accept;

@@ -114,4 +114,14 @@ void SchedulerOptions::add_to(po::options_description& desc) {
       "system prompt): only the rest of each prompt runs, and the prefix is cached once");
 }
 
+void TrainingOptions::add_to(po::options_description& desc) {
+  desc.add_options()("zero", po::value(&zero)->default_value(0),
+                     "mixed-precision training (--mode training --dtype bf16|fp16): ZeRO stage over the dp ranks (1: "
+                     "optimizer state sharded, Megatron-LM's distributed optimizer; 2: + gradients; 3: + weights, as "
+                     "FSDP)")(
+      "recompute", po::value(&recompute),
+      "mixed-precision training: none (default) or full (each layer's forward recomputed in its backward; only its "
+      "input kept)");
+}
+
 }  // namespace tilecast::cli

@@ -54,4 +54,12 @@ struct SchedulerOptions {
   void add_to(po::options_description& desc);
 };
 
+// Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks) and
+// --recompute (none|full), checked by the forecast (predictor::recompute_flag, forecast()).
+struct TrainingOptions {
+  int zero = 0;
+  std::string recompute;  // empty: not given (none)
+  void add_to(po::options_description& desc);
+};
+
 }  // namespace tilecast::cli

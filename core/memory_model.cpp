@@ -71,6 +71,32 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
   return r;
 }
 
+MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
+                                   const Parallelism& par, const GpuSpec& gpu, bool optimizer_state, bool recompute) {
+  check_layout(par, batch, seq);
+  MemoryEstimate r;
+  r.capacity_gb = gpu.mem_gb;
+  const double e = dtype_size(dtype);
+  if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
+  const double params = model_parameters(m) / double(par.tp * par.pp), dp = double(par.dp);
+  r.weights_gb = e * params / (par.zero >= 3 ? dp : 1.0) / 1e9;
+  r.gradients_gb = 4 * params / (par.zero >= 2 ? dp : 1.0) / 1e9;
+  // FP32 master weights, exp_avg, exp_avg_sq.
+  r.optimizer_gb = optimizer_state ? 12 * params / (par.zero >= 1 ? dp : 1.0) / 1e9 : 0;
+  const double tp = double(par.tp), h = m.hidden, a = m.heads, kv = kv_heads_of(m), d = m.head_dim;
+  const double per_token_layer =
+      e * (4 * h + (a + 2 * kv) * d / tp + a * d / tp + 3 * ffn_width(m) / tp) + 4 * a / tp;
+  const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
+  const double t1 = micro_seqs * double(seq);                                   // one microbatch's tokens
+  const double t = t1 * double(std::min(par.pp, par.microbatches));             // held by the first stage
+  const double stage_layers = double(m.layers) / double(par.pp);
+  const double bytes = recompute ? stage_layers * t * e * h + t1 * per_token_layer
+                                 : stage_layers * t * per_token_layer;
+  // The embedding output on the first stage; the logits and their FP32 softmax on the last.
+  r.activations_gb = (bytes + e * t * h + (e + 4) * t1 * double(m.vocab) / tp) / 1e9;
+  return r;
+}
+
 MemoryEstimate inference_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
                                 const GpuSpec& gpu) {
   check_layout(par, batch, seq);

@@ -53,6 +53,23 @@ double layer_activation_bytes(const ModelConfig& m, int64_t tokens, int64_t seq,
 // that only times forward and backward, as NeuSight's training labels were measured.
 MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
                                const GpuSpec& gpu, bool optimizer_state = true);
+// Mixed-precision training (build_llm_training_graph), Megatron-LM's layout per GPU: `dtype`
+// weights (2 B a parameter), FP32 main gradients (4 B: Megatron accumulates and all-reduces
+// BF16 training's gradients in FP32) and, with `optimizer_state`, AdamW's FP32 master weights
+// and two moments (12 B); ZeRO (par.zero) shards over the dp ranks the optimizer state (1),
+// the gradients too (2) and the weights too (3; each layer's gathered weights, transient, are
+// not counted). Activations saved per token and layer, in the dtype, on one GPU of
+// the tp group (no sequence parallelism, FlashAttention: no score matrix):
+//   the residual stream into each of the two norms and each norm's output (4h), Q, K and V
+//   ((a + 2 kv) d / tp) and the attention output (a d / tp) plus its FP32 log-sum-exp (4 a / tp
+//   bytes), the gate/up output (2F / tp) and the SiLU-mul output (F / tp); MoE: F = top-k x
+//   the expert width;
+// with `recompute` each layer keeps only its input (h) and one layer's full set is alive while
+// it recomputes. Pipeline stages hold min(pp, microbatches) microbatches (1F1B); the last adds
+// the logits and their FP32 softmax for the loss (one microbatch).
+MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
+                                   const Parallelism& par, const GpuSpec& gpu, bool optimizer_state = true,
+                                   bool recompute = false);
 MemoryEstimate inference_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
                                 const GpuSpec& gpu);
 

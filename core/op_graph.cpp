@@ -588,6 +588,8 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
+  if (par.zero != 0)
+    throw ConfigError("--zero applies to mixed-precision training (--mode training --dtype bf16|fp16)");
   const ArchSpec* arch = find_arch(m.model_type);
   if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
   if (par.tp > 1 && (arch->encoder_decoder || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
@@ -859,6 +861,145 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   if (step.chunk_logits_all)
     for (const auto& c : step.prefill) logits += c.seqs * (c.tokens - 1);
   add_serving_layers(g, m, t, logits, dtype, kv_dtype, tp, ep, attention);
+  return g;
+}
+
+OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
+                                 const Parallelism& par, bool recompute) {
+  const std::string mode = std::string("--mode training --dtype ") + dtype_name(dtype);
+  if (!is_llm_family(m.model_type))
+    throw ConfigError(mode + ": mixed-precision training covers the decoder families (" + model_type_list(true) +
+                      "), not '" + m.model_type + "'");
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    throw ConfigError(mode + ": mixed-precision training runs in bf16 or fp16 (fp32 is the eager FP32 training of "
+                      "NeuSight's data; FP8 training is not modelled)");
+  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
+  if (seq < 1 || seq > (1 << 20)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^20]");
+  if (m.max_positions > 0 && seq > m.max_positions)
+    throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " + std::to_string(m.max_positions) +
+                      " positions");
+  for (int64_t v : {par.dp, par.tp, par.pp, par.microbatches})
+    if (v < 1 || v > 4096)
+      throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
+  if (par.ep != 1) throw ConfigError("--ep does not apply to --mode training (expert parallelism is a serving layout)");
+  if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
+  if (batch % (par.dp * par.microbatches) != 0)
+    throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
+                      std::to_string(par.dp * par.microbatches));
+  const int64_t tp = par.tp, ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
+  // Megatron-LM splits heads, query groups (KV heads) and the FFN width over the tp ranks.
+  if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0)
+    throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) + " heads, " +
+                      std::to_string(m.kv_heads) + " key/value heads and FFN width " + std::to_string(ffn) +
+                      " must be divisible by it");
+  if (par.pp > m.layers || m.layers % par.pp != 0)
+    throw ConfigError("--pp " + std::to_string(par.pp) + ": " + m.name + "'s " + std::to_string(m.layers) +
+                      " layers do not split evenly into " + std::to_string(par.pp) +
+                      " stages (Megatron-LM needs num_layers divisible by the pipeline size)");
+  OpGraph g;
+  g.model = m.name;
+  g.batch = batch;
+  g.seq = seq;
+  g.mode = Mode::kTraining;
+  g.par = par;
+  g.micro_batch = batch / (par.dp * par.microbatches);
+  g.layers = m.layers;
+  g.hidden = m.hidden;
+  g.parameters = model_parameters(m);
+  g.dtype = dtype;
+  g.kv_dtype = dtype;
+  g.sliding_window = m.sliding_window;
+  const double e = dtype_size(dtype);
+  const int64_t t = g.micro_batch * seq, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
+  g.pipeline_send_bytes = par.pp > 1 ? e * double(t) * double(h) : 0;  // the hidden states
+  Builder b(g);
+  auto all_reduce = [&](double bytes) { return KernelCall::all_reduce(bytes, tp); };
+  // y = x W^T: x (rows, in), W (out, in). Column-parallel (`col`): the input gradient is
+  // all-reduced backward; row-parallel: the output forward; both (rows, h).
+  enum Split { kReplicated, kColumn, kRow };
+  auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out, Split split) {
+    GraphOp& o = b.op(name, "gemm");
+    o.fw.push_back(KernelCall::kernel(gemm_q(rows, in, out, dtype)));
+    o.bw.push_back(KernelCall::kernel(gemm_q(rows, out, in, dtype)));  // dx = dy W
+    o.bw.push_back(KernelCall::kernel(gemm_q(out, rows, in, dtype)));  // dW = dy^T x
+    if (tp > 1 && split == kColumn) o.bw.push_back(all_reduce(e * double(rows) * h));
+    if (tp > 1 && split == kRow) o.fw.push_back(all_reduce(e * double(rows) * h));
+  };
+  // A memory-bound op whose backward is a pass of the same kind over `bw_rows` rows.
+  auto memop = [&](const std::string& name, OpKind k, int64_t rows, int64_t width, int64_t bw_rows) {
+    GraphOp& o = b.op(name, "memory_op");
+    o.fw.push_back(KernelCall::kernel(vec_q(k, rows, width, dtype)));
+    o.bw.push_back(KernelCall::kernel(vec_q(k, bw_rows, width, dtype)));
+  };
+  auto rmsnorm = [&](const std::string& name, int64_t rows, int64_t width) {
+    memop(name, OpKind::kRmsNorm, rows, width, rows + rows / 2);
+  };
+  b.set_prefix("model.");
+  {
+    GraphOp& o = b.op("embed_tokens", "memory");
+    o.fw.push_back(KernelCall::mem(2 * e * double(t) * h));
+    if (tp > 1) o.fw.push_back(all_reduce(e * double(t) * h));  // vocab-parallel embedding
+    o.bw.push_back(KernelCall::mem(3 * e * double(t) * h));      // dy read, its rows' gradients updated
+  }
+  const size_t first_layer_op = g.ops.size();
+  b.set_count(m.layers);
+  b.set_prefix("model.layers.");
+  rmsnorm("input_layernorm", t, h);
+  gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn);
+  if (m.qk_norm) {
+    rmsnorm("self_attn.q_norm", t * heads, hd);
+    rmsnorm("self_attn.k_norm", t * kv, hd);
+  }
+  memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
+  {
+    const KernelQuery q =
+        attention_prefill_q(g.micro_batch, seq, heads, kv, hd, dtype, dtype, m.sliding_window);
+    GraphOp& o = b.op("self_attn.core_attention", "attention");
+    o.fw.push_back(KernelCall::kernel(q));
+    o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
+  }
+  gemm("self_attn.o_proj", t, heads * hd, h, kRow);
+  memop("residual_1", OpKind::kResidualAdd, t, h, t);
+  rmsnorm("post_attention_layernorm", t, h);
+  if (m.num_experts == 0) {
+    gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp, kColumn);
+    // SiLU-mul reads 2F and writes F forward; backward reads gate, up and dy, writes two: 5F.
+    memop("mlp.act_fn", OpKind::kSiluMul, t, m.ffn / tp, (5 * t + 2) / 3);
+    gemm("mlp.down_proj", t, m.ffn / tp, h, kRow);
+  } else {
+    // The router (replicated), then one fused MoE kernel per rank (each expert's FFN split
+    // over the tp ranks), its backward at twice its time; the partial outputs all-reduced.
+    gemm("mlp.gate", t, h, m.num_experts, kReplicated);
+    const KernelQuery q = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, dtype);
+    GraphOp& o = b.op("mlp.experts", "moe");
+    o.fw.push_back(KernelCall::kernel(q));
+    o.bw.push_back(KernelCall::kernel_scaled(q, 2.0));
+    if (tp > 1) {
+      o.fw.push_back(all_reduce(e * double(t) * h));
+      o.bw.push_back(all_reduce(e * double(t) * h));
+    }
+  }
+  memop("residual_2", OpKind::kResidualAdd, t, h, t);
+  if (recompute)
+    for (size_t i = first_layer_op; i < g.ops.size(); ++i) {
+      GraphOp& op = g.ops[i];
+      op.bw.insert(op.bw.begin(), op.fw.begin(), op.fw.end());
+    }
+  b.set_count(1);
+  b.set_prefix("model.");
+  rmsnorm("norm", t, h);
+  b.set_prefix("");
+  const int64_t vocab = (m.vocab + tp - 1) / tp;
+  gemm("lm_head", t, h, vocab, kColumn);
+  {
+    // Vocab-parallel cross-entropy: the logits read forward (max, sum of exponentials and the
+    // target's logit, each all-reduced over the tp group as t FP32 values), read again and
+    // their gradient written backward.
+    GraphOp& o = b.op("loss", "memory");
+    o.fw.push_back(KernelCall::mem(e * double(t) * vocab));
+    for (int i = 0; i < 3 && tp > 1; ++i) o.fw.push_back(all_reduce(4.0 * double(t)));
+    o.bw.push_back(KernelCall::mem(2 * e * double(t) * vocab));
+  }
   return g;
 }
 

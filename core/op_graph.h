@@ -34,7 +34,13 @@ struct KernelCall {
   // input and weight gradients (docs/model-graphs.md): the kernel data time forward (TN)
   // GEMMs only, and the per-op labels show the backward at twice the forward.
   bool at_forward_rate = false;
+  // The kernel's forecast times this: a backward kernel no data times, costed from its forward
+  // (build_llm_training_graph: FlashAttention's backward, the fused MoE layer's).
+  double scale = 1;
   static KernelCall kernel(const KernelQuery& q) { return {false, q, 0, Collective::kNone, 1}; }
+  static KernelCall kernel_scaled(const KernelQuery& q, double scale) {
+    return {false, q, 0, Collective::kNone, 1, false, scale};
+  }
   static KernelCall kernel_at_forward_rate(const KernelQuery& q) {
     return {false, q, 0, Collective::kNone, 1, true};
   }
@@ -54,6 +60,11 @@ struct Parallelism {
   // Serving MoE layers: the experts split over `ep` ranks of the tensor-parallel group (expert
   // parallelism), each expert's FFN over the remaining tp / ep; 1 = experts split by tp alone.
   int64_t ep = 1;
+  // Mixed-precision training: ZeRO stage of the data-parallel ranks (0: every rank holds it
+  // all; 1: the optimizer state sharded over dp, as Megatron-LM's distributed optimizer;
+  // 2: the gradients too; 3: the weights too, gathered for each layer's forward and backward,
+  // as FSDP's full shard).
+  int zero = 0;
   int64_t gpus() const { return dp * tp * pp; }
 };
 
@@ -152,6 +163,25 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 // out of range or positions beyond the model's, and the layout errors of build_serving_graph.
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
                                  int64_t ep = 1, double routing_alpha = 0);
+// Mixed-precision training of the decoder families (is_llm_family) as Megatron-LM runs it
+// (docs/model-graphs.md#mixed-precision-training): `dtype` (bf16 or fp16) weights and
+// activations, tensor-core GEMMs, FlashAttention, fused RMSNorm/RoPE/SiLU-mul kernels, the LM
+// head and a vocab-parallel cross-entropy; Megatron-LM's column/row tensor parallelism (no
+// sequence parallelism), 1F1B pipeline stages, data parallelism (batch = the global batch,
+// split over dp and microbatches). Backward kernels:
+//   GEMM y = x W^T, x (t, n), W (k, n): the input gradient (t, k -> n) and the weight gradient
+//     (k rows, t inner, n out) as gemm kernels of their own shapes;
+//   FlashAttention: 2.5x the forward's time (its backward runs five of the forward's two
+//     matmul passes; no backward timings in the data);
+//   fused MoE: 2x the forward's time (the input and the weight gradients of each grouped GEMM);
+//   RMSNorm: a pass over 1.5x the rows (reads x and dy, writes dx); SiLU-mul: over 5/3 the rows
+//     (reads gate, up and dy, writes both gradients); RoPE: the same rotation; each residual
+//     add sums the two branches' gradients;
+//   loss: reads the logits forward, reads them and writes their gradient backward.
+// `recompute` (full activation checkpointing): each layer's forward runs again in its backward.
+// ConfigError for other model types, fp32/fp8 dtypes, sizes or layouts out of range.
+OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
+                                 const Parallelism& par, bool recompute = false);
 // ConfigError naming --pp unless 1 <= pp <= layers.
 void check_pipeline_stages(int64_t layers, int64_t pp);
 // Layers of each of `pp` pipeline stages, in order, as vLLM splits them (get_pp_indices):

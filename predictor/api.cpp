@@ -213,11 +213,9 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   } else {
     refuse("--kv-dtype", !a.kv_dtype.empty());
     refuse("--routing", !a.routing.empty());  // even "balanced": forecast() sees only a power law
-    if (!a.dtype.empty() && dtype_flag("--dtype", a.dtype) != DType::kFp32)
-      throw ConfigError("--dtype " + a.dtype + ": --mode " + mode +
-                        " models eager FP32 PyTorch (NeuSight's data); BF16/FP16/FP8 forecasts are the serving "
-                        "modes (--mode prefill|decode|generate)");
+    r.train_dtype = eager_dtype(mode, a.dtype);
   }
+  if (!a.recompute.empty()) r.recompute = recompute_flag(a.recompute);
   std::optional<ModelConfig> draft;
   if (!a.spec_draft.empty()) {
     draft = load_model_config(a.spec_draft, models_dir);
@@ -227,6 +225,19 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   }
   r.gpu = &reg.resolve(a.gpu);
   return forecast(r, kp);
+}
+
+DType eager_dtype(const std::string& mode, const std::string& dtype) {
+  const DType d = dtype.empty() ? DType::kFp32 : dtype_flag("--dtype", dtype);
+  if (d == DType::kFp32 || (mode == "training" && (d == DType::kBf16 || d == DType::kFp16))) return d;
+  throw ConfigError("--dtype " + dtype + ": --mode " + mode +
+                    " models eager FP32 PyTorch (NeuSight's data); mixed-precision training is --mode training "
+                    "--dtype bf16|fp16, BF16/FP16/FP8 serving the modes prefill, decode and generate");
+}
+
+bool recompute_flag(const std::string& value) {
+  if (value != "none" && value != "full") throw ConfigError("--recompute: expected none or full, got '" + value + "'");
+  return value == "full";
 }
 
 void check_scheduler_options(const std::string& mode, const SchedulerLimits& limits, int64_t cached_prefix) {
@@ -242,6 +253,9 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   const GpuSpec& spec = *q.gpu;
   PredictResult r;
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
+  if ((q.par.zero != 0 || q.recompute) && (q.mode != "training" || q.train_dtype == DType::kFp32))
+    throw ConfigError(std::string(q.par.zero != 0 ? "--zero" : "--recompute") +
+                      " applies to mixed-precision training (--mode training --dtype bf16|fp16)");
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)
       throw ConfigError("--mode " + q.mode +
@@ -271,6 +285,17 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   if (q.par.ep != 1) throw ConfigError("--ep does not apply to --mode " + q.mode + " (expert parallelism is a serving layout)");
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
   const bool training = q.mode == "training";
+  if (training && q.train_dtype != DType::kFp32) {
+    if (q.fusion) throw ConfigError("--fusion applies to eager FP32 inference, not mixed-precision training");
+    const OpGraph g = build_llm_training_graph(mc, q.batch, q.tokens, q.train_dtype, q.par, q.recompute);
+    r.forecast = forecast_model(g, spec, kp, q.host_gap_us);
+    if (!q.optimizer_state) r.forecast.optimizer_ms = 0;
+    r.forecast.recompute = q.recompute;
+    set_training_throughput(r.forecast, g, spec);
+    r.memory = llm_training_memory(mc, q.batch, q.tokens, q.train_dtype, q.par, spec, q.optimizer_state, q.recompute);
+    return r;
+  }
+
   OpGraph g = build_op_graph(mc, q.batch, q.tokens, training ? Mode::kTraining : Mode::kInference, q.par);
   if (q.fusion) g = fuse_op_graph(g);
   r.forecast = forecast_model(g, spec, kp, q.host_gap_us);

@@ -43,6 +43,12 @@ void check_optimizer(const std::string& value);
 double routing_flag(const std::string& value);
 // A dtype option's value; ConfigError "<flag>: unknown dtype ..." otherwise.
 DType dtype_flag(const std::string& flag, const std::string& value);
+// --dtype of the eager modes (empty: fp32): inference takes fp32; training fp32 (eager, NeuSight's
+// setting) or bf16/fp16 (mixed precision, build_llm_training_graph). ConfigError naming the
+// flag otherwise.
+DType eager_dtype(const std::string& mode, const std::string& dtype);
+// --recompute: none (false) or full (true); ConfigError otherwise.
+bool recompute_flag(const std::string& value);
 // Serving dtypes: `dtype` (empty: the config's torch_dtype, else bf16) and the KV cache
 // (`kv_dtype`, empty: bf16 under FP8 GEMMs, else the GEMM dtype).
 struct ServingDtypes {
@@ -65,6 +71,7 @@ struct PredictArgs {
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
+  std::string recompute;                       // mixed-precision training: none (default) | full
   double host_gap_us = 0;                      // host time per kernel launch (forecast_model)
 };
 struct PredictResult {
@@ -94,6 +101,10 @@ struct ForecastRequest {
   double spec_accept = 0;
   bool fusion = false;
   bool optimizer_state = true;
+  // training: fp32 (eager FP32 PyTorch, NeuSight's setting) or bf16/fp16 (mixed precision,
+  // build_llm_training_graph), with each layer recomputed in the backward where `recompute`.
+  DType train_dtype = DType::kFp32;
+  bool recompute = false;
   double host_gap_us = 0;
 };
 PredictResult forecast(const ForecastRequest& r, const KernelPredictor& kp);

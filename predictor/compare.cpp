@@ -27,7 +27,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.model = c.model->name;
   r.gpu = c.gpu->name;
   r.mode = c.mode;
-  r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : DType::kFp32);
+  r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : c.train_dtype);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
   r.routing_alpha = c.routing_alpha;
@@ -44,6 +44,10 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.goodput_rps = f.generate->goodput_rps;
       r.ttft_p99_ms = f.generate->ttft.p99_ms, r.tpot_p99_ms = f.generate->tpot.p99_ms;
       r.slo_attained_pct = f.generate->slo_attained_pct();
+    } else if (f.forecast.tokens_per_s > 0) {  // mixed-precision training: the optimizer step is in it
+      r.step_ms = f.forecast.total_ms + f.forecast.optimizer_ms;
+      r.tokens_per_s = f.forecast.tokens_per_s;
+      r.mfu_pct = f.forecast.mfu_pct;
     } else {
       r.step_ms = f.forecast.total_ms;
       if (c.mode == "prefill") r.ttft_ms = r.step_ms;
@@ -132,9 +136,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                                     const std::string& models_dir, const Prices* prices) {
   const std::string mode = canonical_mode(req.mode);
   const bool serving = is_serving_mode(mode);
-  if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
-    throw ConfigError("--dtype " + req.dtype + ": --mode " + mode +
-                      " models eager FP32 PyTorch; BF16/FP16/FP8 are the serving modes (prefill, decode, generate)");
+  const DType train_dtype = serving ? DType::kFp32 : eager_dtype(mode, req.dtype);
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   check_scheduler_options(mode, req.limits, req.cached_prefix);
   for (int64_t s : req.seqs)
@@ -158,6 +160,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                     c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
                     c.optimizer_state = req.optimizer_state;
+                    c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute;
                     c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
                     if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
                     rows.push_back(forecast_one(c, kp, prices));
@@ -221,6 +224,7 @@ std::string compare_row_json(const CompareRow& r) {
     }
   }
   j["tokens_per_s"] = r.tokens_per_s;
+  if (r.mfu_pct > 0) j["mfu_pct"] = r.mfu_pct;
   j["memory_gb"] = r.memory_gb;
   j["fits"] = r.fits;
   if (r.max_sequences >= 0) j["max_sequences"] = r.max_sequences;
@@ -274,10 +278,13 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_ep = serving && std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.ep > 1; });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
-  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%12s %14s  %s\n", "rank", "model",
+  // Mixed-precision training: the model FLOPs utilisation beside the step.
+  const bool show_mfu = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.mfu_pct > 0; });
+  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
                 show_ep ? "  ep" : "", "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
-                show_slo ? "goodput/s  met % " : "", "tokens/s", "memory GB", priced ? "  $/1M tokens" : "");
+                show_slo ? "goodput/s  met % " : "", show_mfu ? " MFU % " : "", "tokens/s", "memory GB",
+                priced ? "  $/1M tokens" : "");
   os << buf;
   int rank = 0;
   for (const auto& r : rows) {
@@ -296,6 +303,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       const size_t n = std::strlen(serv);
       std::snprintf(serv + n, sizeof serv - n, " %9.3f %6.1f", r.goodput_rps, r.slo_attained_pct);
     }
+    if (show_mfu) std::snprintf(serv, sizeof serv, " %6.1f", r.mfu_pct);
     char mem[48];
     std::snprintf(mem, sizeof mem, "%6.1f/%-4.0f%s", r.memory_gb, r.gpu_memory_gb, r.fits ? "" : " NO");
     char cost[32] = "";
@@ -428,8 +436,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (req.seq < 1) throw ConfigError(std::string(mode == "decode" ? "--context" : "--seq") + ": expected >= 1");
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   check_scheduler_options(mode, req.limits, req.cached_prefix);
-  if (!serving && !req.dtype.empty() && dtype_from_string(req.dtype) != DType::kFp32)
-    throw ConfigError("--dtype " + req.dtype + ": --mode " + mode + " models eager FP32 PyTorch");
+  const DType train_dtype = serving ? DType::kFp32 : eager_dtype(mode, req.dtype);
   const ModelConfig m = load_model_config(req.model, models_dir);
   const GpuSpec& g = reg.resolve(req.gpu);
   auto divisors = [](int64_t n) {
@@ -464,6 +471,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
           c.cached_prefix = req.cached_prefix;
           c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
           c.optimizer_state = req.optimizer_state;
+          c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute;
           c.routing_alpha = req.routing_alpha;
           if (serving) {
             c.batch = global_batch / dp;  // one replica's sequences

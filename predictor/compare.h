@@ -20,7 +20,7 @@ struct CompareRequest {
   std::vector<std::string> models;            // names or config.json paths
   std::vector<std::string> gpus;              // registry names; "all" = every spec
   std::string mode = "inference";             // inference|training|prefill|decode|generate
-  std::string dtype;                          // serving dtype; empty = the config's torch_dtype
+  std::string dtype;                          // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16
   std::string kv_dtype;                       // serving KV cache; empty = bf16 for fp8, else dtype
   std::vector<int64_t> batches{1}, seqs{0};   // seq: prompt / sequence (decode: --context)
   int64_t gen = 0;                            // generate: output tokens
@@ -30,6 +30,8 @@ struct CompareRequest {
   std::vector<int64_t> eps{1};                // serving MoE: expert-parallel ranks of the tp group
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
+  int zero = 0;                               // mixed-precision training: ZeRO stage
+  bool recompute = false;                     // mixed-precision training: layers recomputed
 };
 
 // USD per GPU-hour, keyed by the registry's canonical GPU name; the file's date and source.
@@ -63,6 +65,7 @@ struct CompareRow {
   double ttft_p99_ms = 0, tpot_p99_ms = 0;        // generate: over the requests
   double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;
                             // decode: batch per step; generate: output tokens per second
+  double mfu_pct = 0;       // mixed-precision training: model FLOPs utilisation (ModelForecast)
   double memory_gb = 0, gpu_memory_gb = 0;
   bool fits = false;
   // Serving: sequences of the row's length the KV room of all its GPUs holds (every replica;
@@ -117,7 +120,7 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
 struct PlanRequest {
   std::string model, gpu;                 // a name or config.json path; a GPU type
   std::string mode = "training";          // training|inference|prefill|decode|generate
-  std::string dtype;                      // serving dtype; empty = the config's torch_dtype
+  std::string dtype;                      // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16
   int64_t gpus = 0, global_batch = 0;
   int64_t seq = 0;                        // prompt / sequence (decode: the cached context)
   int64_t gen = 0;                        // generate: output tokens
@@ -125,6 +128,8 @@ struct PlanRequest {
   int64_t cached_prefix = 0;              // prefill, generate: prompt tokens cached (prefix caching)
   bool optimizer_state = true;            // training memory: AdamW moments
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
+  int zero = 0;                           // mixed-precision training: ZeRO stage
+  bool recompute = false;                 // mixed-precision training: layers recomputed
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that
 // cannot run are left out of them and, when `skipped` is given, appended there (their rows

@@ -183,7 +183,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
         ms += time_ms(preds[index.at(key_of(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
       } else {
-        ms += time_ms(preds[index.at(key_of(c.query))]);
+        ms += time_ms(preds[index.at(key_of(c.query))]) * c.scale;
       }
     }
     return ms;
@@ -295,7 +295,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // runs; what does not fit under the backward, plus the last bucket, is exposed.
     const double grad_bytes = 4.0 * g.parameters / (par.tp * par.pp);
     const int64_t stride = par.tp * par.pp;  // data-parallel peers sit a replica apart
-    const double ar = all_reduce_ms(grad_bytes, par.dp, gpu, stride);
+    // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
+    // (a reduce-scatter and two all-gathers, each half of it).
+    const double ar = all_reduce_ms(grad_bytes, par.dp, gpu, stride) * (par.zero == 3 ? 1.5 : 1.0);
     const double last_bucket = all_reduce_ms(std::min(grad_bytes, 25e6), par.dp, gpu, stride);
     dp_exposed = std::max(0.0, ar - f.backward_ms) + last_bucket;
   }
@@ -307,8 +309,24 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     o.acc_ms *= par.microbatches;
   }
   f.total_ms = f.forward_ms + f.backward_ms + pipeline_comm + dp_exposed;
-  f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(g.parameters / (par.tp * par.pp), gpu) : 0;
+  // ZeRO 1-3: each data-parallel rank steps its shard of the parameters.
+  const double shards = double(par.tp * par.pp) * (par.zero >= 1 ? double(par.dp) : 1.0);
+  f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(g.parameters / shards, gpu) : 0;
   return f;
+}
+
+void set_training_throughput(ModelForecast& f, const OpGraph& g, const GpuSpec& gpu) {
+  double flops = 0;
+  for (const auto& op : g.ops)
+    for (const auto& c : op.fw)
+      if (c.is_kernel()) flops += query_flops(c.query) * double(op.count);
+  // Forward + the backward's two passes, every microbatch; the graph is one tp rank's share of
+  // every layer, which pp stages split.
+  flops *= 3.0 * double(g.par.microbatches) / double(g.par.pp);
+  const double step_s = (f.total_ms + f.optimizer_ms) * 1e-3;
+  if (!(step_s > 0)) return;
+  f.tokens_per_s = double(g.batch) * double(g.seq) / step_s;
+  f.mfu_pct = 100.0 * flops / step_s / (sheet_peak_gflops(gemm_q(1, 1, 1, g.dtype), gpu) * 1e9);
 }
 
 nlohmann::json positive_or_null(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -339,7 +357,12 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"call_overhead_us", f.call_overhead_us},
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
-                                    {"microbatches", f.par.microbatches}, {"ep", f.par.ep}}}};
+                                    {"microbatches", f.par.microbatches}, {"ep", f.par.ep}, {"zero", f.par.zero}}}};
+  if (f.tokens_per_s > 0) {
+    j["recompute"] = f.recompute ? "full" : "none";
+    j["tokens_per_s"] = f.tokens_per_s;
+    j["mfu_pct"] = f.mfu_pct;
+  }
   if (is_serving(f.mode)) {
     j["kv_dtype"] = dtype_name(f.kv_dtype);
     j["context"] = f.context;
@@ -433,6 +456,14 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
   os << buf;
   if (f.mode == Mode::kTraining) {
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
+    os << buf;
+  }
+  if (f.tokens_per_s > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "tokens/s      %10.1f  (batch x seq / (total + optimizer)%s)\nMFU           %10.1f %%  (3x the "
+                  "forward's matmul FLOPs at the %s dense tensor peak)\n",
+                  f.tokens_per_s, f.recompute ? "; layers recomputed in the backward" : "", f.mfu_pct,
+                  dtype_name(f.dtype));
     os << buf;
   }
   if (!f.call_overhead_us.empty()) {

@@ -46,7 +46,16 @@ struct ModelForecast {
   // call_overhead_us, KernelPrediction::stream_ms); only families of the graph with one.
   std::map<std::string, double> call_overhead_us;
   std::vector<OpForecast> ops;
+  // Mixed-precision training (build_llm_training_graph; 0 otherwise): whether each layer's
+  // forward is recomputed, the global tokens a second over the step (total_ms + optimizer_ms),
+  // and the model FLOPs utilisation: 3x one GPU's forward GEMM, attention and expert FLOPs (no
+  // recomputation; a GPU's share of the pipeline stages) over that time at the dtype's dense
+  // tensor peak.
+  bool recompute = false;
+  double tokens_per_s = 0, mfu_pct = 0;
 };
+// Sets f.tokens_per_s and f.mfu_pct of a mixed-precision training forecast of graph `g`.
+void set_training_throughput(ModelForecast& f, const OpGraph& g, const GpuSpec& gpu);
 
 inline bool is_serving(Mode m) { return m == Mode::kPrefill || m == Mode::kDecode; }
 

@@ -102,9 +102,10 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    const std::string& spec_draft, std::optional<int64_t> spec_tokens,
                    std::optional<double> spec_accept, std::optional<double> request_rate,
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
-                   std::optional<double> slo_tpot_ms) {
+                   std::optional<double> slo_tpot_ms, int zero, const std::string& recompute) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
+  a.par.zero = zero, a.recompute = recompute;
   a.cached_prefix = cached_prefix;
   a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
@@ -144,9 +145,12 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& gpu_dir, std::optional<int64_t> max_batched_tokens,
                    const py::object& max_seqs, int64_t cached_prefix, std::optional<std::string> schedule,
                    std::optional<double> request_rate, std::optional<std::string> arrivals,
-                   std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms) {
+                   std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, int zero,
+                   const std::string& recompute) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
+  req.zero = zero;
+  if (!recompute.empty()) req.recompute = predictor::recompute_flag(recompute);
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
   req.mode = predictor::canonical_mode(mode);
@@ -224,9 +228,10 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<int64_t> max_batched_tokens, const py::object& max_seqs, int64_t cached_prefix,
                 std::optional<std::string> schedule, std::optional<double> request_rate,
                 std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
-                std::optional<double> slo_tpot_ms) {
+                std::optional<double> slo_tpot_ms, int zero, const std::string& recompute) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
+  const bool recompute_layers = !recompute.empty() && predictor::recompute_flag(recompute);
   const predictor::SchedulerLimits lim =
       scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
   int64_t tokens = 0;
@@ -251,6 +256,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.limits = lim;
     req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
+    req.zero = zero, req.recompute = recompute_layers;
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }
@@ -287,7 +293,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = py::none(), py::arg("schedule") = py::none(),
         py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(), py::arg("spec_accept") = py::none(),
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
-        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none());
+        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
+        py::arg("zero") = 0, py::arg("recompute") = "");
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -303,7 +310,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("gpu_dir") = "", py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(),
         py::arg("cached_prefix") = 0, py::arg("schedule") = py::none(),
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
-        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none());
+        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
+        py::arg("zero") = 0, py::arg("recompute") = "");
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",
@@ -323,7 +331,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("routing") = "", py::arg("weights") = "", py::arg("gpu_dir") = "",
         py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("cached_prefix") = 0,
         py::arg("schedule") = py::none(), py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
-        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none());
+        py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
+        py::arg("zero") = 0, py::arg("recompute") = "");
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

@@ -252,6 +252,20 @@ tc_cli_fail(predict_request_rate_decode "--request-rate does not apply to --mode
 tc_cli_test(predict_kernel_chunk "shape +1,2048,32,8,128,p6144 .bf16." ${TC} predict-kernel --op attention_prefill --shape 1,2048,32,8,128 --prefix 6144 --gpu H100-SXM)
 tc_cli_fail(predict_kernel_prefix_gemm "--prefix applies to --op attention_prefill only" "${TC};predict-kernel;--op;gemm;--shape;16,4096,4096;--prefix;8;--gpu;H100-SXM")
 tc_cli_test(plan_chunked_refuses_pipelines "layouts that cannot run .[0-9]+.:\n.*one pipeline stage only" ${TC} plan --model llama-3.1-8b --gpu H100-SXM --gpus 2 --global-batch 8 --mode generate --seq 512 --gen 8 --max-batched-tokens 2048)
+# Mixed-precision (BF16) training of the decoder LLMs: Llama-3.1-8B's 8,030,261,248 parameters at
+# 2 B of weights, 4 B of FP32 main gradients and 12 B of master weights and moments; ZeRO-1 over
+# 4 ranks holds 3 B of the 12; the layout and the ZeRO stage in the JSON; one-line refusals.
+tc_cli_test(predict_training_bf16 "training, bf16\nmemory/GPU +[0-9.]+ GB \\(16\\.06 GB weights \\+ 32\\.12 GB gradients \\+ 96\\.36 GB AdamW state.*DOES NOT FIT.*\n.*\nbackward_ms.*\n.*\noptimizer_ms.*\ntokens/s .*\nMFU +[0-9.]+ %" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode training --dtype bf16 --batch 1 --seq 2048)
+tc_cli_test(predict_training_bf16_zero_json "\"optimizer_gb\": 24\\.09[0-9]*,.*\"parallel\": {[^}]*\"dp\": 4,[^}]*\"zero\": 1[^}]*}.*\"recompute\": \"full\"" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode training --dtype bf16 --batch 4 --seq 2048 --dp 4 --zero 1 --recompute full --format json)
+tc_cli_fail(predict_training_fp8 "--dtype fp8: --mode training models eager FP32 PyTorch .NeuSight's data.; mixed-precision training is --mode training --dtype bf16.fp16" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;fp8;--batch;1;--seq;128")
+tc_cli_fail(predict_training_bf16_gpt2 "mixed-precision training covers the decoder families" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128")
+tc_cli_fail(predict_recompute_eager "--recompute applies to mixed-precision training .--mode training --dtype bf16.fp16." "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--mode;training;--batch;1;--seq;128;--recompute;full")
+tc_cli_fail(predict_recompute_value "--recompute: expected none or full, got 'some'" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128;--recompute;some")
+tc_cli_fail(predict_zero_serving "--zero applies to mixed-precision training" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;128;--zero;1")
+tc_cli_fail(predict_zero_range "--zero: 4 out of range .0, 3." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128;--zero;4")
+tc_cli_test(compare_training_bf16 "step_ms  MFU % +tokens/s.*\n +1 llama-3.1-8b +B200 +bf16 .*\n +2 llama-3.1-8b +H100-SXM +bf16 " ${TC} compare --model llama-3.1-8b --gpus H100-SXM,B200 --mode training --dtype bf16 --batch 8 --seq 2048 --dp 8 --zero 1)
+tc_cli_test(plan_training_bf16 "rank model .*MFU %.*\n +1 llama-3.1-70b +H100-SXM +bf16 +64 +4096 " ${TC} plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 64 --seq 4096 --dtype bf16 --zero 1 --top 3)
+
 # compare and plan: rows, ranking, prices, errors.
 add_test(NAME cli.compare COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_test.sh ${TC})
 add_test(NAME cli.capacity COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/capacity_test.sh ${TC})

@@ -649,3 +649,108 @@ TEST(OpGraph, OptMaskMaxIsUnnamedAsInNeuSightsGraph) {
   for (const auto& op : build_op_graph(load_model_config("gpt2-large", models_dir()), 2, 1024, Mode::kTraining).ops)
     EXPECT_FALSE(op.unnamed_by_neusight) << op.name;
 }
+
+namespace {
+// Kernels of one pass (forward or backward) by family and shape, times the op's count; and the
+// scale of each (a backward costed from its forward).
+std::map<std::string, int64_t> pass_kernels(const OpGraph& g, bool backward, std::map<std::string, double>* scale = nullptr) {
+  std::map<std::string, int64_t> c;
+  for (const auto& op : g.ops)
+    for (const auto& call : backward ? op.bw : op.fw)
+      if (call.is_kernel()) {
+        const std::string key = std::string(op_name(call.query.op)) + "(" + query_shape_string(call.query) + ")";
+        c[key] += op.count;
+        if (scale) (*scale)[key] = call.scale;
+      }
+  return c;
+}
+}  // namespace
+
+// Llama-3.1-8B in BF16 mixed precision, 2 x 512 tokens on tp 2 (Megatron-LM): per rank 16 query
+// and 4 KV heads of 128 (QKV 24 x 128 = 3072 columns), gate_up 2 x 14336 / 2, down 7168 -> 4096,
+// the LM head over all 1,024 tokens and 128,256 / 2 vocabulary columns. Backward: each GEMM
+// y = x W^T as its input gradient (t, out -> in) and weight gradient (out rows, t inner, in out).
+TEST(TrainingGraph, LlamaMixedPrecisionShapesByHand) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  Parallelism par;
+  par.tp = 2;
+  const OpGraph g = build_llm_training_graph(m, 2, 512, DType::kBf16, par);
+  EXPECT_EQ(g.mode, Mode::kTraining);
+  EXPECT_EQ(g.dtype, DType::kBf16);
+  std::map<std::string, double> scale;
+  auto fw = pass_kernels(g, false), bw = pass_kernels(g, true, &scale);
+  EXPECT_EQ(fw["gemm(1024,4096,3072)"], 32);
+  EXPECT_EQ(bw["gemm(1024,3072,4096)"], 32);
+  EXPECT_EQ(bw["gemm(3072,1024,4096)"], 32);
+  EXPECT_EQ(fw["gemm(1024,2048,4096)"], 32);  // o_proj, row-parallel
+  EXPECT_EQ(bw["gemm(4096,1024,2048)"], 32);
+  EXPECT_EQ(fw["gemm(1024,4096,14336)"], 32);  // gate_up
+  EXPECT_EQ(bw["gemm(14336,1024,4096)"], 32);
+  EXPECT_EQ(fw["gemm(1024,7168,4096)"], 32);  // down
+  EXPECT_EQ(bw["gemm(1024,4096,7168)"], 32);
+  EXPECT_EQ(fw["gemm(1024,4096,64128)"], 1);  // LM head over every token
+  EXPECT_EQ(bw["gemm(64128,1024,4096)"], 1);
+  EXPECT_EQ(fw["context_attention(2,512,16,4,128)"], 32);
+  EXPECT_EQ(bw["context_attention(2,512,16,4,128)"], 32);
+  EXPECT_DOUBLE_EQ(scale["context_attention(2,512,16,4,128)"], 2.5);
+  EXPECT_EQ(fw["rmsnorm(1024,4096)"], 2 * 32 + 1);
+  EXPECT_EQ(bw["rmsnorm(1536,4096)"], 2 * 32 + 1);  // reads x and dy, writes dx: 1.5 passes
+  EXPECT_EQ(fw["silu_mul(1024,7168)"], 32);
+  EXPECT_EQ(bw["silu_mul(1707,7168)"], 32);  // 5F of traffic against 3F: 5/3 x 1,024 rows
+  EXPECT_EQ(fw["rope(1024,2560)"], 32);
+  EXPECT_EQ(fw["residual_add(1024,4096)"], 2 * 32);
+  EXPECT_EQ(bw["residual_add(1024,4096)"], 2 * 32);
+  // The forward GEMMs' FLOPs are 2 x tokens x the rank's GEMM weights, counted from the shapes
+  // above: (4096 x 3072 + 2048 x 4096 + 4096 x 14336 + 7168 x 4096) x 32 + 4096 x 64128.
+  const double rank_weights = (4096.0 * 3072 + 2048.0 * 4096 + 4096.0 * 14336 + 7168.0 * 4096) * 32 + 4096.0 * 64128;
+  double fw_flops = 0, bw_flops = 0;
+  for (const auto& op : g.ops) {
+    for (const auto& c : op.fw)
+      if (c.is_kernel() && c.query.op == OpKind::kGemm) fw_flops += query_flops(c.query) * double(op.count);
+    for (const auto& c : op.bw)
+      if (c.is_kernel() && c.query.op == OpKind::kGemm) bw_flops += query_flops(c.query) * double(op.count);
+  }
+  EXPECT_DOUBLE_EQ(fw_flops, 2.0 * 1024 * rank_weights);
+  EXPECT_DOUBLE_EQ(bw_flops, 2 * fw_flops);
+  // All-reduces: o_proj and down forward, QKV and gate_up backward (input gradients), per layer;
+  // the vocab-parallel embedding forward, the LM head's input gradient, the loss's three.
+  int64_t all_reduces = 0;
+  for (const auto& op : g.ops)
+    for (const auto* calls : {&op.fw, &op.bw})
+      for (const auto& c : *calls)
+        if (c.collective == Collective::kAllReduce) all_reduces += op.count;
+  EXPECT_EQ(all_reduces, 4 * 32 + 1 + 1 + 3);
+  // Full recomputation: each layer's backward starts with its forward again; the rest is unchanged.
+  const OpGraph r = build_llm_training_graph(m, 2, 512, DType::kBf16, par, true);
+  auto rbw = pass_kernels(r, true);
+  EXPECT_EQ(rbw["gemm(1024,4096,3072)"], 32);
+  EXPECT_EQ(rbw["context_attention(2,512,16,4,128)"], 64);
+  EXPECT_EQ(rbw["gemm(1024,4096,64128)"], 0);  // the head is not a layer
+}
+
+TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp8, {}); },
+                            {"--dtype fp8", "bf16 or fp16"});
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp32, {}); }, {"bf16 or fp16"});
+  ModelConfig gpt2 = load_model_config("gpt2-large", models_dir());
+  expect_error<ConfigError>([&] { build_llm_training_graph(gpt2, 1, 16, DType::kBf16, {}); },
+                            {"decoder families", "gpt2"});
+  Parallelism p;
+  p.tp = 3;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kBf16, p); }, {"--tp 3", "divisible"});
+  p = {};
+  p.pp = 3;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 3, 16, DType::kBf16, p); }, {"--pp 3", "evenly"});
+  p = {};
+  p.dp = 4;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 6, 16, DType::kBf16, p); }, {"--batch 6", "divisible"});
+  p = {};
+  p.zero = 4;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kBf16, p); }, {"--zero: 4"});
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 200000, DType::kBf16, {}); }, {"--seq", "positions"});
+  // The eager FP32 builder takes no ZeRO stage.
+  p = {};
+  p.zero = 1;
+  expect_error<ConfigError>([&] { build_op_graph(m, 1, 16, Mode::kTraining, p); }, {"--zero applies to mixed-precision"});
+}

@@ -2,6 +2,7 @@
 // against the configurations NeuSight measured (a run that was measured fitted).
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/memory_model.h"
 #include "test_util.h"
 
@@ -79,4 +80,41 @@ TEST(Memory, ConfigurationsNeuSightMeasuredFit) {
         << r.model << " on " << r.gpu;
   // GPT-3 2.7B with AdamW's state does not fit the 80 GB card NeuSight timed it on without one.
   EXPECT_FALSE(training_memory(model("gpt3-2.7b"), 1, 2048, {}, registry().resolve("NVIDIA A100 80GB PCIe")).fits());
+}
+
+// Llama 3.1 8B in BF16 mixed precision, batch 1 x 2048 tokens, one GPU: 2 B of weights, 4 B of
+// FP32 main gradients and 12 B of master weights and moments per parameter. Saved activations
+// per token and layer (h 4096, 32 heads and 8 KV heads of 128, F 14336): 2 x (4 x 4096 + 48 x
+// 128 + 32 x 128 + 3 x 14336) + 4 x 32 = 139,392 B; x 2048 tokens x 32 layers = 9,135,194,112,
+// + the embedding output 2 x 2048 x 4096 = 16,777,216 + the logits and their FP32 softmax
+// (2 + 4) x 2048 x 128,256 = 1,576,009,728: 10,727,981,056 bytes. With full recomputation the
+// layers keep their inputs, 32 x 2048 x 2 x 4096 = 536,870,912, and one layer's full set,
+// 139,392 x 2048 = 285,474,816: 2,415,132,672 bytes.
+TEST(Memory, Llama8bMixedPrecisionTrainingByHand) {
+  const ModelConfig m = model("llama-3.1-8b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const auto r = llm_training_memory(m, 1, 2048, DType::kBf16, {}, h100);
+  EXPECT_DOUBLE_EQ(r.weights_gb, 2 * 8030261248.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.gradients_gb, 4 * 8030261248.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.optimizer_gb, 12 * 8030261248.0 / 1e9);
+  EXPECT_NEAR(r.activations_gb, 10727981056.0 / 1e9, 1e-9);
+  EXPECT_FALSE(r.fits());  // 155 GB
+  const auto rc = llm_training_memory(m, 1, 2048, DType::kBf16, {}, h100, true, true);
+  EXPECT_NEAR(rc.activations_gb, 2415132672.0 / 1e9, 1e-9);
+  // ZeRO over 8 data-parallel ranks: stage 1 shards the 12 B, stage 2 the gradients too, stage 3
+  // the weights too; each rank runs 1 of the 8 sequences.
+  Parallelism p;
+  p.dp = 8;
+  for (int z = 0; z <= 3; ++z) {
+    p.zero = z;
+    const auto s = llm_training_memory(m, 8, 2048, DType::kBf16, p, h100);
+    EXPECT_DOUBLE_EQ(s.optimizer_gb, 12 * 8030261248.0 / (z >= 1 ? 8 : 1) / 1e9) << z;
+    EXPECT_DOUBLE_EQ(s.gradients_gb, 4 * 8030261248.0 / (z >= 2 ? 8 : 1) / 1e9) << z;
+    EXPECT_DOUBLE_EQ(s.weights_gb, 2 * 8030261248.0 / (z >= 3 ? 8 : 1) / 1e9) << z;
+    EXPECT_NEAR(s.activations_gb, r.activations_gb, 1e-9) << z;
+  }
+  p.zero = 1;
+  EXPECT_TRUE(llm_training_memory(m, 8, 2048, DType::kBf16, p, h100, true, true).fits());  // 60 GB
+  p.zero = 5;
+  EXPECT_THROW(llm_training_memory(m, 8, 2048, DType::kBf16, p, h100), ConfigError);
 }

@@ -25,6 +25,22 @@ py = tilecast.predict(model="gpt2-large", gpu="A100-SXM4-40GB", batch=4, seq=102
 sh = cli("predict", "--model", "gpt2-large", "--gpu", "A100-SXM4-40GB", "--batch", "4", "--seq", "1024",
          "--mode", "training", "--tp", "2")
 assert py == sh
+# Mixed-precision training: the same dict; ZeRO-1 over 4 ranks holds a quarter of the 12 B of
+# master weights and moments per parameter; the layout and recomputation are stated.
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=2048, mode="training", dtype="bf16", dp=4,
+                      zero=1, recompute="full")
+sh = cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "4", "--seq", "2048", "--mode",
+         "training", "--dtype", "bf16", "--dp", "4", "--zero", "1", "--recompute", "full")
+assert py == sh and py["parallel"]["zero"] == 1 and py["recompute"] == "full", (py["parallel"], py.get("recompute"))
+assert abs(py["optimizer_gb"] - 12 * 8030261248 / 4 / 1e9) < 1e-9 and 0 < py["mfu_pct"] < 100, py["optimizer_gb"]
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=4, global_batch=8, seq=2048, dtype="bf16", zero=1)
+assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "4", "--global-batch", "8",
+                   "--seq", "2048", "--dtype", "bf16", "--zero", "1")["rows"] and all(r["dtype"] == "bf16" for r in rows)
+try:
+    tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=1, seq=128, mode="training", recompute="full")
+    raise AssertionError("recompute without a mixed-precision dtype was accepted")
+except ValueError as e:
+    assert "--recompute applies to mixed-precision training" in str(e), e
 # A serving pipeline (tp 4 x pp 2): the same dict, with the engine's microbatches.
 py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=16, seq=1024, mode="generate", gen=8, tp=4, pp=2)
 sh = cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "16", "--seq", "1024", "--mode",
