@@ -67,7 +67,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
                      "       tilecast predict --model M --gpu G --mode training --dtype bf16|fp16 --batch N --seq S "
-                     "[--dp D] [--zero 1] [--tp N] [--pp P --microbatches K] [--recompute full]\n"
+                     "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K] [--recompute full]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R]\n"
@@ -82,6 +82,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("gen")) a.gen = gen;
   a.sched = sched.args;
   a.par.zero = train.zero;
+  a.par.sequence_parallel = train.sequence_parallel;
   a.recompute = train.recompute;
   a.cached_prefix = sched.cached_prefix;
   if (vm.count("spec-tokens")) a.spec_tokens = spec_tokens;

@@ -119,6 +119,9 @@ void TrainingOptions::add_to(po::options_description& desc) {
                      "mixed-precision training (--mode training --dtype bf16|fp16): ZeRO stage over the dp ranks (1: "
                      "optimizer state sharded, Megatron-LM's distributed optimizer; 2: + gradients; 3: + weights, as "
                      "FSDP)")(
+      "sequence-parallel", po::bool_switch(&sequence_parallel),
+      "mixed-precision training with --tp: Megatron-LM's sequence parallelism (norms and residual adds split "
+      "over the tp ranks by tokens)")(
       "recompute", po::value(&recompute),
       "mixed-precision training: none (default) or full (each layer's forward recomputed in its backward; only its "
       "input kept)");

@@ -54,10 +54,11 @@ struct SchedulerOptions {
   void add_to(po::options_description& desc);
 };
 
-// Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks) and
-// --recompute (none|full), checked by the forecast (predictor::recompute_flag, forecast()).
+// Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks),
+// --sequence-parallel and --recompute (none|full), checked by the forecast (predictor::recompute_flag, forecast()).
 struct TrainingOptions {
   int zero = 0;
+  bool sequence_parallel = false;
   std::string recompute;  // empty: not given (none)
   void add_to(po::options_description& desc);
 };

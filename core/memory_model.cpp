@@ -84,13 +84,15 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   // FP32 master weights, exp_avg, exp_avg_sq.
   r.optimizer_gb = optimizer_state ? 12 * params / (par.zero >= 1 ? dp : 1.0) / 1e9 : 0;
   const double tp = double(par.tp), h = m.hidden, a = m.heads, kv = kv_heads_of(m), d = m.head_dim;
+  // Sequence parallelism splits the norms' inputs and outputs over the tp ranks too.
+  const double norm_share = par.sequence_parallel ? tp : 1.0;
   const double per_token_layer =
-      e * (4 * h + (a + 2 * kv) * d / tp + a * d / tp + 3 * ffn_width(m) / tp) + 4 * a / tp;
+      e * (4 * h / norm_share + (a + 2 * kv) * d / tp + a * d / tp + 3 * ffn_width(m) / tp) + 4 * a / tp;
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
   const double t1 = micro_seqs * double(seq);                                   // one microbatch's tokens
   const double t = t1 * double(std::min(par.pp, par.microbatches));             // held by the first stage
   const double stage_layers = double(m.layers) / double(par.pp);
-  const double bytes = recompute ? stage_layers * t * e * h + t1 * per_token_layer
+  const double bytes = recompute ? stage_layers * t * e * h / norm_share + t1 * per_token_layer
                                  : stage_layers * t * per_token_layer;
   // The embedding output on the first stage; the logits and their FP32 softmax on the last.
   r.activations_gb = (bytes + e * t * h + (e + 4) * t1 * double(m.vocab) / tp) / 1e9;

@@ -64,6 +64,7 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 //   ((a + 2 kv) d / tp) and the attention output (a d / tp) plus its FP32 log-sum-exp (4 a / tp
 //   bytes), the gate/up output (2F / tp) and the SiLU-mul output (F / tp); MoE: F = top-k x
 //   the expert width;
+// par.sequence_parallel divides the 4h (and a recomputed layer's input) by tp too;
 // with `recompute` each layer keeps only its input (h) and one layer's full set is alive while
 // it recomputes. Pipeline stages hold min(pp, microbatches) microbatches (1F1B); the last adds
 // the logits and their FP32 softmax for the loss (one microbatch).

@@ -588,8 +588,9 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
-  if (par.zero != 0)
-    throw ConfigError("--zero applies to mixed-precision training (--mode training --dtype bf16|fp16)");
+  if (par.zero != 0 || par.sequence_parallel)
+    throw ConfigError(std::string(par.zero != 0 ? "--zero" : "--sequence-parallel") +
+                      " applies to mixed-precision training (--mode training --dtype bf16|fp16)");
   const ArchSpec* arch = find_arch(m.model_type);
   if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
   if (par.tp > 1 && (arch->encoder_decoder || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
@@ -883,6 +884,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
       throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
   if (par.ep != 1) throw ConfigError("--ep does not apply to --mode training (expert parallelism is a serving layout)");
   if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
+  if (par.sequence_parallel && par.tp < 2) throw ConfigError("--sequence-parallel needs --tp 2 or more");
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
@@ -911,6 +913,8 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   g.sliding_window = m.sliding_window;
   const double e = dtype_size(dtype);
   const int64_t t = g.micro_batch * seq, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
+  // Sequence parallelism: the ops between the tp regions see t / tp tokens.
+  const int64_t ts = par.sequence_parallel ? (t + tp - 1) / tp : t;
   g.pipeline_send_bytes = par.pp > 1 ? e * double(t) * double(h) : 0;  // the hidden states
   Builder b(g);
   auto all_reduce = [&](double bytes) { return KernelCall::all_reduce(bytes, tp); };
@@ -944,7 +948,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   const size_t first_layer_op = g.ops.size();
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
-  rmsnorm("input_layernorm", t, h);
+  rmsnorm("input_layernorm", ts, h);
   gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn);
   if (m.qk_norm) {
     rmsnorm("self_attn.q_norm", t * heads, hd);
@@ -959,8 +963,8 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
   }
   gemm("self_attn.o_proj", t, heads * hd, h, kRow);
-  memop("residual_1", OpKind::kResidualAdd, t, h, t);
-  rmsnorm("post_attention_layernorm", t, h);
+  memop("residual_1", OpKind::kResidualAdd, ts, h, ts);
+  rmsnorm("post_attention_layernorm", ts, h);
   if (m.num_experts == 0) {
     gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp, kColumn);
     // SiLU-mul reads 2F and writes F forward; backward reads gate, up and dy, writes two: 5F.
@@ -979,7 +983,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
       o.bw.push_back(all_reduce(e * double(t) * h));
     }
   }
-  memop("residual_2", OpKind::kResidualAdd, t, h, t);
+  memop("residual_2", OpKind::kResidualAdd, ts, h, ts);
   if (recompute)
     for (size_t i = first_layer_op; i < g.ops.size(); ++i) {
       GraphOp& op = g.ops[i];
@@ -987,7 +991,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     }
   b.set_count(1);
   b.set_prefix("model.");
-  rmsnorm("norm", t, h);
+  rmsnorm("norm", ts, h);
   b.set_prefix("");
   const int64_t vocab = (m.vocab + tp - 1) / tp;
   gemm("lm_head", t, h, vocab, kColumn);

@@ -65,6 +65,10 @@ struct Parallelism {
   // 2: the gradients too; 3: the weights too, gathered for each layer's forward and backward,
   // as FSDP's full shard).
   int zero = 0;
+  // Mixed-precision training with tp > 1: Megatron-LM's sequence parallelism (the norms,
+  // residual adds and their saved inputs split over the tp ranks by tokens; each all-reduce a
+  // reduce-scatter and an all-gather of the same traffic).
+  bool sequence_parallel = false;
   int64_t gpus() const { return dp * tp * pp; }
 };
 
@@ -179,6 +183,7 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
 //     add sums the two branches' gradients;
 //   loss: reads the logits forward, reads them and writes their gradient backward.
 // `recompute` (full activation checkpointing): each layer's forward runs again in its backward.
+// par.sequence_parallel: the RMSNorms and residual adds run on tokens / tp rows.
 // ConfigError for other model types, fp32/fp8 dtypes, sizes or layouts out of range.
 OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
                                  const Parallelism& par, bool recompute = false);

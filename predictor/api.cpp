@@ -253,8 +253,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   const GpuSpec& spec = *q.gpu;
   PredictResult r;
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
-  if ((q.par.zero != 0 || q.recompute) && (q.mode != "training" || q.train_dtype == DType::kFp32))
-    throw ConfigError(std::string(q.par.zero != 0 ? "--zero" : "--recompute") +
+  if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel) && (q.mode != "training" || q.train_dtype == DType::kFp32))
+    throw ConfigError(std::string(q.par.zero != 0 ? "--zero" : q.recompute ? "--recompute" : "--sequence-parallel") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16)");
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)

@@ -31,6 +31,7 @@ struct CompareRequest {
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   int zero = 0;                               // mixed-precision training: ZeRO stage
+  bool sequence_parallel = false;             // mixed-precision training with tp: sequence parallelism
   bool recompute = false;                     // mixed-precision training: layers recomputed
 };
 
@@ -129,6 +130,7 @@ struct PlanRequest {
   bool optimizer_state = true;            // training memory: AdamW moments
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
   int zero = 0;                           // mixed-precision training: ZeRO stage
+  bool sequence_parallel = false;         // mixed-precision training with tp: sequence parallelism
   bool recompute = false;                 // mixed-precision training: layers recomputed
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that

@@ -357,7 +357,8 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"call_overhead_us", f.call_overhead_us},
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
-                                    {"microbatches", f.par.microbatches}, {"ep", f.par.ep}, {"zero", f.par.zero}}}};
+                                    {"microbatches", f.par.microbatches}, {"ep", f.par.ep}, {"zero", f.par.zero},
+                                    {"sequence_parallel", f.par.sequence_parallel}}}};
   if (f.tokens_per_s > 0) {
     j["recompute"] = f.recompute ? "full" : "none";
     j["tokens_per_s"] = f.tokens_per_s;

@@ -262,6 +262,7 @@ tc_cli_fail(predict_training_bf16_gpt2 "mixed-precision training covers the deco
 tc_cli_fail(predict_recompute_eager "--recompute applies to mixed-precision training .--mode training --dtype bf16.fp16." "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--mode;training;--batch;1;--seq;128;--recompute;full")
 tc_cli_fail(predict_recompute_value "--recompute: expected none or full, got 'some'" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128;--recompute;some")
 tc_cli_fail(predict_zero_serving "--zero applies to mixed-precision training" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;128;--zero;1")
+tc_cli_fail(predict_sequence_parallel_tp1 "--sequence-parallel needs --tp 2 or more" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128;--sequence-parallel")
 tc_cli_fail(predict_zero_range "--zero: 4 out of range .0, 3." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128;--zero;4")
 tc_cli_test(compare_training_bf16 "step_ms  MFU % +tokens/s.*\n +1 llama-3.1-8b +B200 +bf16 .*\n +2 llama-3.1-8b +H100-SXM +bf16 " ${TC} compare --model llama-3.1-8b --gpus H100-SXM,B200 --mode training --dtype bf16 --batch 8 --seq 2048 --dp 8 --zero 1)
 tc_cli_test(plan_training_bf16 "rank model .*MFU %.*\n +1 llama-3.1-70b +H100-SXM +bf16 +64 +4096 " ${TC} plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 64 --seq 4096 --dtype bf16 --zero 1 --top 3)

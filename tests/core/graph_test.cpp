@@ -720,6 +720,16 @@ TEST(TrainingGraph, LlamaMixedPrecisionShapesByHand) {
       for (const auto& c : *calls)
         if (c.collective == Collective::kAllReduce) all_reduces += op.count;
   EXPECT_EQ(all_reduces, 4 * 32 + 1 + 1 + 3);
+  // Sequence parallelism: the norms and residual adds run on 1,024 / 2 tokens a rank; the GEMMs
+  // and attention do not change.
+  Parallelism sp = par;
+  sp.sequence_parallel = true;
+  auto sfw = pass_kernels(build_llm_training_graph(m, 2, 512, DType::kBf16, sp), false);
+  EXPECT_EQ(sfw["rmsnorm(512,4096)"], 2 * 32 + 1);
+  EXPECT_EQ(sfw["residual_add(512,4096)"], 2 * 32);
+  EXPECT_EQ(sfw["rmsnorm(1024,4096)"], 0);
+  EXPECT_EQ(sfw["gemm(1024,4096,3072)"], 32);
+  EXPECT_EQ(sfw["context_attention(2,512,16,4,128)"], 32);
   // Full recomputation: each layer's backward starts with its forward again; the rest is unchanged.
   const OpGraph r = build_llm_training_graph(m, 2, 512, DType::kBf16, par, true);
   auto rbw = pass_kernels(r, true);
@@ -745,6 +755,9 @@ TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
   p = {};
   p.dp = 4;
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 6, 16, DType::kBf16, p); }, {"--batch 6", "divisible"});
+  p = {};
+  p.sequence_parallel = true;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kBf16, p); }, {"--sequence-parallel needs --tp 2"});
   p = {};
   p.zero = 4;
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kBf16, p); }, {"--zero: 4"});

@@ -115,6 +115,13 @@ TEST(Memory, Llama8bMixedPrecisionTrainingByHand) {
   }
   p.zero = 1;
   EXPECT_TRUE(llm_training_memory(m, 8, 2048, DType::kBf16, p, h100, true, true).fits());  // 60 GB
+  // Sequence parallelism over tp 2 halves the norms' 4h too: 2 x (4 x 4096 / 2 + 48 x 128 / 2 +
+  // 32 x 128 / 2 + 3 x 14336 / 2) + 4 x 32 / 2 = 69,696 B a token and layer; x 2048 x 32 =
+  // 4,567,597,056, + 16,777,216 + the logits of 128,256 / 2 columns (2 + 4) x 2048 x 64,128 =
+  // 788,004,864: 5,372,379,136 bytes.
+  Parallelism t2;
+  t2.tp = 2, t2.sequence_parallel = true;
+  EXPECT_NEAR(llm_training_memory(m, 1, 2048, DType::kBf16, t2, h100).activations_gb, 5372379136.0 / 1e9, 1e-9);
   p.zero = 5;
   EXPECT_THROW(llm_training_memory(m, 8, 2048, DType::kBf16, p, h100), ConfigError);
 }
