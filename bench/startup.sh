@@ -43,6 +43,8 @@ row predict_llama8b_generate "$TC" predict --model llama-3.1-8b --gpu H100-SXM -
 row predict_llama8b_generate_scheduled "$TC" predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 512 --seq 2048 --gen 256 --max-batched-tokens 8192 --max-seqs 256
 # A capacity search: 200 Poisson requests a trial, about 14 generate forecasts.
 row capacity_llama8b "$TC" capacity --model llama-3.1-8b --gpus H100-SXM --seq 1024 --gen 256 --max-batched-tokens 8192 --slo-ttft-ms 200 --slo-tpot-ms 30
+# Mixed-precision training: every layout of 64 H100s for Llama-3.1-70B (89 forecast, 45 refused).
+row plan_llama70b_bf16_training "$TC" plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 128 --seq 4096 --dtype bf16 --zero 1 --sequence-parallel
 # 20 GPUs x 8 configurations (4 batch sizes x 2 sequence lengths), GPT-2 large training.
 GPUS=$("$TC" gpus --format json | python3 -c "import json,sys; g=[x['name'] for x in json.load(sys.stdin) if x.get('vendor')=='nvidia']; print(','.join(g[:20]))")
 [ "$(echo "$GPUS" | tr ',' '\n' | wc -l)" = 20 ] || { echo "startup.sh: fewer than 20 NVIDIA specs" >&2; exit 1; }

@@ -168,7 +168,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
                                  int64_t ep = 1, double routing_alpha = 0);
 // Mixed-precision training of the decoder families (is_llm_family) as Megatron-LM runs it
-// (docs/model-graphs.md#mixed-precision-training): `dtype` (bf16 or fp16) weights and
+// (docs/model-graphs.md, "Mixed-precision training"): `dtype` (bf16 or fp16) weights and
 // activations, tensor-core GEMMs, FlashAttention, fused RMSNorm/RoPE/SiLU-mul kernels, the LM
 // head and a vocab-parallel cross-entropy; Megatron-LM's column/row tensor parallelism (no
 // sequence parallelism), 1F1B pipeline stages, data parallelism (batch = the global batch,
