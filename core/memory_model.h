@@ -59,7 +59,7 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 // and two moments (12 B); ZeRO (par.zero) shards over the dp ranks the optimizer state (1),
 // the gradients too (2) and the weights too (3; each layer's gathered weights, transient, are
 // not counted). Activations saved per token and layer, in the dtype, on one GPU of
-// the tp group (no sequence parallelism, FlashAttention: no score matrix):
+// the tp group (FlashAttention: no score matrix):
 //   the residual stream into each of the two norms and each norm's output (4h), Q, K and V
 //   ((a + 2 kv) d / tp) and the attention output (a d / tp) plus its FP32 log-sum-exp (4 a / tp
 //   bytes), the gate/up output (2F / tp) and the SiLU-mul output (F / tp); MoE: F = top-k x

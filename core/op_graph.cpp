@@ -918,8 +918,8 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   g.pipeline_send_bytes = par.pp > 1 ? e * double(t) * double(h) : 0;  // the hidden states
   Builder b(g);
   auto all_reduce = [&](double bytes) { return KernelCall::all_reduce(bytes, tp); };
-  // y = x W^T: x (rows, in), W (out, in). Column-parallel (`col`): the input gradient is
-  // all-reduced backward; row-parallel: the output forward; both (rows, h).
+  // y = x W^T: x (rows, in), W (out, in). Column-parallel: the input gradient is all-reduced
+  // backward; row-parallel: the output forward; both (rows, h). The router is replicated.
   enum Split { kReplicated, kColumn, kRow };
   auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out, Split split) {
     GraphOp& o = b.op(name, "gemm");
