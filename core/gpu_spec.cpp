@@ -60,6 +60,14 @@ double GpuSpec::fp32_issue_fraction() const {
   return std::min(1.0, kFfmaPerK * clocks_per_ffma / issue_clocks);
 }
 
+double GpuSpec::collective_gbps(int64_t group_ranks) const {
+  // A group larger than the mesh also crosses whatever joins meshes (a PCIe switch between two
+  // hives): costed on one link, as a switched fabric.
+  if (interconnect_mesh_peers <= 0 || group_ranks <= 2 || group_ranks - 1 > interconnect_mesh_peers)
+    return interconnect_gbps;
+  return interconnect_gbps * double(group_ranks - 1);
+}
+
 std::string GpuSpec::interconnect_link() const {
   if (!interconnect.empty()) return interconnect == "pcie" ? "pcie" : "nvlink";
   return interconnect_gbps > 64 ? "nvlink" : "pcie";  // PCIe 5.0 x16: 63 GB/s per direction
@@ -95,6 +103,11 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   if (s.interconnect_gbps != 0) check_range(s.interconnect_gbps, 1, 1e5, "interconnect_gbps", origin);
   if (!s.interconnect.empty() && s.interconnect != "nvlink" && s.interconnect != "xgmi" && s.interconnect != "pcie")
     throw ConfigError(origin + ": field 'interconnect': expected nvlink, xgmi or pcie, got '" + s.interconnect + "'");
+  if (s.interconnect_mesh_peers != 0) {
+    check_range(s.interconnect_mesh_peers, 1, 4096, "interconnect_mesh_peers", origin);
+    if (!(s.interconnect_gbps > 0))
+      throw ConfigError(origin + ": field 'interconnect_mesh_peers' needs 'interconnect_gbps' (the bandwidth of each link)");
+  }
   if (s.gpus_per_node != 0) check_range(s.gpus_per_node, 1, 4096, "gpus_per_node", origin);
   if (s.network_gbps != 0) check_range(s.network_gbps, 0.1, 1e5, "network_gbps", origin);
   if (s.network_gbps != 0 && s.gpus_per_node == 0)
@@ -121,7 +134,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
       "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
-      "interconnect_gbps", "interconnect", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
+      "interconnect_gbps", "interconnect", "interconnect_mesh_peers", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
@@ -153,6 +166,8 @@ GpuSpec load_gpu_yaml(const std::string& path) {
   if (root["interconnect_gbps"])
     s.interconnect_gbps = get_scalar<double>(root["interconnect_gbps"], "interconnect_gbps", path);
   if (root["interconnect"]) s.interconnect = get_scalar<std::string>(root["interconnect"], "interconnect", path);
+  if (root["interconnect_mesh_peers"])
+    s.interconnect_mesh_peers = get_scalar<int>(root["interconnect_mesh_peers"], "interconnect_mesh_peers", path);
   if (root["gpus_per_node"]) s.gpus_per_node = get_scalar<int>(root["gpus_per_node"], "gpus_per_node", path);
   if (root["network_gbps"]) s.network_gbps = get_scalar<double>(root["network_gbps"], "network_gbps", path);
   if (root["compute_capability"]) {
@@ -264,6 +279,8 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;
   if (s.interconnect_gbps > 0) out << YAML::Key << "interconnect_gbps" << YAML::Value << s.interconnect_gbps;
   if (!s.interconnect.empty()) out << YAML::Key << "interconnect" << YAML::Value << s.interconnect;
+  if (s.interconnect_mesh_peers > 0)
+    out << YAML::Key << "interconnect_mesh_peers" << YAML::Value << s.interconnect_mesh_peers;
   if (s.gpus_per_node > 0) out << YAML::Key << "gpus_per_node" << YAML::Value << s.gpus_per_node;
   if (s.network_gbps > 0) out << YAML::Key << "network_gbps" << YAML::Value << s.network_gbps;
   if (s.tdp_w > 0) out << YAML::Key << "tdp_w" << YAML::Value << s.tdp_w;

@@ -31,6 +31,11 @@ struct GpuSpec {
   // The link that bandwidth is over: "nvlink", "xgmi" (AMD Infinity Fabric) or "pcie"; "" = not
   // stated (interconnect_link() then reads a bandwidth above PCIe 5.0 x16's 64 GB/s as NVLink).
   std::string interconnect;
+  // A point-to-point mesh instead of a switch (AMD Infinity Fabric): the GPU has one link of
+  // interconnect_gbps to each of this many peers, so a collective over k <= peers + 1 GPUs of
+  // the mesh drives k - 1 links at once (a larger group: one link). 0 = a switched fabric
+  // (NVSwitch) or a single link: every group gets interconnect_gbps.
+  int interconnect_mesh_peers = 0;
   // The node that link joins: GPUs per NVLink domain (an HGX board: 8; GB200/GB300 NVL72: 72),
   // 0 = not stated (collectives are then costed on the link for any group size). Beyond it,
   // ranks talk over the cluster network at `network_gbps` per GPU (its NICs' bandwidth per
@@ -59,6 +64,9 @@ struct GpuSpec {
   // "nvlink" (also for xGMI: a direct GPU-to-GPU link) or "pcie": the link class collectives
   // are costed over (predictor/graph_predictor.h).
   std::string interconnect_link() const;
+  // Bandwidth per direction one GPU drives into a collective over `group_ranks` GPUs joined by
+  // its link (one node), GB/s: interconnect_gbps, times group_ranks - 1 within a mesh.
+  double collective_gbps(int64_t group_ranks) const;
   // Fraction of the FP32 peak a SIMT SGEMM main loop can issue (NVIDIA): 1 where a scheduler's
   // FP32 lanes take more than one clock per warp instruction or it dispatches two per clock,
   // else the loop's FFMA share of issue slots (see gpu_spec.cpp). 1 for AMD and the CPU.

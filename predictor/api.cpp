@@ -164,6 +164,7 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"mem_gb", s.mem_gb},
           {"l2_cache_mb", s.l2_cache_mb},
           {"interconnect_gbps", s.interconnect_gbps},
+          {"interconnect_mesh_peers", s.interconnect_mesh_peers},
           {"gpus_per_node", s.gpus_per_node},
           {"network_gbps", s.network_gbps}};
 }

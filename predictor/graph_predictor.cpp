@@ -81,7 +81,8 @@ double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t st
   const double n = static_cast<double>(group), steps = 2 * (n - 1);
   const bool nvlink = gpu.interconnect_link() == "nvlink";
   const GroupSpan span = group_span(group, stride, gpu);
-  double link_gbps = gpu.interconnect_gbps, net_steps = 0;
+  // The group's members on one node share its link (a mesh: one link to each of them).
+  double link_gbps = gpu.collective_gbps(span.ranks_per_node), net_steps = 0;
   if (span.nodes > 1) {
     need_network(gpu, "a group of " + std::to_string(group) + " GPUs" +
                           (stride > 1 ? " " + std::to_string(stride) + " apart" : ""));

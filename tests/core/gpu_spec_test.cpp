@@ -153,6 +153,42 @@ TEST(GpuSpec, InterconnectLinkFromTheSheet) {
   expect_error<ConfigError>([&] { load_gpu_yaml(path); }, {"bad-link.yaml", "field 'interconnect'", "infiniband"});
 }
 
+// A mesh's links (interconnect_mesh_peers): cited in each sheet that states them, round-tripped
+// through the YAML writer, and refused without a link bandwidth or out of range.
+TEST(GpuSpec, InterconnectMeshPeers) {
+  GpuRegistry reg(gpu_dir());
+  EXPECT_EQ(reg.resolve("MI300X").interconnect_mesh_peers, 7);
+  EXPECT_EQ(reg.resolve("MI100").interconnect_mesh_peers, 3);
+  EXPECT_EQ(reg.resolve("H100-SXM").interconnect_mesh_peers, 0);
+  for (const auto& g : reg.all())
+    if (g.interconnect_mesh_peers > 0) {
+      bool cited = false;
+      for (const auto& src : g.sources) cited = cited || src.rfind("interconnect_mesh_peers", 0) == 0;
+      EXPECT_TRUE(cited) << g.origin << ": interconnect_mesh_peers without a source";
+    }
+  const GpuSpec& mi = reg.resolve("MI300X");
+  EXPECT_EQ(mi.collective_gbps(8), 7 * 64.0);
+  EXPECT_EQ(mi.collective_gbps(4), 3 * 64.0);
+  EXPECT_EQ(mi.collective_gbps(2), 64.0);
+  EXPECT_EQ(mi.collective_gbps(9), 64.0);  // beyond the mesh: one link
+  auto write = [](const std::string& name, const std::string& y) {
+    const std::string path = ::testing::TempDir() + name;
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fwrite(y.data(), 1, y.size(), f);
+    std::fclose(f);
+    return path;
+  };
+  const std::string y = gpu_spec_to_yaml(mi);
+  EXPECT_EQ(load_gpu_yaml(write("mesh-roundtrip.yaml", y)).interconnect_mesh_peers, 7);
+  std::string no_link = y;
+  no_link.replace(no_link.find("interconnect_gbps: 64\n"), 22, "");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("mesh-no-link.yaml", no_link)); },
+                            {"mesh-no-link.yaml", "'interconnect_mesh_peers' needs 'interconnect_gbps'"});
+  std::string bad = y;
+  bad.replace(bad.find("interconnect_mesh_peers: 7"), 26, "interconnect_mesh_peers: 0.5");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("mesh-bad.yaml", bad)); }, {"mesh-bad.yaml", "interconnect_mesh_peers"});
+}
+
 // Issue-bound FP32 SGEMM rate, hand-derived from the whitepapers' SM layouts: 16 FP32 lanes
 // per scheduler (Volta, Turing, GA100) or Pascal's two dispatch units leave issue slots for the
 // 4 LDS.128 beside the 64 FFMA of a K step; 32 lanes fed by one dispatch (GA10x, Ada, Hopper,

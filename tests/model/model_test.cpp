@@ -900,6 +900,25 @@ TEST(BundledWeights, MultiGpuForecastsAddCommunication) {
 // latencies (LL 2.7, LL128 4.0, Simple 14.0 us per step) on 2 x nodes of the 2 (n-1) steps,
 // and at most ranks-per-node x network_gbps of bandwidth. Hand-derived from NCCL's tables and
 // the DGX H100 sheet (8 GPUs per node, one 400 Gb/s NIC = 50 GB/s per GPU).
+// AMD's Infinity Fabric is a mesh: one link to each peer (MI300X: 64 GB/s to each of 7 in an
+// 8-GPU platform; MI210: 100 GB/s to each of 3 in a 4-GPU hive), so a collective drives k - 1
+// links at once. 1 GB over 8 MI300Xs goes Simple: 8.4 + 14 x 3.4 = 56 us + 2 x 7/8 of the bytes
+// at 80 % of 7 x 64 GB/s; over 2, one link: 8.4 + 2 x 3.4 = 15.2 us + the bytes at 80 % of 64.
+// 8 MI210s span two hives: one link, 56 us + 1.75e9 B at 80 % of 100; 4 of them 3 links.
+TEST(Multi, MeshDrivesOneLinkPerPeer) {
+  const GpuSpec& mi300x = registry().resolve("MI300X");
+  ASSERT_EQ(mi300x.interconnect_mesh_peers, 7);
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 8, mi300x), 0.056 + 1.75e9 / (0.8 * 448e9) * 1e3, 1e-9);
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 2, mi300x), 0.0152 + 1e9 / (0.8 * 64e9) * 1e3, 1e-9);
+  const GpuSpec& mi210 = registry().resolve("MI210");
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 8, mi210), 0.056 + 1.75e9 / (0.8 * 100e9) * 1e3, 1e-9);
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 4, mi210), 0.0288 + 1.5e9 / (0.8 * 300e9) * 1e3, 1e-9);
+  // A switched fabric gives every group the same link: the H100's 450 GB/s for 2 and for 8.
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  EXPECT_EQ(h100.interconnect_mesh_peers, 0);
+  EXPECT_NEAR(predictor::all_reduce_ms(1e9, 2, h100), 0.0152 + 1e9 / (0.8 * 450e9) * 1e3, 1e-9);
+}
+
 TEST(Multi, CollectivesAcrossNodes) {
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   ASSERT_EQ(h100.gpus_per_node, 8);
