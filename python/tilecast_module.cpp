@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -274,16 +275,36 @@ py::object gpus(const std::string& gpu_dir) {
   return json_to_py(list.dump());
 }
 
+// "--max-seqs: ..." -> "max_seqs: ...": a CLI flag in an error line as the Python keyword.
+std::string keyword_names(const std::string& message) {
+  std::string out;
+  for (size_t i = 0; i < message.size(); ++i) {
+    const bool flag = message.compare(i, 2, "--") == 0 && i + 2 < message.size() &&
+                      std::islower(static_cast<unsigned char>(message[i + 2])) &&
+                      (i == 0 || !std::isalnum(static_cast<unsigned char>(message[i - 1])));
+    if (!flag) {
+      out += message[i];
+      continue;
+    }
+    for (i += 2; i < message.size() && (std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '-'); ++i)
+      out += message[i] == '-' ? '_' : message[i];
+    --i;
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(tilecast, m) {
   m.doc() = "tilecast: forecast deep-learning kernel and model latency on GPUs you do not have (no LibTorch).";
   // tilecast's own errors (bad model, GPU, shape, layout...) are ValueError with the CLI's one line.
+  // The checks are the CLI's, whose lines name its flags: each --flag-name becomes the keyword
+  // flag_name that carries it here.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const tilecast::Error& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, keyword_names(e.what()).c_str());
     }
   });
   m.def("predict", &predict, "Whole-model forecast; the dict `tilecast predict --format json` prints.",

@@ -40,7 +40,16 @@ try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=1, seq=128, mode="training", recompute="full")
     raise AssertionError("recompute without a mixed-precision dtype was accepted")
 except ValueError as e:
-    assert "--recompute applies to mixed-precision training" in str(e), e
+    assert "recompute applies to mixed-precision training (mode training dtype bf16|fp16)" in str(e), e
+# Every error names the keyword that carries the option here, not the CLI's flag.
+for kw, msg in ((dict(mode="decode", batch=1), "mode decode needs context L"),
+                (dict(mode="training", dtype="bf16", batch=1, seq=128, zero=4), "zero: 4 out of range [0, 3]"),
+                (dict(mode="generate", batch=1, seq=128, gen=4, cached_prefix=128), "cached_prefix: 128 out of range")):
+    try:
+        tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", **kw)
+        raise AssertionError("predict accepted %r" % kw)
+    except ValueError as e:
+        assert msg in str(e) and "--" not in str(e), e
 # A serving pipeline (tp 4 x pp 2): the same dict, with the engine's microbatches.
 py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=16, seq=1024, mode="generate", gen=8, tp=4, pp=2)
 sh = cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "16", "--seq", "1024", "--mode",
