@@ -327,6 +327,8 @@ void check_capacity_request(const ForecastRequest& base, double attainment_pct) 
 
 CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct, const KernelPredictor& kp) {
   check_capacity_request(base, attainment_pct);
+  // The trials forecast the same steps' kernels again and again: each is forecast once.
+  const KernelPredictor::MemoScope memo(kp);
   CapacityResult c;
   c.attainment_pct = attainment_pct;
   c.requests = base.batch;

@@ -1108,6 +1108,8 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
   };
   bool first = true;
+  // Steps of equal token counts launch the same GEMMs and memory ops: each is forecast once.
+  const KernelPredictor::MemoScope memo(kp);
   const ServingSchedule s = schedule_serving(batch, seq, gen, lim, [&](const ServingStep& st) {
     ModelForecast step = forecast_model(graph(st), gpu, kp, host_gap_us);
     const double ms = step.total_ms;

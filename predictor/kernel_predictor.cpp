@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <cstdio>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -37,6 +39,11 @@ struct KernelPredictor::Impl {
     return amd.get();
   }
   std::mutex mu;
+  // MemoScope's memo: (GpuSpec address, query) -> forecast; `memo_scopes` open scopes.
+  std::mutex memo_mu;
+  int memo_scopes = 0;
+  int64_t memo_hits = 0, memo_misses = 0;
+  std::map<std::pair<const GpuSpec*, std::string>, KernelPrediction> memo;
 
   const TileTable& tile_table() {
     std::lock_guard<std::mutex> lock(mu);
@@ -103,6 +110,10 @@ void KernelPredictor::set_call_overhead_us(double us) {
                       " microseconds, got " + std::to_string(us));
   for (Family f : kAllFamilies)
     if (family_traits(f).data == FamilyData::kNeuSight) impl_->manifest.call_overhead_us[family_name(f)] = us;
+  {
+    std::lock_guard<std::mutex> lock(impl_->memo_mu);
+    impl_->memo.clear();  // stream_ms follows the call overhead
+  }
   if (!impl_->amd_dir.empty()) {
     impl_->amd_set();
     impl_->amd->set_call_overhead_us(us);
@@ -172,8 +183,79 @@ KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const K
 }
 }  // namespace
 
+namespace {
+// Every field of a query, as the memo's key.
+std::string memo_key(const KernelQuery& q) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%d|%lld|%lld|%lld|%lld|%lld|%d|%d|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%.17g",
+                static_cast<int>(q.op), static_cast<long long>(q.b), static_cast<long long>(q.m),
+                static_cast<long long>(q.n), static_cast<long long>(q.k), static_cast<long long>(q.h),
+                static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype), static_cast<long long>(q.ctx),
+                static_cast<long long>(q.window), static_cast<long long>(q.prefix), static_cast<long long>(q.experts),
+                static_cast<long long>(q.topk), static_cast<long long>(q.moe_tp), static_cast<long long>(q.moe_ep),
+                q.routing_alpha);
+  return buf;
+}
+}  // namespace
+
+KernelPredictor::MemoScope::MemoScope(const KernelPredictor& kp) : kp_(kp) {
+  std::lock_guard<std::mutex> lock(kp_.impl_->memo_mu);
+  if (kp_.impl_->memo_scopes++ == 0) kp_.impl_->memo_hits = kp_.impl_->memo_misses = 0;
+}
+
+KernelPredictor::MemoScope::~MemoScope() {
+  std::lock_guard<std::mutex> lock(kp_.impl_->memo_mu);
+  if (--kp_.impl_->memo_scopes == 0) kp_.impl_->memo.clear();
+}
+
+int64_t KernelPredictor::memo_hits() const {
+  std::lock_guard<std::mutex> lock(impl_->memo_mu);
+  return impl_->memo_hits;
+}
+
+int64_t KernelPredictor::memo_misses() const {
+  std::lock_guard<std::mutex> lock(impl_->memo_mu);
+  return impl_->memo_misses;
+}
+
 std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQuery>& queries,
                                                        const GpuSpec& gpu) const {
+  {
+    std::unique_lock<std::mutex> lock(impl_->memo_mu);
+    if (impl_->memo_scopes > 0) {
+      // Answer what the memo holds; forecast the rest in one batch and keep them.
+      std::vector<KernelPrediction> out(queries.size());
+      std::vector<KernelQuery> fresh;
+      std::vector<size_t> fresh_at;
+      std::vector<std::string> keys(queries.size());
+      for (size_t i = 0; i < queries.size(); ++i) {
+        keys[i] = memo_key(queries[i]);
+        const auto it = impl_->memo.find({&gpu, keys[i]});
+        if (it != impl_->memo.end()) {
+          out[i] = it->second;
+          ++impl_->memo_hits;
+        } else {
+          fresh.push_back(queries[i]);
+          fresh_at.push_back(i);
+        }
+      }
+      if (fresh.empty()) return out;
+      lock.unlock();
+      const std::vector<KernelPrediction> r = predict_unmemoised(fresh, gpu);
+      lock.lock();
+      for (size_t j = 0; j < fresh.size(); ++j) {
+        out[fresh_at[j]] = r[j];
+        if (impl_->memo_scopes > 0) impl_->memo.emplace(std::make_pair(&gpu, keys[fresh_at[j]]), r[j]);
+      }
+      impl_->memo_misses += static_cast<int64_t>(fresh.size());
+      return out;
+    }
+  }
+  return predict_unmemoised(queries, gpu);
+}
+
+std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vector<KernelQuery>& queries,
+                                                                  const GpuSpec& gpu) const {
   // Chunks after a prefix become whole prompts first (compose_chunk).
   if (std::any_of(queries.begin(), queries.end(), [](const KernelQuery& q) { return q.prefix > 0; })) {
     std::vector<KernelQuery> expanded;
@@ -198,7 +280,7 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       expanded.push_back(attention_decode_q(q.b, q.prefix + q.m, q.k, q.h, q.n, q.dtype, q.kv_dtype, q.window));
       parts[i].read = expanded.size() - 1;
     }
-    const std::vector<KernelPrediction> r = predict(expanded, gpu);
+    const std::vector<KernelPrediction> r = predict_unmemoised(expanded, gpu);
     std::vector<KernelPrediction> out(queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
       if (queries[i].prefix <= 0) {

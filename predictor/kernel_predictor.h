@@ -75,6 +75,25 @@ class KernelPredictor {
   // (`eval-models --call-overhead-us`, to fit it: scripts/fit-host-gap.sh). ConfigError
   // outside the range.
   void set_call_overhead_us(double us);
+
+  // While one of these lives, predict() keeps each forecast and answers a query it has answered
+  // on the same GpuSpec object again from memory (forecasts are deterministic): for searches
+  // that forecast the same kernels many times (find_capacity's trials). The GpuSpec objects
+  // must not change meanwhile. Nested scopes share one memo, dropped when the last ends.
+  class MemoScope {
+   public:
+    explicit MemoScope(const KernelPredictor& kp);
+    ~MemoScope();
+    MemoScope(const MemoScope&) = delete;
+    MemoScope& operator=(const MemoScope&) = delete;
+
+   private:
+    const KernelPredictor& kp_;
+  };
+  // Forecasts answered from the memo and forecast afresh since the outermost scope was opened
+  // (0 before the first).
+  int64_t memo_hits() const;
+  int64_t memo_misses() const;
   // The host time per call (us) taken off family `f`'s kernels on `gpu`: the call_overhead_us of
   // the set that forecasts it (set_for); 0 where it has none.
   double call_overhead_us(const GpuSpec& gpu, Family f) const;
@@ -84,6 +103,7 @@ class KernelPredictor {
   void predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
                           const GpuSpec& gpu, std::vector<KernelPrediction>& out) const;
   std::vector<KernelPrediction> predict_here(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
+  std::vector<KernelPrediction> predict_unmemoised(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
