@@ -96,7 +96,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.eps = parse_int_list("--ep", ep, 1, 4096);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.optimizer_state = optimizer == "adamw";
-  req.zero = train.zero, req.sequence_parallel = train.sequence_parallel;
+  req.zero = train.zero, req.sequence_parallel = train.sequence_parallel, req.train_tokens = train.train_tokens;
   if (!train.recompute.empty()) req.recompute = predictor::recompute_flag(train.recompute);
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;
@@ -171,7 +171,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.limits = sched.args.limits();
   req.cached_prefix = sched.cached_prefix.value_or(0);
   req.optimizer_state = optimizer == "adamw";
-  req.zero = train.zero, req.sequence_parallel = train.sequence_parallel;
+  req.zero = train.zero, req.sequence_parallel = train.sequence_parallel, req.train_tokens = train.train_tokens;
   if (!train.recompute.empty()) req.recompute = predictor::recompute_flag(train.recompute);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;

@@ -124,7 +124,10 @@ void TrainingOptions::add_to(po::options_description& desc) {
       "over the tp ranks by tokens)")(
       "recompute", po::value(&recompute),
       "mixed-precision training: none (default) or full (each layer's forward recomputed in its backward; only its "
-      "input kept)");
+      "input kept)")(
+      "train-tokens", po::value(&train_tokens),
+      "mixed-precision training: tokens the whole run trains on (e.g. 15e12): its days at the forecast's tokens/s "
+      "(compare and plan: and its cost at --price)");
 }
 
 }  // namespace tilecast::cli

@@ -55,11 +55,12 @@ struct SchedulerOptions {
 };
 
 // Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks),
-// --sequence-parallel and --recompute (none|full), checked by the forecast (predictor::recompute_flag, forecast()).
+// --sequence-parallel, --recompute (none|full) and --train-tokens, checked by the forecast (predictor::recompute_flag, forecast()).
 struct TrainingOptions {
   int zero = 0;
   bool sequence_parallel = false;
   std::string recompute;  // empty: not given (none)
+  double train_tokens = 0;  // 0: not given
   void add_to(po::options_description& desc);
 };
 

@@ -217,6 +217,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
     r.train_dtype = eager_dtype(mode, a.dtype);
   }
   if (!a.recompute.empty()) r.recompute = recompute_flag(a.recompute);
+  r.train_tokens = a.train_tokens;
   std::optional<ModelConfig> draft;
   if (!a.spec_draft.empty()) {
     draft = load_model_config(a.spec_draft, models_dir);
@@ -234,6 +235,15 @@ DType eager_dtype(const std::string& mode, const std::string& dtype) {
   throw ConfigError("--dtype " + dtype + ": --mode " + mode +
                     " models eager FP32 PyTorch (NeuSight's data); mixed-precision training is --mode training "
                     "--dtype bf16|fp16, BF16/FP16/FP8 serving the modes prefill, decode and generate");
+}
+
+void check_train_tokens(double tokens) {
+  if (tokens == 0) return;
+  if (!(tokens >= 1 && tokens <= 1e16)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", tokens);
+    throw ConfigError(std::string("--train-tokens: ") + v + " out of range [1, 1e16]");
+  }
 }
 
 bool recompute_flag(const std::string& value) {
@@ -254,8 +264,13 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   const GpuSpec& spec = *q.gpu;
   PredictResult r;
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
-  if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel) && (q.mode != "training" || q.train_dtype == DType::kFp32))
-    throw ConfigError(std::string(q.par.zero != 0 ? "--zero" : q.recompute ? "--recompute" : "--sequence-parallel") +
+  check_train_tokens(q.train_tokens);
+  if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel || q.train_tokens > 0) &&
+      (q.mode != "training" || q.train_dtype == DType::kFp32))
+    throw ConfigError(std::string(q.par.zero != 0           ? "--zero"
+                                  : q.recompute             ? "--recompute"
+                                  : q.par.sequence_parallel ? "--sequence-parallel"
+                                                            : "--train-tokens") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16)");
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)
@@ -293,6 +308,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     if (!q.optimizer_state) r.forecast.optimizer_ms = 0;
     r.forecast.recompute = q.recompute;
     set_training_throughput(r.forecast, g, spec);
+    r.forecast.train_tokens = q.train_tokens;
     r.memory = llm_training_memory(mc, q.batch, q.tokens, q.train_dtype, q.par, spec, q.optimizer_state, q.recompute);
     return r;
   }

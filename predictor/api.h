@@ -49,6 +49,8 @@ DType dtype_flag(const std::string& flag, const std::string& value);
 DType eager_dtype(const std::string& mode, const std::string& dtype);
 // --recompute: none (false) or full (true); ConfigError otherwise.
 bool recompute_flag(const std::string& value);
+// --train-tokens: 0 (not given) or in [1, 1e16]; ConfigError otherwise.
+void check_train_tokens(double tokens);
 // Serving dtypes: `dtype` (empty: the config's torch_dtype, else bf16) and the KV cache
 // (`kv_dtype`, empty: bf16 under FP8 GEMMs, else the GEMM dtype).
 struct ServingDtypes {
@@ -72,6 +74,7 @@ struct PredictArgs {
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
   std::string recompute;                       // mixed-precision training: none (default) | full
+  double train_tokens = 0;                     // mixed-precision training: tokens of the whole run (0: none)
   double host_gap_us = 0;                      // host time per kernel launch (forecast_model)
 };
 struct PredictResult {
@@ -105,6 +108,8 @@ struct ForecastRequest {
   // build_llm_training_graph), with each layer recomputed in the backward where `recompute`.
   DType train_dtype = DType::kFp32;
   bool recompute = false;
+  // Mixed-precision training: tokens a whole run trains on (0: none), for its duration.
+  double train_tokens = 0;
   double host_gap_us = 0;
 };
 PredictResult forecast(const ForecastRequest& r, const KernelPredictor& kp);

@@ -48,6 +48,8 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.step_ms = f.forecast.total_ms + f.forecast.optimizer_ms;
       r.tokens_per_s = f.forecast.tokens_per_s;
       r.mfu_pct = f.forecast.mfu_pct;
+      r.train_tokens = f.forecast.train_tokens;
+      r.train_days = f.forecast.train_days();
     } else {
       r.step_ms = f.forecast.total_ms;
       if (c.mode == "prefill") r.ttft_ms = r.step_ms;
@@ -61,6 +63,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
     if (const double price = prices ? prices->of(c.gpu->name) : 0.0; price > 0 && r.tokens_per_s > 0) {
       r.usd_per_hour = price * double(r.gpus());
       r.usd_per_m_tokens = r.usd_per_hour / 3600.0 * 1e6 / r.tokens_per_s;
+      r.train_usd = r.usd_per_hour * 24 * r.train_days;
     }
   } catch (const ConfigError& e) {
     r.error = e.what();
@@ -160,7 +163,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                     c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
                     c.optimizer_state = req.optimizer_state;
-                    c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute;
+                    c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute, c.train_tokens = req.train_tokens;
                     c.par.sequence_parallel = req.sequence_parallel && c.par.tp > 1;
                     c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
                     if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
@@ -226,6 +229,11 @@ std::string compare_row_json(const CompareRow& r) {
   }
   j["tokens_per_s"] = r.tokens_per_s;
   if (r.mfu_pct > 0) j["mfu_pct"] = r.mfu_pct;
+  if (r.train_tokens > 0) {
+    j["train_tokens"] = r.train_tokens;
+    j["train_days"] = r.train_days;
+    j["train_usd"] = positive_or_null(r.train_usd);
+  }
   j["memory_gb"] = r.memory_gb;
   j["fits"] = r.fits;
   if (r.max_sequences >= 0) j["max_sequences"] = r.max_sequences;
@@ -281,11 +289,15 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
   const bool show_mfu = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.mfu_pct > 0; });
+  // With the tokens of a whole run: its days (and, priced, its cost) after the memory.
+  const bool show_run = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.train_days > 0; });
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
                 show_ep ? "  ep" : "", "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
                 show_slo ? "goodput/s  met % " : "", show_mfu ? " MFU % " : "", "tokens/s", "memory GB",
-                priced ? "  $/1M tokens" : "");
+                (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
+                 (show_run && priced ? "       run $" : ""))
+                    .c_str());
   os << buf;
   int rank = 0;
   for (const auto& r : rows) {
@@ -307,10 +319,19 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
     if (show_mfu) std::snprintf(serv, sizeof serv, " %6.1f", r.mfu_pct);
     char mem[48];
     std::snprintf(mem, sizeof mem, "%6.1f/%-4.0f%s", r.memory_gb, r.gpu_memory_gb, r.fits ? "" : " NO");
-    char cost[32] = "";
+    char cost[80] = "";
     if (priced) {
       if (r.usd_per_m_tokens > 0) std::snprintf(cost, sizeof cost, "  %12.4f", r.usd_per_m_tokens);
       else std::snprintf(cost, sizeof cost, "  %12s", "no price");
+    }
+    if (show_run) {
+      const size_t n = std::strlen(cost);
+      std::snprintf(cost + n, sizeof cost - n, "  %8.2f", r.train_days);
+      if (priced) {
+        const size_t n2 = std::strlen(cost);
+        if (r.train_usd > 0) std::snprintf(cost + n2, sizeof cost - n2, "  %10.0f", r.train_usd);
+        else std::snprintf(cost + n2, sizeof cost - n2, "  %10s", "no price");
+      }
     }
     std::snprintf(buf, sizeof buf, "%4d %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld%s %3lld %12.3f%s %12.0f %14s%s\n",
                   ++rank, r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
@@ -472,7 +493,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
           c.cached_prefix = req.cached_prefix;
           c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
           c.optimizer_state = req.optimizer_state;
-          c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute;
+          c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute, c.train_tokens = req.train_tokens;
           c.par.sequence_parallel = req.sequence_parallel && c.par.tp > 1;
           c.routing_alpha = req.routing_alpha;
           if (serving) {

@@ -32,6 +32,7 @@ struct CompareRequest {
   bool optimizer_state = true;                // training memory: AdamW moments
   int zero = 0;                               // mixed-precision training: ZeRO stage
   bool sequence_parallel = false;             // mixed-precision training with tp: sequence parallelism
+  double train_tokens = 0;                    // mixed-precision training: tokens of the whole run (0: none)
   bool recompute = false;                     // mixed-precision training: layers recomputed
 };
 
@@ -67,6 +68,8 @@ struct CompareRow {
   double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;
                             // decode: batch per step; generate: output tokens per second
   double mfu_pct = 0;       // mixed-precision training: model FLOPs utilisation (ModelForecast)
+  // Mixed-precision training with train_tokens: the run's days, and its cost at the price.
+  double train_tokens = 0, train_days = 0, train_usd = 0;
   double memory_gb = 0, gpu_memory_gb = 0;
   bool fits = false;
   // Serving: sequences of the row's length the KV room of all its GPUs holds (every replica;
@@ -131,6 +134,7 @@ struct PlanRequest {
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
   int zero = 0;                           // mixed-precision training: ZeRO stage
   bool sequence_parallel = false;         // mixed-precision training with tp: sequence parallelism
+  double train_tokens = 0;                // mixed-precision training: tokens of the whole run (0: none)
   bool recompute = false;                 // mixed-precision training: layers recomputed
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that

@@ -364,6 +364,8 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j["recompute"] = f.recompute ? "full" : "none";
     j["tokens_per_s"] = f.tokens_per_s;
     j["mfu_pct"] = f.mfu_pct;
+    j["train_tokens"] = positive_or_null(f.train_tokens);
+    j["train_days"] = positive_or_null(f.train_days());
   }
   if (is_serving(f.mode)) {
     j["kv_dtype"] = dtype_name(f.kv_dtype);
@@ -467,6 +469,11 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                   f.tokens_per_s, f.recompute ? "; layers recomputed in the backward" : "", f.mfu_pct,
                   dtype_name(f.dtype));
     os << buf;
+    if (f.train_days() > 0) {
+      std::snprintf(buf, sizeof buf, "train_days    %10.2f  (%g tokens on %lld GPUs)\n", f.train_days(), f.train_tokens,
+                    static_cast<long long>(f.par.gpus()));
+      os << buf;
+    }
   }
   if (!f.call_overhead_us.empty()) {
     std::string fams;

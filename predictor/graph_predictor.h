@@ -53,6 +53,9 @@ struct ModelForecast {
   // tensor peak.
   bool recompute = false;
   double tokens_per_s = 0, mfu_pct = 0;
+  // Tokens a whole run trains on (0: not asked); train_days() is that run at tokens_per_s.
+  double train_tokens = 0;
+  double train_days() const { return train_tokens > 0 && tokens_per_s > 0 ? train_tokens / tokens_per_s / 86400 : 0; }
 };
 // Sets f.tokens_per_s and f.mfu_pct of a mixed-precision training forecast of graph `g`.
 void set_training_throughput(ModelForecast& f, const OpGraph& g, const GpuSpec& gpu);

@@ -104,10 +104,11 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<double> spec_accept, std::optional<double> request_rate,
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                    std::optional<double> slo_tpot_ms, int zero, const std::string& recompute,
-                   bool sequence_parallel) {
+                   bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
   a.par.zero = zero, a.recompute = recompute, a.par.sequence_parallel = sequence_parallel;
+  a.train_tokens = train_tokens;
   a.cached_prefix = cached_prefix;
   a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
@@ -148,10 +149,10 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const py::object& max_seqs, int64_t cached_prefix, std::optional<std::string> schedule,
                    std::optional<double> request_rate, std::optional<std::string> arrivals,
                    std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, int zero,
-                   const std::string& recompute, bool sequence_parallel) {
+                   const std::string& recompute, bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
-  req.zero = zero, req.sequence_parallel = sequence_parallel;
+  req.zero = zero, req.sequence_parallel = sequence_parallel, req.train_tokens = train_tokens;
   if (!recompute.empty()) req.recompute = predictor::recompute_flag(recompute);
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
@@ -231,7 +232,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<std::string> schedule, std::optional<double> request_rate,
                 std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                 std::optional<double> slo_tpot_ms, int zero, const std::string& recompute,
-                bool sequence_parallel) {
+                bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
   const bool recompute_layers = !recompute.empty() && predictor::recompute_flag(recompute);
@@ -260,6 +261,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
     req.zero = zero, req.recompute = recompute_layers, req.sequence_parallel = sequence_parallel;
+    req.train_tokens = train_tokens;
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }
@@ -318,7 +320,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0);
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -336,7 +338,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0);
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",
@@ -358,7 +360,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("schedule") = py::none(), py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0);
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

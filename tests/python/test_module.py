@@ -33,6 +33,14 @@ sh = cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "
          "training", "--dtype", "bf16", "--dp", "4", "--zero", "1", "--recompute", "full")
 assert py == sh and py["parallel"]["zero"] == 1 and py["recompute"] == "full", (py["parallel"], py.get("recompute"))
 assert abs(py["optimizer_gb"] - 12 * 8030261248 / 4 / 1e9) < 1e-9 and 0 < py["mfu_pct"] < 100, py["optimizer_gb"]
+assert py["train_days"] is None  # no run length asked
+rows = tilecast.compare(model="llama-3.1-8b", gpus=["H100-SXM", "H200"], mode="training", dtype="bf16", batch=16,
+                        seq=4096, dp=8, zero=1, train_tokens=2e12, prices={"H100-SXM": 2.0})
+assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM,H200", "--mode", "training", "--dtype",
+                   "bf16", "--batch", "16", "--seq", "4096", "--dp", "8", "--zero", "1", "--train-tokens", "2e12",
+                   "--price", "H100-SXM=2")["rows"], rows
+h100 = next(r for r in rows if r["gpu"] == "H100-SXM")
+assert h100["train_usd"] > 0 and next(r for r in rows if r["gpu"] == "H200")["train_usd"] is None, rows
 rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=4, global_batch=8, seq=2048, dtype="bf16", zero=1)
 assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "4", "--global-batch", "8",
                    "--seq", "2048", "--dtype", "bf16", "--zero", "1")["rows"] and all(r["dtype"] == "bf16" for r in rows)
