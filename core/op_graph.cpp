@@ -888,6 +888,11 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
+  const int64_t micro_tokens = batch / (par.dp * par.microbatches) * seq;
+  if (micro_tokens > (int64_t{1} << 24))
+    throw ConfigError("--batch " + std::to_string(batch) + " x --seq " + std::to_string(seq) + ": " +
+                      std::to_string(micro_tokens) +
+                      " tokens a microbatch on one data-parallel rank, above 2^24 (raise --dp or --microbatches)");
   const int64_t tp = par.tp, ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
   // Megatron-LM splits heads, query groups (KV heads) and the FFN width over the tp ranks.
   if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0)

@@ -762,6 +762,8 @@ TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
   p.zero = 4;
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kBf16, p); }, {"--zero: 4"});
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 200000, DType::kBf16, {}); }, {"--seq", "positions"});
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 65536, 131072, DType::kBf16, {}); },
+                            {"8589934592 tokens a microbatch", "2^24"});
   // The eager FP32 builder takes no ZeRO stage.
   p = {};
   p.zero = 1;
