@@ -96,8 +96,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.eps = parse_int_list("--ep", ep, 1, 4096);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.optimizer_state = optimizer == "adamw";
-  req.zero = train.zero, req.sequence_parallel = train.sequence_parallel, req.train_tokens = train.train_tokens;
-  if (!train.recompute.empty()) req.recompute = predictor::recompute_flag(train.recompute);
+  req.training = train.args;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;
   read_prices(prices_file, price_items, reg, prices);
@@ -171,8 +170,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.limits = sched.args.limits();
   req.cached_prefix = sched.cached_prefix.value_or(0);
   req.optimizer_state = optimizer == "adamw";
-  req.zero = train.zero, req.sequence_parallel = train.sequence_parallel, req.train_tokens = train.train_tokens;
-  if (!train.recompute.empty()) req.recompute = predictor::recompute_flag(train.recompute);
+  req.training = train.args;
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);

@@ -81,10 +81,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (vm.count("context")) a.context = context;
   if (vm.count("gen")) a.gen = gen;
   a.sched = sched.args;
-  a.par.zero = train.zero;
-  a.par.sequence_parallel = train.sequence_parallel;
-  a.recompute = train.recompute;
-  a.train_tokens = train.train_tokens;
+  a.training = train.args;
   a.cached_prefix = sched.cached_prefix;
   if (vm.count("spec-tokens")) a.spec_tokens = spec_tokens;
   if (vm.count("spec-accept")) a.spec_accept = spec_accept;

@@ -6,6 +6,7 @@
 
 #include "core/gpu_spec.h"
 #include "core/kernel.h"
+#include "predictor/api.h"
 #include "predictor/graph_predictor.h"
 
 namespace tilecast::cli {
@@ -55,12 +56,10 @@ struct SchedulerOptions {
 };
 
 // Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks),
-// --sequence-parallel, --recompute (none|full) and --train-tokens, checked by the forecast (predictor::recompute_flag, forecast()).
+// --sequence-parallel, --recompute (none|full) and --train-tokens into `args`, checked by the
+// forecast (TrainingArgs::apply, forecast()).
 struct TrainingOptions {
-  int zero = 0;
-  bool sequence_parallel = false;
-  std::string recompute;  // empty: not given (none)
-  double train_tokens = 0;  // 0: not given
+  predictor::TrainingArgs args;
   void add_to(po::options_description& desc);
 };
 

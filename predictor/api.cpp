@@ -216,8 +216,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
     refuse("--routing", !a.routing.empty());  // even "balanced": forecast() sees only a power law
     r.train_dtype = eager_dtype(mode, a.dtype);
   }
-  if (!a.recompute.empty()) r.recompute = recompute_flag(a.recompute);
-  r.train_tokens = a.train_tokens;
+  a.training.apply(r, false);
   std::optional<ModelConfig> draft;
   if (!a.spec_draft.empty()) {
     draft = load_model_config(a.spec_draft, models_dir);
@@ -235,6 +234,13 @@ DType eager_dtype(const std::string& mode, const std::string& dtype) {
   throw ConfigError("--dtype " + dtype + ": --mode " + mode +
                     " models eager FP32 PyTorch (NeuSight's data); mixed-precision training is --mode training "
                     "--dtype bf16|fp16, BF16/FP16/FP8 serving the modes prefill, decode and generate");
+}
+
+void TrainingArgs::apply(ForecastRequest& r, bool where_tp_splits) const {
+  r.par.zero = zero;
+  r.par.sequence_parallel = sequence_parallel && (!where_tp_splits || r.par.tp > 1);
+  r.recompute = !recompute.empty() && recompute_flag(recompute);
+  r.train_tokens = train_tokens;
 }
 
 void check_train_tokens(double tokens) {

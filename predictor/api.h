@@ -58,6 +58,20 @@ struct ServingDtypes {
 };
 ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, const std::string& kv_dtype);
 
+// Mixed-precision training's options beside the layout (--zero, --sequence-parallel,
+// --recompute, --train-tokens), as a front end reads them: predict, compare, plan, Python.
+struct ForecastRequest;
+struct TrainingArgs {
+  int zero = 0;                    // ZeRO stage (Parallelism::zero)
+  bool sequence_parallel = false;  // with tp > 1 (Parallelism::sequence_parallel)
+  std::string recompute;           // none | full; empty: not given (none)
+  double train_tokens = 0;         // tokens of a whole run (0: none)
+  // Sets them on `r` (ConfigError for a bad --recompute). `where_tp_splits`: sequence
+  // parallelism only on requests with tp > 1 (compare's and plan's rows), else as given (predict
+  // refuses it on tp 1).
+  void apply(ForecastRequest& r, bool where_tp_splits) const;
+};
+
 // `predict`.
 struct PredictArgs {
   std::string model, gpu, mode = "inference";  // inference|training (inf|train)|prefill|decode|generate
@@ -73,8 +87,7 @@ struct PredictArgs {
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
-  std::string recompute;                       // mixed-precision training: none (default) | full
-  double train_tokens = 0;                     // mixed-precision training: tokens of the whole run (0: none)
+  TrainingArgs training;                       // mixed-precision training
   double host_gap_us = 0;                      // host time per kernel launch (forecast_model)
 };
 struct PredictResult {

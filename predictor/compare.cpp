@@ -163,8 +163,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                     c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
                     c.optimizer_state = req.optimizer_state;
-                    c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute, c.train_tokens = req.train_tokens;
-                    c.par.sequence_parallel = req.sequence_parallel && c.par.tp > 1;
+                    c.train_dtype = train_dtype;
+                    req.training.apply(c, true);
                     c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
                     if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
                     rows.push_back(forecast_one(c, kp, prices));
@@ -493,8 +493,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
           c.cached_prefix = req.cached_prefix;
           c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
           c.optimizer_state = req.optimizer_state;
-          c.train_dtype = train_dtype, c.par.zero = req.zero, c.recompute = req.recompute, c.train_tokens = req.train_tokens;
-          c.par.sequence_parallel = req.sequence_parallel && c.par.tp > 1;
+          c.train_dtype = train_dtype;
+          req.training.apply(c, true);
           c.routing_alpha = req.routing_alpha;
           if (serving) {
             c.batch = global_batch / dp;  // one replica's sequences

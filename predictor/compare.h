@@ -30,10 +30,7 @@ struct CompareRequest {
   std::vector<int64_t> eps{1};                // serving MoE: expert-parallel ranks of the tp group
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
-  int zero = 0;                               // mixed-precision training: ZeRO stage
-  bool sequence_parallel = false;             // mixed-precision training with tp: sequence parallelism
-  double train_tokens = 0;                    // mixed-precision training: tokens of the whole run (0: none)
-  bool recompute = false;                     // mixed-precision training: layers recomputed
+  TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
 };
 
 // USD per GPU-hour, keyed by the registry's canonical GPU name; the file's date and source.
@@ -132,10 +129,7 @@ struct PlanRequest {
   int64_t cached_prefix = 0;              // prefill, generate: prompt tokens cached (prefix caching)
   bool optimizer_state = true;            // training memory: AdamW moments
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
-  int zero = 0;                           // mixed-precision training: ZeRO stage
-  bool sequence_parallel = false;         // mixed-precision training with tp: sequence parallelism
-  double train_tokens = 0;                // mixed-precision training: tokens of the whole run (0: none)
-  bool recompute = false;                 // mixed-precision training: layers recomputed
+  TrainingArgs training;                  // mixed-precision training (sequence parallelism: layouts with tp > 1)
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that
 // cannot run are left out of them and, when `skipped` is given, appended there (their rows

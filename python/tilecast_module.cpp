@@ -107,8 +107,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  a.par.zero = zero, a.recompute = recompute, a.par.sequence_parallel = sequence_parallel;
-  a.train_tokens = train_tokens;
+  a.training = {zero, sequence_parallel, recompute, train_tokens};
   a.cached_prefix = cached_prefix;
   a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
@@ -152,8 +151,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& recompute, bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
-  req.zero = zero, req.sequence_parallel = sequence_parallel, req.train_tokens = train_tokens;
-  if (!recompute.empty()) req.recompute = predictor::recompute_flag(recompute);
+  req.training = {zero, sequence_parallel, recompute, train_tokens};
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
   req.mode = predictor::canonical_mode(mode);
@@ -235,7 +233,6 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   const std::string m = predictor::canonical_mode(mode);
-  const bool recompute_layers = !recompute.empty() && predictor::recompute_flag(recompute);
   const predictor::SchedulerLimits lim =
       scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
   int64_t tokens = 0;
@@ -260,8 +257,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.limits = lim;
     req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
-    req.zero = zero, req.recompute = recompute_layers, req.sequence_parallel = sequence_parallel;
-    req.train_tokens = train_tokens;
+    req.training = {zero, sequence_parallel, recompute, train_tokens};
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }
