@@ -175,8 +175,8 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
 // split over dp and microbatches). Backward kernels:
 //   GEMM y = x W^T, x (t, n), W (k, n): the input gradient (t, k -> n) and the weight gradient
 //     (k rows, t inner, n out) as gemm kernels of their own shapes;
-//   FlashAttention: 2.5x the forward's time (its backward runs five of the forward's two
-//     matmul passes; no backward timings in the data);
+//   FlashAttention: 2.5x the forward's time (its backward runs five matmul passes to the
+//     forward's two; no backward timings in the data);
 //   fused MoE: 2x the forward's time (the input and the weight gradients of each grouped GEMM);
 //   RMSNorm: a pass over 1.5x the rows (reads x and dy, writes dx); SiLU-mul: over 5/3 the rows
 //     (reads gate, up and dy, writes both gradients); RoPE: the same rotation; each residual
