@@ -115,16 +115,17 @@ void SchedulerOptions::add_to(po::options_description& desc) {
 }
 
 void TrainingOptions::add_to(po::options_description& desc) {
-  desc.add_options()("zero", po::value(&args.zero)->default_value(0),
-                     "mixed-precision training (--mode training --dtype bf16|fp16): ZeRO stage over the dp ranks (1: "
-                     "optimizer state sharded, Megatron-LM's distributed optimizer; 2: + gradients; 3: + weights, as "
-                     "FSDP)")(
+  auto zero = [this](const std::string& v) { args.zero = predictor::zero_flag(v); };
+  desc.add_options()("zero", po::value<std::string>()->notifier(zero),
+                     "mixed-precision training (--mode training --dtype bf16|fp16): ZeRO stage over the dp ranks (0, "
+                     "default; 1: optimizer state sharded, Megatron-LM's distributed optimizer; 2: + gradients; 3: + "
+                     "weights, as FSDP; plan: auto tries each)")(
       "sequence-parallel", po::bool_switch(&args.sequence_parallel),
       "mixed-precision training with --tp: Megatron-LM's sequence parallelism (norms and residual adds split "
       "over the tp ranks by tokens)")(
       "recompute", po::value(&args.recompute),
       "mixed-precision training: none (default) or full (each layer's forward recomputed in its backward; only its "
-      "input kept)")(
+      "input kept); plan: auto tries both")(
       "train-tokens", po::value(&args.train_tokens),
       "mixed-precision training: tokens the whole run trains on (e.g. 15e12): its days at the forecast's tokens/s "
       "(compare and plan: and its cost at --price)");

@@ -236,7 +236,16 @@ DType eager_dtype(const std::string& mode, const std::string& dtype) {
                     "--dtype bf16|fp16, BF16/FP16/FP8 serving the modes prefill, decode and generate");
 }
 
+int zero_flag(const std::string& value) {
+  if (value == "auto") return TrainingArgs::kZeroAuto;
+  if (value.size() == 1 && value[0] >= '0' && value[0] <= '3') return value[0] - '0';
+  throw ConfigError("--zero: expected 0, 1, 2, 3 or auto (plan), got '" + value + "'");
+}
+
 void TrainingArgs::apply(ForecastRequest& r, bool where_tp_splits) const {
+  if (zero == kZeroAuto || recompute == "auto")
+    throw ConfigError(std::string(zero == kZeroAuto ? "--zero" : "--recompute") +
+                      " auto: only plan searches it; give one value");
   r.par.zero = zero;
   r.par.sequence_parallel = sequence_parallel && (!where_tp_splits || r.par.tp > 1);
   r.recompute = !recompute.empty() && recompute_flag(recompute);

@@ -62,15 +62,18 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
 // --recompute, --train-tokens), as a front end reads them: predict, compare, plan, Python.
 struct ForecastRequest;
 struct TrainingArgs {
-  int zero = 0;                    // ZeRO stage (Parallelism::zero)
+  static constexpr int kZeroAuto = -1;  // plan: every ZeRO stage
+  int zero = 0;                    // ZeRO stage (Parallelism::zero), or kZeroAuto
   bool sequence_parallel = false;  // with tp > 1 (Parallelism::sequence_parallel)
-  std::string recompute;           // none | full; empty: not given (none)
+  std::string recompute;           // none | full (plan: also auto, both); empty: not given (none)
   double train_tokens = 0;         // tokens of a whole run (0: none)
-  // Sets them on `r` (ConfigError for a bad --recompute). `where_tp_splits`: sequence
-  // parallelism only on requests with tp > 1 (compare's and plan's rows), else as given (predict
-  // refuses it on tp 1).
+  // Sets them on `r` (ConfigError for a bad --recompute, and for auto, which only plan
+  // resolves). `where_tp_splits`: sequence parallelism only on requests with tp > 1 (compare's
+  // and plan's rows), else as given (predict refuses it on tp 1).
   void apply(ForecastRequest& r, bool where_tp_splits) const;
 };
+// --zero: 0-3, or auto (TrainingArgs::kZeroAuto); ConfigError otherwise.
+int zero_flag(const std::string& value);
 
 // `predict`.
 struct PredictArgs {

@@ -30,6 +30,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : c.train_dtype);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
+  r.zero = c.par.zero, r.recompute = c.recompute;
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
   r.cached_prefix = c.cached_prefix;
@@ -228,7 +229,11 @@ std::string compare_row_json(const CompareRow& r) {
     }
   }
   j["tokens_per_s"] = r.tokens_per_s;
-  if (r.mfu_pct > 0) j["mfu_pct"] = r.mfu_pct;
+  if (r.mfu_pct > 0) {
+    j["mfu_pct"] = r.mfu_pct;
+    j["zero"] = r.zero;
+    j["recompute"] = r.recompute ? "full" : "none";
+  }
   if (r.train_tokens > 0) {
     j["train_tokens"] = r.train_tokens;
     j["train_days"] = r.train_days;
@@ -294,7 +299,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
                 show_ep ? "  ep" : "", "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
-                show_slo ? "goodput/s  met % " : "", show_mfu ? " MFU % " : "", "tokens/s", "memory GB",
+                show_slo ? "goodput/s  met % " : "", show_mfu ? " zero  rc  MFU % " : "", "tokens/s", "memory GB",
                 (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
                  (show_run && priced ? "       run $" : ""))
                     .c_str());
@@ -316,7 +321,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       const size_t n = std::strlen(serv);
       std::snprintf(serv + n, sizeof serv - n, " %9.3f %6.1f", r.goodput_rps, r.slo_attained_pct);
     }
-    if (show_mfu) std::snprintf(serv, sizeof serv, " %6.1f", r.mfu_pct);
+    if (show_mfu) std::snprintf(serv, sizeof serv, " %4d %3s %6.1f", r.zero, r.recompute ? "yes" : "no", r.mfu_pct);
     char mem[48];
     std::snprintf(mem, sizeof mem, "%6.1f/%-4.0f%s", r.memory_gb, r.gpu_memory_gb, r.fits ? "" : " NO");
     char cost[80] = "";
@@ -485,44 +490,54 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       if (serving && m.num_experts > 0)
         for (int64_t ep : divisors(tp))
           if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
+      // Mixed-precision training with --zero auto / --recompute auto: each stage (beyond 0 where
+      // there are data-parallel peers) and each choice.
+      std::vector<int> zeros{req.training.zero};
+      if (req.training.zero == TrainingArgs::kZeroAuto) zeros = dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
+      std::vector<std::string> recomputes{req.training.recompute};
+      if (req.training.recompute == "auto") recomputes = {"none", "full"};
       for (int64_t mb : mbs)
-        for (int64_t ep : eps) {
-          ForecastRequest c;
-          c.model = &m, c.gpu = &g, c.mode = mode;
-          c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
-          c.cached_prefix = req.cached_prefix;
-          c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
-          c.optimizer_state = req.optimizer_state;
-          c.train_dtype = train_dtype;
-          req.training.apply(c, true);
-          c.routing_alpha = req.routing_alpha;
-          if (serving) {
-            c.batch = global_batch / dp;  // one replica's sequences
-            c.par.dp = 1;
-            c.dtypes = serving_dtypes(m, req.dtype, "");
-            // The requests arrive at the request's rate over all replicas, spread evenly.
-            c.limits.request_rate = req.limits.request_rate / double(dp);
-          }
-          CompareRow r = forecast_one(c, kp, prices);
-          if (!r.error.empty()) {
-            if (first_error.empty()) first_error = r.error;
-            if (skipped) {
-              r.dp = dp;
-              skipped->push_back(r);
+        for (int64_t ep : eps)
+          for (int zero : zeros)
+            for (const std::string& recompute : recomputes) {
+              ForecastRequest c;
+              c.model = &m, c.gpu = &g, c.mode = mode;
+              c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
+              c.cached_prefix = req.cached_prefix;
+              c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
+              c.optimizer_state = req.optimizer_state;
+              c.train_dtype = train_dtype;
+              TrainingArgs training = req.training;
+              training.zero = zero, training.recompute = recompute;
+              training.apply(c, true);
+              c.routing_alpha = req.routing_alpha;
+              if (serving) {
+                c.batch = global_batch / dp;  // one replica's sequences
+                c.par.dp = 1;
+                c.dtypes = serving_dtypes(m, req.dtype, "");
+                // The requests arrive at the request's rate over all replicas, spread evenly.
+                c.limits.request_rate = req.limits.request_rate / double(dp);
+              }
+              CompareRow r = forecast_one(c, kp, prices);
+              if (!r.error.empty()) {
+                if (first_error.empty()) first_error = r.error;
+                if (skipped) {
+                  r.dp = dp;
+                  skipped->push_back(r);
+                }
+                continue;
+              }
+              if (serving) {  // all replicas together
+                r.dp = dp;
+                r.batch = global_batch;
+                r.limits.request_rate = req.limits.request_rate;
+                r.goodput_rps *= double(dp);
+                r.tokens_per_s *= double(dp);
+                r.max_sequences *= dp;
+                r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
+              }
+              rows.push_back(r);
             }
-            continue;
-          }
-          if (serving) {  // all replicas together
-            r.dp = dp;
-            r.batch = global_batch;
-            r.limits.request_rate = req.limits.request_rate;
-            r.goodput_rps *= double(dp);
-            r.tokens_per_s *= double(dp);
-            r.max_sequences *= dp;
-            r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
-          }
-          rows.push_back(r);
-        }
     }
   }
   if (rows.empty())
@@ -541,6 +556,8 @@ std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
     std::string layout = "dp " + std::to_string(r.dp) + " x tp " + std::to_string(r.tp) + " x pp " + std::to_string(r.pp);
     if (r.ep > 1) layout += " (ep " + std::to_string(r.ep) + ")";
     if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
+    if (r.zero > 0) layout += " (zero " + std::to_string(r.zero) + ")";
+    if (r.recompute) layout += " (recompute)";
     auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& p) { return p.first == r.error; });
     if (it == reasons.end()) reasons.push_back({r.error, {layout}});
     else it->second.push_back(layout);

@@ -65,6 +65,8 @@ struct CompareRow {
   double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;
                             // decode: batch per step; generate: output tokens per second
   double mfu_pct = 0;       // mixed-precision training: model FLOPs utilisation (ModelForecast)
+  int zero = 0;             // mixed-precision training: ZeRO stage
+  bool recompute = false;   // mixed-precision training: layers recomputed
   // Mixed-precision training with train_tokens: the run's days, and its cost at the price.
   double train_tokens = 0, train_days = 0, train_usd = 0;
   double memory_gb = 0, gpu_memory_gb = 0;

@@ -93,6 +93,12 @@ predictor::SchedulerArgs scheduler_args(std::optional<int64_t> max_batched_token
   return s;
 }
 
+// zero=: a ZeRO stage 0-3, or "auto" (plan), as --zero reads them.
+int zero_keyword(const py::object& zero) {
+  if (py::isinstance<py::str>(zero)) return predictor::zero_flag(zero.cast<std::string>());
+  return predictor::zero_flag(std::to_string(zero.cast<int64_t>()));
+}
+
 py::object predict(const std::string& model, const std::string& gpu, int64_t batch, std::optional<int64_t> seq,
                    const std::string& mode, std::optional<int64_t> context, std::optional<int64_t> gen,
                    const std::string& dtype, const std::string& kv_dtype, int64_t dp, int64_t tp, int64_t pp,
@@ -103,11 +109,11 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    const std::string& spec_draft, std::optional<int64_t> spec_tokens,
                    std::optional<double> spec_accept, std::optional<double> request_rate,
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
-                   std::optional<double> slo_tpot_ms, int zero, const std::string& recompute,
+                   std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                    bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  a.training = {zero, sequence_parallel, recompute, train_tokens};
+  a.training = {zero_keyword(zero), sequence_parallel, recompute, train_tokens};
   a.cached_prefix = cached_prefix;
   a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
@@ -147,11 +153,11 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& gpu_dir, std::optional<int64_t> max_batched_tokens,
                    const py::object& max_seqs, int64_t cached_prefix, std::optional<std::string> schedule,
                    std::optional<double> request_rate, std::optional<std::string> arrivals,
-                   std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, int zero,
+                   std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, const py::object& zero,
                    const std::string& recompute, bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
-  req.training = {zero, sequence_parallel, recompute, train_tokens};
+  req.training = {zero_keyword(zero), sequence_parallel, recompute, train_tokens};
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
   req.mode = predictor::canonical_mode(mode);
@@ -229,9 +235,10 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<int64_t> max_batched_tokens, const py::object& max_seqs, int64_t cached_prefix,
                 std::optional<std::string> schedule, std::optional<double> request_rate,
                 std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
-                std::optional<double> slo_tpot_ms, int zero, const std::string& recompute,
+                std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                 bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
+  const int zero_stage = zero_keyword(zero);
   const std::string m = predictor::canonical_mode(mode);
   const predictor::SchedulerLimits lim =
       scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
@@ -257,7 +264,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.limits = lim;
     req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
-    req.training = {zero, sequence_parallel, recompute, train_tokens};
+    req.training = {zero_keyword(zero), sequence_parallel, recompute, train_tokens};
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }

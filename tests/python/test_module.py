@@ -44,6 +44,14 @@ assert h100["train_usd"] > 0 and next(r for r in rows if r["gpu"] == "H200")["tr
 rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=4, global_batch=8, seq=2048, dtype="bf16", zero=1)
 assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "4", "--global-batch", "8",
                    "--seq", "2048", "--dtype", "bf16", "--zero", "1")["rows"] and all(r["dtype"] == "bf16" for r in rows)
+# plan with zero="auto", recompute="auto" searches every stage and both: its best layout that fits is
+# no slower than the best of zero=1 alone, and every stage shows up.
+auto = tilecast.plan(model="llama-3.1-70b", gpu="H100-SXM", gpus=64, global_batch=128, seq=4096, dtype="bf16",
+                     zero="auto", recompute="auto", sequence_parallel=True)
+one = tilecast.plan(model="llama-3.1-70b", gpu="H100-SXM", gpus=64, global_batch=128, seq=4096, dtype="bf16", zero=1,
+                    sequence_parallel=True)
+assert auto[0]["fits"] and auto[0]["step_ms"] <= min(r["step_ms"] for r in one if r["fits"]), (auto[0], one[0])
+assert {r["zero"] for r in auto} == {0, 1, 2, 3} and {r["recompute"] for r in auto} == {"none", "full"}
 try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=1, seq=128, mode="training", recompute="full")
     raise AssertionError("recompute without a mixed-precision dtype was accepted")
@@ -51,7 +59,7 @@ except ValueError as e:
     assert "recompute applies to mixed-precision training (mode training dtype bf16|fp16)" in str(e), e
 # Every error names the keyword that carries the option here, not the CLI's flag.
 for kw, msg in ((dict(mode="decode", batch=1), "mode decode needs context L"),
-                (dict(mode="training", dtype="bf16", batch=1, seq=128, zero=4), "zero: 4 out of range [0, 3]"),
+                (dict(mode="training", dtype="bf16", batch=1, seq=128, zero=4), "zero: expected 0, 1, 2, 3 or auto (plan), got '4'"),
                 (dict(mode="generate", batch=1, seq=128, gen=4, cached_prefix=128), "cached_prefix: 128 out of range")):
     try:
         tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", **kw)
