@@ -738,6 +738,32 @@ TEST(TrainingGraph, LlamaMixedPrecisionShapesByHand) {
   EXPECT_EQ(rbw["gemm(1024,4096,64128)"], 0);  // the head is not a layer
 }
 
+// Two builders, one model: the mixed-precision graph's forward and backward GEMM FLOPs equal the
+// eager FP32 graph's Linear FLOPs (separate q, k, v and gate, up projections there; fused here),
+// for Llama-3.1-8B at tp 1 and tp 2. Attention itself
+// differs on purpose (bmm over the full score matrix there, causal FlashAttention here).
+TEST(TrainingGraph, GemmFlopsMatchTheEagerGraph) {
+  auto flops = [](const OpGraph& g, bool backward, OpKind kind) {
+    double f = 0;
+    for (const auto& op : g.ops)
+      for (const auto& c : backward ? op.bw : op.fw)
+        if (c.is_kernel() && c.query.op == kind)  // the multiply-adds (query_flops adds FP32 linears' epilogue)
+          f += 2.0 * double(c.query.b) * double(c.query.m) * double(c.query.n) * double(c.query.k) * double(op.count);
+    return f;
+  };
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  for (int64_t tp : {1, 2}) {
+    Parallelism par;
+    par.tp = tp;
+    const OpGraph mixed = build_llm_training_graph(m, 2, 256, DType::kBf16, par);
+    const OpGraph eager = build_op_graph(m, 2, 256, Mode::kTraining, par);
+    const double fw = flops(eager, false, OpKind::kLinear);
+    EXPECT_GT(fw, 0);
+    EXPECT_NEAR(flops(mixed, false, OpKind::kGemm), fw, 1e-9 * fw) << tp;
+    EXPECT_NEAR(flops(mixed, true, OpKind::kGemm), flops(eager, true, OpKind::kLinear), 1e-9 * fw) << tp;
+  }
+}
+
 TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
   ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp8, {}); },
