@@ -270,7 +270,7 @@ tc_cli_test(plan_training_run_cost "\\$/1M tokens  run days +run \\$\n +1 llama-
 tc_cli_test(plan_training_zero_auto "step_ms  zero  rc  MFU %.*\n +1 llama-3.1-8b +H100-SXM +bf16 .* [0-3] +(no|yes) " ${TC} plan --model llama-3.1-8b --gpu H100-SXM --gpus 8 --global-batch 16 --seq 4096 --dtype bf16 --zero auto --recompute auto --top 3)
 tc_cli_fail(predict_zero_auto "--zero auto: only plan searches it; give one value" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128;--zero;auto")
 tc_cli_fail(predict_zero_range "--zero: expected 0, 1, 2, 3 or auto .plan., got '4'" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128;--zero;4")
-tc_cli_test(compare_training_bf16 "step_ms  MFU % +tokens/s.*\n +1 llama-3.1-8b +B200 +bf16 .*\n +2 llama-3.1-8b +H100-SXM +bf16 " ${TC} compare --model llama-3.1-8b --gpus H100-SXM,B200 --mode training --dtype bf16 --batch 8 --seq 2048 --dp 8 --zero 1)
+tc_cli_test(compare_training_bf16 "step_ms  zero  rc  MFU % +tokens/s.*\n +1 llama-3.1-8b +B200 +bf16 .*\n +2 llama-3.1-8b +H100-SXM +bf16 " ${TC} compare --model llama-3.1-8b --gpus H100-SXM,B200 --mode training --dtype bf16 --batch 8 --seq 2048 --dp 8 --zero 1)
 tc_cli_test(plan_training_bf16 "rank model .*MFU %.*\n +1 llama-3.1-70b +H100-SXM +bf16 +64 +4096 " ${TC} plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 64 --seq 4096 --dtype bf16 --zero 1 --top 3)
 
 # compare and plan: rows, ranking, prices, errors.
