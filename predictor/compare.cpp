@@ -261,7 +261,8 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   os.precision(10);
   os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
-        "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,error\n";
+        "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
+        "train_usd,error\n";
   for (const auto& r : rows) {
     // routing: serving rows only (an empty field for the eager modes, which have none).
     os << csv_escape(r.model) << ',' << csv_escape(r.gpu) << ',' << r.mode << ',' << r.dtype << ',' << r.batch << ','
@@ -275,9 +276,17 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
          << (r.max_sequences >= 0 ? std::to_string(r.max_sequences) : "") << ',';
       if (r.usd_per_hour > 0) os << r.usd_per_hour << ',' << r.usd_per_m_tokens;
       else os << ',';
+      // Mixed-precision training's columns: empty for every other row.
+      os << ',';
+      if (r.mfu_pct > 0) os << r.mfu_pct << ',' << r.zero << ',' << (r.recompute ? "full" : "none");
+      else os << ",,";
+      os << ',';
+      if (r.train_days > 0) os << r.train_days;
+      os << ',';
+      if (r.train_usd > 0) os << r.train_usd;
       os << ",\n";
     } else {
-      os << ",,,,," << r.gpu_memory_gb << ",,,,," << csv_escape(r.error) << '\n';
+      os << ",,,,," << r.gpu_memory_gb << ",,,,,,,,,," << csv_escape(r.error) << '\n';
     }
   }
   return os.str();
