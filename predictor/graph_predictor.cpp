@@ -243,6 +243,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.communication_ms = comm_in_ops * par.microbatches;
   f.kernel_launches = launches * par.microbatches;
   double pipeline_comm = 0;
+  double last_microbatch_bw = all_bw;  // the backward the gradients' all-reduce can hide under
   if (par.pp <= 1) {
     f.forward_ms = all_fw * par.microbatches;
     f.backward_ms = all_bw * par.microbatches;
@@ -260,6 +261,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       const double bw = layer_bw * n + (first ? pro_bw : 0) + (last ? epi_bw : 0);
       slow_fw = std::max(slow_fw, fw);
       slow_bw = std::max(slow_bw, bw);
+      last_microbatch_bw = slow_bw;
       if (fw + bw > slow_total)  // the stage that paces the pipeline, and its all-reduces
         slow_total = fw + bw, slow_comm = layer_comm * n + (first ? pro_comm : 0) + (last ? epi_comm : 0);
     }
@@ -293,14 +295,16 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   double dp_exposed = 0;
   if (par.dp > 1 && g.mode == Mode::kTraining) {
     // DDP: gradients of this rank's shard, all-reduced in 25 MB buckets while the backward
-    // runs; what does not fit under the backward, plus the last bucket, is exposed.
+    // runs; what does not fit under it, plus the last bucket, is exposed. With several
+    // microbatches the gradients accumulate and are reduced once, during the last microbatch's
+    // backward (DDP's no_sync, Megatron-LM's grad sync): only that backward hides it.
     const double grad_bytes = 4.0 * g.parameters / (par.tp * par.pp);
     const int64_t stride = par.tp * par.pp;  // data-parallel peers sit a replica apart
     // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
     // (a reduce-scatter and two all-gathers, each half of it).
     const double ar = all_reduce_ms(grad_bytes, par.dp, gpu, stride) * (par.zero == 3 ? 1.5 : 1.0);
     const double last_bucket = all_reduce_ms(std::min(grad_bytes, 25e6), par.dp, gpu, stride);
-    dp_exposed = std::max(0.0, ar - f.backward_ms) + last_bucket;
+    dp_exposed = std::max(0.0, ar - (par.microbatches > 1 ? last_microbatch_bw : f.backward_ms)) + last_bucket;
   }
   f.communication_ms += pipeline_comm + dp_exposed;
   // Per-op figures cover every microbatch of the step.
