@@ -45,7 +45,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.goodput_rps = f.generate->goodput_rps;
       r.ttft_p99_ms = f.generate->ttft.p99_ms, r.tpot_p99_ms = f.generate->tpot.p99_ms;
       r.slo_attained_pct = f.generate->slo_attained_pct();
-    } else if (f.forecast.tokens_per_s > 0) {  // mixed-precision training: the optimizer step is in it
+    } else if (f.forecast.mixed_training()) {  // the optimizer step is in it
       r.step_ms = f.forecast.total_ms + f.forecast.optimizer_ms;
       r.tokens_per_s = f.forecast.tokens_per_s;
       r.mfu_pct = f.forecast.mfu_pct;
@@ -481,10 +481,63 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       if (n % i == 0) d.push_back(i);
     return d;
   };
+  const bool search_zero = req.training.zero == TrainingArgs::kZeroAuto, search_recompute = req.training.recompute == "auto";
+  if ((search_zero || search_recompute) && train_dtype == DType::kFp32)
+    throw ConfigError(std::string(search_zero ? "--zero" : "--recompute") +
+                      " auto applies to mixed-precision training (--mode training --dtype bf16|fp16)");
   std::vector<CompareRow> rows;
   std::string first_error;
+  // One layout's row: forecast, then kept, or set aside with its reason.
+  auto add = [&](int64_t dp, int64_t tp, int64_t pp, int64_t mb, int64_t ep, const TrainingArgs& training) {
+    ForecastRequest c;
+    c.model = &m, c.gpu = &g, c.mode = mode;
+    c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
+    c.cached_prefix = req.cached_prefix;
+    c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
+    c.optimizer_state = req.optimizer_state;
+    c.train_dtype = train_dtype;
+    training.apply(c, true);
+    c.routing_alpha = req.routing_alpha;
+    if (serving) {
+      c.batch = global_batch / dp;  // one replica's sequences
+      c.par.dp = 1;
+      c.dtypes = serving_dtypes(m, req.dtype, "");
+      // The requests arrive at the request's rate over all replicas, spread evenly.
+      c.limits.request_rate = req.limits.request_rate / double(dp);
+    }
+    CompareRow r = forecast_one(c, kp, prices);
+    if (!r.error.empty()) {
+      if (first_error.empty()) first_error = r.error;
+      if (skipped) {
+        r.dp = dp;
+        skipped->push_back(r);
+      }
+      return;
+    }
+    if (serving) {  // all replicas together
+      r.dp = dp;
+      r.batch = global_batch;
+      r.limits.request_rate = req.limits.request_rate;
+      r.goodput_rps *= double(dp);
+      r.tokens_per_s *= double(dp);
+      r.max_sequences *= dp;
+      r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
+    }
+    rows.push_back(r);
+  };
   for (int64_t dp : divisors(gpus)) {
     if (global_batch % dp) continue;
+    // Mixed-precision training with --zero auto / --recompute auto: each ZeRO stage (beyond 0
+    // where there are data-parallel peers) and each choice.
+    std::vector<TrainingArgs> trainings;
+    for (int zero : search_zero ? (dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0})
+                                : std::vector<int>{req.training.zero})
+      for (const char* recompute : search_recompute ? std::vector<const char*>{"none", "full"}
+                                                    : std::vector<const char*>{req.training.recompute.c_str()}) {
+        TrainingArgs t = req.training;
+        t.zero = zero, t.recompute = recompute;
+        trainings.push_back(t);
+      }
     for (int64_t tp : divisors(gpus / dp)) {
       const int64_t pp = gpus / dp / tp;
       // Serving layouts: replicas of tp x pp groups (the engines choose the microbatches).
@@ -499,54 +552,9 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       if (serving && m.num_experts > 0)
         for (int64_t ep : divisors(tp))
           if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
-      // Mixed-precision training with --zero auto / --recompute auto: each stage (beyond 0 where
-      // there are data-parallel peers) and each choice.
-      std::vector<int> zeros{req.training.zero};
-      if (req.training.zero == TrainingArgs::kZeroAuto) zeros = dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
-      std::vector<std::string> recomputes{req.training.recompute};
-      if (req.training.recompute == "auto") recomputes = {"none", "full"};
       for (int64_t mb : mbs)
         for (int64_t ep : eps)
-          for (int zero : zeros)
-            for (const std::string& recompute : recomputes) {
-              ForecastRequest c;
-              c.model = &m, c.gpu = &g, c.mode = mode;
-              c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
-              c.cached_prefix = req.cached_prefix;
-              c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
-              c.optimizer_state = req.optimizer_state;
-              c.train_dtype = train_dtype;
-              TrainingArgs training = req.training;
-              training.zero = zero, training.recompute = recompute;
-              training.apply(c, true);
-              c.routing_alpha = req.routing_alpha;
-              if (serving) {
-                c.batch = global_batch / dp;  // one replica's sequences
-                c.par.dp = 1;
-                c.dtypes = serving_dtypes(m, req.dtype, "");
-                // The requests arrive at the request's rate over all replicas, spread evenly.
-                c.limits.request_rate = req.limits.request_rate / double(dp);
-              }
-              CompareRow r = forecast_one(c, kp, prices);
-              if (!r.error.empty()) {
-                if (first_error.empty()) first_error = r.error;
-                if (skipped) {
-                  r.dp = dp;
-                  skipped->push_back(r);
-                }
-                continue;
-              }
-              if (serving) {  // all replicas together
-                r.dp = dp;
-                r.batch = global_batch;
-                r.limits.request_rate = req.limits.request_rate;
-                r.goodput_rps *= double(dp);
-                r.tokens_per_s *= double(dp);
-                r.max_sequences *= dp;
-                r.usd_per_hour *= double(dp);  // usd_per_m_tokens is unchanged: dp x the price for dp x the tokens
-              }
-              rows.push_back(r);
-            }
+          for (const TrainingArgs& t : trainings) add(dp, tp, pp, mb, ep, t);
     }
   }
   if (rows.empty())

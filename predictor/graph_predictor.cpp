@@ -261,10 +261,10 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       const double bw = layer_bw * n + (first ? pro_bw : 0) + (last ? epi_bw : 0);
       slow_fw = std::max(slow_fw, fw);
       slow_bw = std::max(slow_bw, bw);
-      last_microbatch_bw = slow_bw;
       if (fw + bw > slow_total)  // the stage that paces the pipeline, and its all-reduces
         slow_total = fw + bw, slow_comm = layer_comm * n + (first ? pro_comm : 0) + (last ? epi_comm : 0);
     }
+    last_microbatch_bw = slow_bw;
     const double all_comm = comm_in_ops;  // one microbatch through every stage
     // Stage s holds GPUs [s tp, (s + 1) tp) of its replica; rank r hands over to rank r of the
     // next stage, across the network where the two sit on different nodes.
@@ -364,7 +364,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
                                     {"microbatches", f.par.microbatches}, {"ep", f.par.ep}, {"zero", f.par.zero},
                                     {"sequence_parallel", f.par.sequence_parallel}}}};
-  if (f.tokens_per_s > 0) {
+  if (f.mixed_training()) {
     j["recompute"] = f.recompute ? "full" : "none";
     j["tokens_per_s"] = f.tokens_per_s;
     j["mfu_pct"] = f.mfu_pct;
@@ -466,7 +466,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
     os << buf;
   }
-  if (f.tokens_per_s > 0) {
+  if (f.mixed_training()) {
     std::snprintf(buf, sizeof buf,
                   "tokens/s      %10.1f  (batch x seq / (total + optimizer)%s)\nMFU           %10.1f %%  (3x the "
                   "forward's matmul FLOPs at the %s dense tensor peak)\n",
@@ -954,9 +954,6 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     }
     groups.swap(left);
   }
-  r.ttft_mean_ms = request_mean(r.requests, &RequestTimes::ttft_ms);
-  r.ttft_max_ms = request_percentile(r.requests, &RequestTimes::ttft_ms, 100);
-  r.tpot_mean_ms = request_mean(r.requests, &RequestTimes::tpot_ms);
   return r;
 }
 

@@ -51,6 +51,7 @@ struct ModelForecast {
   // and the model FLOPs utilisation: 3x one GPU's forward GEMM, attention and expert FLOPs (no
   // recomputation; a GPU's share of the pipeline stages) over that time at the dtype's dense
   // tensor peak.
+  bool mixed_training() const { return mode == Mode::kTraining && dtype != DType::kFp32; }
   bool recompute = false;
   double tokens_per_s = 0, mfu_pct = 0;
   // Tokens a whole run trains on (0: not asked); train_days() is that run at tokens_per_s.
@@ -223,8 +224,9 @@ Goodput slo_goodput(const std::vector<RequestTimes>& requests, double e2e_ms, co
 constexpr int64_t kMaxArrivalSteps = 1000000;
 struct ServingSchedule {
   // Over `requests`: the mean and largest TTFT (from arrival to the first token), the mean TPOT.
-  double ttft_mean_ms = 0, ttft_max_ms = 0;
-  double tpot_mean_ms = 0;
+  double ttft_mean_ms() const { return request_mean(requests, &RequestTimes::ttft_ms); }
+  double ttft_max_ms() const { return request_percentile(requests, &RequestTimes::ttft_ms, 100); }
+  double tpot_mean_ms() const { return request_mean(requests, &RequestTimes::tpot_ms); }
   double e2e_ms = 0;        // the last request's last token
   std::vector<RequestTimes> requests;  // every request, in order of completion
   int64_t steps = 0;          // steps in all

@@ -264,7 +264,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.limits = lim;
     req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
-    req.training = {zero_keyword(zero), sequence_parallel, recompute, train_tokens};
+    req.training = {zero_stage, sequence_parallel, recompute, train_tokens};
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }

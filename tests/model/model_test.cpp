@@ -1223,9 +1223,9 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_EQ(steps[3].decode_context, 1002);
   EXPECT_EQ(steps[4].decode_seqs, 1);
   EXPECT_EQ(steps[4].decode_context, 1002);
-  EXPECT_NEAR(s.ttft_mean_ms, (2 * 3.048 + 5.002) / 3, 1e-9);
-  EXPECT_NEAR(s.ttft_max_ms, 5.002, 1e-9);
-  EXPECT_NEAR(s.tpot_mean_ms, (2 * 1.32 + (8.009 - 5.002) / 3) / 3, 1e-9);
+  EXPECT_NEAR(s.ttft_mean_ms(), (2 * 3.048 + 5.002) / 3, 1e-9);
+  EXPECT_NEAR(s.ttft_max_ms(), 5.002, 1e-9);
+  EXPECT_NEAR(s.tpot_mean_ms(), (2 * 1.32 + (8.009 - 5.002) / 3) / 3, 1e-9);
   EXPECT_NEAR(s.e2e_ms, 8.009, 1e-9);
   EXPECT_EQ(s.steps, 5);
   EXPECT_EQ(s.prefill_steps, 2);
@@ -1267,9 +1267,9 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_EQ(steps[0].prefill.size(), 1u);
   EXPECT_EQ(steps[0].prefill[0].seqs, 3);
   EXPECT_EQ(steps[3].decode_context, 1002);
-  EXPECT_NEAR(u.ttft_mean_ms, 4.0, 1e-9);
-  EXPECT_NEAR(u.ttft_max_ms, 4.0, 1e-9);
-  EXPECT_NEAR(u.tpot_mean_ms, 1.003, 1e-9);
+  EXPECT_NEAR(u.ttft_mean_ms(), 4.0, 1e-9);
+  EXPECT_NEAR(u.ttft_max_ms(), 4.0, 1e-9);
+  EXPECT_NEAR(u.tpot_mean_ms(), 1.003, 1e-9);
   EXPECT_NEAR(u.e2e_ms, 7.009, 1e-9);
   // At most 2 sequences at once, no budget: prompts 1 and 2 (2,000 tokens, 3.0 ms), their
   // 2 decode steps (1,000 and 1,001 cached: 1.002 ms each, 5.004), then prompt 3 (2.0 ms, 7.004)
@@ -1283,9 +1283,9 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   ASSERT_EQ(steps[3].prefill.size(), 1u);
   EXPECT_EQ(steps[3].prefill[0].seqs, 1);
   EXPECT_EQ(steps[3].decode_seqs, 0);
-  EXPECT_NEAR(c.ttft_mean_ms, (3.0 + 3.0 + 7.004) / 3, 1e-9);
-  EXPECT_NEAR(c.ttft_max_ms, 7.004, 1e-9);
-  EXPECT_NEAR(c.tpot_mean_ms, (1.002 + 1.002 + 1.001) / 3, 1e-9);
+  EXPECT_NEAR(c.ttft_mean_ms(), (3.0 + 3.0 + 7.004) / 3, 1e-9);
+  EXPECT_NEAR(c.ttft_max_ms(), 7.004, 1e-9);
+  EXPECT_NEAR(c.tpot_mean_ms(), (1.002 + 1.002 + 1.001) / 3, 1e-9);
   EXPECT_NEAR(c.e2e_ms, 9.006, 1e-9);
   EXPECT_EQ(c.prefill_steps, 2);
   expect_error<ConfigError>([&] { predictor::schedule_serving(8, 100, 4, {4, 0}, step_ms); },
@@ -1305,8 +1305,8 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_EQ(steps[1].prefill[0].tokens, 952);
   EXPECT_EQ(steps[2].decode_seqs, 3);
   EXPECT_EQ(steps[2].decode_context, 1000);
-  EXPECT_NEAR(pf.ttft_mean_ms, (2 * 3.048 + 5.0) / 3, 1e-9);
-  EXPECT_NEAR(pf.tpot_mean_ms, (2 * (8.009 - 3.048) / 3 + (8.009 - 5.0) / 3) / 3, 1e-9);
+  EXPECT_NEAR(pf.ttft_mean_ms(), (2 * 3.048 + 5.0) / 3, 1e-9);
+  EXPECT_NEAR(pf.tpot_mean_ms(), (2 * (8.009 - 3.048) / 3 + (8.009 - 5.0) / 3) / 3, 1e-9);
   EXPECT_NEAR(pf.e2e_ms, 8.009, 1e-9);
   // Its steps hold no decodes, so a budget below the running sequences is allowed.
   EXPECT_GT(predictor::schedule_serving(8, 100, 4, {4, 0, false, true}, step_ms).e2e_ms, 0);
@@ -1336,9 +1336,9 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_EQ(steps[0].prefill[0].seqs, 1);
   EXPECT_EQ(steps[1].decode_seqs, 1);
   EXPECT_EQ(steps[1].prefill[0].tokens, 1000);
-  EXPECT_NEAR(ar.ttft_mean_ms, (2.0 + 3.001) / 2, 1e-9);
-  EXPECT_NEAR(ar.ttft_max_ms, 3.001, 1e-9);
-  EXPECT_NEAR(ar.tpot_mean_ms, (2.001 + 1.001) / 2, 1e-9);
+  EXPECT_NEAR(ar.ttft_mean_ms(), (2.0 + 3.001) / 2, 1e-9);
+  EXPECT_NEAR(ar.ttft_max_ms(), 3.001, 1e-9);
+  EXPECT_NEAR(ar.tpot_mean_ms(), (2.001 + 1.001) / 2, 1e-9);
   EXPECT_NEAR(ar.e2e_ms, 5.002, 1e-9);
   predictor::SchedulerArgs rate_args;
   rate_args.request_rate = 0;
@@ -1361,7 +1361,7 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
   EXPECT_EQ(steps[0].prefill[0].tokens, 400);
   EXPECT_EQ(steps[0].prefill[0].prefix, 600);
   EXPECT_EQ(steps[1].decode_context, 1000);
-  EXPECT_NEAR(pre.ttft_mean_ms, 1.8, 1e-9);
+  EXPECT_NEAR(pre.ttft_mean_ms(), 1.8, 1e-9);
   EXPECT_NEAR(pre.e2e_ms, 2.802, 1e-9);
   expect_error<ConfigError>([&] { predictor::schedule_serving(2, 1000, 2, {}, step_ms, 1000); },
                             {"--cached-prefix: 1000 out of range [0, 999]"});
