@@ -945,7 +945,7 @@ double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, doubl
 }
 
 FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s,
-                            bool in_cycles) {
+                            bool in_cycles, double max_eta_memory) {
   if (bounds.size() != measured_s.size() || bounds.empty())
     throw DataError("fit_roofline: needs one measured latency per row, and at least one row");
   constexpr size_t kMaxRows = 50000;
@@ -975,13 +975,15 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
   const std::vector<double> floors = grid(0.1 * unit, 100 * unit, 121), etas = grid(0.05, 1, 101);
   std::vector<double> waves = grid(0.01 * unit, 100 * unit, 121);
   waves.insert(waves.begin(), 0.0);
-  FittedRoofline best{5.0, 0.0, 0.7, 0.7};
-  if (in_cycles) best = {0.0, 0.0, 0.7, 0.7, 5.0 * unit, 0.0};
+  const double eta_memory0 = std::min(0.7, max_eta_memory);
+  FittedRoofline best{5.0, 0.0, 0.7, eta_memory0};
+  if (in_cycles) best = {0.0, 0.0, 0.7, eta_memory0, 5.0 * unit, 0.0};
   double best_loss = loss(best);
   for (int round = 0; round < 8; ++round) {
     const FittedRoofline before = best;
     for (int which = 0; which < 4; ++which) {
       for (double v : which == 0 ? floors : which == 1 ? waves : etas) {
+        if (which == 3 && v > max_eta_memory) continue;
         FittedRoofline p = best;
         double& slot = which == 0   ? (in_cycles ? p.floor_kcycles : p.floor_us)
                        : which == 1 ? (in_cycles ? p.wave_kcycles : p.wave_us)

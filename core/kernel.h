@@ -170,9 +170,10 @@ double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, doubl
 // The four numbers minimising the mean |log(forecast / measured)| over the rows (bounds and
 // measured seconds, same length, measured > 0): coordinate search over log grids (floor
 // 0.1-100 us, wave 0 or 0.01-100 us, eta 0.05-1; with `in_cycles` floor 0.2-200 and wave 0 or
-// 0.02-200 thousand cycles), from at most 50,000 evenly spaced rows. Deterministic.
+// 0.02-200 thousand cycles), from at most 50,000 evenly spaced rows; eta_memory at most
+// `max_eta_memory`. Deterministic.
 FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s,
-                            bool in_cycles = false);
+                            bool in_cycles = false, double max_eta_memory = 1);
 
 // The compute peak the spec sheet states for the query's family and dtype (GFLOP/s): the
 // dtype's tensor peak for the LLM-era families, the FP32 GEMM or vector peak otherwise.

@@ -29,6 +29,8 @@ std::string config_conflict(const PredictorConfig& c) {
   if (!(c.unseen_prior_weight >= 0 && c.unseen_prior_weight <= 1))
     return "field 'unseen_prior_weight': value " + std::to_string(c.unseen_prior_weight) + " outside [0, 1]";
   if (c.launch_floor && c.prior) return "fields 'launch_floor' and 'prior': choose one (the prior has its own floor)";
+  if (c.prior_cap_memory && !c.fits_roofline())
+    return "field 'prior_cap_memory' needs a fitted roofline ('prior: true' or network_gpus other than all)";
   if (c.prior_floor != "us" && !c.fits_roofline())
     return "field 'prior_floor' needs a fitted roofline ('prior: true' or network_gpus other than all)";
   if (c.unseen_prior_weight != 1.0 && c.network_gpus == "all")
@@ -40,7 +42,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
-      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "ignore_features", "network_gpus",
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "prior_cap_memory", "ignore_features", "network_gpus",
       "unseen_prior_weight"};
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
@@ -69,6 +71,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["launch_floor"]) c.launch_floor = field<bool>(root["launch_floor"], "launch_floor", path);
   if (root["prior"]) c.prior = field<bool>(root["prior"], "prior", path);
   if (root["prior_floor"]) c.prior_floor = field<std::string>(root["prior_floor"], "prior_floor", path);
+  if (root["prior_cap_memory"]) c.prior_cap_memory = field<bool>(root["prior_cap_memory"], "prior_cap_memory", path);
   if (root["network_gpus"]) c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
   if (root["unseen_prior_weight"])
     c.unseen_prior_weight = field<double>(root["unseen_prior_weight"], "unseen_prior_weight", path);
@@ -119,6 +122,7 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   if (c.launch_floor) out << YAML::Key << "launch_floor" << YAML::Value << true;
   if (c.prior) out << YAML::Key << "prior" << YAML::Value << true;
   if (c.prior_floor != "us") out << YAML::Key << "prior_floor" << YAML::Value << c.prior_floor;
+  if (c.prior_cap_memory) out << YAML::Key << "prior_cap_memory" << YAML::Value << true;
   if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
   if (c.unseen_prior_weight != 1.0) out << YAML::Key << "unseen_prior_weight" << YAML::Value << c.unseen_prior_weight;
   if (!c.ignore_features.empty()) out << YAML::Key << "ignore_features" << YAML::Value << YAML::Flow << c.ignore_features;

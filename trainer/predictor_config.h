@@ -32,6 +32,10 @@ struct PredictorConfig {
   // Units of the prior's floor and per-wave cost: "us" (microseconds, the same on every GPU)
   // or "cycles" (thousands of SM clock cycles: longer on a slower-clocked GPU).
   std::string prior_floor = "us";
+  // The prior's DRAM efficiency at most the largest of the training GPUs' median efficiencies
+  // over their rows whose bytes exceed 4x their L2 (bytes the cache cannot serve); else up to
+  // 1. Tried for decode in leave-one-GPU-out, not bundled (docs/accuracy.md).
+  bool prior_cap_memory = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":

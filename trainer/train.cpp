@@ -98,16 +98,30 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
 }
 
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                   const GpuRegistry& gpus, bool in_cycles) {
+                                   const GpuRegistry& gpus, bool in_cycles, bool cap_memory) {
   std::vector<KernelBounds> bounds;
   std::vector<double> measured_s;
   std::vector<float> scratch;
+  std::map<std::string, std::vector<double>> large_rows_eta;  // per GPU
   for (const auto& s : rows) {
     scratch.resize(num_features(op_family(s.query.op)));
-    bounds.push_back(featurize(s.query, row_gpu(s, gpus), tiles, scratch.data()).bounds);
+    const GpuSpec& gpu = row_gpu(s, gpus);
+    bounds.push_back(featurize(s.query, gpu, tiles, scratch.data()).bounds);
     measured_s.push_back(s.latency_ms * 1e-3);
+    const double dram_bytes = bounds.back().memory_s * gpu.mem_bw_gbps * 1e9;
+    if (cap_memory && dram_bytes > 4 * gpu.l2_cache_mb * kBytesPerMib)
+      large_rows_eta[s.device].push_back(bounds.back().memory_s / measured_s.back());
   }
-  return fit_roofline(bounds, measured_s, in_cycles);
+  double cap = 0;
+  for (auto& [device, eta] : large_rows_eta) {
+    if (eta.size() < 20) continue;
+    std::nth_element(eta.begin(), eta.begin() + std::ptrdiff_t(eta.size() / 2), eta.end());
+    const double median = eta[eta.size() / 2];
+    TC_LOG(Info) << "prior_cap_memory: " << device << " median DRAM efficiency " << median << " over " << eta.size()
+                 << " rows beyond 4x its L2";
+    cap = std::max(cap, median);
+  }
+  return fit_roofline(bounds, measured_s, in_cycles, cap > 0 ? std::min(cap, 1.0) : 1.0);
 }
 
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
@@ -446,7 +460,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.launch_floor_us = floor_ms * 1e3;
     if (cfg.fits_roofline()) {  // the network's base (prior), or the forecast on unseen GPUs
       const bool cycles = cfg.prior_floor == "cycles";
-      e.prior = fit_family_roofline(rows, tiles, gpus, cycles);
+      e.prior = fit_family_roofline(rows, tiles, gpus, cycles, cfg.prior_cap_memory);
       const char* unit = cycles ? " kcycles" : " us";
       TC_LOG(Info) << family_name(fam) << ": fitted roofline: floor "
                    << (cycles ? e.prior.floor_kcycles : e.prior.floor_us) << unit << ", "

@@ -89,6 +89,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["launch_floor"]) e.config.launch_floor = c["launch_floor"].as<bool>();
         if (c["prior"]) e.config.prior = c["prior"].as<bool>();
         if (c["prior_floor"]) e.config.prior_floor = c["prior_floor"].as<std::string>();
+        if (c["prior_cap_memory"]) e.config.prior_cap_memory = c["prior_cap_memory"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
         if (const std::string why = config_conflict(e.config); !why.empty())

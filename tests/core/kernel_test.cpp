@@ -460,6 +460,12 @@ TEST(Kernel, FittedRooflineRecoversGeneratingNumbers) {
   EXPECT_NEAR(fit.wave_us, 0.5, 0.05);
   EXPECT_NEAR(fit.eta_compute, 0.6, 0.03);
   EXPECT_NEAR(fit.eta_memory, 0.8, 0.04);
+  // Capped below the generating 0.8 (prior_cap_memory): the fit takes the cap's grid point, the
+  // largest of the grid at or below 0.5, and the other numbers still come out.
+  const FittedRoofline capped = fit_roofline(b, y, false, 0.5);
+  EXPECT_LE(capped.eta_memory, 0.5);
+  EXPECT_GT(capped.eta_memory, 0.48);
+  EXPECT_NEAR(capped.eta_compute, 0.6, 0.03);
   y[3] = 0;
   expect_error<DataError>([&] { fit_roofline(b, y); }, {"fit_roofline", "row 3", "> 0"});
   expect_error<DataError>([&] { fit_roofline({}, {}); }, {"fit_roofline", "at least one row"});
