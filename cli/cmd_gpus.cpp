@@ -29,19 +29,19 @@ int run_gpus(const Args& args, const GlobalOptions&) {
     return 0;
   }
   if (format == "csv")
-    std::cout << "name,cuda_name,arch,num_sms,boost_clock_mhz,fp32_peak_gflops,mem_bw_gbps,mem_gb,l2_cache_mb\n";
+    std::cout << "name,cuda_name,arch,num_sms,boost_clock_mhz,fp32_peak_gflops,mem_bw_gbps,mem_gib,l2_cache_mb\n";
   else
     std::printf("%-16s %-30s %-9s %5s %8s %10s %8s %7s %6s\n", "name", "cuda_name", "arch", "SMs",
-                "clk_mhz", "fp32_gflops", "bw_gbps", "mem_gb", "l2_mb");
+                "clk_mhz", "fp32_gflops", "bw_gbps", "mem_gib", "l2_mb");
   for (const auto& s : reg.all()) {
     if (format == "csv")
       std::printf("%s,\"%s\",%s,%d,%g,%g,%g,%g,%g\n", s.name.c_str(), s.cuda_name.c_str(),
                   s.arch.c_str(), s.num_sms, s.boost_clock_mhz, s.fp32_peak_gflops, s.mem_bw_gbps,
-                  s.mem_gb, s.l2_cache_mb);
+                  s.mem_gib, s.l2_cache_mb);
     else
       std::printf("%-16s %-30s %-9s %5d %8g %10g %8g %7g %6g\n", s.name.c_str(), s.cuda_name.c_str(),
                   s.arch.c_str(), s.num_sms, s.boost_clock_mhz, s.fp32_peak_gflops, s.mem_bw_gbps,
-                  s.mem_gb, s.l2_cache_mb);
+                  s.mem_gib, s.l2_cache_mb);
   }
   return 0;
 }

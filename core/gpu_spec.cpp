@@ -96,7 +96,7 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   check_range(s.boost_clock_mhz, 100, 10000, "boost_clock_mhz", origin);
   check_range(s.fp32_peak_gflops, 10, 1e7, "fp32_peak_gflops", origin);
   check_range(s.mem_bw_gbps, 1, 1e6, "mem_bw_gbps", origin);
-  check_range(s.mem_gb, 0.5, 1e5, "mem_gb", origin);
+  check_range(s.mem_gib, 0.5, 1e5, "mem_gib", origin);
   check_range(s.l2_cache_mb, 0.1, 1e5, "l2_cache_mb", origin);
   check_range(s.max_threads_per_sm, 32, 65536, "max_threads_per_sm", origin);
   check_range(s.max_blocks_per_sm, 1, 1024, "max_blocks_per_sm", origin);
@@ -132,12 +132,12 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "name",          "cuda_name",          "aliases",          "vendor",
       "arch",          "compute_capability", "num_sms",          "cores_per_sm",
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
-      "mem_bw_gbps",   "mem_gb",             "l2_cache_mb",      "max_threads_per_sm",
+      "mem_bw_gbps",   "mem_gib",  "mem_gb",  "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
       "interconnect_gbps", "interconnect", "interconnect_mesh_peers", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
-                                                 "fp32_peak_gflops", "mem_bw_gbps", "mem_gb",
+                                                 "fp32_peak_gflops", "mem_bw_gbps",
                                                  "l2_cache_mb", "sources"};
   reject_unknown_keys(root, known, path);
   for (const auto& key : required)
@@ -154,7 +154,18 @@ GpuSpec load_gpu_yaml(const std::string& path) {
   s.boost_clock_mhz = get_scalar<double>(root["boost_clock_mhz"], "boost_clock_mhz", path);
   s.fp32_peak_gflops = get_scalar<double>(root["fp32_peak_gflops"], "fp32_peak_gflops", path);
   s.mem_bw_gbps = get_scalar<double>(root["mem_bw_gbps"], "mem_bw_gbps", path);
-  s.mem_gb = get_scalar<double>(root["mem_gb"], "mem_gb", path);
+  // Memory: the sheet's binary figure (mem_gib) or, from a file that states it so, 1e9 bytes.
+  if (root["mem_gib"] && root["mem_gb"])
+    throw ConfigError(path + ": fields 'mem_gib' and 'mem_gb' both given; state the memory once");
+  if (root["mem_gib"]) {
+    s.mem_gib = get_scalar<double>(root["mem_gib"], "mem_gib", path);
+  } else if (root["mem_gb"]) {
+    const double gb = get_scalar<double>(root["mem_gb"], "mem_gb", path);
+    check_range(gb, 0.5, 1e5, "mem_gb", path);
+    s.mem_gib = gb * 1e9 / 1073741824.0;
+  } else {
+    throw ConfigError(path + ": missing field 'mem_gib' (memory in GiB as the vendor's sheet states it; or 'mem_gb' in 1e9 B)");
+  }
   s.l2_cache_mb = get_scalar<double>(root["l2_cache_mb"], "l2_cache_mb", path);
   if (root["fp32_matrix_peak_gflops"])
     s.fp32_matrix_peak_gflops =
@@ -228,7 +239,7 @@ GpuSpec load_neusight_device_json(const std::string& path) {
   s.name = fs::path(path).stem().string();
   s.vendor = s.cuda_name.find("AMD") != std::string::npos ? "amd" : "nvidia";
   s.arch = "unknown";
-  s.mem_gb = num("Dev_Mem");
+  s.mem_gib = num("Dev_Mem");  // NeuSight's "Dev_Mem" is the sheet's figure (16 for a P100): GiB
   s.mem_bw_gbps = num("Mem_Bw");
   // Counts are checked before the conversion to int (a value beyond int's range is UB).
   auto count = [&](const char* key, double hi) {
@@ -273,7 +284,7 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
     out << YAML::EndMap;
   }
   out << YAML::Key << "mem_bw_gbps" << YAML::Value << s.mem_bw_gbps;
-  out << YAML::Key << "mem_gb" << YAML::Value << s.mem_gb;
+  out << YAML::Key << "mem_gib" << YAML::Value << s.mem_gib;
   out << YAML::Key << "l2_cache_mb" << YAML::Value << s.l2_cache_mb;
   out << YAML::Key << "max_threads_per_sm" << YAML::Value << s.max_threads_per_sm;
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;

@@ -23,7 +23,12 @@ struct GpuSpec {
   double fp32_matrix_peak_gflops = 0;  // AMD: FP32 on matrix cores (0 = none)
   std::map<std::string, double> tensor_peak_gflops;  // dense tensor-core peaks per dtype
   double mem_bw_gbps = 0;         // DRAM bandwidth, GB/s (1e9 bytes/s)
-  double mem_gb = 0;              // nominal memory capacity as the vendor states it
+  // Memory capacity in GiB (2^30 B). Vendor sheets' "80 GB" is binary: DRAM parts come in
+  // binary sizes, and CUDA's totalGlobalMem reports the sheet's GiB less the driver's reserve
+  // (an "80 GB" A100 81,920 MiB, an "80 GB" H100 81,559 MiB). A spec file may state `mem_gb`
+  // (1e9 B) instead; it is converted.
+  double mem_gib = 0;
+  double mem_bytes() const { return mem_gib * 1073741824.0; }
   double l2_cache_mb = 0;         // nominal last-level (L2) cache as the vendor states it
   int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)

@@ -50,7 +50,7 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
                                const GpuSpec& gpu, bool optimizer_state) {
   check_layout(par, batch, seq);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_gb;
+  r.capacity_gb = gpu.mem_bytes() / 1e9;
   const double params = model_parameters(m) / double(par.tp * par.pp);
   r.weights_gb = 4 * params / 1e9;
   r.gradients_gb = 4 * params / 1e9;
@@ -75,7 +75,7 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
                                    const Parallelism& par, const GpuSpec& gpu, bool optimizer_state, bool recompute) {
   check_layout(par, batch, seq);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_gb;
+  r.capacity_gb = gpu.mem_bytes() / 1e9;
   const double e = dtype_size(dtype);
   if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
   const double params = model_parameters(m) / double(par.tp * par.pp), dp = double(par.dp);
@@ -103,7 +103,7 @@ MemoryEstimate inference_memory(const ModelConfig& m, int64_t batch, int64_t seq
                                 const GpuSpec& gpu) {
   check_layout(par, batch, seq);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_gb;
+  r.capacity_gb = gpu.mem_bytes() / 1e9;
   r.weights_gb = 4 * model_parameters(m) / double(par.tp * par.pp) / 1e9;
   // Largest set alive at once (eager, no grad): the residual stream and a norm output, plus the
   // largest of the attention scores with their softmax, the FFN's intermediate tensors, or
@@ -130,8 +130,9 @@ std::string memory_summary(const MemoryEstimate& m) {
   add("AdamW state", m.optimizer_gb);
   add("activations", m.activations_gb);
   add("KV cache", m.kv_cache_gb);
-  std::snprintf(buf, sizeof buf, "memory/GPU    %10.2f GB (%s) of %.0f GB: %s\n", m.total_gb(), parts.c_str(),
-                m.capacity_gb, m.fits() ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
+  std::snprintf(buf, sizeof buf, "memory/GPU    %10.2f GB (%s) of %.1f GB (%.0f GiB): %s\n", m.total_gb(),
+                parts.c_str(), m.capacity_gb, m.capacity_gb * 1e9 / 1073741824.0,
+                m.fits() ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
   std::string out = buf;
   if (m.kv_capacity_tokens >= 0) {
     std::snprintf(buf, sizeof buf, "KV room       %10lld tokens beside the weights%s: %lld sequences of this length\n",

@@ -27,7 +27,7 @@ constexpr double kUsableMemoryFraction = 0.9;
 
 struct MemoryEstimate {
   double weights_gb = 0, gradients_gb = 0, optimizer_gb = 0, activations_gb = 0, kv_cache_gb = 0;
-  double capacity_gb = 0;  // the spec's memory
+  double capacity_gb = 0;  // the spec's memory in GB (1e9 B): an "80 GB" (GiB) card holds 85.9
   // Serving only (-1 otherwise): the KV-cache tokens the usable memory holds beside the weights
   // on the GPU that runs out first, and how many sequences of the forecast's length (its
   // prompt plus output, or context plus one; a sliding window caps it) that is.

@@ -161,7 +161,7 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"fp32_peak_gflops", s.fp32_peak_gflops},
           {"tensor_peak_gflops", s.tensor_peak_gflops},
           {"mem_bw_gbps", s.mem_bw_gbps},
-          {"mem_gb", s.mem_gb},
+          {"mem_gib", s.mem_gib},
           {"l2_cache_mb", s.l2_cache_mb},
           {"interconnect_gbps", s.interconnect_gbps},
           {"interconnect_mesh_peers", s.interconnect_mesh_peers},

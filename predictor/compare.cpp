@@ -34,7 +34,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
   r.cached_prefix = c.cached_prefix;
-  r.gpu_memory_gb = c.gpu->mem_gb;
+  r.gpu_memory_gb = c.gpu->mem_bytes() / 1e9;
   try {
     const PredictResult f = forecast(c, kp);
     r.microbatches = f.forecast.par.microbatches;  // serving: what the engine keeps in flight (from pp)
@@ -353,8 +353,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
                   r.tokens_per_s, mem, cost);
     os << buf;
   }
-  os << "(memory GB: forecast per GPU / the GPU's; NO = above " << static_cast<int>(kUsableMemoryFraction * 100)
-     << " % of it)\n";
+  os << "(memory GB (1e9 B): forecast per GPU / the GPU's, whose sheet states GiB; NO = above "
+     << static_cast<int>(kUsableMemoryFraction * 100) << " % of it)\n";
   if (priced) os << "prices: " << prices->source << (prices->date.empty() ? "" : ", " + prices->date) << "\n";
   return os.str();
 }

@@ -583,7 +583,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
       2.0 * double(kv_rank) * m.head_dim * (cached * double(batch) + shared) * dtype_size(kv_dtype);
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_gb;
+  r.capacity_gb = gpu.mem_bytes() / 1e9;
   // KV room: the usable memory left beside each stage's weights and its pass's transient
   // tensors, in tokens of its layers' cache. A stage holds one of min(pp, sequences)
   // microbatches of the pass; the KV room's sequences are counted with pp of them.
@@ -606,7 +606,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
     if (weights + kv + act > (r.weights_gb + r.kv_cache_gb + r.activations_gb) * 1e9)
       r.weights_gb = weights / 1e9, r.kv_cache_gb = kv / 1e9, r.activations_gb = act / 1e9;
     const double stage_token = double(stages[i]) * token_layer_bytes;
-    const double free_bytes = kUsableMemoryFraction * gpu.mem_gb * 1e9 - weights;
+    const double free_bytes = kUsableMemoryFraction * gpu.mem_bytes() - weights;
     room_tokens = std::min(room_tokens, std::max(0.0, free_bytes - act) / stage_token);
     // Sequences of this length: each brings its cache and its share of the pass (pp
     // microbatches), beside the pass's fixed tokens and the shared prefix's cache.

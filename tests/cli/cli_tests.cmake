@@ -150,14 +150,14 @@ tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --mo
 # and one-line errors for what is not modelled.
 tc_cli_test(predict_generate_json "\"tpot_ms\": [0-9.e+-]+,.*\"ttft_ms\": [0-9]" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 4 --seq 512 --gen 16 --format json)
 tc_cli_test(predict_generate_memory "\"kv_cache_gb\": 0.5[0-9]*," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 8 --seq 400 --gen 100 --format json)
-# Beside the weights (16,060,522,496 B of 72e9 usable) the step's 8 tokens of activations
-# (102,400 B each) and logits (128,256 x 6 B each): 6,981,888 B, 53 tokens of 131,072 B; a
-# sequence of 1,000 tokens with its token and logits takes 131,943,936 B: 423 of them.
-tc_cli_test(predict_decode_kv_room "KV room +426731 tokens beside the weights and activations: 423 sequences of this length" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 8 --context 999)
+# Beside the weights (16,060,522,496 B of the 77,309,411,328 usable, 90 % of 80 GiB) the step's 8
+# tokens of activations (102,400 B each) and logits (128,256 x 6 B each): 6,981,888 B, 53 tokens
+# of 131,072 B; a sequence of 1,000 tokens with its token and logits takes 131,943,936 B: 464 of them.
+tc_cli_test(predict_decode_kv_room "KV room +467238 tokens beside the weights and activations: 464 sequences of this length" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 8 --context 999)
 # The prefill of 8 prompts of 1,000 tokens: 8 x (1,000 x 102,400 + 769,536) B = 0.825356288 GB of
-# activations, leaving 420,487 tokens; each sequence with its prompt's pass takes 1,032 x 131,072
-# + 102,400,000 + 769,536 = 238,435,840 B: 234 of them.
-tc_cli_test(predict_generate_kv_room_json "\"activations_gb\": 0.825356288,.*\"kv_capacity_tokens\": 420487,.*\"max_sequences\": 234," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 8 --seq 1000 --gen 32 --format json)
+# activations, leaving 460,994 tokens; each sequence with its prompt's pass takes 1,032 x 131,072
+# + 102,400,000 + 769,536 = 238,435,840 B: 256 of them.
+tc_cli_test(predict_generate_kv_room_json "\"activations_gb\": 0.825356288,.*\"kv_capacity_tokens\": 460994,.*\"max_sequences\": 256," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 8 --seq 1000 --gen 32 --format json)
 tc_cli_test(predict_decode_table "tpot_ms .*one decode step" ${TC} predict --model qwen3-32b --gpu H200 --mode decode --batch 16 --context 4096 --tp 2)
 tc_cli_test(predict_prefill_moe "ttft_ms .*time to first token" ${TC} predict --model mixtral-8x7b --gpu B200 --mode prefill --batch 1 --seq 1024 --dtype fp8)
 tc_cli_test(predict_decode_does_not_fit "DOES NOT FIT" ${TC} predict --model llama-3.1-70b --gpu L4 --mode decode --batch 1 --context 128)
@@ -226,7 +226,7 @@ tc_cli_fail(predict_chunked_prefill_mode "--max-batched-tokens does not apply to
 tc_cli_fail(predict_chunked_pp "--max-batched-tokens with --pp 2: the engine's scheduler is modelled on one pipeline stage only" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;4;--seq;100;--gen;4;--pp;2;--max-batched-tokens;256")
 tc_cli_test(predict_generate_max_seqs "at most 2 sequences at once\n.*steps +[0-9]+  .2 with prompt tokens." ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 4 --seq 1000 --gen 16 --max-seqs 2)
 tc_cli_fail(predict_max_seqs_decode "--max-seqs does not apply to --mode decode" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;4;--context;100;--max-seqs;2")
-tc_cli_test(predict_generate_max_seqs_auto "at most 181 sequences at once .the KV room's.\n.*fits" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 512 --seq 2048 --gen 256 --max-batched-tokens 8192 --max-seqs auto)
+tc_cli_test(predict_generate_max_seqs_auto "at most 199 sequences at once .the KV room's.\n.*fits" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 512 --seq 2048 --gen 256 --max-batched-tokens 8192 --max-seqs auto)
 tc_cli_fail(compare_max_seqs_zero "--max-seqs: expected auto or a count in .1, 65536., got '0'" "${TC};compare;--model;llama-3.1-8b;--gpus;H100-SXM;--mode;generate;--seq;100;--gen;4;--max-seqs;0")
 tc_cli_test(predict_prefill_cached_prefix "\"cached_prefix\": 3072,.*\"kv_cache_gb\": 1.47639" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode prefill --batch 8 --seq 4096 --cached-prefix 3072 --format json)
 tc_cli_test(predict_generate_cached_prefix_table "generate: batch 8, prompt 4096, 64 output tokens, bf16 .KV cache bf16., tp 1, 3072 prompt tokens cached\n" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 8 --seq 4096 --gen 64 --cached-prefix 3072)

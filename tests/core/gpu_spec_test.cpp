@@ -95,6 +95,46 @@ TEST(GpuSpec, YamlRoundTrip) {
   EXPECT_DOUBLE_EQ(back.network_gbps, 50);
 }
 
+// Memory: the sheets' "80 GB" is binary (CUDA reports an "80 GB" H100 as 81,559 MiB), stated as
+// mem_gib; a file may state decimal mem_gb instead (converted), never both, never neither.
+TEST(GpuSpec, MemoryIsStatedInGibOrGbOnce) {
+  GpuRegistry reg(gpu_dir());
+  EXPECT_DOUBLE_EQ(reg.resolve("H100-SXM").mem_bytes(), 85899345920.0);
+  EXPECT_DOUBLE_EQ(reg.resolve("H200").mem_gib, 141);
+  // The bundled sheets all state GiB with a source line for it.
+  for (const auto& g : reg.all()) {
+    bool cited = false;
+    for (const auto& src : g.sources) cited = cited || src.rfind("mem_gib", 0) == 0;
+    EXPECT_TRUE(cited) << g.origin << ": mem_gib without a source";
+  }
+  // NeuSight's device JSON states the T4's 15 GiB (ECC on) as "Dev_Mem": 15.
+  EXPECT_DOUBLE_EQ(reg.resolve(data_path("neusight_device.json")).mem_gib, 15);
+  const std::string base = gpu_spec_to_yaml(reg.resolve("T4"));
+  auto write = [](const std::string& name, const std::string& y) {
+    const std::string path = ::testing::TempDir() + name;
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fwrite(y.data(), 1, y.size(), f);
+    std::fclose(f);
+    return path;
+  };
+  const size_t at = base.find("mem_gib: 16");
+  ASSERT_NE(at, std::string::npos) << base;
+  std::string decimal = base;
+  decimal.replace(at, 11, "mem_gb: 16");
+  EXPECT_DOUBLE_EQ(load_gpu_yaml(write("t4-decimal.yaml", decimal)).mem_bytes(), 16e9);
+  std::string both = base;
+  both.replace(at, 11, "mem_gib: 16\nmem_gb: 16");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("t4-both.yaml", both)); },
+                            {"t4-both.yaml", "'mem_gib' and 'mem_gb' both given"});
+  std::string none = base;
+  none.erase(at, 12);
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("t4-none.yaml", none)); },
+                            {"t4-none.yaml", "missing field 'mem_gib'"});
+  std::string tiny = base;
+  tiny.replace(at, 11, "mem_gb: 0.1");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("t4-tiny.yaml", tiny)); }, {"t4-tiny.yaml", "mem_gb"});
+}
+
 // The node an NVLink domain joins and the network beyond it: stated where the vendor's reference
 // system states them (HGX/DGX boards of 8, NVL72 racks of 72); a network without a node size
 // and a node size out of range are one line naming the field.

@@ -989,7 +989,8 @@ TEST(Multi, CollectivesAcrossNodes) {
   EXPECT_NEAR(comm(4, 2), bytes / (0.8 * 450e9) * 1e3 + 0.005, 1e-9);
 }
 
-// Serving memory against hand-derived counts (1 GB = 1e9 bytes).
+// Serving memory against hand-derived counts (1 GB = 1e9 bytes; the H100's sheet states 80 GiB,
+// 85,899,345,920 B, of which 90 % is 77,309,411,328 B).
 TEST(Serving, MemoryMatchesHandDerivedCounts) {
   const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
   ModelConfig m = load_model_config("llama-3.1-8b", mdir);
@@ -1000,10 +1001,11 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   EXPECT_NEAR(bf.weights_gb, 16.060522496, 1e-9);
   EXPECT_NEAR(bf.kv_cache_gb, 0.131072, 1e-12);
   EXPECT_TRUE(bf.fits());
-  // KV room: 90 % of 80 GB less the weights, 55,939,477,504 B, at 131,072 B per token (2 x 32
-  // layers x 8 KV heads x 128 x 2 bytes): 426,784 tokens, 426 sequences of 1,000.
-  EXPECT_EQ(bf.kv_capacity_tokens, 426784);
-  EXPECT_EQ(bf.max_sequences, 426);
+  // KV room: 90 % of 80 GiB less the weights, 61,248,888,832 B, at 131,072 B per token (2 x 32
+  // layers x 8 KV heads x 128 x 2 bytes): 467,291 tokens, 467 sequences of 1,000.
+  EXPECT_EQ(bf.kv_capacity_tokens, 467291);
+  EXPECT_EQ(bf.max_sequences, 467);
+  EXPECT_NEAR(bf.capacity_gb, 85.89934592, 1e-12);
   // FP8 over tp 2: linear weights (8,030,261,248 - 2 x 525,336,576 embeddings - 65 x 4096
   // norms = 6,979,321,856) in 1 byte and embeddings in BF16, both halved; norms replicated.
   auto f8 = predictor::serving_memory(m, DType::kFp8, DType::kFp8, 2, 1, 1000, h100);
@@ -1026,10 +1028,10 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   ModelConfig mi = load_model_config("mistral-7b-v0.1", mdir);
   const auto mw = predictor::serving_memory(mi, DType::kBf16, DType::kBf16, 1, 8, 10000, h100);
   EXPECT_NEAR(mw.kv_cache_gb, 2.0 * 32 * 8 * 128 * 4096 * 8 * 2 / 1e9, 1e-12);
-  // Its KV room, 72e9 - 2 x 7,241,732,096 B at 131,072 B per token, is 438,816 tokens; a
-  // sequence of 10,000 tokens holds its 4,096-token window: 107 sequences.
-  EXPECT_EQ(mw.kv_capacity_tokens, 438816);
-  EXPECT_EQ(mw.max_sequences, 107);
+  // Its KV room, 77,309,411,328 - 2 x 7,241,732,096 B at 131,072 B per token, is 479,323 tokens;
+  // a sequence of 10,000 tokens holds its 4,096-token window: 117 sequences.
+  EXPECT_EQ(mw.kv_capacity_tokens, 479323);
+  EXPECT_EQ(mw.max_sequences, 117);
   EXPECT_NEAR(predictor::serving_memory(mi, DType::kBf16, DType::kBf16, 1, 8, 1000, h100).kv_cache_gb,
               2.0 * 32 * 8 * 128 * 1000 * 8 * 2 / 1e9, 1e-12);
   // At tp 4 the 4 KV heads split evenly: a quarter of every weight but the norms.
@@ -1043,9 +1045,10 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   const auto rp = predictor::serving_memory(q, DType::kBf16, DType::kBf16, 8, 64, 4097, h100, 1, 0, {0, 4096});
   EXPECT_NEAR(rp.activations_gb, (64.0 * 4096 * 45568 + 64.0 * 645728) / 1e9, 1e-12);
   EXPECT_NEAR(rp.total_gb(), rq.total_gb() + rp.activations_gb, 1e-12);
-  // The KV room leaves them out: (72e9 - weights - activations) / (2 x 48 x 128 x 2 B) tokens.
+  // The KV room leaves them out: (77,309,411,328 - weights - activations) / (2 x 48 x 128 x 2 B)
+  // tokens.
   EXPECT_EQ(rp.kv_capacity_tokens,
-            static_cast<int64_t>((72e9 - rq.weights_gb * 1e9 - rp.activations_gb * 1e9) / 24576.0));
+            static_cast<int64_t>((77309411328.0 - rq.weights_gb * 1e9 - rp.activations_gb * 1e9) / 24576.0));
 }
 
 // Pipeline stages' memory: the GPU of the stage holding the most. Llama-3.1-8B over 2 stages of
@@ -1059,17 +1062,17 @@ TEST(Serving, PipelineMemoryIsTheLargestStage) {
   ModelConfig m = load_model_config("llama-3.1-8b", mdir);
   auto s2 = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 1, 1000, h100, 2);
   // Each GPU caches 16 layers (65,536 B per token) beside ~8.03 GB: the last stage, with the
-  // head, runs out first at (72e9 - 8,030,265,344) / 65,536 = 976,100 tokens.
-  EXPECT_EQ(s2.kv_capacity_tokens, 976100);
-  EXPECT_EQ(s2.max_sequences, 976);
+  // head, runs out first at (77,309,411,328 - 8,030,265,344) / 65,536 = 1,057,115 tokens.
+  EXPECT_EQ(s2.kv_capacity_tokens, 1057115);
+  EXPECT_EQ(s2.max_sequences, 1057);
   EXPECT_NEAR(s2.weights_gb, (16 * 436224000.0 + 1050673152.0 + 8192.0) / 1e9, 1e-9);
   EXPECT_NEAR(s2.kv_cache_gb, 0.065536, 1e-12);
   // A decode step of 8 sequences runs as 2 microbatches of 4: the last stage holds 4 tokens of
   // activations (102,400 B each) and 4 sequences' logits (769,536 B each), 3,487,744 B, and
-  // runs out at (72e9 - 8,030,265,344 - 3,487,744) / 65,536 = 976,047 tokens.
+  // runs out at (77,309,411,328 - 8,030,265,344 - 3,487,744) / 65,536 = 1,057,062 tokens.
   const auto d2 = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 8, 1000, h100, 2, 0, {0, 1});
   EXPECT_NEAR(d2.activations_gb, 3487744e-9, 1e-15);
-  EXPECT_EQ(d2.kv_capacity_tokens, 976047);
+  EXPECT_EQ(d2.kv_capacity_tokens, 1057062);
   // Llama-3.1-405B, 126 layers over 4 stages (31, 32, 32, 31) under tp 8: a middle stage's 32
   // layers of (3,187,671,040 / 8 GEMM + 32,768 norm) parameters outweigh the first stage's 31
   // and its 2,101,346,304 / 8 embedding rows, and the last's 31 with the head.
@@ -1401,28 +1404,28 @@ TEST(Serving, ChunkedPrefillForecasts) {
   EXPECT_NEAR(capped.memory.kv_cache_gb, plain.memory.kv_cache_gb / 2, 1e-12);
   EXPECT_GT(capped.ttft_max_ms, plain.ttft_ms);  // the last two wait for the first two to finish
   EXPECT_GT(capped.e2e_ms, plain.e2e_ms);
-  // max_seqs auto: 512 requests of 2,048 + 256 tokens on an 80 GB GPU, whose usable 72 GB
-  // leave 72e9 - 16,060,522,496 B of weights = 55,939,477,504 B. Each sequence holds 2,304
+  // max_seqs auto: 512 requests of 2,048 + 256 tokens on an 80 GiB GPU, whose usable
+  // 77,309,411,328 B leave 61,248,888,832 B beside 16,060,522,496 B of weights. Each sequence holds 2,304
   // tokens of cache (131,072 B each) and, its prompt run with the others' in one step, 2,048
   // tokens of activations (2 B x (2 x 4,096 + 3 x 14,336) = 102,400 B a token: the hidden state,
   // the residual and the gated FFN's three tensors) and its logits (128,256 x (2 + 4) B):
-  // 512,474,624 B, so 109 run at once, which fit. At 8,192 tokens a step the cache is sized beside
+  // 512,474,624 B, so 119 run at once, which fit. At 8,192 tokens a step the cache is sized beside
   // one pass of the budget (838,860,800 B), as vLLM profiles it: 301,989,888 + 769,536 B a
-  // sequence, 181 at once. 8 requests all run at once (no cap).
+  // sequence, 199 at once. 8 requests all run at once (no cap).
   predictor::SchedulerLimits autocap;
   autocap.max_seqs_auto = true;
   const auto many = predictor::forecast_generate(m, gpu, p, 512, 2048, 256, DType::kBf16, DType::kBf16, Parallelism{},
                                                  0, 0, autocap);
-  EXPECT_EQ(many.limits.max_seqs, 109);
+  EXPECT_EQ(many.limits.max_seqs, 119);
   EXPECT_TRUE(many.memory.fits());
-  EXPECT_NEAR(many.memory.kv_cache_gb, 109 * 2304 * 131072e-9, 1e-9);
-  EXPECT_NEAR(many.memory.activations_gb, 109 * (2048.0 * 102400 + 769536) * 1e-9, 1e-9);
+  EXPECT_NEAR(many.memory.kv_cache_gb, 119 * 2304 * 131072e-9, 1e-9);
+  EXPECT_NEAR(many.memory.activations_gb, 119 * (2048.0 * 102400 + 769536) * 1e-9, 1e-9);
   predictor::SchedulerLimits budget_auto = autocap;
   budget_auto.max_batched_tokens = 8192;
   const auto budgeted = predictor::forecast_generate(m, gpu, p, 512, 2048, 256, DType::kBf16, DType::kBf16,
                                                      Parallelism{}, 0, 0, budget_auto);
-  EXPECT_EQ(budgeted.limits.max_seqs, 181);
-  EXPECT_NEAR(budgeted.memory.activations_gb, (8192.0 * 102400 + 181.0 * 769536) * 1e-9, 1e-9);
+  EXPECT_EQ(budgeted.limits.max_seqs, 199);
+  EXPECT_NEAR(budgeted.memory.activations_gb, (8192.0 * 102400 + 199.0 * 769536) * 1e-9, 1e-9);
   const auto few =
       predictor::forecast_generate(m, gpu, p, 8, 2048, 16, DType::kBf16, DType::kBf16, Parallelism{}, 0, 0, autocap);
   EXPECT_EQ(few.limits.max_seqs, 0);
@@ -1464,10 +1467,10 @@ TEST(Serving, ChunkedPrefillForecasts) {
   expect_error<ConfigError>([&] { seq_args.limits(true); }, {"max_batched_tokens: 0 out of range [1, 2^24]"});
   // A prefix every prompt shares is cached once: 8 sequences of 4,096 tokens with 3,072 shared
   // hold 3,072 + 8 x 1,024 = 11,264 tokens of 131,072 B (1.476395008 GB), and the KV room's
-  // 426,784 tokens take (426,784 - 3,072) / 1,024 = 413 such sequences.
+  // 467,291 tokens take (467,291 - 3,072) / 1,024 = 453 such sequences.
   const auto shared = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 8, 4096, gpu, 1, 3072);
   EXPECT_NEAR(shared.kv_cache_gb, 1.476395008, 1e-12);
-  EXPECT_EQ(shared.max_sequences, 413);
+  EXPECT_EQ(shared.max_sequences, 453);
   // The kernels: 8,192 tokens of one prompt (32 heads over 8 of 128) in 2 or 4 chunks.
   auto attn = [&](int64_t chunk, int64_t prefix) {
     return p.predict(attention_chunk_q(1, chunk, prefix, 32, 8, 128, DType::kBf16, DType::kBf16), gpu).latency_ms;
