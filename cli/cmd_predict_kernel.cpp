@@ -24,11 +24,12 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   desc.add_options()("op", po::value(&op)->required(),
                      "bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, relu, gelu, tanh, softmax, ln "
                      "(FP32, NeuSight's families); gemm (tensor cores), attention_prefill, attention_decode, rmsnorm, silu_mul, "
-                     "rope, residual_add, moe (--dtype)")(
+                     "rope, residual_add, sampler, moe (--dtype; the sampler's default is fp32)")(
       "shape", po::value(&shape)->required(),
       "bmm: B,M,N,K; linear and gemm: M,N,K (M tokens, N = in, K = out features); vector ops: B,H; "
       "attention_prefill: B,S,H,KV,D; attention_decode: B,CTX,H,KV,D; rmsnorm, residual_add: T,H (tokens, hidden); "
       "silu_mul: T,F (F = FFN width of one rank); rope: T,W (W = (heads + KV heads) x head_dim); "
+      "sampler: S,V (sequences sampled, vocabulary); "
       "moe: T,H,F,K,E (tokens, hidden, expert FFN width, top-k, experts)")(
       "dtype", po::value(&dtype), dtype_help.c_str())(
       "kv-dtype", po::value(&kv_dtype), "attention: KV cache dtype (default: --dtype)")(

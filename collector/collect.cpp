@@ -131,6 +131,15 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
       auto x = torch::randn({q.b, q.h}, opts), r = torch::randn({q.b, q.h}, opts);
       return [x, r] { x + r; };
     }
+    // vLLM's random sampling of (sequences, vocab) logits: temperature, softmax, then the
+    // exponential race (probs / Exp(1) draws, argmax) it uses instead of torch.multinomial.
+    case OpKind::kSampler: {
+      auto logits = torch::randn({q.b, q.h}, opts);
+      return [logits] {
+        auto probs = torch::softmax(logits / 0.8, -1);
+        (probs / torch::empty_like(probs).exponential_()).argmax(-1);
+      };
+    }
     default: break;
   }
   auto x = torch::rand({q.b, q.h}, opts) + 0.5, y = torch::rand({q.b, q.h}, opts) + 0.5;

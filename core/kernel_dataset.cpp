@@ -382,6 +382,28 @@ std::vector<KernelSample> read_llmservingsim_csv(CsvReader& csv) {
     }
     return rows;
   }
+  if (csv.column("sequences") >= 0) {
+    // per_sequence.csv: per-step costs by the number of sequences sampled. The sampler reads
+    // each sequence's FP32 logits over the whole vocabulary (hf_overrides.vocab_size); lm_head
+    // is a GEMM, whose rows the projections of dense.csv already give the GEMM family.
+    const int64_t vocab = yaml_get<int64_t>(field(hf, "vocab_size"), "vocab_size", meta_path);
+    if (vocab < 1 || vocab > (int64_t{1} << 24))
+      throw DataError(meta_path + ": hf_overrides: vocab_size " + std::to_string(vocab) + " out of range [1, 2^24]");
+    const int c_layer = csv.column("layer"), c_n = csv.column("sequences"), c_us = csv.column("time_us");
+    while (csv.next(f)) {
+      const long line = csv.line();
+      const long long n = parse_int_field(f[c_n], path, line, "sequences");
+      if (n < 1 || n > (int64_t{1} << 24))
+        throw DataError(where(path, line) + ": column 'sequences': out of range [1, 2^24]");
+      const std::string& layer = f[c_layer];
+      if (layer == "lm_head") continue;
+      if (layer != "sampler") throw DataError(where(path, line) + ": column 'layer': unknown layer '" + layer + "'");
+      KernelSample s;
+      s.query = vec_q(OpKind::kSampler, n, vocab, DType::kFp32);
+      finish(s, line, f[c_us]);
+    }
+    return rows;
+  }
   const int c_layer = csv.column("layer"), c_t = csv.column("tokens"), c_us = csv.column("time_us");
   while (csv.next(f)) {
     const long line = csv.line();
@@ -439,6 +461,7 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
     return read_aiconfigurator_csv(csv);
   if (csv.column("num_tokens") >= 0 && csv.column("time_stats.add.median") >= 0) return read_vidur_csv(csv);
   if (csv.header() == std::vector<std::string>{"layer", "tokens", "time_us"} ||
+      csv.header() == std::vector<std::string>{"layer", "sequences", "time_us"} ||
       csv.header() == std::vector<std::string>{"prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us"})
     return read_llmservingsim_csv(csv);
   for (const auto& name : csv.header())
@@ -574,7 +597,8 @@ std::vector<std::string> llm_training_files(const std::string& root, Family f) {
       const fs::path base = fs::path(root) / sub;
       if (!fs::is_directory(base)) throw DataError(base.string() + ": folder missing (set TILECAST_LLM_KERNELS_DIR or --llm-dir)");
       for (const auto& e : fs::recursive_directory_iterator(base)) {
-        if (!e.is_regular_file() || (e.path().filename() != "mlp.csv" && e.path().filename() != "dense.csv")) continue;
+        const fs::path name = e.path().filename();
+        if (!e.is_regular_file() || (name != "mlp.csv" && name != "dense.csv" && name != "per_sequence.csv")) continue;
         const std::string gpu = e.path().lexically_relative(base).begin()->string();
         if (gpus.count(gpu)) {
           files.push_back(e.path().string());

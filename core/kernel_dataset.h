@@ -36,8 +36,8 @@ constexpr double kMaxKernelLatencyMs = 1e7;
 // Also reads vidur's per-layer mlp.csv (../shared/llm-kernels/vidur/<a100|a40>/<org>/<model>/,
 // detected from its columns): FP16 cuBLAS GEMMs (gemm) and the memory ops of Llama-like models
 // (rmsnorm, rope, silu_mul, residual_add), per tensor-parallel rank; and LLMServingSim's vLLM
-// dense.csv (the same ops, GPU and dims from meta.yaml) and attention.csv (pure decode and
-// fresh-prefill rows).
+// dense.csv (the same ops, GPU and dims from meta.yaml), attention.csv (pure decode and
+// fresh-prefill rows) and per_sequence.csv (the sampler over FP32 logits by sequences).
 std::vector<KernelSample> read_kernel_csv(const std::string& path);
 
 // aiconfigurator's CSV layout (../shared/llm-kernels/aiconfigurator/<GPU>/<op>_perf.csv; `tilecast

@@ -748,6 +748,9 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   // half an all-reduce of the FP32 logits.
   gemm("lm_head", logits_rows, h, (m.vocab + tp - 1) / tp);
   if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(logits_rows) * m.vocab, tp));
+  // The sampler over the gathered FP32 logits (vLLM's: temperature, softmax, the draw), one
+  // call a step on the whole vocabulary.
+  kernel("sampler", "memory_op", vec_q(OpKind::kSampler, logits_rows, m.vocab, DType::kFp32));
 }
 
 // The fields every serving graph sets alike.

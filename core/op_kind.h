@@ -31,6 +31,7 @@ enum class OpKind {
   kSiluMul,      // SwiGLU activation: silu(gate) * up, (tokens, 2F) -> (tokens, F)
   kRope,         // rotary embedding of q and k in place: (tokens, (heads + kv_heads) * head_dim)
   kResidualAdd,  // residual add of (tokens, H)
+  kSampler,      // the engine's sampler over one step's FP32 logits: (sequences, vocab)
   kMoe,          // fused MoE layer: top-k routing, grouped gate_up GEMM, SiLU-mul, grouped down GEMM
   kCount
 };
@@ -98,6 +99,9 @@ inline constexpr std::array<OpInfo, static_cast<size_t>(OpKind::kCount)> kOpTabl
     {OpKind::kSiluMul, "silu_mul", Family::kMemoryOp, 3, 6, false},
     {OpKind::kRope, "rope", Family::kMemoryOp, 2, 3, false},
     {OpKind::kResidualAdd, "residual_add", Family::kMemoryOp, 3, 1, false},
+    // The sampler reads each sequence's logits (temperature, softmax, the draw): one element
+    // of the query's dtype (FP32 in vLLM) moved per logit; its passes are in the fitted factor.
+    {OpKind::kSampler, "sampler", Family::kMemoryOp, 1, 8, false},
     {OpKind::kMoe, "moe", Family::kMoe, 0, 0, false},
 }};
 

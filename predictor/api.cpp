@@ -70,7 +70,10 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   if (!try_op_kind_from_string(a.op, &kind)) throw ConfigError("--op: unknown op '" + a.op + "'");
   KernelQuery q = parse_query(kind, a.shape);
   const Family fam = op_family(kind);
-  const std::string dtype = a.dtype.empty() ? dtype_name(family_traits(fam).default_dtype) : a.dtype;
+  // The sampler reads the engines' FP32 logits; every other op takes its family's default.
+  const std::string dtype = !a.dtype.empty()           ? a.dtype
+                            : kind == OpKind::kSampler ? "fp32"
+                                                       : dtype_name(family_traits(fam).default_dtype);
   const std::string kv_dtype = a.kv_dtype.empty() ? dtype : a.kv_dtype;
   const DType dt = dtype_flag("--dtype", dtype), kvd = dtype_flag("--kv-dtype", kv_dtype);
   // Each family's dtypes are a row of kFamilyTable (core/op_kind.h).

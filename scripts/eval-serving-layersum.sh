@@ -3,10 +3,10 @@
 # are in ../shared, but LLMServingSim times every layer op of Llama-3.1-8B in vLLM (BF16, one
 # RTX 4090, one decoder layer): dense.csv (projections, RMSNorm with the fused residual add,
 # rotary, SiLU-mul, embedding, final norm, by token count), attention.csv (prefill chunks and
-# decode batches over KV lengths) and per_sequence.csv (lm_head by sequences). This sums them
-# into the step a prefill or a decode would take (32 layers: 2 RMSNorm + qkv + rotary +
-# attention + o + gate_up + SiLU-mul + down per layer; embedding, final norm, lm_head once; the
-# sampler left out, as tilecast's graph has none) and sets it beside
+# decode batches over KV lengths) and per_sequence.csv (lm_head and the sampler by sequences).
+# This sums them into the step a prefill or a decode would take (32 layers: 2 RMSNorm + qkv +
+# rotary + attention + o + gate_up + SiLU-mul + down per layer; embedding, final norm, lm_head
+# and the sampler once; the sampler's fit is on these very rows) and sets it beside
 # `tilecast predict --mode prefill|decode` for the same model, GPU and shape. It checks how the
 # per-kernel forecasts compose into a step; it is not an end-to-end measurement (no host gaps,
 # no scheduler). The RTX 4090 is a training GPU of the gemm family (these dense rows) and an
@@ -41,7 +41,7 @@ def layer_sum(tokens, sequences, attention_ms):
                  attention_ms + dense[("o_proj", tokens)] + dense[("gate_up_proj", tokens)] +
                  dense[("act_fn", tokens)] + dense[("down_proj", tokens)])
     return (LAYERS * per_layer + dense[("embedding", tokens)] + dense[("final_layernorm", tokens)] +
-            seq[("lm_head", sequences)])
+            seq[("lm_head", sequences)] + seq[("sampler", sequences)])
 
 
 def predict(args):

@@ -167,6 +167,9 @@ tc_cli_fail(predict_decode_needs_context "--mode decode needs --context" "${TC};
 tc_cli_fail(predict_inference_bf16 "--dtype bf16: --mode inference models eager FP32" "${TC};predict;--model;llama-3.1-8b;--gpu;T4;--mode;inference;--batch;1;--seq;16;--dtype;bf16")
 tc_cli_fail(predict_generate_one_token "--gen: 1 out of range" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;16;--gen;1")
 tc_cli_test(predict_kernel_rmsnorm_json "\"model\": \"physics" ${TC} predict-kernel --op rmsnorm --shape 4096,8192 --gpu H100-SXM --format json)
+# The sampler's fit on the RTX 4090's 40 rows (LLMServingSim, vLLM): 21.88 us + 1.171 x the FP32
+# logits at DRAM speed; one sequence of Llama-3's 128,256 logits, measured at 25.0 us there.
+tc_cli_test(predict_kernel_sampler "shape +1,128256 .fp32.\ngpu +RTX-4090 .*\nlatency_ms +0.02247" ${TC} predict-kernel --op sampler --shape 1,128256 --gpu RTX-4090)
 # The memory-op model's L2 share in the table: half the H100's 50 MiB L2 is 26.21 MB of the
 # 2 x 2 x 2,048 x 4,096 + 2 x 4,096 = 33.56 MB a 2,048 x 4,096 BF16 RMSNorm moves.
 tc_cli_test(predict_kernel_rmsnorm_l2_share "not resident in L2 .26.21 MB of 33.56 MB here." ${TC} predict-kernel --op rmsnorm --shape 2048,4096 --gpu H100-SXM)

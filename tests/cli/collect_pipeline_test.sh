@@ -94,7 +94,7 @@ LLM_SWEEP="$(dirname "$0")/../../configs/sweeps/llm-smoke.yaml"
 "$TC" -q collect --sweep "$LLM_SWEEP" --out "$W/llm" --backend cpu > /dev/null
 head -1 "$W/llm/gemm.csv" | grep -q ',B,M,N,K,dtype,' || { echo "gemm.csv: no B,M,N,K,dtype columns"; exit 1; }
 [ "$(grep -c '^gemm,' "$W/llm/gemm.csv")" = 32 ] || { echo "gemm.csv: expected 32 rows"; exit 1; }
-for op in rmsnorm silu_mul rope residual_add; do
+for op in rmsnorm silu_mul rope residual_add sampler; do
   [ "$(grep -c "^$op," "$W/llm/memory_op.csv")" = 12 ] || { echo "memory_op.csv: expected 12 $op rows"; exit 1; }
 done
 for f in context_attention generation_attention moe; do
@@ -109,6 +109,8 @@ awk -F, 'NR > 1 && ($7 != 1 || $8 % $9 != 0) { bad = 1 } END { exit bad }' "$W/l
   | grep -q '"family": "gemm"' || { echo "no gemm forecast from collected data"; exit 1; }
 "$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op rmsnorm --dtype fp32 --shape 64,1024 --format json \
   | grep -q '"model": "physics' || { echo "no memory-op forecast from collected data"; exit 1; }
+"$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op sampler --shape 8,2000 --format json \
+  | grep -q '"dtype": "fp32"' || { echo "no sampler forecast from collected data"; exit 1; }
 "$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op attention_prefill --dtype fp32 --shape 1,128,8,2,64 --format json \
   | grep -q '"family": "context_attention"' || { echo "no prefill forecast from collected data"; exit 1; }
 "$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op attention_decode --dtype fp32 --shape 4,512,8,2,64 --format json \

@@ -377,6 +377,27 @@ TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
   EXPECT_EQ(at[1].query.op, OpKind::kAttnPrefill);
   EXPECT_EQ(query_shape_string(at[1].query), "1,64,32,8,128");
   EXPECT_DOUBLE_EQ(at[1].latency_ms, 0.0102);
+  // per_sequence.csv: the sampler over each sequence's FP32 logits (vocab from hf_overrides);
+  // lm_head rows are skipped (the GEMM family has the projections of dense.csv).
+  std::ofstream(sdir / "tp1" / "per_sequence.csv") << "layer,sequences,time_us\nlm_head,4,1100\nsampler,4,27.071\n";
+  expect_error<DataError>([&] { read_kernel_csv((sdir / "tp1" / "per_sequence.csv").string()); },
+                          {"meta.yaml", "missing field 'vocab_size'"});
+  std::ofstream(sdir / "meta.yaml") << "gpu: NVIDIA GeForce RTX 4090\nmodel: meta-llama/Llama-3.1-8B\nvariant: bf16\n"
+                                       "engine_effective:\n  hf_overrides:\n    intermediate_size: 14336\n"
+                                       "    num_attention_heads: 32\n    num_key_value_heads: 8\n    vocab_size: 128256\n";
+  auto ps = read_kernel_csv((sdir / "tp1" / "per_sequence.csv").string());
+  ASSERT_EQ(ps.size(), 1u);
+  EXPECT_EQ(ps[0].query.op, OpKind::kSampler);
+  EXPECT_EQ(ps[0].query.dtype, DType::kFp32);
+  EXPECT_EQ(query_shape_string(ps[0].query), "4,128256");
+  EXPECT_DOUBLE_EQ(query_bytes(ps[0].query), 4.0 * 128256 * 4);  // each logit read once
+  EXPECT_DOUBLE_EQ(ps[0].latency_ms, 0.027071);
+  std::ofstream(sdir / "tp1" / "per_sequence.csv") << "layer,sequences,time_us\nsoftmax,4,20\n";
+  expect_error<DataError>([&] { read_kernel_csv((sdir / "tp1" / "per_sequence.csv").string()); },
+                          {"per_sequence.csv:2", "unknown layer 'softmax'"});
+  std::ofstream(sdir / "tp1" / "per_sequence.csv") << "layer,sequences,time_us\nsampler,0,20\n";
+  expect_error<DataError>([&] { read_kernel_csv((sdir / "tp1" / "per_sequence.csv").string()); },
+                          {"per_sequence.csv:2", "column 'sequences'"});
   std::ofstream(sdir / "tp1" / "dense.csv") << "layer,tokens,time_us\nconv,8,3.5\n";
   expect_error<DataError>([&] { read_kernel_csv((sdir / "tp1" / "dense.csv").string()); }, {"dense.csv:2", "unknown layer 'conv'"});
 
@@ -422,7 +443,8 @@ TEST(Dataset, LayerOpTrainingFilesSkipHeldOutFolders) {
   fs::remove_all(root);
   const std::vector<fs::path> kept = {root / "vidur" / "a100" / "o" / "m" / "mlp.csv",
                                       root / "vidur" / "a40" / "o" / "m" / "mlp.csv",
-                                      root / "llmservingsim" / "RTX4090" / "o" / "m" / "bf16" / "tp1" / "dense.csv"};
+                                      root / "llmservingsim" / "RTX4090" / "o" / "m" / "bf16" / "tp1" / "dense.csv",
+                                      root / "llmservingsim" / "RTX4090" / "o" / "m" / "bf16" / "tp1" / "per_sequence.csv"};
   const std::vector<fs::path> held_out = {root / "vidur" / "h100" / "o" / "m" / "mlp.csv",
                                           root / "llmservingsim" / "H100" / "o" / "m" / "bf16" / "tp1" / "dense.csv"};
   for (const auto* group : {&kept, &held_out})

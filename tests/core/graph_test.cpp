@@ -408,6 +408,7 @@ TEST(ServingGraph, LlamaPrefillAndDecodeShapes) {
   EXPECT_EQ(c["rmsnorm(1024,4096)"], 2 * 32 + 1);
   EXPECT_EQ(c["silu_mul(1024,14336)"], 32);
   EXPECT_EQ(c["rope(1024,5120)"], 32);        // (32 + 8) heads x 128
+  EXPECT_EQ(c["sampler(2,128256)"], 1);       // one draw for each of the 2 prompts, whole vocab
   // The engines fuse each residual add into the RMSNorm after it (fused_add_rms_norm): the
   // 2 x 32 + 1 norms above and no residual-add kernel of any shape.
   for (const auto& [kernel, count] : c) EXPECT_EQ(kernel.rfind("residual_add", 0), std::string::npos) << kernel;
@@ -421,6 +422,10 @@ TEST(ServingGraph, LlamaPrefillAndDecodeShapes) {
   EXPECT_EQ(e["gemm(16,2048,4096)"], 32);     // o_proj, row-parallel
   EXPECT_EQ(e["generation_attention(16,4097,16,4,128)"], 32);
   EXPECT_EQ(e["gemm(16,4096,64128)"], 1);     // vocab-parallel head
+  EXPECT_EQ(e["sampler(16,128256)"], 1);      // over the gathered logits, in FP32
+  for (const auto& op : d.ops)
+    for (const auto& call : op.fw)
+      if (call.is_kernel() && call.query.op == OpKind::kSampler) EXPECT_EQ(call.query.dtype, DType::kFp32);
   int64_t all_reduces = 0;
   for (const auto& op : d.ops)
     for (const auto& call : op.fw)
