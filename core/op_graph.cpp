@@ -865,6 +865,11 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   if (step.chunk_logits_all)
     for (const auto& c : step.prefill) logits += c.seqs * (c.tokens - 1);
   add_serving_layers(g, m, t, logits, dtype, kv_dtype, tp, ep, attention);
+  // Prompt chunks beside decodes: the engine's one attention call over the mixed batch.
+  if (!step.prefill.empty() && step.decode_seqs > 0)
+    for (auto& op : g.ops)
+      for (auto& call : op.fw)
+        if (call.is_kernel() && call.query.op == OpKind::kAttnDecode) call.varlen_decode = true;
   return g;
 }
 

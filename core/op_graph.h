@@ -37,6 +37,10 @@ struct KernelCall {
   // The kernel's forecast times this: a backward kernel no data times, costed from its forward
   // (build_llm_training_graph: FlashAttention's backward, the fused MoE layer's).
   double scale = 1;
+  // Decoding sequences that share one attention call with prompt chunks (a mixed step of vLLM's
+  // chunked prefill): where that call is FlashAttention-2's varlen kernel the decodes are costed
+  // by varlen_decode_ms (predictor/graph_predictor.h), else as their own decode kernel.
+  bool varlen_decode = false;
   static KernelCall kernel(const KernelQuery& q) { return {false, q, 0, Collective::kNone, 1}; }
   static KernelCall kernel_scaled(const KernelQuery& q, double scale) {
     return {false, q, 0, Collective::kNone, 1, false, scale};

@@ -110,6 +110,20 @@ double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
   return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.network_gbps)) + kSendRecvLatencyMs + kNetSendLatencyMs;
 }
 
+bool fa2_varlen_mixing(const GpuSpec& gpu) {
+  // vLLM's FlashAttention backend builds FA3 on Hopper (9.0) and FA2 on Ampere and Ada (8.x);
+  // Blackwell runs other backends. Measured on one Ada GPU only.
+  return gpu.vendor == "nvidia" && gpu.compute_capability >= 8.0 && gpu.compute_capability < 9.0;
+}
+
+double varlen_decode_ms(const KernelQuery& q, const GpuSpec& gpu) {
+  if (q.op != OpKind::kAttnDecode) throw std::logic_error("varlen_decode_ms: a decode attention query");
+  const int64_t keys = q.window > 0 ? std::min(q.ctx, q.window) : q.ctx;
+  const double waves = std::ceil(double(q.b) * double(q.k) / double(gpu.num_sms));
+  const double blocks = std::ceil(double(keys) / 128.0);
+  return waves * blocks * kVarlenCyclesPerKeyBlock * (double(q.n) / 128.0) / (gpu.boost_clock_mhz * 1e3);
+}
+
 double adamw_step_ms(double parameters, const GpuSpec& gpu) {
   // Reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq (7 x 4 B),
   // plus the foreach implementation's intermediate (sqrt(v)/bias-corrected denominators):
@@ -183,6 +197,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         // Multiply-adds (b m n k) of the two GEMMs: a gradient GEMM has no bias epilogue.
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
         ms += time_ms(preds[index.at(key_of(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
+      } else if (c.varlen_decode && fa2_varlen_mixing(gpu)) {
+        ms += varlen_decode_ms(c.query, gpu) * c.scale;
       } else {
         ms += time_ms(preds[index.at(key_of(c.query))]) * c.scale;
       }

@@ -101,6 +101,18 @@ struct GroupSpan {
 };
 GroupSpan group_span(int64_t group, int64_t stride, const GpuSpec& gpu);
 
+// The decoding sequences of a mixed chunked-prefill step where the engine runs the whole batch
+// through FlashAttention-2's varlen kernel (vLLM's FlashAttention backend on compute capability
+// 8.x; fa2_varlen_mixing): each decode request gets one CTA per query head, whose 128-query
+// block holds its one query and walks its whole cache in 128-key blocks, unsplit. Time: waves
+// (ceil(requests x query heads / SMs)) x blocks (ceil(attended keys / 128)) x
+// kVarlenCyclesPerKeyBlock SM cycles at the boost clock, x head_dim / 128. The constant is the
+// median over LLMServingSim's 8,448 mixed calls (vLLM 0.19, RTX 4090), the chunk's own forecast
+// taken off (`python3 scripts/eval-mixed-attention.py --fit`; docs/accuracy.md).
+constexpr double kVarlenCyclesPerKeyBlock = 10963;
+bool fa2_varlen_mixing(const GpuSpec& gpu);
+double varlen_decode_ms(const KernelQuery& decode, const GpuSpec& gpu);
+
 // AdamW (PyTorch's foreach implementation): a memory-bound pass over parameters, gradients
 // and both moments; 1 GB = 1e9 bytes. Seconds -> ms.
 double adamw_step_ms(double parameters, const GpuSpec& gpu);

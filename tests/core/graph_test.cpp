@@ -565,6 +565,19 @@ TEST(ServingGraph, ScheduledStepOfChunksAndDecodes) {
   EXPECT_EQ(c["context_attention(1,1000,32,8,128)"], 32);
   EXPECT_EQ(c["generation_attention(2,1001,32,8,128)"], 32);
   EXPECT_EQ(c["gemm(4,4096,128256)"], 1);
+  // The decodes share the step's attention call with the chunks (varlen_decode); the chunks'
+  // own kernels and a step of decodes alone are plain kernels.
+  auto varlen_calls = [](const OpGraph& graph) {
+    int64_t n = 0;
+    for (const auto& op : graph.ops)
+      for (const auto& call : op.fw)
+        if (call.varlen_decode) {
+          EXPECT_EQ(call.query.op, OpKind::kAttnDecode);
+          n += op.count;
+        }
+    return n;
+  };
+  EXPECT_EQ(varlen_calls(g), 32);
   // A step of whole prompts only is the prefill graph of build_serving_graph, kernel for kernel.
   ServingStep whole;
   whole.prefill = {{2, 512, 0}};
@@ -573,6 +586,8 @@ TEST(ServingGraph, ScheduledStepOfChunksAndDecodes) {
   ServingStep decode;
   decode.decode_seqs = 16, decode.decode_context = 4096;
   EXPECT_EQ(build_serving_step_graph(m, decode, DType::kFp8, DType::kFp8, 2).mode, Mode::kDecode);
+  EXPECT_EQ(varlen_calls(build_serving_step_graph(m, decode, DType::kFp8, DType::kFp8, 2)), 0);
+  EXPECT_EQ(varlen_calls(build_serving_step_graph(m, whole, DType::kBf16, DType::kBf16, 2)), 0);
   EXPECT_EQ(serving_kernels(build_serving_step_graph(m, decode, DType::kFp8, DType::kFp8, 2)),
             serving_kernels(build_serving_graph(m, Mode::kDecode, 16, 4096, DType::kFp8, DType::kFp8, 2)));
   expect_error<ConfigError>([&] { build_serving_step_graph(m, ServingStep{}, DType::kBf16, DType::kBf16, 1); },
