@@ -112,7 +112,8 @@ double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
 
 bool fa2_varlen_mixing(const GpuSpec& gpu) {
   // vLLM's FlashAttention backend builds FA3 on Hopper (9.0) and FA2 on Ampere and Ada (8.x);
-  // Blackwell runs other backends. Measured on one Ada GPU only.
+  // Blackwell runs other backends, and an FP8 KV cache takes another backend on FA2 GPUs (the
+  // caller keeps those decode kernels). Measured on one Ada GPU only.
   return gpu.vendor == "nvidia" && gpu.compute_capability >= 8.0 && gpu.compute_capability < 9.0;
 }
 
@@ -197,7 +198,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         // Multiply-adds (b m n k) of the two GEMMs: a gradient GEMM has no bias epilogue.
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
         ms += time_ms(preds[index.at(key_of(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
-      } else if (c.varlen_decode && fa2_varlen_mixing(gpu)) {
+      } else if (c.varlen_decode && fa2_varlen_mixing(gpu) && !is_fp8(c.query.kv_dtype)) {
         ms += varlen_decode_ms(c.query, gpu) * c.scale;
       } else {
         ms += time_ms(preds[index.at(key_of(c.query))]) * c.scale;

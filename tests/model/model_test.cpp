@@ -1412,6 +1412,14 @@ TEST(Serving, VarlenDecodesOfMixedSteps) {
   EXPECT_NEAR(attention_ms(ada), p.predict(chunk, ada).stream_ms + 144 * 10963 / 2.52e6, 1e-9);
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   EXPECT_NEAR(attention_ms(h100), p.predict(chunk, h100).stream_ms + p.predict(q, h100).stream_ms, 1e-9);
+  // An FP8 KV cache is no FA2 varlen call: the decode kernel on the RTX 4090 too.
+  const OpGraph g8 = build_serving_step_graph(m, st, DType::kBf16, DType::kFp8, 1);
+  double fp8_attention = -1;
+  for (const auto& o : predictor::forecast_model(g8, ada, p).ops)
+    if (o.name == "model.layers.self_attn.attn") fp8_attention = o.fw_ms;
+  const KernelQuery chunk8 = attention_chunk_q(1, 512, 0, 32, 8, 128, DType::kBf16, DType::kFp8);
+  const KernelQuery q8 = attention_decode_q(64, 1025, 32, 8, 128, DType::kBf16, DType::kFp8);
+  EXPECT_NEAR(fp8_attention, p.predict(chunk8, ada).stream_ms + p.predict(q8, ada).stream_ms, 1e-9);
 }
 
 TEST(Serving, ChunkedPrefillForecasts) {
