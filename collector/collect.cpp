@@ -17,6 +17,7 @@
 #include "collector/kernel_record.h"
 #include "core/config_io.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "core/fs_util.h"
 #include "core/interrupt.h"
 #include "core/log.h"
@@ -212,7 +213,7 @@ GpuSpec local_cpu_spec() {
     best_s = std::min(best_s, std::chrono::duration<double>(Clock::now() - t).count());
   }
   s.mem_bw_gbps = std::max(1.0, 2.0 * n / best_s / 1e9);
-  s.mem_gib = std::max(1.0, static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / 1073741824.0);
+  s.mem_gib = std::max(1.0, static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / kBytesPerGib);
   s.l2_cache_mb = 1;
   std::ifstream l2("/sys/devices/system/cpu/cpu0/cache/index2/size");
   std::string size;

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace tilecast::collector {
 namespace {
@@ -164,7 +165,7 @@ GpuSpec local_gpu_spec(int device) {
   // DDR: two transfers per memory clock.
   s.mem_bw_gbps = 2.0 * attr(cudaDevAttrMemoryClockRate) * 1e3 * (attr(cudaDevAttrGlobalMemoryBusWidth) / 8.0) / 1e9;
   // totalGlobalMem is the sheet's GiB less the driver's reserve (81,559 MiB on an "80 GB" H100).
-  s.mem_gib = std::round(static_cast<double>(p.totalGlobalMem) / 1073741824.0);
+  s.mem_gib = std::round(static_cast<double>(p.totalGlobalMem) / kBytesPerGib);
   s.l2_cache_mb = attr(cudaDevAttrL2CacheSize) / 1048576.0;
   s.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
   s.max_blocks_per_sm = attr(cudaDevAttrMaxBlocksPerMultiprocessor);

@@ -15,6 +15,7 @@
 
 #include "core/config_io.h"
 #include "core/error.h"
+#include "core/units.h"
 
 namespace fs = std::filesystem;
 
@@ -162,7 +163,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
   } else if (root["mem_gb"]) {
     const double gb = get_scalar<double>(root["mem_gb"], "mem_gb", path);
     check_range(gb, 0.5, 1e5, "mem_gb", path);
-    s.mem_gib = gb * 1e9 / 1073741824.0;
+    s.mem_gib = gb * kBytesPerGb / kBytesPerGib;
   } else {
     throw ConfigError(path + ": missing field 'mem_gib' (memory in GiB as the vendor's sheet states it; or 'mem_gb' in 1e9 B)");
   }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
+
 namespace tilecast {
 
 struct GpuSpec {
@@ -28,7 +30,7 @@ struct GpuSpec {
   // (an "80 GB" A100 81,920 MiB, an "80 GB" H100 81,559 MiB). A spec file may state `mem_gb`
   // (1e9 B) instead; it is converted.
   double mem_gib = 0;
-  double mem_bytes() const { return mem_gib * 1073741824.0; }
+  double mem_bytes() const { return mem_gib * kBytesPerGib; }
   double l2_cache_mb = 0;         // nominal last-level (L2) cache as the vendor states it
   int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)

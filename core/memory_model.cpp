@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace tilecast {
 
@@ -131,7 +132,7 @@ std::string memory_summary(const MemoryEstimate& m) {
   add("activations", m.activations_gb);
   add("KV cache", m.kv_cache_gb);
   std::snprintf(buf, sizeof buf, "memory/GPU    %10.2f GB (%s) of %.1f GB (%.0f GiB): %s\n", m.total_gb(),
-                parts.c_str(), m.capacity_gb, m.capacity_gb * 1e9 / 1073741824.0,
+                parts.c_str(), m.capacity_gb, m.capacity_gb * kBytesPerGb / kBytesPerGib,
                 m.fits() ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
   std::string out = buf;
   if (m.kv_capacity_tokens >= 0) {

@@ -1,11 +1,13 @@
 #pragma once
-// Unit conversions. 1 GB = 1e9 bytes everywhere (GB/s is a decimal unit); GiB is never mixed in.
+// Unit conversions. 1 GB = 1e9 bytes everywhere (GB/s is a decimal unit); GiB (2^30 B) only for
+// memory capacities as vendor sheets state them (GpuSpec::mem_gib), converted where read.
 #include <cstdint>
 
 namespace tilecast {
 
 constexpr double kBytesPerGb = 1e9;     // decimal gigabyte
 constexpr double kBytesPerMib = 1048576.0;
+constexpr double kBytesPerGib = 1073741824.0;  // binary gigabyte
 constexpr double kFlopsPerGflop = 1e9;
 constexpr double kMsPerS = 1e3;
 constexpr double kUsPerS = 1e6;
