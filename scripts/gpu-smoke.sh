@@ -32,3 +32,7 @@ rm -rf "$OUT/collect-llm"
 time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-gpu.yaml --out "$OUT/collect-llm" --backend cuda
 head -3 "$OUT/collect-llm/gemm.csv" "$OUT/collect-llm/memory_op.csv" "$OUT/collect-llm/context_attention.csv" \
   "$OUT/collect-llm/generation_attention.csv" "$OUT/collect-llm/moe.csv"
+# The sampler over FP32 logits (sequences x vocabulary).
+rm -rf "$OUT/collect-sampler"
+time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-sampler.yaml --out "$OUT/collect-sampler" --backend cuda
+head -3 "$OUT/collect-sampler/memory_op.csv"
