@@ -48,6 +48,19 @@ TEST(Sweep, SmokeAndDefaultSizes) {
     validate_query(c.query, c.id);
   }
   EXPECT_EQ(families.size(), 5u);
+  // The bundled LLM-era sweeps load; the sampler's: 2 x 3 cells x 2 draws, all fp32 samplers over
+  // the three vocabularies (hand count of configs/sweeps/llm-sampler.yaml).
+  for (const char* name : {"llm-smoke", "llm-gpu"}) EXPECT_GT(sweep_size(load_sweep(sweep_path(name))), 0) << name;
+  Sweep sampler = load_sweep(sweep_path("llm-sampler"));
+  ASSERT_EQ(sweep_size(sampler), 12);
+  std::set<int64_t> vocab;
+  for (int64_t i = 0; i < sweep_size(sampler); ++i) {
+    const SweepConfig c = sweep_config(sampler, i);
+    EXPECT_EQ(c.query.op, OpKind::kSampler) << c.id;
+    EXPECT_EQ(c.query.dtype, DType::kFp32) << c.id;
+    vocab.insert(c.query.h);
+  }
+  EXPECT_EQ(vocab, (std::set<int64_t>{32000, 128256, 151936}));
 }
 
 TEST(Sweep, DecodingIsDeterministicAndInsideCells) {
