@@ -8,6 +8,23 @@
 
 using namespace tilecast;
 
+namespace {
+// A spec file of `text` under the test's temp folder; its path.
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  return path;
+}
+// Whether a sheet's sources cite `field` (a source line starting with the field's name).
+bool cited(const GpuSpec& g, const std::string& field) {
+  for (const auto& src : g.sources)
+    if (src.rfind(field, 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
 TEST(GpuSpec, BundledSpecsLoadAndCoverTheRequiredGpus) {
   GpuRegistry reg(gpu_dir());
   EXPECT_GE(reg.all().size(), 20u);
@@ -102,21 +119,10 @@ TEST(GpuSpec, MemoryIsStatedInGibOrGbOnce) {
   EXPECT_DOUBLE_EQ(reg.resolve("H100-SXM").mem_bytes(), 85899345920.0);
   EXPECT_DOUBLE_EQ(reg.resolve("H200").mem_gib, 141);
   // The bundled sheets all state GiB with a source line for it.
-  for (const auto& g : reg.all()) {
-    bool cited = false;
-    for (const auto& src : g.sources) cited = cited || src.rfind("mem_gib", 0) == 0;
-    EXPECT_TRUE(cited) << g.origin << ": mem_gib without a source";
-  }
+  for (const auto& g : reg.all()) EXPECT_TRUE(cited(g, "mem_gib")) << g.origin << ": mem_gib without a source";
   // NeuSight's device JSON states the T4's 15 GiB (ECC on) as "Dev_Mem": 15.
   EXPECT_DOUBLE_EQ(reg.resolve(data_path("neusight_device.json")).mem_gib, 15);
   const std::string base = gpu_spec_to_yaml(reg.resolve("T4"));
-  auto write = [](const std::string& name, const std::string& y) {
-    const std::string path = ::testing::TempDir() + name;
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fwrite(y.data(), 1, y.size(), f);
-    std::fclose(f);
-    return path;
-  };
   const size_t at = base.find("mem_gib: 16");
   ASSERT_NE(at, std::string::npos) << base;
   std::string decimal = base;
@@ -145,17 +151,8 @@ TEST(GpuSpec, NodeAndNetworkFields) {
   EXPECT_EQ(reg.resolve("L40S").gpus_per_node, 0);  // PCIe cards: not stated
   for (const auto& g : reg.all())
     if (g.gpus_per_node > 0) {
-      bool cited = false;
-      for (const auto& src : g.sources) cited = cited || src.rfind("gpus_per_node", 0) == 0;
-      EXPECT_TRUE(cited) << g.origin << ": gpus_per_node without a source";
+      EXPECT_TRUE(cited(g, "gpus_per_node")) << g.origin << ": gpus_per_node without a source";
     }
-  auto write = [](const std::string& name, std::string y) {
-    const std::string path = ::testing::TempDir() + name;
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fwrite(y.data(), 1, y.size(), f);
-    std::fclose(f);
-    return path;
-  };
   std::string y = gpu_spec_to_yaml(reg.resolve("H100-SXM"));
   std::string no_node = y;
   no_node.replace(no_node.find("gpus_per_node: 8\n"), 17, "");
@@ -202,22 +199,13 @@ TEST(GpuSpec, InterconnectMeshPeers) {
   EXPECT_EQ(reg.resolve("H100-SXM").interconnect_mesh_peers, 0);
   for (const auto& g : reg.all())
     if (g.interconnect_mesh_peers > 0) {
-      bool cited = false;
-      for (const auto& src : g.sources) cited = cited || src.rfind("interconnect_mesh_peers", 0) == 0;
-      EXPECT_TRUE(cited) << g.origin << ": interconnect_mesh_peers without a source";
+      EXPECT_TRUE(cited(g, "interconnect_mesh_peers")) << g.origin << ": interconnect_mesh_peers without a source";
     }
   const GpuSpec& mi = reg.resolve("MI300X");
   EXPECT_EQ(mi.collective_gbps(8), 7 * 64.0);
   EXPECT_EQ(mi.collective_gbps(4), 3 * 64.0);
   EXPECT_EQ(mi.collective_gbps(2), 64.0);
   EXPECT_EQ(mi.collective_gbps(9), 64.0);  // beyond the mesh: one link
-  auto write = [](const std::string& name, const std::string& y) {
-    const std::string path = ::testing::TempDir() + name;
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fwrite(y.data(), 1, y.size(), f);
-    std::fclose(f);
-    return path;
-  };
   const std::string y = gpu_spec_to_yaml(mi);
   EXPECT_EQ(load_gpu_yaml(write("mesh-roundtrip.yaml", y)).interconnect_mesh_peers, 7);
   std::string no_link = y;
