@@ -321,7 +321,19 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // (a reduce-scatter and two all-gathers, each half of it).
     const double ar = all_reduce_ms(grad_bytes, par.dp, gpu, stride) * (par.zero == 3 ? 1.5 : 1.0);
     const double last_bucket = all_reduce_ms(std::min(grad_bytes, 25e6), par.dp, gpu, stride);
-    dp_exposed = std::max(0.0, ar - (par.microbatches > 1 ? last_microbatch_bw : f.backward_ms)) + last_bucket;
+    const double hide_bw = par.microbatches > 1 ? last_microbatch_bw : f.backward_ms;
+    if (g.dtype != DType::kFp32 && (par.zero == 1 || par.zero == 2)) {
+      // Megatron-LM's distributed optimizer (--overlap-grad-reduce, --overlap-param-gather): the
+      // FP32 gradients are reduce-scattered under the last microbatch's backward (half an
+      // all-reduce) and the updated weights, in the training dtype, all-gathered under the next
+      // step's first microbatch forward (half an all-reduce of those bytes).
+      const double rs = 0.5 * ar;
+      const double ag = 0.5 * all_reduce_ms(dtype_size(g.dtype) * g.parameters / (par.tp * par.pp), par.dp, gpu, stride);
+      const double first_fw = f.forward_ms / double(par.microbatches);
+      dp_exposed = std::max(0.0, rs - hide_bw) + std::max(0.0, ag - first_fw) + last_bucket;
+    } else {
+      dp_exposed = std::max(0.0, ar - hide_bw) + last_bucket;
+    }
   }
   f.communication_ms += pipeline_comm + dp_exposed;
   // Per-op figures cover every microbatch of the step.
