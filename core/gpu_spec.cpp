@@ -135,7 +135,8 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "boost_clock_mhz", "fp32_peak_gflops", "fp32_matrix_peak_gflops", "tensor_peak_gflops",
       "mem_bw_gbps",   "mem_gib",  "mem_gb",  "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
-      "interconnect_gbps", "interconnect", "interconnect_mesh_peers", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler"};
+      "interconnect_gbps", "interconnect", "interconnect_mesh_peers", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler",
+      "inband_ecc"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps",
@@ -180,6 +181,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
   if (root["interconnect"]) s.interconnect = get_scalar<std::string>(root["interconnect"], "interconnect", path);
   if (root["interconnect_mesh_peers"])
     s.interconnect_mesh_peers = get_scalar<int>(root["interconnect_mesh_peers"], "interconnect_mesh_peers", path);
+  if (root["inband_ecc"]) s.inband_ecc = get_scalar<bool>(root["inband_ecc"], "inband_ecc", path);
   if (root["gpus_per_node"]) s.gpus_per_node = get_scalar<int>(root["gpus_per_node"], "gpus_per_node", path);
   if (root["network_gbps"]) s.network_gbps = get_scalar<double>(root["network_gbps"], "network_gbps", path);
   if (root["compute_capability"]) {
@@ -286,6 +288,7 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   }
   out << YAML::Key << "mem_bw_gbps" << YAML::Value << s.mem_bw_gbps;
   out << YAML::Key << "mem_gib" << YAML::Value << s.mem_gib;
+  if (s.inband_ecc) out << YAML::Key << "inband_ecc" << YAML::Value << true;
   out << YAML::Key << "l2_cache_mb" << YAML::Value << s.l2_cache_mb;
   out << YAML::Key << "max_threads_per_sm" << YAML::Value << s.max_threads_per_sm;
   out << YAML::Key << "max_blocks_per_sm" << YAML::Value << s.max_blocks_per_sm;

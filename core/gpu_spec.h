@@ -30,7 +30,12 @@ struct GpuSpec {
   // (an "80 GB" A100 81,920 MiB, an "80 GB" H100 81,559 MiB). A spec file may state `mem_gb`
   // (1e9 B) instead; it is converted.
   double mem_gib = 0;
-  double mem_bytes() const { return mem_gib * kBytesPerGib; }
+  // GDDR memory whose ECC is on by default keeps its check bits in the DRAM itself: 1/16 of it,
+  // so CUDA sees 15/16 of the sheet (a T4's 16 GiB as 15,360 MiB, an L4's 24 GiB as 23,034 MiB,
+  // an L40S's 48 GiB as 46,068 MiB). HBM keeps ECC beside the data (no loss).
+  bool inband_ecc = false;
+  // The memory CUDA can allocate from: the sheet's, less in-band ECC.
+  double mem_bytes() const { return mem_gib * kBytesPerGib * (inband_ecc ? 15.0 / 16.0 : 1.0); }
   double l2_cache_mb = 0;         // nominal last-level (L2) cache as the vendor states it
   int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)

@@ -120,14 +120,25 @@ TEST(GpuSpec, MemoryIsStatedInGibOrGbOnce) {
   EXPECT_DOUBLE_EQ(reg.resolve("H200").mem_gib, 141);
   // The bundled sheets all state GiB with a source line for it.
   for (const auto& g : reg.all()) EXPECT_TRUE(cited(g, "mem_gib")) << g.origin << ": mem_gib without a source";
-  // NeuSight's device JSON states the T4's 15 GiB (ECC on) as "Dev_Mem": 15.
-  EXPECT_DOUBLE_EQ(reg.resolve(data_path("neusight_device.json")).mem_gib, 15);
+  // NeuSight's device JSON states the T4's 15 GiB (ECC on) as "Dev_Mem": 15; our T4 sheet states
+  // its 16 GiB with in-band ECC, which leaves 15/16 of it: the same bytes.
+  const GpuSpec& t4_json = reg.resolve(data_path("neusight_device.json"));
+  EXPECT_DOUBLE_EQ(t4_json.mem_gib, 15);
+  EXPECT_FALSE(t4_json.inband_ecc);  // a JSON states what CUDA reports: not inherited
+  EXPECT_TRUE(reg.resolve("T4").inband_ecc);
+  EXPECT_DOUBLE_EQ(reg.resolve("T4").mem_bytes(), t4_json.mem_bytes());
+  EXPECT_DOUBLE_EQ(reg.resolve("L40S").mem_bytes(), 45.0 * 1073741824.0);
+  for (const char* hbm : {"H100-SXM", "A100-80GB-SXM", "B200", "MI300X", "V100-PCIE-32GB"})
+    EXPECT_FALSE(reg.resolve(hbm).inband_ecc) << hbm;
+  for (const auto& g : reg.all())
+    if (g.inband_ecc) EXPECT_TRUE(cited(g, "inband_ecc")) << g.origin << ": inband_ecc without a source";
+  EXPECT_TRUE(load_gpu_yaml(write("l40s-roundtrip.yaml", gpu_spec_to_yaml(reg.resolve("L40S")))).inband_ecc);
   const std::string base = gpu_spec_to_yaml(reg.resolve("T4"));
   const size_t at = base.find("mem_gib: 16");
   ASSERT_NE(at, std::string::npos) << base;
   std::string decimal = base;
   decimal.replace(at, 11, "mem_gb: 16");
-  EXPECT_DOUBLE_EQ(load_gpu_yaml(write("t4-decimal.yaml", decimal)).mem_bytes(), 16e9);
+  EXPECT_DOUBLE_EQ(load_gpu_yaml(write("t4-decimal.yaml", decimal)).mem_bytes(), 16e9 * 15 / 16);  // ECC's 1/16 off
   std::string both = base;
   both.replace(at, 11, "mem_gib: 16\nmem_gb: 16");
   expect_error<ConfigError>([&] { load_gpu_yaml(write("t4-both.yaml", both)); },
