@@ -261,6 +261,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.kernel_launches = launches * par.microbatches;
   double pipeline_comm = 0;
   double last_microbatch_bw = all_bw;  // the backward the gradients' all-reduce can hide under
+  double first_microbatch_fw = all_fw;  // the forward the next step's weight all-gather can hide under
   if (par.pp <= 1) {
     f.forward_ms = all_fw * par.microbatches;
     f.backward_ms = all_bw * par.microbatches;
@@ -282,6 +283,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         slow_total = fw + bw, slow_comm = layer_comm * n + (first ? pro_comm : 0) + (last ? epi_comm : 0);
     }
     last_microbatch_bw = slow_bw;
+    first_microbatch_fw = slow_fw;
     const double all_comm = comm_in_ops;  // one microbatch through every stage
     // Stage s holds GPUs [s tp, (s + 1) tp) of its replica; rank r hands over to rank r of the
     // next stage, across the network where the two sit on different nodes.
@@ -329,8 +331,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       // step's first microbatch forward (half an all-reduce of those bytes).
       const double rs = 0.5 * ar;
       const double ag = 0.5 * all_reduce_ms(dtype_size(g.dtype) * g.parameters / (par.tp * par.pp), par.dp, gpu, stride);
-      const double first_fw = f.forward_ms / double(par.microbatches);
-      dp_exposed = std::max(0.0, rs - hide_bw) + std::max(0.0, ag - first_fw) + last_bucket;
+      dp_exposed = std::max(0.0, rs - hide_bw) + std::max(0.0, ag - first_microbatch_fw) + last_bucket;
     } else {
       dp_exposed = std::max(0.0, ar - hide_bw) + last_bucket;
     }
