@@ -36,6 +36,7 @@ struct GpuSpec {
   bool inband_ecc = false;
   // The memory CUDA can allocate from: the sheet's, less in-band ECC.
   double mem_bytes() const { return mem_gib * kBytesPerGib * (inband_ecc ? 15.0 / 16.0 : 1.0); }
+  double mem_gb() const { return mem_bytes() / kBytesPerGb; }  // the same in GB (1e9 B)
   double l2_cache_mb = 0;         // nominal last-level (L2) cache as the vendor states it
   int max_threads_per_sm = 2048;  // occupancy limit (resident threads per SM)
   int max_blocks_per_sm = 32;     // occupancy limit (resident CTAs per SM)

@@ -51,7 +51,7 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
                                const GpuSpec& gpu, bool optimizer_state) {
   check_layout(par, batch, seq);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_bytes() / 1e9;
+  r.capacity_gb = gpu.mem_gb();
   const double params = model_parameters(m) / double(par.tp * par.pp);
   r.weights_gb = 4 * params / 1e9;
   r.gradients_gb = 4 * params / 1e9;
@@ -76,7 +76,7 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
                                    const Parallelism& par, const GpuSpec& gpu, bool optimizer_state, bool recompute) {
   check_layout(par, batch, seq);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_bytes() / 1e9;
+  r.capacity_gb = gpu.mem_gb();
   const double e = dtype_size(dtype);
   if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
   const double params = model_parameters(m) / double(par.tp * par.pp), dp = double(par.dp);
@@ -104,7 +104,7 @@ MemoryEstimate inference_memory(const ModelConfig& m, int64_t batch, int64_t seq
                                 const GpuSpec& gpu) {
   check_layout(par, batch, seq);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_bytes() / 1e9;
+  r.capacity_gb = gpu.mem_gb();
   r.weights_gb = 4 * model_parameters(m) / double(par.tp * par.pp) / 1e9;
   // Largest set alive at once (eager, no grad): the residual stream and a norm output, plus the
   // largest of the attention scores with their softmax, the FFN's intermediate tensors, or

@@ -174,8 +174,8 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
 // Mixed-precision training of the decoder families (is_llm_family) as Megatron-LM runs it
 // (docs/model-graphs.md, "Mixed-precision training"): `dtype` (bf16 or fp16) weights and
 // activations, tensor-core GEMMs, FlashAttention, fused RMSNorm/RoPE/SiLU-mul kernels, the LM
-// head and a vocab-parallel cross-entropy; Megatron-LM's column/row tensor parallelism (no
-// sequence parallelism), 1F1B pipeline stages, data parallelism (batch = the global batch,
+// head and a vocab-parallel cross-entropy; Megatron-LM's column/row tensor parallelism
+// (par.sequence_parallel: its sequence parallelism, below), 1F1B pipeline stages, data parallelism (batch = the global batch,
 // split over dp and microbatches). Backward kernels:
 //   GEMM y = x W^T, x (t, n), W (k, n): the input gradient (t, k -> n) and the weight gradient
 //     (k rows, t inner, n out) as gemm kernels of their own shapes;

@@ -34,7 +34,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
   r.cached_prefix = c.cached_prefix;
-  r.gpu_memory_gb = c.gpu->mem_bytes() / 1e9;
+  r.gpu_memory_gb = c.gpu->mem_gb();
   try {
     const PredictResult f = forecast(c, kp);
     r.microbatches = f.forecast.par.microbatches;  // serving: what the engine keeps in flight (from pp)
@@ -229,7 +229,7 @@ std::string compare_row_json(const CompareRow& r) {
     }
   }
   j["tokens_per_s"] = r.tokens_per_s;
-  if (r.mfu_pct > 0) {
+  if (r.mixed_training()) {
     j["mfu_pct"] = r.mfu_pct;
     j["zero"] = r.zero;
     j["recompute"] = r.recompute ? "full" : "none";
@@ -278,7 +278,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
       else os << ',';
       // Mixed-precision training's columns: empty for every other row.
       os << ',';
-      if (r.mfu_pct > 0) os << r.mfu_pct << ',' << r.zero << ',' << (r.recompute ? "full" : "none");
+      if (r.mixed_training()) os << r.mfu_pct << ',' << r.zero << ',' << (r.recompute ? "full" : "none");
       else os << ",,";
       os << ',';
       if (r.train_days > 0) os << r.train_days;
@@ -302,7 +302,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
-  const bool show_mfu = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.mfu_pct > 0; });
+  const bool show_mfu = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.mixed_training(); });
   // With the tokens of a whole run: its days (and, priced, its cost) after the memory.
   const bool show_run = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.train_days > 0; });
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",

@@ -64,7 +64,9 @@ struct CompareRow {
   double ttft_p99_ms = 0, tpot_p99_ms = 0;        // generate: over the requests
   double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;
                             // decode: batch per step; generate: output tokens per second
-  double mfu_pct = 0;       // mixed-precision training: model FLOPs utilisation (ModelForecast)
+  // Mixed-precision training (training in bf16/fp16): the model FLOPs utilisation (ModelForecast).
+  bool mixed_training() const { return mode == "training" && dtype != "fp32"; }
+  double mfu_pct = 0;
   int zero = 0;             // mixed-precision training: ZeRO stage
   bool recompute = false;   // mixed-precision training: layers recomputed
   // Mixed-precision training with train_tokens: the run's days, and its cost at the price.

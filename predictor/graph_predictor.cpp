@@ -110,11 +110,12 @@ double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
   return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.network_gbps)) + kSendRecvLatencyMs + kNetSendLatencyMs;
 }
 
-bool fa2_varlen_mixing(const GpuSpec& gpu) {
+bool fa2_varlen_mixing(const GpuSpec& gpu, DType kv_dtype) {
   // vLLM's FlashAttention backend builds FA3 on Hopper (9.0) and FA2 on Ampere and Ada (8.x);
-  // Blackwell runs other backends, and an FP8 KV cache takes another backend on FA2 GPUs (the
-  // caller keeps those decode kernels). Measured on one Ada GPU only.
-  return gpu.vendor == "nvidia" && gpu.compute_capability >= 8.0 && gpu.compute_capability < 9.0;
+  // Blackwell runs other backends, and so does an FP8 KV cache on FA2 GPUs (FA2 has none).
+  // Measured on one Ada GPU only.
+  return gpu.vendor == "nvidia" && gpu.compute_capability >= 8.0 && gpu.compute_capability < 9.0 &&
+         !is_fp8(kv_dtype);
 }
 
 double varlen_decode_ms(const KernelQuery& q, const GpuSpec& gpu) {
@@ -163,9 +164,11 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const double gap_ms = host_gap_us * 1e-3;
   std::map<Key, size_t> index;
   std::vector<KernelQuery> unique;
+  // Decodes costed by varlen_decode_ms, not by a kernel forecast.
+  auto varlen = [&](const KernelCall& c) { return c.varlen_decode && fa2_varlen_mixing(gpu, c.query.kv_dtype); };
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
-      if (c.is_kernel() && !c.at_forward_rate && index.emplace(key_of(c.query), unique.size()).second)
+      if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && index.emplace(key_of(c.query), unique.size()).second)
         unique.push_back(c.query);
   };
   for (const auto& op : g.ops) {
@@ -198,7 +201,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         // Multiply-adds (b m n k) of the two GEMMs: a gradient GEMM has no bias epilogue.
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
         ms += time_ms(preds[index.at(key_of(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
-      } else if (c.varlen_decode && fa2_varlen_mixing(gpu) && !is_fp8(c.query.kv_dtype)) {
+      } else if (varlen(c)) {
         ms += varlen_decode_ms(c.query, gpu) * c.scale;
       } else {
         ms += time_ms(preds[index.at(key_of(c.query))]) * c.scale;
@@ -613,7 +616,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
       2.0 * double(kv_rank) * m.head_dim * (cached * double(batch) + shared) * dtype_size(kv_dtype);
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
-  r.capacity_gb = gpu.mem_bytes() / 1e9;
+  r.capacity_gb = gpu.mem_gb();
   // KV room: the usable memory left beside each stage's weights and its pass's transient
   // tensors, in tokens of its layers' cache. A stage holds one of min(pp, sequences)
   // microbatches of the pass; the KV room's sequences are counted with pp of them.

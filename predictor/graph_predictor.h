@@ -108,10 +108,11 @@ GroupSpan group_span(int64_t group, int64_t stride, const GpuSpec& gpu);
 // (ceil(requests x query heads / SMs)) x blocks (ceil(attended keys / 128)) x
 // kVarlenCyclesPerKeyBlock SM cycles at the boost clock, x head_dim / 128. The constant is the
 // median over LLMServingSim's 8,448 mixed calls (vLLM 0.19, RTX 4090), the chunk's own forecast
-// taken off (`python3 scripts/eval-mixed-attention.py --fit`; docs/accuracy.md). FA2 has no FP8
-// KV cache: with one, forecast_model keeps the decode kernel.
+// taken off (`python3 scripts/eval-mixed-attention.py --fit`; docs/accuracy.md).
 constexpr double kVarlenCyclesPerKeyBlock = 10963;
-bool fa2_varlen_mixing(const GpuSpec& gpu);
+// Whether vLLM mixes through FA2's varlen kernel on `gpu` with a `kv_dtype` cache (FA2 has no
+// FP8 cache); elsewhere the decodes are their own decode kernel.
+bool fa2_varlen_mixing(const GpuSpec& gpu, DType kv_dtype);
 double varlen_decode_ms(const KernelQuery& decode, const GpuSpec& gpu);
 
 // AdamW (PyTorch's foreach implementation): a memory-bound pass over parameters, gradients

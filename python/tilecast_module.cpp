@@ -99,6 +99,12 @@ int zero_keyword(const py::object& zero) {
   return predictor::zero_flag(std::to_string(zero.cast<int64_t>()));
 }
 
+// The mixed-precision training keywords (zero=, sequence_parallel=, recompute=, train_tokens=).
+predictor::TrainingArgs training_args(const py::object& zero, bool sequence_parallel, const std::string& recompute,
+                                      double train_tokens) {
+  return {zero_keyword(zero), sequence_parallel, recompute, train_tokens};
+}
+
 py::object predict(const std::string& model, const std::string& gpu, int64_t batch, std::optional<int64_t> seq,
                    const std::string& mode, std::optional<int64_t> context, std::optional<int64_t> gen,
                    const std::string& dtype, const std::string& kv_dtype, int64_t dp, int64_t tp, int64_t pp,
@@ -113,7 +119,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  a.training = {zero_keyword(zero), sequence_parallel, recompute, train_tokens};
+  a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   a.cached_prefix = cached_prefix;
   a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
   a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
@@ -157,7 +163,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& recompute, bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
-  req.training = {zero_keyword(zero), sequence_parallel, recompute, train_tokens};
+  req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
   req.mode = predictor::canonical_mode(mode);
@@ -238,7 +244,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                 bool sequence_parallel, double train_tokens) {
   Engine& e = engine(weights, gpu_dir);
-  const int zero_stage = zero_keyword(zero);
+  const predictor::TrainingArgs training = training_args(zero, sequence_parallel, recompute, train_tokens);
   const std::string m = predictor::canonical_mode(mode);
   const predictor::SchedulerLimits lim =
       scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
@@ -264,7 +270,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.limits = lim;
     req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
-    req.training = {zero_stage, sequence_parallel, recompute, train_tokens};
+    req.training = training;
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }

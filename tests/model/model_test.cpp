@@ -1421,9 +1421,10 @@ TEST(Serving, VarlenDecodesOfMixedSteps) {
   EXPECT_NEAR(predictor::varlen_decode_ms(attention_decode_q(1, 1025, 32, 8, 128, DType::kBf16, DType::kBf16, 256), ada),
               2 * 10963 / 2.52e6, 1e-12);
   for (const char* fa2 : {"RTX-4090", "A100-SXM4-80GB", "L40S", "A10"})
-    EXPECT_TRUE(predictor::fa2_varlen_mixing(registry().resolve(fa2))) << fa2;
+    EXPECT_TRUE(predictor::fa2_varlen_mixing(registry().resolve(fa2), DType::kBf16)) << fa2;
   for (const char* other : {"H100-SXM", "H200", "B200", "MI300X", "V100-PCIE-32GB"})
-    EXPECT_FALSE(predictor::fa2_varlen_mixing(registry().resolve(other))) << other;
+    EXPECT_FALSE(predictor::fa2_varlen_mixing(registry().resolve(other), DType::kBf16)) << other;
+  EXPECT_FALSE(predictor::fa2_varlen_mixing(ada, DType::kFp8));  // FA2 has no FP8 cache
   // In a forecast: a mixed step's attention on the RTX 4090 is the chunk's kernel plus the
   // varlen decodes; on the H100 the chunk's and the decode kernel's forecasts.
   const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
