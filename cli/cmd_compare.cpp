@@ -44,8 +44,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "context", po::value(&context), "decode: cached tokens per sequence, comma-separated")(
       "gen", po::value(&gen), "generate: output tokens per sequence")(
       "dtype", po::value(&dtype),
-      "serving dtype (default: the config's torch_dtype); inference is fp32, training fp32 (eager) or bf16|fp16 "
-      "(mixed precision)")(
+      "serving dtype (default: the config's torch_dtype); inference is fp32, training fp32 (eager) or bf16|fp16|fp8 "
+      "(mixed precision; fp8: Transformer Engine's FP8 GEMMs)")(
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
@@ -127,8 +127,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "context", po::value(&context), "decode: cached tokens per sequence")(
       "gen", po::value(&gen), "generate: output tokens per sequence")(
       "dtype", po::value(&dtype),
-      "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16 (mixed "
-      "precision)")(
+      "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16|fp8 (mixed "
+      "precision; fp8: Transformer Engine's FP8 GEMMs)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(

@@ -38,8 +38,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)")(
       "dtype", po::value(&a.dtype),
       "fp32|fp16|bf16|fp8|fp8_static|fp8_block: serving GEMM dtype (default: the config's torch_dtype, else bf16); "
-      "inference is fp32; training is fp32 (eager) unless bf16|fp16 (mixed precision, Megatron-LM style, the "
-      "decoder LLMs)")(
+      "inference is fp32; training is fp32 (eager) unless bf16|fp16|fp8 (mixed precision, Megatron-LM style, the "
+      "decoder LLMs; fp8: Transformer Engine's FP8 GEMMs, BF16 otherwise)")(
       "kv-dtype", po::value(&a.kv_dtype), "serving: KV cache dtype (default: bf16 for fp8, else --dtype)")(
       "fusion", "model torch.compile fusion (inference)")(
       "optimizer", po::value(&a.optimizer)->default_value("adamw"),
@@ -66,7 +66,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
-                     "       tilecast predict --model M --gpu G --mode training --dtype bf16|fp16 --batch N --seq S "
+                     "       tilecast predict --model M --gpu G --mode training --dtype bf16|fp16|fp8 --batch N --seq S "
                      "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K] [--recompute full]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "

@@ -117,7 +117,7 @@ void SchedulerOptions::add_to(po::options_description& desc) {
 void TrainingOptions::add_to(po::options_description& desc) {
   auto zero = [this](const std::string& v) { args.zero = predictor::zero_flag(v); };
   desc.add_options()("zero", po::value<std::string>()->notifier(zero),
-                     "mixed-precision training (--mode training --dtype bf16|fp16): ZeRO stage over the dp ranks (0, "
+                     "mixed-precision training (--mode training --dtype bf16|fp16|fp8): ZeRO stage over the dp ranks (0, "
                      "default; 1: optimizer state sharded, Megatron-LM's distributed optimizer; 2: + gradients; 3: + "
                      "weights, as FSDP; plan: auto tries each)")(
       "sequence-parallel", po::bool_switch(&args.sequence_parallel),

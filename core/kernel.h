@@ -14,6 +14,9 @@ namespace tilecast {
 // DType (core/op_kind.h): the element type of a kernel's inputs.
 const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static
 inline bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block || d == DType::kFp8Static; }
+// The dtype of mixed-precision training's weights, activations and collectives: BF16 for FP8
+// training (only its GEMMs run in FP8: build_llm_training_graph), the training dtype otherwise.
+inline DType training_storage_dtype(DType d) { return is_fp8(d) ? DType::kBf16 : d; }
 // Block and static scaling are GEMM quantisation schemes: attention and KV caches have neither.
 inline bool is_gemm_scaling_scheme(DType d) { return d == DType::kFp8Block || d == DType::kFp8Static; }
 // Our names plus the data's spellings (bfloat16, float16, float32); false if unknown.

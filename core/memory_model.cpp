@@ -77,18 +77,27 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   check_layout(par, batch, seq);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb();
-  const double e = dtype_size(dtype);
+  const double e = dtype_size(training_storage_dtype(dtype));
+  const bool fp8 = dtype == DType::kFp8;
   if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
   const double params = model_parameters(m) / double(par.tp * par.pp), dp = double(par.dp);
-  r.weights_gb = e * params / (par.zero >= 3 ? dp : 1.0) / 1e9;
+  // FP8: Transformer Engine keeps each GEMM weight's FP8 copy and its transpose (1 B each).
+  const double fp8_copies = fp8 ? 2.0 * fp8_training_gemm_parameters(m) / double(par.tp * par.pp) : 0;
+  r.weights_gb = (e * params + fp8_copies) / (par.zero >= 3 ? dp : 1.0) / 1e9;
   r.gradients_gb = 4 * params / (par.zero >= 2 ? dp : 1.0) / 1e9;
   // FP32 master weights, exp_avg, exp_avg_sq.
   r.optimizer_gb = optimizer_state ? 12 * params / (par.zero >= 1 ? dp : 1.0) / 1e9 : 0;
   const double tp = double(par.tp), h = m.hidden, a = m.heads, kv = kv_heads_of(m), d = m.head_dim;
   // Sequence parallelism splits the norms' inputs and outputs over the tp ranks too.
   const double norm_share = par.sequence_parallel ? tp : 1.0;
-  const double per_token_layer =
-      e * (4 * h / norm_share + (a + 2 * kv) * d / tp + a * d / tp + 3 * ffn_width(m) / tp) + 4 * a / tp;
+  // A GEMM's saved input (each norm's output, the SiLU-mul output) is FP8 under FP8 training;
+  // the attention output is kept twice then: BF16 for FlashAttention's backward, FP8 for
+  // o_proj's. A MoE's experts stay BF16, and so do the FFN's inputs (the post-attention norm's
+  // output, the SiLU-mul output).
+  const double gemm_in = fp8 ? 1.0 : e, ffn_in = fp8 && m.num_experts > 0 ? e : gemm_in, f = ffn_width(m);
+  const double per_token_layer = e * (2 * h / norm_share + (a + 2 * kv) * d / tp + a * d / tp + 2 * f / tp) +
+                                 (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * d / tp : 0) +
+                                 4 * a / tp;
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
   const double t1 = micro_seqs * double(seq);                                   // one microbatch's tokens
   const double t = t1 * double(std::min(par.pp, par.microbatches));             // held by the first stage

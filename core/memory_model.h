@@ -64,6 +64,11 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 //   ((a + 2 kv) d / tp) and the attention output (a d / tp) plus its FP32 log-sum-exp (4 a / tp
 //   bytes), the gate/up output (2F / tp) and the SiLU-mul output (F / tp); MoE: F = top-k x
 //   the expert width;
+// dtype fp8 (build_llm_training_graph): weights and activations in BF16, plus the FP8 copy and
+// transpose of each weight of an FP8 GEMM (2 B a fp8_training_gemm_parameters), and the FP8
+// GEMMs' saved inputs in FP8 (the input norm's output h; for a dense FFN the post-attention
+// norm's output h and the SiLU-mul output F / tp too), with the attention output's FP8 copy
+// (a d / tp) beside its BF16 one;
 // par.sequence_parallel divides the 4h (and a recomputed layer's input) by tp too;
 // with `recompute` each layer keeps only its input (h) and one layer's full set is alive while
 // it recomputes. Pipeline stages hold min(pp, microbatches) microbatches (1F1B); the last adds

@@ -218,6 +218,14 @@ bool is_llm_family(const std::string& type) {
   return false;
 }
 
+double fp8_training_gemm_parameters(const ModelConfig& m) {
+  if (!is_llm_family(m.model_type))
+    throw ConfigError("FP8 training covers the decoder families, not '" + m.model_type + "'");
+  const double h = m.hidden, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
+  const double ffn = m.num_experts > 0 ? 0 : 3 * h * double(m.ffn);
+  return double(m.layers) * (2 * h * q + 2 * h * kv + ffn);
+}
+
 double model_parameters(const ModelConfig& m) {
   const double h = m.hidden, f = m.ffn, v = m.vocab;
   if (is_llm_family(m.model_type)) {

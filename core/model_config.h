@@ -80,5 +80,10 @@ bool is_llm_family(const std::string& model_type);
 inline int64_t embed_width(const ModelConfig& m) { return m.embed_dim > 0 ? m.embed_dim : m.hidden; }
 // Parameter count (weights + biases + norms + embeddings), for the optimizer estimate.
 double model_parameters(const ModelConfig& m);
+// The decoder families' (is_llm_family) weights whose GEMMs FP8 training runs in FP8
+// (build_llm_training_graph): every layer's Q, K, V and output projections and a dense model's
+// gated FFN; no biases, norms, router, MoE experts (BF16), embedding or LM head. ConfigError
+// for other model types.
+double fp8_training_gemm_parameters(const ModelConfig& m);
 
 }  // namespace tilecast

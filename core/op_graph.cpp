@@ -590,7 +590,7 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
                       std::to_string(par.dp * par.microbatches));
   if (par.zero != 0 || par.sequence_parallel)
     throw ConfigError(std::string(par.zero != 0 ? "--zero" : "--sequence-parallel") +
-                      " applies to mixed-precision training (--mode training --dtype bf16|fp16)");
+                      " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   const ArchSpec* arch = find_arch(m.model_type);
   if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
   if (par.tp > 1 && (arch->encoder_decoder || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
@@ -879,9 +879,11 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   if (!is_llm_family(m.model_type))
     throw ConfigError(mode + ": mixed-precision training covers the decoder families (" + model_type_list(true) +
                       "), not '" + m.model_type + "'");
-  if (dtype != DType::kBf16 && dtype != DType::kFp16)
-    throw ConfigError(mode + ": mixed-precision training runs in bf16 or fp16 (fp32 is the eager FP32 training of "
-                      "NeuSight's data; FP8 training is not modelled)");
+  if (is_fp8(dtype) && dtype != DType::kFp8)
+    throw ConfigError(mode + ": FP8 training is modelled as Transformer Engine's per-tensor recipe, --dtype fp8");
+  if (dtype != DType::kBf16 && dtype != DType::kFp16 && dtype != DType::kFp8)
+    throw ConfigError(mode + ": mixed-precision training runs in bf16, fp16 or fp8 (fp32 is the eager FP32 training of "
+                      "NeuSight's data)");
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
   if (seq < 1 || seq > (1 << 20)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^20]");
   if (m.max_positions > 0 && seq > m.max_positions)
@@ -922,9 +924,13 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   g.hidden = m.hidden;
   g.parameters = model_parameters(m);
   g.dtype = dtype;
-  g.kv_dtype = dtype;
+  // FP8 (Transformer Engine's recipe): the layers' dense GEMMs in FP8, everything else (weights,
+  // activations, attention, norms, collectives, router, the fused MoE, LM head) in BF16.
+  const DType act = training_storage_dtype(dtype), mm = dtype;
+  g.kv_dtype = act;
+  if (mm == DType::kFp8) g.fp8_weight_parameters = fp8_training_gemm_parameters(m) / double(par.tp);
   g.sliding_window = m.sliding_window;
-  const double e = dtype_size(dtype);
+  const double e = dtype_size(act);
   const int64_t t = g.micro_batch * seq, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
   // Sequence parallelism: the ops between the tp regions see t / tp tokens.
   const int64_t ts = par.sequence_parallel ? (t + tp - 1) / tp : t;
@@ -934,19 +940,19 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   // y = x W^T: x (rows, in), W (out, in). Column-parallel: the input gradient is all-reduced
   // backward; row-parallel: the output forward; both (rows, h). The router is replicated.
   enum Split { kReplicated, kColumn, kRow };
-  auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out, Split split) {
+  auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out, Split split, DType d) {
     GraphOp& o = b.op(name, "gemm");
-    o.fw.push_back(KernelCall::kernel(gemm_q(rows, in, out, dtype)));
-    o.bw.push_back(KernelCall::kernel(gemm_q(rows, out, in, dtype)));  // dx = dy W
-    o.bw.push_back(KernelCall::kernel(gemm_q(out, rows, in, dtype)));  // dW = dy^T x
+    o.fw.push_back(KernelCall::kernel(gemm_q(rows, in, out, d)));
+    o.bw.push_back(KernelCall::kernel(gemm_q(rows, out, in, d)));  // dx = dy W
+    o.bw.push_back(KernelCall::kernel(gemm_q(out, rows, in, d)));  // dW = dy^T x
     if (tp > 1 && split == kColumn) o.bw.push_back(all_reduce(e * double(rows) * h));
     if (tp > 1 && split == kRow) o.fw.push_back(all_reduce(e * double(rows) * h));
   };
   // A memory-bound op whose backward is a pass of the same kind over `bw_rows` rows.
   auto memop = [&](const std::string& name, OpKind k, int64_t rows, int64_t width, int64_t bw_rows) {
     GraphOp& o = b.op(name, "memory_op");
-    o.fw.push_back(KernelCall::kernel(vec_q(k, rows, width, dtype)));
-    o.bw.push_back(KernelCall::kernel(vec_q(k, bw_rows, width, dtype)));
+    o.fw.push_back(KernelCall::kernel(vec_q(k, rows, width, act)));
+    o.bw.push_back(KernelCall::kernel(vec_q(k, bw_rows, width, act)));
   };
   auto rmsnorm = [&](const std::string& name, int64_t rows, int64_t width) {
     memop(name, OpKind::kRmsNorm, rows, width, rows + rows / 2);
@@ -962,7 +968,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
   rmsnorm("input_layernorm", ts, h);
-  gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn);
+  gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn, mm);
   if (m.qk_norm) {
     rmsnorm("self_attn.q_norm", t * heads, hd);
     rmsnorm("self_attn.k_norm", t * kv, hd);
@@ -970,24 +976,24 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
   {
     const KernelQuery q =
-        attention_prefill_q(g.micro_batch, seq, heads, kv, hd, dtype, dtype, m.sliding_window);
+        attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act, m.sliding_window);
     GraphOp& o = b.op("self_attn.core_attention", "attention");
     o.fw.push_back(KernelCall::kernel(q));
     o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
   }
-  gemm("self_attn.o_proj", t, heads * hd, h, kRow);
+  gemm("self_attn.o_proj", t, heads * hd, h, kRow, mm);
   memop("residual_1", OpKind::kResidualAdd, ts, h, ts);
   rmsnorm("post_attention_layernorm", ts, h);
   if (m.num_experts == 0) {
-    gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp, kColumn);
+    gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp, kColumn, mm);
     // SiLU-mul reads 2F and writes F forward; backward reads gate, up and dy, writes two: 5F.
     memop("mlp.act_fn", OpKind::kSiluMul, t, m.ffn / tp, (5 * t + 2) / 3);
-    gemm("mlp.down_proj", t, m.ffn / tp, h, kRow);
+    gemm("mlp.down_proj", t, m.ffn / tp, h, kRow, mm);
   } else {
     // The router (replicated), then one fused MoE kernel per rank (each expert's FFN split
     // over the tp ranks), its backward at twice its time; the partial outputs all-reduced.
-    gemm("mlp.gate", t, h, m.num_experts, kReplicated);
-    const KernelQuery q = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, dtype);
+    gemm("mlp.gate", t, h, m.num_experts, kReplicated, act);
+    const KernelQuery q = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, act);
     GraphOp& o = b.op("mlp.experts", "moe");
     o.fw.push_back(KernelCall::kernel(q));
     o.bw.push_back(KernelCall::kernel_scaled(q, 2.0));
@@ -1007,7 +1013,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   rmsnorm("norm", ts, h);
   b.set_prefix("");
   const int64_t vocab = (m.vocab + tp - 1) / tp;
-  gemm("lm_head", t, h, vocab, kColumn);
+  gemm("lm_head", t, h, vocab, kColumn, act);
   {
     // Vocab-parallel cross-entropy: the logits read forward (max, sum of exponentials and the
     // target's logit, each all-reduced over the tp group as t FP32 values), read again and

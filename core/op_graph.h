@@ -118,6 +118,9 @@ struct OpGraph {
   Mode mode = Mode::kInference;
   bool fused = false;
   double parameters = 0;  // for the optimizer estimate
+  // FP8 training (build_llm_training_graph): layer GEMM weights of one tp rank, all stages,
+  // that are cast to FP8 once a step (ModelForecast::fp8_weight_cast_ms); 0 otherwise.
+  double fp8_weight_parameters = 0;
   std::vector<GraphOp> ops;
   // Serving graphs (kPrefill/kDecode): GEMM dtype, KV-cache dtype, and per sequence the
   // prompt tokens (prefill) or the tokens cached before the new one (decode).
@@ -172,7 +175,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
                                  int64_t ep = 1, double routing_alpha = 0);
 // Mixed-precision training of the decoder families (is_llm_family) as Megatron-LM runs it
-// (docs/model-graphs.md, "Mixed-precision training"): `dtype` (bf16 or fp16) weights and
+// (docs/model-graphs.md, "Mixed-precision training"): `dtype` (bf16 or fp16; fp8 below) weights and
 // activations, tensor-core GEMMs, FlashAttention, fused RMSNorm/RoPE/SiLU-mul kernels, the LM
 // head and a vocab-parallel cross-entropy; Megatron-LM's column/row tensor parallelism
 // (par.sequence_parallel: its sequence parallelism, below), 1F1B pipeline stages, data parallelism (batch = the global batch,
@@ -188,7 +191,13 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
 //   loss: reads the logits forward, reads them and writes their gradient backward.
 // `recompute` (full activation checkpointing): each layer's forward runs again in its backward.
 // par.sequence_parallel: the RMSNorms and residual adds run on tokens / tp rows.
-// ConfigError for other model types, fp32/fp8 dtypes, sizes or layouts out of range.
+// dtype fp8: Transformer Engine's FP8 recipe as Megatron-LM runs it (--fp8-format hybrid,
+// per-tensor scales): the layers' dense GEMMs (QKV, o_proj, gate_up, down; all three of each:
+// forward, input and weight gradients) in fp8, each with its input's quantisation as the gemm
+// family counts it; weights, activations, attention, norms, collectives, the router, the fused
+// MoE (the moe family's FP8 rows are one GPU's block-scaled kernels: docs/model-graphs.md) and
+// the LM head in BF16 (training_storage_dtype); g.fp8_weight_parameters for the weights' casts.
+// ConfigError for other model types, fp32/fp8_block/fp8_static, sizes or layouts out of range.
 OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
                                  const Parallelism& par, bool recompute = false);
 // ConfigError naming --pp unless 1 <= pp <= layers.

@@ -233,10 +233,10 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
 
 DType eager_dtype(const std::string& mode, const std::string& dtype) {
   const DType d = dtype.empty() ? DType::kFp32 : dtype_flag("--dtype", dtype);
-  if (d == DType::kFp32 || (mode == "training" && (d == DType::kBf16 || d == DType::kFp16))) return d;
+  if (d == DType::kFp32 || (mode == "training" && (d == DType::kBf16 || d == DType::kFp16 || d == DType::kFp8))) return d;
   throw ConfigError("--dtype " + dtype + ": --mode " + mode +
                     " models eager FP32 PyTorch (NeuSight's data); mixed-precision training is --mode training "
-                    "--dtype bf16|fp16, BF16/FP16/FP8 serving the modes prefill, decode and generate");
+                    "--dtype bf16|fp16|fp8, BF16/FP16/FP8 serving the modes prefill, decode and generate");
 }
 
 int zero_flag(const std::string& value) {
@@ -289,7 +289,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                                   : q.recompute             ? "--recompute"
                                   : q.par.sequence_parallel ? "--sequence-parallel"
                                                             : "--train-tokens") +
-                      " applies to mixed-precision training (--mode training --dtype bf16|fp16)");
+                      " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)
       throw ConfigError("--mode " + q.mode +

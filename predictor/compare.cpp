@@ -484,7 +484,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   const bool search_zero = req.training.zero == TrainingArgs::kZeroAuto, search_recompute = req.training.recompute == "auto";
   if ((search_zero || search_recompute) && train_dtype == DType::kFp32)
     throw ConfigError(std::string(search_zero ? "--zero" : "--recompute") +
-                      " auto applies to mixed-precision training (--mode training --dtype bf16|fp16)");
+                      " auto applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   std::vector<CompareRow> rows;
   std::string first_error;
   // One layout's row: forecast, then kept, or set aside with its reason.

@@ -20,7 +20,7 @@ struct CompareRequest {
   std::vector<std::string> models;            // names or config.json paths
   std::vector<std::string> gpus;              // registry names; "all" = every spec
   std::string mode = "inference";             // inference|training|prefill|decode|generate
-  std::string dtype;                          // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16
+  std::string dtype;                          // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16|fp8
   std::string kv_dtype;                       // serving KV cache; empty = bf16 for fp8, else dtype
   std::vector<int64_t> batches{1}, seqs{0};   // seq: prompt / sequence (decode: --context)
   int64_t gen = 0;                            // generate: output tokens
@@ -125,7 +125,7 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
 struct PlanRequest {
   std::string model, gpu;                 // a name or config.json path; a GPU type
   std::string mode = "training";          // training|inference|prefill|decode|generate
-  std::string dtype;                      // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16
+  std::string dtype;                      // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16|fp8
   int64_t gpus = 0, global_batch = 0;
   int64_t seq = 0;                        // prompt / sequence (decode: the cached context)
   int64_t gen = 0;                        // generate: output tokens

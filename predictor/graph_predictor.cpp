@@ -333,7 +333,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       // all-reduce) and the updated weights, in the training dtype, all-gathered under the next
       // step's first microbatch forward (half an all-reduce of those bytes).
       const double rs = 0.5 * ar;
-      const double ag = 0.5 * all_reduce_ms(dtype_size(g.dtype) * g.parameters / (par.tp * par.pp), par.dp, gpu, stride);
+      const double ag =
+          0.5 * all_reduce_ms(dtype_size(training_storage_dtype(g.dtype)) * g.parameters / (par.tp * par.pp), par.dp, gpu, stride);
       dp_exposed = std::max(0.0, rs - hide_bw) + std::max(0.0, ag - first_microbatch_fw) + last_bucket;
     } else {
       dp_exposed = std::max(0.0, ar - hide_bw) + last_bucket;
@@ -345,6 +346,10 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     o.fw_ms *= par.microbatches;
     o.bw_ms *= par.microbatches;
     o.acc_ms *= par.microbatches;
+  }
+  if (g.fp8_weight_parameters > 0) {
+    f.fp8_weight_cast_ms = s_to_ms(transfer_s(4.0 * g.fp8_weight_parameters / double(par.pp), gpu.mem_bw_gbps));
+    f.forward_ms += f.fp8_weight_cast_ms;
   }
   f.total_ms = f.forward_ms + f.backward_ms + pipeline_comm + dp_exposed;
   // ZeRO 1-3: each data-parallel rank steps its shard of the parameters.
@@ -364,7 +369,7 @@ void set_training_throughput(ModelForecast& f, const OpGraph& g, const GpuSpec& 
   const double step_s = (f.total_ms + f.optimizer_ms) * 1e-3;
   if (!(step_s > 0)) return;
   f.tokens_per_s = double(g.batch) * double(g.seq) / step_s;
-  f.mfu_pct = 100.0 * flops / step_s / (sheet_peak_gflops(gemm_q(1, 1, 1, g.dtype), gpu) * 1e9);
+  f.mfu_pct = 100.0 * flops / step_s / (sheet_peak_gflops(gemm_q(1, 1, 1, training_storage_dtype(g.dtype)), gpu) * 1e9);
 }
 
 nlohmann::json positive_or_null(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -401,6 +406,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j["recompute"] = f.recompute ? "full" : "none";
     j["tokens_per_s"] = f.tokens_per_s;
     j["mfu_pct"] = f.mfu_pct;
+    if (f.dtype == DType::kFp8) j["fp8_weight_cast_ms"] = f.fp8_weight_cast_ms;
     j["train_tokens"] = positive_or_null(f.train_tokens);
     j["train_days"] = positive_or_null(f.train_days());
   }
@@ -499,12 +505,17 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
     os << buf;
   }
+  if (f.fp8_weight_cast_ms > 0) {
+    std::snprintf(buf, sizeof buf, "fp8 casts     %10.3f ms in the first microbatch's forward (weights to FP8 and transposed)\n",
+                  f.fp8_weight_cast_ms);
+    os << buf;
+  }
   if (f.mixed_training()) {
     std::snprintf(buf, sizeof buf,
                   "tokens/s      %10.1f  (batch x seq / (total + optimizer)%s)\nMFU           %10.1f %%  (3x the "
-                  "forward's matmul FLOPs at the %s dense tensor peak)\n",
+                  "forward's matmul FLOPs at the %s dense tensor peak%s)\n",
                   f.tokens_per_s, f.recompute ? "; layers recomputed in the backward" : "", f.mfu_pct,
-                  dtype_name(f.dtype));
+                  dtype_name(training_storage_dtype(f.dtype)), f.dtype == DType::kFp8 ? "; FP8 GEMMs" : "");
     os << buf;
     if (f.train_days() > 0) {
       std::snprintf(buf, sizeof buf, "train_days    %10.2f  (%g tokens on %lld GPUs)\n", f.train_days(), f.train_tokens,

@@ -784,11 +784,62 @@ TEST(TrainingGraph, GemmFlopsMatchTheEagerGraph) {
   }
 }
 
+// FP8 training (Transformer Engine's recipe): which kernels run in FP8, counted by name, and
+// the weights cast to FP8 each step, from the configs' shapes by hand.
+TEST(TrainingGraph, Fp8RunsTheLayersDenseGemmsInFp8) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  Parallelism par;
+  par.tp = 2;
+  const OpGraph g = build_llm_training_graph(m, 2, 512, DType::kFp8, par);
+  EXPECT_EQ(g.dtype, DType::kFp8);
+  EXPECT_EQ(g.kv_dtype, DType::kBf16);
+  // Calls (forward + backward, every layer) per dtype and op name.
+  std::map<std::string, int64_t> fp8_calls, bf16_calls;
+  for (const auto& op : g.ops)
+    for (const auto* calls : {&op.fw, &op.bw})
+      for (const auto& c : *calls)
+        if (c.is_kernel()) (c.query.dtype == DType::kFp8 ? fp8_calls : bf16_calls)[op.name] += op.count;
+  for (const char* name : {"model.layers.self_attn.qkv_proj", "model.layers.self_attn.o_proj",
+                           "model.layers.mlp.gate_up_proj", "model.layers.mlp.down_proj"}) {
+    EXPECT_EQ(fp8_calls[name], 3 * 32) << name;  // forward, input and weight gradients
+    EXPECT_EQ(bf16_calls[name], 0) << name;
+  }
+  EXPECT_EQ(fp8_calls.size(), 4u);  // nothing else: attention, norms, RoPE, SiLU-mul, LM head in BF16
+  EXPECT_EQ(bf16_calls["lm_head"], 3);
+  EXPECT_EQ(bf16_calls["model.layers.self_attn.core_attention"], 2 * 32);
+  // The shapes and the all-reduces are the BF16 graph's; the collectives carry BF16 (2 B) values.
+  const OpGraph b = build_llm_training_graph(m, 2, 512, DType::kBf16, par);
+  EXPECT_EQ(pass_kernels(g, false), pass_kernels(b, false));
+  EXPECT_EQ(pass_kernels(g, true), pass_kernels(b, true));
+  double ar_fp8 = 0, ar_bf16 = 0;
+  for (const auto* gr : {&g, &b})
+    for (const auto& op : gr->ops)
+      for (const auto& c : op.fw)
+        if (c.collective == Collective::kAllReduce) (gr == &g ? ar_fp8 : ar_bf16) += c.bytes * double(op.count);
+  EXPECT_GT(ar_bf16, 0);
+  EXPECT_DOUBLE_EQ(ar_fp8, ar_bf16);
+  // Cast once a step: tp 2's half of 32 x (4,096 x 4,096 (q) + 2 x 4,096 x 1,024 (k, v) + 4,096 x
+  // 4,096 (o) + 3 x 4,096 x 14,336 (gate, up, down)) = 6,979,321,856 / 2.
+  EXPECT_DOUBLE_EQ(g.fp8_weight_parameters, 3489660928.0);
+  EXPECT_EQ(b.fp8_weight_parameters, 0);
+  // Mixtral: the router and the fused MoE stay BF16; the attention projections run in FP8, and
+  // only their weights are cast: 32 x (2 x 4,096 x 4,096 + 2 x 4,096 x 1,024) = 1,342,177,280.
+  ModelConfig mx = load_model_config("mixtral-8x7b", models_dir());
+  const OpGraph x = build_llm_training_graph(mx, 1, 256, DType::kFp8, {});
+  for (const auto& op : x.ops)
+    for (const auto& c : op.fw)
+      if (c.is_kernel()) {
+        const bool fp8 = op.name == "model.layers.self_attn.qkv_proj" || op.name == "model.layers.self_attn.o_proj";
+        EXPECT_EQ(c.query.dtype, fp8 ? DType::kFp8 : DType::kBf16) << op.name;
+      }
+  EXPECT_DOUBLE_EQ(x.fp8_weight_parameters, 1342177280.0);
+}
+
 TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
   ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
-  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp8, {}); },
-                            {"--dtype fp8", "bf16 or fp16"});
-  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp32, {}); }, {"bf16 or fp16"});
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp8Block, {}); },
+                            {"--dtype fp8_block", "Transformer Engine's per-tensor recipe, --dtype fp8"});
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp32, {}); }, {"bf16, fp16 or fp8"});
   ModelConfig gpt2 = load_model_config("gpt2-large", models_dir());
   expect_error<ConfigError>([&] { build_llm_training_graph(gpt2, 1, 16, DType::kBf16, {}); },
                             {"decoder families", "gpt2"});

@@ -125,3 +125,32 @@ TEST(Memory, Llama8bMixedPrecisionTrainingByHand) {
   p.zero = 5;
   EXPECT_THROW(llm_training_memory(m, 8, 2048, DType::kBf16, p, h100), ConfigError);
 }
+
+// FP8 training (Transformer Engine): BF16 weights plus an FP8 copy and transpose of each FP8
+// GEMM's weight; the FP8 GEMMs' saved inputs in FP8. Llama-3.1-8B, one H100, 2,048 tokens.
+TEST(Memory, Llama8bFp8TrainingByHand) {
+  const ModelConfig m = model("llama-3.1-8b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const auto r = llm_training_memory(m, 1, 2048, DType::kFp8, {}, h100);
+  // 32 x (2 x 4,096 x 4,096 + 2 x 4,096 x 1,024 + 3 x 4,096 x 14,336) = 6,979,321,856 weights,
+  // 2 B each of copies.
+  EXPECT_DOUBLE_EQ(r.weights_gb, (2 * 8030261248.0 + 2 * 6979321856.0) / 1e9);
+  EXPECT_DOUBLE_EQ(r.gradients_gb, 4 * 8030261248.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.optimizer_gb, 12 * 8030261248.0 / 1e9);
+  // A token and layer: BF16 2 x (2 x 4,096 (the norms' inputs) + 48 x 128 (Q, K, V) + 32 x 128
+  // (attention output) + 2 x 14,336 (gate/up)) = 94,208; FP8 4,096 + 4,096 (the norms' outputs)
+  // + 14,336 (SiLU-mul output) + 4,096 (o_proj's copy of the attention output) = 26,624; the
+  // log-sum-exp 4 x 32 = 128: 120,960 (BF16 training: 139,392). x 2,048 x 32 = 7,927,234,560,
+  // + the embedding output 2 x 2,048 x 4,096 = 16,777,216 + the logits (2 + 4) x 2,048 x 128,256
+  // = 1,576,009,728: 9,520,021,504 bytes.
+  EXPECT_NEAR(r.activations_gb, 9520021504.0 / 1e9, 1e-9);
+  // Mixtral-8x7B: only the attention projections are FP8 (the experts stay BF16), so the copies
+  // are 2 B x 32 x (2 x 4,096 x 4,096 + 2 x 4,096 x 1,024) = 2,684,354,560 bytes, and only the
+  // input norm's output (4,096) and o_proj's copy (4,096) are saved in FP8 beside BF16's set.
+  const ModelConfig mx = model("mixtral-8x7b");
+  const auto b = llm_training_memory(mx, 1, 2048, DType::kBf16, {}, h100);
+  const auto f = llm_training_memory(mx, 1, 2048, DType::kFp8, {}, h100);
+  EXPECT_NEAR(f.weights_gb - b.weights_gb, 2684354560.0 / 1e9, 1e-9);
+  // (4,096 x 1 + 4,096 x 1) - 4,096 x 2 = 0 bytes a token and layer: the same activations.
+  EXPECT_NEAR(f.activations_gb, b.activations_gb, 1e-9);
+}

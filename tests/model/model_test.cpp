@@ -969,6 +969,48 @@ TEST(Multi, GradientsReduceUnderTheLastMicrobatch) {
   EXPECT_NEAR(z1_one.communication_ms, bucket, 1e-9);  // a whole step's passes hide both
 }
 
+// FP8 training: the layers' dense GEMMs at the FP8 peak, the weights' casts once a step (by hand
+// from the spec's bandwidth), the rest as BF16 training, and MFU against the BF16 peak.
+TEST(Multi, Fp8TrainingCastsTheWeightsOnceAStep) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig m = load_model_config("llama-3.1-8b", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  ASSERT_EQ(h100.mem_bw_gbps, 3352);
+  Parallelism par;
+  par.microbatches = 4;
+  const OpGraph gb = build_llm_training_graph(m, 8, 4096, DType::kBf16, par);
+  const OpGraph g8 = build_llm_training_graph(m, 8, 4096, DType::kFp8, par);
+  auto b = predictor::forecast_model(gb, h100, p), f = predictor::forecast_model(g8, h100, p);
+  // 4 B (BF16 read, FP8 and its transpose written) x 6,979,321,856 weights at 3,352 GB/s, once
+  // for the four microbatches.
+  EXPECT_NEAR(f.fp8_weight_cast_ms, 4 * 6979321856.0 / 3352e9 * 1e3, 1e-9);
+  EXPECT_EQ(b.fp8_weight_cast_ms, 0);
+  // Every op but the FP8 GEMMs costs what BF16 training's does (per op, all microbatches).
+  double fp8_gemms_b = 0, fp8_gemms_f = 0;
+  ASSERT_EQ(b.ops.size(), f.ops.size());
+  for (size_t i = 0; i < b.ops.size(); ++i) {
+    const bool fp8 = b.ops[i].kind == "gemm" && b.ops[i].name != "lm_head";
+    if (fp8) {
+      fp8_gemms_b += (b.ops[i].fw_ms + b.ops[i].bw_ms) * b.ops[i].count;
+      fp8_gemms_f += (f.ops[i].fw_ms + f.ops[i].bw_ms) * f.ops[i].count;
+    } else {
+      EXPECT_DOUBLE_EQ(f.ops[i].fw_ms, b.ops[i].fw_ms) << b.ops[i].name;
+      EXPECT_DOUBLE_EQ(f.ops[i].bw_ms, b.ops[i].bw_ms) << b.ops[i].name;
+    }
+  }
+  // 8,192-token GEMMs of a 7B model: FP8 forecast faster than BF16, above half its time.
+  EXPECT_LT(fp8_gemms_f, 0.9 * fp8_gemms_b);
+  EXPECT_GT(fp8_gemms_f, 0.5 * fp8_gemms_b);
+  EXPECT_NEAR(f.total_ms - b.total_ms, (fp8_gemms_f - fp8_gemms_b) + f.fp8_weight_cast_ms, 1e-6 * b.total_ms);
+  // MFU: the same FLOPs against the same (BF16) peak, so the ratio is the steps' inverse ratio.
+  predictor::set_training_throughput(b, gb, h100);
+  predictor::set_training_throughput(f, g8, h100);
+  EXPECT_NEAR(f.mfu_pct / b.mfu_pct, (b.total_ms + b.optimizer_ms) / (f.total_ms + f.optimizer_ms), 1e-9);
+  // No FP8 tensor cores: one line naming the GPU and the dtype.
+  expect_error<ConfigError>([&] { predictor::forecast_model(g8, registry().resolve("A100-80GB-SXM"), p); },
+                            {"A100-80GB-SXM", "no fp8 tensor-core peak"});
+}
+
 TEST(Multi, CollectivesAcrossNodes) {
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   ASSERT_EQ(h100.gpus_per_node, 8);

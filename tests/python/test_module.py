@@ -56,7 +56,7 @@ try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=1, seq=128, mode="training", recompute="full")
     raise AssertionError("recompute without a mixed-precision dtype was accepted")
 except ValueError as e:
-    assert "recompute applies to mixed-precision training (mode training dtype bf16|fp16)" in str(e), e
+    assert "recompute applies to mixed-precision training (mode training dtype bf16|fp16|fp8)" in str(e), e
 # Every error names the keyword that carries the option here, not the CLI's flag.
 for kw, msg in ((dict(mode="decode", batch=1), "mode decode needs context L"),
                 (dict(mode="training", dtype="bf16", batch=1, seq=128, zero=4), "zero: expected 0, 1, 2, 3 or auto (plan), got '4'"),
