@@ -118,6 +118,10 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   else
     std::printf("tile         %g elements/CTA, %d threads/CTA\n", r.launch.elems_per_cta,
                 r.launch.threads_per_cta);
+  if (r.fp8_from_bf16)
+    std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "
+                "scripts/eval-moe-fp8.py)\n",
+                predictor::kTritonFp8MoeFloorUs, predictor::kTritonFp8MoeFactor, r.bf16_ms, moe_library(spec));
   if (!r.out_of_range.empty()) {
     std::string names;
     for (const auto& n : r.out_of_range) names += (names.empty() ? "" : ", ") + n;

@@ -137,6 +137,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
   if (is_attention(fam)) {
     j["library"] = attention_library(spec);
   } else if (kind == OpKind::kMoe) {
+    if (r.fp8_from_bf16) j["fp8_from_bf16_ms"] = r.bf16_ms;
     const MoeLoad& l = r.launch.moe;
     j["library"] = moe_library(spec);
     j["experts_hit"] = l.hit;

@@ -292,6 +292,48 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
     }
     return out;
   }
+  // FP8 MoE layers of a Triton GPU: forecast with their BF16 twins (kTritonFp8MoeFactor).
+  std::vector<size_t> fp8_moe;
+  for (size_t i = 0; i < queries.size(); ++i)
+    if (triton_fp8_moe(queries[i], gpu)) fp8_moe.push_back(i);
+  if (fp8_moe.empty()) return predict_by_set(queries, gpu);
+  std::vector<KernelQuery> with_bf16 = queries;
+  for (size_t i : fp8_moe) {
+    KernelQuery b = queries[i];
+    b.dtype = DType::kBf16;
+    with_bf16.push_back(b);
+  }
+  const std::vector<KernelPrediction> r = predict_by_set(with_bf16, gpu);
+  std::vector<KernelPrediction> out(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(queries.size()));
+  for (size_t j = 0; j < fp8_moe.size(); ++j) {
+    KernelPrediction& p = out[fp8_moe[j]];
+    const KernelPrediction& b = r[queries.size() + j];
+    const auto from_bf16 = [&](double bf16_ms) {
+      return std::max(kTritonFp8MoeFloorUs * 1e-3 + kTritonFp8MoeFactor * bf16_ms, p.peak_ms);
+    };
+    p.fp8_from_bf16 = true;
+    p.bf16_ms = b.latency_ms;
+    p.latency_ms = from_bf16(b.latency_ms);
+    p.at_peak = p.latency_ms <= p.peak_ms;
+    p.member_min_ms = from_bf16(b.member_min_ms);
+    p.member_max_ms = from_bf16(b.member_max_ms);
+    p.utilisation = p.bound_ms / p.latency_ms;
+    // The BF16 forecast's standing: its training range, its network's share, its call overhead.
+    p.out_of_range = b.out_of_range;
+    p.clamped = b.clamped;
+    p.corrected = b.corrected;
+    p.network_weight = b.network_weight;
+    p.stream_ms = std::max(p.latency_ms - (b.latency_ms - b.stream_ms), std::min(p.latency_ms, kMinStreamUs * 1e-3));
+  }
+  return out;
+}
+
+bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu) {
+  return q.op == OpKind::kMoe && is_fp8(q.dtype) && std::string(moe_library(gpu)) == "sglang_fused_moe_triton";
+}
+
+std::vector<KernelPrediction> KernelPredictor::predict_by_set(const std::vector<KernelQuery>& queries,
+                                                             const GpuSpec& gpu) const {
   const KernelPredictor* amd = gpu.vendor == "amd" ? impl_->amd_set() : nullptr;
   if (!amd) return predict_here(queries, gpu);
   std::vector<size_t> on_amd, here;

@@ -252,6 +252,8 @@ tc_cli_fail(compare_sort_goodput_without_slo "--sort goodput: needs --mode gener
 tc_cli_fail(predict_slo_prefill "--slo-ttft-ms does not apply to --mode prefill" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;prefill;--batch;4;--seq;100;--slo-ttft-ms;50")
 tc_cli_fail(predict_arrivals_without_rate "--arrivals applies with --request-rate only" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;4;--seq;100;--gen;4;--arrivals;uniform")
 tc_cli_fail(predict_request_rate_decode "--request-rate does not apply to --mode decode" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;4;--context;100;--request-rate;2")
+# FP8 MoE on a Triton GPU: from the same layer's BF16 forecast (scripts/eval-moe-fp8.py).
+tc_cli_test(predict_kernel_moe_fp8_triton "fp8 +13\\.39 us \\+ 0\\.4916 x the BF16 layer's [0-9.]+ ms \\(sglang_fused_moe_triton" ${TC} predict-kernel --op moe --shape 4096,4096,14336,2,8 --dtype fp8_block --gpu H100-SXM)
 tc_cli_test(predict_kernel_chunk "shape +1,2048,32,8,128,p6144 .bf16." ${TC} predict-kernel --op attention_prefill --shape 1,2048,32,8,128 --prefix 6144 --gpu H100-SXM)
 tc_cli_fail(predict_kernel_prefix_gemm "--prefix applies to --op attention_prefill only" "${TC};predict-kernel;--op;gemm;--shape;16,4096,4096;--prefix;8;--gpu;H100-SXM")
 tc_cli_test(plan_chunked_refuses_pipelines "layouts that cannot run .[0-9]+.:\n.*one pipeline stage only" ${TC} plan --model llama-3.1-8b --gpu H100-SXM --gpus 2 --global-batch 8 --mode generate --seq 512 --gen 8 --max-batched-tokens 2048)

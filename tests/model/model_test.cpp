@@ -1011,6 +1011,35 @@ TEST(Multi, Fp8TrainingCastsTheWeightsOnceAStep) {
                             {"A100-80GB-SXM", "no fp8 tensor-core peak"});
 }
 
+// FP8 fused MoE on a GPU whose MoE kernel is Triton's: the same layer's BF16 forecast x
+// kTritonFp8MoeFactor + kTritonFp8MoeFloorUs (scripts/eval-moe-fp8.py fits them on the B200's
+// Triton pairs); datacenter Blackwell (TRT-LLM's kernels, the networks' own FP8 rows) keeps the
+// network's FP8 forecast. In a batch with other kernels, each answer stays in its place.
+TEST(MoeFp8, TritonGpusForecastFromTheBf16Layer) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const GpuSpec& b200 = registry().resolve("B200");
+  const KernelQuery gemm = gemm_q(256, 4096, 4096, DType::kBf16);
+  for (DType d : {DType::kFp8Block, DType::kFp8}) {
+    const KernelQuery fp8 = moe_q(4096, 4096, 14336, 2, 8, 1, 1, d);
+    const KernelQuery bf16 = moe_q(4096, 4096, 14336, 2, 8, 1, 1, DType::kBf16);
+    const auto r = p.predict(std::vector<KernelQuery>{gemm, fp8, bf16}, h100);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_DOUBLE_EQ(r[0].latency_ms, p.predict(gemm, h100).latency_ms);
+    EXPECT_FALSE(r[2].fp8_from_bf16);
+    EXPECT_TRUE(r[1].fp8_from_bf16);
+    EXPECT_DOUBLE_EQ(r[1].bf16_ms, r[2].latency_ms);
+    EXPECT_NEAR(r[1].latency_ms, 0.01339 + 0.4916 * r[2].latency_ms, 1e-12);
+    EXPECT_GT(r[1].latency_ms, r[1].peak_ms);
+    EXPECT_NEAR(r[1].utilisation, r[1].bound_ms / r[1].latency_ms, 1e-12);
+    EXPECT_NEAR(r[1].member_min_ms, 0.01339 + 0.4916 * r[2].member_min_ms, 1e-12);
+    // The roofline is the FP8 layer's own: half the BF16 layer's compute bound.
+    EXPECT_NEAR(r[1].roofline_ms, r[2].roofline_ms / 2, 0.05 * r[2].roofline_ms);
+    EXPECT_FALSE(predictor::triton_fp8_moe(fp8, b200));
+    EXPECT_FALSE(p.predict(fp8, b200).fp8_from_bf16);
+  }
+}
+
 TEST(Multi, CollectivesAcrossNodes) {
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   ASSERT_EQ(h100.gpus_per_node, 8);
