@@ -4,6 +4,7 @@
 // Formulas: docs/architecture.md#kernel-model.
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/gpu_spec.h"
@@ -56,6 +57,14 @@ struct KernelQuery {
   int64_t moe_tp = 1, moe_ep = 1;      // expert FFNs split over moe_tp ranks, experts over moe_ep
   double routing_alpha = 0;            // token routing: 0 = balanced, else power law i^-alpha
 };
+// Every field of a KernelQuery, in order: two queries with the same key are the same kernel
+// (graph_predictor's dedup, KernelPredictor's memo). Add a field there and here.
+using KernelQueryKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t,
+                                  int64_t, int64_t, int64_t, int64_t, double>;
+inline KernelQueryKey query_key(const KernelQuery& q) {
+  return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h, static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype),
+          q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha};
+}
 // Causal prefill of `batch` prompts of `seq` tokens; decode of one token per sequence over
 // `ctx` cached tokens. Heads must be a multiple of kv_heads (GQA).
 KernelQuery attention_prefill_q(int64_t batch, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim,

@@ -79,7 +79,7 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   r.capacity_gb = gpu.mem_gb();
   const double e = dtype_size(training_storage_dtype(dtype));
   const bool fp8 = dtype == DType::kFp8;
-  if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
+  check_zero_stage(par.zero);
   const double params = model_parameters(m) / double(par.tp * par.pp), dp = double(par.dp);
   // FP8: Transformer Engine keeps each GEMM weight's FP8 copy and its transpose (1 B each).
   const double fp8_copies = fp8 ? 2.0 * fp8_training_gemm_parameters(m) / double(par.tp * par.pp) : 0;

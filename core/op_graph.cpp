@@ -631,6 +631,10 @@ double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
   return std::max(1.0, double(e) * (1.0 - p_miss));
 }
 
+void check_zero_stage(int zero) {
+  if (zero < 0 || zero > 3) throw ConfigError("--zero: " + std::to_string(zero) + " out of range [0, 3]");
+}
+
 void check_pipeline_stages(int64_t layers, int64_t pp) {
   if (pp < 1 || pp > layers)
     throw ConfigError("--pp " + std::to_string(pp) + ": expected 1.." + std::to_string(layers) + " stages (the model's layers)");
@@ -893,7 +897,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     if (v < 1 || v > 4096)
       throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
   if (par.ep != 1) throw ConfigError("--ep does not apply to --mode training (expert parallelism is a serving layout)");
-  if (par.zero < 0 || par.zero > 3) throw ConfigError("--zero: " + std::to_string(par.zero) + " out of range [0, 3]");
+  check_zero_stage(par.zero);
   if (par.sequence_parallel && par.tp < 2) throw ConfigError("--sequence-parallel needs --tp 2 or more");
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +

@@ -202,6 +202,8 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
                                  const Parallelism& par, bool recompute = false);
 // ConfigError naming --pp unless 1 <= pp <= layers.
 void check_pipeline_stages(int64_t layers, int64_t pp);
+// ConfigError naming --zero unless 0 <= zero <= 3 (Parallelism::zero).
+void check_zero_stage(int zero);
 // Layers of each of `pp` pipeline stages, in order, as vLLM splits them (get_pp_indices):
 // layers / pp each, the remainder one apiece to the stages before the last, from the last but
 // one backwards (the last stage also holds the head). Even splits are Megatron-LM's too.

@@ -12,26 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <tuple>
 
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/units.h"
 
 namespace tilecast::predictor {
-namespace {
-
-// Every field of a KernelQuery: two queries with the same key are the same kernel.
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, double>;
-Key key_of(const KernelQuery& q) {
-  return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h, static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype),
-          q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha};
-}
-
-
-}  // namespace
-
 namespace {
 constexpr double kLinkEfficiency = 0.8;  // NCCL bus bandwidth / link peak on NVLink
 constexpr double kSendRecvLatencyMs = 0.005;
@@ -162,13 +148,13 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
                              bool isolated) {
   check_host_gap_us(host_gap_us);
   const double gap_ms = host_gap_us * 1e-3;
-  std::map<Key, size_t> index;
+  std::map<KernelQueryKey, size_t> index;
   std::vector<KernelQuery> unique;
   // Decodes costed by varlen_decode_ms, not by a kernel forecast.
   auto varlen = [&](const KernelCall& c) { return c.varlen_decode && fa2_varlen_mixing(gpu, c.query.kv_dtype); };
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
-      if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && index.emplace(key_of(c.query), unique.size()).second)
+      if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && index.emplace(query_key(c.query), unique.size()).second)
         unique.push_back(c.query);
   };
   for (const auto& op : g.ops) {
@@ -200,11 +186,11 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
           throw std::logic_error("forecast_model: a call at the forward rate needs a forward kernel of its family");
         // Multiply-adds (b m n k) of the two GEMMs: a gradient GEMM has no bias epilogue.
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
-        ms += time_ms(preds[index.at(key_of(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
+        ms += time_ms(preds[index.at(query_key(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
       } else if (varlen(c)) {
         ms += varlen_decode_ms(c.query, gpu) * c.scale;
       } else {
-        ms += time_ms(preds[index.at(key_of(c.query))]) * c.scale;
+        ms += time_ms(preds[index.at(query_key(c.query))]) * c.scale;
       }
     }
     return ms;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -43,7 +42,7 @@ struct KernelPredictor::Impl {
   std::mutex memo_mu;
   int memo_scopes = 0;
   int64_t memo_hits = 0, memo_misses = 0;
-  std::map<std::pair<const GpuSpec*, std::string>, KernelPrediction> memo;
+  std::map<std::pair<const GpuSpec*, KernelQueryKey>, KernelPrediction> memo;
 
   const TileTable& tile_table() {
     std::lock_guard<std::mutex> lock(mu);
@@ -183,20 +182,6 @@ KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const K
 }
 }  // namespace
 
-namespace {
-// Every field of a query, as the memo's key.
-std::string memo_key(const KernelQuery& q) {
-  char buf[320];
-  std::snprintf(buf, sizeof buf, "%d|%lld|%lld|%lld|%lld|%lld|%d|%d|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%.17g",
-                static_cast<int>(q.op), static_cast<long long>(q.b), static_cast<long long>(q.m),
-                static_cast<long long>(q.n), static_cast<long long>(q.k), static_cast<long long>(q.h),
-                static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype), static_cast<long long>(q.ctx),
-                static_cast<long long>(q.window), static_cast<long long>(q.prefix), static_cast<long long>(q.experts),
-                static_cast<long long>(q.topk), static_cast<long long>(q.moe_tp), static_cast<long long>(q.moe_ep),
-                q.routing_alpha);
-  return buf;
-}
-}  // namespace
 
 KernelPredictor::MemoScope::MemoScope(const KernelPredictor& kp) : kp_(kp) {
   std::lock_guard<std::mutex> lock(kp_.impl_->memo_mu);
@@ -227,9 +212,9 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
       std::vector<KernelPrediction> out(queries.size());
       std::vector<KernelQuery> fresh;
       std::vector<size_t> fresh_at;
-      std::vector<std::string> keys(queries.size());
+      std::vector<KernelQueryKey> keys(queries.size());
       for (size_t i = 0; i < queries.size(); ++i) {
-        keys[i] = memo_key(queries[i]);
+        keys[i] = query_key(queries[i]);
         const auto it = impl_->memo.find({&gpu, keys[i]});
         if (it != impl_->memo.end()) {
           out[i] = it->second;
