@@ -118,8 +118,9 @@ struct OpGraph {
   Mode mode = Mode::kInference;
   bool fused = false;
   double parameters = 0;  // for the optimizer estimate
-  // FP8 training (build_llm_training_graph): layer GEMM weights of one tp rank, all stages,
-  // that are cast to FP8 once a step (ModelForecast::fp8_weight_cast_ms); 0 otherwise.
+  // FP8 training (build_llm_training_graph): the FP8 GEMMs' weights on one tp rank, all stages
+  // (fp8_training_gemm_parameters / tp), cast to FP8 once a step (ModelForecast::
+  // fp8_weight_cast_ms); 0 otherwise.
   double fp8_weight_parameters = 0;
   std::vector<GraphOp> ops;
   // Serving graphs (kPrefill/kDecode): GEMM dtype, KV-cache dtype, and per sequence the
@@ -195,8 +196,9 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
 // per-tensor scales): the layers' dense GEMMs (QKV, o_proj, gate_up, down; all three of each:
 // forward, input and weight gradients) in fp8, each with its input's quantisation as the gemm
 // family counts it; weights, activations, attention, norms, collectives, the router, the fused
-// MoE (the moe family's FP8 rows are one GPU's block-scaled kernels: docs/model-graphs.md) and
-// the LM head in BF16 (training_storage_dtype); g.fp8_weight_parameters for the weights' casts.
+// MoE (the moe family's FP8 is SGLang's serving kernels', not Transformer Engine's grouped GEMMs:
+// docs/model-graphs.md) and the LM head in BF16 (training_storage_dtype);
+// g.fp8_weight_parameters for the weights' casts.
 // ConfigError for other model types, fp32/fp8_block/fp8_static, sizes or layouts out of range.
 OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
                                  const Parallelism& par, bool recompute = false);

@@ -50,11 +50,11 @@ struct ModelForecast {
   // forward is recomputed, the global tokens a second over the step (total_ms + optimizer_ms),
   // and the model FLOPs utilisation: 3x one GPU's forward GEMM, attention and expert FLOPs (no
   // recomputation; a GPU's share of the pipeline stages) over that time at the dtype's dense
-  // tensor peak (BF16's for FP8 training, whose GEMMs alone run in FP8: comparable across
-  // precisions, as Megatron-LM and NeMo state it).
+  // tensor peak (BF16's for FP8 training, whose GEMMs alone run in FP8, so that the two
+  // precisions compare on one scale).
   bool mixed_training() const { return mode == Mode::kTraining && dtype != DType::kFp32; }
   bool recompute = false;
-  // FP8 training: the first microbatch's forward casts each layer GEMM weight of the GPU's
+  // FP8 training: the first microbatch's forward casts each FP8 GEMM's weight on the GPU's
   // stages to FP8 with its transpose (read 2 B, write 2 x 1 B a weight at DRAM bandwidth;
   // Transformer Engine reuses them for the step's later microbatches); in forward_ms and total_ms.
   double fp8_weight_cast_ms = 0;

@@ -182,7 +182,6 @@ KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const K
 }
 }  // namespace
 
-
 KernelPredictor::MemoScope::MemoScope(const KernelPredictor& kp) : kp_(kp) {
   std::lock_guard<std::mutex> lock(kp_.impl_->memo_mu);
   if (kp_.impl_->memo_scopes++ == 0) kp_.impl_->memo_hits = kp_.impl_->memo_misses = 0;
@@ -293,13 +292,12 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
   for (size_t j = 0; j < fp8_moe.size(); ++j) {
     KernelPrediction& p = out[fp8_moe[j]];
     const KernelPrediction& b = r[queries.size() + j];
-    const auto from_bf16 = [&](double bf16_ms) {
-      return std::max(kTritonFp8MoeFloorUs * 1e-3 + kTritonFp8MoeFactor * bf16_ms, p.peak_ms);
-    };
+    const auto rule_ms = [](double bf16_ms) { return kTritonFp8MoeFloorUs * 1e-3 + kTritonFp8MoeFactor * bf16_ms; };
+    const auto from_bf16 = [&](double bf16_ms) { return std::max(rule_ms(bf16_ms), p.peak_ms); };
     p.fp8_from_bf16 = true;
     p.bf16_ms = b.latency_ms;
     p.latency_ms = from_bf16(b.latency_ms);
-    p.at_peak = p.latency_ms <= p.peak_ms;
+    p.at_peak = rule_ms(b.latency_ms) < p.peak_ms;
     p.member_min_ms = from_bf16(b.member_min_ms);
     p.member_max_ms = from_bf16(b.member_max_ms);
     p.utilisation = p.bound_ms / p.latency_ms;
