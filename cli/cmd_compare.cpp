@@ -49,7 +49,9 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
-      "ep", po::value(&ep), "serving MoE: expert-parallel sizes within the tp group, comma-separated (default 1)")(
+      "ep", po::value(&ep),
+      "MoE: expert-parallel sizes, comma-separated (default 1): within the tp group (serving) or the dp group "
+      "(mixed-precision training)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(

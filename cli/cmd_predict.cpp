@@ -48,7 +48,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "dp", po::value(&a.par.dp)->default_value(1), "data-parallel GPUs (DDP; --batch is the global batch)")(
       "tp", po::value(&a.par.tp)->default_value(1), "tensor-parallel GPUs (Megatron-LM column/row split)")(
       "ep", po::value(&a.par.ep)->default_value(1),
-      "serving MoE: expert-parallel ranks of the tp group (experts split over ep, each expert's FFN over tp / ep)")(
+      "MoE: expert-parallel ranks; serving: of the tp group (experts split over ep, each expert's FFN over tp / ep); "
+      "mixed-precision training: of the dp group (experts split over ep, tokens sent to them by all-to-alls)")(
       "routing", po::value(&a.routing),
       "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank is forecast)")(
       "pp", po::value(&a.par.pp)->default_value(1),

@@ -106,8 +106,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("tile         %dx%d split_k=%d (%s tensor-core tile, from the spec's architecture)\n",
                 r.launch.tile.tm, r.launch.tile.tk, r.launch.tile.split_k, spec.arch.c_str());
   else if (moe)
-    std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)\n", r.launch.moe.hit,
-                r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec));
+    std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)%s\n", r.launch.moe.hit,
+                r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec), r.moe_chunks > 1 ? ", each chunk" : "");
   else if (op_family(kind) == Family::kMemoryOp)
     std::printf("model        physics: per-launch floor + DRAM time of the bytes not resident in L2 (%.4g MB of "
                 "%.4g MB here) + SM-side time per byte (fitted)\n",
@@ -122,6 +122,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "
                 "scripts/eval-moe-fp8.py)\n",
                 predictor::kTritonFp8MoeFloorUs, predictor::kTritonFp8MoeFactor, r.bf16_ms, moe_library(spec));
+  if (r.moe_chunks > 1)
+    std::printf("chunks       %lld x %lld tokens, one after another (the family was trained on at most %lld tokens; "
+                "at the top of that range the data's latency doubles with the tokens)\n",
+                static_cast<long long>(r.moe_chunks), static_cast<long long>(r.moe_chunk_tokens),
+                static_cast<long long>(pred.moe_trained_tokens(spec)));
   if (!r.out_of_range.empty()) {
     std::string names;
     for (const auto& n : r.out_of_range) names += (names.empty() ? "" : ", ") + n;

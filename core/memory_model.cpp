@@ -80,13 +80,22 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   const double e = dtype_size(training_storage_dtype(dtype));
   const bool fp8 = dtype == DType::kFp8;
   check_zero_stage(par.zero);
-  const double params = model_parameters(m) / double(par.tp * par.pp), dp = double(par.dp);
+  check_training_expert_parallel(m, par);
+  const double replica = double(par.tp * par.pp), dp = double(par.dp), ep = double(par.ep);
+  // Expert parallelism: each rank holds 1 / ep of the experts, which ZeRO shards over the
+  // dp / ep ranks holding the same ones (the rest over all dp ranks).
+  const double experts = par.ep > 1 ? expert_parameters(m) : 0;
+  const double dense = (model_parameters(m) - experts) / replica, local_experts = experts / (replica * ep);
+  // Parameters on a rank, sharded over the data-parallel ranks from ZeRO stage `stage` on.
+  auto rank_parameters = [&](int stage) {
+    return par.zero >= stage ? dense / dp + local_experts / (dp / ep) : dense + local_experts;
+  };
   // FP8: Transformer Engine keeps each GEMM weight's FP8 copy and its transpose (1 B each).
-  const double fp8_copies = fp8 ? 2.0 * fp8_training_gemm_parameters(m) / double(par.tp * par.pp) : 0;
-  r.weights_gb = (e * params + fp8_copies) / (par.zero >= 3 ? dp : 1.0) / 1e9;
-  r.gradients_gb = 4 * params / (par.zero >= 2 ? dp : 1.0) / 1e9;
+  const double fp8_copies = fp8 ? 2.0 * fp8_training_gemm_parameters(m) / replica : 0;
+  r.weights_gb = (e * rank_parameters(3) + fp8_copies / (par.zero >= 3 ? dp : 1.0)) / 1e9;
+  r.gradients_gb = 4 * rank_parameters(2) / 1e9;
   // FP32 master weights, exp_avg, exp_avg_sq.
-  r.optimizer_gb = optimizer_state ? 12 * params / (par.zero >= 1 ? dp : 1.0) / 1e9 : 0;
+  r.optimizer_gb = optimizer_state ? 12 * rank_parameters(1) / 1e9 : 0;
   const double tp = double(par.tp), h = m.hidden, a = m.heads, kv = kv_heads_of(m), d = m.head_dim;
   // Sequence parallelism splits the norms' inputs and outputs over the tp ranks too.
   const double norm_share = par.sequence_parallel ? tp : 1.0;

@@ -58,7 +58,10 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 // BF16 training's gradients in FP32) and, with `optimizer_state`, AdamW's FP32 master weights
 // and two moments (12 B); ZeRO (par.zero) shards over the dp ranks the optimizer state (1),
 // the gradients too (2) and the weights too (3; each layer's gathered weights, transient, are
-// not counted). Activations saved per token and layer, in the dtype, on one GPU of
+// not counted). Expert parallelism (par.ep > 1): each rank holds 1 / ep of the expert weights
+// (expert_parameters), ZeRO sharding those over the dp / ep ranks that share them; its
+// activations are as without it (each rank's experts take t x top-k tokens on average, the
+// count its own tokens send). Activations saved per token and layer, in the dtype, on one GPU of
 // the tp group (FlashAttention: no score matrix):
 //   the residual stream into each of the two norms and each norm's output (4h), Q, K and V
 //   ((a + 2 kv) d / tp) and the attention output (a d / tp) plus its FP32 log-sum-exp (4 a / tp

@@ -226,6 +226,12 @@ double fp8_training_gemm_parameters(const ModelConfig& m) {
   return double(m.layers) * (2 * h * q + 2 * h * kv + ffn);
 }
 
+double expert_parameters(const ModelConfig& m) {
+  if (!is_llm_family(m.model_type))
+    throw ConfigError("expert parallelism covers the decoder families, not '" + m.model_type + "'");
+  return double(m.layers) * double(m.num_experts) * 3.0 * double(m.hidden) * double(m.moe_ffn);
+}
+
 double model_parameters(const ModelConfig& m) {
   const double h = m.hidden, f = m.ffn, v = m.vocab;
   if (is_llm_family(m.model_type)) {

@@ -85,5 +85,9 @@ double model_parameters(const ModelConfig& m);
 // gated FFN; no biases, norms, router, MoE experts (BF16), embedding or LM head. ConfigError
 // for other model types.
 double fp8_training_gemm_parameters(const ModelConfig& m);
+// The decoder families' MoE expert weights (every layer's experts: gate, up and down
+// projections), the share of model_parameters that expert parallelism splits; 0 for a dense
+// model. ConfigError for other model types.
+double expert_parameters(const ModelConfig& m);
 
 }  // namespace tilecast

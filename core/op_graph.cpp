@@ -588,9 +588,10 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
-  if (par.zero != 0 || par.sequence_parallel)
-    throw ConfigError(std::string(par.zero != 0 ? "--zero" : "--sequence-parallel") +
-                      " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
+  if (par.zero != 0 || par.sequence_parallel || par.ep != 1)
+    throw ConfigError(std::string(par.zero != 0 ? "--zero" : par.ep != 1 ? "--ep" : "--sequence-parallel") +
+                      " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)" +
+                      (par.ep != 1 ? " and serving" : ""));
   const ArchSpec* arch = find_arch(m.model_type);
   if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
   if (par.tp > 1 && (arch->encoder_decoder || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
@@ -629,6 +630,18 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
   const double p_miss = std::pow(1.0 - double(k) / double(e), double(tokens));
   return std::max(1.0, double(e) * (1.0 - p_miss));
+}
+
+void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par) {
+  const std::string flag = "--ep " + std::to_string(par.ep);
+  if (par.ep < 1 || par.ep > 4096) throw ConfigError(flag + ": out of range [1, 4096]");
+  if (par.ep == 1) return;
+  if (m.num_experts == 0) throw ConfigError(flag + ": " + m.name + " has no experts (expert parallelism is for MoE models)");
+  if (par.dp % par.ep != 0 || m.num_experts % par.ep != 0)
+    throw ConfigError(flag + ": must divide --dp (" + std::to_string(par.dp) + ") and " + m.name + "'s " +
+                      std::to_string(m.num_experts) +
+                      " experts (training splits the experts over data-parallel ranks, as Megatron-Core's "
+                      "expert-model-parallel-size)");
 }
 
 void check_zero_stage(int zero) {
@@ -896,7 +909,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   for (int64_t v : {par.dp, par.tp, par.pp, par.microbatches})
     if (v < 1 || v > 4096)
       throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
-  if (par.ep != 1) throw ConfigError("--ep does not apply to --mode training (expert parallelism is a serving layout)");
+  check_training_expert_parallel(m, par);
   check_zero_stage(par.zero);
   if (par.sequence_parallel && par.tp < 2) throw ConfigError("--sequence-parallel needs --tp 2 or more");
   if (batch % (par.dp * par.microbatches) != 0)
@@ -927,6 +940,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   g.layers = m.layers;
   g.hidden = m.hidden;
   g.parameters = model_parameters(m);
+  g.expert_parameters = par.ep > 1 ? expert_parameters(m) : 0;
   g.dtype = dtype;
   // FP8 (Transformer Engine's recipe): the layers' dense GEMMs in FP8, everything else (weights,
   // activations, attention, norms, collectives, router, the fused MoE, LM head) in BF16.
@@ -997,14 +1011,34 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     // The router (replicated), then one fused MoE kernel per rank (each expert's FFN split
     // over the tp ranks), its backward at twice its time; the partial outputs all-reduced.
     gemm("mlp.gate", t, h, m.num_experts, kReplicated, act);
+    // Expert parallelism: every token's top-k copies sent to the ranks holding their experts
+    // and the outputs sent back (Megatron-Core's all-to-all token dispatcher), each a pass of
+    // the gradients backward. A rank's E / ep experts then take t x top-k tokens in all, the
+    // work of the layer without expert parallelism, whose forecast (the rank's t tokens over all
+    // E experts) costs it: the family's ep rows are SGLang's serving kernels, whose ranks route
+    // every token of the group (on Triton GPUs 1.1-3.8x slower than that layer at equal work
+    // from 1,024 tokens a rank on, scripts/moe-scaling.py), and a layer of E / ep experts alone
+    // lies outside the family's layer shapes. It reads every expert's weights where the rank
+    // holds 1 / ep of them: no faster than a grouped GEMM over the rank's own experts.
+    const int64_t ep = par.ep;
+    const double routed_bytes = e * double(t) * double(m.experts_per_token) * double(h);
+    auto exchange = [&](const std::string& name) {
+      GraphOp& o = b.op(name, "communication");
+      o.fw.push_back(KernelCall::all_to_all(routed_bytes, ep));
+      o.bw.push_back(KernelCall::all_to_all(routed_bytes, ep));
+    };
+    if (ep > 1) exchange("mlp.token_dispatch");
     const KernelQuery q = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, act);
-    GraphOp& o = b.op("mlp.experts", "moe");
-    o.fw.push_back(KernelCall::kernel(q));
-    o.bw.push_back(KernelCall::kernel_scaled(q, 2.0));
-    if (tp > 1) {
-      o.fw.push_back(all_reduce(e * double(t) * h));
-      o.bw.push_back(all_reduce(e * double(t) * h));
+    {
+      GraphOp& o = b.op("mlp.experts", "moe");
+      o.fw.push_back(KernelCall::kernel(q));
+      o.bw.push_back(KernelCall::kernel_scaled(q, 2.0));
+      if (tp > 1) {
+        o.fw.push_back(all_reduce(e * double(t) * h));
+        o.bw.push_back(all_reduce(e * double(t) * h));
+      }
     }
+    if (ep > 1) exchange("mlp.token_combine");
   }
   memop("residual_2", OpKind::kResidualAdd, ts, h, ts);
   if (recompute)

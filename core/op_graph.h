@@ -18,15 +18,16 @@ namespace tilecast {
 enum class Mode { kInference, kTraining, kPrefill, kDecode };
 const char* mode_name(Mode m);  // inference, training, prefill, decode
 
-enum class Collective { kNone, kAllReduce };
+enum class Collective { kNone, kAllReduce, kAllToAll };
 
 // One kernel launch: a predicted kernel, a pure memory pass (copies, gathers, masks) costed
-// at DRAM bandwidth, or an all-reduce over the interconnect (tensor parallelism; pipeline
-// transfers and data-parallel gradients are costed by the step timeline instead).
+// at DRAM bandwidth, an all-reduce over the interconnect (tensor parallelism) or an all-to-all
+// (training's expert parallelism: a MoE layer's token dispatch and combine over the ep group);
+// pipeline transfers and data-parallel gradients are costed by the step timeline instead.
 struct KernelCall {
   bool is_mem = false;
   KernelQuery query;   // neither mem nor collective
-  double bytes = 0;    // is_mem: bytes read + written; collective: message bytes
+  double bytes = 0;    // is_mem: bytes read + written; collective: each rank's message bytes
   Collective collective = Collective::kNone;
   int64_t group = 1;   // collective: GPUs taking part
   // A backward GEMM costed at its operator's forward GEMM rate: the forecast of the op's first
@@ -52,6 +53,9 @@ struct KernelCall {
   static KernelCall all_reduce(double bytes, int64_t group) {
     return {false, {}, bytes, Collective::kAllReduce, group};
   }
+  static KernelCall all_to_all(double bytes, int64_t group) {
+    return {false, {}, bytes, Collective::kAllToAll, group};
+  }
   bool is_kernel() const { return !is_mem && collective == Collective::kNone; }
 };
 
@@ -61,8 +65,12 @@ struct KernelCall {
 // heads and MLP columns and adds all-reduces; pipeline stages split the layers.
 struct Parallelism {
   int64_t dp = 1, tp = 1, pp = 1, microbatches = 1;
-  // Serving MoE layers: the experts split over `ep` ranks of the tensor-parallel group (expert
-  // parallelism), each expert's FFN over the remaining tp / ep; 1 = experts split by tp alone.
+  // Expert parallelism of the MoE layers (1 = none). Serving: the experts split over `ep`
+  // ranks of the tensor-parallel group, each expert's FFN over the remaining tp / ep.
+  // Mixed-precision training (Megatron-Core's expert-model-parallel-size): the experts split
+  // over `ep` ranks of the data-parallel group, each expert's FFN over tp as the dense layers',
+  // tokens dispatched to them and combined back by all-to-alls; the expert weights' gradients
+  // are reduced over the dp / ep ranks that hold the same experts.
   int64_t ep = 1;
   // Mixed-precision training: ZeRO stage of the data-parallel ranks (0: every rank holds it
   // all; 1: the optimizer state sharded over dp, as Megatron-LM's distributed optimizer;
@@ -118,6 +126,9 @@ struct OpGraph {
   Mode mode = Mode::kInference;
   bool fused = false;
   double parameters = 0;  // for the optimizer estimate
+  // Training with expert parallelism (par.ep > 1): the model's expert weights
+  // (expert_parameters), of `parameters`, which ep splits and dp / ep ranks reduce; 0 otherwise.
+  double expert_parameters = 0;
   // FP8 training (build_llm_training_graph): the FP8 GEMMs' weights on one tp rank, all stages
   // (fp8_training_gemm_parameters / tp), cast to FP8 once a step (ModelForecast::
   // fp8_weight_cast_ms); 0 otherwise.
@@ -204,6 +215,9 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
                                  const Parallelism& par, bool recompute = false);
 // ConfigError naming --pp unless 1 <= pp <= layers.
 void check_pipeline_stages(int64_t layers, int64_t pp);
+// Training's expert parallelism (Parallelism::ep): ConfigError naming --ep unless 1 <= ep <=
+// 4096 and, above 1, the model has experts and ep divides both dp and the experts.
+void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par);
 // ConfigError naming --zero unless 0 <= zero <= 3 (Parallelism::zero).
 void check_zero_stage(int zero);
 // Layers of each of `pp` pipeline stages, in order, as vLLM splits them (get_pp_indices):

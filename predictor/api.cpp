@@ -138,6 +138,8 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["library"] = attention_library(spec);
   } else if (kind == OpKind::kMoe) {
     if (r.fp8_from_bf16) j["fp8_from_bf16_ms"] = r.bf16_ms;
+    j["chunks"] = r.moe_chunks;  // > 1: forecast as equal chunks within the trained tokens
+    if (r.moe_chunks > 1) j["chunk_tokens"] = r.moe_chunk_tokens;
     const MoeLoad& l = r.launch.moe;
     j["library"] = moe_library(spec);
     j["experts_hit"] = l.hit;
@@ -315,12 +317,14 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                               q.par.pp, q.cached_prefix, pass);
     return r;
   }
-  // Expert parallelism and token routing are serving layouts: refused here, for predict,
-  // compare and plan alike.
-  if (q.par.ep != 1) throw ConfigError("--ep does not apply to --mode " + q.mode + " (expert parallelism is a serving layout)");
+  // Expert parallelism is a serving layout and mixed-precision training's, token routing a
+  // serving one: refused here for eager FP32, for predict, compare and plan alike.
+  const bool training = q.mode == "training", mixed_training = training && q.train_dtype != DType::kFp32;
+  if (q.par.ep != 1 && !mixed_training)
+    throw ConfigError("--ep does not apply to --mode " + q.mode + (training ? " in fp32" : "") +
+                      " (expert parallelism: serving, and mixed-precision training with --dtype bf16|fp16|fp8)");
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
-  const bool training = q.mode == "training";
-  if (training && q.train_dtype != DType::kFp32) {
+  if (mixed_training) {
     if (q.fusion) throw ConfigError("--fusion applies to eager FP32 inference, not mixed-precision training");
     const OpGraph g = build_llm_training_graph(mc, q.batch, q.tokens, q.train_dtype, q.par, q.recompute);
     r.forecast = forecast_model(g, spec, kp, q.host_gap_us);

@@ -297,8 +297,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   char buf[512];
   const bool serving = !rows.empty() && is_serving_mode(rows.front().mode);
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
-  // Serving tables of MoE layouts name each one's expert parallelism; the others have none.
-  const bool show_ep = serving && std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.ep > 1; });
+  // Tables of MoE layouts name each one's expert parallelism; the others have none.
+  const bool show_ep = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.ep > 1; });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -547,10 +547,11 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
         for (int64_t mb : divisors(global_batch / dp))
           if (mb <= 64) mbs.push_back(mb);
       }
-      // Serving an MoE model: each expert-parallel size of the tp group that divides the experts.
+      // An MoE model: each expert-parallel size that divides the experts, of the tp group
+      // (serving) or of the dp group (mixed-precision training).
       std::vector<int64_t> eps{1};
-      if (serving && m.num_experts > 0)
-        for (int64_t ep : divisors(tp))
+      if (m.num_experts > 0 && (serving || train_dtype != DType::kFp32))
+        for (int64_t ep : divisors(serving ? tp : dp))
           if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
       for (int64_t mb : mbs)
         for (int64_t ep : eps)

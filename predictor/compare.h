@@ -144,6 +144,8 @@ struct PlanRequest {
 // max_sequences those of all replicas. Generate with objectives ranks by goodput. For MoE models every expert-parallel size ep of the
 // tp group is a layout too (ep dividing tp and the experts; ep 1 splits every expert over tp),
 // each under the request's routing (the most loaded rank forecast; a dense model refuses one).
+// Mixed-precision training of an MoE model: every expert-parallel size of the dp group that
+// divides the experts is a layout too (Parallelism::ep).
 std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                  const std::string& models_dir, const Prices* prices = nullptr,
                                  std::vector<CompareRow>* skipped = nullptr);

@@ -96,6 +96,25 @@ double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
   return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.network_gbps)) + kSendRecvLatencyMs + kNetSendLatencyMs;
 }
 
+double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride) {
+  if (group <= 1) return 0;
+  need_interconnect(gpu);
+  const GroupSpan span = group_span(group, stride, gpu);
+  const double n = double(group), local_peers = double(span.ranks_per_node - 1), remote_peers = n - double(span.ranks_per_node);
+  // A 1/n share of the buffer to each peer, all at once (NCCL's grouped sends and receives):
+  // the peers on this node through its link (a mesh: one link to each), the others through
+  // its network port.
+  const double local_s = transfer_s(bytes * local_peers / n, kLinkEfficiency * gpu.collective_gbps(span.ranks_per_node));
+  double remote_s = 0, latency_ms = kSendRecvLatencyMs;
+  if (remote_peers > 0) {
+    need_network(gpu, "an all-to-all over " + std::to_string(group) + " GPUs" +
+                          (stride > 1 ? " " + std::to_string(stride) + " apart" : ""));
+    remote_s = transfer_s(bytes * remote_peers / n, kLinkEfficiency * gpu.network_gbps);
+    latency_ms += kNetSendLatencyMs;
+  }
+  return latency_ms + s_to_ms(std::max(local_s, remote_s));
+}
+
 bool fa2_varlen_mixing(const GpuSpec& gpu, DType kv_dtype) {
   // vLLM's FlashAttention backend builds FA3 on Hopper (9.0) and FA2 on Ampere and Ada (8.x);
   // Blackwell runs other backends, and so does an FP8 KV cache on FA2 GPUs (FA2 has none).
@@ -120,13 +139,13 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu) {
 }
 
 double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<double(const KernelQuery&)>& kernel_ms) {
-  if (g.par.tp > 1 || g.par.pp > 1)
-    throw ConfigError("baseline sums cover single-GPU and data-parallel graphs only (no tp/pp collectives)");
+  if (g.par.tp > 1 || g.par.pp > 1 || g.par.ep > 1)
+    throw ConfigError("baseline sums cover single-GPU and data-parallel graphs only (no tp/pp/ep collectives)");
   double sum = 0;
   for (const auto& op : g.ops)
     for (const auto* calls : {&op.fw, &op.bw, &op.acc})
       for (const auto& c : *calls) {
-        if (c.collective == Collective::kAllReduce) continue;
+        if (c.collective != Collective::kNone) continue;
         double ms = 0;
         if (c.is_mem) {
           ms = s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
@@ -165,20 +184,24 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
   // In the stream of a model: without the host time per call that isolated timings include.
   auto time_ms = [isolated](const KernelPrediction& p) { return isolated ? p.latency_ms : p.stream_ms; };
-  double comm_in_ops = 0;  // TP all-reduces of one microbatch
+  double comm_in_ops = 0;  // collectives of one microbatch (tp all-reduces, ep all-to-alls)
   int64_t launches = 0;    // one microbatch
   // `fw_gemm`: the op's first forward kernel, for its backward calls costed at that rate.
   auto cost = [&](const std::vector<KernelCall>& calls, int64_t count, const KernelCall* fw_gemm) {
     double ms = 0;
     for (const auto& c : calls) {
-      if (c.collective != Collective::kAllReduce) {
+      if (c.collective == Collective::kNone) {
         launches += count;
         ms += gap_ms;
       }
       if (c.is_mem) {
         ms += s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
-      } else if (c.collective == Collective::kAllReduce) {
-        const double t = all_reduce_ms(c.bytes, c.group, gpu);  // a tp group: adjacent GPUs
+      } else if (c.collective != Collective::kNone) {
+        // An all-reduce over a tp group (adjacent GPUs) or an all-to-all over training's ep
+        // group (data-parallel peers, a replica of tp x pp GPUs apart).
+        const double t = c.collective == Collective::kAllReduce
+                             ? all_reduce_ms(c.bytes, c.group, gpu)
+                             : all_to_all_ms(c.bytes, c.group, gpu, g.par.tp * g.par.pp);
         ms += t;
         comm_in_ops += t * count;
       } else if (c.at_forward_rate) {
@@ -306,12 +329,21 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // runs; what does not fit under it, plus the last bucket, is exposed. With several
     // microbatches the gradients accumulate and are reduced once, during the last microbatch's
     // backward (DDP's no_sync, Megatron-LM's grad sync): only that backward hides it.
-    const double grad_bytes = 4.0 * g.parameters / (par.tp * par.pp);
+    // With expert parallelism the expert weights (a 1 / ep share on each rank) are reduced
+    // over the dp / ep ranks that hold the same experts, another replica apart per ep rank.
     const int64_t stride = par.tp * par.pp;  // data-parallel peers sit a replica apart
+    const double dense = g.parameters - g.expert_parameters, experts = g.expert_parameters / double(par.ep);
+    // All-reduce of every rank's weights at `bytes_per_parameter`.
+    auto weights_all_reduce_ms = [&](double bytes_per_parameter) {
+      auto part = [&](double parameters, int64_t group, int64_t group_stride) {
+        return all_reduce_ms(bytes_per_parameter * parameters / double(stride), group, gpu, group_stride);
+      };
+      return part(dense, par.dp, stride) + (experts > 0 ? part(experts, par.dp / par.ep, stride * par.ep) : 0.0);
+    };
     // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
     // (a reduce-scatter and two all-gathers, each half of it).
-    const double ar = all_reduce_ms(grad_bytes, par.dp, gpu, stride) * (par.zero == 3 ? 1.5 : 1.0);
-    const double last_bucket = all_reduce_ms(std::min(grad_bytes, 25e6), par.dp, gpu, stride);
+    const double ar = weights_all_reduce_ms(4.0) * (par.zero == 3 ? 1.5 : 1.0);
+    const double last_bucket = all_reduce_ms(std::min(4.0 * dense / double(stride), 25e6), par.dp, gpu, stride);
     const double hide_bw = par.microbatches > 1 ? last_microbatch_bw : f.backward_ms;
     if (g.dtype != DType::kFp32 && (par.zero == 1 || par.zero == 2)) {
       // Megatron-LM's distributed optimizer (--overlap-grad-reduce, --overlap-param-gather): the
@@ -319,8 +351,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       // all-reduce) and the updated weights, in the training dtype, all-gathered under the next
       // step's first microbatch forward (half an all-reduce of those bytes).
       const double rs = 0.5 * ar;
-      const double ag =
-          0.5 * all_reduce_ms(dtype_size(training_storage_dtype(g.dtype)) * g.parameters / (par.tp * par.pp), par.dp, gpu, stride);
+      const double ag = 0.5 * weights_all_reduce_ms(dtype_size(training_storage_dtype(g.dtype)));
       dp_exposed = std::max(0.0, rs - hide_bw) + std::max(0.0, ag - first_microbatch_fw) + last_bucket;
     } else {
       dp_exposed = std::max(0.0, ar - hide_bw) + last_bucket;
@@ -338,9 +369,13 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     f.forward_ms += f.fp8_weight_cast_ms;
   }
   f.total_ms = f.forward_ms + f.backward_ms + pipeline_comm + dp_exposed;
-  // ZeRO 1-3: each data-parallel rank steps its shard of the parameters.
-  const double shards = double(par.tp * par.pp) * (par.zero >= 1 ? double(par.dp) : 1.0);
-  f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(g.parameters / shards, gpu) : 0;
+  // ZeRO 1-3: each data-parallel rank steps its shard of the parameters (the experts' over
+  // the dp / ep ranks that hold them).
+  const double replica = double(par.tp * par.pp), ep = double(par.ep);
+  const bool sharded = par.zero >= 1;
+  const double rank_parameters = (g.parameters - g.expert_parameters) / (replica * (sharded ? double(par.dp) : 1.0)) +
+                                 g.expert_parameters / (replica * ep * (sharded ? double(par.dp) / ep : 1.0));
+  f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(rank_parameters, gpu) : 0;
   return f;
 }
 
@@ -518,9 +553,10 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
     os << "call overhead " << fams << " per kernel: the host time per call of isolated kernel timings, taken off\n";
   }
   if (f.par.gpus() > 1) {
-    std::snprintf(buf, sizeof buf, "communication %10.3f ms on the critical path (dp %lld, tp %lld, pp %lld, %lld microbatches)\n",
+    std::snprintf(buf, sizeof buf, "communication %10.3f ms on the critical path (dp %lld, tp %lld, pp %lld, %lld microbatches%s)\n",
                   f.communication_ms, static_cast<long long>(f.par.dp), static_cast<long long>(f.par.tp),
-                  static_cast<long long>(f.par.pp), static_cast<long long>(f.par.microbatches));
+                  static_cast<long long>(f.par.pp), static_cast<long long>(f.par.microbatches),
+                  f.par.ep > 1 ? (", ep " + std::to_string(f.par.ep)).c_str() : "");
     os << buf;
   }
   std::map<std::string, double> by_kind;

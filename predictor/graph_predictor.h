@@ -81,7 +81,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
 // (every op's forward, backward and accumulation kernels, times its count and the
 // microbatches): kernels costed by `kernel_ms` (NaN: no baseline for that kernel, and the whole
 // sum is then -1), memory passes at DRAM bandwidth. Throws ConfigError for a graph with
-// tensor or pipeline parallelism (its collectives have no baseline).
+// tensor, pipeline or expert parallelism (their collectives have no baseline).
 double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<double(const KernelQuery&)>& kernel_ms);
 // Validates a --host-gap-us value (finite, 0..10000 us); ConfigError naming the flag otherwise.
 void check_host_gap_us(double us);
@@ -99,6 +99,14 @@ void check_host_gap_us(double us);
 // of the link + 5 us, or of network_gbps + 7.7 us across nodes.
 double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride = 1);
 double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes = false);
+// All-to-all over `group` GPUs `stride` apart, each sending 1/group of its `bytes` to every
+// peer at once (NCCL's grouped send/recv, as Megatron-Core's token dispatcher runs it): the
+// peers on its node over the link at 80 % (a mesh: one link per peer, collective_gbps), the
+// others over its network port at 80 % of network_gbps, the slower of the two, plus the
+// point-to-point latency (5 us; 7.7 us across nodes). Not fitted to any measurement: no
+// all-to-all timing is in ../shared. ConfigError without interconnect_gbps, or without
+// network_gbps for a group beyond one node.
+double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride = 1);
 // Nodes of the spec (gpus_per_node; 0 = one node) a group of `group` ranks `stride` GPUs apart
 // spans, and its ranks on each (replicas laid out node by node, strides dividing nodes).
 struct GroupSpan {

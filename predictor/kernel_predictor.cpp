@@ -276,6 +276,36 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
     }
     return out;
   }
+  // MoE layers beyond the trained tokens: equal chunks within them (moe_trained_tokens).
+  const int64_t max_tokens = moe_trained_tokens(gpu);
+  auto too_many = [&](const KernelQuery& q) { return q.op == OpKind::kMoe && max_tokens > 0 && q.b > max_tokens; };
+  if (std::any_of(queries.begin(), queries.end(), too_many)) {
+    std::vector<KernelQuery> chunked = queries;
+    std::vector<int64_t> chunks(queries.size(), 1);
+    for (size_t i = 0; i < queries.size(); ++i) {
+      if (!too_many(queries[i])) continue;
+      validate_query(queries[i], "query");
+      chunks[i] = (queries[i].b + max_tokens - 1) / max_tokens;
+      chunked[i].b = (queries[i].b + chunks[i] - 1) / chunks[i];
+    }
+    std::vector<KernelPrediction> out = predict_unmemoised(chunked, gpu);
+    for (size_t i = 0; i < queries.size(); ++i) {
+      if (chunks[i] == 1) continue;
+      KernelPrediction& p = out[i];
+      const double c = double(chunks[i]);
+      for (double KernelPrediction::*f : {&KernelPrediction::latency_ms, &KernelPrediction::base_ms,
+                                          &KernelPrediction::bound_ms, &KernelPrediction::prior_ms,
+                                          &KernelPrediction::member_min_ms, &KernelPrediction::member_max_ms,
+                                          &KernelPrediction::stream_ms, &KernelPrediction::bf16_ms})
+        p.*f *= c;
+      // The layer's own physics (a chunk's padding aside, c chunks' of it).
+      p.roofline_ms = s_to_ms(roofline_s(queries[i], gpu));
+      p.peak_ms = s_to_ms(peak_s(queries[i], gpu));
+      p.moe_chunks = chunks[i];
+      p.moe_chunk_tokens = chunked[i].b;
+    }
+    return out;
+  }
   // FP8 MoE layers of a Triton GPU: forecast with their BF16 twins (kTritonFp8MoeFactor).
   std::vector<size_t> fp8_moe;
   for (size_t i = 0; i < queries.size(); ++i)
@@ -309,6 +339,18 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
     p.stream_ms = std::max(p.latency_ms - (b.latency_ms - b.stream_ms), std::min(p.latency_ms, kMinStreamUs * 1e-3));
   }
   return out;
+}
+
+int64_t KernelPredictor::moe_trained_tokens(const GpuSpec& gpu) const {
+  const auto& families = set_for(gpu, Family::kMoe).manifest().families;
+  const auto it = families.find(family_name(Family::kMoe));
+  if (it == families.end()) return 0;
+  const trainer::FamilyEntry& e = it->second;
+  const auto name = std::find(e.features.begin(), e.features.end(), "log2_tokens");
+  const auto i = static_cast<size_t>(name - e.features.begin());
+  if (name == e.features.end() || i >= e.feature_max.size() || !(e.feature_max[i] >= 0 && e.feature_max[i] < 31))
+    return 0;
+  return static_cast<int64_t>(std::floor(std::exp2(e.feature_max[i]) + 1e-6));
 }
 
 bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu) {

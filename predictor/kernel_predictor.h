@@ -49,6 +49,9 @@ struct KernelPrediction {
   // kTritonFp8MoeFloorUs + kTritonFp8MoeFactor x bf16_ms (at least peak_ms).
   bool fp8_from_bf16 = false;
   double bf16_ms = 0;
+  // moe: a layer of more tokens than the family was trained on (moe_trained_tokens), forecast
+  // as `moe_chunks` equal chunks of `moe_chunk_tokens` tokens, one after another; 1 otherwise.
+  int64_t moe_chunks = 1, moe_chunk_tokens = 0;
   LaunchInfo launch;
 };
 // The least a kernel takes in a stream of kernels (launch to launch on the GPU), microseconds.
@@ -81,6 +84,13 @@ class KernelPredictor {
                                         const GpuSpec& gpu) const;
   KernelPrediction predict(const KernelQuery& q, const GpuSpec& gpu) const;
   bool has_family(Family f) const;  // memory_op: fitted coefficients present
+  // The most tokens of a fused MoE layer the moe family that forecasts `gpu` was trained on
+  // (its manifest's range of log2_tokens; 16,384 for the bundled weights), 0 where unknown.
+  // predict() forecasts a larger layer as ceil(tokens / that) equal chunks within it, summed:
+  // at the top of the range the data's latency nearly doubles with the tokens (8,192 -> 16,384:
+  // median 1.79-2.14x per GPU and library, scripts/moe-token-scaling.py), while the network,
+  // its token count clamped to the range, forecasts 1.6x for the next doubling.
+  int64_t moe_trained_tokens(const GpuSpec& gpu) const;
   const trainer::WeightsManifest& manifest() const;
   const TileTable& tiles() const;
   // The predictor set that forecasts family `f` on `gpu`: this one, or its AMD set.

@@ -179,6 +179,30 @@ r = next(r for r in rows if (r["dp"], r["tp"], r["pp"], r["ep"]) == (2, 4, 1, 2)
 assert abs(r["tpot_ms"] - p["tpot_ms"]) < 1e-9 * p["tpot_ms"], (r, p["tpot_ms"])
 print("ok   MoE serving plan: 20 layouts with ep and pp, replica step = predict --ep's")
 PY
+# Mixed-precision training of an MoE model: every expert-parallel size of the dp group that
+# divides its 8 experts is a layout too (dp 8: ep 1, 2, 4, 8; dp 4: 1, 2, 4; dp 2: 1, 2; dp 1: 1),
+# each row the step predict --ep forecasts; ep 8 shrinks the weights a GPU holds 8-fold but for
+# the dense ones.
+"$TC" plan --model mixtral-8x7b --gpu H100-SXM --gpus 8 --global-batch 8 --seq 1024 --mode training --dtype bf16 \
+  --format json > "$W/tplan.json"
+"$TC" predict --model mixtral-8x7b --gpu H100-SXM --mode training --dtype bf16 --batch 8 --seq 1024 --dp 8 --ep 8 \
+  --format json > "$W/tp8.json"
+"$TC" predict --model mixtral-8x7b --gpu H100-SXM --mode training --dtype bf16 --batch 8 --seq 1024 --dp 8 \
+  --format json > "$W/tp1.json"
+python3 - "$W/tplan.json" "$W/tp8.json" "$W/tp1.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]; p8 = json.load(open(sys.argv[2])); p1 = json.load(open(sys.argv[3]))
+got = {(r["dp"], r["ep"]) for r in rows if r["tp"] == 8 // r["dp"] and r["pp"] == 1}
+assert got == {(8, 1), (8, 2), (8, 4), (8, 8), (4, 1), (4, 2), (4, 4), (2, 1), (2, 2), (1, 1)}, sorted(got)
+r = next(r for r in rows if (r["dp"], r["tp"], r["pp"], r["ep"]) == (8, 1, 1, 8))
+step = p8["total_ms"] + p8["optimizer_ms"]
+assert abs(r["step_ms"] - step) < 1e-9 * step, (r["step_ms"], step)
+assert p8["parallel"]["ep"] == 8 and p1["parallel"]["ep"] == 1
+# 2 B x (1,605,636,096 dense + 45,097,156,608 / 8 expert) parameters against all 46,702,792,704.
+assert abs(p8["weights_gb"] - 14.485561344) < 1e-6 and abs(p1["weights_gb"] - 93.405585408) < 1e-6, \
+    (p8["weights_gb"], p1["weights_gb"])
+print("ok   MoE training plan: ep layouts of the dp group, row step = predict --ep's")
+PY
 # --routing: every MoE layout forecasts its most loaded rank, as predict --routing does; a dense
 # model and the eager modes refuse it in one line.
 "$TC" plan --model mixtral-8x7b --gpu H100-SXM --gpus 8 --global-batch 64 --mode decode --context 2048 \

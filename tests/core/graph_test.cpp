@@ -835,6 +835,62 @@ TEST(TrainingGraph, Fp8RunsTheLayersDenseGemmsInFp8) {
   EXPECT_DOUBLE_EQ(x.fp8_weight_parameters, 1342177280.0);
 }
 
+// Mixtral-8x7B with expert parallelism (dp 8, ep 4; 16 sequences of 1,024 tokens: 2,048 tokens a
+// rank): each MoE layer sends every token's 2 expert copies (2 B x 2,048 x 2 x 4,096 =
+// 33,554,432 bytes) to the ep group and back, forward and backward, around a fused MoE costed
+// as the layer without ep (the rank's 2,048 tokens over all 8 experts: the same work). Without
+// ep the graph has no all-to-all and the same MoE kernel.
+TEST(TrainingGraph, ExpertParallelDispatchesByAllToAll) {
+  const ModelConfig m = load_model_config("mixtral-8x7b", models_dir());
+  Parallelism par;
+  par.dp = 8, par.ep = 4;
+  const OpGraph g = build_llm_training_graph(m, 16, 1024, DType::kBf16, par);
+  EXPECT_DOUBLE_EQ(g.expert_parameters, 45097156608.0);  // 32 x 8 x 3 x 4,096 x 14,336
+  std::map<std::string, int64_t> a2a;
+  std::vector<std::string> order;
+  for (const auto& op : g.ops) {
+    if (op.name.find("mlp.") != std::string::npos) order.push_back(op.name);
+    for (const auto* calls : {&op.fw, &op.bw})
+      for (const auto& c : *calls)
+        if (c.collective == Collective::kAllToAll) {
+          a2a[op.name] += op.count;
+          EXPECT_EQ(c.group, 4);
+          EXPECT_DOUBLE_EQ(c.bytes, 33554432.0);
+        }
+    if (op.name == "model.layers.mlp.experts") {
+      ASSERT_EQ(op.fw.size(), 1u);
+      const KernelQuery& q = op.fw[0].query;
+      EXPECT_EQ(q.op, OpKind::kMoe);
+      EXPECT_EQ(q.b, 2048);
+      EXPECT_EQ(q.experts, 8);
+      EXPECT_EQ(q.moe_ep, 1);
+      EXPECT_EQ(q.moe_tp, 1);
+      EXPECT_EQ(q.topk, 2);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"model.layers.mlp.gate", "model.layers.mlp.token_dispatch",
+                                             "model.layers.mlp.experts", "model.layers.mlp.token_combine"}));
+  EXPECT_EQ(a2a["model.layers.mlp.token_dispatch"], 2 * 32);
+  EXPECT_EQ(a2a["model.layers.mlp.token_combine"], 2 * 32);
+  EXPECT_EQ(a2a.size(), 2u);
+  par.ep = 1;
+  const OpGraph g1 = build_llm_training_graph(m, 16, 1024, DType::kBf16, par);
+  EXPECT_EQ(g1.expert_parameters, 0);
+  EXPECT_EQ(g1.ops.size() + 2, g.ops.size());
+  for (const auto& op : g1.ops)
+    if (op.name == "model.layers.mlp.experts")
+      for (const auto& o : g.ops)
+        if (o.name == op.name) EXPECT_EQ(query_key(o.fw[0].query), query_key(op.fw[0].query));
+  // ep must divide dp and the experts, and the model must have experts.
+  par.ep = 3;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 24, 128, DType::kBf16, par); }, {"--ep 3", "must divide --dp (8)"});
+  par.dp = 16, par.ep = 16;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 16, 128, DType::kBf16, par); }, {"--ep 16", "8 experts"});
+  par.dp = 2, par.ep = 2;
+  expect_error<ConfigError>([&] { build_llm_training_graph(load_model_config("llama-3.1-8b", models_dir()), 2, 128, DType::kBf16, par); },
+                            {"--ep 2", "llama-3.1-8b has no experts"});
+}
+
 TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
   ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp8Block, {}); },

@@ -154,3 +154,41 @@ TEST(Memory, Llama8bFp8TrainingByHand) {
   // (4,096 x 1 + 4,096 x 1) - 4,096 x 2 = 0 bytes a token and layer: the same activations.
   EXPECT_NEAR(f.activations_gb, b.activations_gb, 1e-9);
 }
+
+// Mixtral-8x7B with expert parallelism: 46,702,792,704 parameters (32 layers x (attention
+// 41,943,040 + 8 experts x 3 x 4,096 x 14,336 + router 32,768 + norms 8,192) + embedding and
+// head 2 x 32,000 x 4,096 + final norm 4,096), of them 45,097,156,608 expert weights (32 x 8 x
+// 176,160,768), the other 1,605,636,096 dense. dp 8, ep 8: each rank holds one expert a layer,
+// 1,605,636,096 + 5,637,144,576 = 7,242,780,672 parameters.
+TEST(Memory, MixtralExpertParallelTrainingByHand) {
+  const ModelConfig m = model("mixtral-8x7b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  Parallelism par;
+  par.dp = 8, par.ep = 8;
+  const auto r = llm_training_memory(m, 8, 1024, DType::kBf16, par, h100);
+  EXPECT_DOUBLE_EQ(r.weights_gb, 2 * 7242780672.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.gradients_gb, 4 * 7242780672.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.optimizer_gb, 12 * 7242780672.0 / 1e9);
+  // ZeRO-1 shards the dense state over the 8 dp ranks and the experts' over the dp / ep = 1
+  // ranks that hold each: 12 x (200,704,512 + 5,637,144,576) bytes, as ZeRO-1 without ep.
+  par.zero = 1;
+  const auto z = llm_training_memory(m, 8, 1024, DType::kBf16, par, h100);
+  EXPECT_DOUBLE_EQ(z.optimizer_gb, 12 * 5837849088.0 / 1e9);
+  EXPECT_DOUBLE_EQ(z.weights_gb, r.weights_gb);
+  // ep 2 of dp 8, ZeRO-2: the gradients of 4 experts a layer over 4 ranks, the dense ones over 8:
+  // 4 x (200,704,512 + 22,548,578,304 / 4) bytes.
+  par.ep = 2, par.zero = 2;
+  const auto e2 = llm_training_memory(m, 8, 1024, DType::kBf16, par, h100);
+  EXPECT_DOUBLE_EQ(e2.gradients_gb, 4 * (200704512.0 + 5637144576.0) / 1e9);
+  EXPECT_DOUBLE_EQ(e2.weights_gb, 2 * (1605636096.0 + 22548578304.0) / 1e9);
+  // Activations do not depend on ep (each rank's experts take t x top-k tokens on average).
+  par.ep = 1;
+  EXPECT_DOUBLE_EQ(e2.activations_gb, llm_training_memory(m, 8, 1024, DType::kBf16, par, h100).activations_gb);
+  // Layouts it does not model: one line naming --ep.
+  par.ep = 3, par.zero = 0;
+  expect_error<ConfigError>([&] { llm_training_memory(m, 8, 1024, DType::kBf16, par, h100); },
+                            {"--ep 3", "must divide --dp (8)", "8 experts"});
+  par.ep = 2;
+  expect_error<ConfigError>([&] { llm_training_memory(model("llama-3.1-8b"), 8, 1024, DType::kBf16, par, h100); },
+                            {"--ep 2", "no experts"});
+}

@@ -1040,6 +1040,88 @@ TEST(MoeFp8, TritonGpusForecastFromTheBf16Layer) {
   }
 }
 
+// A fused MoE of more tokens than the bundled moe family was trained on (16,384): equal chunks
+// within that range, forecast and summed (the data's latency doubles with the tokens at the top
+// of the range); the FP8 rule of a Triton GPU applies to each chunk. Within the range nothing
+// changes.
+TEST(MoeChunks, BeyondTheTrainedTokensSumEqualChunks) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  EXPECT_EQ(p.moe_trained_tokens(h100), 16384);
+  for (DType d : {DType::kBf16, DType::kFp8Block}) {
+    const KernelQuery big = moe_q(40000, 2048, 768, 8, 128, 1, 1, d);
+    const KernelQuery chunk = moe_q(13334, 2048, 768, 8, 128, 1, 1, d);  // ceil(40,000 / 3)
+    const KernelQuery gemm = gemm_q(256, 4096, 4096, DType::kBf16);
+    const auto r = p.predict(std::vector<KernelQuery>{gemm, big}, h100);
+    const auto c = p.predict(chunk, h100);
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_DOUBLE_EQ(r[0].latency_ms, p.predict(gemm, h100).latency_ms);
+    EXPECT_EQ(r[0].moe_chunks, 1);
+    EXPECT_EQ(r[1].moe_chunks, 3);
+    EXPECT_EQ(r[1].moe_chunk_tokens, 13334);
+    EXPECT_EQ(c.moe_chunks, 1);
+    EXPECT_DOUBLE_EQ(r[1].latency_ms, 3 * c.latency_ms);
+    EXPECT_DOUBLE_EQ(r[1].stream_ms, 3 * c.stream_ms);
+    EXPECT_DOUBLE_EQ(r[1].member_max_ms, 3 * c.member_max_ms);
+    EXPECT_EQ(r[1].fp8_from_bf16, d == DType::kFp8Block);
+    EXPECT_TRUE(r[1].out_of_range.empty());  // the chunks lie inside the trained range
+    // The layer's own physics: its plain roofline, which reads the experts' weights once where
+    // three chunks read them three times.
+    EXPECT_DOUBLE_EQ(r[1].roofline_ms, s_to_ms(roofline_s(big, h100)));
+    EXPECT_LE(r[1].roofline_ms, 3 * c.roofline_ms);
+    EXPECT_GT(r[1].roofline_ms, c.roofline_ms);
+  }
+  const KernelQuery edge = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
+  EXPECT_EQ(p.predict(edge, h100).moe_chunks, 1);
+}
+
+// All-to-all (training's expert parallelism), derived by hand from the H100 sheet (NVLink 450
+// GB/s per direction, 8 GPUs a node, 50 GB/s a NIC) and the MI300X's (one 64 GB/s link to each
+// of 7 peers): 1/n of the buffer to each peer at 80 % of the link, + 5 us (7.7 across nodes).
+TEST(Multi, AllToAllByHand) {
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  EXPECT_EQ(predictor::all_to_all_ms(1e9, 1, h100), 0);
+  // 8 ranks of one node: 7/8 of 1 GB over NVLink.
+  EXPECT_NEAR(predictor::all_to_all_ms(1e9, 8, h100), 0.005 + 0.875e9 / (0.8 * 450e9) * 1e3, 1e-12);
+  // 16 ranks over two nodes: 7/16 over NVLink (1.22 ms) beside 8/16 through the NIC (12.5 ms).
+  EXPECT_NEAR(predictor::all_to_all_ms(1e9, 16, h100), 0.0077 + 0.5e9 / (0.8 * 50e9) * 1e3, 1e-12);
+  // 2 ranks a node apart (stride 8): half the buffer through the NIC.
+  EXPECT_NEAR(predictor::all_to_all_ms(1e9, 2, h100, 8), 0.0077 + 0.5e9 / (0.8 * 50e9) * 1e3, 1e-12);
+  const GpuSpec& mi300x = registry().resolve("MI300X");
+  EXPECT_NEAR(predictor::all_to_all_ms(8e8, 8, mi300x), 0.005 + 1e8 / (0.8 * 64e9) * 1e3, 1e-12);
+}
+
+// Mixtral-8x7B training on 8 H100s, dp 8, with and without ep 8 (one expert a rank): the ep
+// forecast adds the four all-to-alls a layer (each priced by all_to_all_ms) to the critical
+// path, reduces only the dense gradients (each expert lives on one rank), and steps AdamW over
+// the rank's 7,242,780,672 parameters (see memory_test.cpp).
+TEST(Multi, ExpertParallelTrainingByHand) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const ModelConfig m = load_model_config("mixtral-8x7b", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  Parallelism par;
+  par.dp = 8, par.microbatches = 2;
+  const auto f1 = predictor::forecast_model(build_llm_training_graph(m, 32, 1024, DType::kBf16, par), h100, p);
+  par.ep = 8;
+  const auto f8 = predictor::forecast_model(build_llm_training_graph(m, 32, 1024, DType::kBf16, par), h100, p);
+  // 2 sequences a microbatch: 2 B x 2,048 tokens x 2 copies x 4,096 = 33,554,432 bytes a pass.
+  const double a2a_ms = predictor::all_to_all_ms(33554432.0, 8, h100);
+  double a2a_total = 0;
+  for (const auto& o : f8.ops)
+    if (o.kind == "communication") {
+      EXPECT_NEAR(o.fw_ms, 2 * a2a_ms, 1e-12) << o.name;  // two microbatches
+      EXPECT_NEAR(o.bw_ms, 2 * a2a_ms, 1e-12) << o.name;
+      a2a_total += (o.fw_ms + o.bw_ms) * o.count;
+    }
+  EXPECT_NEAR(a2a_total, 4 * 32 * 2 * a2a_ms, 1e-9);
+  // The gradients' reduction: 1,605,636,096 dense parameters instead of all 46,702,792,704.
+  EXPECT_LT(f8.communication_ms - a2a_total, f1.communication_ms);
+  EXPECT_NEAR(f8.optimizer_ms, predictor::adamw_step_ms(7242780672.0, h100), 1e-9);
+  EXPECT_NEAR(f1.optimizer_ms, predictor::adamw_step_ms(46702792704.0, h100), 1e-9);
+  // The eager FP32 builder takes no ep.
+  expect_error<ConfigError>([&] { build_op_graph(m, 16, 16, Mode::kTraining, par); }, {"--ep applies to mixed-precision training"});
+}
+
 TEST(Multi, CollectivesAcrossNodes) {
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   ASSERT_EQ(h100.gpus_per_node, 8);

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""How a fused MoE layer's latency scales in the data: with its tokens, and with expert parallelism.
+
+tilecast forecasts a MoE layer of more tokens than its moe family was trained on (16,384 in
+../shared/llm-kernels/aiconfigurator) as equal chunks within that range, one after another
+(KernelPredictor::moe_trained_tokens, predictor/kernel_predictor.h). This prints the evidence:
+per training GPU and kernel library, over every BF16 layer timed at both T and 2T tokens (same
+hidden size, expert width, top-k, experts, tp, ep; balanced routing), the median, p10 and p90
+of latency(2T) / latency(T) for each doubling from above an eighth of the largest T. A ratio of 2 is what the chunk
+rule assumes beyond the range.
+
+Then, for training's expert parallelism (build_llm_training_graph forecasts a rank's experts by
+the family's ep rows): per GPU and library, latency(T tokens, ep) / latency(T / ep tokens, ep 1),
+two layers of the same work on rank 0 (T x top-k / ep expert assignments), the first with 1/ep of
+the experts and every token of the group routed (SGLang's expert-parallel kernels), by ep and by
+whether T / ep reaches 1,024 tokens.
+
+  scripts/moe-scaling.py [--llm-dir ../shared/llm-kernels]
+"""
+import argparse, collections, csv, os, statistics, sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
+a = ap.parse_args()
+base = os.path.join(a.llm_dir, "aiconfigurator")
+if not os.path.isdir(base):
+    sys.exit(f"moe-scaling.py: {base} not found (--llm-dir or TILECAST_LLM_KERNELS_DIR)")
+
+def quantile(v, p):
+    return v[min(len(v) - 1, int(p * len(v)))]
+
+
+def bf16_balanced(gpu):
+    """(library, layer) -> tokens -> latency for the GPU's BF16 rows with balanced routing."""
+    lat = collections.defaultdict(dict)
+    path = os.path.join(base, gpu, "moe_perf.csv")
+    for r in csv.DictReader(open(path)):
+        if r["moe_dtype"] != "bfloat16" or r["distribution"] != "balanced":
+            continue
+        layer = tuple(int(r[c]) for c in ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"))
+        lat[(r["kernel_source"], layer)][int(r["num_tokens"])] = float(r["latency"])
+    return lat
+
+
+gpus = [g for g in sorted(os.listdir(base)) if os.path.exists(os.path.join(base, g, "moe_perf.csv"))]
+data = {g: bf16_balanced(g) for g in gpus}
+print("| GPU | library | T -> 2T | layers | median | p10 | p90 |")
+print("|---|---|---|---|---|---|---|")
+for gpu in gpus:
+    lat = data[gpu]
+    for lib in sorted({k[0] for k in lat}):
+        tokens = sorted({t for (l, _), by in lat.items() if l == lib for t in by})
+        for t in tokens:
+            if 2 * t > tokens[-1] or 2 * t not in tokens or 4 * t <= tokens[-1] // 2:
+                continue  # the doublings from above an eighth of the largest T
+            ratios = sorted(by[2 * t] / by[t] for (l, _), by in lat.items() if l == lib and t in by and 2 * t in by)
+            if not ratios:
+                continue
+            print(f"| {gpu} | {lib} | {t} -> {2 * t} | {len(ratios)} | {statistics.median(ratios):.2f} | "
+                  f"{quantile(ratios, 0.1):.2f} | {quantile(ratios, 0.9):.2f} |")
+
+print()
+print("| GPU | library | ep | T / ep | layers | median latency(T, ep) / latency(T / ep, ep 1) | p10 | p90 |")
+print("|---|---|---|---|---|---|---|---|")
+for gpu in gpus:
+    lat = data[gpu]
+    for lib in sorted({k[0] for k in lat}):
+        for ep in (2, 4, 8):
+            by_size = collections.defaultdict(list)
+            for (l, layer), by in lat.items():
+                if l != lib or layer[5] != ep:
+                    continue
+                one = lat.get((lib, layer[:5] + (1,)))
+                if not one:
+                    continue
+                for t, ms in by.items():
+                    if t % ep == 0 and t // ep in one:
+                        by_size[t // ep >= 1024].append(ms / one[t // ep])
+            for big in (False, True):
+                v = sorted(by_size[big])
+                if v:
+                    print(f"| {gpu} | {lib} | {ep} | {'>= 1024' if big else '< 1024'} | {len(v)} | "
+                          f"{statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | {quantile(v, 0.9):.2f} |")
