@@ -50,6 +50,9 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "ep", po::value(&a.par.ep)->default_value(1),
       "MoE: expert-parallel ranks; serving: of the tp group (experts split over ep, each expert's FFN over tp / ep); "
       "mixed-precision training: of the dp group (experts split over ep, tokens sent to them by all-to-alls)")(
+      "cp", po::value(&a.par.cp)->default_value(1),
+      "mixed-precision training: context-parallel ranks (each sequence split over them, attention a ring of K and V; "
+      "--seq divisible by 2 x cp)")(
       "routing", po::value(&a.routing),
       "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank is forecast)")(
       "pp", po::value(&a.par.pp)->default_value(1),
@@ -68,7 +71,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
                      "       tilecast predict --model M --gpu G --mode training --dtype bf16|fp16|fp8 --batch N --seq S "
-                     "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K] [--recompute full]\n"
+                     "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K] [--ep N] [--cp N] [--recompute full]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R]\n"

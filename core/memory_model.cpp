@@ -81,7 +81,9 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   const bool fp8 = dtype == DType::kFp8;
   check_zero_stage(par.zero);
   check_training_expert_parallel(m, par);
-  const double replica = double(par.tp * par.pp), dp = double(par.dp), ep = double(par.ep);
+  check_training_context_parallel(m, seq, par);
+  // ZeRO shards over the data- and context-parallel ranks together (Megatron-Core's dp-cp group).
+  const double replica = double(par.tp * par.pp), dp = double(par.dp * par.cp), ep = double(par.ep);
   // Expert parallelism: each rank holds 1 / ep of the experts, which ZeRO shards over the
   // dp / ep ranks holding the same ones (the rest over all dp ranks).
   const double experts = par.ep > 1 ? expert_parameters(m) : 0;
@@ -108,7 +110,7 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
                                  (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * d / tp : 0) +
                                  4 * a / tp;
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
-  const double t1 = micro_seqs * double(seq);                                   // one microbatch's tokens
+  const double t1 = micro_seqs * double(seq) / double(par.cp);                  // one microbatch's tokens
   const double t = t1 * double(std::min(par.pp, par.microbatches));             // held by the first stage
   const double stage_layers = double(m.layers) / double(par.pp);
   const double bytes = recompute ? stage_layers * t * e * h / norm_share + t1 * per_token_layer

@@ -588,8 +588,8 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
-  if (par.zero != 0 || par.sequence_parallel || par.ep != 1)
-    throw ConfigError(std::string(par.zero != 0 ? "--zero" : par.ep != 1 ? "--ep" : "--sequence-parallel") +
+  if (par.zero != 0 || par.sequence_parallel || par.ep != 1 || par.cp != 1)
+    throw ConfigError(std::string(par.zero != 0 ? "--zero" : par.ep != 1 ? "--ep" : par.cp != 1 ? "--cp" : "--sequence-parallel") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)" +
                       (par.ep != 1 ? " and serving" : ""));
   const ArchSpec* arch = find_arch(m.model_type);
@@ -642,6 +642,18 @@ void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par
                       std::to_string(m.num_experts) +
                       " experts (training splits the experts over data-parallel ranks, as Megatron-Core's "
                       "expert-model-parallel-size)");
+}
+
+void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Parallelism& par) {
+  const std::string flag = "--cp " + std::to_string(par.cp);
+  if (par.cp < 1 || par.cp > 4096) throw ConfigError(flag + ": out of range [1, 4096]");
+  if (par.cp == 1) return;
+  if (seq % (2 * par.cp) != 0)
+    throw ConfigError(flag + ": --seq " + std::to_string(seq) +
+                      " must be divisible by 2 x cp (Megatron-Core's load-balanced split gives each rank two chunks)");
+  if (m.sliding_window > 0)
+    throw ConfigError(flag + ": context parallelism of a sliding-window model (" + m.name + ") is not modelled");
+  if (par.ep > 1) throw ConfigError(flag + " with --ep " + std::to_string(par.ep) + ": not modelled together");
 }
 
 void check_zero_stage(int zero) {
@@ -910,6 +922,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     if (v < 1 || v > 4096)
       throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
   check_training_expert_parallel(m, par);
+  check_training_context_parallel(m, seq, par);
   check_zero_stage(par.zero);
   if (par.sequence_parallel && par.tp < 2) throw ConfigError("--sequence-parallel needs --tp 2 or more");
   if (batch % (par.dp * par.microbatches) != 0)
@@ -949,7 +962,8 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   if (mm == DType::kFp8) g.fp8_weight_parameters = fp8_training_gemm_parameters(m) / double(par.tp);
   g.sliding_window = m.sliding_window;
   const double e = dtype_size(act);
-  const int64_t t = g.micro_batch * seq, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
+  // Context parallelism: every op but attention sees the rank's seq / cp tokens of each sequence.
+  const int64_t t = g.micro_batch * seq / par.cp, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
   // Sequence parallelism: the ops between the tp regions see t / tp tokens.
   const int64_t ts = par.sequence_parallel ? (t + tp - 1) / tp : t;
   g.pipeline_send_bytes = par.pp > 1 ? e * double(t) * double(h) : 0;  // the hidden states
@@ -993,11 +1007,25 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   }
   memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
   {
-    const KernelQuery q =
-        attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act, m.sliding_window);
     GraphOp& o = b.op("self_attn.core_attention", "attention");
-    o.fw.push_back(KernelCall::kernel(q));
-    o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
+    if (par.cp == 1) {
+      const KernelQuery q = attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act, m.sliding_window);
+      o.fw.push_back(KernelCall::kernel(q));
+      o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
+    } else {
+      // Megatron-Core's ring attention with the load-balanced split: the sequence in 2 cp chunks,
+      // rank r holding chunks r and 2 cp - 1 - r, so every rank's causal work is the same; rank 0
+      // runs the first chunk's queries over themselves and the last chunk's over the whole
+      // sequence (each a chunk after a prefix), while the K and V of its two chunks go round the
+      // ring (cp - 1 hand-overs; backward their gradients too), overlapped with that work.
+      const int64_t c = seq / (2 * par.cp);
+      const KernelQuery first = attention_chunk_q(g.micro_batch, c, 0, heads, kv, hd, act, act);
+      const KernelQuery last = attention_chunk_q(g.micro_batch, c, seq - c, heads, kv, hd, act, act);
+      const double kv_bytes = e * double(g.micro_batch) * double(2 * c) * 2.0 * double(kv) * double(hd);
+      o.fw = {KernelCall::kernel(first), KernelCall::kernel(last), KernelCall::ring(kv_bytes, par.cp)};
+      o.bw = {KernelCall::kernel_scaled(first, 2.5), KernelCall::kernel_scaled(last, 2.5),
+              KernelCall::ring(2.0 * kv_bytes, par.cp)};
+    }
   }
   gemm("self_attn.o_proj", t, heads * hd, h, kRow, mm);
   memop("residual_1", OpKind::kResidualAdd, ts, h, ts);

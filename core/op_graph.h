@@ -18,7 +18,7 @@ namespace tilecast {
 enum class Mode { kInference, kTraining, kPrefill, kDecode };
 const char* mode_name(Mode m);  // inference, training, prefill, decode
 
-enum class Collective { kNone, kAllReduce, kAllToAll };
+enum class Collective { kNone, kAllReduce, kAllToAll, kRing };
 
 // One kernel launch: a predicted kernel, a pure memory pass (copies, gathers, masks) costed
 // at DRAM bandwidth, an all-reduce over the interconnect (tensor parallelism) or an all-to-all
@@ -56,6 +56,10 @@ struct KernelCall {
   static KernelCall all_to_all(double bytes, int64_t group) {
     return {false, {}, bytes, Collective::kAllToAll, group};
   }
+  // Context parallelism's ring: group - 1 point-to-point hand-overs of `bytes` to the next rank
+  // of the cp group, overlapped with the kernels listed before it in the same pass of its op
+  // (only what outlasts them is on the critical path).
+  static KernelCall ring(double bytes, int64_t group) { return {false, {}, bytes, Collective::kRing, group}; }
   bool is_kernel() const { return !is_mem && collective == Collective::kNone; }
 };
 
@@ -81,7 +85,12 @@ struct Parallelism {
   // residual adds and their saved inputs split over the tp ranks by tokens; each all-reduce a
   // reduce-scatter and an all-gather of the same traffic).
   bool sequence_parallel = false;
-  int64_t gpus() const { return dp * tp * pp; }
+  // Mixed-precision training: context parallelism (Megatron-Core's context-parallel-size):
+  // each sequence split over `cp` ranks, every op but attention on its seq / cp tokens, the
+  // attention a ring over the cp group (docs/model-graphs.md). A replica is tp x cp x pp GPUs:
+  // tp fastest, then cp, then the pipeline stages.
+  int64_t cp = 1;
+  int64_t gpus() const { return dp * tp * cp * pp; }
 };
 
 struct GraphOp {
@@ -218,6 +227,9 @@ void check_pipeline_stages(int64_t layers, int64_t pp);
 // Training's expert parallelism (Parallelism::ep): ConfigError naming --ep unless 1 <= ep <=
 // 4096 and, above 1, the model has experts and ep divides both dp and the experts.
 void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par);
+// Training's context parallelism (Parallelism::cp): ConfigError naming --cp unless 1 <= cp <=
+// 4096 and, above 1, 2 x cp divides seq, the model has no sliding window and ep is 1.
+void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Parallelism& par);
 // ConfigError naming --zero unless 0 <= zero <= 3 (Parallelism::zero).
 void check_zero_stage(int zero);
 // Layers of each of `pp` pipeline stages, in order, as vLLM splits them (get_pp_indices):

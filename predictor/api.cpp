@@ -293,6 +293,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                                   : q.par.sequence_parallel ? "--sequence-parallel"
                                                             : "--train-tokens") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
+  if (q.par.cp != 1 && !(q.mode == "training" && q.train_dtype != DType::kFp32))
+    throw ConfigError("--cp applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)
       throw ConfigError("--mode " + q.mode +

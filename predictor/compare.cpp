@@ -30,6 +30,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : c.train_dtype);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
+  r.cp = c.par.cp;
   r.zero = c.par.zero, r.recompute = c.recompute;
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
@@ -158,11 +159,13 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
             for (int64_t tp : req.tps)
               for (int64_t pp : req.pps)
                 for (int64_t mb : req.microbatches)
-                  for (int64_t ep : req.eps) {
+                  for (int64_t ep : req.eps)
+                    for (int64_t cp : req.cps) {
                     ForecastRequest c;
                     c.model = &m, c.gpu = g, c.mode = mode;
                     c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
+                    c.par.cp = cp;
                     c.optimizer_state = req.optimizer_state;
                     c.train_dtype = train_dtype;
                     req.training.apply(c, true);
@@ -196,7 +199,7 @@ void rank_rows(std::vector<CompareRow>& rows, const std::string& key) {
 std::string compare_row_json(const CompareRow& r) {
   nlohmann::json j = {{"model", r.model}, {"gpu", r.gpu}, {"mode", r.mode}, {"dtype", r.dtype},
                       {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
-                      {"microbatches", r.microbatches}, {"ep", r.ep}, {"gpus", r.gpus()},
+                      {"microbatches", r.microbatches}, {"ep", r.ep}, {"cp", r.cp}, {"gpus", r.gpus()},
                       {"gpu_memory_gb", r.gpu_memory_gb}};
   if (r.mode == "generate") {
     j["gen"] = r.gen;
@@ -259,7 +262,7 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
-  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,routing,step_ms,ttft_ms,"
+  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,routing,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -269,7 +272,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << r.seq << ',' << r.gen << ',' << r.limits.max_batched_tokens << ',' << r.limits.max_seqs << ','
        << (r.mode == "generate" ? r.limits.schedule_name() : "") << ',' << r.dp << ','
        << r.tp << ',' << r.pp << ',' << r.microbatches << ','
-       << r.gpus() << ',' << r.ep << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
+       << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
     if (r.error.empty()) {
       os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
          << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ','
@@ -299,6 +302,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
   // Tables of MoE layouts name each one's expert parallelism; the others have none.
   const bool show_ep = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.ep > 1; });
+  // And context parallelism, where a row has it.
+  const bool show_cp = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.cp > 1; });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -307,7 +312,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_run = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.train_days > 0; });
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
-                show_ep ? "  ep" : "", "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
+                (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
                 show_slo ? "goodput/s  met % " : "", show_mfu ? " zero  rc  MFU % " : "", "tokens/s", "memory GB",
                 (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
                  (show_run && priced ? "       run $" : ""))
@@ -317,6 +322,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   for (const auto& r : rows) {
     char ep[16] = "";
     if (show_ep) std::snprintf(ep, sizeof ep, " %3lld", (long long)r.ep);
+    if (show_cp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.cp);
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,

@@ -27,7 +27,8 @@ struct CompareRequest {
   SchedulerLimits limits;                     // generate: the engine's scheduler (0: no budget, no cap)
   int64_t cached_prefix = 0;                  // prefill, generate: prompt tokens cached (prefix caching)
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
-  std::vector<int64_t> eps{1};                // serving MoE: expert-parallel ranks of the tp group
+  std::vector<int64_t> eps{1};                // MoE: expert-parallel ranks (serving: of the tp group; training: of dp)
+  std::vector<int64_t> cps{1};                // mixed-precision training: context-parallel ranks
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
@@ -52,11 +53,12 @@ void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg);
 struct CompareRow {
   std::string model, gpu, mode, dtype;
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
-  int64_t ep = 1;  // serving MoE: the experts split over ep ranks of each tp group
+  int64_t ep = 1;  // MoE: the experts split over ep ranks (serving: of each tp group; training: of dp)
+  int64_t cp = 1;  // mixed-precision training: each sequence split over cp ranks
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached
-  int64_t gpus() const { return dp * tp * pp; }
+  int64_t gpus() const { return dp * tp * cp * pp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving

@@ -188,8 +188,17 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   int64_t launches = 0;    // one microbatch
   // `fw_gemm`: the op's first forward kernel, for its backward calls costed at that rate.
   auto cost = [&](const std::vector<KernelCall>& calls, int64_t count, const KernelCall* fw_gemm) {
-    double ms = 0;
+    double ms = 0, kernels_ms = 0;  // kernels_ms: the kernels so far, which a ring overlaps
     for (const auto& c : calls) {
+      if (c.collective == Collective::kRing) {
+        // The hand-overs go round in lockstep: one leaving the node paces them all.
+        const bool across = group_span(c.group, g.par.tp, gpu).nodes > 1;
+        const double exposed = std::max(0.0, double(c.group - 1) * send_recv_ms(c.bytes, gpu, across) - kernels_ms);
+        ms += exposed;
+        comm_in_ops += exposed * count;
+        continue;
+      }
+      const double before = ms;
       if (c.collective == Collective::kNone) {
         launches += count;
         ms += gap_ms;
@@ -198,10 +207,10 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         ms += s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
       } else if (c.collective != Collective::kNone) {
         // An all-reduce over a tp group (adjacent GPUs) or an all-to-all over training's ep
-        // group (data-parallel peers, a replica of tp x pp GPUs apart).
+        // group (data-parallel peers, a replica of tp x cp x pp GPUs apart).
         const double t = c.collective == Collective::kAllReduce
                              ? all_reduce_ms(c.bytes, c.group, gpu)
-                             : all_to_all_ms(c.bytes, c.group, gpu, g.par.tp * g.par.pp);
+                             : all_to_all_ms(c.bytes, c.group, gpu, g.par.tp * g.par.cp * g.par.pp);
         ms += t;
         comm_in_ops += t * count;
       } else if (c.at_forward_rate) {
@@ -215,6 +224,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       } else {
         ms += time_ms(preds[index.at(query_key(c.query))]) * c.scale;
       }
+      if (c.is_kernel()) kernels_ms += ms - before;
     }
     return ms;
   };
@@ -299,11 +309,11 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     const double all_comm = comm_in_ops;  // one microbatch through every stage
     // Stage s holds GPUs [s tp, (s + 1) tp) of its replica; rank r hands over to rank r of the
     // next stage, across the network where the two sit on different nodes.
-    const int64_t node = gpu.gpus_per_node;
+    const int64_t node = gpu.gpus_per_node, stage = par.tp * par.cp;  // GPUs of a stage
     for (int64_t s = 1; s < par.pp; ++s) {
       bool across = false;
-      for (int64_t r = 0; node > 0 && r < par.tp && !across; ++r)
-        across = ((s - 1) * par.tp + r) / node != (s * par.tp + r) / node;
+      for (int64_t r = 0; node > 0 && r < stage && !across; ++r)
+        across = ((s - 1) * stage + r) / node != (s * stage + r) / node;
       pipeline_comm += (g.mode == Mode::kTraining ? 2 : 1) * send_recv_ms(g.pipeline_send_bytes, gpu, across);
     }
     // The tensor-parallel all-reduces on the critical path follow the same path as the time.
@@ -324,26 +334,35 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     }
   }
   double dp_exposed = 0;
-  if (par.dp > 1 && g.mode == Mode::kTraining) {
+  if (par.dp * par.cp > 1 && g.mode == Mode::kTraining) {
     // DDP: gradients of this rank's shard, all-reduced in 25 MB buckets while the backward
     // runs; what does not fit under it, plus the last bucket, is exposed. With several
     // microbatches the gradients accumulate and are reduced once, during the last microbatch's
     // backward (DDP's no_sync, Megatron-LM's grad sync): only that backward hides it.
     // With expert parallelism the expert weights (a 1 / ep share on each rank) are reduced
     // over the dp / ep ranks that hold the same experts, another replica apart per ep rank.
-    const int64_t stride = par.tp * par.pp;  // data-parallel peers sit a replica apart
+    // With context parallelism the cp ranks of a replica hold the same weights too: the group
+    // is dp x cp (Megatron-Core's dp-cp group), contiguous without pipeline stages (cp peers
+    // sit tp apart, dp peers a replica), else reduced within cp, then over dp on a cp-th of it.
+    const int64_t stride = par.tp * par.cp * par.pp;  // data-parallel peers sit a replica apart
     const double dense = g.parameters - g.expert_parameters, experts = g.expert_parameters / double(par.ep);
+    const double weights_per_rank = double(par.tp * par.pp);
+    auto reduce_ms = [&](double bytes, int64_t group, int64_t group_stride) {
+      if (par.cp == 1) return all_reduce_ms(bytes, group, gpu, group_stride);
+      if (par.pp == 1) return all_reduce_ms(bytes, group * par.cp, gpu, par.tp);
+      return all_reduce_ms(bytes, par.cp, gpu, par.tp) + all_reduce_ms(bytes / double(par.cp), group, gpu, group_stride);
+    };
     // All-reduce of every rank's weights at `bytes_per_parameter`.
     auto weights_all_reduce_ms = [&](double bytes_per_parameter) {
       auto part = [&](double parameters, int64_t group, int64_t group_stride) {
-        return all_reduce_ms(bytes_per_parameter * parameters / double(stride), group, gpu, group_stride);
+        return reduce_ms(bytes_per_parameter * parameters / weights_per_rank, group, group_stride);
       };
       return part(dense, par.dp, stride) + (experts > 0 ? part(experts, par.dp / par.ep, stride * par.ep) : 0.0);
     };
     // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
     // (a reduce-scatter and two all-gathers, each half of it).
     const double ar = weights_all_reduce_ms(4.0) * (par.zero == 3 ? 1.5 : 1.0);
-    const double last_bucket = all_reduce_ms(std::min(4.0 * dense / double(stride), 25e6), par.dp, gpu, stride);
+    const double last_bucket = reduce_ms(std::min(4.0 * dense / weights_per_rank, 25e6), par.dp, stride);
     const double hide_bw = par.microbatches > 1 ? last_microbatch_bw : f.backward_ms;
     if (g.dtype != DType::kFp32 && (par.zero == 1 || par.zero == 2)) {
       // Megatron-LM's distributed optimizer (--overlap-grad-reduce, --overlap-param-gather): the
@@ -373,7 +392,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   // the dp / ep ranks that hold them).
   const double replica = double(par.tp * par.pp), ep = double(par.ep);
   const bool sharded = par.zero >= 1;
-  const double rank_parameters = (g.parameters - g.expert_parameters) / (replica * (sharded ? double(par.dp) : 1.0)) +
+  const double rank_parameters = (g.parameters - g.expert_parameters) / (replica * (sharded ? double(par.dp * par.cp) : 1.0)) +
                                  g.expert_parameters / (replica * ep * (sharded ? double(par.dp) / ep : 1.0));
   f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(rank_parameters, gpu) : 0;
   return f;
@@ -420,7 +439,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"kernel_launches", f.kernel_launches}, {"host_gap_us", f.host_gap_us},
                       {"call_overhead_us", f.call_overhead_us},
                       {"dtype", dtype_name(f.dtype)},
-                      {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp},
+                      {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp}, {"cp", f.par.cp},
                                     {"microbatches", f.par.microbatches}, {"ep", f.par.ep}, {"zero", f.par.zero},
                                     {"sequence_parallel", f.par.sequence_parallel}}}};
   if (f.mixed_training()) {
@@ -556,7 +575,9 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
     std::snprintf(buf, sizeof buf, "communication %10.3f ms on the critical path (dp %lld, tp %lld, pp %lld, %lld microbatches%s)\n",
                   f.communication_ms, static_cast<long long>(f.par.dp), static_cast<long long>(f.par.tp),
                   static_cast<long long>(f.par.pp), static_cast<long long>(f.par.microbatches),
-                  f.par.ep > 1 ? (", ep " + std::to_string(f.par.ep)).c_str() : "");
+                  (std::string(f.par.cp > 1 ? ", cp " + std::to_string(f.par.cp) : "") +
+                   (f.par.ep > 1 ? ", ep " + std::to_string(f.par.ep) : ""))
+                      .c_str());
     os << buf;
   }
   std::map<std::string, double> by_kind;

@@ -51,8 +51,8 @@ grep -Eq "^ +1 llama-3.1-8b +H100-SXM +fp8" "$W/t.txt" || { cat "$W/t.txt"; fail
 echo "ok   fp8 on A100 reported in its row"
 "$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1,64 --context 4096 --format csv > "$W/d.csv"
 [ "$(wc -l < "$W/d.csv")" = 3 ] || fail "decode CSV: expected a header and 2 rows"
-head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,routing,step_ms" || fail "CSV header"
-sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,0,0,,1,1,1,1,1,1,balanced,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
+head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,routing,step_ms" || fail "CSV header"
+sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,0,0,,1,1,1,1,1,1,1,balanced,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
 echo "ok   decode CSV"
 # --ep: expert parallelism is a serving layout of MoE models; a dense model's ep-2 rows and an
 # eager mode's say why, beside the rows that run.
@@ -202,6 +202,21 @@ assert p8["parallel"]["ep"] == 8 and p1["parallel"]["ep"] == 1
 assert abs(p8["weights_gb"] - 14.485561344) < 1e-6 and abs(p1["weights_gb"] - 93.405585408) < 1e-6, \
     (p8["weights_gb"], p1["weights_gb"])
 print("ok   MoE training plan: ep layouts of the dp group, row step = predict --ep's")
+PY
+# --cp: context-parallel sizes of mixed-precision training, each row predict --cp's step on
+# dp x cp GPUs; the CSV names cp.
+"$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode training --dtype bf16 --batch 2 --seq 8192 --cp 1,4 \
+  --format json > "$W/cp.json"
+"$TC" predict --model llama-3.1-8b --gpu H100-SXM --mode training --dtype bf16 --batch 2 --seq 8192 --cp 4 \
+  --format json > "$W/cp4.json"
+python3 - "$W/cp.json" "$W/cp4.json" <<'PY'
+import json, sys
+rows = {r["cp"]: r for r in json.load(open(sys.argv[1]))["rows"]}; p = json.load(open(sys.argv[2]))
+assert sorted(rows) == [1, 4] and rows[4]["gpus"] == 4 and rows[1]["gpus"] == 1, rows
+step = p["total_ms"] + p["optimizer_ms"]
+assert abs(rows[4]["step_ms"] - step) < 1e-9 * step and p["parallel"]["cp"] == 4, (rows[4]["step_ms"], step)
+assert rows[4]["step_ms"] < rows[1]["step_ms"] / 3, (rows[4]["step_ms"], rows[1]["step_ms"])
+print("ok   compare --cp: rows on dp x cp GPUs, step = predict --cp's, about a quarter of cp 1's")
 PY
 # --routing: every MoE layout forecasts its most loaded rank, as predict --routing does; a dense
 # model and the eager modes refuse it in one line.

@@ -891,6 +891,53 @@ TEST(TrainingGraph, ExpertParallelDispatchesByAllToAll) {
                             {"--ep 2", "llama-3.1-8b has no experts"});
 }
 
+// Llama-3.1-8B, 2 sequences of 8,192 tokens over cp 4: every op but attention on the rank's
+// 2 x 2,048 = 4,096 tokens; attention in 8 chunks of 1,024, rank 0 running chunk 0 over itself
+// and chunk 7 over the whole sequence (prefix 7,168), whose causal work is exactly a quarter of
+// the sequence's (1,024 x 8,193 of its 8,192 x 8,193 / 2 keys); the ring hands over the K and V
+// of its 2,048 tokens (2 B x 2 x 2,048 x 2 x 8 KV heads x 128 = 16,777,216 bytes), backward
+// with their gradients (twice that).
+TEST(TrainingGraph, ContextParallelSplitsTheSequence) {
+  const ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  Parallelism par;
+  par.cp = 4;
+  const OpGraph g = build_llm_training_graph(m, 2, 8192, DType::kBf16, par);
+  const OpGraph whole = build_llm_training_graph(m, 2, 8192, DType::kBf16, {});
+  int rings = 0;
+  for (const auto& op : g.ops) {
+    if (op.name == "model.layers.self_attn.qkv_proj") EXPECT_EQ(op.fw[0].query.m, 4096);
+    if (op.name == "lm_head") EXPECT_EQ(op.fw[0].query.m, 4096);
+    if (op.name != "model.layers.self_attn.core_attention") continue;
+    ASSERT_EQ(op.fw.size(), 3u);
+    const KernelQuery& first = op.fw[0].query;
+    const KernelQuery& last = op.fw[1].query;
+    EXPECT_EQ(first.b, 2);
+    EXPECT_EQ(first.m, 1024);
+    EXPECT_EQ(first.prefix, 0);
+    EXPECT_EQ(last.m, 1024);
+    EXPECT_EQ(last.prefix, 7168);
+    for (const auto& o : whole.ops)
+      if (o.name == op.name)
+        EXPECT_DOUBLE_EQ(query_flops(first) + query_flops(last), query_flops(o.fw[0].query) / 4);
+    EXPECT_EQ(op.fw[2].collective, Collective::kRing);
+    EXPECT_EQ(op.fw[2].group, 4);
+    EXPECT_DOUBLE_EQ(op.fw[2].bytes, 16777216.0);
+    ASSERT_EQ(op.bw.size(), 3u);
+    EXPECT_DOUBLE_EQ(op.bw[0].scale, 2.5);
+    EXPECT_DOUBLE_EQ(op.bw[2].bytes, 2 * 16777216.0);
+    ++rings;
+  }
+  EXPECT_EQ(rings, 1);
+  EXPECT_EQ(g.ops.size(), whole.ops.size());
+  par.cp = 3;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 2, 8192, DType::kBf16, par); },
+                            {"--cp 3", "--seq 8192 must be divisible by 2 x cp"});
+  par.cp = 2;
+  expect_error<ConfigError>([&] { build_llm_training_graph(load_model_config("mistral-7b-v0.1", models_dir()), 2, 8192, DType::kBf16, par); },
+                            {"--cp 2", "sliding-window", "not modelled"});
+  expect_error<ConfigError>([&] { build_op_graph(m, 2, 1024, Mode::kTraining, par); }, {"--cp applies to mixed-precision training"});
+}
+
 TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
   ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp8Block, {}); },

@@ -192,3 +192,22 @@ TEST(Memory, MixtralExpertParallelTrainingByHand) {
   expect_error<ConfigError>([&] { llm_training_memory(model("llama-3.1-8b"), 8, 1024, DType::kBf16, par, h100); },
                             {"--ep 2", "no experts"});
 }
+
+// Llama-3.1-8B (8,030,261,248 parameters) over dp 2 x cp 4: each rank saves the activations of
+// its quarter of every sequence (all of them scale with the rank's tokens), and ZeRO-1 shards
+// the AdamW state over the 8 ranks of the dp-cp group.
+TEST(Memory, ContextParallelSplitsActivationsAndShardsOverDpCp) {
+  const ModelConfig m = model("llama-3.1-8b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  Parallelism par;
+  par.dp = 2, par.zero = 1;
+  const auto one = llm_training_memory(m, 2, 8192, DType::kBf16, par, h100);
+  par.cp = 4;
+  const auto four = llm_training_memory(m, 2, 8192, DType::kBf16, par, h100);
+  EXPECT_NEAR(four.activations_gb, one.activations_gb / 4, 1e-9);
+  EXPECT_DOUBLE_EQ(four.optimizer_gb, 12 * 8030261248.0 / 8 / 1e9);
+  EXPECT_DOUBLE_EQ(one.optimizer_gb, 12 * 8030261248.0 / 2 / 1e9);
+  EXPECT_DOUBLE_EQ(four.weights_gb, 2 * 8030261248.0 / 1e9);
+  par.cp = 3;
+  expect_error<ConfigError>([&] { llm_training_memory(m, 2, 8192, DType::kBf16, par, h100); }, {"--cp 3"});
+}
