@@ -151,6 +151,14 @@ rows = tilecast.compare(model="mixtral-8x7b", gpus="H100-SXM", mode="decode", ba
 sh = cli("compare", "--model", "mixtral-8x7b", "--gpus", "H100-SXM", "--mode", "decode", "--batch", "8",
          "--context", "1024", "--tp", "2", "--ep", "1,2")["rows"]
 assert rows == sh and [r["ep"] for r in sorted(rows, key=lambda r: r["ep"])] == [1, 2], rows
+# cp: context-parallel sizes of mixed-precision training, as `compare --cp` and `predict --cp`.
+rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="training", dtype="bf16", batch=2, seq=8192, cp=[1, 4])
+sh = cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--mode", "training", "--dtype", "bf16",
+         "--batch", "2", "--seq", "8192", "--cp", "1,4")["rows"]
+assert rows == sh and sorted(r["cp"] for r in rows) == [1, 4], rows
+p = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=2, seq=8192, mode="training", dtype="bf16", cp=4)
+assert p == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "2", "--seq", "8192",
+                "--mode", "training", "--dtype", "bf16", "--cp", "4") and p["parallel"]["cp"] == 4
 # plan: the layouts `tilecast plan --format json` ranks, in its order (20: dp x tp x pp x ep, as the CLI test counts).
 rows = tilecast.plan(model="mixtral-8x7b", gpu="H100-SXM", gpus=8, global_batch=64, mode="decode", context=2048)
 sh = cli("plan", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "64",
