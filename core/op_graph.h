@@ -21,9 +21,10 @@ const char* mode_name(Mode m);  // inference, training, prefill, decode
 enum class Collective { kNone, kAllReduce, kAllToAll, kRing };
 
 // One kernel launch: a predicted kernel, a pure memory pass (copies, gathers, masks) costed
-// at DRAM bandwidth, an all-reduce over the interconnect (tensor parallelism) or an all-to-all
-// (training's expert parallelism: a MoE layer's token dispatch and combine over the ep group);
-// pipeline transfers and data-parallel gradients are costed by the step timeline instead.
+// at DRAM bandwidth, an all-reduce over the interconnect (tensor parallelism), an all-to-all
+// (training's expert parallelism: a MoE layer's token dispatch and combine over the ep group)
+// or a ring of hand-overs (training's context parallelism: the attention's K and V); pipeline
+// transfers and data-parallel gradients are costed by the step timeline instead.
 struct KernelCall {
   bool is_mem = false;
   KernelQuery query;   // neither mem nor collective

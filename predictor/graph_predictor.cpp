@@ -139,8 +139,8 @@ double adamw_step_ms(double parameters, const GpuSpec& gpu) {
 }
 
 double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<double(const KernelQuery&)>& kernel_ms) {
-  if (g.par.tp > 1 || g.par.pp > 1 || g.par.ep > 1)
-    throw ConfigError("baseline sums cover single-GPU and data-parallel graphs only (no tp/pp/ep collectives)");
+  if (g.par.tp > 1 || g.par.pp > 1 || g.par.ep > 1 || g.par.cp > 1)
+    throw ConfigError("baseline sums cover single-GPU and data-parallel graphs only (no tp/pp/ep/cp collectives)");
   double sum = 0;
   for (const auto& op : g.ops)
     for (const auto* calls : {&op.fw, &op.bw, &op.acc})
@@ -184,7 +184,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const std::vector<KernelPrediction> preds = kp.predict(unique, gpu);
   // In the stream of a model: without the host time per call that isolated timings include.
   auto time_ms = [isolated](const KernelPrediction& p) { return isolated ? p.latency_ms : p.stream_ms; };
-  double comm_in_ops = 0;  // collectives of one microbatch (tp all-reduces, ep all-to-alls)
+  // Collectives of one microbatch on its critical path (tp all-reduces, ep all-to-alls, what
+  // cp rings leave exposed).
+  double comm_in_ops = 0;
   int64_t launches = 0;    // one microbatch
   // `fw_gemm`: the op's first forward kernel, for its backward calls costed at that rate.
   auto cost = [&](const std::vector<KernelCall>& calls, int64_t count, const KernelCall* fw_gemm) {
@@ -346,7 +348,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // sit tp apart, dp peers a replica), else reduced within cp, then over dp on a cp-th of it.
     const int64_t stride = par.tp * par.cp * par.pp;  // data-parallel peers sit a replica apart
     const double dense = g.parameters - g.expert_parameters, experts = g.expert_parameters / double(par.ep);
-    const double weights_per_rank = double(par.tp * par.pp);
+    const double weight_split = double(par.tp * par.pp);  // a replica splits the weights tp x pp ways
     auto reduce_ms = [&](double bytes, int64_t group, int64_t group_stride) {
       if (par.cp == 1) return all_reduce_ms(bytes, group, gpu, group_stride);
       if (par.pp == 1) return all_reduce_ms(bytes, group * par.cp, gpu, par.tp);
@@ -355,14 +357,14 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // All-reduce of every rank's weights at `bytes_per_parameter`.
     auto weights_all_reduce_ms = [&](double bytes_per_parameter) {
       auto part = [&](double parameters, int64_t group, int64_t group_stride) {
-        return reduce_ms(bytes_per_parameter * parameters / weights_per_rank, group, group_stride);
+        return reduce_ms(bytes_per_parameter * parameters / weight_split, group, group_stride);
       };
       return part(dense, par.dp, stride) + (experts > 0 ? part(experts, par.dp / par.ep, stride * par.ep) : 0.0);
     };
     // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
     // (a reduce-scatter and two all-gathers, each half of it).
     const double ar = weights_all_reduce_ms(4.0) * (par.zero == 3 ? 1.5 : 1.0);
-    const double last_bucket = reduce_ms(std::min(4.0 * dense / weights_per_rank, 25e6), par.dp, stride);
+    const double last_bucket = reduce_ms(std::min(4.0 * dense / weight_split, 25e6), par.dp, stride);
     const double hide_bw = par.microbatches > 1 ? last_microbatch_bw : f.backward_ms;
     if (g.dtype != DType::kFp32 && (par.zero == 1 || par.zero == 2)) {
       // Megatron-LM's distributed optimizer (--overlap-grad-reduce, --overlap-param-gather): the

@@ -81,7 +81,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
 // (every op's forward, backward and accumulation kernels, times its count and the
 // microbatches): kernels costed by `kernel_ms` (NaN: no baseline for that kernel, and the whole
 // sum is then -1), memory passes at DRAM bandwidth. Throws ConfigError for a graph with
-// tensor, pipeline or expert parallelism (their collectives have no baseline).
+// tensor, pipeline, expert or context parallelism (their collectives have no baseline).
 double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<double(const KernelQuery&)>& kernel_ms);
 // Validates a --host-gap-us value (finite, 0..10000 us); ConfigError naming the flag otherwise.
 void check_host_gap_us(double us);
