@@ -1013,18 +1013,17 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
       o.fw.push_back(KernelCall::kernel(q));
       o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
     } else {
-      // Megatron-Core's ring attention with the load-balanced split: the sequence in 2 cp chunks,
-      // rank r holding chunks r and 2 cp - 1 - r, so every rank's causal work is the same; rank 0
-      // runs the first chunk's queries over themselves and the last chunk's over the whole
-      // sequence (each a chunk after a prefix), while the K and V of its two chunks go round the
-      // ring (cp - 1 hand-overs; backward their gradients too), overlapped with that work.
-      const int64_t c = seq / (2 * par.cp);
-      const KernelQuery first = attention_chunk_q(g.micro_batch, c, 0, heads, kv, hd, act, act);
-      const KernelQuery last = attention_chunk_q(g.micro_batch, c, seq - c, heads, kv, hd, act, act);
-      const double kv_bytes = e * double(g.micro_batch) * double(2 * c) * 2.0 * double(kv) * double(hd);
-      o.fw = {KernelCall::kernel(first), KernelCall::kernel(last), KernelCall::ring(kv_bytes, par.cp)};
-      o.bw = {KernelCall::kernel_scaled(first, 2.5), KernelCall::kernel_scaled(last, 2.5),
-              KernelCall::ring(2.0 * kv_bytes, par.cp)};
+      // Megatron-Core's ring attention with the load-balanced split: the sequence in 2 cp chunks
+      // of c tokens, rank r holding chunks r and 2 cp - 1 - r. Each of its cp steps is one
+      // FlashAttention call of 2 c^2 (query, key) pairs: the first causal over its own 2 c
+      // tokens, each later one its 2 c queries (or its last chunk's c) over c (or 2 c) keys
+      // from another rank. So each step is costed as a causal prompt of 2 c = seq / cp tokens,
+      // the same work, cp of them; meanwhile the K and V of its 2 c tokens go round the ring
+      // (cp - 1 hand-overs; backward their gradients too), overlapped with those kernels.
+      const KernelQuery step = attention_prefill_q(g.micro_batch, seq / par.cp, heads, kv, hd, act, act);
+      const double kv_bytes = e * double(t) * 2.0 * double(kv) * double(hd);
+      o.fw = {KernelCall::kernel_scaled(step, double(par.cp)), KernelCall::ring(kv_bytes, par.cp)};
+      o.bw = {KernelCall::kernel_scaled(step, 2.5 * double(par.cp)), KernelCall::ring(2.0 * kv_bytes, par.cp)};
     }
   }
   gemm("self_attn.o_proj", t, heads * hd, h, kRow, mm);

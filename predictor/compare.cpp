@@ -494,12 +494,12 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   std::vector<CompareRow> rows;
   std::string first_error;
   // One layout's row: forecast, then kept, or set aside with its reason.
-  auto add = [&](int64_t dp, int64_t tp, int64_t pp, int64_t mb, int64_t ep, const TrainingArgs& training) {
+  auto add = [&](int64_t dp, int64_t tp, int64_t pp, int64_t mb, int64_t ep, int64_t cp, const TrainingArgs& training) {
     ForecastRequest c;
     c.model = &m, c.gpu = &g, c.mode = mode;
     c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
     c.cached_prefix = req.cached_prefix;
-    c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
+    c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep, c.par.cp = cp;
     c.optimizer_state = req.optimizer_state;
     c.train_dtype = train_dtype;
     training.apply(c, true);
@@ -531,37 +531,46 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     }
     rows.push_back(r);
   };
+  const bool mixed_training = !serving && train_dtype != DType::kFp32;
   for (int64_t dp : divisors(gpus)) {
     if (global_batch % dp) continue;
-    // Mixed-precision training with --zero auto / --recompute auto: each ZeRO stage (beyond 0
-    // where there are data-parallel peers) and each choice.
-    std::vector<TrainingArgs> trainings;
-    for (int zero : search_zero ? (dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0})
-                                : std::vector<int>{req.training.zero})
-      for (const char* recompute : search_recompute ? std::vector<const char*>{"none", "full"}
-                                                    : std::vector<const char*>{req.training.recompute.c_str()}) {
-        TrainingArgs t = req.training;
-        t.zero = zero, t.recompute = recompute;
-        trainings.push_back(t);
+    // Mixed-precision training: each context-parallel size that splits the sequence in 2 cp
+    // chunks (not for a sliding-window model, which it does not model).
+    std::vector<int64_t> cps{1};
+    if (mixed_training && m.sliding_window == 0)
+      for (int64_t cp : divisors(gpus / dp))
+        if (cp > 1 && req.seq % (2 * cp) == 0) cps.push_back(cp);
+    for (int64_t cp : cps) {
+      // Mixed-precision training with --zero auto / --recompute auto: each ZeRO stage (beyond 0
+      // where there are data- or context-parallel peers) and each choice.
+      std::vector<TrainingArgs> trainings;
+      for (int zero : search_zero ? (dp * cp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0})
+                                  : std::vector<int>{req.training.zero})
+        for (const char* recompute : search_recompute ? std::vector<const char*>{"none", "full"}
+                                                      : std::vector<const char*>{req.training.recompute.c_str()}) {
+          TrainingArgs t = req.training;
+          t.zero = zero, t.recompute = recompute;
+          trainings.push_back(t);
+        }
+      for (int64_t tp : divisors(gpus / dp / cp)) {
+        const int64_t pp = gpus / dp / cp / tp;
+        // Serving layouts: replicas of tp x pp groups (the engines choose the microbatches).
+        std::vector<int64_t> mbs{1};
+        if (pp > 1 && !serving) {
+          mbs.clear();
+          for (int64_t mb : divisors(global_batch / dp))
+            if (mb <= 64) mbs.push_back(mb);
+        }
+        // An MoE model: each expert-parallel size that divides the experts, of the tp group
+        // (serving) or of the dp group (mixed-precision training, without cp).
+        std::vector<int64_t> eps{1};
+        if (m.num_experts > 0 && (serving || (mixed_training && cp == 1)))
+          for (int64_t ep : divisors(serving ? tp : dp))
+            if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
+        for (int64_t mb : mbs)
+          for (int64_t ep : eps)
+            for (const TrainingArgs& t : trainings) add(dp, tp, pp, mb, ep, cp, t);
       }
-    for (int64_t tp : divisors(gpus / dp)) {
-      const int64_t pp = gpus / dp / tp;
-      // Serving layouts: replicas of tp x pp groups (the engines choose the microbatches).
-      std::vector<int64_t> mbs{1};
-      if (pp > 1 && !serving) {
-        mbs.clear();
-        for (int64_t mb : divisors(global_batch / dp))
-          if (mb <= 64) mbs.push_back(mb);
-      }
-      // An MoE model: each expert-parallel size that divides the experts, of the tp group
-      // (serving) or of the dp group (mixed-precision training).
-      std::vector<int64_t> eps{1};
-      if (m.num_experts > 0 && (serving || train_dtype != DType::kFp32))
-        for (int64_t ep : divisors(serving ? tp : dp))
-          if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
-      for (int64_t mb : mbs)
-        for (int64_t ep : eps)
-          for (const TrainingArgs& t : trainings) add(dp, tp, pp, mb, ep, t);
     }
   }
   if (rows.empty())
@@ -578,6 +587,7 @@ std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
   std::vector<std::pair<std::string, std::vector<std::string>>> reasons;  // in first-seen order
   for (const auto& r : skipped) {
     std::string layout = "dp " + std::to_string(r.dp) + " x tp " + std::to_string(r.tp) + " x pp " + std::to_string(r.pp);
+    if (r.cp > 1) layout += " (cp " + std::to_string(r.cp) + ")";
     if (r.ep > 1) layout += " (ep " + std::to_string(r.ep) + ")";
     if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
     if (r.zero > 0) layout += " (zero " + std::to_string(r.zero) + ")";

@@ -147,7 +147,9 @@ struct PlanRequest {
 // tp group is a layout too (ep dividing tp and the experts; ep 1 splits every expert over tp),
 // each under the request's routing (the most loaded rank forecast; a dense model refuses one).
 // Mixed-precision training of an MoE model: every expert-parallel size of the dp group that
-// divides the experts is a layout too (Parallelism::ep).
+// divides the experts is a layout too (Parallelism::ep); of any model without a sliding window,
+// every context-parallel size cp that splits seq into 2 cp chunks (dp x tp x cp x pp == gpus;
+// not with ep > 1).
 std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                  const std::string& models_dir, const Prices* prices = nullptr,
                                  std::vector<CompareRow>* skipped = nullptr);

@@ -404,7 +404,7 @@ void set_training_throughput(ModelForecast& f, const OpGraph& g, const GpuSpec& 
   double flops = 0;
   for (const auto& op : g.ops)
     for (const auto& c : op.fw)
-      if (c.is_kernel()) flops += query_flops(c.query) * double(op.count);
+      if (c.is_kernel()) flops += query_flops(c.query) * c.scale * double(op.count);  // scale: cp ring steps
   // Forward + the backward's two passes, every microbatch; the graph is one tp rank's share of
   // every layer, which pp stages split.
   flops *= 3.0 * double(g.par.microbatches) / double(g.par.pp);
