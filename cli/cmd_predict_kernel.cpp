@@ -124,7 +124,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                 predictor::kTritonFp8MoeFloorUs, predictor::kTritonFp8MoeFactor, r.bf16_ms, moe_library(spec));
   if (r.moe_chunks > 1)
     std::printf("chunks       %lld x %lld tokens, one after another (the family was trained on at most %lld tokens; "
-                "at the top of that range the data's latency doubles with the tokens)\n",
+                "at the top of that range the data's latency nearly doubles with the tokens)\n",
                 static_cast<long long>(r.moe_chunks), static_cast<long long>(r.moe_chunk_tokens),
                 static_cast<long long>(pred.moe_trained_tokens(spec)));
   if (!r.out_of_range.empty()) {

@@ -82,22 +82,17 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   check_zero_stage(par.zero);
   check_training_expert_parallel(m, par);
   check_training_context_parallel(m, seq, par);
-  // ZeRO shards over the data- and context-parallel ranks together (Megatron-Core's dp-cp group).
-  const double replica = double(par.tp * par.pp), dp = double(par.dp * par.cp), ep = double(par.ep);
-  // Expert parallelism: each rank holds 1 / ep of the experts, which ZeRO shards over the
-  // dp / ep ranks holding the same ones (the rest over all dp ranks).
-  const double experts = par.ep > 1 ? expert_parameters(m) : 0;
-  const double dense = (model_parameters(m) - experts) / replica, local_experts = experts / (replica * ep);
-  // Parameters on a rank, sharded over the data-parallel ranks from ZeRO stage `stage` on.
-  auto rank_parameters = [&](int stage) {
-    return par.zero >= stage ? dense / dp + local_experts / (dp / ep) : dense + local_experts;
-  };
+  // ZeRO shards over the data- and context-parallel ranks together (Megatron-Core's dp-cp group);
+  // with expert parallelism each rank holds 1 / ep of the experts, sharded over the ranks that
+  // hold the same ones (rank_parameters).
+  const double params = model_parameters(m), experts = par.ep > 1 ? expert_parameters(m) : 0;
+  auto on_rank = [&](int stage) { return rank_parameters(params, experts, par, par.zero >= stage); };
   // FP8: Transformer Engine keeps each GEMM weight's FP8 copy and its transpose (1 B each).
-  const double fp8_copies = fp8 ? 2.0 * fp8_training_gemm_parameters(m) / replica : 0;
-  r.weights_gb = (e * rank_parameters(3) + fp8_copies / (par.zero >= 3 ? dp : 1.0)) / 1e9;
-  r.gradients_gb = 4 * rank_parameters(2) / 1e9;
+  const double fp8_copies = fp8 ? 2.0 * rank_parameters(fp8_training_gemm_parameters(m), 0, par, par.zero >= 3) : 0;
+  r.weights_gb = (e * on_rank(3) + fp8_copies) / 1e9;
+  r.gradients_gb = 4 * on_rank(2) / 1e9;
   // FP32 master weights, exp_avg, exp_avg_sq.
-  r.optimizer_gb = optimizer_state ? 12 * rank_parameters(1) / 1e9 : 0;
+  r.optimizer_gb = optimizer_state ? 12 * on_rank(1) / 1e9 : 0;
   const double tp = double(par.tp), h = m.hidden, a = m.heads, kv = kv_heads_of(m), d = m.head_dim;
   // Sequence parallelism splits the norms' inputs and outputs over the tp ranks too.
   const double norm_share = par.sequence_parallel ? tp : 1.0;

@@ -632,6 +632,12 @@ double expected_experts_hit(int64_t tokens, int64_t k, int64_t e) {
   return std::max(1.0, double(e) * (1.0 - p_miss));
 }
 
+double rank_parameters(double parameters, double expert_parameters, const Parallelism& par, bool sharded) {
+  const double replica = double(par.tp * par.pp), ep = double(par.ep), peers = double(par.dp * par.cp);
+  return (parameters - expert_parameters) / (replica * (sharded ? peers : 1.0)) +
+         expert_parameters / (replica * ep * (sharded ? peers / ep : 1.0));
+}
+
 void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par) {
   const std::string flag = "--ep " + std::to_string(par.ep);
   if (par.ep < 1 || par.ep > 4096) throw ConfigError(flag + ": out of range [1, 4096]");
@@ -1043,8 +1049,8 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     // the gradients backward. A rank's E / ep experts then take t x top-k tokens in all, the
     // work of the layer without expert parallelism, whose forecast (the rank's t tokens over all
     // E experts) costs it: the family's ep rows are SGLang's serving kernels, whose ranks route
-    // every token of the group (on Triton GPUs 1.1-3.8x slower than that layer at equal work
-    // from 1,024 tokens a rank on, scripts/moe-scaling.py), and a layer of E / ep experts alone
+    // every token of the group (on Triton GPUs 1.0-3.8x that layer's time at equal work from
+    // 1,024 tokens a rank on, scripts/moe-scaling.py), and a layer of E / ep experts alone
     // lies outside the family's layer shapes. It reads every expert's weights where the rank
     // holds 1 / ep of them: no faster than a grouped GEMM over the rank's own experts.
     const int64_t ep = par.ep;

@@ -225,6 +225,11 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
                                  const Parallelism& par, bool recompute = false);
 // ConfigError naming --pp unless 1 <= pp <= layers.
 void check_pipeline_stages(int64_t layers, int64_t pp);
+// Parameters on one training rank: `parameters` split tp x pp ways by a replica, of which the
+// `expert_parameters` (0 without expert parallelism) also ep ways; with `sharded` (ZeRO's shard
+// of a stage) the rest divided over the dp x cp ranks and the experts' over the dp x cp / ep
+// ranks that hold the same experts.
+double rank_parameters(double parameters, double expert_parameters, const Parallelism& par, bool sharded);
 // Training's expert parallelism (Parallelism::ep): ConfigError naming --ep unless 1 <= ep <=
 // 4096 and, above 1, the model has experts and ep divides both dp and the experts.
 void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par);

@@ -293,7 +293,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                                   : q.par.sequence_parallel ? "--sequence-parallel"
                                                             : "--train-tokens") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
-  if (q.par.cp != 1 && !(q.mode == "training" && q.train_dtype != DType::kFp32))
+  const bool training = q.mode == "training", mixed_training = training && q.train_dtype != DType::kFp32;
+  if (q.par.cp != 1 && !mixed_training)
     throw ConfigError("--cp applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)
@@ -321,7 +322,6 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   }
   // Expert parallelism is a serving layout and mixed-precision training's, token routing a
   // serving one: refused here for eager FP32, for predict, compare and plan alike.
-  const bool training = q.mode == "training", mixed_training = training && q.train_dtype != DType::kFp32;
   if (q.par.ep != 1 && !mixed_training)
     throw ConfigError("--ep does not apply to --mode " + q.mode + (training ? " in fp32" : "") +
                       " (expert parallelism: serving, and mixed-precision training with --dtype bf16|fp16|fp8)");

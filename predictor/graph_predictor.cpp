@@ -309,8 +309,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     last_microbatch_bw = slow_bw;
     first_microbatch_fw = slow_fw;
     const double all_comm = comm_in_ops;  // one microbatch through every stage
-    // Stage s holds GPUs [s tp, (s + 1) tp) of its replica; rank r hands over to rank r of the
-    // next stage, across the network where the two sit on different nodes.
+    // Stage s holds GPUs [s tp cp, (s + 1) tp cp) of its replica; rank r hands over to rank r
+    // of the next stage, across the network where the two sit on different nodes.
     const int64_t node = gpu.gpus_per_node, stage = par.tp * par.cp;  // GPUs of a stage
     for (int64_t s = 1; s < par.pp; ++s) {
       bool across = false;
@@ -390,13 +390,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     f.forward_ms += f.fp8_weight_cast_ms;
   }
   f.total_ms = f.forward_ms + f.backward_ms + pipeline_comm + dp_exposed;
-  // ZeRO 1-3: each data-parallel rank steps its shard of the parameters (the experts' over
-  // the dp / ep ranks that hold them).
-  const double replica = double(par.tp * par.pp), ep = double(par.ep);
-  const bool sharded = par.zero >= 1;
-  const double rank_parameters = (g.parameters - g.expert_parameters) / (replica * (sharded ? double(par.dp * par.cp) : 1.0)) +
-                                 g.expert_parameters / (replica * ep * (sharded ? double(par.dp) / ep : 1.0));
-  f.optimizer_ms = g.mode == Mode::kTraining ? adamw_step_ms(rank_parameters, gpu) : 0;
+  // ZeRO 1-3: each data-parallel rank steps its shard of the parameters.
+  f.optimizer_ms =
+      g.mode == Mode::kTraining ? adamw_step_ms(rank_parameters(g.parameters, g.expert_parameters, par, par.zero >= 1), gpu) : 0;
   return f;
 }
 

@@ -26,6 +26,7 @@ struct KernelPredictor::Impl {
   std::string tile_path;
   std::optional<TileTable> tiles;
   std::vector<const trainer::FamilyEntry*> entries;  // by Family index; nullptr if absent
+  int64_t moe_trained_tokens = 0;  // KernelPredictor::moe_trained_tokens of this set
   std::vector<std::optional<std::vector<DenseMlp>>> models;  // by Family index, once loaded
   // <dir>/amd: the AMD predictor set, if bundled; opened at the first AMD forecast (an NVIDIA
   // forecast does not read its manifest).
@@ -96,6 +97,13 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
       if (!fs::exists(path)) throw ConfigError(path + ": network file listed in manifest.yaml is missing");
     }
     impl_->entries[static_cast<size_t>(e.config.family)] = &e;
+  }
+  // The moe family's range of log2_tokens, read once (predict() consults it for every batch).
+  if (const trainer::FamilyEntry* e = impl_->entries[static_cast<size_t>(Family::kMoe)]) {
+    const auto name = std::find(e->features.begin(), e->features.end(), "log2_tokens");
+    const auto i = static_cast<size_t>(name - e->features.begin());
+    if (name != e->features.end() && i < e->feature_max.size() && e->feature_max[i] >= 0 && e->feature_max[i] < 31)
+      impl_->moe_trained_tokens = static_cast<int64_t>(std::floor(std::exp2(e->feature_max[i]) + 1e-6));
   }
   const fs::path amd = fs::path(dir) / "amd";
   if (fs::exists(amd / "manifest.yaml")) impl_->amd_dir = amd.string();
@@ -342,15 +350,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
 }
 
 int64_t KernelPredictor::moe_trained_tokens(const GpuSpec& gpu) const {
-  const auto& families = set_for(gpu, Family::kMoe).manifest().families;
-  const auto it = families.find(family_name(Family::kMoe));
-  if (it == families.end()) return 0;
-  const trainer::FamilyEntry& e = it->second;
-  const auto name = std::find(e.features.begin(), e.features.end(), "log2_tokens");
-  const auto i = static_cast<size_t>(name - e.features.begin());
-  if (name == e.features.end() || i >= e.feature_max.size() || !(e.feature_max[i] >= 0 && e.feature_max[i] < 31))
-    return 0;
-  return static_cast<int64_t>(std::floor(std::exp2(e.feature_max[i]) + 1e-6));
+  return set_for(gpu, Family::kMoe).impl_->moe_trained_tokens;
 }
 
 bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu) {

@@ -88,7 +88,7 @@ class KernelPredictor {
   // (its manifest's range of log2_tokens; 16,384 for the bundled weights), 0 where unknown.
   // predict() forecasts a larger layer as ceil(tokens / that) equal chunks within it, summed:
   // at the top of the range the data's latency nearly doubles with the tokens (8,192 -> 16,384:
-  // median 1.79-2.14x per GPU and library, scripts/moe-token-scaling.py), while the network,
+  // median 1.79-2.14x per GPU and library, scripts/moe-scaling.py), while the network,
   // its token count clamped to the range, forecasts 1.6x for the next doubling.
   int64_t moe_trained_tokens(const GpuSpec& gpu) const;
   const trainer::WeightsManifest& manifest() const;

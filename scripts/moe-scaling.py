@@ -9,11 +9,11 @@ hidden size, expert width, top-k, experts, tp, ep; balanced routing), the median
 of latency(2T) / latency(T) for each doubling from above an eighth of the largest T. A ratio of 2 is what the chunk
 rule assumes beyond the range.
 
-Then, for training's expert parallelism (build_llm_training_graph forecasts a rank's experts by
-the family's ep rows): per GPU and library, latency(T tokens, ep) / latency(T / ep tokens, ep 1),
-two layers of the same work on rank 0 (T x top-k / ep expert assignments), the first with 1/ep of
-the experts and every token of the group routed (SGLang's expert-parallel kernels), by ep and by
-whether T / ep reaches 1,024 tokens.
+Then, for training's expert parallelism (why build_llm_training_graph forecasts a rank's experts
+as the layer without ep rather than by the family's ep rows): per GPU and library,
+latency(T tokens, ep) / latency(T / ep tokens, ep 1), two layers of the same work on rank 0
+(T x top-k / ep expert assignments), the first with 1/ep of the experts and every token of the
+group routed (SGLang's expert-parallel kernels), by ep and by whether T / ep reaches 1,024 tokens.
 
   scripts/moe-scaling.py [--llm-dir ../shared/llm-kernels]
 """
@@ -51,7 +51,7 @@ for gpu in gpus:
     for lib in sorted({k[0] for k in lat}):
         tokens = sorted({t for (l, _), by in lat.items() if l == lib for t in by})
         for t in tokens:
-            if 2 * t > tokens[-1] or 2 * t not in tokens or 4 * t <= tokens[-1] // 2:
+            if 2 * t not in tokens or 8 * t <= tokens[-1]:
                 continue  # the doublings from above an eighth of the largest T
             ratios = sorted(by[2 * t] / by[t] for (l, _), by in lat.items() if l == lib and t in by and 2 * t in by)
             if not ratios:
