@@ -29,7 +29,7 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
 
 int run_compare(const Args& args, const GlobalOptions&) {
   po::options_description desc("compare options");
-  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1", ep = "1", cp = "1", routing;
+  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1", ep = "1", cp = "1", vpp = "1", routing;
   std::string format, sort, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
@@ -53,6 +53,9 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "MoE: expert-parallel sizes, comma-separated (default 1): within the tp group (serving) or the dp group "
       "(mixed-precision training)")(
       "cp", po::value(&cp), "mixed-precision training: context-parallel sizes, comma-separated (default 1)")(
+      "vpp", po::value(&vpp),
+      "mixed-precision training with pipeline stages: model chunks per rank (interleaved 1F1B), comma-separated "
+      "(default 1)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
@@ -65,7 +68,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
-                     "[--dp/--tp/--pp/--ep/--cp lists] [--routing R] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost|goodput]\n"
+                     "[--dp/--tp/--pp/--ep/--cp/--vpp lists] [--routing R] [--price G=USD ...|--prices FILE] [--sort time|throughput|cost|goodput]\n"
                      "Forecasts every combination in one process; one row each (tokens/s: training and inference "
                      "count batch x seq per step, prefill prompt tokens, decode and generate output tokens)."))
     return 0;
@@ -98,6 +101,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.microbatches = parse_int_list("--microbatches", mb, 1, 1 << 20);
   req.eps = parse_int_list("--ep", ep, 1, 4096);
   req.cps = parse_int_list("--cp", cp, 1, 4096);
+  req.vpps = parse_int_list("--vpp", vpp, 1, 4096);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;

@@ -59,6 +59,9 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "pipeline stages (serving: layers split as vLLM does, min(pp, batch) microbatches in flight)")(
       "microbatches", po::value(&a.par.microbatches)->default_value(1),
       "microbatches per step (eager pipeline; serving derives them from --pp)")(
+      "vpp", po::value(&a.par.vpp)->default_value(1),
+      "mixed-precision training with --pp: model chunks per pipeline rank (Megatron-LM's interleaved 1F1B; "
+      "layers divisible by pp x vpp, microbatches by pp)")(
       "format", po::value(&format)->default_value("table"), "table|json|csv")(
       "top", po::value(&top)->default_value(10), "operators listed in the table");
   add_forecast_path_options(desc, paths);
@@ -71,7 +74,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
                      "       tilecast predict --model M --gpu G --mode training --dtype bf16|fp16|fp8 --batch N --seq S "
-                     "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K] [--ep N] [--cp N] [--recompute full]\n"
+                     "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K [--vpp V]] [--ep N] [--cp N] [--recompute full]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R]\n"

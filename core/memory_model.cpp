@@ -82,6 +82,7 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   check_zero_stage(par.zero);
   check_training_expert_parallel(m, par);
   check_training_context_parallel(m, seq, par);
+  check_virtual_pipeline(m, par);
   // ZeRO shards over the data- and context-parallel ranks together (Megatron-Core's dp-cp group);
   // with expert parallelism each rank holds 1 / ep of the experts, sharded over the ranks that
   // hold the same ones (rank_parameters).
@@ -106,12 +107,15 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
                                  4 * a / tp;
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
   const double t1 = micro_seqs * double(seq) / double(par.cp);                  // one microbatch's tokens
-  const double t = t1 * double(std::min(par.pp, par.microbatches));             // held by the first stage
+  // Held by the first pipeline rank: its layers' activations of the microbatches in flight (with
+  // the interleaved schedule, more chunks of fewer layers; pipeline_in_flight).
+  const PipelineInFlight in_flight = pipeline_in_flight(par);
+  const double t = t1 * in_flight.stage_microbatches;
   const double stage_layers = double(m.layers) / double(par.pp);
   const double bytes = recompute ? stage_layers * t * e * h / norm_share + t1 * per_token_layer
                                  : stage_layers * t * per_token_layer;
   // The embedding output on the first stage; the logits and their FP32 softmax on the last.
-  r.activations_gb = (bytes + e * t * h + (e + 4) * t1 * double(m.vocab) / tp) / 1e9;
+  r.activations_gb = (bytes + e * t1 * in_flight.first_chunk_microbatches * h + (e + 4) * t1 * double(m.vocab) / tp) / 1e9;
   return r;
 }
 

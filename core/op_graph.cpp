@@ -588,8 +588,12 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (batch % (par.dp * par.microbatches) != 0)
     throw ConfigError("--batch " + std::to_string(batch) + " is not divisible by dp x microbatches = " +
                       std::to_string(par.dp * par.microbatches));
-  if (par.zero != 0 || par.sequence_parallel || par.ep != 1 || par.cp != 1)
-    throw ConfigError(std::string(par.zero != 0 ? "--zero" : par.ep != 1 ? "--ep" : par.cp != 1 ? "--cp" : "--sequence-parallel") +
+  if (par.zero != 0 || par.sequence_parallel || par.ep != 1 || par.cp != 1 || par.vpp != 1)
+    throw ConfigError(std::string(par.zero != 0 ? "--zero"
+                                  : par.ep != 1 ? "--ep"
+                                  : par.cp != 1 ? "--cp"
+                                  : par.vpp != 1 ? "--vpp"
+                                                 : "--sequence-parallel") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)" +
                       (par.ep != 1 ? " and serving" : ""));
   const ArchSpec* arch = find_arch(m.model_type);
@@ -660,6 +664,30 @@ void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Pa
   if (m.sliding_window > 0)
     throw ConfigError(flag + ": context parallelism of a sliding-window model (" + m.name + ") is not modelled");
   if (par.ep > 1) throw ConfigError(flag + " with --ep " + std::to_string(par.ep) + ": not modelled together");
+}
+
+void check_virtual_pipeline(const ModelConfig& m, const Parallelism& par) {
+  const std::string flag = "--vpp " + std::to_string(par.vpp);
+  if (par.vpp < 1 || par.vpp > 4096) throw ConfigError(flag + ": out of range [1, 4096]");
+  if (par.vpp == 1) return;
+  if (par.pp < 2) throw ConfigError(flag + ": the interleaved schedule needs --pp 2 or more");
+  if (m.layers % (par.pp * par.vpp) != 0)
+    throw ConfigError(flag + ": " + m.name + "'s " + std::to_string(m.layers) + " layers do not split into pp x vpp = " +
+                      std::to_string(par.pp * par.vpp) + " equal model chunks");
+  if (par.microbatches % par.pp != 0)
+    throw ConfigError(flag + ": --microbatches " + std::to_string(par.microbatches) +
+                      " must be a multiple of --pp " + std::to_string(par.pp) +
+                      " (Megatron-LM's interleaved schedule runs the microbatches in groups of pp)");
+}
+
+PipelineInFlight pipeline_in_flight(const Parallelism& par) {
+  const double p = double(par.pp), m = double(par.microbatches), v = double(par.vpp);
+  if (par.vpp <= 1) return {std::min(p, m), std::min(p, m)};
+  // Megatron-LM's warm-up on rank 0: 2 (pp - 1) + (vpp - 1) pp chunk forwards, then the first
+  // steady forward, before any backward frees a chunk: pp microbatches through each chunk in
+  // turn, then pp - 1 more through the first.
+  const double chunks = std::min(p * v + p - 1, m * v);
+  return {chunks / v, std::min(m, 2 * p - 1)};
 }
 
 void check_zero_stage(int zero) {
@@ -949,6 +977,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     throw ConfigError("--pp " + std::to_string(par.pp) + ": " + m.name + "'s " + std::to_string(m.layers) +
                       " layers do not split evenly into " + std::to_string(par.pp) +
                       " stages (Megatron-LM needs num_layers divisible by the pipeline size)");
+  check_virtual_pipeline(m, par);
   OpGraph g;
   g.model = m.name;
   g.batch = batch;

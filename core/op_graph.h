@@ -91,6 +91,11 @@ struct Parallelism {
   // attention a ring over the cp group (docs/model-graphs.md). A replica is tp x cp x pp GPUs:
   // tp fastest, then cp, then the pipeline stages.
   int64_t cp = 1;
+  // Mixed-precision training with pp > 1: Megatron-LM's interleaved 1F1B schedule
+  // (--num-virtual-stages-per-pipeline-rank): each pipeline rank holds vpp model chunks of
+  // layers / (pp x vpp) layers, chunk c of rank r being virtual stage c pp + r; the pipeline's
+  // fill and drain shrink vpp-fold (docs/model-graphs.md). 1 = the plain 1F1B schedule.
+  int64_t vpp = 1;
   int64_t gpus() const { return dp * tp * cp * pp; }
 };
 
@@ -236,6 +241,20 @@ void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par
 // Training's context parallelism (Parallelism::cp): ConfigError naming --cp unless 1 <= cp <=
 // 4096 and, above 1, 2 x cp divides seq, the model has no sliding window and ep is 1.
 void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Parallelism& par);
+// Training's interleaved pipeline (Parallelism::vpp): ConfigError naming --vpp unless 1 <= vpp
+// <= 4096 and, above 1, pp > 1, the layers split into pp x vpp equal chunks and the
+// microbatches are a multiple of pp (Megatron-LM's checks for the interleaved schedule).
+void check_virtual_pipeline(const ModelConfig& m, const Parallelism& par);
+// Training with pipeline stages: the microbatches whose activations the first pipeline rank
+// holds at its peak, counted in whole-stage units (layers / pp layers each), and those of its
+// first model chunk (the one with the embedding). 1F1B: min(pp, microbatches) of both; the
+// interleaved schedule's warm-up runs pp x vpp + pp - 1 chunk forwards before the first
+// backward (2 pp - 1 of them of the first chunk), capped by the microbatches x vpp there are.
+struct PipelineInFlight {
+  double stage_microbatches = 1;
+  double first_chunk_microbatches = 1;
+};
+PipelineInFlight pipeline_in_flight(const Parallelism& par);
 // ConfigError naming --zero unless 0 <= zero <= 3 (Parallelism::zero).
 void check_zero_stage(int zero);
 // Layers of each of `pp` pipeline stages, in order, as vLLM splits them (get_pp_indices):

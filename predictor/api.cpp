@@ -294,8 +294,9 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                                                             : "--train-tokens") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   const bool training = q.mode == "training", mixed_training = training && q.train_dtype != DType::kFp32;
-  if (q.par.cp != 1 && !mixed_training)
-    throw ConfigError("--cp applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
+  if ((q.par.cp != 1 || q.par.vpp != 1) && !mixed_training)
+    throw ConfigError(std::string(q.par.cp != 1 ? "--cp" : "--vpp") +
+                      " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   if (is_serving_mode(q.mode)) {
     if (q.par.dp != 1 || q.par.microbatches != 1)
       throw ConfigError("--mode " + q.mode +

@@ -30,7 +30,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : c.train_dtype);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
-  r.cp = c.par.cp;
+  r.cp = c.par.cp, r.vpp = c.par.vpp;
   r.zero = c.par.zero, r.recompute = c.recompute;
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
@@ -160,12 +160,13 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
               for (int64_t pp : req.pps)
                 for (int64_t mb : req.microbatches)
                   for (int64_t ep : req.eps)
-                    for (int64_t cp : req.cps) {
+                    for (int64_t cp : req.cps)
+                      for (int64_t vpp : req.vpps) {
                     ForecastRequest c;
                     c.model = &m, c.gpu = g, c.mode = mode;
                     c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
                     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
-                    c.par.cp = cp;
+                    c.par.cp = cp, c.par.vpp = vpp;
                     c.optimizer_state = req.optimizer_state;
                     c.train_dtype = train_dtype;
                     req.training.apply(c, true);
@@ -199,7 +200,7 @@ void rank_rows(std::vector<CompareRow>& rows, const std::string& key) {
 std::string compare_row_json(const CompareRow& r) {
   nlohmann::json j = {{"model", r.model}, {"gpu", r.gpu}, {"mode", r.mode}, {"dtype", r.dtype},
                       {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
-                      {"microbatches", r.microbatches}, {"ep", r.ep}, {"cp", r.cp}, {"gpus", r.gpus()},
+                      {"microbatches", r.microbatches}, {"ep", r.ep}, {"cp", r.cp}, {"vpp", r.vpp}, {"gpus", r.gpus()},
                       {"gpu_memory_gb", r.gpu_memory_gb}};
   if (r.mode == "generate") {
     j["gen"] = r.gen;
@@ -262,7 +263,7 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
-  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,routing,step_ms,ttft_ms,"
+  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -272,7 +273,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << r.seq << ',' << r.gen << ',' << r.limits.max_batched_tokens << ',' << r.limits.max_seqs << ','
        << (r.mode == "generate" ? r.limits.schedule_name() : "") << ',' << r.dp << ','
        << r.tp << ',' << r.pp << ',' << r.microbatches << ','
-       << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
+       << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
     if (r.error.empty()) {
       os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
          << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ','
@@ -304,6 +305,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_ep = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.ep > 1; });
   // And context parallelism, where a row has it.
   const bool show_cp = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.cp > 1; });
+  // And the interleaved pipeline's model chunks a rank.
+  const bool show_vpp = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.vpp > 1; });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -312,7 +315,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_run = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.train_days > 0; });
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
-                (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
+                (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "") + (show_vpp ? " vpp" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
                 show_slo ? "goodput/s  met % " : "", show_mfu ? " zero  rc  MFU % " : "", "tokens/s", "memory GB",
                 (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
                  (show_run && priced ? "       run $" : ""))
@@ -320,9 +323,10 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   os << buf;
   int rank = 0;
   for (const auto& r : rows) {
-    char ep[16] = "";
+    char ep[32] = "";
     if (show_ep) std::snprintf(ep, sizeof ep, " %3lld", (long long)r.ep);
     if (show_cp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.cp);
+    if (show_vpp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.vpp);
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
@@ -588,6 +592,7 @@ std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
   for (const auto& r : skipped) {
     std::string layout = "dp " + std::to_string(r.dp) + " x tp " + std::to_string(r.tp) + " x pp " + std::to_string(r.pp);
     if (r.cp > 1) layout += " (cp " + std::to_string(r.cp) + ")";
+    if (r.vpp > 1) layout += " (vpp " + std::to_string(r.vpp) + ")";
     if (r.ep > 1) layout += " (ep " + std::to_string(r.ep) + ")";
     if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
     if (r.zero > 0) layout += " (zero " + std::to_string(r.zero) + ")";

@@ -29,6 +29,7 @@ struct CompareRequest {
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
   std::vector<int64_t> eps{1};                // MoE: expert-parallel ranks (serving: of the tp group; training: of dp)
   std::vector<int64_t> cps{1};                // mixed-precision training: context-parallel ranks
+  std::vector<int64_t> vpps{1};               // mixed-precision training: model chunks per pipeline rank
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
@@ -55,6 +56,7 @@ struct CompareRow {
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
   int64_t ep = 1;  // MoE: the experts split over ep ranks (serving: of each tp group; training: of dp)
   int64_t cp = 1;  // mixed-precision training: each sequence split over cp ranks
+  int64_t vpp = 1;  // mixed-precision training: model chunks per pipeline rank (interleaved 1F1B)
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached

@@ -329,10 +329,20 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     } else {
       // A batch arriving at once (training, eager inference, a prefill): the first microbatch
       // crosses every stage, the others follow at the pace of the slowest (GPipe and 1F1B
-      // have the same bubble).
-      f.forward_ms = all_fw + (par.microbatches - 1) * slow_fw;
-      f.backward_ms = all_bw + (par.microbatches - 1) * slow_bw;
-      f.communication_ms = all_comm + (par.microbatches - 1) * slow_comm;
+      // have the same bubble): slow m + (all - slow). The interleaved schedule's fill and
+      // drain cross the pp ranks in chunks of 1 / vpp of a stage, so the part beyond the
+      // slowest rank's own work shrinks vpp-fold: slow m + (all - slow) / vpp (Narayanan et
+      // al., SC'21: a bubble of (pp - 1) / vpp stage times). Its extra hand-overs between
+      // chunks, (vpp - 1) pp a microbatch each way, are taken as overlapped with the other
+      // chunks' kernels (Megatron-LM's overlap_p2p_comm, on with a virtual pipeline): only the
+      // fill's pp - 1 hand-overs below stay on the critical path, as without interleaving.
+      const double v = double(par.vpp), m = double(par.microbatches);
+      auto pipelined = [&](double all, double slow) {
+        return par.vpp == 1 ? all + (m - 1) * slow : slow * m + (all - slow) / v;
+      };
+      f.forward_ms = pipelined(all_fw, slow_fw);
+      f.backward_ms = pipelined(all_bw, slow_bw);
+      f.communication_ms = pipelined(all_comm, slow_comm);
     }
   }
   double dp_exposed = 0;
@@ -438,7 +448,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"call_overhead_us", f.call_overhead_us},
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp}, {"cp", f.par.cp},
-                                    {"microbatches", f.par.microbatches}, {"ep", f.par.ep}, {"zero", f.par.zero},
+                                    {"microbatches", f.par.microbatches}, {"vpp", f.par.vpp}, {"ep", f.par.ep}, {"zero", f.par.zero},
                                     {"sequence_parallel", f.par.sequence_parallel}}}};
   if (f.mixed_training()) {
     j["recompute"] = f.recompute ? "full" : "none";
@@ -471,8 +481,10 @@ std::string forecast_csv(const ModelForecast& f) {
   const std::string id = csv_escape(f.model) + ',' + csv_escape(f.gpu) + ',' + mode_name(f.mode) + ',' +
                          dtype_name(f.dtype) + ',' + std::to_string(f.batch) + ',' +
                          std::to_string(is_serving(f.mode) ? f.context : f.seq) + ',' + std::to_string(f.par.dp) + ',' +
-                         std::to_string(f.par.tp) + ',' + std::to_string(f.par.pp) + ',';
-  os << "model,gpu,mode,dtype,batch,seq,dp,tp,pp,name,kind,count,forward_ms,backward_ms,total_ms\n";
+                         std::to_string(f.par.tp) + ',' + std::to_string(f.par.pp) + ',' +
+                         std::to_string(f.par.microbatches) + ',' + std::to_string(f.par.ep) + ',' +
+                         std::to_string(f.par.cp) + ',' + std::to_string(f.par.vpp) + ',';
+  os << "model,gpu,mode,dtype,batch,seq,dp,tp,pp,microbatches,ep,cp,vpp,name,kind,count,forward_ms,backward_ms,total_ms\n";
   for (const auto& o : f.ops)
     os << id << csv_escape(o.name) << ',' << o.kind << ',' << o.count << ',' << o.fw_ms * o.count << ','
        << (o.bw_ms + o.acc_ms) * o.count << ',' << (o.fw_ms + o.bw_ms + o.acc_ms) * o.count << '\n';
@@ -573,7 +585,8 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
     std::snprintf(buf, sizeof buf, "communication %10.3f ms on the critical path (dp %lld, tp %lld, pp %lld, %lld microbatches%s)\n",
                   f.communication_ms, static_cast<long long>(f.par.dp), static_cast<long long>(f.par.tp),
                   static_cast<long long>(f.par.pp), static_cast<long long>(f.par.microbatches),
-                  (std::string(f.par.cp > 1 ? ", cp " + std::to_string(f.par.cp) : "") +
+                  (std::string(f.par.vpp > 1 ? ", interleaved: " + std::to_string(f.par.vpp) + " model chunks a rank" : "") +
+                   (f.par.cp > 1 ? ", cp " + std::to_string(f.par.cp) : "") +
                    (f.par.ep > 1 ? ", ep " + std::to_string(f.par.ep) : ""))
                       .c_str());
     os << buf;

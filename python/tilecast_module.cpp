@@ -116,7 +116,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<double> spec_accept, std::optional<double> request_rate,
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                    std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
-                   bool sequence_parallel, double train_tokens, int64_t cp) {
+                   bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
@@ -128,6 +128,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
   a.dtype = dtype, a.kv_dtype = kv_dtype, a.fusion = fusion, a.optimizer = optimizer;
   a.par.dp = dp, a.par.tp = tp, a.par.pp = pp, a.par.microbatches = microbatches, a.par.cp = cp;
+  a.par.vpp = vpp;
   std::string out;
   {
     py::gil_scoped_release nogil;
@@ -160,7 +161,8 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const py::object& max_seqs, int64_t cached_prefix, std::optional<std::string> schedule,
                    std::optional<double> request_rate, std::optional<std::string> arrivals,
                    std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, const py::object& zero,
-                   const std::string& recompute, bool sequence_parallel, double train_tokens, const py::object& cp) {
+                   const std::string& recompute, bool sequence_parallel, double train_tokens, const py::object& cp,
+                   const py::object& vpp) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
@@ -184,6 +186,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   req.microbatches = ints(microbatches, "microbatches");
   req.eps = ints(ep, "ep");
   req.cps = ints(cp, "cp");
+  req.vpps = ints(vpp, "vpp");
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   predictor::check_optimizer(optimizer);
   req.optimizer_state = optimizer == "adamw";
@@ -330,13 +333,13 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1);
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
         py::arg("weights") = "", py::arg("gpu_dir") = "", py::arg("prefix") = 0);
   m.def("compare", &compare,
-        "Every model x GPU x batch x seq x dp x tp x pp (x ep for MoE, x cp in training) combination: a list of dicts (one per row of "
+        "Every model x GPU x batch x seq x dp x tp x pp (x ep for MoE, x cp and vpp in training) combination: a list of dicts (one per row of "
         "`tilecast compare --format json`), ready for pandas.DataFrame.",
         py::arg("model"), py::arg("gpus"), py::arg("mode") = "inference", py::arg("batch") = 1,
         py::arg("seq") = py::none(), py::arg("context") = py::none(), py::arg("gen") = py::none(),
@@ -348,7 +351,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1);
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",

@@ -99,7 +99,7 @@ tc_cli_fail(eval_models_bad_phase_csv "bert_large-train-512-2.csv:2: column 'bw_
 tc_cli_fail(predict_generate_past_positions "--gen: 10 prompt \\+ 131064 output tokens need 131073 positions; llama-3.1-8b has 131072" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;10;--gen;131064")
 tc_cli_fail(eval_models_li_dir_missing "--li-dir '/nonexistent': folder not found" "${TC};eval-models;--labels;${D}/labels;--li-dir;/nonexistent")
 tc_cli_fail(eval_models_bad_label "field 'e2e_latency'" "${TC};eval-models;--labels;${D}/bad_labels")
-tc_cli_test(predict_model_csv "^model,gpu,mode,dtype,batch,seq,dp,tp,pp,name,kind,count,forward_ms,backward_ms,total_ms\n.*opt-1.3b,T4,inference,fp32,1,128,1,1,1,\\(total\\),step,1," ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
+tc_cli_test(predict_model_csv "^model,gpu,mode,dtype,batch,seq,dp,tp,pp,microbatches,ep,cp,vpp,name,kind,count,forward_ms,backward_ms,total_ms\n.*opt-1.3b,T4,inference,fp32,1,128,1,1,1,1,1,1,1,\\(total\\),step,1," ${TC} predict --model opt-1.3b --gpu T4 --batch 1 --seq 128 --format csv)
 tc_cli_test(predict_kernel_csv "^op,family,shape,dtype,gpu,latency_ms.*\ngemm,gemm,\"64,4096,4096\",bf16,H100-SXM," ${TC} predict-kernel --op gemm --shape 64,4096,4096 --gpu H100-SXM --format csv)
 
 # Inputs that libFuzzer found crashing a parser (fixed): now one error line each.
@@ -272,6 +272,10 @@ tc_cli_fail(predict_training_ep_indivisible "--ep 3: must divide --dp .8. and mi
 tc_cli_test(predict_training_cp "communication +[0-9.]+ ms on the critical path \\(dp 1, tp 1, pp 1, 1 microbatches, cp 4\\)" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode training --dtype bf16 --batch 2 --seq 8192 --cp 4)
 tc_cli_fail(predict_training_cp_indivisible "--cp 3: --seq 8192 must be divisible by 2 x cp" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;2;--seq;8192;--cp;3")
 tc_cli_fail(predict_decode_cp "--cp applies to mixed-precision training" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--cp;2")
+tc_cli_test(predict_training_csv_layout "\nllama-3.1-8b,H100-SXM,training,bf16,8,2048,1,1,4,8,1,1,2,\\(total\\),step,1," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode training --dtype bf16 --batch 8 --seq 2048 --pp 4 --microbatches 8 --vpp 2 --format csv)
+tc_cli_test(predict_training_vpp "on the critical path \\(dp 1, tp 1, pp 4, 8 microbatches, interleaved: 2 model chunks a rank\\)" ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode training --dtype bf16 --batch 8 --seq 2048 --pp 4 --microbatches 8 --vpp 2)
+tc_cli_fail(predict_training_vpp_chunks "--vpp 3: llama-3.1-8b's 32 layers do not split into pp x vpp = 12 equal model chunks" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;8;--seq;2048;--pp;4;--microbatches;8;--vpp;3")
+tc_cli_fail(predict_inference_vpp "--vpp applies to mixed-precision training" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--batch;8;--seq;128;--pp;4;--microbatches;8;--vpp;2")
 tc_cli_test(predict_kernel_moe_chunks "chunks +4 x 16384 tokens, one after another \\(the family was trained on at most 16384 tokens" ${TC} predict-kernel --op moe --shape 65536,2048,768,8,128 --gpu H100-SXM)
 tc_cli_fail(predict_training_bf16_gpt2 "mixed-precision training covers the decoder families" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128")
 tc_cli_fail(predict_recompute_eager "--recompute applies to mixed-precision training .--mode training --dtype bf16.fp16." "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--mode;training;--batch;1;--seq;128;--recompute;full")

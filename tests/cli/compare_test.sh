@@ -51,8 +51,8 @@ grep -Eq "^ +1 llama-3.1-8b +H100-SXM +fp8" "$W/t.txt" || { cat "$W/t.txt"; fail
 echo "ok   fp8 on A100 reported in its row"
 "$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1,64 --context 4096 --format csv > "$W/d.csv"
 [ "$(wc -l < "$W/d.csv")" = 3 ] || fail "decode CSV: expected a header and 2 rows"
-head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,routing,step_ms" || fail "CSV header"
-sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,0,0,,1,1,1,1,1,1,1,balanced,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
+head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,step_ms" || fail "CSV header"
+sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,0,0,,1,1,1,1,1,1,1,1,balanced,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
 echo "ok   decode CSV"
 # --ep: expert parallelism is a serving layout of MoE models; a dense model's ep-2 rows and an
 # eager mode's say why, beside the rows that run.
@@ -217,6 +217,22 @@ step = p["total_ms"] + p["optimizer_ms"]
 assert abs(rows[4]["step_ms"] - step) < 1e-9 * step and p["parallel"]["cp"] == 4, (rows[4]["step_ms"], step)
 assert rows[4]["step_ms"] < rows[1]["step_ms"] / 3, (rows[4]["step_ms"], rows[1]["step_ms"])
 print("ok   compare --cp: rows on dp x cp GPUs, step = predict --cp's, about a quarter of cp 1's")
+PY
+# --vpp: the interleaved pipeline's model chunks a rank, each row predict --vpp's step; a
+# smaller pipeline bubble, the same GPUs; a split the layers do not allow is a row saying why.
+"$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode training --dtype bf16 --batch 8 --seq 2048 --pp 4 \
+  --microbatches 8 --vpp 1,2,3 --format json > "$W/vpp.json"
+"$TC" predict --model llama-3.1-8b --gpu H100-SXM --mode training --dtype bf16 --batch 8 --seq 2048 --pp 4 \
+  --microbatches 8 --vpp 2 --format json > "$W/vpp2.json"
+python3 - "$W/vpp.json" "$W/vpp2.json" <<'PY'
+import json, sys
+rows = {r["vpp"]: r for r in json.load(open(sys.argv[1]))["rows"]}; p = json.load(open(sys.argv[2]))
+assert sorted(rows) == [1, 2, 3] and rows[2]["gpus"] == rows[1]["gpus"] == 4, rows
+assert "12 equal model chunks" in rows[3]["error"], rows[3]
+step = p["total_ms"] + p["optimizer_ms"]
+assert abs(rows[2]["step_ms"] - step) < 1e-9 * step and p["parallel"]["vpp"] == 2, (rows[2]["step_ms"], step)
+assert rows[2]["step_ms"] < rows[1]["step_ms"], (rows[2]["step_ms"], rows[1]["step_ms"])
+print("ok   compare --vpp: rows on the same GPUs, step = predict --vpp's, shorter than plain 1F1B")
 PY
 # --routing: every MoE layout forecasts its most loaded rank, as predict --routing does; a dense
 # model and the eager modes refuse it in one line.

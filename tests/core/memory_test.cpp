@@ -211,3 +211,39 @@ TEST(Memory, ContextParallelSplitsActivationsAndShardsOverDpCp) {
   par.cp = 3;
   expect_error<ConfigError>([&] { llm_training_memory(m, 2, 8192, DType::kBf16, par, h100); }, {"--cp 3"});
 }
+
+// Megatron-LM's interleaved 1F1B (vpp model chunks a pipeline rank) holds more activations on
+// the first rank. Llama-3.1-8B, pp 4, 8 microbatches of 1 x 2,048 tokens, 139,392 B a token
+// and layer (Llama8bMixedPrecisionTrainingByHand). Plain 1F1B: rank 0 holds its 8 layers for
+// 4 microbatches (32 layer-microbatches) and the embedding output of 4. vpp 2 (chunks of 4
+// layers): the warm-up runs 2 (4 - 1) + (2 - 1) 4 = 10 chunk forwards, then one steady forward
+// before the first backward: 4 microbatches through chunk 0, 4 through chunk 1, 3 more through
+// chunk 0, i.e. 11 chunks = 44 layer-microbatches, 7 embedding outputs. vpp 4 (chunks of 2):
+// 2 x 3 + 3 x 4 + 1 = 19 chunks = 38 layer-microbatches, 7 embedding outputs. Each + the
+// logits of one microbatch, (2 + 4) x 2,048 x 128,256 B:
+//   44 x 2,048 x 139,392 + 2 x 2,048 x 7 x 4,096 + 1,576,009,728 = 14,254,342,144 B
+//   38 x 2,048 x 139,392 + 117,440,512 + 1,576,009,728            = 12,541,493,248 B
+// With 4 microbatches every chunk forward is warm-up: 4 microbatches through each of the 8
+// layers, as without interleaving (10,778,312,704 B).
+TEST(Memory, InterleavedPipelineHoldsMoreChunksByHand) {
+  const ModelConfig m = model("llama-3.1-8b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  Parallelism par;
+  par.pp = 4, par.microbatches = 8;
+  EXPECT_NEAR(llm_training_memory(m, 8, 2048, DType::kBf16, par, h100).activations_gb, 10778312704.0 / 1e9, 1e-9);
+  par.vpp = 2;
+  EXPECT_NEAR(llm_training_memory(m, 8, 2048, DType::kBf16, par, h100).activations_gb, 14254342144.0 / 1e9, 1e-9);
+  par.vpp = 4;
+  EXPECT_NEAR(llm_training_memory(m, 8, 2048, DType::kBf16, par, h100).activations_gb, 12541493248.0 / 1e9, 1e-9);
+  par.microbatches = 4, par.vpp = 2;
+  EXPECT_NEAR(llm_training_memory(m, 4, 2048, DType::kBf16, par, h100).activations_gb, 10778312704.0 / 1e9, 1e-9);
+  // Megatron-LM's checks: chunks of equal layers, microbatches in groups of pp, a pipeline.
+  par.vpp = 3;
+  expect_error<ConfigError>([&] { llm_training_memory(m, 4, 2048, DType::kBf16, par, h100); },
+                            {"--vpp 3", "32 layers", "12 equal model chunks"});
+  par.vpp = 2, par.microbatches = 6;
+  expect_error<ConfigError>([&] { llm_training_memory(m, 6, 2048, DType::kBf16, par, h100); },
+                            {"--vpp 2", "--microbatches 6", "multiple of --pp 4"});
+  par.pp = 1, par.microbatches = 1;
+  expect_error<ConfigError>([&] { llm_training_memory(m, 1, 2048, DType::kBf16, par, h100); }, {"--vpp 2", "--pp 2"});
+}

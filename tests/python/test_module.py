@@ -159,6 +159,17 @@ assert rows == sh and sorted(r["cp"] for r in rows) == [1, 4], rows
 p = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=2, seq=8192, mode="training", dtype="bf16", cp=4)
 assert p == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "2", "--seq", "8192",
                 "--mode", "training", "--dtype", "bf16", "--cp", "4") and p["parallel"]["cp"] == 4
+# vpp: the interleaved pipeline, as `compare --vpp` and `predict --vpp`.
+rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="training", dtype="bf16", batch=8, seq=2048, pp=4,
+                        microbatches=8, vpp=[1, 2])
+sh = cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--mode", "training", "--dtype", "bf16",
+         "--batch", "8", "--seq", "2048", "--pp", "4", "--microbatches", "8", "--vpp", "1,2")["rows"]
+assert rows == sh and sorted(r["vpp"] for r in rows) == [1, 2], rows
+p = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=2048, mode="training", dtype="bf16", pp=4,
+                     microbatches=8, vpp=2)
+assert p == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "2048",
+                "--mode", "training", "--dtype", "bf16", "--pp", "4", "--microbatches", "8", "--vpp", "2") \
+    and p["parallel"]["vpp"] == 2
 # plan: the layouts `tilecast plan --format json` ranks, in its order (20: dp x tp x pp x ep, as the CLI test counts).
 rows = tilecast.plan(model="mixtral-8x7b", gpu="H100-SXM", gpus=8, global_batch=64, mode="decode", context=2048)
 sh = cli("plan", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "64",
