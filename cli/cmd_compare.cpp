@@ -126,7 +126,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0;
   SchedulerOptions sched;
   TrainingOptions train;
-  std::string dtype, routing;
+  std::string dtype, routing, vpp = "1";
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
       "gpu", po::value(&gpu)->required(), "GPU type")("gpus", po::value(&gpus)->required(), "number of GPUs")(
@@ -141,6 +141,9 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
+      "vpp", po::value(&vpp),
+      "mixed-precision training: interleaved pipeline chunks a rank to try beside 1, comma-separated (layouts with "
+      "pipeline stages whose layers and microbatches allow them)")(
       "top", po::value(&top)->default_value(10), "layouts listed (table)")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR")(
       "prices", po::value(&prices_file), "prices YAML (see compare --help)")(
@@ -179,6 +182,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.cached_prefix = sched.cached_prefix.value_or(0);
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;
+  req.vpps = parse_int_list("--vpp", vpp, 1, 4096);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);

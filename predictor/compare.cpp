@@ -498,12 +498,14 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   std::vector<CompareRow> rows;
   std::string first_error;
   // One layout's row: forecast, then kept, or set aside with its reason.
-  auto add = [&](int64_t dp, int64_t tp, int64_t pp, int64_t mb, int64_t ep, int64_t cp, const TrainingArgs& training) {
+  auto add = [&](int64_t dp, int64_t tp, int64_t pp, int64_t mb, int64_t ep, int64_t cp, int64_t vpp,
+                 const TrainingArgs& training) {
     ForecastRequest c;
     c.model = &m, c.gpu = &g, c.mode = mode;
     c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
     c.cached_prefix = req.cached_prefix;
     c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep, c.par.cp = cp;
+    c.par.vpp = vpp;
     c.optimizer_state = req.optimizer_state;
     c.train_dtype = train_dtype;
     training.apply(c, true);
@@ -536,6 +538,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     rows.push_back(r);
   };
   const bool mixed_training = !serving && train_dtype != DType::kFp32;
+  if (!mixed_training && std::any_of(req.vpps.begin(), req.vpps.end(), [](int64_t v) { return v != 1; }))
+    throw ConfigError("--vpp applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   for (int64_t dp : divisors(gpus)) {
     if (global_batch % dp) continue;
     // Mixed-precision training: each context-parallel size that splits the sequence in 2 cp
@@ -571,9 +575,16 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
         if (m.num_experts > 0 && (serving || (mixed_training && cp == 1)))
           for (int64_t ep : divisors(serving ? tp : dp))
             if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
-        for (int64_t mb : mbs)
+        for (int64_t mb : mbs) {
+          // The interleaved schedules the request lists, where Megatron-LM allows them.
+          std::vector<int64_t> vpps{1};
+          if (mixed_training && pp > 1)
+            for (int64_t v : req.vpps)
+              if (v > 1 && m.layers % (pp * v) == 0 && mb % pp == 0) vpps.push_back(v);
           for (int64_t ep : eps)
-            for (const TrainingArgs& t : trainings) add(dp, tp, pp, mb, ep, cp, t);
+            for (int64_t vpp : vpps)
+              for (const TrainingArgs& t : trainings) add(dp, tp, pp, mb, ep, cp, vpp, t);
+        }
       }
     }
   }

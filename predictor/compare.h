@@ -138,6 +138,9 @@ struct PlanRequest {
   bool optimizer_state = true;            // training memory: AdamW moments
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
   TrainingArgs training;                  // mixed-precision training (sequence parallelism: layouts with tp > 1)
+  // Mixed-precision training: the interleaved pipeline's model chunks a rank to try beside 1
+  // (Parallelism::vpp), on layouts whose layers and microbatches allow them.
+  std::vector<int64_t> vpps{1};
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that
 // cannot run are left out of them and, when `skipped` is given, appended there (their rows
@@ -151,7 +154,8 @@ struct PlanRequest {
 // Mixed-precision training of an MoE model: every expert-parallel size of the dp group that
 // divides the experts is a layout too (Parallelism::ep); of any model without a sliding window,
 // every context-parallel size cp that splits seq into 2 cp chunks (dp x tp x cp x pp == gpus;
-// not with ep > 1).
+// not with ep > 1); with pipeline stages, each of `vpps` that splits the layers into pp x vpp
+// chunks, where the microbatches are a multiple of pp.
 std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                  const std::string& models_dir, const Prices* prices = nullptr,
                                  std::vector<CompareRow>* skipped = nullptr);

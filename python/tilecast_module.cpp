@@ -246,9 +246,10 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<std::string> schedule, std::optional<double> request_rate,
                 std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                 std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
-                bool sequence_parallel, double train_tokens) {
+                bool sequence_parallel, double train_tokens, const py::object& vpp) {
   Engine& e = engine(weights, gpu_dir);
   const predictor::TrainingArgs training = training_args(zero, sequence_parallel, recompute, train_tokens);
+  const std::vector<int64_t> vpps = ints(vpp, "vpp");
   const std::string m = predictor::canonical_mode(mode);
   const predictor::SchedulerLimits lim =
       scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
@@ -275,6 +276,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.cached_prefix = cached_prefix;
     req.optimizer_state = optimizer == "adamw";
     req.training = training;
+    req.vpps = vpps;
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }
@@ -373,7 +375,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("schedule") = py::none(), py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1);
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

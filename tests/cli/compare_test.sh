@@ -234,6 +234,31 @@ assert abs(rows[2]["step_ms"] - step) < 1e-9 * step and p["parallel"]["vpp"] == 
 assert rows[2]["step_ms"] < rows[1]["step_ms"], (rows[2]["step_ms"], rows[1]["step_ms"])
 print("ok   compare --vpp: rows on the same GPUs, step = predict --vpp's, shorter than plain 1F1B")
 PY
+# plan --vpp: beside each pipeline layout, the listed interleaved schedules its layers (32) and
+# microbatches allow; the first row's step is predict's for that layout.
+"$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 8 --global-batch 16 --seq 2048 --dtype bf16 --vpp 2,3 \
+  --format json > "$W/vplan.json"
+python3 - "$W/vplan.json" "$TC" <<'PY'
+import json, subprocess, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+inter = [r for r in rows if r["vpp"] > 1]
+assert inter and all(r["vpp"] == 2 and r["pp"] > 1 and 32 % (r["pp"] * 2) == 0 and r["microbatches"] % r["pp"] == 0
+                     for r in inter), inter
+plain = {(r["dp"], r["tp"], r["pp"], r["cp"], r["microbatches"]) for r in rows if r["vpp"] == 1}
+assert all((r["dp"], r["tp"], r["pp"], r["cp"], r["microbatches"]) in plain for r in inter)
+r = inter[0]
+p = json.loads(subprocess.check_output([sys.argv[2], "predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM",
+    "--mode", "training", "--dtype", "bf16", "--batch", "16", "--seq", "2048", "--dp", str(r["dp"]), "--tp", str(r["tp"]),
+    "--pp", str(r["pp"]), "--cp", str(r["cp"]), "--microbatches", str(r["microbatches"]), "--vpp", "2",
+    "--format", "json"]))
+step = p["total_ms"] + p["optimizer_ms"]
+assert abs(r["step_ms"] - step) < 1e-9 * step, (r, step)
+print("ok   plan --vpp: interleaved layouts beside their plain ones, where Megatron-LM allows them")
+PY
+"$TC" plan --model gpt2-large --gpu H100-SXM --gpus 4 --global-batch 8 --seq 128 --vpp 2 > "$W/vp.txt" 2>&1 \
+  && fail "plan --vpp in eager training ran"
+grep -q "^tilecast: error: --vpp applies to mixed-precision training" "$W/vp.txt" || { cat "$W/vp.txt"; fail "plan --vpp eager message"; }
+echo "ok   plan --vpp refused in eager training"
 # --routing: every MoE layout forecasts its most loaded rank, as predict --routing does; a dense
 # model and the eager modes refuse it in one line.
 "$TC" plan --model mixtral-8x7b --gpu H100-SXM --gpus 8 --global-batch 64 --mode decode --context 2048 \

@@ -170,6 +170,9 @@ p = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=2048, mo
 assert p == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "2048",
                 "--mode", "training", "--dtype", "bf16", "--pp", "4", "--microbatches", "8", "--vpp", "2") \
     and p["parallel"]["vpp"] == 2
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=8, global_batch=16, seq=2048, dtype="bf16", vpp=[2])
+assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "16",
+                   "--seq", "2048", "--dtype", "bf16", "--vpp", "2")["rows"] and any(r["vpp"] == 2 for r in rows)
 # plan: the layouts `tilecast plan --format json` ranks, in its order (20: dp x tp x pp x ep, as the CLI test counts).
 rows = tilecast.plan(model="mixtral-8x7b", gpu="H100-SXM", gpus=8, global_batch=64, mode="decode", context=2048)
 sh = cli("plan", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--gpus", "8", "--global-batch", "64",
