@@ -666,18 +666,22 @@ void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Pa
   if (par.ep > 1) throw ConfigError(flag + " with --ep " + std::to_string(par.ep) + ": not modelled together");
 }
 
-void check_virtual_pipeline(const ModelConfig& m, const Parallelism& par) {
+std::string virtual_pipeline_error(const ModelConfig& m, const Parallelism& par) {
   const std::string flag = "--vpp " + std::to_string(par.vpp);
-  if (par.vpp < 1 || par.vpp > 4096) throw ConfigError(flag + ": out of range [1, 4096]");
-  if (par.vpp == 1) return;
-  if (par.pp < 2) throw ConfigError(flag + ": the interleaved schedule needs --pp 2 or more");
+  if (par.vpp < 1 || par.vpp > 4096) return flag + ": out of range [1, 4096]";
+  if (par.vpp == 1) return "";
+  if (par.pp < 2) return flag + ": the interleaved schedule needs --pp 2 or more";
   if (m.layers % (par.pp * par.vpp) != 0)
-    throw ConfigError(flag + ": " + m.name + "'s " + std::to_string(m.layers) + " layers do not split into pp x vpp = " +
-                      std::to_string(par.pp * par.vpp) + " equal model chunks");
+    return flag + ": " + m.name + "'s " + std::to_string(m.layers) + " layers do not split into pp x vpp = " +
+           std::to_string(par.pp * par.vpp) + " equal model chunks";
   if (par.microbatches % par.pp != 0)
-    throw ConfigError(flag + ": --microbatches " + std::to_string(par.microbatches) +
-                      " must be a multiple of --pp " + std::to_string(par.pp) +
-                      " (Megatron-LM's interleaved schedule runs the microbatches in groups of pp)");
+    return flag + ": --microbatches " + std::to_string(par.microbatches) + " must be a multiple of --pp " +
+           std::to_string(par.pp) + " (Megatron-LM's interleaved schedule runs the microbatches in groups of pp)";
+  return "";
+}
+
+void check_virtual_pipeline(const ModelConfig& m, const Parallelism& par) {
+  if (std::string e = virtual_pipeline_error(m, par); !e.empty()) throw ConfigError(e);
 }
 
 PipelineInFlight pipeline_in_flight(const Parallelism& par) {

@@ -241,9 +241,11 @@ void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par
 // Training's context parallelism (Parallelism::cp): ConfigError naming --cp unless 1 <= cp <=
 // 4096 and, above 1, 2 x cp divides seq, the model has no sliding window and ep is 1.
 void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Parallelism& par);
-// Training's interleaved pipeline (Parallelism::vpp): ConfigError naming --vpp unless 1 <= vpp
-// <= 4096 and, above 1, pp > 1, the layers split into pp x vpp equal chunks and the
-// microbatches are a multiple of pp (Megatron-LM's checks for the interleaved schedule).
+// Training's interleaved pipeline (Parallelism::vpp): why the layout cannot run it, naming
+// --vpp ("" where it can): unless 1 <= vpp <= 4096 and, above 1, pp > 1, the layers split into
+// pp x vpp equal chunks and the microbatches are a multiple of pp (Megatron-LM's checks for the
+// interleaved schedule). check_virtual_pipeline throws that reason as a ConfigError.
+std::string virtual_pipeline_error(const ModelConfig& m, const Parallelism& par);
 void check_virtual_pipeline(const ModelConfig& m, const Parallelism& par);
 // Training with pipeline stages: the microbatches whose activations the first pipeline rank
 // holds at its peak, counted in whole-stage units (layers / pp layers each), and those of its

@@ -579,8 +579,11 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
           // The interleaved schedules the request lists, where Megatron-LM allows them.
           std::vector<int64_t> vpps{1};
           if (mixed_training && pp > 1)
-            for (int64_t v : req.vpps)
-              if (v > 1 && m.layers % (pp * v) == 0 && mb % pp == 0) vpps.push_back(v);
+            for (int64_t v : req.vpps) {
+              Parallelism layout;
+              layout.pp = pp, layout.microbatches = mb, layout.vpp = v;
+              if (v > 1 && virtual_pipeline_error(m, layout).empty()) vpps.push_back(v);
+            }
           for (int64_t ep : eps)
             for (int64_t vpp : vpps)
               for (const TrainingArgs& t : trainings) add(dp, tp, pp, mb, ep, cp, vpp, t);
