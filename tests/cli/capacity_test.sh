@@ -23,8 +23,11 @@ assert c["failing_rate_rps"] / c["max_rate_rps"] <= 1.0100001, c
 assert ok["slo"]["attained_pct"] >= 90 and ok["fits"], ok["slo"]
 assert bad["slo"]["attained_pct"] < 90 or not bad["fits"], bad["slo"]
 a = c["at_max_rate"]
-assert abs(a["goodput_rps"] - ok["slo"]["goodput_rps"]) <= 1e-9 * ok["slo"]["goodput_rps"], (a, ok["slo"])
-assert abs(a["ttft_p99_ms"] - ok["ttft_p99_ms"]) <= 1e-9 * ok["ttft_p99_ms"]
+# The same forecast up to the networks' float32 rounding: capacity memoises kernel forecasts
+# made in other batches of queries (other rates), whose last bits may differ with the BLAS's
+# blocking (2.6e-9 of the p99 TTFT on one machine).
+assert abs(a["goodput_rps"] - ok["slo"]["goodput_rps"]) <= 1e-6 * ok["slo"]["goodput_rps"], (a, ok["slo"])
+assert abs(a["ttft_p99_ms"] - ok["ttft_p99_ms"]) <= 1e-6 * ok["ttft_p99_ms"], (a, ok["ttft_p99_ms"])
 # A lone request does at least as well as any request at the capacity.
 assert c["lone_request"]["ttft_ms"] <= a["ttft_p50_ms"] and c["lone_request"]["tpot_ms"] <= a["tpot_p50_ms"] + 1e-9, c
 # The fleet for 50 requests a second: ceil(50 / capacity) one-GPU replicas, at 2 USD each an hour;
