@@ -50,8 +50,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
       "ep", po::value(&ep),
-      "MoE: expert-parallel sizes, comma-separated (default 1): within the tp group (serving) or the dp group "
-      "(mixed-precision training)")(
+      "MoE: expert-parallel sizes, comma-separated (default 1): within the tp group (serving) or the dp (x cp) "
+      "ranks (mixed-precision training)")(
       "cp", po::value(&cp), "mixed-precision training: context-parallel sizes, comma-separated (default 1)")(
       "vpp", po::value(&vpp),
       "mixed-precision training with pipeline stages: model chunks per rank (interleaved 1F1B), comma-separated "

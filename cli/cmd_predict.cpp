@@ -49,7 +49,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "tp", po::value(&a.par.tp)->default_value(1), "tensor-parallel GPUs (Megatron-LM column/row split)")(
       "ep", po::value(&a.par.ep)->default_value(1),
       "MoE: expert-parallel ranks; serving: of the tp group (experts split over ep, each expert's FFN over tp / ep); "
-      "mixed-precision training: of the dp group (experts split over ep, tokens sent to them by all-to-alls)")(
+      "mixed-precision training: of the dp group, or of dp x cp (experts split over ep, tokens sent to them by "
+      "all-to-alls)")(
       "cp", po::value(&a.par.cp)->default_value(1),
       "mixed-precision training: context-parallel ranks (each sequence split over them, attention a ring of K and V; "
       "--seq divisible by 2 x cp)")(

@@ -73,9 +73,10 @@ struct Parallelism {
   // Expert parallelism of the MoE layers (1 = none). Serving: the experts split over `ep`
   // ranks of the tensor-parallel group, each expert's FFN over the remaining tp / ep.
   // Mixed-precision training (Megatron-Core's expert-model-parallel-size): the experts split
-  // over `ep` ranks of the data-parallel group, each expert's FFN over tp as the dense layers',
-  // tokens dispatched to them and combined back by all-to-alls; the expert weights' gradients
-  // are reduced over the dp / ep ranks that hold the same experts.
+  // over `ep` ranks of the data-parallel group (with cp, of the dp x cp ranks, cp first), each
+  // expert's FFN over tp as the dense layers', tokens dispatched to them and combined back by
+  // all-to-alls; the expert weights' gradients are reduced over the dp x cp / ep ranks that
+  // hold the same experts.
   int64_t ep = 1;
   // Mixed-precision training: ZeRO stage of the data-parallel ranks (0: every rank holds it
   // all; 1: the optimizer state sharded over dp, as Megatron-LM's distributed optimizer;
@@ -89,7 +90,8 @@ struct Parallelism {
   // Mixed-precision training: context parallelism (Megatron-Core's context-parallel-size):
   // each sequence split over `cp` ranks, every op but attention on its seq / cp tokens, the
   // attention a ring over the cp group (docs/model-graphs.md). A replica is tp x cp x pp GPUs:
-  // tp fastest, then cp, then the pipeline stages.
+  // tp fastest, then cp, then the pipeline stages. With ep the expert-parallel ranks come from
+  // the dp x cp ranks, cp first.
   int64_t cp = 1;
   // Mixed-precision training with pp > 1: Megatron-LM's interleaved 1F1B schedule
   // (--num-virtual-stages-per-pipeline-rank): each pipeline rank holds vpp model chunks of
@@ -236,10 +238,11 @@ void check_pipeline_stages(int64_t layers, int64_t pp);
 // ranks that hold the same experts.
 double rank_parameters(double parameters, double expert_parameters, const Parallelism& par, bool sharded);
 // Training's expert parallelism (Parallelism::ep): ConfigError naming --ep unless 1 <= ep <=
-// 4096 and, above 1, the model has experts and ep divides both dp and the experts.
+// 4096 and, above 1, the model has experts, ep divides both dp x cp and the experts, and ep and
+// cp divide one another (Megatron-Core's ep ranks are drawn from the dp x cp ranks, cp first).
 void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par);
 // Training's context parallelism (Parallelism::cp): ConfigError naming --cp unless 1 <= cp <=
-// 4096 and, above 1, 2 x cp divides seq, the model has no sliding window and ep is 1.
+// 4096 and, above 1, 2 x cp divides seq and the model has no sliding window.
 void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Parallelism& par);
 // Training's interleaved pipeline (Parallelism::vpp): why the layout cannot run it, naming
 // --vpp ("" where it can): unless 1 <= vpp <= 4096 and, above 1, pp > 1, the layers split into

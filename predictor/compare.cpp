@@ -570,11 +570,12 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
             if (mb <= 64) mbs.push_back(mb);
         }
         // An MoE model: each expert-parallel size that divides the experts, of the tp group
-        // (serving) or of the dp group (mixed-precision training, without cp).
+        // (serving) or of the dp x cp ranks (mixed-precision training; ep and cp dividing one
+        // another).
         std::vector<int64_t> eps{1};
-        if (m.num_experts > 0 && (serving || (mixed_training && cp == 1)))
-          for (int64_t ep : divisors(serving ? tp : dp))
-            if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
+        if (m.num_experts > 0 && (serving || mixed_training))
+          for (int64_t ep : divisors(serving ? tp : dp * cp))
+            if (ep > 1 && m.num_experts % ep == 0 && (serving || cp % ep == 0 || ep % cp == 0)) eps.push_back(ep);
         for (int64_t mb : mbs) {
           // The interleaved schedules the request lists, where Megatron-LM allows them.
           std::vector<int64_t> vpps{1};

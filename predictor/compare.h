@@ -151,11 +151,11 @@ struct PlanRequest {
 // max_sequences those of all replicas. Generate with objectives ranks by goodput. For MoE models every expert-parallel size ep of the
 // tp group is a layout too (ep dividing tp and the experts; ep 1 splits every expert over tp),
 // each under the request's routing (the most loaded rank forecast; a dense model refuses one).
-// Mixed-precision training of an MoE model: every expert-parallel size of the dp group that
-// divides the experts is a layout too (Parallelism::ep); of any model without a sliding window,
-// every context-parallel size cp that splits seq into 2 cp chunks (dp x tp x cp x pp == gpus;
-// not with ep > 1); with pipeline stages, each of `vpps` that splits the layers into pp x vpp
-// chunks, where the microbatches are a multiple of pp.
+// Mixed-precision training of an MoE model: every expert-parallel size of the dp x cp ranks
+// that divides the experts is a layout too (Parallelism::ep; ep and cp dividing one another);
+// of any model without a sliding window, every context-parallel size cp that splits seq into
+// 2 cp chunks (dp x tp x cp x pp == gpus); with pipeline stages, each of `vpps` that splits
+// the layers into pp x vpp chunks, where the microbatches are a multiple of pp.
 std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                  const std::string& models_dir, const Prices* prices = nullptr,
                                  std::vector<CompareRow>* skipped = nullptr);

@@ -61,6 +61,19 @@ GroupSpan group_span(int64_t group, int64_t stride, const GpuSpec& gpu) {
   return {(group + per_node - 1) / per_node, per_node};
 }
 
+GroupSpan group_span(int64_t inner, int64_t inner_stride, int64_t outer, int64_t outer_stride, const GpuSpec& gpu) {
+  if (outer <= 1) return group_span(inner, inner_stride, gpu);
+  if (inner <= 1) return group_span(outer, outer_stride, gpu);
+  const GroupSpan block = group_span(inner, inner_stride, gpu), blocks = group_span(outer, outer_stride, gpu);
+  if (block.nodes > 1) return {block.nodes * outer, block.ranks_per_node};
+  return {blocks.nodes, inner * blocks.ranks_per_node};
+}
+
+GroupSpan expert_parallel_span(const Parallelism& par, const GpuSpec& gpu) {
+  if (par.cp % par.ep == 0) return group_span(par.ep, par.tp, gpu);
+  return group_span(par.cp, par.tp, par.ep / par.cp, par.tp * par.cp * par.pp, gpu);
+}
+
 double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride) {
   if (group <= 1) return 0;
   need_interconnect(gpu);
@@ -97,9 +110,12 @@ double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
 }
 
 double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride) {
+  return all_to_all_ms(bytes, group, gpu, group_span(group, stride, gpu));
+}
+
+double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, const GroupSpan& span) {
   if (group <= 1) return 0;
   need_interconnect(gpu);
-  const GroupSpan span = group_span(group, stride, gpu);
   const double n = double(group), local_peers = double(span.ranks_per_node - 1), remote_peers = n - double(span.ranks_per_node);
   // A 1/n share of the buffer to each peer, all at once (NCCL's grouped sends and receives):
   // the peers on this node through its link (a mesh: one link to each), the others through
@@ -107,8 +123,7 @@ double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t st
   const double local_s = transfer_s(bytes * local_peers / n, kLinkEfficiency * gpu.collective_gbps(span.ranks_per_node));
   double remote_s = 0, latency_ms = kSendRecvLatencyMs;
   if (remote_peers > 0) {
-    need_network(gpu, "an all-to-all over " + std::to_string(group) + " GPUs" +
-                          (stride > 1 ? " " + std::to_string(stride) + " apart" : ""));
+    need_network(gpu, "an all-to-all over " + std::to_string(group) + " GPUs on " + std::to_string(span.nodes) + " nodes");
     remote_s = transfer_s(bytes * remote_peers / n, kLinkEfficiency * gpu.network_gbps);
     latency_ms += kNetSendLatencyMs;
   }
@@ -171,6 +186,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   std::vector<KernelQuery> unique;
   // Decodes costed by varlen_decode_ms, not by a kernel forecast.
   auto varlen = [&](const KernelCall& c) { return c.varlen_decode && fa2_varlen_mixing(gpu, c.query.kv_dtype); };
+  const GroupSpan ep_span = g.par.ep > 1 ? expert_parallel_span(g.par, gpu) : GroupSpan{};
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
       if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && index.emplace(query_key(c.query), unique.size()).second)
@@ -209,10 +225,10 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         ms += s_to_ms(transfer_s(c.bytes, gpu.mem_bw_gbps));
       } else if (c.collective != Collective::kNone) {
         // An all-reduce over a tp group (adjacent GPUs) or an all-to-all over training's ep
-        // group (data-parallel peers, a replica of tp x cp x pp GPUs apart).
-        const double t = c.collective == Collective::kAllReduce
-                             ? all_reduce_ms(c.bytes, c.group, gpu)
-                             : all_to_all_ms(c.bytes, c.group, gpu, g.par.tp * g.par.cp * g.par.pp);
+        // group (data-parallel peers a replica of tp x cp x pp GPUs apart, with cp the cp
+        // ranks first: expert_parallel_span).
+        const double t = c.collective == Collective::kAllReduce ? all_reduce_ms(c.bytes, c.group, gpu)
+                                                                 : all_to_all_ms(c.bytes, c.group, gpu, ep_span);
         ms += t;
         comm_in_ops += t * count;
       } else if (c.at_forward_rate) {
@@ -351,11 +367,11 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // runs; what does not fit under it, plus the last bucket, is exposed. With several
     // microbatches the gradients accumulate and are reduced once, during the last microbatch's
     // backward (DDP's no_sync, Megatron-LM's grad sync): only that backward hides it.
-    // With expert parallelism the expert weights (a 1 / ep share on each rank) are reduced
-    // over the dp / ep ranks that hold the same experts, another replica apart per ep rank.
     // With context parallelism the cp ranks of a replica hold the same weights too: the group
     // is dp x cp (Megatron-Core's dp-cp group), contiguous without pipeline stages (cp peers
     // sit tp apart, dp peers a replica), else reduced within cp, then over dp on a cp-th of it.
+    // With expert parallelism the expert weights (a 1 / ep share on each rank) are reduced
+    // over the dp x cp / ep ranks that hold the same experts (expert_reduce_ms).
     const int64_t stride = par.tp * par.cp * par.pp;  // data-parallel peers sit a replica apart
     const double dense = g.parameters - g.expert_parameters, experts = g.expert_parameters / double(par.ep);
     const double weight_split = double(par.tp * par.pp);  // a replica splits the weights tp x pp ways
@@ -364,12 +380,23 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       if (par.pp == 1) return all_reduce_ms(bytes, group * par.cp, gpu, par.tp);
       return all_reduce_ms(bytes, par.cp, gpu, par.tp) + all_reduce_ms(bytes / double(par.cp), group, gpu, group_stride);
     };
+    // The ranks holding the same experts (the ep group's ranks drawn from the dp x cp ranks, cp
+    // first): where ep spans whole cp groups (all of it without cp) they are data-parallel
+    // peers ep / cp replicas apart; where ep divides cp, cp / ep of them in each cp group
+    // (tp x ep apart), then over dp as the dense weights are.
+    auto expert_reduce_ms = [&](double bytes) {
+      if (par.ep % par.cp == 0) return all_reduce_ms(bytes, par.dp * par.cp / par.ep, gpu, stride * (par.ep / par.cp));
+      const int64_t in_cp = par.cp / par.ep;
+      if (par.pp == 1) return all_reduce_ms(bytes, par.dp * in_cp, gpu, par.tp * par.ep);
+      return all_reduce_ms(bytes, in_cp, gpu, par.tp * par.ep) + all_reduce_ms(bytes / double(in_cp), par.dp, gpu, stride);
+    };
     // All-reduce of every rank's weights at `bytes_per_parameter`.
     auto weights_all_reduce_ms = [&](double bytes_per_parameter) {
       auto part = [&](double parameters, int64_t group, int64_t group_stride) {
         return reduce_ms(bytes_per_parameter * parameters / weight_split, group, group_stride);
       };
-      return part(dense, par.dp, stride) + (experts > 0 ? part(experts, par.dp / par.ep, stride * par.ep) : 0.0);
+      return part(dense, par.dp, stride) +
+             (experts > 0 ? expert_reduce_ms(bytes_per_parameter * experts / weight_split) : 0.0);
     };
     // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
     // (a reduce-scatter and two all-gathers, each half of it).

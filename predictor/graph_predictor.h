@@ -113,7 +113,17 @@ struct GroupSpan {
   int64_t nodes = 1, ranks_per_node = 1;
 };
 GroupSpan group_span(int64_t group, int64_t stride, const GpuSpec& gpu);
-
+// A group of `inner` ranks `inner_stride` apart, repeated `outer` times `outer_stride` apart
+// (outer_stride >= inner x inner_stride): group_span of the inner block, and as many blocks on
+// a node as group_span puts members of the outer group there.
+GroupSpan group_span(int64_t inner, int64_t inner_stride, int64_t outer, int64_t outer_stride, const GpuSpec& gpu);
+// Mixed-precision training's expert-parallel group (Parallelism::ep), drawn from the dp x cp
+// ranks with cp first (Megatron-Core): ep ranks tp apart inside the cp group where ep divides
+// cp, else whole cp groups (tp apart) from ep / cp data-parallel peers (a replica apart).
+GroupSpan expert_parallel_span(const Parallelism& par, const GpuSpec& gpu);
+// all_to_all_ms over a group laid out as `span` says (training's expert-parallel group:
+// expert_parallel_span).
+double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, const GroupSpan& span);
 // The decoding sequences of a mixed chunked-prefill step where the engine runs the whole batch
 // through FlashAttention-2's varlen kernel (vLLM's FlashAttention backend on compute capability
 // 8.x; fa2_varlen_mixing): each decode request gets one CTA per query head, whose 128-query

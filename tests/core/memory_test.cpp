@@ -212,6 +212,25 @@ TEST(Memory, ContextParallelSplitsActivationsAndShardsOverDpCp) {
   expect_error<ConfigError>([&] { llm_training_memory(m, 2, 8192, DType::kBf16, par, h100); }, {"--cp 3"});
 }
 
+// Expert parallelism drawn from dp x cp ranks: Mixtral-8x7B on dp 4 x cp 2 with ep 8 holds what
+// dp 8 x ep 8 holds (one expert a layer: 7,242,780,672 parameters,
+// MixtralExpertParallelTrainingByHand); ZeRO-1 shards the dense part over the 8 dp x cp ranks
+// and each expert over the dp x cp / ep = 1 rank holding it: all 46,702,792,704 / 8.
+TEST(Memory, ExpertParallelOverDpTimesCp) {
+  const ModelConfig m = model("mixtral-8x7b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  Parallelism par;
+  par.dp = 4, par.cp = 2, par.ep = 8, par.zero = 1;
+  const auto r = llm_training_memory(m, 16, 2048, DType::kBf16, par, h100);
+  EXPECT_DOUBLE_EQ(r.weights_gb, 2 * 7242780672.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.optimizer_gb, 12 * 46702792704.0 / 8 / 1e9);
+  par.dp = 8, par.cp = 1;
+  EXPECT_NEAR(llm_training_memory(m, 16, 2048, DType::kBf16, par, h100).activations_gb, r.activations_gb, 1e-9);
+  par.dp = 2, par.cp = 2;  // 4 ranks for 8 expert shards
+  expect_error<ConfigError>([&] { llm_training_memory(m, 16, 2048, DType::kBf16, par, h100); },
+                            {"--ep 8", "must divide --dp (2) x --cp (2)"});
+}
+
 // Megatron-LM's interleaved 1F1B (vpp model chunks a pipeline rank) holds more activations on
 // the first rank. Llama-3.1-8B, pp 4, 8 microbatches of 1 x 2,048 tokens, 139,392 B a token
 // and layer (Llama8bMixedPrecisionTrainingByHand). Plain 1F1B: rank 0 holds its 8 layers for

@@ -1122,6 +1122,54 @@ TEST(Multi, ExpertParallelTrainingByHand) {
   expect_error<ConfigError>([&] { build_op_graph(m, 16, 16, Mode::kTraining, par); }, {"--ep applies to mixed-precision training"});
 }
 
+// Expert parallelism with context parallelism: Megatron-Core draws the ep ranks from the dp x cp
+// ranks, cp first. Layouts by hand on H100 nodes of 8 (a replica is tp x cp x pp GPUs, dp peers
+// a replica apart):
+//   tp 2, cp 2, pp 2, ep 4: the cp pair (GPUs 0, 2) and the next replica's (8, 10): 2 nodes of 2;
+//   the same with pp 1 (replica 4): GPUs 0, 2, 4, 6, one node of 4;
+//   tp 1, cp 4, pp 2, ep 2: inside the cp group, GPUs 0, 1.
+// An all-to-all of 80 MB over the first: 1 local and 2 remote peers, a quarter of the buffer to
+// each; the remote half through the 50 GB/s NIC at 80 %: 1 ms, + 5 us + 2.7 us across nodes.
+// Mixtral-8x7B, 16 x 2,048 tokens, dp 4 x cp 2, ep 8: each rank's 4 sequences of 1,024 tokens
+// send 4,096 x top-2 x 4,096 x 2 B = 67,108,864 B a pass, over 8 GPUs of one node (tp 1,
+// pp 1); the rank holds what dp 8 x ep 8 gives it, 7,242,780,672 parameters.
+TEST(Multi, ExpertParallelWithContextParallelByHand) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  Parallelism lay;
+  lay.tp = 2, lay.cp = 2, lay.pp = 2, lay.ep = 4;
+  auto span = [&](const Parallelism& q) {
+    const auto s = predictor::expert_parallel_span(q, h100);
+    return std::make_pair(s.nodes, s.ranks_per_node);
+  };
+  EXPECT_EQ(span(lay), (std::pair<int64_t, int64_t>(2, 2)));
+  EXPECT_NEAR(predictor::all_to_all_ms(8e7, 4, h100, predictor::expert_parallel_span(lay, h100)),
+              4e7 / (0.8 * 50e9) * 1e3 + 0.005 + 0.0027, 1e-9);
+  lay.pp = 1;
+  EXPECT_EQ(span(lay), (std::pair<int64_t, int64_t>(1, 4)));
+  lay.tp = 1, lay.cp = 4, lay.pp = 2, lay.ep = 2;
+  EXPECT_EQ(span(lay), (std::pair<int64_t, int64_t>(1, 2)));
+
+  const ModelConfig m = load_model_config("mixtral-8x7b", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  Parallelism par;
+  par.dp = 4, par.cp = 2, par.ep = 8;
+  const auto f = predictor::forecast_model(build_llm_training_graph(m, 16, 2048, DType::kBf16, par), h100, p);
+  const double a2a_ms = predictor::all_to_all_ms(67108864.0, 8, h100);
+  int passes = 0;
+  for (const auto& o : f.ops)
+    if (o.kind == "communication") {
+      EXPECT_NEAR(o.fw_ms, a2a_ms, 1e-12) << o.name;
+      EXPECT_NEAR(o.bw_ms, a2a_ms, 1e-12) << o.name;
+      ++passes;
+    }
+  EXPECT_EQ(passes, 2);  // dispatch and combine
+  EXPECT_NEAR(f.optimizer_ms, predictor::adamw_step_ms(7242780672.0, h100), 1e-9);
+  // ep and cp must divide one another: 3 x 2 ranks split into ep 2 would cut across cp groups.
+  par.dp = 2, par.cp = 3, par.ep = 2;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 4, 6144, DType::kBf16, par); },
+                            {"--ep 2 with --cp 3", "one must divide the other"});
+}
+
 // Context parallelism's ring overlaps the attention kernels before it: on an H100 node the K/V
 // hand-overs of Llama-3.1-8B's 8,192-token sequences over cp 4 hide entirely (the attention op
 // costs its 4 steps' kernels), while on a copy of the sheet with a 0.01 GB/s link each of
