@@ -45,6 +45,8 @@ row predict_llama8b_generate_scheduled "$TC" predict --model llama-3.1-8b --gpu 
 row capacity_llama8b "$TC" capacity --model llama-3.1-8b --gpus H100-SXM --seq 1024 --gen 256 --max-batched-tokens 8192 --slo-ttft-ms 200 --slo-tpot-ms 30
 # Mixed-precision training: every layout of 64 H100s for Llama-3.1-70B (89 forecast, 45 refused).
 row plan_llama70b_bf16_training "$TC" plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 128 --seq 4096 --dtype bf16 --zero 1 --sequence-parallel
+# The same with the interleaved schedules of 2-20 model chunks a rank beside each pipeline layout.
+row plan_llama70b_bf16_training_vpp "$TC" plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 128 --seq 4096 --dtype bf16 --zero 1 --sequence-parallel --vpp 2,4,5,10,20
 # The same with every ZeRO stage and recomputation choice (8x the forecasts).
 row plan_llama70b_bf16_training_auto "$TC" plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 128 --seq 4096 --dtype bf16 --zero auto --recompute auto --sequence-parallel
 # 20 GPUs x 8 configurations (4 batch sizes x 2 sequence lengths), GPT-2 large training.
