@@ -150,30 +150,36 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   std::vector<ModelConfig> models;
   for (const auto& m : req.models) models.push_back(load_model_config(m, models_dir));
   const auto gpus = resolve_gpus(req.gpus, reg);
+  // Every layout the lists cross, in the lists' order (dp slowest, vpp fastest).
+  std::vector<Parallelism> layouts;
+  for (int64_t dp : req.dps)
+    for (int64_t tp : req.tps)
+      for (int64_t pp : req.pps)
+        for (int64_t mb : req.microbatches)
+          for (int64_t ep : req.eps)
+            for (int64_t cp : req.cps)
+              for (int64_t vpp : req.vpps) {
+                Parallelism par;
+                par.dp = dp, par.tp = tp, par.pp = pp, par.microbatches = mb, par.ep = ep, par.cp = cp, par.vpp = vpp;
+                layouts.push_back(par);
+              }
   std::vector<CompareRow> rows;
   for (const auto& m : models)
     for (const GpuSpec* g : gpus)
       for (int64_t b : req.batches)
         for (int64_t s : req.seqs)
-          for (int64_t dp : req.dps)
-            for (int64_t tp : req.tps)
-              for (int64_t pp : req.pps)
-                for (int64_t mb : req.microbatches)
-                  for (int64_t ep : req.eps)
-                    for (int64_t cp : req.cps)
-                      for (int64_t vpp : req.vpps) {
-                    ForecastRequest c;
-                    c.model = &m, c.gpu = g, c.mode = mode;
-                    c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
-                    c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep;
-                    c.par.cp = cp, c.par.vpp = vpp;
-                    c.optimizer_state = req.optimizer_state;
-                    c.train_dtype = train_dtype;
-                    req.training.apply(c, true);
-                    c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
-                    if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
-                    rows.push_back(forecast_one(c, kp, prices));
-                  }
+          for (const Parallelism& par : layouts) {
+            ForecastRequest c;
+            c.model = &m, c.gpu = g, c.mode = mode;
+            c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
+            c.par = par;
+            c.optimizer_state = req.optimizer_state;
+            c.train_dtype = train_dtype;
+            req.training.apply(c, true);
+            c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
+            if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
+            rows.push_back(forecast_one(c, kp, prices));
+          }
   return rows;
 }
 
