@@ -124,6 +124,7 @@ GroupSpan expert_parallel_span(const Parallelism& par, const GpuSpec& gpu);
 // all_to_all_ms over a group laid out as `span` says (training's expert-parallel group:
 // expert_parallel_span).
 double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, const GroupSpan& span);
+
 // The decoding sequences of a mixed chunked-prefill step where the engine runs the whole batch
 // through FlashAttention-2's varlen kernel (vLLM's FlashAttention backend on compute capability
 // 8.x; fa2_varlen_mixing): each decode request gets one CTA per query head, whose 128-query
