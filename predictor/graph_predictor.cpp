@@ -359,6 +359,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       f.forward_ms = pipelined(all_fw, slow_fw);
       f.backward_ms = pipelined(all_bw, slow_bw);
       f.communication_ms = pipelined(all_comm, slow_comm);
+      f.pipeline_bubble_ms = f.forward_ms + f.backward_ms - m * (slow_fw + slow_bw);
     }
   }
   double dp_exposed = 0;
@@ -482,6 +483,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j["tokens_per_s"] = f.tokens_per_s;
     j["mfu_pct"] = f.mfu_pct;
     if (f.dtype == DType::kFp8) j["fp8_weight_cast_ms"] = f.fp8_weight_cast_ms;
+    if (f.par.pp > 1) j["pipeline_bubble_ms"] = f.pipeline_bubble_ms;
     j["train_tokens"] = positive_or_null(f.train_tokens);
     j["train_days"] = positive_or_null(f.train_days());
   }
@@ -580,6 +582,12 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
   os << buf;
   if (f.mode == Mode::kTraining) {
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
+    os << buf;
+  }
+  if (f.pipeline_bubble_ms > 0 && f.mixed_training()) {
+    std::snprintf(buf, sizeof buf, "bubble        %10.3f ms of forward + backward (the pipeline's fill and drain%s)\n",
+                  f.pipeline_bubble_ms,
+                  f.par.vpp > 1 ? (", interleaved over " + std::to_string(f.par.vpp) + " chunks").c_str() : "");
     os << buf;
   }
   if (f.fp8_weight_cast_ms > 0) {

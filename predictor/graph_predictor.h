@@ -58,6 +58,10 @@ struct ModelForecast {
   // stages to FP8 with its transpose (read 2 B, write 2 x 1 B a weight at DRAM bandwidth;
   // Transformer Engine reuses them for the step's later microbatches); in forward_ms and total_ms.
   double fp8_weight_cast_ms = 0;
+  // With pipeline stages, a batch arriving at once (training, eager inference, a prefill): the
+  // pipeline's fill and drain, the part of forward_ms + backward_ms beyond the slowest stage's
+  // own work on every microbatch ((all stages - the slowest) / vpp a pass); 0 otherwise.
+  double pipeline_bubble_ms = 0;
   double tokens_per_s = 0, mfu_pct = 0;
   // Tokens a whole run trains on (0: not asked); train_days() is that run at tokens_per_s.
   double train_tokens = 0;

@@ -1240,6 +1240,10 @@ TEST(Multi, InterleavedPipelineShrinksTheBubbleByHand) {
   const auto interleaved = predictor::forecast_model(g, h100, p);
   EXPECT_NEAR(interleaved.forward_ms, 19 * t_ms, 1e-9);
   EXPECT_NEAR(interleaved.backward_ms, 38 * t_ms, 1e-9);
+  // The bubble beyond 8 microbatches x the stage's 2T + 4T: 3 stage times of fill and drain each
+  // way (6T + 12T), half of it interleaved.
+  EXPECT_NEAR(plain.pipeline_bubble_ms, 18 * t_ms, 1e-9);
+  EXPECT_NEAR(interleaved.pipeline_bubble_ms, 9 * t_ms, 1e-9);
   // The hand-overs on the critical path stay the fill's pp - 1 each way.
   EXPECT_NEAR(interleaved.communication_ms, plain.communication_ms, 1e-12);
 }
