@@ -143,12 +143,16 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.tie_embeddings = boolean("tie_word_embeddings", false);
     m.qkv_bias = m.model_type == "qwen2" || boolean("attention_bias", false);
     m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
-    // Mistral and Mixtral window every layer when `sliding_window` is a number (null: full
-    // attention); the Qwen configs window only with `use_sliding_window`, and then only the
-    // layers from `max_window_layers` on, which is not modelled; Llama has no window.
-    if (m.model_type == "mistral" || m.model_type == "mixtral") {
+    // Phi-3.5/Phi-4-mini rotate part of each head (partial_rotary_factor); RoPE is costed over
+    // the whole head, an upper bound on a memory op of a few percent of a step.
+    // Mistral, Mixtral and Phi-3 window every layer when `sliding_window` is a number (null:
+    // full attention; a window of the model's positions or more never binds); the Qwen configs
+    // window only with `use_sliding_window`, and then only the layers from `max_window_layers`
+    // on, which is not modelled; Llama has no window.
+    if (m.model_type == "mistral" || m.model_type == "mixtral" || m.model_type == "phi3") {
       if (j.contains("sliding_window") && !j["sliding_window"].is_null())
         m.sliding_window = int_field(j, path, {"sliding_window"});
+      if (m.sliding_window >= m.max_positions) m.sliding_window = 0;
     } else if (m.model_type != "llama" && boolean("use_sliding_window", false)) {
       throw ConfigError(path + ": field 'use_sliding_window': per-layer sliding windows (max_window_layers) are not "
                         "modelled; set it to false for full attention");

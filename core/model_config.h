@@ -70,6 +70,7 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"llama", ConfigSchema::kHfDecoder},     {"mistral", ConfigSchema::kHfDecoder},
     {"qwen2", ConfigSchema::kHfDecoder},     {"qwen3", ConfigSchema::kHfDecoder},
     {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
+    {"phi3", ConfigSchema::kHfDecoder},
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).
 std::string model_type_list(bool llm_only = false);

@@ -294,13 +294,14 @@ constexpr ArchSpec kSwitchArch = {
     {MoeKind::kCapacity, "moe.router", "moe.router_softmax", "moe.routing", "moe.expert.", "moe.expert_gather",
      "moe.scale_by_router_prob", "moe.expert_scatter"},
     "final_layer_norm"};
-// The decoder families differ only in their FFN/MoE module names.
+// The decoder families differ only in their FFN/MoE module names and whether q/k/v are one
+// fused projection (`qkv`, "" = separate; a fused gate and up projection: `gate` "").
 constexpr ArchSpec decoder_arch(const char* type, const char* ffn_prefix, const char* gate, const char* up,
-                                const char* down, MoeNames moe) {
+                                const char* down, MoeNames moe, const char* qkv = "") {
   return {type, PosKind::kRotary, false, false, true, false, ScaleKind::kMulScores, MaskKind::kCausalAdd,
           FfnKind::kSwiGlu, HeadKind::kLmHead, "model.", "embed_tokens", "", "", "", "", "model.layers.",
           "model.layers.",
-          {"input_layernorm", "self_attn.", "", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+          {"input_layernorm", "self_attn.", qkv, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
            "attn_dropout", "self_attn.o_proj", "", "residual_1"},
           kNoAttn, "post_attention_layernorm", ffn_prefix, up, gate, "", "", down, "", "residual_2", moe, "norm"};
 }
@@ -320,6 +321,8 @@ constexpr ArchSpec kArchTable[] = {
     decoder_arch("qwen3_moe", "mlp.", "gate_proj", "up_proj", "down_proj",
                  {MoeKind::kTopK, "mlp.gate", "mlp.routing_softmax", "mlp.topk", "mlp.experts.", "mlp.experts.gather",
                   "mlp.experts.routing_weight", "mlp.experts.index_add"}),
+    // Phi-3 and Phi-4: Llama's layer with q/k/v and gate/up each one fused projection.
+    decoder_arch("phi3", "mlp.", "", "gate_up_proj", "down_proj", kNoMoe, "self_attn.qkv_proj"),
 };
 
 const ArchSpec* find_arch(const std::string& model_type) {
@@ -359,7 +362,10 @@ void rotary_embedding(Builder& b, const std::string& p, int64_t t, int64_t heads
 
 // SwiGLU on `t` tokens: down(silu(gate(x)) * up(x)). Column/row parallel when `parallel`.
 void gated_ffn(Builder& b, const std::string& p, const ArchSpec& a, int64_t t, int64_t h, int64_t f, bool parallel) {
-  if (parallel) {
+  if (!*a.gate) {  // one fused gate_up projection (Phi-3), its two halves viewed apart
+    if (parallel) b.linear_col(p + a.up, t, h, 2 * f, false);
+    else b.linear(p + a.up, t, h, 2 * f, false);
+  } else if (parallel) {
     b.linear_col(p + a.gate, t, h, f, false);
     b.linear_col(p + a.up, t, h, f, false);
   } else {
@@ -432,8 +438,8 @@ void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind m
   const int64_t t = batch * seq, kv_t = batch * kv_seq, h = m.hidden, hd = m.head_dim;
   const int64_t heads = m.heads / b.tp(), kv = m.kv_heads / b.tp();
   const std::string p = s.prefix;
-  if (*s.qkv) {
-    b.linear_col(s.qkv, t, h, 3 * h, bias);
+  if (*s.qkv) {  // GPT-2's c_attn (3 h), Phi-3's qkv_proj (GQA)
+    b.linear_col(s.qkv, t, h, (m.heads + 2 * m.kv_heads) * hd, bias || m.qkv_bias);
   } else {
     const bool qkv_bias = bias || m.qkv_bias;
     b.linear_col(s.q, t, h, m.heads * hd, qkv_bias);

@@ -83,7 +83,7 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   std::sort(read.begin(), read.end());
   std::sort(built.begin(), built.end());
   EXPECT_EQ(read, built);
-  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe");
+  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -263,12 +263,38 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   {"qwen3-235b-a22b", 235093634560.0},
                                                   // 2 x 32000 x 4096 + 32 x (2 x 4096^2 + 2 x 4096 x 1024
                                                   // + 3 x 4096 x 14336 + 2 x 4096) + 4096: 7.24 B.
-                                                  {"mistral-7b-v0.1", 7241732096.0}};
+                                                  {"mistral-7b-v0.1", 7241732096.0},
+                                                  // 2 x 100352 x 5120 + 40 x (5120 x 7680 qkv + 5120^2
+                                                  // + 5120 x 35840 gate_up + 17920 x 5120 + 2 x 5120)
+                                                  // + 5120: 14.66 B.
+                                                  {"phi-4", 14659507200.0}};
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
     EXPECT_EQ(m.torch_dtype, "bfloat16") << c.first;
   }
+}
+
+// Phi-4 (model_type phi3): Llama's layer with fused projections. 256 tokens: qkv_proj 5120 ->
+// (40 + 2 x 10) x 128 = 7,680, o_proj 5120 -> 5120, gate_up_proj 5120 -> 2 x 17,920, down_proj
+// 17,920 -> 5120, an untied 100,352-column head; under tp 2 the fused projections split by
+// columns (3,840 and 17,920 a rank).
+TEST(OpGraph, Phi4FusedProjectionsByHand) {
+  ModelConfig m = load_model_config("phi-4", models_dir());
+  EXPECT_EQ(m.sliding_window, 0);
+  ShapeCount c = ours(build_op_graph(m, 2, 128, Mode::kInference), false);
+  EXPECT_EQ(c["Linear(256,5120,7680)"], 1);
+  EXPECT_EQ(c["Linear(256,5120,5120)"], 1);
+  EXPECT_EQ(c["Linear(256,5120,35840)"], 1);
+  EXPECT_EQ(c["Linear(256,17920,5120)"], 1);
+  EXPECT_EQ(c["Linear(256,5120,100352)"], 1);
+  EXPECT_EQ(c["BMM(80,128,128,128)"], 2);  // 2 x 40 heads
+  Parallelism tp;
+  tp.tp = 2;
+  ShapeCount s = ours(build_op_graph(m, 2, 128, Mode::kInference, tp), false);
+  EXPECT_EQ(s["Linear(256,5120,3840)"], 1);
+  EXPECT_EQ(s["Linear(256,5120,17920)"], 1);
+  EXPECT_EQ(s["Linear(256,8960,5120)"], 1);
 }
 
 TEST(OpGraph, LlamaLayerShapesGqaAndTensorParallel) {
