@@ -297,6 +297,25 @@ TEST(OpGraph, Phi4FusedProjectionsByHand) {
   EXPECT_EQ(s["Linear(256,8960,5120)"], 1);
 }
 
+// Phi-3-mini-4k's config windows every layer at 2,047 of its 4,096 positions; Phi-3.5-mini's
+// 262,144-token window over 131,072 positions never binds.
+TEST(ModelConfig, Phi3SlidingWindow) {
+  const std::string dir = ::testing::TempDir();
+  auto config = [&](const std::string& name, int window, int positions) {
+    const std::string p = dir + name;
+    std::FILE* f = std::fopen(p.c_str(), "w");
+    std::fprintf(f,
+                 R"({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+                     "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+                     "max_position_embeddings": %d, "sliding_window": %d})",
+                 positions, window);
+    std::fclose(f);
+    return load_model_config(p, "");
+  };
+  EXPECT_EQ(config("phi3-mini.json", 2047, 4096).sliding_window, 2047);
+  EXPECT_EQ(config("phi3.5-mini.json", 262144, 131072).sliding_window, 0);
+}
+
 TEST(OpGraph, LlamaLayerShapesGqaAndTensorParallel) {
   ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
   OpGraph g = build_op_graph(m, 2, 128, Mode::kInference);
