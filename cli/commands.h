@@ -13,6 +13,7 @@ struct GlobalOptions {
 };
 
 int run_gpus(const Args& args, const GlobalOptions& g);
+int run_models(const Args& args, const GlobalOptions& g);
 int run_predict_kernel(const Args& args, const GlobalOptions& g);
 int run_train(const Args& args, const GlobalOptions& g);
 int run_eval_kernels(const Args& args, const GlobalOptions& g);

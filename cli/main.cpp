@@ -51,6 +51,7 @@ const std::map<std::string, Command>& commands() {
       {"train", {TC_TORCH_CMD(cli::run_train), "train the per-family MLPs on the training GPUs' kernel data", true}},
       {"export-weights", {TC_TORCH_CMD(cli::run_export_weights), "write the torch-free network files of a weights folder", true}},
       {"gpus", {TC_LIGHT_CMD(cli::run_gpus), "list the known GPU specs (or show one)", false}},
+      {"models", {TC_LIGHT_CMD(cli::run_models), "list the bundled model configs and their sizes", false}},
       {"predict-kernel", {TC_LIGHT_CMD(cli::run_predict_kernel), "forecast one kernel on a GPU", false}},
       {"eval-kernels", {TC_LIGHT_CMD(cli::run_eval_kernels), "forecast NeuSight-format kernel rows and report MAPE", false}},
       {"predict", {TC_LIGHT_CMD(cli::run_predict), "forecast a whole model (inference or a training step) on a GPU", false}},
