@@ -157,6 +157,31 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
   return j;
 }
 
+nlohmann::json models_json(const std::string& models_dir) {
+  const std::vector<std::string> names = bundled_models(models_dir);
+  if (names.empty()) throw ConfigError(models_dir + ": no model configs (*.json) in this folder");
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& n : names) {
+    const ModelConfig m = load_model_config(n, models_dir);
+    list.push_back({{"name", m.name},
+                    {"model_type", m.model_type},
+                    {"parameters", model_parameters(m)},
+                    {"layers", m.layers},
+                    {"hidden", m.hidden},
+                    {"heads", m.heads},
+                    {"kv_heads", m.kv_heads},
+                    {"head_dim", m.head_dim},
+                    {"ffn", m.num_experts > 0 && m.moe_ffn > 0 ? m.moe_ffn : m.ffn},
+                    {"experts", m.num_experts},
+                    {"experts_per_token", m.experts_per_token},
+                    {"vocab", m.vocab},
+                    {"max_positions", m.max_positions},
+                    {"sliding_window", m.sliding_window},
+                    {"torch_dtype", m.torch_dtype}});
+  }
+  return list;
+}
+
 nlohmann::json gpu_json(const GpuSpec& s) {
   return {{"name", s.name},
           {"cuda_name", s.cuda_name},

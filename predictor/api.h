@@ -29,6 +29,10 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
 
 // `gpus --format json`: one object per spec.
 nlohmann::json gpu_json(const GpuSpec& s);
+// `tilecast models --format json`: every bundled config of `models_dir`, with the sizes a
+// forecast reads (ffn: an expert's width for MoE models). ConfigError for a folder without
+// configs, or a bad config (its one line).
+nlohmann::json models_json(const std::string& models_dir);
 
 // "inf"/"train" (NeuSight's spelling) -> inference/training; anything but inference,
 // training, prefill, decode or generate is a ConfigError.

@@ -292,6 +292,11 @@ py::object gpus(const std::string& gpu_dir) {
   return json_to_py(list.dump());
 }
 
+py::object models(const std::string& models_dir) {
+  Engine& e = engine("", "");
+  return json_to_py(predictor::models_json(models_dir.empty() ? e.models_dir : models_dir).dump());
+}
+
 // "--max-seqs: ..." -> "max_seqs: ...": a CLI flag in an error line as the Python keyword.
 std::string keyword_names(const std::string& message) {
   std::string out;
@@ -377,5 +382,6 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1);
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
+  m.def("models", &models, "The bundled model configs, as `tilecast models --format json`.", py::arg("models_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;
 }

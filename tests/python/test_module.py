@@ -191,6 +191,9 @@ except ValueError as e:
 # gpus
 g = tilecast.gpus()
 assert any(x["cuda_name"] == "NVIDIA H200" for x in g) and g == cli("gpus")
+# models: the bundled configs, as `tilecast models --format json`.
+ms = tilecast.models()
+assert ms == cli("models") and {"phi-4", "llama-3.1-8b"} <= {m["name"] for m in ms}, ms
 # Errors: one line, ValueError.
 try:
     tilecast.predict(model="gpt2-large", gpu="H10", batch=1, seq=16)
