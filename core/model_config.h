@@ -17,7 +17,7 @@ struct ModelConfig {
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
-  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe)
+  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
@@ -27,8 +27,8 @@ struct ModelConfig {
   bool tie_embeddings = true;     // lm_head shares the token embedding table
   int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
   int64_t moe_ffn = 0;            // expert FFN width (moe_intermediate_size, or intermediate_size)
-  // Sliding-window attention over the last `sliding_window` tokens in every layer (Mistral and
-  // Mixtral's `sliding_window`); 0 = full causal attention. Serving graphs and their KV cache
+  // Sliding-window attention over the last `sliding_window` tokens in every layer (Mistral's,
+  // Mixtral's and Phi-3's `sliding_window`); 0 = full causal attention. Serving graphs and their KV cache
   // honour it; the eager graphs compute full scores under a mask, as Hugging Face does.
   int64_t sliding_window = 0;
   std::string torch_dtype;        // as the config states it ("bfloat16", "float32", ...), may be empty
