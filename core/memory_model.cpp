@@ -13,9 +13,10 @@ namespace {
 int64_t kv_heads_of(const ModelConfig& m) { return m.kv_heads > 0 ? m.kv_heads : m.heads; }
 
 // FFN width each token passes through: the dense width, or top-k experts of their width
-// (Switch routes each token to one expert of d_ff).
+// (Switch routes each token to one expert of d_ff), plus a shared expert's.
 double ffn_width(const ModelConfig& m) {
-  if (m.experts_per_token > 0) return double(m.experts_per_token) * (m.moe_ffn > 0 ? m.moe_ffn : m.ffn);
+  if (m.experts_per_token > 0)
+    return double(m.experts_per_token) * (m.moe_ffn > 0 ? m.moe_ffn : m.ffn) + double(m.shared_expert_ffn);
   return double(m.ffn);
 }
 

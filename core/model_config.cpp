@@ -141,7 +141,7 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.activation = str("hidden_act", "silu");
     m.rms_norm = m.gated_ffn = m.rope = true;
     m.tie_embeddings = boolean("tie_word_embeddings", false);
-    m.qkv_bias = m.model_type == "qwen2" || boolean("attention_bias", false);
+    m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe" || boolean("attention_bias", false);
     m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
     // Phi-3.5/Phi-4-mini rotate part of each head (partial_rotary_factor); RoPE is costed over
     // the whole head, an upper bound on a memory op of a few percent of a step.
@@ -161,13 +161,14 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
       m.num_experts = int_field(j, path, {"num_local_experts"});
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
       m.moe_ffn = m.ffn;
-    } else if (m.model_type == "qwen3_moe") {
+    } else if (m.model_type == "qwen3_moe" || m.model_type == "qwen2_moe") {
       m.num_experts = int_field(j, path, {"num_experts"});
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
       m.moe_ffn = int_field(j, path, {"moe_intermediate_size"});
       if (int_field(j, path, {"decoder_sparse_step"}, false, 1) != 1 ||
           (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty()))
         throw ConfigError(path + ": field 'decoder_sparse_step'/'mlp_only_layers': only all-MoE layers are modelled");
+      if (m.model_type == "qwen2_moe") m.shared_expert_ffn = int_field(j, path, {"shared_expert_intermediate_size"});
     }
     if (m.num_experts > 0 && m.experts_per_token > m.num_experts)
       throw ConfigError(path + ": field 'num_experts_per_tok': " + std::to_string(m.experts_per_token) +
@@ -226,7 +227,8 @@ double fp8_training_gemm_parameters(const ModelConfig& m) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("FP8 training covers the decoder families, not '" + m.model_type + "'");
   const double h = m.hidden, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
-  const double ffn = m.num_experts > 0 ? 0 : 3 * h * double(m.ffn);
+  // A shared expert's GEMMs run in FP8 as a dense FFN's do; routed experts stay BF16.
+  const double ffn = m.num_experts > 0 ? 3 * h * double(m.shared_expert_ffn) : 3 * h * double(m.ffn);
   return double(m.layers) * (2 * h * q + 2 * h * kv + ffn);
 }
 
@@ -243,7 +245,9 @@ double model_parameters(const ModelConfig& m) {
     double attn = h * q + 2 * h * kv + q * h;
     if (m.qkv_bias) attn += q + 2 * kv;
     if (m.qk_norm) attn += 2.0 * m.head_dim;
-    const double ffn = m.num_experts > 0 ? m.num_experts * 3 * h * double(m.moe_ffn) + h * m.num_experts
+    // Routed experts and their router; a shared expert and its 1-wide gate.
+    const double ffn = m.num_experts > 0 ? m.num_experts * 3 * h * double(m.moe_ffn) + h * m.num_experts +
+                                               (m.shared_expert_ffn > 0 ? 3 * h * double(m.shared_expert_ffn) + h : 0)
                                          : 3 * h * f;
     return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + 2 * h) + h;
   }

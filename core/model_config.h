@@ -17,7 +17,7 @@ struct ModelConfig {
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
-  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3)
+  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
@@ -27,6 +27,10 @@ struct ModelConfig {
   bool tie_embeddings = true;     // lm_head shares the token embedding table
   int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
   int64_t moe_ffn = 0;            // expert FFN width (moe_intermediate_size, or intermediate_size)
+  // A shared expert beside the routed ones (qwen2_moe's shared_expert_intermediate_size): a
+  // gated FFN every token passes through, its output scaled by sigmoid(a 1-wide projection)
+  // and added to the routed experts'; 0 = none.
+  int64_t shared_expert_ffn = 0;
   // Sliding-window attention over the last `sliding_window` tokens in every layer (Mistral's,
   // Mixtral's and Phi-3's `sliding_window`); 0 = full causal attention. Serving graphs and their KV cache
   // honour it; the eager graphs compute full scores under a mask, as Hugging Face does.
@@ -70,7 +74,7 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"llama", ConfigSchema::kHfDecoder},     {"mistral", ConfigSchema::kHfDecoder},
     {"qwen2", ConfigSchema::kHfDecoder},     {"qwen3", ConfigSchema::kHfDecoder},
     {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
-    {"phi3", ConfigSchema::kHfDecoder},
+    {"phi3", ConfigSchema::kHfDecoder},      {"qwen2_moe", ConfigSchema::kHfDecoder},
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).
 std::string model_type_list(bool llm_only = false);
@@ -83,7 +87,8 @@ inline int64_t embed_width(const ModelConfig& m) { return m.embed_dim > 0 ? m.em
 double model_parameters(const ModelConfig& m);
 // The decoder families' (is_llm_family) weights whose GEMMs FP8 training runs in FP8
 // (build_llm_training_graph): every layer's Q, K, V and output projections and a dense model's
-// gated FFN; no biases, norms, router, MoE experts (BF16), embedding or LM head. ConfigError
+// gated FFN (a MoE model's shared expert); no biases, norms, router, routed experts (BF16),
+// embedding or LM head. ConfigError
 // for other model types.
 double fp8_training_gemm_parameters(const ModelConfig& m);
 // The decoder families' MoE expert weights (every layer's experts: gate, up and down

@@ -321,6 +321,9 @@ constexpr ArchSpec kArchTable[] = {
     decoder_arch("qwen3_moe", "mlp.", "gate_proj", "up_proj", "down_proj",
                  {MoeKind::kTopK, "mlp.gate", "mlp.routing_softmax", "mlp.topk", "mlp.experts.", "mlp.experts.gather",
                   "mlp.experts.routing_weight", "mlp.experts.index_add"}),
+    decoder_arch("qwen2_moe", "mlp.", "gate_proj", "up_proj", "down_proj",
+                 {MoeKind::kTopK, "mlp.gate", "mlp.routing_softmax", "mlp.topk", "mlp.experts.", "mlp.experts.gather",
+                  "mlp.experts.routing_weight", "mlp.experts.index_add"}),
     // Phi-3 and Phi-4: Llama's layer with q/k/v and gate/up each one fused projection.
     decoder_arch("phi3", "mlp.", "", "gate_up_proj", "down_proj", kNoMoe, "self_attn.qkv_proj"),
 };
@@ -417,6 +420,14 @@ void ffn(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int
     b.eltwise(n.combine, OpKind::kMul, per_expert, h);
     b.mem(n.scatter, 3 * kF32 * double(per_expert) * h, 2 * kF32 * double(per_expert) * h);
     b.set_count(count);
+    if (m.shared_expert_ffn > 0) {  // Qwen2-MoE: + sigmoid(gate(x)) * shared_expert(x)
+      const std::string s = a.ffn_prefix;
+      gated_ffn(b, s + "shared_expert.", a, t, h, m.shared_expert_ffn, false);
+      b.linear(s + "shared_expert_gate", t, h, 1, false);
+      b.eltwise(s + "shared_expert_sigmoid", OpKind::kGelu, t, 1);  // one transcendental per element
+      b.eltwise(s + "shared_expert_mul", OpKind::kMul, t, h);
+      b.eltwise(s + "shared_expert_add", OpKind::kAdd, t, h);
+    }
   } else {
     const int64_t cap_tokens = batch * m.expert_capacity;
     b.mem(n.routing, kF32 * 6.0 * t * e, kF32 * 2.0 * t * e);
@@ -737,9 +748,10 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
                       model_type_list(true) + "), not '" + m.model_type + "'");
   if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
   const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
-  if (m.heads % tp != 0 || ffn % tp != 0)
+  if (m.heads % tp != 0 || ffn % tp != 0 || m.shared_expert_ffn % tp != 0)
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
-                      " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
+                      " heads and FFN width " + std::to_string(m.shared_expert_ffn % tp != 0 ? m.shared_expert_ffn : ffn) +
+                      " must be divisible by it");
   serving_kv_heads_per_rank(m, tp);  // throws where tp splits the KV heads neither way
   if (ep != 1) {
     if (m.num_experts == 0)
@@ -817,6 +829,16 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     kernel("mlp.gate", "gemm", gemm_q(t, h, m.num_experts, act));
     kernel("mlp.experts", "moe",
            moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, dtype, g.routing_alpha));
+    if (const int64_t s = m.shared_expert_ffn; s > 0) {
+      // A shared expert (vLLM's Qwen2-MoE): a gated FFN split over tp as a dense one, whose
+      // partial sums join the routed experts' before their one all-reduce, its 1-wide gate,
+      // and sigmoid(gate) x shared + routed, costed as a residual add of the two outputs.
+      gemm("mlp.shared_expert.gate_up_proj", t, h, 2 * s / tp);
+      kernel("mlp.shared_expert.act_fn", "memory_op", vec_q(OpKind::kSiluMul, t, s / tp, act));
+      gemm("mlp.shared_expert.down_proj", t, s / tp, h);
+      kernel("mlp.shared_expert_gate", "gemm", gemm_q(t, h, 1, act));
+      kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, t, h, act));
+    }
     all_reduce(t);
   }
   b.set_count(1);
@@ -985,7 +1007,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
                       " tokens a microbatch on one data-parallel rank, above 2^24 (raise --dp or --microbatches)");
   const int64_t tp = par.tp, ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
   // Megatron-LM splits heads, query groups (KV heads) and the FFN width over the tp ranks.
-  if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0)
+  if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0 || m.shared_expert_ffn % tp != 0)
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) + " heads, " +
                       std::to_string(m.kv_heads) + " key/value heads and FFN width " + std::to_string(ffn) +
                       " must be divisible by it");
@@ -1117,6 +1139,16 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
       }
     }
     if (ep > 1) exchange("mlp.token_combine");
+    if (const int64_t s = m.shared_expert_ffn; s > 0) {
+      // A shared expert (Megatron-Core's SharedExpertMLP): a gated FFN split over tp as the
+      // dense one, in the GEMM dtype; its 1-wide gate (replicated) and the sigmoid-scaled add,
+      // costed as a residual add forward and backward.
+      gemm("mlp.shared_expert.gate_up_proj", t, h, 2 * s / tp, kColumn, mm);
+      memop("mlp.shared_expert.act_fn", OpKind::kSiluMul, t, s / tp, (5 * t + 2) / 3);
+      gemm("mlp.shared_expert.down_proj", t, s / tp, h, kRow, mm);
+      gemm("mlp.shared_expert_gate", t, h, 1, kReplicated, act);
+      memop("mlp.shared_expert_combine", OpKind::kResidualAdd, t, h, t);
+    }
   }
   memop("residual_2", OpKind::kResidualAdd, ts, h, ts);
   if (recompute)

@@ -83,7 +83,7 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   std::sort(read.begin(), read.end());
   std::sort(built.begin(), built.end());
   EXPECT_EQ(read, built);
-  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3");
+  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -267,7 +267,12 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   // 2 x 100352 x 5120 + 40 x (5120 x 7680 qkv + 5120^2
                                                   // + 5120 x 35840 gate_up + 17920 x 5120 + 2 x 5120)
                                                   // + 5120: 14.66 B.
-                                                  {"phi-4", 14659507200.0}};
+                                                  {"phi-4", 14659507200.0},
+                                                  // 2 x 151936 x 3584 + 28 x (2 x 3584^2 + 2 x 3584 x 512
+                                                  // + 4608 q/k/v biases + 64 x 3 x 3584 x 2560 experts
+                                                  // + 3584 x 64 router + 3 x 3584 x 20480 shared expert
+                                                  // + 3584 its gate + 2 x 3584) + 3584: 57.41 B.
+                                                  {"qwen2-57b-a14b", 57408658944.0}};
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
@@ -526,6 +531,29 @@ TEST(ServingGraph, MoeFusedKernelAndQkNorm) {
   EXPECT_EQ(serving_kernels(qe)["moe(64,2048,768,8,128,ep4,a1.2)"], 48);
   EXPECT_EQ(qe.par.ep, 4);
   EXPECT_DOUBLE_EQ(qe.routing_alpha, 1.2);
+}
+
+// Qwen2-57B-A14B (qwen2_moe): beside the fused MoE kernel (top-8 of 64, expert FFN 2,560) a
+// shared expert of 20,480 split over tp as a dense FFN (tp 2: gate_up 3584 -> 20,480, SiLU-mul
+// over 10,240, down 10,240 -> 3584), its 1-wide gate, the sigmoid-scaled add (a residual add's
+// traffic), and one all-reduce for both.
+TEST(ServingGraph, SharedExpertByHand) {
+  ModelConfig m = load_model_config("qwen2-57b-a14b", models_dir());
+  EXPECT_EQ(m.shared_expert_ffn, 20480);
+  EXPECT_TRUE(m.qkv_bias);
+  OpGraph g = build_serving_graph(m, Mode::kPrefill, 1, 256, DType::kBf16, DType::kBf16, 2);
+  auto c = serving_kernels(g);
+  EXPECT_EQ(c["moe(256,3584,2560,8,64,tp2)"], 28);
+  EXPECT_EQ(c["gemm(256,3584,20480)"], 28);
+  EXPECT_EQ(c["silu_mul(256,10240)"], 28);
+  EXPECT_EQ(c["gemm(256,10240,3584)"], 28);
+  EXPECT_EQ(c["gemm(256,3584,1)"], 28);
+  EXPECT_EQ(c["residual_add(256,3584)"], 28);
+  int all_reduces = 0;
+  for (const auto& op : g.ops)
+    for (const auto& call : op.fw)
+      if (call.collective == Collective::kAllReduce && op.count == 28) ++all_reduces;
+  EXPECT_EQ(all_reduces, 2);  // after o_proj, after the MoE block
 }
 
 // Mistral-7B-v0.1 attends the last 4,096 tokens in every layer: serving attention takes the
@@ -978,6 +1006,23 @@ TEST(TrainingGraph, ContextParallelSplitsTheSequence) {
   expect_error<ConfigError>([&] { build_llm_training_graph(load_model_config("mistral-7b-v0.1", models_dir()), 2, 8192, DType::kBf16, par); },
                             {"--cp 2", "sliding-window", "not modelled"});
   expect_error<ConfigError>([&] { build_op_graph(m, 2, 1024, Mode::kTraining, par); }, {"--cp applies to mixed-precision training"});
+}
+
+// Qwen2-57B-A14B's shared expert in training under tp 2: gate_up 3584 -> 20,480 and down
+// 10,240 -> 3584 a rank, each with its input-gradient and weight-gradient GEMMs.
+TEST(TrainingGraph, SharedExpertByHand) {
+  ModelConfig m = load_model_config("qwen2-57b-a14b", models_dir());
+  Parallelism par;
+  par.tp = 2;
+  const OpGraph t = build_llm_training_graph(m, 1, 256, DType::kBf16, par);
+  auto fw = pass_kernels(t, false), bw = pass_kernels(t, true);
+  EXPECT_EQ(fw["gemm(256,3584,20480)"], 28);
+  EXPECT_EQ(bw["gemm(256,20480,3584)"], 28);  // dx
+  EXPECT_EQ(bw["gemm(20480,256,3584)"], 28);  // dW
+  EXPECT_EQ(fw["gemm(256,10240,3584)"], 28);
+  EXPECT_EQ(fw["gemm(256,3584,1)"], 28);      // its gate
+  par.tp = 3;  // splits neither the 28 heads nor the shared expert
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 256, DType::kBf16, par); }, {"--tp 3"});
 }
 
 TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
