@@ -266,3 +266,18 @@ TEST(Memory, InterleavedPipelineHoldsMoreChunksByHand) {
   par.pp = 1, par.microbatches = 1;
   expect_error<ConfigError>([&] { llm_training_memory(m, 1, 2048, DType::kBf16, par, h100); }, {"--vpp 2", "--pp 2"});
 }
+
+// Qwen2-57B-A14B's shared expert saves what a dense SwiGLU of its width saves: its gate/up
+// output (2 x 20,480) and its SiLU-mul output (20,480), BF16: 122,880 B a token and layer, x
+// 2,048 tokens x 28 layers = 7,046,430,720 B beyond the same model without it; and its
+// weights, 3 x 3,584 x 20,480 + 3,584 a layer.
+TEST(Memory, SharedExpertActivationsByHand) {
+  ModelConfig m = model("qwen2-57b-a14b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const auto with = llm_training_memory(m, 1, 2048, DType::kBf16, {}, h100);
+  ModelConfig without = m;
+  without.shared_expert_ffn = 0;
+  const auto r = llm_training_memory(without, 1, 2048, DType::kBf16, {}, h100);
+  EXPECT_NEAR(with.activations_gb - r.activations_gb, 7046430720.0 / 1e9, 1e-9);
+  EXPECT_DOUBLE_EQ(model_parameters(m) - model_parameters(without), 28 * (3 * 3584.0 * 20480 + 3584));
+}
