@@ -50,6 +50,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.step_ms = f.forecast.total_ms + f.forecast.optimizer_ms;
       r.tokens_per_s = f.forecast.tokens_per_s;
       r.mfu_pct = f.forecast.mfu_pct;
+      r.pipeline_bubble_ms = f.forecast.pipeline_bubble_ms;
       r.train_tokens = f.forecast.train_tokens;
       r.train_days = f.forecast.train_days();
     } else {
@@ -241,6 +242,7 @@ std::string compare_row_json(const CompareRow& r) {
   j["tokens_per_s"] = r.tokens_per_s;
   if (r.mixed_training()) {
     j["mfu_pct"] = r.mfu_pct;
+    if (r.pp > 1) j["pipeline_bubble_ms"] = r.pipeline_bubble_ms;
     j["zero"] = r.zero;
     j["recompute"] = r.recompute ? "full" : "none";
   }

@@ -71,6 +71,7 @@ struct CompareRow {
   // Mixed-precision training (training in bf16/fp16): the model FLOPs utilisation (ModelForecast).
   bool mixed_training() const { return mode == "training" && dtype != "fp32"; }
   double mfu_pct = 0;
+  double pipeline_bubble_ms = 0;  // mixed-precision training with pp > 1 (ModelForecast)
   int zero = 0;             // mixed-precision training: ZeRO stage
   bool recompute = false;   // mixed-precision training: layers recomputed
   // Mixed-precision training with train_tokens: the run's days, and its cost at the price.

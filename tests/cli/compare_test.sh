@@ -232,6 +232,8 @@ assert "12 equal model chunks" in rows[3]["error"], rows[3]
 step = p["total_ms"] + p["optimizer_ms"]
 assert abs(rows[2]["step_ms"] - step) < 1e-9 * step and p["parallel"]["vpp"] == 2, (rows[2]["step_ms"], step)
 assert rows[2]["step_ms"] < rows[1]["step_ms"], (rows[2]["step_ms"], rows[1]["step_ms"])
+bubble = p["pipeline_bubble_ms"]
+assert abs(rows[2]["pipeline_bubble_ms"] - bubble) < 1e-9 * step and bubble < rows[1]["pipeline_bubble_ms"], rows
 print("ok   compare --vpp: rows on the same GPUs, step = predict --vpp's, shorter than plain 1F1B")
 PY
 # plan --vpp: beside each pipeline layout, the listed interleaved schedules its layers (32) and
