@@ -56,17 +56,18 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 // Mixed-precision training (build_llm_training_graph), Megatron-LM's layout per GPU: `dtype`
 // weights (2 B a parameter), FP32 main gradients (4 B: Megatron accumulates and all-reduces
 // BF16 training's gradients in FP32) and, with `optimizer_state`, AdamW's FP32 master weights
-// and two moments (12 B); ZeRO (par.zero) shards over the dp ranks the optimizer state (1),
-// the gradients too (2) and the weights too (3; each layer's gathered weights, transient, are
-// not counted). Expert parallelism (par.ep > 1): each rank holds 1 / ep of the expert weights
-// (expert_parameters), ZeRO sharding those over the dp / ep ranks that share them; its
+// and two moments (12 B); ZeRO (par.zero) shards over the dp x cp ranks the optimizer state
+// (1), the gradients too (2) and the weights too (3; each layer's gathered weights, transient,
+// are not counted). Context parallelism: the activations of each rank's seq / cp tokens.
+// Expert parallelism (par.ep > 1): each rank holds 1 / ep of the expert weights
+// (expert_parameters), ZeRO sharding those over the dp x cp / ep ranks that share them; its
 // activations are as without it (each rank's experts take t x top-k tokens on average, the
 // count its own tokens send). Activations saved per token and layer, in the dtype, on one GPU of
 // the tp group (FlashAttention: no score matrix):
 //   the residual stream into each of the two norms and each norm's output (4h), Q, K and V
 //   ((a + 2 kv) d / tp) and the attention output (a d / tp) plus its FP32 log-sum-exp (4 a / tp
 //   bytes), the gate/up output (2F / tp) and the SiLU-mul output (F / tp); MoE: F = top-k x
-//   the expert width;
+//   the expert width (+ a shared expert's width);
 // dtype fp8 (build_llm_training_graph): weights and activations in BF16, plus the FP8 copy and
 // transpose of each weight of an FP8 GEMM (2 B a fp8_training_gemm_parameters), and the FP8
 // GEMMs' saved inputs in FP8 (the input norm's output h; for a dense FFN the post-attention
@@ -74,7 +75,8 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 // (a d / tp) beside its BF16 one;
 // par.sequence_parallel divides the 4h (and a recomputed layer's input) by tp too;
 // with `recompute` each layer keeps only its input (h) and one layer's full set is alive while
-// it recomputes. Pipeline stages hold min(pp, microbatches) microbatches (1F1B); the last adds
+// it recomputes. The first pipeline rank holds the microbatches pipeline_in_flight counts (1F1B:
+// min(pp, microbatches); more with the interleaved schedule); the last adds
 // the logits and their FP32 softmax for the loss (one microbatch).
 MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
                                    const Parallelism& par, const GpuSpec& gpu, bool optimizer_state = true,

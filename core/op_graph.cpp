@@ -741,17 +741,22 @@ std::vector<std::string> graph_model_types() {
 }
 
 namespace {
+// The FFN width a tp check names: the shared expert's where tp splits the dense or expert
+// width but not it, else the dense or expert width (tp splits both when it splits this one).
+int64_t tp_ffn_width(const ModelConfig& m, int64_t tp) {
+  const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
+  return ffn % tp == 0 && m.shared_expert_ffn % tp != 0 ? m.shared_expert_ffn : ffn;
+}
+
 // The layout checks every serving graph makes (tp, ep, routing, dtype); the activation dtype.
 DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_t tp, int64_t ep, double routing_alpha) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
                       model_type_list(true) + "), not '" + m.model_type + "'");
   if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
-  const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
-  if (m.heads % tp != 0 || ffn % tp != 0 || m.shared_expert_ffn % tp != 0)
+  if (const int64_t ffn = tp_ffn_width(m, tp); m.heads % tp != 0 || ffn % tp != 0)
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
-                      " heads and FFN width " + std::to_string(m.shared_expert_ffn % tp != 0 ? m.shared_expert_ffn : ffn) +
-                      " must be divisible by it");
+                      " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
   serving_kv_heads_per_rank(m, tp);  // throws where tp splits the KV heads neither way
   if (ep != 1) {
     if (m.num_experts == 0)
@@ -1005,9 +1010,9 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     throw ConfigError("--batch " + std::to_string(batch) + " x --seq " + std::to_string(seq) + ": " +
                       std::to_string(micro_tokens) +
                       " tokens a microbatch on one data-parallel rank, above 2^24 (raise --dp or --microbatches)");
-  const int64_t tp = par.tp, ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
-  // Megatron-LM splits heads, query groups (KV heads) and the FFN width over the tp ranks.
-  if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0 || m.shared_expert_ffn % tp != 0)
+  const int64_t tp = par.tp;
+  // Megatron-LM splits heads, query groups (KV heads) and the FFN widths over the tp ranks.
+  if (const int64_t ffn = tp_ffn_width(m, tp); m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0)
     throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) + " heads, " +
                       std::to_string(m.kv_heads) + " key/value heads and FFN width " + std::to_string(ffn) +
                       " must be divisible by it");

@@ -144,7 +144,8 @@ struct OpGraph {
   bool fused = false;
   double parameters = 0;  // for the optimizer estimate
   // Training with expert parallelism (par.ep > 1): the model's expert weights
-  // (expert_parameters), of `parameters`, which ep splits and dp / ep ranks reduce; 0 otherwise.
+  // (expert_parameters), of `parameters`, which ep splits and the dp x cp / ep ranks holding
+  // the same experts reduce; 0 otherwise.
   double expert_parameters = 0;
   // FP8 training (build_llm_training_graph): the FP8 GEMMs' weights on one tp rank, all stages
   // (fp8_training_gemm_parameters / tp), cast to FP8 once a step (ModelForecast::

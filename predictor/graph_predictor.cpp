@@ -376,33 +376,35 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     const int64_t stride = par.tp * par.cp * par.pp;  // data-parallel peers sit a replica apart
     const double dense = g.parameters - g.expert_parameters, experts = g.expert_parameters / double(par.ep);
     const double weight_split = double(par.tp * par.pp);  // a replica splits the weights tp x pp ways
-    auto reduce_ms = [&](double bytes, int64_t group, int64_t group_stride) {
-      if (par.cp == 1) return all_reduce_ms(bytes, group, gpu, group_stride);
-      if (par.pp == 1) return all_reduce_ms(bytes, group * par.cp, gpu, par.tp);
-      return all_reduce_ms(bytes, par.cp, gpu, par.tp) + all_reduce_ms(bytes / double(par.cp), group, gpu, group_stride);
+    // An all-reduce over `in` ranks `in_stride` apart inside each replica, repeated over `out`
+    // ranks `out_stride` apart: one ring where the blocks tile the GPUs evenly (in x in_stride
+    // == out_stride: without pipeline stages), else reduced within the block, then across on a
+    // 1 / in share of the bytes.
+    auto grouped_reduce_ms = [&](double bytes, int64_t in, int64_t in_stride, int64_t out, int64_t out_stride) {
+      if (in == 1) return all_reduce_ms(bytes, out, gpu, out_stride);
+      if (in * in_stride == out_stride) return all_reduce_ms(bytes, in * out, gpu, in_stride);
+      return all_reduce_ms(bytes, in, gpu, in_stride) + all_reduce_ms(bytes / double(in), out, gpu, out_stride);
     };
+    // The dense weights: the cp ranks of a replica (tp apart), then its dp peers.
+    auto reduce_ms = [&](double bytes) { return grouped_reduce_ms(bytes, par.cp, par.tp, par.dp, stride); };
     // The ranks holding the same experts (the ep group's ranks drawn from the dp x cp ranks, cp
     // first): where ep spans whole cp groups (all of it without cp) they are data-parallel
     // peers ep / cp replicas apart; where ep divides cp, cp / ep of them in each cp group
-    // (tp x ep apart), then over dp as the dense weights are.
+    // (tp x ep apart), then the dp peers.
     auto expert_reduce_ms = [&](double bytes) {
-      if (par.ep % par.cp == 0) return all_reduce_ms(bytes, par.dp * par.cp / par.ep, gpu, stride * (par.ep / par.cp));
-      const int64_t in_cp = par.cp / par.ep;
-      if (par.pp == 1) return all_reduce_ms(bytes, par.dp * in_cp, gpu, par.tp * par.ep);
-      return all_reduce_ms(bytes, in_cp, gpu, par.tp * par.ep) + all_reduce_ms(bytes / double(in_cp), par.dp, gpu, stride);
+      return par.ep % par.cp == 0
+                 ? grouped_reduce_ms(bytes, 1, 1, par.dp * par.cp / par.ep, stride * (par.ep / par.cp))
+                 : grouped_reduce_ms(bytes, par.cp / par.ep, par.tp * par.ep, par.dp, stride);
     };
     // All-reduce of every rank's weights at `bytes_per_parameter`.
     auto weights_all_reduce_ms = [&](double bytes_per_parameter) {
-      auto part = [&](double parameters, int64_t group, int64_t group_stride) {
-        return reduce_ms(bytes_per_parameter * parameters / weight_split, group, group_stride);
-      };
-      return part(dense, par.dp, stride) +
+      return reduce_ms(bytes_per_parameter * dense / weight_split) +
              (experts > 0 ? expert_reduce_ms(bytes_per_parameter * experts / weight_split) : 0.0);
     };
     // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
     // (a reduce-scatter and two all-gathers, each half of it).
     const double ar = weights_all_reduce_ms(4.0) * (par.zero == 3 ? 1.5 : 1.0);
-    const double last_bucket = reduce_ms(std::min(4.0 * dense / weight_split, 25e6), par.dp, stride);
+    const double last_bucket = reduce_ms(std::min(4.0 * dense / weight_split, 25e6));
     const double hide_bw = par.microbatches > 1 ? last_microbatch_bw : f.backward_ms;
     if (g.dtype != DType::kFp32 && (par.zero == 1 || par.zero == 2)) {
       // Megatron-LM's distributed optimizer (--overlap-grad-reduce, --overlap-param-gather): the
