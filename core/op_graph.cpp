@@ -659,34 +659,44 @@ double rank_parameters(double parameters, double expert_parameters, const Parall
          expert_parameters / (replica * ep * (sharded ? peers / ep : 1.0));
 }
 
-void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par) {
+std::string training_expert_parallel_error(const ModelConfig& m, const Parallelism& par) {
   const std::string flag = "--ep " + std::to_string(par.ep);
-  if (par.ep < 1 || par.ep > 4096) throw ConfigError(flag + ": out of range [1, 4096]");
-  if (par.ep == 1) return;
-  if (m.num_experts == 0) throw ConfigError(flag + ": " + m.name + " has no experts (expert parallelism is for MoE models)");
+  if (par.ep < 1 || par.ep > 4096) return flag + ": out of range [1, 4096]";
+  if (par.ep == 1) return "";
+  if (m.num_experts == 0) return flag + ": " + m.name + " has no experts (expert parallelism is for MoE models)";
   if ((par.dp * par.cp) % par.ep != 0 || m.num_experts % par.ep != 0)
-    throw ConfigError(flag + ": must divide --dp (" + std::to_string(par.dp) + ")" +
-                      (par.cp > 1 ? " x --cp (" + std::to_string(par.cp) + ")" : "") + " and " + m.name + "'s " +
-                      std::to_string(m.num_experts) +
-                      " experts (training splits the experts over data-parallel ranks, as Megatron-Core's "
-                      "expert-model-parallel-size)");
+    return flag + ": must divide --dp (" + std::to_string(par.dp) + ")" +
+           (par.cp > 1 ? " x --cp (" + std::to_string(par.cp) + ")" : "") + " and " + m.name + "'s " +
+           std::to_string(m.num_experts) +
+           " experts (training splits the experts over data-parallel ranks, as Megatron-Core's "
+           "expert-model-parallel-size)";
   // Megatron-Core takes the ep ranks from the dp x cp ranks, cp first: an ep group within the
   // cp group, or whole cp groups; other splits are not modelled.
   if (par.cp > 1 && par.cp % par.ep != 0 && par.ep % par.cp != 0)
-    throw ConfigError(flag + " with --cp " + std::to_string(par.cp) +
-                      ": one must divide the other (an expert-parallel group within a context-parallel group, or "
-                      "whole context-parallel groups)");
+    return flag + " with --cp " + std::to_string(par.cp) +
+           ": one must divide the other (an expert-parallel group within a context-parallel group, or "
+           "whole context-parallel groups)";
+  return "";
+}
+
+void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par) {
+  if (std::string e = training_expert_parallel_error(m, par); !e.empty()) throw ConfigError(e);
+}
+
+std::string training_context_parallel_error(const ModelConfig& m, int64_t seq, const Parallelism& par) {
+  const std::string flag = "--cp " + std::to_string(par.cp);
+  if (par.cp < 1 || par.cp > 4096) return flag + ": out of range [1, 4096]";
+  if (par.cp == 1) return "";
+  if (seq % (2 * par.cp) != 0)
+    return flag + ": --seq " + std::to_string(seq) +
+           " must be divisible by 2 x cp (Megatron-Core's load-balanced split gives each rank two chunks)";
+  if (m.sliding_window > 0)
+    return flag + ": context parallelism of a sliding-window model (" + m.name + ") is not modelled";
+  return "";
 }
 
 void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Parallelism& par) {
-  const std::string flag = "--cp " + std::to_string(par.cp);
-  if (par.cp < 1 || par.cp > 4096) throw ConfigError(flag + ": out of range [1, 4096]");
-  if (par.cp == 1) return;
-  if (seq % (2 * par.cp) != 0)
-    throw ConfigError(flag + ": --seq " + std::to_string(seq) +
-                      " must be divisible by 2 x cp (Megatron-Core's load-balanced split gives each rank two chunks)");
-  if (m.sliding_window > 0)
-    throw ConfigError(flag + ": context parallelism of a sliding-window model (" + m.name + ") is not modelled");
+  if (std::string e = training_context_parallel_error(m, seq, par); !e.empty()) throw ConfigError(e);
 }
 
 std::string virtual_pipeline_error(const ModelConfig& m, const Parallelism& par) {

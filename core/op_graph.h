@@ -238,12 +238,16 @@ void check_pipeline_stages(int64_t layers, int64_t pp);
 // of a stage) the rest divided over the dp x cp ranks and the experts' over the dp x cp / ep
 // ranks that hold the same experts.
 double rank_parameters(double parameters, double expert_parameters, const Parallelism& par, bool sharded);
-// Training's expert parallelism (Parallelism::ep): ConfigError naming --ep unless 1 <= ep <=
-// 4096 and, above 1, the model has experts, ep divides both dp x cp and the experts, and ep and
-// cp divide one another (Megatron-Core's ep ranks are drawn from the dp x cp ranks, cp first).
+// Training's expert parallelism (Parallelism::ep): why the layout cannot run it, naming --ep
+// ("" where it can): unless 1 <= ep <= 4096 and, above 1, the model has experts, ep divides
+// both dp x cp and the experts, and ep and cp divide one another (Megatron-Core's ep ranks are
+// drawn from the dp x cp ranks, cp first). The check_ function throws it as a ConfigError.
+std::string training_expert_parallel_error(const ModelConfig& m, const Parallelism& par);
 void check_training_expert_parallel(const ModelConfig& m, const Parallelism& par);
-// Training's context parallelism (Parallelism::cp): ConfigError naming --cp unless 1 <= cp <=
-// 4096 and, above 1, 2 x cp divides seq and the model has no sliding window.
+// Training's context parallelism (Parallelism::cp): why the layout cannot run it, naming --cp
+// ("" where it can): unless 1 <= cp <= 4096 and, above 1, 2 x cp divides seq and the model
+// has no sliding window. The check_ function throws it as a ConfigError.
+std::string training_context_parallel_error(const ModelConfig& m, int64_t seq, const Parallelism& par);
 void check_training_context_parallel(const ModelConfig& m, int64_t seq, const Parallelism& par);
 // Training's interleaved pipeline (Parallelism::vpp): why the layout cannot run it, naming
 // --vpp ("" where it can): unless 1 <= vpp <= 4096 and, above 1, pp > 1, the layers split into

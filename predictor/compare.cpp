@@ -506,14 +506,13 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   std::vector<CompareRow> rows;
   std::string first_error;
   // One layout's row: forecast, then kept, or set aside with its reason.
-  auto add = [&](int64_t dp, int64_t tp, int64_t pp, int64_t mb, int64_t ep, int64_t cp, int64_t vpp,
-                 const TrainingArgs& training) {
+  auto add = [&](const Parallelism& par, const TrainingArgs& training) {
+    const int64_t dp = par.dp;
     ForecastRequest c;
     c.model = &m, c.gpu = &g, c.mode = mode;
     c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
     c.cached_prefix = req.cached_prefix;
-    c.par.dp = dp, c.par.tp = tp, c.par.pp = pp, c.par.microbatches = mb, c.par.ep = ep, c.par.cp = cp;
-    c.par.vpp = vpp;
+    c.par = par;
     c.optimizer_state = req.optimizer_state;
     c.train_dtype = train_dtype;
     training.apply(c, true);
@@ -550,12 +549,14 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     throw ConfigError("--vpp applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   for (int64_t dp : divisors(gpus)) {
     if (global_batch % dp) continue;
-    // Mixed-precision training: each context-parallel size that splits the sequence in 2 cp
-    // chunks (not for a sliding-window model, which it does not model).
+    // Mixed-precision training: each context-parallel size the model and sequence allow.
     std::vector<int64_t> cps{1};
-    if (mixed_training && m.sliding_window == 0)
-      for (int64_t cp : divisors(gpus / dp))
-        if (cp > 1 && req.seq % (2 * cp) == 0) cps.push_back(cp);
+    if (mixed_training)
+      for (int64_t cp : divisors(gpus / dp)) {
+        Parallelism layout;
+        layout.cp = cp;
+        if (cp > 1 && training_context_parallel_error(m, req.seq, layout).empty()) cps.push_back(cp);
+      }
     for (int64_t cp : cps) {
       // Mixed-precision training with --zero auto / --recompute auto: each ZeRO stage (beyond 0
       // where there are data- or context-parallel peers) and each choice.
@@ -577,25 +578,31 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
           for (int64_t mb : divisors(global_batch / dp))
             if (mb <= 64) mbs.push_back(mb);
         }
+        Parallelism layout;
+        layout.dp = dp, layout.tp = tp, layout.pp = pp, layout.cp = cp;
         // An MoE model: each expert-parallel size that divides the experts, of the tp group
-        // (serving) or of the dp x cp ranks (mixed-precision training; ep and cp dividing one
-        // another).
+        // (serving) or of the dp x cp ranks as training allows it.
         std::vector<int64_t> eps{1};
         if (m.num_experts > 0 && (serving || mixed_training))
-          for (int64_t ep : divisors(serving ? tp : dp * cp))
-            if (ep > 1 && m.num_experts % ep == 0 && (serving || cp % ep == 0 || ep % cp == 0)) eps.push_back(ep);
+          for (int64_t ep : divisors(serving ? tp : dp * cp)) {
+            layout.ep = ep;
+            if (ep > 1 && (serving ? m.num_experts % ep == 0 : training_expert_parallel_error(m, layout).empty()))
+              eps.push_back(ep);
+          }
         for (int64_t mb : mbs) {
+          layout.microbatches = mb;
           // The interleaved schedules the request lists, where Megatron-LM allows them.
           std::vector<int64_t> vpps{1};
           if (mixed_training && pp > 1)
             for (int64_t v : req.vpps) {
-              Parallelism layout;
-              layout.pp = pp, layout.microbatches = mb, layout.vpp = v;
+              layout.vpp = v;
               if (v > 1 && virtual_pipeline_error(m, layout).empty()) vpps.push_back(v);
             }
           for (int64_t ep : eps)
-            for (int64_t vpp : vpps)
-              for (const TrainingArgs& t : trainings) add(dp, tp, pp, mb, ep, cp, vpp, t);
+            for (int64_t vpp : vpps) {
+              layout.ep = ep, layout.vpp = vpp;
+              for (const TrainingArgs& t : trainings) add(layout, t);
+            }
         }
       }
     }
