@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/csv.h"
 #include "predictor/api.h"
 
 namespace tilecast::cli {
@@ -36,7 +37,7 @@ int run_models(const Args& args, const GlobalOptions&) {
     const std::string name = m["name"], type = m["model_type"], dtype = m["torch_dtype"];
     const double params = m["parameters"];
     if (format == "csv") {
-      std::printf("%s,%s,%.0f,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s\n", name.c_str(), type.c_str(),
+      std::printf("%s,%s,%.0f,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s\n", csv_escape(name).c_str(), type.c_str(),
                   params, i(m, "layers"), i(m, "hidden"), i(m, "heads"), i(m, "kv_heads"), i(m, "head_dim"), i(m, "ffn"),
                   i(m, "experts"), i(m, "experts_per_token"), i(m, "vocab"), i(m, "max_positions"),
                   i(m, "sliding_window"), dtype.c_str());
