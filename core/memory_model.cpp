@@ -105,7 +105,8 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   const double gemm_in = fp8 ? 1.0 : e, ffn_in = fp8 && m.num_experts > 0 ? e : gemm_in, f = ffn_width(m);
   const double per_token_layer = e * (2 * h / norm_share + (a + 2 * kv) * d / tp + a * d / tp + 2 * f / tp) +
                                  (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * d / tp : 0) +
-                                 4 * a / tp;
+                                 4 * a / tp +
+                                 (m.sandwich_norms ? 2 * e * h / norm_share : 0);  // the two post-norms' inputs
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
   const double t1 = micro_seqs * double(seq) / double(par.cp);                  // one microbatch's tokens
   // Held by the first pipeline rank: its layers' activations of the microbatches in flight (with

@@ -138,25 +138,72 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.ffn = int_field(j, path, {"intermediate_size"});
     m.vocab = int_field(j, path, {"vocab_size"});
     m.max_positions = int_field(j, path, {"max_position_embeddings"});
-    m.activation = str("hidden_act", "silu");
+    // Gemma 2 names its activation `hidden_activation` (GeGLU: gelu_pytorch_tanh).
+    m.activation = m.model_type == "gemma2" ? str("hidden_activation", str("hidden_act", "gelu_pytorch_tanh"))
+                                            : str("hidden_act", "silu");
     m.rms_norm = m.gated_ffn = m.rope = true;
-    m.tie_embeddings = boolean("tie_word_embeddings", false);
+    m.tie_embeddings = boolean("tie_word_embeddings", m.model_type == "gemma2");
     m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe" || boolean("attention_bias", false);
     m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
+    if (m.model_type == "gemma2") {
+      m.sandwich_norms = m.embed_scale = true;
+      auto cap = [&](const char* k) {
+        if (!j.contains(k) || j[k].is_null()) return 0.0;
+        if (!j[k].is_number()) throw ConfigError(path + ": field '" + k + "': expected a number or null");
+        const double v = j[k].get<double>();
+        if (!(v > 0 && v < 1e6)) throw ConfigError(path + ": field '" + k + "': " + std::to_string(v) + " not in (0, 1e6)");
+        return v;
+      };
+      m.attn_softcap = cap("attn_logit_softcapping");
+      m.final_softcap = cap("final_logit_softcapping");
+    }
     // Phi-3.5/Phi-4-mini rotate part of each head (partial_rotary_factor); RoPE is costed over
     // the whole head, an upper bound on a memory op of a few percent of a step.
-    // Mistral, Mixtral and Phi-3 window every layer when `sliding_window` is a number (null:
-    // full attention; a window of the model's positions or more never binds); the Qwen configs
-    // window only with `use_sliding_window`, and then only the layers from `max_window_layers`
-    // on, which is not modelled; Llama has no window.
-    if (m.model_type == "mistral" || m.model_type == "mixtral" || m.model_type == "phi3") {
-      if (j.contains("sliding_window") && !j["sliding_window"].is_null())
-        m.sliding_window = int_field(j, path, {"sliding_window"});
-      if (m.sliding_window >= m.max_positions) m.sliding_window = 0;
-    } else if (m.model_type != "llama" && boolean("use_sliding_window", false)) {
-      throw ConfigError(path + ": field 'use_sliding_window': per-layer sliding windows (max_window_layers) are not "
-                        "modelled; set it to false for full attention");
+    // Sliding windows, per family when the config does not list `layer_types`: Mistral,
+    // Mixtral and Phi-3 window every layer when `sliding_window` is a number (null: full
+    // attention); Gemma 2 every other layer from the first (Gemma2Config's default); the Qwen
+    // families only with `use_sliding_window`, and then the layers from `max_window_layers` on
+    // (Qwen2Config: default 28); Llama has none. A config's `layer_types` (transformers 4.53 on)
+    // names each layer's kind and overrides those defaults. A window of the model's positions or
+    // more never binds.
+    const bool qwen = m.model_type.rfind("qwen", 0) == 0;
+    const bool windowed_family = m.model_type == "mistral" || m.model_type == "mixtral" || m.model_type == "phi3" ||
+                                 m.model_type == "gemma2" || (qwen && boolean("use_sliding_window", false));
+    if (windowed_family && j.contains("sliding_window") && !j["sliding_window"].is_null())
+      m.sliding_window = int_field(j, path, {"sliding_window"});
+    if (m.model_type == "gemma2") {
+      m.full_attention_layers = m.layers / 2;
+    } else if (qwen && m.sliding_window > 0) {
+      if (j.contains("max_window_layers") && !j["max_window_layers"].is_null() &&
+          (!j["max_window_layers"].is_number_integer() || j["max_window_layers"].get<int64_t>() < 0))
+        throw ConfigError(path + ": field 'max_window_layers': expected an integer >= 0");
+      const int64_t full = j.contains("max_window_layers") && !j["max_window_layers"].is_null()
+                               ? j["max_window_layers"].get<int64_t>()
+                               : 28;
+      m.full_attention_layers = std::min(full, m.layers);
     }
+    if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+      const auto& types = j["layer_types"];
+      if (!types.is_array() || int64_t(types.size()) != m.layers)
+        throw ConfigError(path + ": field 'layer_types': expected a list of " + std::to_string(m.layers) +
+                          " layer kinds (num_hidden_layers)");
+      int64_t full = 0;
+      for (const auto& t : types) {
+        const std::string kind = t.is_string() ? t.get<std::string>() : std::string();
+        if (kind == "full_attention") ++full;
+        else if (kind != "sliding_attention")
+          throw ConfigError(path + ": field 'layer_types': layer kind '" + (t.is_string() ? kind : t.dump()) +
+                            "' is not modelled (full_attention, sliding_attention)");
+      }
+      if (full < m.layers && m.sliding_window == 0) {
+        if (!j.contains("sliding_window") || j["sliding_window"].is_null())
+          throw ConfigError(path + ": field 'sliding_window': 'layer_types' lists sliding_attention layers, but no window");
+        m.sliding_window = int_field(j, path, {"sliding_window"});
+      }
+      m.full_attention_layers = full;
+    }
+    if (m.sliding_window >= m.max_positions || m.full_attention_layers >= m.layers) m.sliding_window = 0;
+    if (m.sliding_window == 0) m.full_attention_layers = 0;
     if (m.model_type == "mixtral") {
       m.num_experts = int_field(j, path, {"num_local_experts"});
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
@@ -203,10 +250,12 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.head_dim = m.hidden / m.heads;
   }
   static const char* acts[] = {"gelu", "gelu_new", "relu", "gelu_pytorch_tanh", "silu"};
-  if (std::find(std::begin(acts), std::end(acts), m.activation) == std::end(acts) ||
-      (m.gated_ffn != (m.activation == "silu")))
+  // The gated families: SiLU (SwiGLU), or Gemma's tanh GELU (GeGLU), one transcendental per
+  // element either way.
+  const bool gated_act = m.activation == "silu" || (m.model_type == "gemma2" && m.activation == "gelu_pytorch_tanh");
+  if (std::find(std::begin(acts), std::end(acts), m.activation) == std::end(acts) || (m.gated_ffn != gated_act))
     throw ConfigError(path + ": activation '" + m.activation + "' is not modelled for " + m.model_type +
-                      " (gelu, gelu_new, relu; silu for the gated LLM families)");
+                      " (gelu, gelu_new, relu; silu for the gated LLM families, gelu_pytorch_tanh for gemma2)");
   return m;
 }
 
@@ -249,7 +298,7 @@ double model_parameters(const ModelConfig& m) {
     const double ffn = m.num_experts > 0 ? m.num_experts * 3 * h * double(m.moe_ffn) + h * m.num_experts +
                                                (m.shared_expert_ffn > 0 ? 3 * h * double(m.shared_expert_ffn) + h : 0)
                                          : 3 * h * f;
-    return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + 2 * h) + h;
+    return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + double(norms_per_layer(m)) * h) + h;
   }
   if (m.model_type == "switch_transformers") {
     const double inner = double(m.heads) * m.head_dim;

@@ -17,7 +17,7 @@ struct ModelConfig {
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
-  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe)
+  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
@@ -35,6 +35,16 @@ struct ModelConfig {
   // Mixtral's and Phi-3's `sliding_window`); 0 = full causal attention. Serving graphs and their KV cache
   // honour it; the eager graphs compute full scores under a mask, as Hugging Face does.
   int64_t sliding_window = 0;
+  // Of those layers, how many attend over the whole context all the same (per-layer windows:
+  // Gemma 2's every other layer, Qwen's layers below `max_window_layers`, a config's
+  // `layer_types` "full_attention" entries); 0 with no window. windowed_layers() is the rest.
+  int64_t full_attention_layers = 0;
+  // Gemma 2: an RMSNorm after the attention and after the FFN too ("sandwich" norms: four a
+  // layer), token embeddings scaled by sqrt(hidden), and tanh soft-capping of the attention
+  // scores and of the final logits (cap x tanh(x / cap); 0 = none).
+  bool sandwich_norms = false;
+  bool embed_scale = false;
+  double attn_softcap = 0, final_softcap = 0;
   std::string torch_dtype;        // as the config states it ("bfloat16", "float32", ...), may be empty
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,
@@ -75,11 +85,18 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"qwen2", ConfigSchema::kHfDecoder},     {"qwen3", ConfigSchema::kHfDecoder},
     {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
     {"phi3", ConfigSchema::kHfDecoder},      {"qwen2_moe", ConfigSchema::kHfDecoder},
+    {"gemma2", ConfigSchema::kHfDecoder},
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).
 std::string model_type_list(bool llm_only = false);
 // Decoder-only LLM families built by the parameterised decoder (RMSNorm, RoPE, GQA, SwiGLU, MoE).
 bool is_llm_family(const std::string& model_type);
+// Layers that attend over the last `sliding_window` tokens only (0 without a window).
+inline int64_t windowed_layers(const ModelConfig& m) {
+  return m.sliding_window > 0 ? m.layers - m.full_attention_layers : 0;
+}
+// RMSNorms (or layer norms) in one layer of a decoder family: two, four with sandwich norms.
+inline int64_t norms_per_layer(const ModelConfig& m) { return m.sandwich_norms ? 4 : 2; }
 // Width of the token embeddings: word_embed_proj_dim where the config projects them
 // (OPT-350m: narrower than the model), else the hidden size.
 inline int64_t embed_width(const ModelConfig& m) { return m.embed_dim > 0 ? m.embed_dim : m.hidden; }

@@ -206,6 +206,7 @@ struct AttnNames {
   const char* out_proj;
   const char* out_dropout;   // "" = none
   const char* residual;
+  const char* post_norm = "";  // a norm of the sub-layer's output before the residual (Gemma 2)
 };
 
 // Module names of routed experts.
@@ -253,6 +254,7 @@ struct ArchSpec {
   const char* residual_2;
   MoeNames moe;
   const char* final_norm;    // "" = none
+  const char* ffn_post_norm = "";  // a norm of the FFN's output before the residual (Gemma 2)
 };
 
 constexpr AttnNames kNoAttn = {"", "", "", "", "", "", "", "", "", ""};
@@ -305,6 +307,17 @@ constexpr ArchSpec decoder_arch(const char* type, const char* ffn_prefix, const 
            "attn_dropout", "self_attn.o_proj", "", "residual_1"},
           kNoAttn, "post_attention_layernorm", ffn_prefix, up, gate, "", "", down, "", "residual_2", moe, "norm"};
 }
+// Gemma 2: Llama's layer with a norm after the attention and after the FFN as well as before
+// them (sandwich norms; the config's flags add the embedding scale and the soft-caps).
+constexpr ArchSpec gemma2_arch() {
+  ArchSpec a = decoder_arch("gemma2", "mlp.", "gate_proj", "up_proj", "down_proj", kNoMoe);
+  a.self_attn.post_norm = "post_attention_layernorm";
+  a.ffn_norm = "pre_feedforward_layernorm";
+  a.ffn_post_norm = "post_feedforward_layernorm";
+  return a;
+}
+constexpr ArchSpec kGemma2Arch = gemma2_arch();
+
 constexpr ArchSpec kArchTable[] = {
     kGpt2Arch,
     kOptArch,
@@ -326,6 +339,7 @@ constexpr ArchSpec kArchTable[] = {
                   "mlp.experts.routing_weight", "mlp.experts.index_add"}),
     // Phi-3 and Phi-4: Llama's layer with q/k/v and gate/up each one fused projection.
     decoder_arch("phi3", "mlp.", "", "gate_up_proj", "down_proj", kNoMoe, "self_attn.qkv_proj"),
+    kGemma2Arch,
 };
 
 const ArchSpec* find_arch(const std::string& model_type) {
@@ -440,6 +454,13 @@ void ffn(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t batch, int
   }
 }
 
+// Soft-capping in eager PyTorch (Gemma 2's scores and logits): x / cap, tanh, x cap.
+void soft_cap(Builder& b, const std::string& p, int64_t rows, int64_t cols) {
+  b.eltwise(p + ".div", OpKind::kDivU, rows, cols);
+  b.eltwise(p + ".tanh", OpKind::kTanh, rows, cols);
+  b.eltwise(p + ".mul", OpKind::kMulU, rows, cols);
+}
+
 // One attention sub-layer, self or cross: q/k/v projections (fused or separate; GQA), per-head
 // q/k norms, rotary positions, repeat_kv, score scaling, mask, softmax, probability dropout,
 // context, head merge, output projection, dropout, residual add. Keys and values come from
@@ -474,6 +495,7 @@ void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind m
   b.bmm(p + "scores", bh, seq, hd, kv_seq);
   if (scale == ScaleKind::kDivScores || scale == ScaleKind::kMulScores)
     b.eltwise(p + "scale", scale == ScaleKind::kDivScores ? OpKind::kDivU : OpKind::kMulU, rows, kv_seq);
+  if (m.attn_softcap > 0) soft_cap(b, p + "softcap", rows, kv_seq);
   switch (mask) {
     case MaskKind::kNone: break;
     case MaskKind::kCausalWhere:  // torch.where(causal_mask, w, -inf): reads the bool mask and w, writes w
@@ -494,6 +516,7 @@ void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind m
   b.mem(p + "merge_heads", 2 * kF32 * t_q, 2 * kF32 * t_q);  // permute(...).contiguous()
   b.linear_row(s.out_proj, t, m.heads * hd, h, bias);
   if (m.hidden_dropout > 0 && *s.out_dropout) b.dropout(s.out_dropout, t, h);
+  if (*s.post_norm) b.layernorm(s.post_norm, t, h);
   b.eltwise(s.residual, OpKind::kAdd, t, h, true);
 }
 
@@ -521,6 +544,7 @@ void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t ba
     b.embedding(a.positions, t, m.max_positions + 2, h), ++adds;
   }
   for (int i = 0; i < adds; ++i) b.eltwise(i == 0 ? "embed_add" : "embed_add_" + std::to_string(i), OpKind::kAdd, t, h);
+  if (m.embed_scale) b.eltwise("embed_scale", OpKind::kMulU, t, h);  // Gemma: x sqrt(hidden)
   if (*a.embed_norm) b.layernorm(a.embed_norm, t, h);
   if (hidden_dropout && *a.embed_dropout) b.dropout(a.embed_dropout, t, h);
   if (a.pos == PosKind::kRelativeBias) {  // T5: the bucketed bias of every head, once per stack
@@ -546,6 +570,7 @@ void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t ba
     }
     if (a.pre_norm) b.layernorm(a.ffn_norm, t, h);
     ffn(b, a, m, batch, t, is_sparse, count);
+    if (*a.ffn_post_norm) b.layernorm(a.ffn_post_norm, t, h);
     if (hidden_dropout && *a.ffn_dropout) b.dropout(a.ffn_dropout, t, h);
     b.eltwise(a.residual_2, OpKind::kAdd, t, h, true);
     if (!a.pre_norm) b.layernorm(a.ffn_norm, t, h);
@@ -569,6 +594,7 @@ void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int6
   if (e != h) b.linear("project_out", t, h, e, false);
   if (a.head == HeadKind::kLmHead) {
     b.linear_col("lm_head", t, e, m.vocab, false);  // weight tied to the token embedding
+    if (m.final_softcap > 0) soft_cap(b, "lm_head.softcap", t, m.vocab / b.tp());
   } else if (a.head == HeadKind::kScaledLmHead) {
     b.eltwise("lm_head.scale", OpKind::kMulU, t, h);  // tied embedding: scale by d_model^-0.5
     b.linear("lm_head", t, h, m.vocab, false);
@@ -788,6 +814,27 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
 // embedding, every layer and the final norm, the attention kernels `attention` (the model's
 // head layout per rank) and the LM head over `logits_rows` tokens. g's identity fields are the
 // caller's.
+// A layer's attention op: one in every layer, or with per-layer windows two, `name`.sliding in
+// the windowed layers and `name` in the full-attention ones, each run in its share of the layers
+// (GraphOp::layer_subset). `fill(op, window)` adds the op's calls with that window (0: none).
+template <class Fill>
+void attention_ops(Builder& b, const ModelConfig& m, const std::string& name, Fill fill) {
+  const int64_t windowed = windowed_layers(m);
+  if (windowed == 0 || windowed == m.layers) {
+    fill(b.op(name, "attention"), m.sliding_window);
+    return;
+  }
+  b.set_count(windowed);
+  GraphOp& w = b.op(name + ".sliding", "attention");
+  w.layer_subset = true;
+  fill(w, m.sliding_window);  // before the next op: b.op may move the ops
+  b.set_count(m.layers - windowed);
+  GraphOp& f = b.op(name, "attention");
+  f.layer_subset = true;
+  fill(f, 0);
+  b.set_count(m.layers);
+}
+
 void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, DType dtype, DType kv_dtype,
                         int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention) {
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;
@@ -806,6 +853,7 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   };
   b.set_prefix("model.");
   b.op("embed_tokens", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
+  if (m.embed_scale) b.op("embed_scale", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
   // vLLM and SGLang add the residual inside the RMSNorm that follows it (fused_add_rms_norm:
@@ -825,16 +873,28 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   // New keys and values into the paged cache (read + write, in the cache dtype).
   b.op("self_attn.kv_cache_write", "memory").fw.push_back(
       KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
-  GraphOp& attn = b.op("self_attn.attn", "attention");
-  for (const KernelQuery& q : attention) attn.fw.push_back(KernelCall::kernel(q));
+  // The attention kernels take any soft-cap of the scores in their loop (FlashAttention's and
+  // FlashInfer's softcap): costed as without it.
+  attention_ops(b, m, "self_attn.attn", [&](GraphOp& op, int64_t window) {
+    for (KernelQuery q : attention) {
+      q.window = window;
+      op.fw.push_back(KernelCall::kernel(q));
+    }
+  });
   gemm("self_attn.o_proj", t, heads * hd, h);
   all_reduce(t);
-  kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+  // Sandwich norms (vLLM's Gemma 2): the attention output's own RMSNorm, then the pre-FFN one
+  // fused with the residual add; after the FFN another plain one.
+  if (m.sandwich_norms) kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+  kernel(m.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", "memory_op",
+         vec_q(OpKind::kRmsNorm, t, h, act));
   if (m.num_experts == 0) {
     gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp);
+    // SiLU-mul, or Gemma's GELU(tanh)-mul: the same passes, costed by the SiLU-mul model.
     kernel("mlp.act_fn", "memory_op", vec_q(OpKind::kSiluMul, t, m.ffn / tp, act));
     gemm("mlp.down_proj", t, m.ffn / tp, h);
     all_reduce(t);
+    if (m.sandwich_norms) kernel("post_feedforward_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   } else {
     // Router GEMM in the activation dtype, then one fused MoE kernel (top-k, grouped gate_up
     // GEMM, SiLU-mul, grouped down GEMM, weighted combine): the experts split over ep ranks of
@@ -864,6 +924,11 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   // half an all-reduce of the FP32 logits.
   gemm("lm_head", logits_rows, h, (m.vocab + tp - 1) / tp);
   if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(logits_rows) * m.vocab, tp));
+  if (m.final_softcap > 0) {
+    // vLLM's logits soft-cap: logits / cap, tanh, x cap, three passes over the gathered logits.
+    GraphOp& o = b.op("logits_softcap", "memory");
+    for (int i = 0; i < 3; ++i) o.fw.push_back(KernelCall::mem(2 * e * double(logits_rows) * m.vocab));
+  }
   // The sampler over the gathered FP32 logits (vLLM's: temperature, softmax, the draw), one
   // call a step on the whole vocabulary.
   kernel("sampler", "memory_op", vec_q(OpKind::kSampler, logits_rows, m.vocab, DType::kFp32));
@@ -881,6 +946,7 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
   g.par.ep = ep;
   g.routing_alpha = routing_alpha;
   g.sliding_window = m.sliding_window;
+  g.window_layers = windowed_layers(m);
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;
@@ -1049,6 +1115,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   g.kv_dtype = act;
   if (mm == DType::kFp8) g.fp8_weight_parameters = fp8_training_gemm_parameters(m) / double(par.tp);
   g.sliding_window = m.sliding_window;
+  g.window_layers = windowed_layers(m);
   const double e = dtype_size(act);
   // Context parallelism: every op but attention sees the rank's seq / cp tokens of each sequence.
   const int64_t t = g.micro_batch * seq / par.cp, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
@@ -1084,6 +1151,11 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     if (tp > 1) o.fw.push_back(all_reduce(e * double(t) * h));  // vocab-parallel embedding
     o.bw.push_back(KernelCall::mem(3 * e * double(t) * h));      // dy read, its rows' gradients updated
   }
+  if (m.embed_scale) {  // Gemma: x sqrt(hidden), forward and backward a pass each
+    GraphOp& o = b.op("embed_scale", "memory");
+    o.fw.push_back(KernelCall::mem(2 * e * double(t) * h));
+    o.bw.push_back(KernelCall::mem(2 * e * double(t) * h));
+  }
   const size_t first_layer_op = g.ops.size();
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
@@ -1094,29 +1166,30 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     rmsnorm("self_attn.k_norm", t * kv, hd);
   }
   memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
-  {
-    GraphOp& o = b.op("self_attn.core_attention", "attention");
-    if (par.cp == 1) {
-      const KernelQuery q = attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act, m.sliding_window);
+  if (par.cp == 1) {
+    attention_ops(b, m, "self_attn.core_attention", [&](GraphOp& o, int64_t window) {
+      const KernelQuery q = attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act, window);
       o.fw.push_back(KernelCall::kernel(q));
       o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
-    } else {
-      // Megatron-Core's ring attention with the load-balanced split: the sequence in 2 cp chunks
-      // of c tokens, rank r holding chunks r and 2 cp - 1 - r. Each of its cp steps is one
-      // FlashAttention call of 2 c^2 (query, key) pairs: the first causal over its own 2 c
-      // tokens, each later one its 2 c queries (or its last chunk's c) over c (or 2 c) keys
-      // from another rank. So each step is costed as a causal prompt of 2 c = seq / cp tokens,
-      // the same work, cp of them; meanwhile the K and V of its 2 c tokens go round the ring
-      // (cp - 1 hand-overs; backward their gradients too), overlapped with those kernels.
-      const KernelQuery step = attention_prefill_q(g.micro_batch, seq / par.cp, heads, kv, hd, act, act);
-      const double kv_bytes = e * double(t) * 2.0 * double(kv) * double(hd);
-      o.fw = {KernelCall::kernel_scaled(step, double(par.cp)), KernelCall::ring(kv_bytes, par.cp)};
-      o.bw = {KernelCall::kernel_scaled(step, 2.5 * double(par.cp)), KernelCall::ring(2.0 * kv_bytes, par.cp)};
-    }
+    });
+  } else {
+    // Megatron-Core's ring attention with the load-balanced split: the sequence in 2 cp chunks
+    // of c tokens, rank r holding chunks r and 2 cp - 1 - r. Each of its cp steps is one
+    // FlashAttention call of 2 c^2 (query, key) pairs: the first causal over its own 2 c
+    // tokens, each later one its 2 c queries (or its last chunk's c) over c (or 2 c) keys
+    // from another rank. So each step is costed as a causal prompt of 2 c = seq / cp tokens,
+    // the same work, cp of them; meanwhile the K and V of its 2 c tokens go round the ring
+    // (cp - 1 hand-overs; backward their gradients too), overlapped with those kernels.
+    GraphOp& o = b.op("self_attn.core_attention", "attention");
+    const KernelQuery step = attention_prefill_q(g.micro_batch, seq / par.cp, heads, kv, hd, act, act);
+    const double kv_bytes = e * double(t) * 2.0 * double(kv) * double(hd);
+    o.fw = {KernelCall::kernel_scaled(step, double(par.cp)), KernelCall::ring(kv_bytes, par.cp)};
+    o.bw = {KernelCall::kernel_scaled(step, 2.5 * double(par.cp)), KernelCall::ring(2.0 * kv_bytes, par.cp)};
   }
   gemm("self_attn.o_proj", t, heads * hd, h, kRow, mm);
+  if (m.sandwich_norms) rmsnorm("post_attention_layernorm", ts, h);  // Gemma 2: the output's own norm
   memop("residual_1", OpKind::kResidualAdd, ts, h, ts);
-  rmsnorm("post_attention_layernorm", ts, h);
+  rmsnorm(m.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", ts, h);
   if (m.num_experts == 0) {
     gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp, kColumn, mm);
     // SiLU-mul reads 2F and writes F forward; backward reads gate, up and dy, writes two: 5F.
@@ -1165,6 +1238,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
       memop("mlp.shared_expert_combine", OpKind::kResidualAdd, t, h, t);
     }
   }
+  if (m.sandwich_norms) rmsnorm("post_feedforward_layernorm", ts, h);
   memop("residual_2", OpKind::kResidualAdd, ts, h, ts);
   if (recompute)
     for (size_t i = first_layer_op; i < g.ops.size(); ++i) {
@@ -1185,6 +1259,15 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     o.fw.push_back(KernelCall::mem(e * double(t) * vocab));
     for (int i = 0; i < 3 && tp > 1; ++i) o.fw.push_back(all_reduce(4.0 * double(t)));
     o.bw.push_back(KernelCall::mem(2 * e * double(t) * vocab));
+  }
+  if (m.final_softcap > 0) {
+    // Gemma 2's logits soft-cap (x / cap, tanh, x cap), three passes over the rank's logits
+    // forward and three backward (tanh's gradient from its output).
+    GraphOp& o = b.op("logits_softcap", "memory");
+    for (int i = 0; i < 3; ++i) {
+      o.fw.push_back(KernelCall::mem(2 * e * double(t) * vocab));
+      o.bw.push_back(KernelCall::mem(2 * e * double(t) * vocab));
+    }
   }
   return g;
 }

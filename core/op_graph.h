@@ -110,6 +110,10 @@ struct GraphOp {
   // against finfo.min): its per-node labels count it in no kind, so eval-models' per-kind
   // comparison leaves it out too. Whole-model forecasts include it like any op.
   bool unnamed_by_neusight = false;
+  // Runs in `count` of the repeated layers only, not a multiple of them (a model with per-layer
+  // attention windows: its windowed layers' attention and its full layers'): part of the
+  // repeated layer all the same, whose cost is the mean over the layers.
+  bool layer_subset = false;
 };
 
 // One step of a serving engine's continuous batching (vLLM's and SGLang's chunked prefill):
@@ -158,6 +162,7 @@ struct OpGraph {
   int64_t context = 0;
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
   int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
+  int64_t window_layers = 0;   // the layers it applies to (windowed_layers), 0 = none
   ServingStep step;  // build_serving_step_graph: the step it is (empty for every other graph)
   int64_t cached_prefix = 0;  // build_serving_graph's prefill: prompt tokens already cached
 };

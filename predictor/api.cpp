@@ -177,6 +177,7 @@ nlohmann::json models_json(const std::string& models_dir) {
                     {"vocab", m.vocab},
                     {"max_positions", m.max_positions},
                     {"sliding_window", m.sliding_window},
+                    {"sliding_window_layers", windowed_layers(m)},
                     {"torch_dtype", m.torch_dtype}});
   }
   return list;

@@ -260,6 +260,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.context = g.context;
   f.routing_alpha = g.routing_alpha;
   f.sliding_window = g.sliding_window;
+  f.window_layers = g.window_layers;
+  f.layers = g.layers;
   f.step = g.step;
   f.cached_prefix = g.cached_prefix;
   f.host_gap_us = host_gap_us;
@@ -281,7 +283,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count, nullptr), cost(op.bw, op.count, fw_gemm),
                  cost(op.acc, op.count, nullptr), op.unnamed_by_neusight};
     const double comm = comm_in_ops - comm_before;
-    const bool in_layer = g.layers > 1 && op.count % g.layers == 0;
+    const bool in_layer = g.layers > 1 && (op.count % g.layers == 0 || op.layer_subset);
     const double fw = o.fw_ms * o.count, bw = (o.bw_ms + o.acc_ms) * o.count;
     if (in_layer) {
       layer_fw += fw / g.layers;
@@ -494,6 +496,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j["context"] = f.context;
     j["routing"] = routing_name(f.routing_alpha);
     j["sliding_window"] = f.sliding_window;
+    j["sliding_window_layers"] = f.window_layers;
     if (f.mode == Mode::kPrefill) j["cached_prefix"] = f.cached_prefix;
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
   }
@@ -533,7 +536,11 @@ std::string serving_layout_suffix(const ModelForecast& f) {
          (f.par.microbatches > 1 ? "es" : "") + " of " + std::to_string(f.micro_batch) + ")";
   if (f.par.ep > 1) s += ", ep " + std::to_string(f.par.ep);
   if (f.routing_alpha > 0) s += ", routing " + routing_name(f.routing_alpha);
-  if (f.sliding_window > 0) s += ", sliding window " + std::to_string(f.sliding_window);
+  if (f.sliding_window > 0) {
+    s += ", sliding window " + std::to_string(f.sliding_window);
+    if (f.window_layers < f.layers)
+      s += " in " + std::to_string(f.window_layers) + " of " + std::to_string(f.layers) + " layers";
+  }
   return s;
 }
 }  // namespace
@@ -699,21 +706,25 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double act_bytes = fp8 ? 2.0 : dtype_size(dtype);
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
   const double embed = table * (m.tie_embeddings ? 1 : 2);
-  const double norms = double(m.hidden) * (2.0 * m.layers + 1);
+  const double norms = double(m.hidden) * (double(norms_per_layer(m)) * m.layers + 1);
   const double linear = std::max(0.0, model_parameters(m) - embed - norms);
   // K and V projections: split over tp, or replicated with their KV heads when tp exceeds them.
   const int64_t kv_rank = serving_kv_heads_per_rank(m, tp);
   const double kv_proj = 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
   const double kv_proj_rank = 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
   const double layers = double(m.layers);
-  // Bytes per layer on one rank: its GEMM weights and its two norms.
+  // Bytes per layer on one rank: its GEMM weights and its norms.
   const double layer_bytes = ((linear - kv_proj) * dtype_size(dtype) / tp + kv_proj_rank * dtype_size(dtype)) / layers +
-                             2.0 * m.hidden * act_bytes;
+                             double(norms_per_layer(m)) * m.hidden * act_bytes;
   // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
   // blocks behind it). A prefix shared by every sequence (prefix caching) is cached once, where
-  // no window applies.
-  const double shared = m.sliding_window > 0 ? 0.0 : double(std::clamp<int64_t>(shared_prefix, 0, tokens));
-  const double cached = m.sliding_window > 0 ? double(std::min(tokens, m.sliding_window)) : double(tokens) - shared;
+  // no window applies. With per-layer windows, the mean over the layers (each stage holds its
+  // share of both kinds: exact where the kinds alternate and a stage's layers are even).
+  const double windowed = double(windowed_layers(m)) / layers;
+  const double prefix = double(std::clamp<int64_t>(shared_prefix, 0, tokens));
+  const double shared = (1 - windowed) * prefix;
+  const double cached = windowed * double(std::min(tokens, std::max<int64_t>(m.sliding_window, 1))) +
+                        (1 - windowed) * (double(tokens) - prefix);
   const double kv_layer_bytes =
       2.0 * double(kv_rank) * m.head_dim * (cached * double(batch) + shared) * dtype_size(kv_dtype);
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
@@ -1134,7 +1145,7 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
     throw ConfigError("--spec-accept: " + std::to_string(spec.accept) + " out of range [0, 1]");
   if (f.limits.any() || par.pp > 1)
     throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs and --pp");
-  if (m.sliding_window > 0 || d.sliding_window > 0)
+  if (windowed_layers(m) > 0 || windowed_layers(d) > 0)
     throw ConfigError("--spec-draft: speculative decoding is not modelled for sliding-window models");
   if (d.vocab != m.vocab)
     throw ConfigError("--spec-draft " + d.name + ": its vocabulary (" + std::to_string(d.vocab) + ") is not " + m.name +
@@ -1288,6 +1299,7 @@ std::string generate_json(const GenerateForecast& f) {
                         {"ep", f.prefill.par.ep}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
+                      {"sliding_window_layers", f.prefill.window_layers},
                       {"max_batched_tokens", f.limits.max_batched_tokens},
                       {"max_seqs", f.limits.max_seqs},
                       {"max_seqs_auto", f.limits.max_seqs_auto},

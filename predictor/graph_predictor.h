@@ -38,6 +38,8 @@ struct ModelForecast {
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
   double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
   int64_t sliding_window = 0;  // serving: the attention window (OpGraph::sliding_window), 0 = none
+  int64_t window_layers = 0;   // of the model's layers, those with the window (OpGraph::window_layers)
+  int64_t layers = 0;          // the model's repeated layers (OpGraph::layers)
   ServingStep step;  // a scheduled serving step (OpGraph::step); empty otherwise
   int64_t cached_prefix = 0;  // serving prefill: prompt tokens already cached (OpGraph::cached_prefix)
   int64_t kernel_launches = 0;  // kernels (and copies) one step launches on one GPU, all microbatches

@@ -206,6 +206,9 @@ tc_cli_test(predict_decode_moe_ep "tp 4, ep 4, routing power_law_1.2\n" ${TC} pr
 # A windowed model says so, and its KV cache holds the window: 8 x 4,096 tokens x 32 layers x
 # 8 KV heads x 128 x 2 (K, V) x 2 bytes = 4.29 GB for prompts of 6,000.
 tc_cli_test(predict_sliding_window "tp 1, sliding window 4096\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ 4\\.92 GB activations \\+ 4\\.29 GB KV cache\\)" ${TC} predict --model mistral-7b-v0.1 --gpu H100-SXM --mode prefill --batch 8 --seq 6000)
+# Gemma-2-27B windows 23 of its 46 layers: 8 prompts of 6,000 tokens keep (23 x 4,096 + 23 x
+# 6,000) tokens x 8,192 B (2 x 16 KV heads x 128 x 2 B) each: 15.22 GB; two attention ops of 23.
+tc_cli_test(predict_per_layer_windows "tp 1, sliding window 4096 in 23 of 46 layers\nmemory/GPU +[0-9.]+ GB \\(54\\.45 GB weights \\+ [0-9.]+ GB activations \\+ 15\\.22 GB KV cache\\).*model\\.layers\\.self_attn\\.attn +23 .*model\\.layers\\.self_attn\\.attn\\.sliding +23 " ${TC} predict --model gemma-2-27b --gpu H100-SXM --mode prefill --batch 8 --seq 6000)
 # Serving pipelines: Llama-3.1-405B's 126 layers over 4 stages as vLLM splits them (31, 32, 32,
 # 31): the GPU of a middle stage holds the most, 32 layers x (3,187,671,040 / 8 GEMM + 32,768
 # norm) x 2 bytes = 25.50 GB under tp 8; 16 sequences in 4 microbatches of 4.
@@ -280,7 +283,9 @@ tc_cli_fail(predict_inference_vpp "--vpp applies to mixed-precision training" "$
 tc_cli_test(predict_training_cp_ep "on the critical path \\(dp 4, tp 1, pp 1, 1 microbatches, cp 2, ep 8\\)" ${TC} predict --model mixtral-8x7b --gpu H100-SXM --mode training --dtype bf16 --batch 16 --seq 2048 --dp 4 --cp 2 --ep 8)
 tc_cli_fail(predict_training_cp_ep_split "--ep 2 with --cp 3: one must divide the other" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;4;--seq;6144;--dp;2;--cp;3;--ep;2")
 tc_cli_test(models_table "phi-4 +phi3 +14.66 +40 +5120 +40 +10 +128 +17920 +- +100352 +16384 +bfloat16.*qwen3-30b-a3b +qwen3_moe +30.53 +48 +2048 +32 +4 +128 +768 +8/128" ${TC} models)
+tc_cli_test(models_gemma2 "gemma-2-27b +gemma2 +27\\.23 +46 +4608 +32 +16 +128 +36864 +- +256000 +8192 +bfloat16" ${TC} models)
 tc_cli_test(models_json "\"name\": \"llama-3.1-8b\",[^}]*\"parameters\": 8030261248" ${TC} models --format json)
+tc_cli_test(models_json_windows "\"name\": \"gemma-2-27b\",[^}]*\"sliding_window\": 4096,[^}]*\"sliding_window_layers\": 23" ${TC} models --format json)
 tc_cli_fail(models_empty_dir "/nonexistent-models: no model configs" "${TC};models;--models-dir;/nonexistent-models")
 tc_cli_test(predict_kernel_moe_chunks "chunks +4 x 16384 tokens, one after another \\(the family was trained on at most 16384 tokens" ${TC} predict-kernel --op moe --shape 65536,2048,768,8,128 --gpu H100-SXM)
 tc_cli_fail(predict_training_bf16_gpt2 "mixed-precision training covers the decoder families" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;1;--seq;128")

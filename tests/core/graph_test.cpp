@@ -83,7 +83,7 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   std::sort(read.begin(), read.end());
   std::sort(built.begin(), built.end());
   EXPECT_EQ(read, built);
-  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe");
+  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -272,7 +272,15 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   // + 4608 q/k/v biases + 64 x 3 x 3584 x 2560 experts
                                                   // + 3584 x 64 router + 3 x 3584 x 20480 shared expert
                                                   // + 3584 its gate + 2 x 3584) + 3584: 57.41 B.
-                                                  {"qwen2-57b-a14b", 57408658944.0}};
+                                                  {"qwen2-57b-a14b", 57408658944.0},
+                                                  // Gemma 2 (tied embeddings, four norms a layer):
+                                                  // 256000 x 4608 + 46 x (4608 x 4096 x 2 + 4608 x
+                                                  // 2048 x 2 + 3 x 4608 x 36864 + 4 x 4608) + 4608:
+                                                  // 27.23 B; 256000 x 3584 + 42 x (3584 x 4096 x 2 +
+                                                  // 3584 x 2048 x 2 + 3 x 3584 x 14336 + 4 x 3584) +
+                                                  // 3584: 9.24 B, as the model cards state.
+                                                  {"gemma-2-27b", 27227128320.0},
+                                                  {"gemma-2-9b", 9241705984.0}};
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
@@ -558,7 +566,9 @@ TEST(ServingGraph, SharedExpertByHand) {
 
 // Mistral-7B-v0.1 attends the last 4,096 tokens in every layer: serving attention takes the
 // window (decode over 8,192 cached tokens attends 4,096 keys) and the KV cache keeps the
-// window alone; Llama has none. A Qwen config that windows some layers only is refused.
+// window alone; Llama has none. A Qwen config with `use_sliding_window` windows the layers
+// from `max_window_layers` on: of 2 layers with max_window_layers 1, one attends over the last
+// 32 tokens and one over all 51.
 TEST(ServingGraph, SlidingWindowAttention) {
   ModelConfig m = load_model_config("mistral-7b-v0.1", models_dir());
   EXPECT_EQ(m.sliding_window, 4096);
@@ -581,7 +591,55 @@ TEST(ServingGraph, SlidingWindowAttention) {
   std::ofstream(dir + "/q.json") << R"({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
     "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64,
     "use_sliding_window": true, "sliding_window": 32, "max_window_layers": 1})";
-  expect_error<ConfigError>([&] { load_model_config(dir + "/q.json", dir); }, {"q.json", "use_sliding_window"});
+  const ModelConfig q = load_model_config(dir + "/q.json", dir);
+  EXPECT_EQ(q.sliding_window, 32);
+  EXPECT_EQ(q.full_attention_layers, 1);
+  EXPECT_EQ(windowed_layers(q), 1);
+  const OpGraph qd = build_serving_graph(q, Mode::kDecode, 1, 50, DType::kBf16, DType::kBf16, 1);
+  EXPECT_EQ(qd.window_layers, 1);
+  std::map<std::string, std::pair<int64_t, int64_t>> attention;  // op -> (count, window)
+  for (const auto& op : qd.ops)
+    if (op.kind == "attention") {
+      ASSERT_EQ(op.fw.size(), 1u) << op.name;
+      attention[op.name] = {op.count, op.fw[0].query.window};
+      EXPECT_TRUE(op.layer_subset) << op.name;
+    }
+  EXPECT_EQ(attention, (std::map<std::string, std::pair<int64_t, int64_t>>{
+                           {"model.layers.self_attn.attn", {1, 0}}, {"model.layers.self_attn.attn.sliding", {1, 32}}}));
+}
+
+// Per-layer windows from a config's `layer_types` (transformers 4.53 on), which override the
+// family's default; one clear line for a kind, a length or a window it cannot use.
+TEST(ModelConfig, LayerTypesPerLayerWindows) {
+  const std::string dir = ::testing::TempDir() + "layer_types";
+  fs::create_directories(dir);
+  auto load = [&](const std::string& extra) {
+    std::ofstream(dir + "/m.json") << R"({"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64)" +
+                                          extra + "}";
+    return load_model_config(dir + "/m.json", dir);
+  };
+  const ModelConfig a = load(R"(, "sliding_window": 16, "layer_types": ["sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention"])");
+  EXPECT_EQ(a.sliding_window, 16);
+  EXPECT_EQ(a.full_attention_layers, 1);
+  EXPECT_EQ(windowed_layers(a), 3);
+  // Every layer full: no window at all, whatever sliding_window says.
+  const ModelConfig full = load(R"(, "sliding_window": 16, "layer_types": ["full_attention", "full_attention",
+      "full_attention", "full_attention"])");
+  EXPECT_EQ(full.sliding_window, 0);
+  EXPECT_EQ(windowed_layers(full), 0);
+  // A window as long as the positions never binds.
+  EXPECT_EQ(windowed_layers(load(R"(, "sliding_window": 64, "layer_types": ["sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention"])")), 0);
+  expect_error<ConfigError>([&] { load(R"(, "sliding_window": 16, "layer_types": ["chunked_attention",
+      "full_attention", "full_attention", "full_attention"])"); }, {"m.json", "'layer_types'", "chunked_attention"});
+  expect_error<ConfigError>([&] { load(R"(, "sliding_window": 16, "layer_types": ["full_attention"])"); },
+                            {"m.json", "'layer_types'", "list of 4"});
+  expect_error<ConfigError>([&] { load(R"(, "layer_types": ["sliding_attention", "full_attention",
+      "full_attention", "full_attention"])"); }, {"m.json", "'sliding_window'"});
+  expect_error<ConfigError>([&] { load(R"(, "use_sliding_window": true, "sliding_window": 16, "max_window_layers": -1)"); },
+                            {"m.json", "'max_window_layers'"});
 }
 
 // Pipeline stages as vLLM's get_pp_indices splits layers (the remainder one apiece to the stages
@@ -1055,4 +1113,117 @@ TEST(TrainingGraph, RefusesWhatItDoesNotModel) {
   p = {};
   p.zero = 1;
   expect_error<ConfigError>([&] { build_op_graph(m, 1, 16, Mode::kTraining, p); }, {"--zero applies to mixed-precision"});
+}
+
+// Gemma 2 (model_type gemma2): Llama's layer with sandwich norms (after the attention and the
+// FFN too), embeddings scaled by sqrt(hidden), soft-capped scores and logits, GeGLU, and a
+// 4,096-token window in every other layer from the first (23 of Gemma-2-27B's 46).
+TEST(ModelConfig, Gemma2Traits) {
+  const ModelConfig m = load_model_config("gemma-2-27b", models_dir());
+  EXPECT_EQ(m.sliding_window, 4096);
+  EXPECT_EQ(m.full_attention_layers, 23);
+  EXPECT_EQ(windowed_layers(m), 23);
+  EXPECT_TRUE(m.sandwich_norms);
+  EXPECT_TRUE(m.embed_scale);
+  EXPECT_TRUE(m.tie_embeddings);  // Gemma2Config's default; the config does not say
+  EXPECT_DOUBLE_EQ(m.attn_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(m.final_softcap, 30.0);
+  EXPECT_EQ(m.activation, "gelu_pytorch_tanh");
+  EXPECT_EQ(windowed_layers(load_model_config("gemma-2-9b", models_dir())), 21);
+}
+
+// Eager FP32 (Hugging Face's Gemma2 with eager attention), one sequence of 128 tokens: after
+// o_proj its own norm, then the residual, the pre-FFN norm, the FFN, its post norm, the
+// residual; scores x scaling, then / 50, tanh, x 50; the 256,000 logits of every token capped
+// the same way; the embeddings scaled once. Order checked by name within the first layer.
+TEST(OpGraph, Gemma2EagerByHand) {
+  const ModelConfig m = load_model_config("gemma-2-9b", models_dir());
+  const OpGraph g = build_op_graph(m, 1, 128, Mode::kInference);
+  std::vector<std::string> layer;
+  int64_t softcaps = 0, norms = 0;
+  for (const auto& op : g.ops) {
+    if (op.count == 42) layer.push_back(op.name.substr(op.name.rfind("layers.") + 7));
+    if (op.name.find("softcap") != std::string::npos) {
+      softcaps += op.count;
+      ASSERT_EQ(op.fw.size(), 1u);
+      const KernelQuery& q = op.fw[0].query;
+      if (op.count == 42) EXPECT_EQ(query_dims(q), (std::vector<int64_t>{16 * 128, 128})) << op.name;  // heads x rows, keys
+      else EXPECT_EQ(query_dims(q), (std::vector<int64_t>{128, 256000})) << op.name;
+    }
+    if (op.kind == "layernorm") norms += op.count;
+  }
+  EXPECT_EQ(softcaps, 3 * 42 + 3);
+  EXPECT_EQ(norms, 4 * 42 + 1);
+  auto at = [&](const std::string& n) {
+    return std::find(layer.begin(), layer.end(), n) - layer.begin();
+  };
+  EXPECT_LT(at("self_attn.scale"), at("self_attn.softcap.div"));
+  EXPECT_LT(at("self_attn.softcap.mul"), at("self_attn.softmax"));
+  EXPECT_LT(at("self_attn.o_proj"), at("post_attention_layernorm"));
+  EXPECT_LT(at("post_attention_layernorm"), at("residual_1"));
+  EXPECT_LT(at("residual_1"), at("pre_feedforward_layernorm"));
+  EXPECT_LT(at("mlp.down_proj"), at("post_feedforward_layernorm"));
+  EXPECT_LT(at("post_feedforward_layernorm"), at("residual_2"));
+  EXPECT_LT(at("residual_2"), int64_t(layer.size()));
+  EXPECT_EQ(std::count_if(g.ops.begin(), g.ops.end(), [](const GraphOp& o) { return o.name == "model.embed_scale"; }), 1);
+}
+
+// Serving (vLLM's Gemma 2), decode of 4 sequences over 5,000 cached tokens on tp 2: per layer
+// four RMSNorms (input, post-attention, pre-FFN, post-FFN); attention in two ops, 23 layers over
+// the last 4,096 keys and 23 over all 5,001; the embedding scaled (2 x 2 B x 4 x 4,608 bytes);
+// the 4 sequences' logits soft-capped in three passes of 2 x 2 B x 4 x 256,000 bytes.
+TEST(ServingGraph, Gemma2ByHand) {
+  const ModelConfig m = load_model_config("gemma-2-27b", models_dir());
+  const OpGraph d = build_serving_graph(m, Mode::kDecode, 4, 5000, DType::kBf16, DType::kBf16, 2);
+  EXPECT_EQ(d.window_layers, 23);
+  auto k = serving_kernels(d);
+  EXPECT_EQ(k["rmsnorm(4,4608)"], 4 * 46 + 1);
+  EXPECT_EQ(k["generation_attention(4,5001,16,8,128,w4096)"], 23);
+  EXPECT_EQ(k["generation_attention(4,5001,16,8,128)"], 23);
+  EXPECT_EQ(k["gemm(4,4608,36864)"], 46);  // gate_up: 2 x 36,864 / 2
+  EXPECT_EQ(k["silu_mul(4,18432)"], 46);   // GeGLU, costed as SiLU-mul
+  double scale_bytes = 0, cap_bytes = 0;
+  int caps = 0;
+  for (const auto& op : d.ops) {
+    if (op.name == "model.embed_scale") scale_bytes = op.fw.at(0).bytes;
+    if (op.name == "logits_softcap")
+      for (const auto& c : op.fw) cap_bytes = c.bytes, ++caps;
+  }
+  EXPECT_DOUBLE_EQ(scale_bytes, 2.0 * 2 * 4 * 4608);
+  EXPECT_EQ(caps, 3);
+  EXPECT_DOUBLE_EQ(cap_bytes, 2.0 * 2 * 4 * 256000);
+  // Llama keeps its two norms a layer and no cap.
+  auto l = serving_kernels(build_serving_graph(load_model_config("llama-3.1-8b", models_dir()), Mode::kDecode, 4, 100,
+                                               DType::kBf16, DType::kBf16, 1));
+  EXPECT_EQ(l["rmsnorm(4,4096)"], 2 * 32 + 1);
+}
+
+// Mixed-precision training of Gemma-2-9B, 1 x 4,096 tokens: the attention's two ops (21 layers
+// windowed, 21 full, backward at 2.5x each), four norms a layer forward, the logits' soft-cap
+// three passes of 2 x 2 B x 4,096 x 256,000 each way.
+TEST(TrainingGraph, Gemma2ByHand) {
+  const ModelConfig m = load_model_config("gemma-2-9b", models_dir());
+  const OpGraph g = build_llm_training_graph(m, 1, 4096, DType::kBf16, {});
+  EXPECT_EQ(g.window_layers, 21);
+  std::map<std::string, double> scale;
+  auto fw = pass_kernels(g, false), bw = pass_kernels(g, true, &scale);
+  EXPECT_EQ(fw["context_attention(1,4096,16,8,256,w4096)"], 21);
+  EXPECT_EQ(fw["context_attention(1,4096,16,8,256)"], 21);
+  EXPECT_DOUBLE_EQ(scale["context_attention(1,4096,16,8,256)"], 2.5);
+  EXPECT_EQ(fw["rmsnorm(4096,3584)"], 4 * 42 + 1);
+  int caps = 0;
+  for (const auto& op : g.ops)
+    if (op.name == "logits_softcap") {
+      ASSERT_EQ(op.fw.size(), 3u);
+      ASSERT_EQ(op.bw.size(), 3u);
+      for (const auto& c : op.fw) {
+        EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 2 * 4096 * 256000);
+        ++caps;
+      }
+    }
+  EXPECT_EQ(caps, 3);
+  // Context parallelism of a windowed model stays refused.
+  Parallelism cp;
+  cp.cp = 2;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 4096, DType::kBf16, cp); }, {"sliding-window"});
 }

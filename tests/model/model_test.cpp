@@ -2035,3 +2035,43 @@ TEST(Baselines, GraphSumAndLiEtAl) {
   EXPECT_TRUE(std::isnan(li.kernel_ms("GPU_C", bmm_q(1, 10, 10, 10))));
   expect_error<DataError>([&] { predictor::LiEtAlBaseline bad(data_path("")); }, {"bmm.csv"});
 }
+
+// Per-layer windows: Gemma-2-27B windows 23 of its 46 layers, so a forecast is the mean of the
+// same model windowed in every layer and in none (each layer's other ops alike), with one
+// pipeline stage or two of 23 layers, in decode and prefill; its JSON names the 23. Its KV
+// cache: 4 sequences of 6,000 tokens keep 4,096 in the 23 windowed layers and 6,000 in the
+// others, 2 x 16 KV heads x 128 x 2 B = 8,192 B per token and layer: (23 x 4,096 + 23 x
+// 6,000) x 4 x 8,192 B. Speculative decoding stays refused.
+TEST(Serving, PerLayerWindowsAreTheMeanOfTheTwoKinds) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  const ModelConfig m = load_model_config("gemma-2-27b", mdir);
+  ModelConfig every = m, none = m;
+  every.full_attention_layers = 0;
+  none.sliding_window = none.full_attention_layers = 0;
+  for (const int64_t pp : {1, 2})
+    for (const Mode mode : {Mode::kDecode, Mode::kPrefill}) {
+      auto ms = [&](const ModelConfig& c) {
+        return predictor::forecast_model(build_serving_graph(c, mode, 4, 6000, DType::kBf16, DType::kBf16, 1, 1, 0, pp),
+                                         gpu, p)
+            .total_ms;
+      };
+      const double both = ms(m), windowed = ms(every), full = ms(none);
+      EXPECT_LT(windowed, full) << mode_name(mode) << " pp " << pp;
+      EXPECT_NEAR(both, 0.5 * (windowed + full), 1e-9 * both) << mode_name(mode) << " pp " << pp;
+    }
+  const auto f = predictor::forecast_model(build_serving_graph(m, Mode::kDecode, 4, 6000, DType::kBf16, DType::kBf16, 1),
+                                           gpu, p);
+  const auto j = nlohmann::json::parse(predictor::forecast_json(f));
+  EXPECT_EQ(j["sliding_window"], 4096);
+  EXPECT_EQ(j["sliding_window_layers"], 23);
+  const auto mem = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 4, 6000, gpu);
+  EXPECT_NEAR(mem.kv_cache_gb, (23.0 * 4096 + 23.0 * 6000) * 4 * 8192 / 1e9, 1e-12);
+  const ModelConfig draft = load_model_config("gemma-2-9b", mdir);
+  predictor::SpecDecoding sd{&draft, 4, 0.8};
+  Parallelism one;
+  expect_error<ConfigError>(
+      [&] { predictor::forecast_generate(m, gpu, p, 1, 128, 2, DType::kBf16, DType::kBf16, one, 0, 0, {}, 0, &sd); },
+      {"--spec-draft", "sliding-window"});
+}
