@@ -143,7 +143,10 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
                                             : str("hidden_act", "silu");
     m.rms_norm = m.gated_ffn = m.rope = true;
     m.tie_embeddings = boolean("tie_word_embeddings", m.model_type == "gemma2");
-    m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe" || boolean("attention_bias", false);
+    // `attention_bias` puts biases on q, k, v and o (Llama's and gpt-oss's, whose default is on);
+    // Qwen2's q/k/v biases are fixed, o has none.
+    m.o_bias = boolean("attention_bias", m.model_type == "gpt_oss");
+    m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe" || m.o_bias;
     m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
     if (m.model_type == "gemma2") {
       m.sandwich_norms = m.embed_scale = true;
@@ -167,11 +170,12 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     // names each layer's kind and overrides those defaults. A window of the model's positions or
     // more never binds.
     const bool qwen = m.model_type.rfind("qwen", 0) == 0;
+    const bool alternate = m.model_type == "gemma2" || m.model_type == "gpt_oss";  // every other layer windowed
     const bool windowed_family = m.model_type == "mistral" || m.model_type == "mixtral" || m.model_type == "phi3" ||
-                                 m.model_type == "gemma2" || (qwen && boolean("use_sliding_window", false));
+                                 alternate || (qwen && boolean("use_sliding_window", false));
     if (windowed_family && j.contains("sliding_window") && !j["sliding_window"].is_null())
       m.sliding_window = int_field(j, path, {"sliding_window"});
-    if (m.model_type == "gemma2") {
+    if (alternate) {
       m.full_attention_layers = m.layers / 2;
     } else if (qwen && m.sliding_window > 0) {
       if (j.contains("max_window_layers") && !j["max_window_layers"].is_null() &&
@@ -204,10 +208,11 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     }
     if (m.sliding_window >= m.max_positions || m.full_attention_layers >= m.layers) m.sliding_window = 0;
     if (m.sliding_window == 0) m.full_attention_layers = 0;
-    if (m.model_type == "mixtral") {
+    if (m.model_type == "mixtral" || m.model_type == "gpt_oss") {
       m.num_experts = int_field(j, path, {"num_local_experts"});
-      m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
+      m.experts_per_token = int_field(j, path, {"num_experts_per_tok", "experts_per_token"});
       m.moe_ffn = m.ffn;
+      m.attention_sinks = m.expert_bias = m.model_type == "gpt_oss";
     } else if (m.model_type == "qwen3_moe" || m.model_type == "qwen2_moe") {
       m.num_experts = int_field(j, path, {"num_experts"});
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
@@ -227,6 +232,25 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     throw ConfigError(path + ": field 'model_type': unsupported '" + m.model_type + "' (" + model_type_list() + ")");
   }
   m.torch_dtype = str("torch_dtype", "");
+  if (j.contains("quantization_config") && !j["quantization_config"].is_null()) {
+    const auto& q = j["quantization_config"];
+    const std::string method =
+        q.is_object() && q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>()
+                                                                                      : std::string();
+    if (method != "fp8")
+      throw ConfigError(path + ": field 'quantization_config': quant_method '" + method +
+                        "' is not modelled (only fp8: per-tensor, static or 128x128 block-scaled GEMMs); delete the "
+                        "field to forecast the unquantised model, with --dtype to choose its GEMMs");
+    const bool static_act = q.contains("activation_scheme") && q["activation_scheme"] == "static";
+    if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
+      if (q["weight_block_size"] != nlohmann::json::array({128, 128}))
+        throw ConfigError(path + ": field 'quantization_config.weight_block_size': " + q["weight_block_size"].dump() +
+                          " is not modelled (fp8_block scales 128x128 blocks)");
+      m.quantized_dtype = "fp8_block";
+    } else {
+      m.quantized_dtype = static_act ? "fp8_static" : "fp8";
+    }
+  }
   // Dropout probabilities (they decide which tensors training keeps for the backward pass).
   auto prob = [&](std::initializer_list<const char*> keys, double dflt) {
     for (const char* k : keys) {
@@ -284,7 +308,8 @@ double fp8_training_gemm_parameters(const ModelConfig& m) {
 double expert_parameters(const ModelConfig& m) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("expert parallelism covers the decoder families, not '" + m.model_type + "'");
-  return double(m.layers) * double(m.num_experts) * 3.0 * double(m.hidden) * double(m.moe_ffn);
+  const double bias = m.expert_bias ? 2.0 * double(m.moe_ffn) + double(m.hidden) : 0;  // gate_up and down biases
+  return double(m.layers) * double(m.num_experts) * (3.0 * double(m.hidden) * double(m.moe_ffn) + bias);
 }
 
 double model_parameters(const ModelConfig& m) {
@@ -293,9 +318,12 @@ double model_parameters(const ModelConfig& m) {
     const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
     double attn = h * q + 2 * h * kv + q * h;
     if (m.qkv_bias) attn += q + 2 * kv;
+    if (m.o_bias) attn += h;
     if (m.qk_norm) attn += 2.0 * m.head_dim;
-    // Routed experts and their router; a shared expert and its 1-wide gate.
-    const double ffn = m.num_experts > 0 ? m.num_experts * 3 * h * double(m.moe_ffn) + h * m.num_experts +
+    if (m.attention_sinks) attn += double(m.heads);
+    // Routed experts and their router (with biases: gpt-oss); a shared expert and its 1-wide gate.
+    const double e = double(m.num_experts), expert_bias = m.expert_bias ? e * (2 * double(m.moe_ffn) + h) + e : 0;
+    const double ffn = m.num_experts > 0 ? e * 3 * h * double(m.moe_ffn) + h * e + expert_bias +
                                                (m.shared_expert_ffn > 0 ? 3 * h * double(m.shared_expert_ffn) + h : 0)
                                          : 3 * h * f;
     return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + double(norms_per_layer(m)) * h) + h;

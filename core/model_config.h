@@ -17,12 +17,17 @@ struct ModelConfig {
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
-  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2)
+  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
   bool rope = false;              // rotary positions (no position table)
   bool qkv_bias = false;          // biases on q/k/v projections (qwen2)
+  bool o_bias = false;            // a bias on the output projection too (`attention_bias`: Llama's, gpt-oss's)
+  // gpt-oss: a learned sink logit per head (a column of the softmax that takes no value), and
+  // biases on the router and on every expert's gate_up and down projections.
+  bool attention_sinks = false;
+  bool expert_bias = false;
   bool qk_norm = false;           // RMSNorm over each head of q and k (qwen3)
   bool tie_embeddings = true;     // lm_head shares the token embedding table
   int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
@@ -46,6 +51,10 @@ struct ModelConfig {
   bool embed_scale = false;
   double attn_softcap = 0, final_softcap = 0;
   std::string torch_dtype;        // as the config states it ("bfloat16", "float32", ...), may be empty
+  // The GEMM dtype a `quantization_config` implies (quant_method "fp8": fp8_block with a
+  // weight_block_size, fp8_static with a static activation scheme, else fp8); empty without
+  // one. Serving forecasts default to it. Other quantisation methods are refused.
+  std::string quantized_dtype;
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,
   // dropout, dropout_rate). p = 0 launches nothing and keeps no mask (PyTorch returns the input).
@@ -85,7 +94,7 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"qwen2", ConfigSchema::kHfDecoder},     {"qwen3", ConfigSchema::kHfDecoder},
     {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
     {"phi3", ConfigSchema::kHfDecoder},      {"qwen2_moe", ConfigSchema::kHfDecoder},
-    {"gemma2", ConfigSchema::kHfDecoder},
+    {"gemma2", ConfigSchema::kHfDecoder},    {"gpt_oss", ConfigSchema::kHfDecoder},
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).
 std::string model_type_list(bool llm_only = false);

@@ -255,6 +255,9 @@ struct ArchSpec {
   MoeNames moe;
   const char* final_norm;    // "" = none
   const char* ffn_post_norm = "";  // a norm of the FFN's output before the residual (Gemma 2)
+  // Why the eager FP32 graph (NeuSight's setting: Hugging Face's eager modules) is not built,
+  // or nullptr where it is.
+  const char* no_eager = nullptr;
 };
 
 constexpr AttnNames kNoAttn = {"", "", "", "", "", "", "", "", "", ""};
@@ -317,6 +320,19 @@ constexpr ArchSpec gemma2_arch() {
   return a;
 }
 constexpr ArchSpec kGemma2Arch = gemma2_arch();
+// gpt-oss: Mixtral's layer shape (top-k experts of one fused gate_up and a down projection, with
+// biases), attention sinks, every other layer windowed (the config's flags). Hugging Face's
+// eager GptOssExperts runs every expert on every token in inference, which is not built.
+constexpr ArchSpec gpt_oss_arch() {
+  ArchSpec a = decoder_arch("gpt_oss", "mlp.", "", "gate_up_proj", "down_proj",
+                            {MoeKind::kTopK, "mlp.router", "mlp.routing_softmax", "mlp.topk", "mlp.experts.",
+                             "mlp.experts.gather", "mlp.experts.routing_weight", "mlp.experts.index_add"});
+  a.no_eager =
+      "Hugging Face's eager gpt-oss runs every expert on every token in inference (GptOssExperts), which is not "
+      "modelled; use --mode prefill|decode|generate, or --mode training --dtype bf16|fp16|fp8";
+  return a;
+}
+constexpr ArchSpec kGptOssArch = gpt_oss_arch();
 
 constexpr ArchSpec kArchTable[] = {
     kGpt2Arch,
@@ -340,6 +356,7 @@ constexpr ArchSpec kArchTable[] = {
     // Phi-3 and Phi-4: Llama's layer with q/k/v and gate/up each one fused projection.
     decoder_arch("phi3", "mlp.", "", "gate_up_proj", "down_proj", kNoMoe, "self_attn.qkv_proj"),
     kGemma2Arch,
+    kGptOssArch,
 };
 
 const ArchSpec* find_arch(const std::string& model_type) {
@@ -641,6 +658,9 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
                       (par.ep != 1 ? " and serving" : ""));
   const ArchSpec* arch = find_arch(m.model_type);
   if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
+  if (arch->no_eager)
+    throw ConfigError("--mode " + std::string(mode_name(mode)) + " (eager FP32) of " + m.name + " (" + m.model_type +
+                      "): " + arch->no_eager);
   if (par.tp > 1 && (arch->encoder_decoder || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
                      m.kv_heads % par.tp != 0 || m.num_experts > 0))
     throw ConfigError("--tp " + std::to_string(par.tp) + ": " + m.name +

@@ -49,6 +49,7 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   ServingDtypes d;
   DType cfg;
   if (!dtype.empty()) d.gemm = dtype_flag("--dtype", dtype);
+  else if (!m.quantized_dtype.empty()) d.gemm = dtype_flag("quantization_config", m.quantized_dtype);
   else if (!m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &cfg)) d.gemm = cfg;
   const bool fp8 = is_fp8(d.gemm);
   d.kv = kv_dtype.empty() ? (fp8 ? DType::kBf16 : d.gemm) : dtype_flag("--kv-dtype", kv_dtype);

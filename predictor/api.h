@@ -55,7 +55,8 @@ DType eager_dtype(const std::string& mode, const std::string& dtype);
 bool recompute_flag(const std::string& value);
 // --train-tokens: 0 (not given) or in [1, 1e16]; ConfigError otherwise.
 void check_train_tokens(double tokens);
-// Serving dtypes: `dtype` (empty: the config's torch_dtype, else bf16) and the KV cache
+// Serving dtypes: `dtype` (empty: the dtype the config's quantization_config implies, else
+// its torch_dtype, else bf16) and the KV cache
 // (`kv_dtype`, empty: bf16 under FP8 GEMMs, else the GEMM dtype).
 struct ServingDtypes {
   DType gemm = DType::kBf16, kv = DType::kBf16;

@@ -209,6 +209,12 @@ tc_cli_test(predict_sliding_window "tp 1, sliding window 4096\nmemory/GPU +[0-9.
 # Gemma-2-27B windows 23 of its 46 layers: 8 prompts of 6,000 tokens keep (23 x 4,096 + 23 x
 # 6,000) tokens x 8,192 B (2 x 16 KV heads x 128 x 2 B) each: 15.22 GB; two attention ops of 23.
 tc_cli_test(predict_per_layer_windows "tp 1, sliding window 4096 in 23 of 46 layers\nmemory/GPU +[0-9.]+ GB \\(54\\.45 GB weights \\+ [0-9.]+ GB activations \\+ 15\\.22 GB KV cache\\).*model\\.layers\\.self_attn\\.attn +23 .*model\\.layers\\.self_attn\\.attn\\.sliding +23 " ${TC} predict --model gemma-2-27b --gpu H100-SXM --mode prefill --batch 8 --seq 6000)
+tc_cli_fail(predict_gpt_oss_eager "--mode inference \\(eager FP32\\) of gpt-oss-20b \\(gpt_oss\\): Hugging Face's eager gpt-oss runs every expert on every token" "${TC};predict;--model;gpt-oss-20b;--gpu;H100-SXM;--mode;inference;--batch;1;--seq;128")
+tc_cli_test(predict_gpt_oss "gpt-oss-120b on H100-SXM, decode, batch 8, cached context 1000, bf16 \\(KV cache bf16\\), tp 4, sliding window 128 in 18 of 36 layers" ${TC} predict --model gpt-oss-120b --gpu H100-SXM --mode decode --batch 8 --context 1000 --tp 4)
+# A checkpoint's quantization_config: block-scaled FP8 is the GEMM dtype serving defaults to
+# (KV cache BF16); MXFP4 is one line naming the field.
+tc_cli_test(predict_quantized_default "llama-fp8-block on H100-SXM, decode, batch 1, cached context 100, fp8_block \\(KV cache bf16\\)" ${TC} predict --model ${CMAKE_SOURCE_DIR}/tests/data/quant/llama-fp8-block.json --gpu H100-SXM --mode decode --batch 1 --context 100)
+tc_cli_fail(predict_quantized_mxfp4 "llama-mxfp4.json: field 'quantization_config': quant_method 'mxfp4' is not modelled" "${TC};predict;--model;${CMAKE_SOURCE_DIR}/tests/data/quant/llama-mxfp4.json;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100")
 # Serving pipelines: Llama-3.1-405B's 126 layers over 4 stages as vLLM splits them (31, 32, 32,
 # 31): the GPU of a middle stage holds the most, 32 layers x (3,187,671,040 / 8 GEMM + 32,768
 # norm) x 2 bytes = 25.50 GB under tp 8; 16 sequences in 4 microbatches of 4.

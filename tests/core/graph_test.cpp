@@ -83,7 +83,7 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   std::sort(read.begin(), read.end());
   std::sort(built.begin(), built.end());
   EXPECT_EQ(read, built);
-  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2");
+  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -280,7 +280,15 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   // 3584 x 2048 x 2 + 3 x 3584 x 14336 + 4 x 3584) +
                                                   // 3584: 9.24 B, as the model cards state.
                                                   {"gemma-2-27b", 27227128320.0},
-                                                  {"gemma-2-9b", 9241705984.0}};
+                                                  {"gemma-2-9b", 9241705984.0},
+                                                  // gpt-oss (untied; q/k/v/o biases, 64 sinks, router
+                                                  // and expert biases): 2 x 201088 x 2880 + 36 x
+                                                  // (2880 x 4096 x 2 + 2880 x 512 x 2 + 4096 + 2 x 512
+                                                  // + 2880 + 64 + 2880 x 128 + 128 + 128 x (3 x 2880^2
+                                                  // + 2 x 2880 + 2880) + 2 x 2880) + 2880: 116.83 B; with
+                                                  // 24 layers of 32 experts 20.91 B, as OpenAI states.
+                                                  {"gpt-oss-120b", 116829156672.0},
+                                                  {"gpt-oss-20b", 20914757184.0}};
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
@@ -1226,4 +1234,53 @@ TEST(TrainingGraph, Gemma2ByHand) {
   Parallelism cp;
   cp.cp = 2;
   expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 4096, DType::kBf16, cp); }, {"sliding-window"});
+}
+
+// gpt-oss (model_type gpt_oss): 128 experts top-4 of 2,880 with biases, attention sinks, a
+// 128-token window in every other layer from the first (its layer_types). Serving decode of 8
+// sequences over 1,000 cached tokens on tp 4: QKV 2,880 -> (16 + 2 x 2) x 64 = 1,280 columns, o_proj
+// 1,024 -> 2,880, the router 2,880 -> 128, the fused MoE over 8 tokens with each expert's FFN
+// split 4 ways; 18 layers attend over the last 128 keys, 18 over all 1,001. Expert parallelism
+// splits 36 x 128 x (3 x 2,880^2 + 3 x 2,880) expert parameters. The eager graph is refused.
+TEST(OpGraph, GptOssByHand) {
+  const ModelConfig m = load_model_config("gpt-oss-120b", models_dir());
+  EXPECT_EQ(windowed_layers(m), 18);
+  EXPECT_EQ(m.sliding_window, 128);
+  EXPECT_TRUE(m.attention_sinks && m.expert_bias && m.o_bias && m.qkv_bias);
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_DOUBLE_EQ(expert_parameters(m), 36.0 * 128 * (3.0 * 2880 * 2880 + 3.0 * 2880));
+  auto k = serving_kernels(build_serving_graph(m, Mode::kDecode, 8, 1000, DType::kBf16, DType::kBf16, 4));
+  EXPECT_EQ(k["gemm(8,2880,1280)"], 36);
+  EXPECT_EQ(k["gemm(8,1024,2880)"], 36);
+  EXPECT_EQ(k["gemm(8,2880,128)"], 36);
+  EXPECT_EQ(k["moe(8,2880,2880,4,128,tp4)"], 36);
+  EXPECT_EQ(k["generation_attention(8,1001,16,2,64,w128)"], 18);
+  EXPECT_EQ(k["generation_attention(8,1001,16,2,64)"], 18);
+  EXPECT_EQ(k["gemm(8,2880,50272)"], 1);  // the untied head, 201,088 / 4 columns
+  expect_error<ConfigError>([&] { build_op_graph(m, 1, 128, Mode::kInference); },
+                            {"--mode inference (eager FP32) of gpt-oss-120b", "every expert on every token"});
+}
+
+// A config's quantization_config: fp8 sets the GEMM dtype serving forecasts default to
+// (block-scaled with a 128 x 128 weight_block_size, static with a static activation scheme);
+// any other method (MXFP4, AWQ, GPTQ...) is one line naming the field.
+TEST(ModelConfig, QuantizationConfig) {
+  const std::string dir = ::testing::TempDir() + "quant";
+  fs::create_directories(dir);
+  auto load = [&](const std::string& q) {
+    std::ofstream(dir + "/m.json") << R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64,
+      "torch_dtype": "bfloat16", "quantization_config": )" + q + "}";
+    return load_model_config(dir + "/m.json", dir);
+  };
+  EXPECT_EQ(load(R"({"quant_method": "fp8", "weight_block_size": [128, 128], "activation_scheme": "dynamic"})")
+                .quantized_dtype, "fp8_block");
+  EXPECT_EQ(load(R"({"quant_method": "fp8", "activation_scheme": "dynamic"})").quantized_dtype, "fp8");
+  EXPECT_EQ(load(R"({"quant_method": "fp8", "activation_scheme": "static"})").quantized_dtype, "fp8_static");
+  EXPECT_EQ(load("null").quantized_dtype, "");
+  expect_error<ConfigError>([&] { load(R"({"quant_method": "mxfp4"})"); },
+                            {"m.json", "'quantization_config'", "'mxfp4' is not modelled"});
+  expect_error<ConfigError>([&] { load(R"({"quant_method": "awq", "bits": 4})"); }, {"'quantization_config'", "'awq'"});
+  expect_error<ConfigError>([&] { load(R"({"quant_method": "fp8", "weight_block_size": [64, 64]})"); },
+                            {"'quantization_config.weight_block_size'", "[64,64]"});
 }
