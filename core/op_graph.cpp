@@ -655,7 +655,8 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
                                   : par.vpp != 1 ? "--vpp"
                                                  : "--sequence-parallel") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)" +
-                      (par.ep != 1 ? " and serving" : ""));
+                      (par.ep != 1 ? " and serving (--mode prefill|decode|generate)" : "") + ", not to --mode " +
+                      mode_name(mode) + " in fp32 (eager PyTorch)");
   const ArchSpec* arch = find_arch(m.model_type);
   if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
   if (arch->no_eager)

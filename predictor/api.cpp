@@ -348,11 +348,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                               q.par.pp, q.cached_prefix, pass);
     return r;
   }
-  // Expert parallelism is a serving layout and mixed-precision training's, token routing a
-  // serving one: refused here for eager FP32, for predict, compare and plan alike.
-  if (q.par.ep != 1 && !mixed_training)
-    throw ConfigError("--ep does not apply to --mode " + q.mode + (training ? " in fp32" : "") +
-                      " (expert parallelism: serving, and mixed-precision training with --dtype bf16|fp16|fp8)");
+  // Token routing is a serving option: refused here for eager FP32 and training, for predict,
+  // compare and plan alike (the eager graph refuses the layouts it does not model itself).
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
   if (mixed_training) {
     if (q.fusion) throw ConfigError("--fusion applies to eager FP32 inference, not mixed-precision training");

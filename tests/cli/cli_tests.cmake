@@ -225,7 +225,7 @@ tc_cli_test(predict_pipeline_op_shares "operators below: the work of all 4 stage
 tc_cli_test(predict_serving_pp_json "\"parallel\": {[^}]*\"microbatches\": 2,[^}]*\"pp\": 2," ${TC} predict --model llama-3.1-8b --gpu H100-SXM --mode generate --batch 3 --seq 128 --gen 4 --pp 2 --format json)
 tc_cli_fail(predict_serving_microbatches "--mode decode: serving forecasts take --tp, --pp and --ep .one replica; its microbatches follow from --pp." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--pp;2;--microbatches;4")
 tc_cli_fail(predict_serving_pp_layers "--pp 33: expected 1..32 stages .the model's layers." "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;prefill;--batch;1;--seq;128;--pp;33")
-tc_cli_fail(predict_ep_on_training "--ep does not apply to --mode training" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--batch;1;--seq;16;--mode;training;--ep;2")
+tc_cli_fail(predict_ep_on_training "--ep applies to mixed-precision training .--mode training --dtype bf16.fp16.fp8. and serving .--mode prefill.decode.generate., not to --mode training in fp32 .eager PyTorch." "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--batch;1;--seq;16;--mode;training;--ep;2")
 tc_cli_fail(predict_bad_routing "--routing: expected balanced or power_law_<a>.*'zipf'" "${TC};predict;--model;qwen3-30b-a3b;--gpu;H100-SXM;--mode;decode;--batch;8;--context;128;--routing;zipf")
 tc_cli_fail(predict_optimizer_on_inference "--optimizer does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--optimizer;none")
 # Chunked prefill (--max-batched-tokens): 4 prompts of 1,000 tokens in steps of 2,048 run in 2

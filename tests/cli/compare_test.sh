@@ -86,7 +86,7 @@ print("ok   --routing rows: MoE = predict --routing, a dense model refused in it
 PY
 expect_fail "--routing: expected balanced or power_law_<a>" "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode decode --context 128 --routing zipf
 expect_fail "--routing does not apply to --mode training" "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode training --seq 128 --routing power_law_1.2
-expect_fail "compare: no combination can run \(--ep does not apply to --mode inference" \
+expect_fail "compare: no combination can run \(--ep applies to mixed-precision training .* and serving .*, not to --mode inference in fp32" \
   "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode inference --batch 1 --seq 128 --ep 2
 
 echo "== prices"
