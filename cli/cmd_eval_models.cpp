@@ -16,7 +16,8 @@ namespace tilecast::cli {
 
 int run_eval_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("eval-models options");
-  std::string labels, published, opgraphs, format, weights, gpu_dir, models_dir, ns_dir, li_dir;
+  std::string labels, published, opgraphs, format, ns_dir, li_dir;
+  ForecastPaths paths;
   double host_gap_us = 0;
   CallOverheadOption call_overhead;
   desc.add_options()("neusight-dir", po::value(&ns_dir),
@@ -30,10 +31,8 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
       "li-dir", po::value(&li_dir),
       "Li et al.'s published coefficients, re-run on every single-GPU graph next to the plain roofline (default: "
       "<labels>/../baselines/li_et_al when present)")(
-      "format", po::value(&format)->default_value("table"), "table|json|csv")(
-      "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
-      "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)");
+      "format", po::value(&format)->default_value("table"), "table|json|csv");
+  add_forecast_path_options(desc, paths);
   call_overhead.add_to(desc);
   add_host_gap_option(desc, &host_gap_us);
   po::variables_map vm;
@@ -51,9 +50,9 @@ int run_eval_models(const Args& args, const GlobalOptions&) {
   if (opgraphs.empty() && fs::is_directory(root / "opgraphs")) opgraphs = (root / "opgraphs").string();
   if (!li_dir.empty() && !fs::is_directory(li_dir)) throw ConfigError("--li-dir '" + li_dir + "': folder not found");
   if (li_dir.empty() && fs::is_directory(root / "baselines" / "li_et_al")) li_dir = (root / "baselines" / "li_et_al").string();
-  const std::string mdir = models_dir.empty() ? (fs::path(trainer::config_dir()) / "models").string() : models_dir;
-  GpuRegistry reg = load_registry(gpu_dir);
-  predictor::KernelPredictor kp(trainer::weights_dir(weights));
+  const std::string mdir = paths.models();
+  GpuRegistry reg = load_registry(paths.gpu_dir);
+  predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   call_overhead.apply(kp);
   std::unique_ptr<predictor::LiEtAlBaseline> li;
   if (!li_dir.empty()) li = std::make_unique<predictor::LiEtAlBaseline>(li_dir);

@@ -13,14 +13,13 @@ namespace tilecast::cli {
 
 int run_models(const Args& args, const GlobalOptions&) {
   po::options_description desc("models options");
-  std::string models_dir, format;
-  desc.add_options()("models-dir", po::value(&models_dir), "bundled model configs (default: configs/models)")(
-      "format", po::value(&format)->default_value("table"), "table|csv|json");
+  std::string format;
+  ForecastPaths paths;
+  add_models_dir_option(desc, paths);
+  desc.add_options()("format", po::value(&format)->default_value("table"), "table|csv|json");
   po::variables_map vm;
   if (!parse_options(args, desc, vm, "tilecast models [--models-dir D] [--format table|csv|json]")) return 0;
   check_format(format, {"table", "csv", "json"});
-  ForecastPaths paths;
-  paths.models_dir = models_dir;
   const nlohmann::json list = predictor::models_json(paths.models());  // a bad file: its one line
   if (format == "json") {
     std::cout << list.dump(2) << "\n";

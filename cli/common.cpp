@@ -64,10 +64,14 @@ std::string ForecastPaths::models() const {
   return models_dir.empty() ? (std::filesystem::path(trainer::config_dir()) / "models").string() : models_dir;
 }
 
+void add_models_dir_option(po::options_description& desc, ForecastPaths& p) {
+  desc.add_options()("models-dir", po::value(&p.models_dir), "bundled model configs (default: configs/models)");
+}
+
 void add_forecast_path_options(po::options_description& desc, ForecastPaths& p) {
   desc.add_options()("weights", po::value(&p.weights), "weights folder (default: bundled weights/)")(
-      "gpu-dir", po::value(&p.gpu_dir), "GPU spec folder (default: configs/gpus)")(
-      "models-dir", po::value(&p.models_dir), "bundled model configs (default: configs/models)");
+      "gpu-dir", po::value(&p.gpu_dir), "GPU spec folder (default: configs/gpus)");
+  add_models_dir_option(desc, p);
 }
 
 void CallOverheadOption::add_to(po::options_description& desc) {

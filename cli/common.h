@@ -33,6 +33,8 @@ struct ForecastPaths {
   std::string models() const;  // --models-dir or configs/models
 };
 void add_forecast_path_options(po::options_description& desc, ForecastPaths& p);
+// --models-dir alone (`tilecast models`), into p.models_dir.
+void add_models_dir_option(po::options_description& desc, ForecastPaths& p);
 
 // --call-overhead-us (predict, eval-models): the host time per call taken off each FP32 kernel
 // of a whole model, instead of the weights manifests' call_overhead_us.
