@@ -908,6 +908,38 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
   return li;
 }
 
+namespace {
+void check_mla(const KernelQuery& q, int64_t value_dim) {
+  if (q.op != OpKind::kAttnDecode || q.h != 1 || q.window != 0 || value_dim < 1 || value_dim > q.n)
+    throw DataError("MLA decode: a decode query over one latent head (no window) with 1 <= value dims <= " +
+                    std::to_string(q.n) + ", got " + query_shape_string(q) + " and " + std::to_string(value_dim));
+}
+}  // namespace
+
+double mla_decode_flops(const KernelQuery& q, int64_t value_dim) {
+  check_mla(q, value_dim);
+  return 2.0 * double(q.b) * double(q.k) * double(q.ctx) * double(q.n + value_dim);
+}
+
+double mla_decode_bytes(const KernelQuery& q, int64_t value_dim) {
+  check_mla(q, value_dim);
+  return double(q.b) * (double(q.ctx) * double(q.n) * dtype_size(q.kv_dtype) +
+                        double(q.k) * double(q.n + value_dim) * dtype_size(q.dtype));
+}
+
+KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu) {
+  const LaunchInfo li = launch_info(q, gpu);
+  KernelBounds kb;
+  kb.waves = double(li.num_waves);
+  kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
+  const double slots = double(gpu.num_sms) * li.ctas_per_sm;
+  const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
+  kb.compute_s = compute_s(mla_decode_flops(q, value_dim) * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.memory_s = transfer_s(mla_decode_bytes(q, value_dim), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s);
+  return kb;
+}
+
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
   KernelBounds kb;
   kb.waves = double(li.num_waves);

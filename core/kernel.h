@@ -155,6 +155,17 @@ struct KernelBounds {
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
 
+// Absorbed multi-head latent attention's decode (DeepSeek-V2/V3): q a decode query of q.k heads
+// over one cached latent (q.h = 1) of q.n = latent + rotary dims, the values its first
+// `value_dim` dims. Per sequence and attended key: 2 q.k (q.n + value_dim) FLOPs (scores over
+// q.n, the weighted sum over value_dim), the key's latent read once (q.n x the KV dtype); each
+// query's q.n and output's value_dim in the activation dtype. Its bounds: the decode family's
+// launch (one CTA per sequence, the cache split while SMs idle), compute at the tensor peak,
+// memory at DRAM bandwidth. DataError for a query that is not of that shape.
+double mla_decode_flops(const KernelQuery& q, int64_t value_dim);
+double mla_decode_bytes(const KernelQuery& q, int64_t value_dim);
+KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu);
+
 // A roofline fitted to a family's training rows (predictor config `prior: true`): a per-launch
 // floor, a fixed cost per wave of CTAs (each CTA's prologue and epilogue: loading its inputs,
 // writing its outputs), and the compute and memory bounds at fitted fractions of the sheet's

@@ -14,9 +14,12 @@ int64_t kv_heads_of(const ModelConfig& m) { return m.kv_heads > 0 ? m.kv_heads :
 
 // FFN width each token passes through: the dense width, or top-k experts of their width
 // (Switch routes each token to one expert of d_ff), plus a shared expert's.
+// With leading dense layers (DeepSeek's), the mean over the layers.
 double ffn_width(const ModelConfig& m) {
-  if (m.experts_per_token > 0)
-    return double(m.experts_per_token) * (m.moe_ffn > 0 ? m.moe_ffn : m.ffn) + double(m.shared_expert_ffn);
+  if (m.experts_per_token > 0) {
+    const double routed = double(m.experts_per_token) * (m.moe_ffn > 0 ? m.moe_ffn : m.ffn) + double(m.shared_expert_ffn);
+    return (double(moe_layers(m)) * routed + double(m.dense_layers) * double(m.ffn)) / double(m.layers);
+  }
   return double(m.ffn);
 }
 
@@ -103,8 +106,15 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   // o_proj's. A MoE's experts stay BF16, and so do the FFN's inputs (the post-attention norm's
   // output, the SiLU-mul output).
   const double gemm_in = fp8 ? 1.0 : e, ffn_in = fp8 && m.num_experts > 0 ? e : gemm_in, f = ffn_width(m);
-  const double per_token_layer = e * (2 * h / norm_share + (a + 2 * kv) * d / tp + a * d / tp + 2 * f / tp) +
-                                 (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * d / tp : 0) +
+  // Attention's saved tensors: q, k, v and the output, per rank. MLA: q and k at head_dim, v and
+  // the output at v_head_dim, plus the latents (replicated): the two norms' inputs and the up
+  // projections' inputs, 2 x (q latent + kv latent), and the rotary key.
+  const double vd = is_mla(m) ? double(m.v_head_dim) : d;
+  const double attention = is_mla(m) ? (2 * a * d + 2 * a * vd) / tp + 2.0 * double(m.q_lora_rank + m.kv_lora_rank) +
+                                           double(m.qk_rope_dim)
+                                     : ((a + 2 * kv) * d + a * d) / tp;
+  const double per_token_layer = e * (2 * h / norm_share + attention + 2 * f / tp) +
+                                 (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * vd / tp : 0) +
                                  4 * a / tp +
                                  (m.sandwich_norms ? 2 * e * h / norm_share : 0);  // the two post-norms' inputs
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);

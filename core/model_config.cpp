@@ -220,7 +220,33 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
       if (int_field(j, path, {"decoder_sparse_step"}, false, 1) != 1 ||
           (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty()))
         throw ConfigError(path + ": field 'decoder_sparse_step'/'mlp_only_layers': only all-MoE layers are modelled");
-      if (m.model_type == "qwen2_moe") m.shared_expert_ffn = int_field(j, path, {"shared_expert_intermediate_size"});
+      if (m.model_type == "qwen2_moe") {
+        m.shared_expert_ffn = int_field(j, path, {"shared_expert_intermediate_size"});
+        m.shared_expert_gate = true;
+      }
+    } else if (m.model_type == "deepseek_v2" || m.model_type == "deepseek_v3") {
+      // DeepSeek-V2/V3: MLA, then first_k_dense_replace dense layers and routed experts (group-
+      // limited top-k: the routing's cost is the router GEMM's) beside n_shared_experts shared
+      // ones of the same width, summed without a gate.
+      m.num_experts = int_field(j, path, {"n_routed_experts"});
+      m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
+      m.moe_ffn = int_field(j, path, {"moe_intermediate_size"});
+      m.shared_expert_ffn = int_field(j, path, {"n_shared_experts"}, false, 0) * m.moe_ffn;
+      if (j.contains("first_k_dense_replace") && !j["first_k_dense_replace"].is_null()) {
+        if (!j["first_k_dense_replace"].is_number_integer() || j["first_k_dense_replace"].get<int64_t>() < 0 ||
+            j["first_k_dense_replace"].get<int64_t>() >= m.layers)
+          throw ConfigError(path + ": field 'first_k_dense_replace': expected an integer in [0, " +
+                            std::to_string(m.layers - 1) + "]");
+        m.dense_layers = j["first_k_dense_replace"].get<int64_t>();
+      }
+      if (int_field(j, path, {"moe_layer_freq"}, false, 1) != 1)
+        throw ConfigError(path + ": field 'moe_layer_freq': only every layer after the dense ones routed is modelled");
+      m.q_lora_rank = int_field(j, path, {"q_lora_rank"}, false, 0);  // null: V2-Lite's one q_proj
+      m.kv_lora_rank = int_field(j, path, {"kv_lora_rank"});
+      m.qk_rope_dim = int_field(j, path, {"qk_rope_head_dim"});
+      m.v_head_dim = int_field(j, path, {"v_head_dim"});
+      m.head_dim = int_field(j, path, {"qk_nope_head_dim"}) + m.qk_rope_dim;
+      m.kv_heads = m.heads;  // every head its own key and value, up-projected from the latent
     }
     if (m.num_experts > 0 && m.experts_per_token > m.num_experts)
       throw ConfigError(path + ": field 'num_experts_per_tok': " + std::to_string(m.experts_per_token) +
@@ -300,16 +326,23 @@ double fp8_training_gemm_parameters(const ModelConfig& m) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("FP8 training covers the decoder families, not '" + m.model_type + "'");
   const double h = m.hidden, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
-  // A shared expert's GEMMs run in FP8 as a dense FFN's do; routed experts stay BF16.
-  const double ffn = m.num_experts > 0 ? 3 * h * double(m.shared_expert_ffn) : 3 * h * double(m.ffn);
-  return double(m.layers) * (2 * h * q + 2 * h * kv + ffn);
+  double attn = 2 * h * q + 2 * h * kv;
+  if (is_mla(m)) {  // MLA's projections (model_parameters), without the two latent norms
+    const double ql = double(m.q_lora_rank), kvl = double(m.kv_lora_rank), nope = double(m.head_dim - m.qk_rope_dim);
+    const double heads = double(m.heads), vd = double(m.v_head_dim);
+    attn = (ql > 0 ? h * ql + ql * q : h * q) + h * (kvl + m.qk_rope_dim) + kvl * heads * (nope + vd) + heads * vd * h;
+  }
+  // A shared expert's GEMMs run in FP8 as a dense FFN's do; routed experts stay BF16; a MoE
+  // model's leading dense layers are dense FFNs.
+  const double moe = double(moe_layers(m)), dense = double(m.layers) - moe;
+  return double(m.layers) * attn + dense * 3 * h * double(m.ffn) + moe * 3 * h * double(m.shared_expert_ffn);
 }
 
 double expert_parameters(const ModelConfig& m) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("expert parallelism covers the decoder families, not '" + m.model_type + "'");
   const double bias = m.expert_bias ? 2.0 * double(m.moe_ffn) + double(m.hidden) : 0;  // gate_up and down biases
-  return double(m.layers) * double(m.num_experts) * (3.0 * double(m.hidden) * double(m.moe_ffn) + bias);
+  return double(moe_layers(m)) * double(m.num_experts) * (3.0 * double(m.hidden) * double(m.moe_ffn) + bias);
 }
 
 double model_parameters(const ModelConfig& m) {
@@ -317,16 +350,25 @@ double model_parameters(const ModelConfig& m) {
   if (is_llm_family(m.model_type)) {
     const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
     double attn = h * q + 2 * h * kv + q * h;
+    if (is_mla(m)) {
+      // q_a (+ its norm) and q_b, or one q_proj; kv_a to the latent and the rotary key (+ the
+      // latent's norm); kv_b to every head's key (nope part) and value; o_proj from the values.
+      const double ql = double(m.q_lora_rank), kvl = double(m.kv_lora_rank), nope = double(m.head_dim - m.qk_rope_dim);
+      const double heads = double(m.heads), vd = double(m.v_head_dim);
+      attn = (ql > 0 ? h * ql + ql + ql * q : h * q) + h * (kvl + m.qk_rope_dim) + kvl + kvl * heads * (nope + vd) +
+             heads * vd * h;
+    }
     if (m.qkv_bias) attn += q + 2 * kv;
     if (m.o_bias) attn += h;
     if (m.qk_norm) attn += 2.0 * m.head_dim;
     if (m.attention_sinks) attn += double(m.heads);
     // Routed experts and their router (with biases: gpt-oss); a shared expert and its 1-wide gate.
     const double e = double(m.num_experts), expert_bias = m.expert_bias ? e * (2 * double(m.moe_ffn) + h) + e : 0;
-    const double ffn = m.num_experts > 0 ? e * 3 * h * double(m.moe_ffn) + h * e + expert_bias +
-                                               (m.shared_expert_ffn > 0 ? 3 * h * double(m.shared_expert_ffn) + h : 0)
-                                         : 3 * h * f;
-    return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + double(norms_per_layer(m)) * h) + h;
+    const double shared = m.shared_expert_ffn > 0 ? 3 * h * double(m.shared_expert_ffn) + (m.shared_expert_gate ? h : 0) : 0;
+    const double ffn = m.num_experts > 0 ? e * 3 * h * double(m.moe_ffn) + h * e + expert_bias + shared : 3 * h * f;
+    // A MoE model's leading dense layers (DeepSeek's) have the dense FFN instead.
+    const double dense = double(m.dense_layers) * (3 * h * f - ffn);
+    return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + double(norms_per_layer(m)) * h) + dense + h;
   }
   if (m.model_type == "switch_transformers") {
     const double inner = double(m.heads) * m.head_dim;

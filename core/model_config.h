@@ -17,7 +17,8 @@ struct ModelConfig {
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
-  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss)
+  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss,
+  // deepseek_v2, deepseek_v3)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
@@ -36,6 +37,14 @@ struct ModelConfig {
   // gated FFN every token passes through, its output scaled by sigmoid(a 1-wide projection)
   // and added to the routed experts'; 0 = none.
   int64_t shared_expert_ffn = 0;
+  bool shared_expert_gate = false;  // Qwen2-MoE's sigmoid gate on it (DeepSeek's shared experts have none)
+  // MoE models whose first layers have a dense FFN of `ffn` (DeepSeek's first_k_dense_replace).
+  int64_t dense_layers = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3; is_mla): queries through a rank-`q_lora_rank`
+  // bottleneck (0: one projection), keys and values from a cached latent of `kv_lora_rank` plus
+  // a shared rotary key of `qk_rope_dim`; each head's query and key are head_dim = nope + rope
+  // wide, its value v_head_dim.
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, v_head_dim = 0;
   // Sliding-window attention over the last `sliding_window` tokens in every layer (Mistral's,
   // Mixtral's and Phi-3's `sliding_window`); 0 = full causal attention. Serving graphs and their KV cache
   // honour it; the eager graphs compute full scores under a mask, as Hugging Face does.
@@ -95,6 +104,7 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
     {"phi3", ConfigSchema::kHfDecoder},      {"qwen2_moe", ConfigSchema::kHfDecoder},
     {"gemma2", ConfigSchema::kHfDecoder},    {"gpt_oss", ConfigSchema::kHfDecoder},
+    {"deepseek_v2", ConfigSchema::kHfDecoder}, {"deepseek_v3", ConfigSchema::kHfDecoder},
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).
 std::string model_type_list(bool llm_only = false);
@@ -104,6 +114,11 @@ bool is_llm_family(const std::string& model_type);
 inline int64_t windowed_layers(const ModelConfig& m) {
   return m.sliding_window > 0 ? m.layers - m.full_attention_layers : 0;
 }
+inline bool is_mla(const ModelConfig& m) { return m.kv_lora_rank > 0; }
+// Layers with routed experts (all of a MoE model's but its leading dense ones).
+inline int64_t moe_layers(const ModelConfig& m) { return m.num_experts > 0 ? m.layers - m.dense_layers : 0; }
+// The width a token's MLA latent cache entry holds per layer (latent + rotary key), 0 otherwise.
+inline int64_t mla_cache_width(const ModelConfig& m) { return is_mla(m) ? m.kv_lora_rank + m.qk_rope_dim : 0; }
 // RMSNorms (or layer norms) in one layer of a decoder family: two, four with sandwich norms.
 inline int64_t norms_per_layer(const ModelConfig& m) { return m.sandwich_norms ? 4 : 2; }
 // Width of the token embeddings: word_embed_proj_dim where the config projects them

@@ -59,7 +59,9 @@ class Builder {
     linear(name, m, (n + tp() - 1) / tp(), k, bias);
     if (tp() > 1) g_.ops.back().fw.push_back(KernelCall::all_reduce(kF32 * double(m) * k, tp()));
   }
-  void set_count(int64_t c) { count_ = c; }
+  void set_count(int64_t c) { count_ = c, subset_ = false; }
+  // The next ops run in `c` of the repeated layers only (GraphOp::layer_subset).
+  void set_layer_subset(int64_t c) { count_ = c, subset_ = true; }
   void set_prefix(const std::string& p) { prefix_ = p; }
 
   GraphOp& op(const std::string& name, const std::string& kind) {
@@ -67,6 +69,7 @@ class Builder {
     o.name = prefix_ + name;
     o.kind = kind;
     o.count = count_;
+    o.layer_subset = subset_;
     g_.ops.push_back(o);
     return g_.ops.back();
   }
@@ -170,6 +173,7 @@ class Builder {
  private:
   OpGraph& g_;
   int64_t count_ = 1;
+  bool subset_ = false;
   std::string prefix_;
 };
 
@@ -333,6 +337,17 @@ constexpr ArchSpec gpt_oss_arch() {
   return a;
 }
 constexpr ArchSpec kGptOssArch = gpt_oss_arch();
+// DeepSeek-V2/V3: multi-head latent attention, leading dense layers, routed and shared experts
+// (the config's fields); Hugging Face's eager DeepseekV3 graph is not built.
+constexpr ArchSpec deepseek_arch(const char* type) {
+  ArchSpec a = decoder_arch(type, "mlp.", "gate_proj", "up_proj", "down_proj",
+                            {MoeKind::kTopK, "mlp.gate", "mlp.routing_sigmoid", "mlp.topk", "mlp.experts.",
+                             "mlp.experts.gather", "mlp.experts.routing_weight", "mlp.experts.index_add"});
+  a.no_eager =
+      "the eager FP32 graph of multi-head latent attention and its leading dense layers is not built; use --mode "
+      "prefill|decode|generate, or --mode training --dtype bf16|fp16|fp8";
+  return a;
+}
 
 constexpr ArchSpec kArchTable[] = {
     kGpt2Arch,
@@ -357,6 +372,8 @@ constexpr ArchSpec kArchTable[] = {
     decoder_arch("phi3", "mlp.", "", "gate_up_proj", "down_proj", kNoMoe, "self_attn.qkv_proj"),
     kGemma2Arch,
     kGptOssArch,
+    deepseek_arch("deepseek_v2"),
+    deepseek_arch("deepseek_v3"),
 };
 
 const ArchSpec* find_arch(const std::string& model_type) {
@@ -802,7 +819,9 @@ namespace {
 // width but not it, else the dense or expert width (tp splits both when it splits this one).
 int64_t tp_ffn_width(const ModelConfig& m, int64_t tp) {
   const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
-  return ffn % tp == 0 && m.shared_expert_ffn % tp != 0 ? m.shared_expert_ffn : ffn;
+  if (ffn % tp != 0) return ffn;
+  if (m.shared_expert_ffn % tp != 0) return m.shared_expert_ffn;
+  return m.dense_layers > 0 && m.ffn % tp != 0 ? m.ffn : ffn;  // DeepSeek's leading dense layers
 }
 
 // The layout checks every serving graph makes (tp, ep, routing, dtype); the activation dtype.
@@ -831,10 +850,6 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
   return act;
 }
 
-// One forward pass of a serving engine on one rank of the tp group: `t` tokens through the
-// embedding, every layer and the final norm, the attention kernels `attention` (the model's
-// head layout per rank) and the LM head over `logits_rows` tokens. g's identity fields are the
-// caller's.
 // A layer's attention op: one in every layer, or with per-layer windows two, `name`.sliding in
 // the windowed layers and `name` in the full-attention ones, each run in its share of the layers
 // (GraphOp::layer_subset). `fill(op, window)` adds the op's calls with that window (0: none).
@@ -845,17 +860,80 @@ void attention_ops(Builder& b, const ModelConfig& m, const std::string& name, Fi
     fill(b.op(name, "attention"), m.sliding_window);
     return;
   }
-  b.set_count(windowed);
-  GraphOp& w = b.op(name + ".sliding", "attention");
-  w.layer_subset = true;
-  fill(w, m.sliding_window);  // before the next op: b.op may move the ops
-  b.set_count(m.layers - windowed);
-  GraphOp& f = b.op(name, "attention");
-  f.layer_subset = true;
-  fill(f, 0);
+  b.set_layer_subset(windowed);
+  fill(b.op(name + ".sliding", "attention"), m.sliding_window);  // before the next op: b.op may move the ops
+  b.set_layer_subset(m.layers - windowed);
+  fill(b.op(name, "attention"), 0);
   b.set_count(m.layers);
 }
 
+// A layer's FFN: the dense one, the routed experts, or (DeepSeek's leading dense layers) both,
+// each in its share of the layers (GraphOp::layer_subset).
+template <class Dense, class Moe>
+void ffn_ops(Builder& b, const ModelConfig& m, Dense dense, Moe moe) {
+  if (m.num_experts == 0) return dense();
+  if (m.dense_layers == 0) return moe();
+  b.set_layer_subset(m.dense_layers);
+  dense();
+  b.set_layer_subset(moe_layers(m));
+  moe();
+  b.set_count(m.layers);
+}
+
+// DeepSeek's multi-head latent attention as SGLang runs it, on one rank of the tp group (heads
+// split, the latent projections replicated), up to the output projection: the queries through
+// their latent (or one q_proj), the keys' latent and rotary key, their norms, the rotation of
+// each head's rotary part and the shared key's, the latent cache write; prompt chunks in the MHA
+// form (every cached and new token's latent up-projected to each head's key and value by
+// kv_b_proj, then FlashAttention at the query/key width head_dim, the value width counted by the
+// FLOPs' share (head_dim + v_head_dim) / (2 head_dim)); decodes absorbed (each head's query into
+// the latent by w_kc, MLA decode over the latent cache, back to the value width by w_vc; the
+// two per-head products, a bmm over the heads, costed as one GEMM of their FLOPs, weights and
+// larger activation). `attention`: the step's attention queries as the builders make them.
+void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t tp, DType dtype, DType kv_dtype,
+                           const std::vector<KernelQuery>& attention) {
+  const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;
+  const int64_t h = m.hidden, heads = m.heads / tp, hd = m.head_dim, rope = m.qk_rope_dim, nope = hd - rope;
+  const int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, vd = m.v_head_dim;
+  auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
+    b.op(name, kind).fw.push_back(KernelCall::kernel(q));
+  };
+  auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out) {
+    kernel(name, "gemm", gemm_q(rows, in, out, dtype));
+  };
+  if (ql > 0) {
+    gemm("self_attn.fused_qkv_a_proj_with_mqa", t, h, ql + kvl + rope);
+    kernel("self_attn.q_a_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, ql, act));
+    gemm("self_attn.q_b_proj", t, ql, heads * hd);
+  } else {
+    gemm("self_attn.q_proj", t, h, heads * hd);
+    gemm("self_attn.kv_a_proj_with_mqa", t, h, kvl + rope);
+  }
+  kernel("self_attn.kv_a_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, kvl, act));
+  kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, t, (heads + 1) * rope, act));
+  b.op("self_attn.kv_cache_write", "memory").fw.push_back(
+      KernelCall::mem(2.0 * double(t) * double(kvl + rope) * dtype_size(kv_dtype)));
+  int64_t kv_tokens = 0, decodes = 0;
+  for (const KernelQuery& q : attention) {
+    if (q.op == OpKind::kAttnPrefill) kv_tokens += q.b * (q.m + q.prefix);
+    else decodes += q.b;
+  }
+  if (kv_tokens > 0) gemm("self_attn.kv_b_proj", kv_tokens, kvl, heads * (nope + vd));
+  if (decodes > 0) gemm("self_attn.w_kc", decodes, nope, kvl * heads);
+  GraphOp& attn = b.op("self_attn.attn", "attention");
+  for (const KernelQuery& q : attention)
+    attn.fw.push_back(q.op == OpKind::kAttnPrefill
+                          ? KernelCall::kernel_scaled(q, double(hd + vd) / (2.0 * hd))
+                          : KernelCall::mla_decode(attention_decode_q(q.b, q.ctx, heads, 1, kvl + rope, q.dtype,
+                                                                      q.kv_dtype),
+                                                   kvl));
+  if (decodes > 0) gemm("self_attn.w_vc", decodes, kvl * heads, vd);
+}
+
+// One forward pass of a serving engine on one rank of the tp group: `t` tokens through the
+// embedding, every layer and the final norm, the attention kernels `attention` (the model's
+// head layout per rank) and the LM head over `logits_rows` tokens. g's identity fields are the
+// caller's.
 void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, DType dtype, DType kv_dtype,
                         int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention) {
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;
@@ -885,38 +963,41 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   // is how the one measured fused kernel (vLLM's, the RTX 4090's `layernorm` rows) entered
   // its fit.
   kernel("input_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
-  gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd);
-  if (m.qk_norm) {
-    kernel("self_attn.q_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * heads, hd, act));
-    kernel("self_attn.k_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * kv, hd, act));
-  }
-  kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, t, (heads + kv) * hd, act));
-  // New keys and values into the paged cache (read + write, in the cache dtype).
-  b.op("self_attn.kv_cache_write", "memory").fw.push_back(
-      KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
-  // The attention kernels take any soft-cap of the scores in their loop (FlashAttention's and
-  // FlashInfer's softcap): costed as without it.
-  attention_ops(b, m, "self_attn.attn", [&](GraphOp& op, int64_t window) {
-    for (KernelQuery q : attention) {
-      q.window = window;
-      op.fw.push_back(KernelCall::kernel(q));
+  if (is_mla(m)) {
+    mla_serving_attention(b, m, t, tp, dtype, kv_dtype, attention);
+  } else {
+    gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd);
+    if (m.qk_norm) {
+      kernel("self_attn.q_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * heads, hd, act));
+      kernel("self_attn.k_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * kv, hd, act));
     }
-  });
-  gemm("self_attn.o_proj", t, heads * hd, h);
+    kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, t, (heads + kv) * hd, act));
+    // New keys and values into the paged cache (read + write, in the cache dtype).
+    b.op("self_attn.kv_cache_write", "memory").fw.push_back(
+        KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
+    // The attention kernels take any soft-cap of the scores in their loop (FlashAttention's and
+    // FlashInfer's softcap): costed as without it.
+    attention_ops(b, m, "self_attn.attn", [&](GraphOp& op, int64_t window) {
+      for (KernelQuery q : attention) {
+        q.window = window;
+        op.fw.push_back(KernelCall::kernel(q));
+      }
+    });
+  }
+  gemm("self_attn.o_proj", t, heads * (is_mla(m) ? m.v_head_dim : hd), h);
   all_reduce(t);
   // Sandwich norms (vLLM's Gemma 2): the attention output's own RMSNorm, then the pre-FFN one
   // fused with the residual add; after the FFN another plain one.
   if (m.sandwich_norms) kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   kernel(m.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", "memory_op",
          vec_q(OpKind::kRmsNorm, t, h, act));
-  if (m.num_experts == 0) {
+  ffn_ops(b, m, [&] {
     gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp);
     // SiLU-mul, or Gemma's GELU(tanh)-mul: the same passes, costed by the SiLU-mul model.
     kernel("mlp.act_fn", "memory_op", vec_q(OpKind::kSiluMul, t, m.ffn / tp, act));
     gemm("mlp.down_proj", t, m.ffn / tp, h);
     all_reduce(t);
-    if (m.sandwich_norms) kernel("post_feedforward_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
-  } else {
+  }, [&] {
     // Router GEMM in the activation dtype, then one fused MoE kernel (top-k, grouped gate_up
     // GEMM, SiLU-mul, grouped down GEMM, weighted combine): the experts split over ep ranks of
     // the tp group and each expert's FFN over tp / ep (moe_tp), every rank taking all T tokens'
@@ -926,17 +1007,21 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     kernel("mlp.experts", "moe",
            moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, dtype, g.routing_alpha));
     if (const int64_t s = m.shared_expert_ffn; s > 0) {
-      // A shared expert (vLLM's Qwen2-MoE): a gated FFN split over tp as a dense one, whose
-      // partial sums join the routed experts' before their one all-reduce, its 1-wide gate,
-      // and sigmoid(gate) x shared + routed, costed as a residual add of the two outputs.
+      // Shared experts (vLLM's Qwen2-MoE, SGLang's DeepSeek): a gated FFN split over tp as a
+      // dense one, whose partial sums join the routed experts' before their one all-reduce;
+      // Qwen2-MoE's 1-wide gate and sigmoid(gate) x shared + routed, costed as a residual add of
+      // the two outputs (DeepSeek's sum is inside the routed kernel's combine).
       gemm("mlp.shared_expert.gate_up_proj", t, h, 2 * s / tp);
       kernel("mlp.shared_expert.act_fn", "memory_op", vec_q(OpKind::kSiluMul, t, s / tp, act));
       gemm("mlp.shared_expert.down_proj", t, s / tp, h);
-      kernel("mlp.shared_expert_gate", "gemm", gemm_q(t, h, 1, act));
-      kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, t, h, act));
+      if (m.shared_expert_gate) {
+        kernel("mlp.shared_expert_gate", "gemm", gemm_q(t, h, 1, act));
+        kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, t, h, act));
+      }
     }
     all_reduce(t);
-  }
+  });
+  if (m.sandwich_norms) kernel("post_feedforward_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   b.set_count(1);
   b.set_prefix("model.");
   kernel("norm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
@@ -1072,7 +1157,7 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   if (!step.prefill.empty() && step.decode_seqs > 0)
     for (auto& op : g.ops)
       for (auto& call : op.fw)
-        if (call.is_kernel() && call.query.op == OpKind::kAttnDecode) call.varlen_decode = true;
+        if (call.is_kernel() && call.query.op == OpKind::kAttnDecode && call.mla_value_dim == 0) call.varlen_decode = true;
   return g;
 }
 
@@ -1181,17 +1266,36 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
   rmsnorm("input_layernorm", ts, h);
-  gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn, mm);
-  if (m.qk_norm) {
-    rmsnorm("self_attn.q_norm", t * heads, hd);
-    rmsnorm("self_attn.k_norm", t * kv, hd);
+  // MLA (Megatron-Core's MLASelfAttention): the down projections to the query and key/value
+  // latents replicated on the tp ranks, their norms, the up projections split by heads, then
+  // FlashAttention at the query/key width with the value width counted by the FLOPs' share.
+  const double attn_share = is_mla(m) ? double(hd + m.v_head_dim) / (2.0 * hd) : 1.0;
+  if (is_mla(m)) {
+    const int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, rope = m.qk_rope_dim;
+    if (ql > 0) {
+      gemm("self_attn.linear_q_down_proj", t, h, ql, kReplicated, mm);
+      rmsnorm("self_attn.q_layernorm", t, ql);
+      gemm("self_attn.linear_q_up_proj", t, ql, heads * hd, kColumn, mm);
+    } else {
+      gemm("self_attn.linear_q_proj", t, h, heads * hd, kColumn, mm);
+    }
+    gemm("self_attn.linear_kv_down_proj", t, h, kvl + rope, kReplicated, mm);
+    rmsnorm("self_attn.kv_layernorm", t, kvl);
+    gemm("self_attn.linear_kv_up_proj", t, kvl, heads * (hd - rope + m.v_head_dim), kColumn, mm);
+    memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + 1) * rope, t);
+  } else {
+    gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn, mm);
+    if (m.qk_norm) {
+      rmsnorm("self_attn.q_norm", t * heads, hd);
+      rmsnorm("self_attn.k_norm", t * kv, hd);
+    }
+    memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
   }
-  memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
   if (par.cp == 1) {
     attention_ops(b, m, "self_attn.core_attention", [&](GraphOp& o, int64_t window) {
       const KernelQuery q = attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act, window);
-      o.fw.push_back(KernelCall::kernel(q));
-      o.bw.push_back(KernelCall::kernel_scaled(q, 2.5));
+      o.fw.push_back(KernelCall::kernel_scaled(q, attn_share));
+      o.bw.push_back(KernelCall::kernel_scaled(q, 2.5 * attn_share));
     });
   } else {
     // Megatron-Core's ring attention with the load-balanced split: the sequence in 2 cp chunks
@@ -1203,20 +1307,20 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     // (cp - 1 hand-overs; backward their gradients too), overlapped with those kernels.
     GraphOp& o = b.op("self_attn.core_attention", "attention");
     const KernelQuery step = attention_prefill_q(g.micro_batch, seq / par.cp, heads, kv, hd, act, act);
-    const double kv_bytes = e * double(t) * 2.0 * double(kv) * double(hd);
-    o.fw = {KernelCall::kernel_scaled(step, double(par.cp)), KernelCall::ring(kv_bytes, par.cp)};
-    o.bw = {KernelCall::kernel_scaled(step, 2.5 * double(par.cp)), KernelCall::ring(2.0 * kv_bytes, par.cp)};
+    const double kv_bytes = e * double(t) * double(kv) * double(hd + (is_mla(m) ? m.v_head_dim : hd));
+    o.fw = {KernelCall::kernel_scaled(step, attn_share * double(par.cp)), KernelCall::ring(kv_bytes, par.cp)};
+    o.bw = {KernelCall::kernel_scaled(step, 2.5 * attn_share * double(par.cp)), KernelCall::ring(2.0 * kv_bytes, par.cp)};
   }
-  gemm("self_attn.o_proj", t, heads * hd, h, kRow, mm);
+  gemm("self_attn.o_proj", t, heads * (is_mla(m) ? m.v_head_dim : hd), h, kRow, mm);
   if (m.sandwich_norms) rmsnorm("post_attention_layernorm", ts, h);  // Gemma 2: the output's own norm
   memop("residual_1", OpKind::kResidualAdd, ts, h, ts);
   rmsnorm(m.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", ts, h);
-  if (m.num_experts == 0) {
+  ffn_ops(b, m, [&] {
     gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp, kColumn, mm);
     // SiLU-mul reads 2F and writes F forward; backward reads gate, up and dy, writes two: 5F.
     memop("mlp.act_fn", OpKind::kSiluMul, t, m.ffn / tp, (5 * t + 2) / 3);
     gemm("mlp.down_proj", t, m.ffn / tp, h, kRow, mm);
-  } else {
+  }, [&] {
     // The router (replicated), then one fused MoE kernel per rank (each expert's FFN split
     // over the tp ranks), its backward at twice its time; the partial outputs all-reduced.
     gemm("mlp.gate", t, h, m.num_experts, kReplicated, act);
@@ -1249,16 +1353,18 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     }
     if (ep > 1) exchange("mlp.token_combine");
     if (const int64_t s = m.shared_expert_ffn; s > 0) {
-      // A shared expert (Megatron-Core's SharedExpertMLP): a gated FFN split over tp as the
-      // dense one, in the GEMM dtype; its 1-wide gate (replicated) and the sigmoid-scaled add,
-      // costed as a residual add forward and backward.
+      // Shared experts (Megatron-Core's SharedExpertMLP): a gated FFN split over tp as the
+      // dense one, in the GEMM dtype; Qwen2-MoE's 1-wide gate (replicated) and the
+      // sigmoid-scaled add, costed as a residual add forward and backward.
       gemm("mlp.shared_expert.gate_up_proj", t, h, 2 * s / tp, kColumn, mm);
       memop("mlp.shared_expert.act_fn", OpKind::kSiluMul, t, s / tp, (5 * t + 2) / 3);
       gemm("mlp.shared_expert.down_proj", t, s / tp, h, kRow, mm);
-      gemm("mlp.shared_expert_gate", t, h, 1, kReplicated, act);
-      memop("mlp.shared_expert_combine", OpKind::kResidualAdd, t, h, t);
+      if (m.shared_expert_gate) {
+        gemm("mlp.shared_expert_gate", t, h, 1, kReplicated, act);
+        memop("mlp.shared_expert_combine", OpKind::kResidualAdd, t, h, t);
+      }
     }
-  }
+  });
   if (m.sandwich_norms) rmsnorm("post_feedforward_layernorm", ts, h);
   memop("residual_2", OpKind::kResidualAdd, ts, h, ts);
   if (recompute)

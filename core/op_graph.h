@@ -43,7 +43,17 @@ struct KernelCall {
   // chunked prefill): where that call is FlashAttention-2's varlen kernel the decodes are costed
   // by varlen_decode_ms (predictor/graph_predictor.h), else as their own decode kernel.
   bool varlen_decode = false;
+  // Multi-head latent attention's decode (DeepSeek's absorbed MLA, FlashMLA-style): the query is
+  // a decode of q.k heads over one shared latent "KV head" (q.h = 1) of q.n = latent + rotary
+  // dims, whose first mla_value_dim dims are also the values; costed by mla_decode_bounds
+  // (core/kernel.h) under the decode family's fitted roofline, not by its networks. 0: a plain call.
+  int64_t mla_value_dim = 0;
   static KernelCall kernel(const KernelQuery& q) { return {false, q, 0, Collective::kNone, 1}; }
+  static KernelCall mla_decode(const KernelQuery& q, int64_t value_dim) {
+    KernelCall c = kernel(q);
+    c.mla_value_dim = value_dim;
+    return c;
+  }
   static KernelCall kernel_scaled(const KernelQuery& q, double scale) {
     return {false, q, 0, Collective::kNone, 1, false, scale};
   }

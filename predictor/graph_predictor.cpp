@@ -146,6 +146,15 @@ double varlen_decode_ms(const KernelQuery& q, const GpuSpec& gpu) {
   return waves * blocks * kVarlenCyclesPerKeyBlock * (double(q.n) / 128.0) / (gpu.boost_clock_mhz * 1e3);
 }
 
+double mla_decode_ms(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu, const KernelPredictor& kp) {
+  const auto& families = kp.set_for(gpu, Family::kAttnDecode).manifest().families;
+  const auto it = families.find(family_name(Family::kAttnDecode));
+  if (it == families.end() || !it->second.has_prior())
+    throw ConfigError("MLA decode attention is costed by the generation_attention family's fitted roofline, which "
+                      "these weights do not have (train the family with `prior: true`)");
+  return s_to_ms(fitted_roofline_s(mla_decode_bounds(q, value_dim, gpu), it->second.prior));
+}
+
 double adamw_step_ms(double parameters, const GpuSpec& gpu) {
   // Reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq (7 x 4 B),
   // plus the foreach implementation's intermediate (sqrt(v)/bias-corrected denominators):
@@ -189,7 +198,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   const GroupSpan ep_span = g.par.ep > 1 ? expert_parallel_span(g.par, gpu) : GroupSpan{};
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
-      if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && index.emplace(query_key(c.query), unique.size()).second)
+      if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && c.mla_value_dim == 0 &&
+          index.emplace(query_key(c.query), unique.size()).second)
         unique.push_back(c.query);
   };
   for (const auto& op : g.ops) {
@@ -237,6 +247,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         // Multiply-adds (b m n k) of the two GEMMs: a gradient GEMM has no bias epilogue.
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
         ms += time_ms(preds[index.at(query_key(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
+      } else if (c.mla_value_dim > 0) {
+        ms += mla_decode_ms(c.query, c.mla_value_dim, gpu, kp) * c.scale;
       } else if (varlen(c)) {
         ms += varlen_decode_ms(c.query, gpu) * c.scale;
       } else {
@@ -709,9 +721,12 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double norms = double(m.hidden) * (double(norms_per_layer(m)) * m.layers + 1);
   const double linear = std::max(0.0, model_parameters(m) - embed - norms);
   // K and V projections: split over tp, or replicated with their KV heads when tp exceeds them.
+  // MLA: the down projections to the latents (and the rotary key) on every rank, the rest split.
   const int64_t kv_rank = serving_kv_heads_per_rank(m, tp);
-  const double kv_proj = 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
-  const double kv_proj_rank = 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
+  const double kv_proj = is_mla(m) ? m.layers * double(m.hidden) * double(m.q_lora_rank + mla_cache_width(m))
+                                   : 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
+  const double kv_proj_rank =
+      is_mla(m) ? kv_proj : 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
   const double layers = double(m.layers);
   // Bytes per layer on one rank: its GEMM weights and its norms.
   const double layer_bytes = ((linear - kv_proj) * dtype_size(dtype) / tp + kv_proj_rank * dtype_size(dtype)) / layers +
@@ -725,15 +740,17 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double shared = (1 - windowed) * prefix;
   const double cached = windowed * double(std::min(tokens, std::max<int64_t>(m.sliding_window, 1))) +
                         (1 - windowed) * (double(tokens) - prefix);
-  const double kv_layer_bytes =
-      2.0 * double(kv_rank) * m.head_dim * (cached * double(batch) + shared) * dtype_size(kv_dtype);
+  // A token's cache entry per layer: its K and V heads on this rank, or MLA's latent and rotary
+  // key, which every rank of the tp group keeps whole (the heads are up-projected from it).
+  const double token_layer_bytes =
+      (is_mla(m) ? double(mla_cache_width(m)) : 2.0 * double(kv_rank) * m.head_dim) * dtype_size(kv_dtype);
+  const double kv_layer_bytes = token_layer_bytes * (cached * double(batch) + shared);
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb();
   // KV room: the usable memory left beside each stage's weights and its pass's transient
   // tensors, in tokens of its layers' cache. A stage holds one of min(pp, sequences)
   // microbatches of the pass; the KV room's sequences are counted with pp of them.
-  const double token_layer_bytes = 2.0 * double(kv_rank) * m.head_dim * dtype_size(kv_dtype);
   const double micro = double(std::min<int64_t>(pp, std::max<int64_t>(batch, 1)));
   double room_tokens = std::numeric_limits<double>::infinity(), room_seqs = room_tokens;
   for (size_t i = 0; i < stages.size(); ++i) {

@@ -144,6 +144,11 @@ constexpr double kVarlenCyclesPerKeyBlock = 10963;
 // FP8 cache); elsewhere the decodes are their own decode kernel.
 bool fa2_varlen_mixing(const GpuSpec& gpu, DType kv_dtype);
 double varlen_decode_ms(const KernelQuery& decode, const GpuSpec& gpu);
+// A decode of multi-head latent attention (KernelCall::mla_value_dim): the generation_attention
+// family's fitted roofline (the one it forecasts unseen GPUs by) over mla_decode_bounds. No row of
+// ../shared times an MLA kernel, so its networks are not asked. ConfigError where the weights
+// have no fitted roofline for that family.
+double mla_decode_ms(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu, const KernelPredictor& kp);
 
 // AdamW (PyTorch's foreach implementation): a memory-bound pass over parameters, gradients
 // and both moments; 1 GB = 1e9 bytes. Seconds -> ms.

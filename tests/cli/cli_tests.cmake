@@ -215,6 +215,10 @@ tc_cli_test(predict_gpt_oss "gpt-oss-120b on H100-SXM, decode, batch 8, cached c
 # (KV cache BF16); MXFP4 is one line naming the field.
 tc_cli_test(predict_quantized_default "llama-fp8-block on H100-SXM, decode, batch 1, cached context 100, fp8_block \\(KV cache bf16\\)" ${TC} predict --model ${CMAKE_SOURCE_DIR}/tests/data/quant/llama-fp8-block.json --gpu H100-SXM --mode decode --batch 1 --context 100)
 tc_cli_fail(predict_quantized_mxfp4 "llama-mxfp4.json: field 'quantization_config': quant_method 'mxfp4' is not modelled" "${TC};predict;--model;${CMAKE_SOURCE_DIR}/tests/data/quant/llama-mxfp4.json;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100")
+# DeepSeek-V3: its config's block-scaled FP8 is the default dtype; the latent cache is whole on
+# every rank (61 x 32 x 4,097 x 576 x 2 B = 9.21 GB); the eager graph is refused in one line.
+tc_cli_test(predict_deepseek_v3 "deepseek-v3 on H200, decode, batch 32, cached context 4096, fp8_block \\(KV cache bf16\\), tp 8\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ [0-9.]+ GB activations \\+ 9\\.21 GB KV cache\\).*model\\.layers\\.mlp\\.experts +58 .*model\\.layers\\.self_attn\\.w_kc +61 " ${TC} predict --model deepseek-v3 --gpu H200 --tp 8 --mode decode --batch 32 --context 4096)
+tc_cli_fail(predict_deepseek_eager "--mode training \\(eager FP32\\) of deepseek-v2-lite \\(deepseek_v2\\): the eager FP32 graph of multi-head latent attention" "${TC};predict;--model;deepseek-v2-lite;--gpu;H100-SXM;--mode;training;--batch;1;--seq;128")
 # Serving pipelines: Llama-3.1-405B's 126 layers over 4 stages as vLLM splits them (31, 32, 32,
 # 31): the GPU of a middle stage holds the most, 32 layers x (3,187,671,040 / 8 GEMM + 32,768
 # norm) x 2 bytes = 25.50 GB under tp 8; 16 sequences in 4 microbatches of 4.

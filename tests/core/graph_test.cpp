@@ -83,7 +83,8 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   std::sort(read.begin(), read.end());
   std::sort(built.begin(), built.end());
   EXPECT_EQ(read, built);
-  EXPECT_EQ(model_type_list(true), "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss");
+  EXPECT_EQ(model_type_list(true),
+            "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss, deepseek_v2, deepseek_v3");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -288,7 +289,18 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   // + 2 x 2880 + 2880) + 2 x 2880) + 2880: 116.83 B; with
                                                   // 24 layers of 32 experts 20.91 B, as OpenAI states.
                                                   {"gpt-oss-120b", 116829156672.0},
-                                                  {"gpt-oss-20b", 20914757184.0}};
+                                                  {"gpt-oss-20b", 20914757184.0},
+                                                  // DeepSeek (MLA, untied): 2 x 129280 x 7168 + 61 x
+                                                  // (7168 x 1536 + 1536 + 1536 x 128 x 192 + 7168 x 576
+                                                  // + 512 + 512 x 128 x 256 + 128 x 128 x 7168 + 2 x
+                                                  // 7168) + 3 x 3 x 7168 x 18432 dense + 58 x (256 x 3 x
+                                                  // 7168 x 2048 + 7168 x 256 + 3 x 7168 x 2048 shared)
+                                                  // + 7168: 671.03 B (the router's 256 correction biases
+                                                  // a layer and the MTP layer left out); V2-Lite (one
+                                                  // q_proj of 2048 x 16 x 192, 1 dense layer of 10,944,
+                                                  // 26 of 64 experts of 1,408 and 2 shared): 15.71 B.
+                                                  {"deepseek-v3", 671026404352.0},
+                                                  {"deepseek-v2-lite", 15706484224.0}};
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
@@ -1283,4 +1295,100 @@ TEST(ModelConfig, QuantizationConfig) {
   expect_error<ConfigError>([&] { load(R"({"quant_method": "awq", "bits": 4})"); }, {"'quantization_config'", "'awq'"});
   expect_error<ConfigError>([&] { load(R"({"quant_method": "fp8", "weight_block_size": [64, 64]})"); },
                             {"'quantization_config.weight_block_size'", "[64,64]"});
+}
+
+// DeepSeek-V2-Lite as SGLang serves it on tp 2 (8 of 16 heads a rank). Decode of 4 sequences
+// over 1,000 cached tokens: q_proj 2,048 -> 8 x 192, kv_a 2,048 -> 512 + 64 (replicated), the
+// latent's norm, the rotation of 8 + 1 rotary parts of 64, w_kc 128 -> 512 x 8 heads, MLA
+// decode over 1,001 latents of 576 (values 512), w_vc 512 x 8 -> 128, o_proj 8 x 128 -> 2,048;
+// the first layer's dense FFN (10,944 / 2 a rank), 26 MoE layers of 64 experts top-6 with two
+// shared experts (2 x 1,408 / 2 a rank) and no gate; the cache write 2 x 4 x 576 x 2 B. Prefill
+// of 2 x 512: kv_b_proj over the 1,024 tokens, 512 -> 8 x (128 + 128), FlashAttention at head
+// dim 192 counted (192 + 128) / 384 of its FLOPs. Expert parallelism splits 26 x 64 experts.
+TEST(ServingGraph, DeepSeekMlaByHand) {
+  const ModelConfig m = load_model_config("deepseek-v2-lite", models_dir());
+  EXPECT_TRUE(is_mla(m));
+  EXPECT_EQ(m.dense_layers, 1);
+  EXPECT_EQ(moe_layers(m), 26);
+  EXPECT_EQ(m.shared_expert_ffn, 2816);
+  EXPECT_FALSE(m.shared_expert_gate);
+  EXPECT_DOUBLE_EQ(expert_parameters(m), 26.0 * 64 * 3 * 2048 * 1408);
+  const OpGraph d = build_serving_graph(m, Mode::kDecode, 4, 1000, DType::kBf16, DType::kBf16, 2);
+  auto k = serving_kernels(d);
+  EXPECT_EQ(k["gemm(4,2048,1536)"], 27);
+  EXPECT_EQ(k["gemm(4,2048,576)"], 27);
+  EXPECT_EQ(k["rmsnorm(4,512)"], 27);
+  EXPECT_EQ(k["rope(4,576)"], 27);
+  EXPECT_EQ(k["gemm(4,128,4096)"], 27);
+  EXPECT_EQ(k["gemm(4,4096,128)"], 27);
+  EXPECT_EQ(k["gemm(4,1024,2048)"], 27);
+  EXPECT_EQ(k["gemm(4,2048,10944)"], 1);
+  EXPECT_EQ(k["moe(4,2048,1408,6,64,tp2)"], 26);
+  EXPECT_EQ(k["gemm(4,2048,2816)"], 26);
+  EXPECT_EQ(k["gemm(4,2048,1)"], 0);  // no shared-expert gate
+  int mla = 0;
+  for (const auto& op : d.ops) {
+    if (op.name == "model.layers.mlp.gate_up_proj" || op.name == "model.layers.mlp.experts") {
+      EXPECT_TRUE(op.layer_subset) << op.name;
+    }
+    if (op.name == "model.layers.self_attn.kv_cache_write") EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 2.0 * 4 * 576 * 2);
+    for (const auto& c : op.fw)
+      if (c.mla_value_dim > 0) {
+        ++mla;
+        EXPECT_EQ(c.mla_value_dim, 512);
+        EXPECT_EQ(query_shape_string(c.query), "4,1001,8,1,576");
+        EXPECT_EQ(op.count, 27);
+      }
+  }
+  EXPECT_EQ(mla, 1);
+  const OpGraph p = build_serving_graph(m, Mode::kPrefill, 2, 512, DType::kBf16, DType::kBf16, 2);
+  auto pk = serving_kernels(p);
+  EXPECT_EQ(pk["gemm(1024,512,2048)"], 27);
+  EXPECT_EQ(pk["context_attention(2,512,8,8,192)"], 27);
+  EXPECT_EQ(pk["gemm(1024,128,4096)"], 0);  // no absorption in the MHA form
+  for (const auto& op : p.ops)
+    for (const auto& c : op.fw)
+      if (c.is_kernel() && c.query.op == OpKind::kAttnPrefill) {
+        EXPECT_DOUBLE_EQ(c.scale, 320.0 / 384.0);
+      }
+  expect_error<ConfigError>([&] { build_op_graph(m, 1, 128, Mode::kInference); }, {"deepseek_v2", "not built"});
+}
+
+// MLA decode's demand by hand: 2 sequences over 1,000 latents of 576 (values 512), 16 heads,
+// BF16: 2 x 2 x 16 x 1,000 x 1,088 FLOPs; the latents read once, 2 x 1,000 x 576 x 2 B, and
+// each head's query and output, 2 x 16 x 1,088 x 2 B. Not a latent-shaped query: one line.
+TEST(Kernel, MlaDecodeDemandByHand) {
+  const KernelQuery q = attention_decode_q(2, 1000, 16, 1, 576, DType::kBf16, DType::kBf16);
+  EXPECT_DOUBLE_EQ(mla_decode_flops(q, 512), 2.0 * 2 * 16 * 1000 * 1088);
+  EXPECT_DOUBLE_EQ(mla_decode_bytes(q, 512), 2.0 * 1000 * 576 * 2 + 2.0 * 16 * 1088 * 2);
+  const KernelQuery fp8 = attention_decode_q(2, 1000, 16, 1, 576, DType::kBf16, DType::kFp8);
+  EXPECT_DOUBLE_EQ(mla_decode_bytes(fp8, 512), 2.0 * 1000 * 576 + 2.0 * 16 * 1088 * 2);
+  expect_error<DataError>([] { mla_decode_flops(attention_decode_q(2, 1000, 16, 2, 576, DType::kBf16, DType::kBf16), 512); },
+                          {"MLA decode"});
+  expect_error<DataError>([&] { mla_decode_bytes(q, 600); }, {"MLA decode"});
+}
+
+// DeepSeek-V3 trained with Megatron-Core's MLA on tp 8, 1 x 4,096 tokens: the latent down
+// projections replicated (7,168 -> 1,536 and -> 576), the up projections split (1,536 -> 16 x
+// 192, 512 -> 16 x 256), FlashAttention at 192 with (192 + 128) / 384 of its FLOPs forward and
+// 2.5x that backward, o_proj 16 x 128 -> 7,168; three dense layers' FFN, 58 MoE layers with
+// a shared expert of 2,048 (256 a rank).
+TEST(TrainingGraph, DeepSeekMlaByHand) {
+  const ModelConfig m = load_model_config("deepseek-v3", models_dir());
+  EXPECT_EQ(m.quantized_dtype, "fp8_block");
+  Parallelism par;
+  par.tp = 8;
+  const OpGraph g = build_llm_training_graph(m, 1, 4096, DType::kBf16, par);
+  std::map<std::string, double> scale;
+  auto fw = pass_kernels(g, false), bw = pass_kernels(g, true, &scale);
+  EXPECT_EQ(fw["gemm(4096,7168,1536)"], 61);
+  EXPECT_EQ(fw["gemm(4096,7168,576)"], 61);
+  EXPECT_EQ(fw["gemm(4096,1536,3072)"], 61);
+  EXPECT_EQ(fw["gemm(4096,512,4096)"], 61);
+  EXPECT_EQ(fw["gemm(4096,2048,7168)"], 61);       // o_proj
+  EXPECT_EQ(fw["gemm(4096,256,7168)"], 58);        // the shared expert's down, 2,048 / 8 a rank
+  EXPECT_EQ(fw["context_attention(1,4096,16,16,192)"], 61);
+  EXPECT_DOUBLE_EQ(scale["context_attention(1,4096,16,16,192)"], 2.5 * 320.0 / 384.0);
+  EXPECT_EQ(fw["gemm(4096,7168,4608)"], 3);  // dense gate_up: 2 x 18,432 / 8
+  EXPECT_EQ(fw["moe(4096,7168,2048,8,256,tp8)"], 58);
 }

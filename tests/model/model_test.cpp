@@ -2075,3 +2075,42 @@ TEST(Serving, PerLayerWindowsAreTheMeanOfTheTwoKinds) {
       [&] { predictor::forecast_generate(m, gpu, p, 1, 128, 2, DType::kBf16, DType::kBf16, one, 0, 0, {}, 0, &sd); },
       {"--spec-draft", "sliding-window"});
 }
+
+// MLA decode under the decode family's fitted roofline, by hand: 64 sequences over 32,768
+// latents of 576 (values 512), 16 heads, BF16 on the H100-SXM. One CTA per sequence, the cache
+// split min(32,768 / 256, 2 x 132 SMs / 64) = 5 ways: 320 CTAs, 3 waves; the latents read once,
+// 64 x (32,768 x 576 x 2 + 16 x 1,088 x 2) B at 3,352 GB/s, well above the compute (73 GFLOP at
+// the BF16 peak): floor + 3 waves + that memory time at the fit's DRAM efficiency.
+// DeepSeek-V3 in FP8 on tp 8, 4 sequences of 1,000 tokens: each rank keeps the whole latent
+// cache, 61 x 4 x 1,000 x 576 x 2 B; its weights: the linear ones (671,026,404,352 less 2 x
+// 926,679,040 embedding and head and 123 x 7,168 norms) split 8 ways in 1 B but the latent down
+// projections (61 x 7,168 x (1,536 + 576)), which every rank holds, plus the norms in BF16 and
+// the two tables split 8 ways in BF16.
+TEST(Serving, MlaDecodeAndMemoryByHand) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const FittedRoofline& prior = p.manifest().families.at("generation_attention").prior;
+  const KernelQuery q = attention_decode_q(64, 32768, 16, 1, 576, DType::kBf16, DType::kBf16);
+  const double memory_ms = 64.0 * (32768.0 * 576 * 2 + 16.0 * 1088 * 2) / 3352e9 * 1e3;
+  const double compute_ms = 2.0 * 64 * 16 * 32768 * 1088 * (3.0 * 132 / 320) / 989400e9 * 1e3;
+  ASSERT_LT(compute_ms / prior.eta_compute, memory_ms / prior.eta_memory);
+  EXPECT_NEAR(predictor::mla_decode_ms(q, 512, h100, p),
+              (prior.floor_us + 3 * prior.wave_us) * 1e-3 + memory_ms / prior.eta_memory, 1e-9);
+  const ModelConfig m = load_model_config("deepseek-v3", mdir);
+  const auto mem = predictor::serving_memory(m, DType::kFp8Block, DType::kBf16, 8, 4, 1000, h100);
+  EXPECT_NEAR(mem.kv_cache_gb, 61.0 * 4 * 1000 * 576 * 2 / 1e9, 1e-12);
+  const double linear = 671026404352.0 - 2 * 926679040.0 - 123.0 * 7168, latent = 61.0 * 7168 * (1536 + 576);
+  EXPECT_NEAR(mem.weights_gb,
+              ((linear - latent) / 8 + latent + 61.0 * 2 * 7168 * 2 + 2 * 926679040.0 * 2 / 8 + 7168.0 * 2) / 1e9, 1e-9);
+  // A decode step's forecast holds that call: the graph's attention is the MLA decode's forecast.
+  const auto f = predictor::forecast_model(build_serving_graph(m, Mode::kDecode, 4, 1000, DType::kFp8Block,
+                                                               DType::kBf16, 8),
+                                           h100, p);
+  double attention_ms = 0;
+  for (const auto& o : f.ops)
+    if (o.name == "model.layers.self_attn.attn") attention_ms = o.fw_ms;
+  EXPECT_NEAR(attention_ms,
+              predictor::mla_decode_ms(attention_decode_q(4, 1001, 16, 1, 576, DType::kBf16, DType::kBf16), 512, h100, p),
+              1e-12);
+}
