@@ -322,20 +322,27 @@ bool is_llm_family(const std::string& type) {
   return false;
 }
 
+namespace {
+// One decoder layer's attention projection weights (no biases, norms or sinks): q, k, v and o;
+// MLA's q_a and q_b (or one q_proj), kv_a to the latent and the rotary key, kv_b to every head's
+// key (nope part) and value, and o_proj from the values.
+double attention_weights(const ModelConfig& m) {
+  const double h = m.hidden, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
+  if (!is_mla(m)) return 2 * h * q + 2 * h * kv;
+  const double ql = double(m.q_lora_rank), kvl = double(m.kv_lora_rank), nope = double(m.head_dim - m.qk_rope_dim);
+  const double heads = double(m.heads), vd = double(m.v_head_dim);
+  return (ql > 0 ? h * ql + ql * q : h * q) + h * (kvl + m.qk_rope_dim) + kvl * heads * (nope + vd) + heads * vd * h;
+}
+}  // namespace
+
 double fp8_training_gemm_parameters(const ModelConfig& m) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("FP8 training covers the decoder families, not '" + m.model_type + "'");
-  const double h = m.hidden, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
-  double attn = 2 * h * q + 2 * h * kv;
-  if (is_mla(m)) {  // MLA's projections (model_parameters), without the two latent norms
-    const double ql = double(m.q_lora_rank), kvl = double(m.kv_lora_rank), nope = double(m.head_dim - m.qk_rope_dim);
-    const double heads = double(m.heads), vd = double(m.v_head_dim);
-    attn = (ql > 0 ? h * ql + ql * q : h * q) + h * (kvl + m.qk_rope_dim) + kvl * heads * (nope + vd) + heads * vd * h;
-  }
+  const double h = m.hidden;
   // A shared expert's GEMMs run in FP8 as a dense FFN's do; routed experts stay BF16; a MoE
   // model's leading dense layers are dense FFNs.
   const double moe = double(moe_layers(m)), dense = double(m.layers) - moe;
-  return double(m.layers) * attn + dense * 3 * h * double(m.ffn) + moe * 3 * h * double(m.shared_expert_ffn);
+  return double(m.layers) * attention_weights(m) + dense * 3 * h * double(m.ffn) + moe * 3 * h * double(m.shared_expert_ffn);
 }
 
 double expert_parameters(const ModelConfig& m) {
@@ -349,15 +356,8 @@ double model_parameters(const ModelConfig& m) {
   const double h = m.hidden, f = m.ffn, v = m.vocab;
   if (is_llm_family(m.model_type)) {
     const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
-    double attn = h * q + 2 * h * kv + q * h;
-    if (is_mla(m)) {
-      // q_a (+ its norm) and q_b, or one q_proj; kv_a to the latent and the rotary key (+ the
-      // latent's norm); kv_b to every head's key (nope part) and value; o_proj from the values.
-      const double ql = double(m.q_lora_rank), kvl = double(m.kv_lora_rank), nope = double(m.head_dim - m.qk_rope_dim);
-      const double heads = double(m.heads), vd = double(m.v_head_dim);
-      attn = (ql > 0 ? h * ql + ql + ql * q : h * q) + h * (kvl + m.qk_rope_dim) + kvl + kvl * heads * (nope + vd) +
-             heads * vd * h;
-    }
+    // The projections; MLA's two latent norms (the query latent's where it has one).
+    double attn = attention_weights(m) + (is_mla(m) ? double(m.q_lora_rank + m.kv_lora_rank) : 0);
     if (m.qkv_bias) attn += q + 2 * kv;
     if (m.o_bias) attn += h;
     if (m.qk_norm) attn += 2.0 * m.head_dim;
