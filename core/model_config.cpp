@@ -217,9 +217,24 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
       m.num_experts = int_field(j, path, {"num_experts"});
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
       m.moe_ffn = int_field(j, path, {"moe_intermediate_size"});
-      if (int_field(j, path, {"decoder_sparse_step"}, false, 1) != 1 ||
-          (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty()))
-        throw ConfigError(path + ": field 'decoder_sparse_step'/'mlp_only_layers': only all-MoE layers are modelled");
+      // Hugging Face's rule: layer i routes unless it is in mlp_only_layers or (i + 1) is not a
+      // multiple of decoder_sparse_step; the others have a dense FFN of intermediate_size.
+      const int64_t step = int_field(j, path, {"decoder_sparse_step"}, false, 1);
+      std::vector<bool> dense(static_cast<size_t>(m.layers), false);
+      if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+        if (!j["mlp_only_layers"].is_array())
+          throw ConfigError(path + ": field 'mlp_only_layers': expected a list of layer indices");
+        for (const auto& i : j["mlp_only_layers"]) {
+          if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() >= m.layers)
+            throw ConfigError(path + ": field 'mlp_only_layers': " + i.dump() + " is not a layer index in [0, " +
+                              std::to_string(m.layers - 1) + "]");
+          dense[static_cast<size_t>(i.get<int64_t>())] = true;
+        }
+      }
+      for (int64_t i = 0; i < m.layers; ++i)
+        if (dense[static_cast<size_t>(i)] || (i + 1) % step != 0) ++m.dense_layers;
+      if (m.dense_layers == m.layers)
+        throw ConfigError(path + ": fields 'mlp_only_layers'/'decoder_sparse_step': no layer routes to the experts");
       if (m.model_type == "qwen2_moe") {
         m.shared_expert_ffn = int_field(j, path, {"shared_expert_intermediate_size"});
         m.shared_expert_gate = true;

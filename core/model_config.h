@@ -38,7 +38,8 @@ struct ModelConfig {
   // and added to the routed experts'; 0 = none.
   int64_t shared_expert_ffn = 0;
   bool shared_expert_gate = false;  // Qwen2-MoE's sigmoid gate on it (DeepSeek's shared experts have none)
-  // MoE models whose first layers have a dense FFN of `ffn` (DeepSeek's first_k_dense_replace).
+  // A MoE model's layers with a dense FFN of `ffn` instead of experts: DeepSeek's leading
+  // first_k_dense_replace, Qwen-MoE's mlp_only_layers and the layers decoder_sparse_step skips.
   int64_t dense_layers = 0;
   // Multi-head latent attention (DeepSeek-V2/V3; is_mla): queries through a rank-`q_lora_rank`
   // bottleneck (0: one projection), keys and values from a cached latent of `kv_lora_rank` plus
@@ -115,7 +116,7 @@ inline int64_t windowed_layers(const ModelConfig& m) {
   return m.sliding_window > 0 ? m.layers - m.full_attention_layers : 0;
 }
 inline bool is_mla(const ModelConfig& m) { return m.kv_lora_rank > 0; }
-// Layers with routed experts (all of a MoE model's but its leading dense ones).
+// Layers with routed experts (all of a MoE model's but its dense ones).
 inline int64_t moe_layers(const ModelConfig& m) { return m.num_experts > 0 ? m.layers - m.dense_layers : 0; }
 // The width a token's MLA latent cache entry holds per layer (latent + rotary key), 0 otherwise.
 inline int64_t mla_cache_width(const ModelConfig& m) { return is_mla(m) ? m.kv_lora_rank + m.qk_rope_dim : 0; }

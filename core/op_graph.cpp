@@ -588,7 +588,7 @@ void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t ba
   // Layers: every `step`-th one routed when the config has experts (step 0: all of them).
   const int64_t layers = decoder ? m.decoder_layers : m.layers;
   const int64_t step = decoder ? m.decoder_sparse_step : m.encoder_sparse_step;
-  const int64_t sparse = m.num_experts == 0 ? 0 : step > 0 ? layers / step : layers;
+  const int64_t sparse = m.num_experts == 0 ? 0 : step > 0 ? layers / step : moe_layers(m);
   for (const bool is_sparse : {false, true}) {
     const int64_t count = is_sparse ? sparse : layers - sparse;
     if (count == 0) continue;
@@ -693,6 +693,9 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
                       " stages (Megatron-LM needs num_layers divisible by the pipeline size)");
   if (arch->encoder_decoder && par.pp > 1)
     throw ConfigError("--pp: pipeline parallelism of " + m.model_type + " is not modelled");
+  if (m.dense_layers > 0 && par.pp > 1)  // the stages' split of the two kinds is not tracked
+    throw ConfigError("--pp: pipeline parallelism of the eager graph of " + m.name +
+                      ", whose dense and MoE layers differ, is not modelled");
   OpGraph g;
   g.model = m.name;
   g.batch = batch;
@@ -867,8 +870,9 @@ void attention_ops(Builder& b, const ModelConfig& m, const std::string& name, Fi
   b.set_count(m.layers);
 }
 
-// A layer's FFN: the dense one, the routed experts, or (DeepSeek's leading dense layers) both,
-// each in its share of the layers (GraphOp::layer_subset).
+// A layer's FFN: the dense one, the routed experts, or (a MoE model with dense layers: DeepSeek's
+// leading ones, Qwen-MoE's mlp_only_layers) both, each in its share of the layers
+// (GraphOp::layer_subset).
 template <class Dense, class Moe>
 void ffn_ops(Builder& b, const ModelConfig& m, Dense dense, Moe moe) {
   if (m.num_experts == 0) return dense();

@@ -1392,3 +1392,36 @@ TEST(TrainingGraph, DeepSeekMlaByHand) {
   EXPECT_EQ(fw["gemm(4096,7168,4608)"], 3);  // dense gate_up: 2 x 18,432 / 8
   EXPECT_EQ(fw["moe(4096,7168,2048,8,256,tp8)"], 58);
 }
+
+// Qwen-MoE configs that mix dense and MoE layers (Hugging Face's rule: layer i routes unless it
+// is in mlp_only_layers or i + 1 is not a multiple of decoder_sparse_step). 4 layers, step 2,
+// mlp_only_layers [3]: only layer 1 routes; the others' dense FFN is intermediate_size 96.
+// Parameters: 2 x 100 x 64 + 4 x (64 x 64 x 2 + 64 x 32 x 2 + 2 x 16 q/k norms + 2 x 64) + 3 x
+// 3 x 64 x 96 dense + (8 x 3 x 64 x 24 + 64 x 8) routed + 64. In serving, the dense FFN in 3
+// layers and the fused MoE in 1, each op in its share (tp 1, 5 tokens).
+TEST(ModelConfig, QwenMoeDenseAndSparseLayers) {
+  const std::string dir = ::testing::TempDir() + "qwen_mix";
+  fs::create_directories(dir);
+  auto load = [&](const std::string& extra) {
+    std::ofstream(dir + "/m.json") << R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 96,
+      "moe_intermediate_size": 24, "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100,
+      "max_position_embeddings": 64)" + extra + "}";
+    return load_model_config(dir + "/m.json", dir);
+  };
+  const ModelConfig m = load(R"(, "decoder_sparse_step": 2, "mlp_only_layers": [3])");
+  EXPECT_EQ(m.dense_layers, 3);
+  EXPECT_EQ(moe_layers(m), 1);
+  EXPECT_DOUBLE_EQ(model_parameters(m), 2.0 * 100 * 64 + 4.0 * (64 * 64 * 2 + 64 * 32 * 2 + 2 * 16 + 2 * 64) +
+                                            3.0 * 3 * 64 * 96 + (8.0 * 3 * 64 * 24 + 64 * 8) + 64);
+  EXPECT_DOUBLE_EQ(expert_parameters(m), 1.0 * 8 * 3 * 64 * 24);
+  auto k = serving_kernels(build_serving_graph(m, Mode::kDecode, 5, 10, DType::kBf16, DType::kBf16, 1));
+  EXPECT_EQ(k["gemm(5,64,192)"], 3);  // dense gate_up
+  EXPECT_EQ(k["moe(5,64,24,2,8)"], 1);
+  EXPECT_EQ(load("").dense_layers, 0);
+  Parallelism pp;
+  pp.pp = 2;
+  expect_error<ConfigError>([&] { build_op_graph(m, 2, 16, Mode::kInference, pp); }, {"--pp", "dense and MoE layers"});
+  expect_error<ConfigError>([&] { load(R"(, "mlp_only_layers": [0, 1, 2, 3])"); }, {"m.json", "no layer routes"});
+  expect_error<ConfigError>([&] { load(R"(, "mlp_only_layers": [4])"); }, {"m.json", "'mlp_only_layers'", "[0, 3]"});
+}
