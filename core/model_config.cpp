@@ -63,12 +63,26 @@ std::vector<std::string> bundled_models(const std::string& dir) {
 
 ModelConfig load_model_config(const std::string& spec, const std::string& models_dir) {
   const std::string path = resolve_path(spec, models_dir);
-  const nlohmann::json j = load_json_object(path);
+  nlohmann::json j = load_json_object(path);
   ModelConfig m;
   m.origin = path;
   m.name = fs::path(path).stem().string();
   if (!j.contains("model_type") || !j["model_type"].is_string())
     throw ConfigError(path + ": missing field 'model_type'");
+  if (j["model_type"] == "gemma3") {
+    // Gemma 3's image-text config: the language model is its text_config (a gemma3_text config
+    // that leaves Gemma3TextConfig's defaults out: 262,208 tokens, 131,072 positions); the vision
+    // tower and image tokens are not forecast. The top level's dtype and quantisation stand.
+    if (!j.contains("text_config") || !j["text_config"].is_object())
+      throw ConfigError(path + ": field 'text_config': a gemma3 config holds its language model there");
+    nlohmann::json text = j["text_config"];
+    text["model_type"] = "gemma3_text";
+    for (const char* k : {"torch_dtype", "quantization_config"})
+      if (j.contains(k) && !text.contains(k)) text[k] = j[k];
+    if (!text.contains("vocab_size")) text["vocab_size"] = 262208;
+    if (!text.contains("max_position_embeddings")) text["max_position_embeddings"] = 131072;
+    j = text;
+  }
   m.model_type = j["model_type"].get<std::string>();
   // A field of the wrong JSON type is an error, never a silent default; null means absent.
   auto str = [&](const char* k, const std::string& dflt) {
@@ -139,16 +153,16 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     m.vocab = int_field(j, path, {"vocab_size"});
     m.max_positions = int_field(j, path, {"max_position_embeddings"});
     // Gemma 2 names its activation `hidden_activation` (GeGLU: gelu_pytorch_tanh).
-    m.activation = m.model_type == "gemma2" ? str("hidden_activation", str("hidden_act", "gelu_pytorch_tanh"))
-                                            : str("hidden_act", "silu");
+    const bool gemma = m.model_type == "gemma2" || m.model_type == "gemma3_text";
+    m.activation = gemma ? str("hidden_activation", str("hidden_act", "gelu_pytorch_tanh")) : str("hidden_act", "silu");
     m.rms_norm = m.gated_ffn = m.rope = true;
-    m.tie_embeddings = boolean("tie_word_embeddings", m.model_type == "gemma2");
+    m.tie_embeddings = boolean("tie_word_embeddings", gemma);
     // `attention_bias` puts biases on q, k, v and o (Llama's and gpt-oss's, whose default is on);
     // Qwen2's q/k/v biases are fixed, o has none.
     m.o_bias = boolean("attention_bias", m.model_type == "gpt_oss");
     m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe" || m.o_bias;
-    m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
-    if (m.model_type == "gemma2") {
+    m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe" || m.model_type == "gemma3_text";
+    if (gemma) {
       m.sandwich_norms = m.embed_scale = true;
       auto cap = [&](const char* k) {
         if (!j.contains(k) || j[k].is_null()) return 0.0;
@@ -172,11 +186,15 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     const bool qwen = m.model_type.rfind("qwen", 0) == 0;
     const bool alternate = m.model_type == "gemma2" || m.model_type == "gpt_oss";  // every other layer windowed
     const bool windowed_family = m.model_type == "mistral" || m.model_type == "mixtral" || m.model_type == "phi3" ||
-                                 alternate || (qwen && boolean("use_sliding_window", false));
+                                 gemma || m.model_type == "gpt_oss" ||
+                                 (qwen && boolean("use_sliding_window", false));
     if (windowed_family && j.contains("sliding_window") && !j["sliding_window"].is_null())
       m.sliding_window = int_field(j, path, {"sliding_window"});
     if (alternate) {
       m.full_attention_layers = m.layers / 2;
+    } else if (m.model_type == "gemma3_text") {
+      // Gemma3TextConfig: every sliding_window_pattern-th layer (default 6) attends in full.
+      m.full_attention_layers = m.layers / int_field(j, path, {"sliding_window_pattern"}, false, 6);
     } else if (qwen && m.sliding_window > 0) {
       if (j.contains("max_window_layers") && !j["max_window_layers"].is_null() &&
           (!j["max_window_layers"].is_number_integer() || j["max_window_layers"].get<int64_t>() < 0))
@@ -317,10 +335,11 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
   static const char* acts[] = {"gelu", "gelu_new", "relu", "gelu_pytorch_tanh", "silu"};
   // The gated families: SiLU (SwiGLU), or Gemma's tanh GELU (GeGLU), one transcendental per
   // element either way.
-  const bool gated_act = m.activation == "silu" || (m.model_type == "gemma2" && m.activation == "gelu_pytorch_tanh");
+  const bool gated_act = m.activation == "silu" || ((m.model_type == "gemma2" || m.model_type == "gemma3_text") &&
+                                                    m.activation == "gelu_pytorch_tanh");
   if (std::find(std::begin(acts), std::end(acts), m.activation) == std::end(acts) || (m.gated_ffn != gated_act))
     throw ConfigError(path + ": activation '" + m.activation + "' is not modelled for " + m.model_type +
-                      " (gelu, gelu_new, relu; silu for the gated LLM families, gelu_pytorch_tanh for gemma2)");
+                      " (gelu, gelu_new, relu; silu for the gated LLM families, gelu_pytorch_tanh for Gemma's)");
   return m;
 }
 

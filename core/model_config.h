@@ -17,8 +17,8 @@ struct ModelConfig {
   int64_t vocab = 0;
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
-  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss,
-  // deepseek_v2, deepseek_v3)
+  // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2,
+  // gemma3_text (and gemma3's text_config), gpt_oss, deepseek_v2, deepseek_v3)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
@@ -54,9 +54,9 @@ struct ModelConfig {
   // Gemma 2's every other layer, Qwen's layers below `max_window_layers`, a config's
   // `layer_types` "full_attention" entries); 0 with no window. windowed_layers() is the rest.
   int64_t full_attention_layers = 0;
-  // Gemma 2: an RMSNorm after the attention and after the FFN too ("sandwich" norms: four a
-  // layer), token embeddings scaled by sqrt(hidden), and tanh soft-capping of the attention
-  // scores and of the final logits (cap x tanh(x / cap); 0 = none).
+  // Gemma 2 and 3: an RMSNorm after the attention and after the FFN too ("sandwich" norms: four
+  // a layer), token embeddings scaled by sqrt(hidden), and (Gemma 2) tanh soft-capping of the
+  // attention scores and of the final logits (cap x tanh(x / cap); 0 = none).
   bool sandwich_norms = false;
   bool embed_scale = false;
   double attn_softcap = 0, final_softcap = 0;
@@ -104,7 +104,8 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"qwen2", ConfigSchema::kHfDecoder},     {"qwen3", ConfigSchema::kHfDecoder},
     {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
     {"phi3", ConfigSchema::kHfDecoder},      {"qwen2_moe", ConfigSchema::kHfDecoder},
-    {"gemma2", ConfigSchema::kHfDecoder},    {"gpt_oss", ConfigSchema::kHfDecoder},
+    {"gemma2", ConfigSchema::kHfDecoder},    {"gemma3_text", ConfigSchema::kHfDecoder},
+    {"gpt_oss", ConfigSchema::kHfDecoder},
     {"deepseek_v2", ConfigSchema::kHfDecoder}, {"deepseek_v3", ConfigSchema::kHfDecoder},
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).

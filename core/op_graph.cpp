@@ -314,16 +314,17 @@ constexpr ArchSpec decoder_arch(const char* type, const char* ffn_prefix, const 
            "attn_dropout", "self_attn.o_proj", "", "residual_1"},
           kNoAttn, "post_attention_layernorm", ffn_prefix, up, gate, "", "", down, "", "residual_2", moe, "norm"};
 }
-// Gemma 2: Llama's layer with a norm after the attention and after the FFN as well as before
-// them (sandwich norms; the config's flags add the embedding scale and the soft-caps).
-constexpr ArchSpec gemma2_arch() {
-  ArchSpec a = decoder_arch("gemma2", "mlp.", "gate_proj", "up_proj", "down_proj", kNoMoe);
+// Gemma 2 and 3: Llama's layer with a norm after the attention and after the FFN as well as
+// before them (sandwich norms; the config's flags add the embedding scale, q/k norms and
+// soft-caps).
+constexpr ArchSpec gemma_arch(const char* type) {
+  ArchSpec a = decoder_arch(type, "mlp.", "gate_proj", "up_proj", "down_proj", kNoMoe);
   a.self_attn.post_norm = "post_attention_layernorm";
   a.ffn_norm = "pre_feedforward_layernorm";
   a.ffn_post_norm = "post_feedforward_layernorm";
   return a;
 }
-constexpr ArchSpec kGemma2Arch = gemma2_arch();
+
 // gpt-oss: Mixtral's layer shape (top-k experts of one fused gate_up and a down projection, with
 // biases), attention sinks, every other layer windowed (the config's flags). Hugging Face's
 // eager GptOssExperts runs every expert on every token in inference, which is not built.
@@ -370,7 +371,8 @@ constexpr ArchSpec kArchTable[] = {
                   "mlp.experts.routing_weight", "mlp.experts.index_add"}),
     // Phi-3 and Phi-4: Llama's layer with q/k/v and gate/up each one fused projection.
     decoder_arch("phi3", "mlp.", "", "gate_up_proj", "down_proj", kNoMoe, "self_attn.qkv_proj"),
-    kGemma2Arch,
+    gemma_arch("gemma2"),
+    gemma_arch("gemma3_text"),  // Gemma 3: Gemma 2's layer with q/k norms, no soft-caps (the config's)
     kGptOssArch,
     deepseek_arch("deepseek_v2"),
     deepseek_arch("deepseek_v3"),

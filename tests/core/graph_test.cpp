@@ -84,7 +84,8 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   std::sort(built.begin(), built.end());
   EXPECT_EQ(read, built);
   EXPECT_EQ(model_type_list(true),
-            "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gpt_oss, deepseek_v2, deepseek_v3");
+            "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gemma3_text, gpt_oss, deepseek_v2, "
+            "deepseek_v3");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -299,6 +300,11 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   // a layer and the MTP layer left out); V2-Lite (one
                                                   // q_proj of 2048 x 16 x 192, 1 dense layer of 10,944,
                                                   // 26 of 64 experts of 1,408 and 2 shared): 15.71 B.
+                                                  // Gemma 3 27B's language model (text_config; tied,
+                                                  // q/k norms of 128, four norms a layer): 262208 x 5376
+                                                  // + 62 x (5376 x 4096 x 2 + 5376 x 2048 x 2 + 2 x 128 +
+                                                  // 3 x 5376 x 21504 + 4 x 5376) + 5376: 27.01 B.
+                                                  {"gemma-3-27b", 27009346304.0},
                                                   {"deepseek-v3", 671026404352.0},
                                                   {"deepseek-v2-lite", 15706484224.0}};
   for (const auto& c : cases) {
@@ -1424,4 +1430,31 @@ TEST(ModelConfig, QwenMoeDenseAndSparseLayers) {
   expect_error<ConfigError>([&] { build_op_graph(m, 2, 16, Mode::kInference, pp); }, {"--pp", "dense and MoE layers"});
   expect_error<ConfigError>([&] { load(R"(, "mlp_only_layers": [0, 1, 2, 3])"); }, {"m.json", "no layer routes"});
   expect_error<ConfigError>([&] { load(R"(, "mlp_only_layers": [4])"); }, {"m.json", "'mlp_only_layers'", "[0, 3]"});
+}
+
+// Gemma 3 (model_type gemma3: the language model is its text_config, a gemma3_text config whose
+// omitted vocabulary and positions take Gemma3TextConfig's defaults): Gemma 2's layer with q/k
+// norms and no soft-caps, a 1,024-token window in 5 of every 6 layers (52 of 62). A gemma3
+// config without its text_config is one line.
+TEST(ModelConfig, Gemma3TextConfig) {
+  const ModelConfig m = load_model_config("gemma-3-27b", models_dir());
+  EXPECT_EQ(m.model_type, "gemma3_text");
+  EXPECT_EQ(m.vocab, 262208);
+  EXPECT_EQ(m.max_positions, 131072);
+  EXPECT_EQ(m.torch_dtype, "bfloat16");  // the top level's
+  EXPECT_EQ(windowed_layers(m), 52);
+  EXPECT_EQ(m.sliding_window, 1024);
+  EXPECT_TRUE(m.qk_norm && m.sandwich_norms && m.embed_scale && m.tie_embeddings);
+  EXPECT_EQ(m.attn_softcap, 0.0);
+  EXPECT_EQ(m.final_softcap, 0.0);
+  auto k = serving_kernels(build_serving_graph(m, Mode::kDecode, 2, 3000, DType::kBf16, DType::kBf16, 1));
+  EXPECT_EQ(k["rmsnorm(64,128)"], 62);  // q norm: 2 x 32 heads
+  EXPECT_EQ(k["rmsnorm(32,128)"], 62);  // k norm: 2 x 16 heads
+  EXPECT_EQ(k["rmsnorm(2,5376)"], 4 * 62 + 1);
+  EXPECT_EQ(k["generation_attention(2,3001,32,16,128,w1024)"], 52);
+  EXPECT_EQ(k["generation_attention(2,3001,32,16,128)"], 10);
+  const std::string dir = ::testing::TempDir() + "gemma3";
+  fs::create_directories(dir);
+  std::ofstream(dir + "/g.json") << R"({"model_type": "gemma3", "vision_config": {}})";
+  expect_error<ConfigError>([&] { load_model_config(dir + "/g.json", dir); }, {"g.json", "'text_config'"});
 }
