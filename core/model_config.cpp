@@ -69,18 +69,22 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
   m.name = fs::path(path).stem().string();
   if (!j.contains("model_type") || !j["model_type"].is_string())
     throw ConfigError(path + ": missing field 'model_type'");
-  if (j["model_type"] == "gemma3") {
-    // Gemma 3's image-text config: the language model is its text_config (a gemma3_text config
-    // that leaves Gemma3TextConfig's defaults out: 262,208 tokens, 131,072 positions); the vision
-    // tower and image tokens are not forecast. The top level's dtype and quantisation stand.
+  if (j["model_type"] == "gemma3" || j["model_type"] == "llama4") {
+    // Image-text configs (Gemma 3's, Llama 4's): the language model is their text_config (a
+    // gemma3_text or llama4_text config; Gemma's leaves Gemma3TextConfig's defaults out: 262,208
+    // tokens, 131,072 positions); the vision tower and image tokens are not forecast. The top
+    // level's dtype and quantisation stand.
+    const std::string type = j["model_type"];
     if (!j.contains("text_config") || !j["text_config"].is_object())
-      throw ConfigError(path + ": field 'text_config': a gemma3 config holds its language model there");
+      throw ConfigError(path + ": field 'text_config': a " + type + " config holds its language model there");
     nlohmann::json text = j["text_config"];
-    text["model_type"] = "gemma3_text";
-    for (const char* k : {"torch_dtype", "quantization_config"})
+    text["model_type"] = type + "_text";
+    for (const char* k : {"torch_dtype", "quantization_config", "tie_word_embeddings"})
       if (j.contains(k) && !text.contains(k)) text[k] = j[k];
-    if (!text.contains("vocab_size")) text["vocab_size"] = 262208;
-    if (!text.contains("max_position_embeddings")) text["max_position_embeddings"] = 131072;
+    if (type == "gemma3") {
+      if (!text.contains("vocab_size")) text["vocab_size"] = 262208;
+      if (!text.contains("max_position_embeddings")) text["max_position_embeddings"] = 131072;
+    }
     j = text;
   }
   m.model_type = j["model_type"].get<std::string>();
@@ -190,6 +194,25 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
                                  (qwen && boolean("use_sliding_window", false));
     if (windowed_family && j.contains("sliding_window") && !j["sliding_window"].is_null())
       m.sliding_window = int_field(j, path, {"sliding_window"});
+    // Llama 4: chunked attention (attention_chunk_size) in the RoPE layers, full attention in the
+    // NoPE ones (no_rope_layers[i] = 0; Llama4TextConfig's default every 4th layer).
+    if (m.model_type == "llama4_text" && j.contains("attention_chunk_size") && !j["attention_chunk_size"].is_null()) {
+      m.sliding_window = int_field(j, path, {"attention_chunk_size"});
+      m.chunked_attention = true;
+      m.full_attention_layers = m.layers / 4;
+      if (j.contains("no_rope_layers") && !j["no_rope_layers"].is_null() && !j["no_rope_layers"].empty()) {  // []: the default
+        const auto& nr = j["no_rope_layers"];
+        if (!nr.is_array() || int64_t(nr.size()) != m.layers)
+          throw ConfigError(path + ": field 'no_rope_layers': expected a list of " + std::to_string(m.layers) +
+                            " flags (1: RoPE and chunked attention, 0: NoPE and full attention)");
+        m.full_attention_layers = 0;
+        for (const auto& f : nr) {
+          if (!f.is_number_integer() || (f != 0 && f != 1))
+            throw ConfigError(path + ": field 'no_rope_layers': " + f.dump() + " is not 0 or 1");
+          if (f == 0) ++m.full_attention_layers;
+        }
+      }
+    }
     if (alternate) {
       m.full_attention_layers = m.layers / 2;
     } else if (m.model_type == "gemma3_text") {
@@ -210,12 +233,14 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
         throw ConfigError(path + ": field 'layer_types': expected a list of " + std::to_string(m.layers) +
                           " layer kinds (num_hidden_layers)");
       int64_t full = 0;
+      // Local layers are one kind: sliding (the window) or, in Llama 4, chunked.
+      const char* local = m.chunked_attention ? "chunked_attention" : "sliding_attention";
       for (const auto& t : types) {
         const std::string kind = t.is_string() ? t.get<std::string>() : std::string();
         if (kind == "full_attention") ++full;
-        else if (kind != "sliding_attention")
+        else if (kind != local)
           throw ConfigError(path + ": field 'layer_types': layer kind '" + (t.is_string() ? kind : t.dump()) +
-                            "' is not modelled (full_attention, sliding_attention)");
+                            "' is not modelled here (full_attention, " + local + ")");
       }
       if (full < m.layers && m.sliding_window == 0) {
         if (!j.contains("sliding_window") || j["sliding_window"].is_null())
@@ -226,7 +251,35 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     }
     if (m.sliding_window >= m.max_positions || m.full_attention_layers >= m.layers) m.sliding_window = 0;
     if (m.sliding_window == 0) m.full_attention_layers = 0;
-    if (m.model_type == "mixtral" || m.model_type == "gpt_oss") {
+    if (m.model_type == "llama4_text") {
+      // Llama 4: top-k (top-1) of num_local_experts experts of intermediate_size beside a shared
+      // expert of that width, summed without a gate, in every interleave_moe_layer_step-th layer
+      // (Hugging Face: layers step - 1, 2 step - 1, ...; or the config's moe_layers); the others
+      // a dense FFN of intermediate_size_mlp. q and k L2-normalised (use_qk_norm).
+      m.num_experts = int_field(j, path, {"num_local_experts"});
+      m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
+      m.moe_ffn = m.shared_expert_ffn = m.ffn;
+      m.ffn = int_field(j, path, {"intermediate_size_mlp"}, false, 16384);
+      m.qk_norm = boolean("use_qk_norm", true);
+      m.qk_norm_weights = false;
+      int64_t moe = 0;
+      if (j.contains("moe_layers") && !j["moe_layers"].is_null()) {
+        if (!j["moe_layers"].is_array()) throw ConfigError(path + ": field 'moe_layers': expected a list of layer indices");
+        std::vector<bool> seen(static_cast<size_t>(m.layers), false);
+        for (const auto& i : j["moe_layers"]) {
+          if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() >= m.layers ||
+              seen[static_cast<size_t>(i.get<int64_t>())])
+            throw ConfigError(path + ": field 'moe_layers': " + i.dump() + " is not a distinct layer index in [0, " +
+                              std::to_string(m.layers - 1) + "]");
+          seen[static_cast<size_t>(i.get<int64_t>())] = true;
+          ++moe;
+        }
+      } else {
+        moe = m.layers / int_field(j, path, {"interleave_moe_layer_step"}, false, 1);
+      }
+      if (moe == 0) throw ConfigError(path + ": fields 'moe_layers'/'interleave_moe_layer_step': no layer routes to the experts");
+      m.dense_layers = m.layers - moe;
+    } else if (m.model_type == "mixtral" || m.model_type == "gpt_oss") {
       m.num_experts = int_field(j, path, {"num_local_experts"});
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok", "experts_per_token"});
       m.moe_ffn = m.ffn;
@@ -394,7 +447,7 @@ double model_parameters(const ModelConfig& m) {
     double attn = attention_weights(m) + (is_mla(m) ? double(m.q_lora_rank + m.kv_lora_rank) : 0);
     if (m.qkv_bias) attn += q + 2 * kv;
     if (m.o_bias) attn += h;
-    if (m.qk_norm) attn += 2.0 * m.head_dim;
+    if (m.qk_norm && m.qk_norm_weights) attn += 2.0 * m.head_dim;
     if (m.attention_sinks) attn += double(m.heads);
     // Routed experts and their router (with biases: gpt-oss); a shared expert and its 1-wide gate.
     const double e = double(m.num_experts), expert_bias = m.expert_bias ? e * (2 * double(m.moe_ffn) + h) + e : 0;

@@ -18,7 +18,8 @@ struct ModelConfig {
   int64_t max_positions = 0;  // 0 = unlimited (relative positions)
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
   // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2,
-  // gemma3_text (and gemma3's text_config), gpt_oss, deepseek_v2, deepseek_v3)
+  // gemma3_text (and gemma3's text_config), gpt_oss, llama4_text (and llama4's text_config),
+  // deepseek_v2, deepseek_v3)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
@@ -30,6 +31,7 @@ struct ModelConfig {
   bool attention_sinks = false;
   bool expert_bias = false;
   bool qk_norm = false;           // RMSNorm over each head of q and k (qwen3)
+  bool qk_norm_weights = true;    // with a weight (Llama 4's is an L2 norm without one)
   bool tie_embeddings = true;     // lm_head shares the token embedding table
   int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
   int64_t moe_ffn = 0;            // expert FFN width (moe_intermediate_size, or intermediate_size)
@@ -54,6 +56,9 @@ struct ModelConfig {
   // Gemma 2's every other layer, Qwen's layers below `max_window_layers`, a config's
   // `layer_types` "full_attention" entries); 0 with no window. windowed_layers() is the rest.
   int64_t full_attention_layers = 0;
+  // Llama 4's chunked local attention: the windowed layers attend within aligned chunks of
+  // `sliding_window` tokens (attention_chunk_size) rather than over a sliding window.
+  bool chunked_attention = false;
   // Gemma 2 and 3: an RMSNorm after the attention and after the FFN too ("sandwich" norms: four
   // a layer), token embeddings scaled by sqrt(hidden), and (Gemma 2) tanh soft-capping of the
   // attention scores and of the final logits (cap x tanh(x / cap); 0 = none).
@@ -105,7 +110,7 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"mixtral", ConfigSchema::kHfDecoder},   {"qwen3_moe", ConfigSchema::kHfDecoder},
     {"phi3", ConfigSchema::kHfDecoder},      {"qwen2_moe", ConfigSchema::kHfDecoder},
     {"gemma2", ConfigSchema::kHfDecoder},    {"gemma3_text", ConfigSchema::kHfDecoder},
-    {"gpt_oss", ConfigSchema::kHfDecoder},
+    {"gpt_oss", ConfigSchema::kHfDecoder},   {"llama4_text", ConfigSchema::kHfDecoder},
     {"deepseek_v2", ConfigSchema::kHfDecoder}, {"deepseek_v3", ConfigSchema::kHfDecoder},
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).

@@ -338,6 +338,10 @@ constexpr ArchSpec gpt_oss_arch() {
   return a;
 }
 constexpr ArchSpec kGptOssArch = gpt_oss_arch();
+constexpr ArchSpec no_eager_arch(ArchSpec a, const char* why) {
+  a.no_eager = why;
+  return a;
+}
 // DeepSeek-V2/V3: multi-head latent attention, leading dense layers, routed and shared experts
 // (the config's fields); Hugging Face's eager DeepseekV3 graph is not built.
 constexpr ArchSpec deepseek_arch(const char* type) {
@@ -374,6 +378,14 @@ constexpr ArchSpec kArchTable[] = {
     gemma_arch("gemma2"),
     gemma_arch("gemma3_text"),  // Gemma 3: Gemma 2's layer with q/k norms, no soft-caps (the config's)
     kGptOssArch,
+    // Llama 4: Llama's layer with routed and shared experts (in the MoE layers), chunked local
+    // attention in 3 of 4 layers (the config's); its eager graph is not built.
+    no_eager_arch(decoder_arch("llama4_text", "feed_forward.", "gate_proj", "up_proj", "down_proj",
+                               {MoeKind::kTopK, "feed_forward.router", "feed_forward.routing_sigmoid",
+                                "feed_forward.topk", "feed_forward.experts.", "feed_forward.experts.gather",
+                                "feed_forward.experts.routing_weight", "feed_forward.experts.index_add"}),
+                  "the eager FP32 graph of Llama 4's chunked attention and interleaved experts is not built; use "
+                  "--mode prefill|decode|generate, or --mode training --dtype bf16|fp16|fp8"),
     deepseek_arch("deepseek_v2"),
     deepseek_arch("deepseek_v3"),
 };
@@ -855,20 +867,45 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
   return act;
 }
 
-// A layer's attention op: one in every layer, or with per-layer windows two, `name`.sliding in
-// the windowed layers and `name` in the full-attention ones, each run in its share of the layers
-// (GraphOp::layer_subset). `fill(op, window)` adds the op's calls with that window (0: none).
+// The attention kernels of query `q` in a layer with the model's local attention (`local`) or in
+// a full-attention one: q without a window; q over the sliding window; or, with chunked
+// attention (Llama 4's), q within aligned chunks of `sliding_window` tokens as vLLM runs it, each
+// chunk its own causal sequence: a prompt (or a chunk of it after a cached prefix) cut at the
+// chunk boundaries into its first piece (after the part of its chunk already cached), its whole
+// chunks and its last piece; a decode over the tokens of its own chunk.
+std::vector<KernelQuery> layer_attention(const KernelQuery& q, const ModelConfig& m, bool local) {
+  KernelQuery w = q;
+  w.window = local && !m.chunked_attention ? m.sliding_window : 0;
+  if (!local || !m.chunked_attention) return {w};
+  const int64_t c = m.sliding_window;
+  if (q.op == OpKind::kAttnDecode) {
+    w.ctx = (q.ctx - 1) % c + 1;
+    return {w};
+  }
+  std::vector<KernelQuery> out;
+  const int64_t first_end = std::min(q.prefix + q.m, (q.prefix / c + 1) * c);
+  const int64_t first = first_end - q.prefix, rest = q.m - first;
+  out.push_back(attention_chunk_q(q.b, first, q.prefix % c, q.k, q.h, q.n, q.dtype, q.kv_dtype));
+  if (rest / c > 0) out.push_back(attention_prefill_q(q.b * (rest / c), c, q.k, q.h, q.n, q.dtype, q.kv_dtype));
+  if (rest % c > 0) out.push_back(attention_prefill_q(q.b, rest % c, q.k, q.h, q.n, q.dtype, q.kv_dtype));
+  return out;
+}
+
+// A layer's attention op: one in every layer, or with per-layer windows two, `name`.sliding (or
+// `name`.chunked) in the layers with local attention and `name` in the full-attention ones, each
+// run in its share of the layers (GraphOp::layer_subset). `fill(op, local)` adds the op's calls
+// (layer_attention).
 template <class Fill>
 void attention_ops(Builder& b, const ModelConfig& m, const std::string& name, Fill fill) {
   const int64_t windowed = windowed_layers(m);
   if (windowed == 0 || windowed == m.layers) {
-    fill(b.op(name, "attention"), m.sliding_window);
+    fill(b.op(name, "attention"), windowed > 0);
     return;
   }
   b.set_layer_subset(windowed);
-  fill(b.op(name + ".sliding", "attention"), m.sliding_window);  // before the next op: b.op may move the ops
-  b.set_layer_subset(m.layers - windowed);
-  fill(b.op(name, "attention"), 0);
+  fill(b.op(name + (m.chunked_attention ? ".chunked" : ".sliding"), "attention"), true);  // before the next
+  b.set_layer_subset(m.layers - windowed);                                                   // op moves the ops
+  fill(b.op(name, "attention"), false);
   b.set_count(m.layers);
 }
 
@@ -983,11 +1020,9 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
         KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
     // The attention kernels take any soft-cap of the scores in their loop (FlashAttention's and
     // FlashInfer's softcap): costed as without it.
-    attention_ops(b, m, "self_attn.attn", [&](GraphOp& op, int64_t window) {
-      for (KernelQuery q : attention) {
-        q.window = window;
-        op.fw.push_back(KernelCall::kernel(q));
-      }
+    attention_ops(b, m, "self_attn.attn", [&](GraphOp& op, bool local) {
+      for (const KernelQuery& q : attention)
+        for (const KernelQuery& piece : layer_attention(q, m, local)) op.fw.push_back(KernelCall::kernel(piece));
     });
   }
   gemm("self_attn.o_proj", t, heads * (is_mla(m) ? m.v_head_dim : hd), h);
@@ -1059,6 +1094,7 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
   g.routing_alpha = routing_alpha;
   g.sliding_window = m.sliding_window;
   g.window_layers = windowed_layers(m);
+  g.chunked_window = m.chunked_attention && g.window_layers > 0;
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;
@@ -1228,6 +1264,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   if (mm == DType::kFp8) g.fp8_weight_parameters = fp8_training_gemm_parameters(m) / double(par.tp);
   g.sliding_window = m.sliding_window;
   g.window_layers = windowed_layers(m);
+  g.chunked_window = m.chunked_attention && g.window_layers > 0;
   const double e = dtype_size(act);
   // Context parallelism: every op but attention sees the rank's seq / cp tokens of each sequence.
   const int64_t t = g.micro_batch * seq / par.cp, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
@@ -1298,10 +1335,12 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
   }
   if (par.cp == 1) {
-    attention_ops(b, m, "self_attn.core_attention", [&](GraphOp& o, int64_t window) {
-      const KernelQuery q = attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act, window);
-      o.fw.push_back(KernelCall::kernel_scaled(q, attn_share));
-      o.bw.push_back(KernelCall::kernel_scaled(q, 2.5 * attn_share));
+    attention_ops(b, m, "self_attn.core_attention", [&](GraphOp& o, bool local) {
+      for (const KernelQuery& q :
+           layer_attention(attention_prefill_q(g.micro_batch, seq, heads, kv, hd, act, act), m, local)) {
+        o.fw.push_back(KernelCall::kernel_scaled(q, attn_share));
+        o.bw.push_back(KernelCall::kernel_scaled(q, 2.5 * attn_share));
+      }
     });
   } else {
     // Megatron-Core's ring attention with the load-balanced split: the sequence in 2 cp chunks

@@ -173,6 +173,7 @@ struct OpGraph {
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
   int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
   int64_t window_layers = 0;   // the layers it applies to (windowed_layers), 0 = none
+  bool chunked_window = false; // the window is Llama 4's aligned chunks (ModelConfig::chunked_attention)
   ServingStep step;  // build_serving_step_graph: the step it is (empty for every other graph)
   int64_t cached_prefix = 0;  // build_serving_graph's prefill: prompt tokens already cached
 };

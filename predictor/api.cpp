@@ -179,6 +179,7 @@ nlohmann::json models_json(const std::string& models_dir) {
                     {"max_positions", m.max_positions},
                     {"sliding_window", m.sliding_window},
                     {"sliding_window_layers", windowed_layers(m)},
+                    {"chunked_attention", m.chunked_attention && windowed_layers(m) > 0},
                     {"torch_dtype", m.torch_dtype}});
   }
   return list;

@@ -273,6 +273,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.routing_alpha = g.routing_alpha;
   f.sliding_window = g.sliding_window;
   f.window_layers = g.window_layers;
+  f.chunked_window = g.chunked_window;
   f.layers = g.layers;
   f.step = g.step;
   f.cached_prefix = g.cached_prefix;
@@ -509,6 +510,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j["routing"] = routing_name(f.routing_alpha);
     j["sliding_window"] = f.sliding_window;
     j["sliding_window_layers"] = f.window_layers;
+    j["chunked_attention"] = f.chunked_window;
     if (f.mode == Mode::kPrefill) j["cached_prefix"] = f.cached_prefix;
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
   }
@@ -540,7 +542,8 @@ std::string forecast_csv(const ModelForecast& f) {
 
 namespace {
 // ", ep N" and ", routing power_law_a" where a serving forecast's MoE layers differ from the
-// default (experts split by tp, balanced routing), and ", sliding window N" for a windowed model.
+// default (experts split by tp, balanced routing), and ", sliding window N [in K of L layers]"
+// (", chunked attention N ...": Llama 4's) for a windowed model.
 std::string serving_layout_suffix(const ModelForecast& f) {
   std::string s;
   if (f.par.pp > 1)
@@ -549,7 +552,7 @@ std::string serving_layout_suffix(const ModelForecast& f) {
   if (f.par.ep > 1) s += ", ep " + std::to_string(f.par.ep);
   if (f.routing_alpha > 0) s += ", routing " + routing_name(f.routing_alpha);
   if (f.sliding_window > 0) {
-    s += ", sliding window " + std::to_string(f.sliding_window);
+    s += (f.chunked_window ? ", chunked attention " : ", sliding window ") + std::to_string(f.sliding_window);
     if (f.window_layers < f.layers)
       s += " in " + std::to_string(f.window_layers) + " of " + std::to_string(f.layers) + " layers";
   }
@@ -1317,6 +1320,7 @@ std::string generate_json(const GenerateForecast& f) {
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
                       {"sliding_window_layers", f.prefill.window_layers},
+                      {"chunked_attention", f.prefill.chunked_window},
                       {"max_batched_tokens", f.limits.max_batched_tokens},
                       {"max_seqs", f.limits.max_seqs},
                       {"max_seqs_auto", f.limits.max_seqs_auto},

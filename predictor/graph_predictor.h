@@ -39,6 +39,7 @@ struct ModelForecast {
   double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
   int64_t sliding_window = 0;  // serving: the attention window (OpGraph::sliding_window), 0 = none
   int64_t window_layers = 0;   // of the model's layers, those with the window (OpGraph::window_layers)
+  bool chunked_window = false; // aligned chunks rather than a sliding window (OpGraph::chunked_window)
   int64_t layers = 0;          // the model's repeated layers (OpGraph::layers)
   ServingStep step;  // a scheduled serving step (OpGraph::step); empty otherwise
   int64_t cached_prefix = 0;  // serving prefill: prompt tokens already cached (OpGraph::cached_prefix)

@@ -209,6 +209,10 @@ tc_cli_test(predict_sliding_window "tp 1, sliding window 4096\nmemory/GPU +[0-9.
 # Gemma-2-27B windows 23 of its 46 layers: 8 prompts of 6,000 tokens keep (23 x 4,096 + 23 x
 # 6,000) tokens x 8,192 B (2 x 16 KV heads x 128 x 2 B) each: 15.22 GB; two attention ops of 23.
 tc_cli_test(predict_per_layer_windows "tp 1, sliding window 4096 in 23 of 46 layers\nmemory/GPU +[0-9.]+ GB \\(54\\.45 GB weights \\+ [0-9.]+ GB activations \\+ 15\\.22 GB KV cache\\).*model\\.layers\\.self_attn\\.attn +23 .*model\\.layers\\.self_attn\\.attn\\.sliding +23 " ${TC} predict --model gemma-2-27b --gpu H100-SXM --mode prefill --batch 8 --seq 6000)
+# Llama 4 Scout: chunked attention in 36 of 48 layers, said so; its KV cache keeps a chunk of
+# 8,192 tokens in those and all 20,001 in the others: 8 x (36 x 8,192 + 12 x 20,001) x 2 x 2
+# KV heads a rank x 128 x 2 B = 4.38 GB on tp 4.
+tc_cli_test(predict_llama4_chunked "llama-4-scout on H100-SXM, decode, batch 8, cached context 20000, bf16 \\(KV cache bf16\\), tp 4, chunked attention 8192 in 36 of 48 layers\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ [0-9.]+ GB activations \\+ 4\\.38 GB KV cache\\)" ${TC} predict --model llama-4-scout --gpu H100-SXM --tp 4 --mode decode --batch 8 --context 20000)
 tc_cli_fail(predict_gpt_oss_eager "--mode inference \\(eager FP32\\) of gpt-oss-20b \\(gpt_oss\\): Hugging Face's eager gpt-oss runs every expert on every token" "${TC};predict;--model;gpt-oss-20b;--gpu;H100-SXM;--mode;inference;--batch;1;--seq;128")
 tc_cli_test(predict_gpt_oss "gpt-oss-120b on H100-SXM, decode, batch 8, cached context 1000, bf16 \\(KV cache bf16\\), tp 4, sliding window 128 in 18 of 36 layers" ${TC} predict --model gpt-oss-120b --gpu H100-SXM --mode decode --batch 8 --context 1000 --tp 4)
 # A checkpoint's quantization_config: block-scaled FP8 is the GEMM dtype serving defaults to

@@ -84,8 +84,8 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   std::sort(built.begin(), built.end());
   EXPECT_EQ(read, built);
   EXPECT_EQ(model_type_list(true),
-            "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gemma3_text, gpt_oss, deepseek_v2, "
-            "deepseek_v3");
+            "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gemma3_text, gpt_oss, llama4_text, "
+            "deepseek_v2, deepseek_v3");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -305,6 +305,15 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   // + 62 x (5376 x 4096 x 2 + 5376 x 2048 x 2 + 2 x 128 +
                                                   // 3 x 5376 x 21504 + 4 x 5376) + 5376: 27.01 B.
                                                   {"gemma-3-27b", 27009346304.0},
+                                                  // Llama 4 (language model; untied; q/k L2 norms without
+                                                  // weights): 2 x 202048 x 5120 + 48 x (5120 x 5120 x 2 +
+                                                  // 5120 x 1024 x 2 + 2 x 5120) + 48 (Scout) or 24
+                                                  // (Maverick) MoE layers x (E x 3 x 5120 x 8192 + 5120 x
+                                                  // E router + 3 x 5120 x 8192 shared), E = 16 or 128, +
+                                                  // Maverick's 24 dense layers x 3 x 5120 x 16384 + 5120:
+                                                  // 107.77 B and 400.71 B.
+                                                  {"llama-4-scout", 107769861120.0},
+                                                  {"llama-4-maverick", 400711848960.0},
                                                   {"deepseek-v3", 671026404352.0},
                                                   {"deepseek-v2-lite", 15706484224.0}};
   for (const auto& c : cases) {
@@ -1457,4 +1466,58 @@ TEST(ModelConfig, Gemma3TextConfig) {
   fs::create_directories(dir);
   std::ofstream(dir + "/g.json") << R"({"model_type": "gemma3", "vision_config": {}})";
   expect_error<ConfigError>([&] { load_model_config(dir + "/g.json", dir); }, {"g.json", "'text_config'"});
+}
+
+// Llama 4 (model_type llama4: its text_config, llama4_text): chunked attention over aligned
+// chunks of 8,192 tokens in 36 of 48 layers (every 4th NoPE layer attends in full), as vLLM runs
+// it: each chunk its own causal sequence. On tp 4 (10 heads, 2 KV heads a rank): a prefill of 2
+// prompts of 20,000 tokens is, in a chunked layer, 2 x 2 sequences of 8,192 and 2 of 3,616; a
+// prompt chunk of 5,000 tokens after 6,000 cached runs 2,192 after 6,000 and a sequence of
+// 2,808; a decode over 20,001 tokens reads the 3,617 of its own chunk. Maverick: 24 MoE layers of
+// 128 experts top-1 with a shared expert of 8,192 (2,048 a rank), no gate, and 24 dense layers of
+// 16,384 (4,096 a rank). Eager graphs are refused.
+TEST(ServingGraph, Llama4ChunkedAttentionByHand) {
+  const ModelConfig m = load_model_config("llama-4-scout", models_dir());
+  EXPECT_EQ(m.model_type, "llama4_text");
+  EXPECT_TRUE(m.chunked_attention);
+  EXPECT_EQ(m.sliding_window, 8192);
+  EXPECT_EQ(windowed_layers(m), 36);
+  EXPECT_EQ(moe_layers(m), 48);
+  const OpGraph p = build_serving_graph(m, Mode::kPrefill, 2, 20000, DType::kBf16, DType::kBf16, 4);
+  EXPECT_TRUE(p.chunked_window);
+  auto pk = serving_kernels(p);
+  EXPECT_EQ(pk["context_attention(2,8192,10,2,128)"], 2 * 36);
+  EXPECT_EQ(pk["context_attention(2,3616,10,2,128)"], 36);
+  EXPECT_EQ(pk["context_attention(2,20000,10,2,128)"], 12);
+  ServingStep step;
+  step.prefill = {{1, 5000, 6000}};
+  step.decode_seqs = 3;
+  step.decode_context = 20000;
+  auto sk = serving_kernels(build_serving_step_graph(m, step, DType::kBf16, DType::kBf16, 4));
+  EXPECT_EQ(sk["context_attention(1,2192,10,2,128,p6000)"], 36);
+  EXPECT_EQ(sk["context_attention(1,2808,10,2,128)"], 36);
+  EXPECT_EQ(sk["context_attention(1,5000,10,2,128,p6000)"], 12);
+  EXPECT_EQ(sk["generation_attention(3,3617,10,2,128)"], 36);
+  EXPECT_EQ(sk["generation_attention(3,20001,10,2,128)"], 12);
+  const ModelConfig mav = load_model_config("llama-4-maverick", models_dir());
+  EXPECT_EQ(mav.dense_layers, 24);
+  auto dk = serving_kernels(build_serving_graph(mav, Mode::kDecode, 4, 100, DType::kBf16, DType::kBf16, 4));
+  EXPECT_EQ(dk["moe(4,5120,8192,1,128,tp4)"], 24);
+  EXPECT_EQ(dk["gemm(4,5120,4096)"], 24);  // shared gate_up: 2 x 8,192 / 4
+  EXPECT_EQ(dk["gemm(4,5120,8192)"], 24);  // dense gate_up: 2 x 16,384 / 4
+  EXPECT_EQ(dk["gemm(4,5120,1)"], 0);
+  expect_error<ConfigError>([&] { build_op_graph(m, 1, 128, Mode::kInference); }, {"llama4_text", "chunked"});
+  // A layer_types list names the chunked layers; a sliding one in a chunked model is one line.
+  const std::string dir = ::testing::TempDir() + "llama4";
+  fs::create_directories(dir);
+  auto load = [&](const std::string& types) {
+    std::ofstream(dir + "/l.json") << R"({"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+      "max_position_embeddings": 4096, "num_local_experts": 4, "num_experts_per_tok": 1,
+      "attention_chunk_size": 64, "layer_types": )" + types + "}";
+    return load_model_config(dir + "/l.json", dir);
+  };
+  EXPECT_EQ(windowed_layers(load(R"(["chunked_attention", "full_attention", "full_attention", "chunked_attention"])")), 2);
+  expect_error<ConfigError>([&] { load(R"(["sliding_attention", "full_attention", "full_attention", "full_attention"])"); },
+                            {"l.json", "'layer_types'", "sliding_attention", "chunked_attention"});
 }
