@@ -325,32 +325,18 @@ constexpr ArchSpec gemma_arch(const char* type) {
   return a;
 }
 
-// gpt-oss: Mixtral's layer shape (top-k experts of one fused gate_up and a down projection, with
-// biases), attention sinks, every other layer windowed (the config's flags). Hugging Face's
-// eager GptOssExperts runs every expert on every token in inference, which is not built.
-constexpr ArchSpec gpt_oss_arch() {
-  ArchSpec a = decoder_arch("gpt_oss", "mlp.", "", "gate_up_proj", "down_proj",
-                            {MoeKind::kTopK, "mlp.router", "mlp.routing_softmax", "mlp.topk", "mlp.experts.",
-                             "mlp.experts.gather", "mlp.experts.routing_weight", "mlp.experts.index_add"});
-  a.no_eager =
-      "Hugging Face's eager gpt-oss runs every expert on every token in inference (GptOssExperts), which is not "
-      "modelled; use --mode prefill|decode|generate, or --mode training --dtype bf16|fp16|fp8";
-  return a;
-}
-constexpr ArchSpec kGptOssArch = gpt_oss_arch();
+// Qwen-MoE's routed experts (softmax, then top-k).
+constexpr MoeNames kQwenMoe = {MoeKind::kTopK, "mlp.gate", "mlp.routing_softmax", "mlp.topk", "mlp.experts.",
+                               "mlp.experts.gather", "mlp.experts.routing_weight", "mlp.experts.index_add"};
+// DeepSeek-V2/V3's routed experts (sigmoid scores, group-limited top-k), and why their eager
+// graph is not built.
+constexpr MoeNames kDeepSeekMoe = {MoeKind::kTopK, "mlp.gate", "mlp.routing_sigmoid", "mlp.topk", "mlp.experts.",
+                                   "mlp.experts.gather", "mlp.experts.routing_weight", "mlp.experts.index_add"};
+constexpr const char* kMlaNoEager = "the eager FP32 graph of multi-head latent attention and its dense layers is not built";
+// A row whose eager FP32 graph (NeuSight's setting: Hugging Face's eager modules) is not built,
+// and why; build_op_graph refuses it in one line.
 constexpr ArchSpec no_eager_arch(ArchSpec a, const char* why) {
   a.no_eager = why;
-  return a;
-}
-// DeepSeek-V2/V3: multi-head latent attention, leading dense layers, routed and shared experts
-// (the config's fields); Hugging Face's eager DeepseekV3 graph is not built.
-constexpr ArchSpec deepseek_arch(const char* type) {
-  ArchSpec a = decoder_arch(type, "mlp.", "gate_proj", "up_proj", "down_proj",
-                            {MoeKind::kTopK, "mlp.gate", "mlp.routing_sigmoid", "mlp.topk", "mlp.experts.",
-                             "mlp.experts.gather", "mlp.experts.routing_weight", "mlp.experts.index_add"});
-  a.no_eager =
-      "the eager FP32 graph of multi-head latent attention and its leading dense layers is not built; use --mode "
-      "prefill|decode|generate, or --mode training --dtype bf16|fp16|fp8";
   return a;
 }
 
@@ -367,27 +353,30 @@ constexpr ArchSpec kArchTable[] = {
                  {MoeKind::kTopK, "block_sparse_moe.gate", "block_sparse_moe.routing_softmax", "block_sparse_moe.topk",
                   "block_sparse_moe.experts.", "block_sparse_moe.experts.gather",
                   "block_sparse_moe.experts.routing_weight", "block_sparse_moe.experts.index_add"}),
-    decoder_arch("qwen3_moe", "mlp.", "gate_proj", "up_proj", "down_proj",
-                 {MoeKind::kTopK, "mlp.gate", "mlp.routing_softmax", "mlp.topk", "mlp.experts.", "mlp.experts.gather",
-                  "mlp.experts.routing_weight", "mlp.experts.index_add"}),
-    decoder_arch("qwen2_moe", "mlp.", "gate_proj", "up_proj", "down_proj",
-                 {MoeKind::kTopK, "mlp.gate", "mlp.routing_softmax", "mlp.topk", "mlp.experts.", "mlp.experts.gather",
-                  "mlp.experts.routing_weight", "mlp.experts.index_add"}),
+    decoder_arch("qwen3_moe", "mlp.", "gate_proj", "up_proj", "down_proj", kQwenMoe),
+    decoder_arch("qwen2_moe", "mlp.", "gate_proj", "up_proj", "down_proj", kQwenMoe),
     // Phi-3 and Phi-4: Llama's layer with q/k/v and gate/up each one fused projection.
     decoder_arch("phi3", "mlp.", "", "gate_up_proj", "down_proj", kNoMoe, "self_attn.qkv_proj"),
     gemma_arch("gemma2"),
     gemma_arch("gemma3_text"),  // Gemma 3: Gemma 2's layer with q/k norms, no soft-caps (the config's)
-    kGptOssArch,
+    // gpt-oss: Mixtral's layer shape (top-k experts of one fused gate_up and a down projection,
+    // with biases), attention sinks, every other layer windowed (the config's flags).
+    no_eager_arch(decoder_arch("gpt_oss", "mlp.", "", "gate_up_proj", "down_proj",
+                               {MoeKind::kTopK, "mlp.router", "mlp.routing_softmax", "mlp.topk", "mlp.experts.",
+                                "mlp.experts.gather", "mlp.experts.routing_weight", "mlp.experts.index_add"}),
+                  "Hugging Face's eager gpt-oss runs every expert on every token in inference (GptOssExperts), "
+                  "which is not modelled"),
     // Llama 4: Llama's layer with routed and shared experts (in the MoE layers), chunked local
     // attention in 3 of 4 layers (the config's); its eager graph is not built.
     no_eager_arch(decoder_arch("llama4_text", "feed_forward.", "gate_proj", "up_proj", "down_proj",
                                {MoeKind::kTopK, "feed_forward.router", "feed_forward.routing_sigmoid",
                                 "feed_forward.topk", "feed_forward.experts.", "feed_forward.experts.gather",
                                 "feed_forward.experts.routing_weight", "feed_forward.experts.index_add"}),
-                  "the eager FP32 graph of Llama 4's chunked attention and interleaved experts is not built; use "
-                  "--mode prefill|decode|generate, or --mode training --dtype bf16|fp16|fp8"),
-    deepseek_arch("deepseek_v2"),
-    deepseek_arch("deepseek_v3"),
+                  "the eager FP32 graph of Llama 4's chunked attention and interleaved experts is not built"),
+    // DeepSeek-V2/V3: multi-head latent attention, leading dense layers, routed and shared
+    // experts (the config's fields).
+    no_eager_arch(decoder_arch("deepseek_v2", "mlp.", "gate_proj", "up_proj", "down_proj", kDeepSeekMoe), kMlaNoEager),
+    no_eager_arch(decoder_arch("deepseek_v3", "mlp.", "gate_proj", "up_proj", "down_proj", kDeepSeekMoe), kMlaNoEager),
 };
 
 const ArchSpec* find_arch(const std::string& model_type) {
@@ -692,7 +681,8 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
   if (!arch) throw ConfigError("unsupported model_type '" + m.model_type + "'");
   if (arch->no_eager)
     throw ConfigError("--mode " + std::string(mode_name(mode)) + " (eager FP32) of " + m.name + " (" + m.model_type +
-                      "): " + arch->no_eager);
+                      "): " + arch->no_eager + "; use --mode prefill|decode|generate, or --mode training --dtype "
+                      "bf16|fp16|fp8");
   if (par.tp > 1 && (arch->encoder_decoder || m.heads % par.tp != 0 || m.ffn % par.tp != 0 ||
                      m.kv_heads % par.tp != 0 || m.num_experts > 0))
     throw ConfigError("--tp " + std::to_string(par.tp) + ": " + m.name +
