@@ -180,7 +180,9 @@ nlohmann::json models_json(const std::string& models_dir) {
                     {"sliding_window", m.sliding_window},
                     {"sliding_window_layers", windowed_layers(m)},
                     {"chunked_attention", m.chunked_attention && windowed_layers(m) > 0},
-                    {"torch_dtype", m.torch_dtype}});
+                    {"attention", is_mla(m) ? "mla" : m.kv_heads < m.heads ? "gqa" : "mha"},
+                    {"torch_dtype", m.torch_dtype},
+                    {"quantized_dtype", m.quantized_dtype}});
   }
   return list;
 }

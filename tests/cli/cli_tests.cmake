@@ -298,6 +298,9 @@ tc_cli_test(predict_training_cp_ep "on the critical path \\(dp 4, tp 1, pp 1, 1 
 tc_cli_fail(predict_training_cp_ep_split "--ep 2 with --cp 3: one must divide the other" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--mode;training;--dtype;bf16;--batch;4;--seq;6144;--dp;2;--cp;3;--ep;2")
 tc_cli_test(models_table "phi-4 +phi3 +14.66 +40 +5120 +40 +10 +128 +17920 +- +100352 +16384 +bfloat16.*qwen3-30b-a3b +qwen3_moe +30.53 +48 +2048 +32 +4 +128 +768 +8/128" ${TC} models)
 tc_cli_test(models_gemma2 "gemma-2-27b +gemma2 +27\\.23 +46 +4608 +32 +16 +128 +36864 +- +256000 +8192 +bfloat16" ${TC} models)
+# Each model's attention and local windows, and DeepSeek-V3's FP8 checkpoint as its dtype.
+tc_cli_test(models_attention "deepseek-v3 +deepseek_v3 +671\\.03 .* fp8_block +mla +-\n.*gpt-oss-120b +gpt_oss .* bfloat16 +gqa +sliding 128 in 18/36\n.*llama-4-scout +llama4_text .* bfloat16 +gqa +chunks 8192 in 36/48\n" ${TC} models)
+tc_cli_test(models_csv_attention "\ndeepseek-v3,deepseek_v3,671026404352,61,7168,128,128,192,2048,256,8,129280,163840,0,bfloat16,0,false,mla,fp8_block\n" ${TC} models --format csv)
 tc_cli_test(models_json "\"name\": \"llama-3.1-8b\",[^}]*\"parameters\": 8030261248" ${TC} models --format json)
 tc_cli_test(models_json_windows "\"name\": \"gemma-2-27b\",[^}]*\"sliding_window\": 4096,[^}]*\"sliding_window_layers\": 23" ${TC} models --format json)
 tc_cli_fail(models_empty_dir "/nonexistent-models: no model configs" "${TC};models;--models-dir;/nonexistent-models")
