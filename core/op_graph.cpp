@@ -762,7 +762,8 @@ std::string training_context_parallel_error(const ModelConfig& m, int64_t seq, c
     return flag + ": --seq " + std::to_string(seq) +
            " must be divisible by 2 x cp (Megatron-Core's load-balanced split gives each rank two chunks)";
   if (m.sliding_window > 0)
-    return flag + ": context parallelism of a sliding-window model (" + m.name + ") is not modelled";
+    return flag + ": context parallelism of a sliding-window model (" + m.name +
+           (m.chunked_attention ? ", chunked attention" : "") + ") is not modelled";
   return "";
 }
 

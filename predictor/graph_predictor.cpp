@@ -1166,7 +1166,8 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   if (f.limits.any() || par.pp > 1)
     throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs and --pp");
   if (windowed_layers(m) > 0 || windowed_layers(d) > 0)
-    throw ConfigError("--spec-draft: speculative decoding is not modelled for sliding-window models");
+    throw ConfigError("--spec-draft: speculative decoding is not modelled for sliding-window models (local attention "
+                      "in any layer, chunked included)");
   if (d.vocab != m.vocab)
     throw ConfigError("--spec-draft " + d.name + ": its vocabulary (" + std::to_string(d.vocab) + ") is not " + m.name +
                       "'s (" + std::to_string(m.vocab) + "); a draft shares the target's tokenizer");
