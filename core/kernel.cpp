@@ -909,6 +909,17 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
 }
 
 namespace {
+// A launch's waves and clock (the fitted roofline's fixed costs), and `pad`: the work charged as
+// full waves, the last, partial wave taking as long as a full one.
+KernelBounds wave_frame(const GpuSpec& gpu, const LaunchInfo& li, double* pad) {
+  KernelBounds kb;
+  kb.waves = double(li.num_waves);
+  kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
+  const double slots = double(gpu.num_sms) * li.ctas_per_sm;
+  *pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
+  return kb;
+}
+
 void check_mla(const KernelQuery& q, int64_t value_dim) {
   if (q.op != OpKind::kAttnDecode || q.h != 1 || q.window != 0 || value_dim < 1 || value_dim > q.n)
     throw DataError("MLA decode: a decode query over one latent head (no window) with 1 <= value dims <= " +
@@ -928,12 +939,8 @@ double mla_decode_bytes(const KernelQuery& q, int64_t value_dim) {
 }
 
 KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu) {
-  const LaunchInfo li = launch_info(q, gpu);
-  KernelBounds kb;
-  kb.waves = double(li.num_waves);
-  kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
-  const double slots = double(gpu.num_sms) * li.ctas_per_sm;
-  const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
+  double pad = 1;
+  KernelBounds kb = wave_frame(gpu, launch_info(q, gpu), &pad);
   kb.compute_s = compute_s(mla_decode_flops(q, value_dim) * pad, gemm_rate_gflops(gpu, q.dtype));
   kb.memory_s = transfer_s(mla_decode_bytes(q, value_dim), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
@@ -941,12 +948,8 @@ KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const Gp
 }
 
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
-  KernelBounds kb;
-  kb.waves = double(li.num_waves);
-  kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
-  const double slots = double(gpu.num_sms) * li.ctas_per_sm;
-  // Work charged as full waves: the last, partial wave takes as long as a full one.
-  const double pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
+  double pad = 1;
+  KernelBounds kb = wave_frame(gpu, li, &pad);
   physics(op_family(q.op)).bounds(q, gpu, li, pad, kb);
   return kb;
 }

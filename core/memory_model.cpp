@@ -14,7 +14,7 @@ int64_t kv_heads_of(const ModelConfig& m) { return m.kv_heads > 0 ? m.kv_heads :
 
 // FFN width each token passes through: the dense width, or top-k experts of their width
 // (Switch routes each token to one expert of d_ff), plus a shared expert's.
-// With leading dense layers (DeepSeek's), the mean over the layers.
+// With dense layers among the MoE ones (DeepSeek's, Qwen-MoE's, Llama 4's), the mean over the layers.
 double ffn_width(const ModelConfig& m) {
   if (m.experts_per_token > 0) {
     const double routed = double(m.experts_per_token) * (m.moe_ffn > 0 ? m.moe_ffn : m.ffn) + double(m.shared_expert_ffn);
@@ -109,7 +109,7 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   // Attention's saved tensors: q, k, v and the output, per rank. MLA: q and k at head_dim, v and
   // the output at v_head_dim, plus the latents (replicated): the two norms' inputs and the up
   // projections' inputs, 2 x (q latent + kv latent), and the rotary key.
-  const double vd = is_mla(m) ? double(m.v_head_dim) : d;
+  const double vd = double(value_head_dim(m));
   const double attention = is_mla(m) ? (2 * a * d + 2 * a * vd) / tp + 2.0 * double(m.q_lora_rank + m.kv_lora_rank) +
                                            double(m.qk_rope_dim)
                                      : ((a + 2 * kv) * d + a * d) / tp;

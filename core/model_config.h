@@ -35,9 +35,10 @@ struct ModelConfig {
   bool tie_embeddings = true;     // lm_head shares the token embedding table
   int64_t experts_per_token = 0;  // MoE top-k (num_experts > 0)
   int64_t moe_ffn = 0;            // expert FFN width (moe_intermediate_size, or intermediate_size)
-  // A shared expert beside the routed ones (qwen2_moe's shared_expert_intermediate_size): a
-  // gated FFN every token passes through, its output scaled by sigmoid(a 1-wide projection)
-  // and added to the routed experts'; 0 = none.
+  // Shared experts beside the routed ones, their total width (qwen2_moe's
+  // shared_expert_intermediate_size, DeepSeek's n_shared_experts x moe_intermediate_size, Llama
+  // 4's intermediate_size): a gated FFN every token passes through, added to the routed
+  // experts' output (scaled by sigmoid(a 1-wide projection) where shared_expert_gate); 0 = none.
   int64_t shared_expert_ffn = 0;
   bool shared_expert_gate = false;  // Qwen2-MoE's sigmoid gate on it (DeepSeek's shared experts have none)
   // A MoE model's layers with a dense FFN of `ffn` instead of experts: DeepSeek's leading
@@ -122,6 +123,13 @@ inline int64_t windowed_layers(const ModelConfig& m) {
   return m.sliding_window > 0 ? m.layers - m.full_attention_layers : 0;
 }
 inline bool is_mla(const ModelConfig& m) { return m.kv_lora_rank > 0; }
+// The width of each head's value (and of the attention output): MLA's v_head_dim, else head_dim.
+inline int64_t value_head_dim(const ModelConfig& m) { return is_mla(m) ? m.v_head_dim : m.head_dim; }
+// The attention's FLOPs as a share of those at head_dim for queries, keys and values alike: 1,
+// or MLA's (head_dim + v_head_dim) / (2 head_dim) (scores over head_dim, the sum over values).
+inline double attention_value_share(const ModelConfig& m) {
+  return double(m.head_dim + value_head_dim(m)) / (2.0 * double(m.head_dim));
+}
 // Layers with routed experts (all of a MoE model's but its dense ones).
 inline int64_t moe_layers(const ModelConfig& m) { return m.num_experts > 0 ? m.layers - m.dense_layers : 0; }
 // The width a token's MLA latent cache entry holds per layer (latent + rotary key), 0 otherwise.

@@ -823,13 +823,13 @@ std::vector<std::string> graph_model_types() {
 }
 
 namespace {
-// The FFN width a tp check names: the shared expert's where tp splits the dense or expert
-// width but not it, else the dense or expert width (tp splits both when it splits this one).
+// The FFN width a tp check names: the first of the expert (or dense) width, the shared experts'
+// and a MoE model's dense layers' that tp does not split, else the expert (or dense) width.
 int64_t tp_ffn_width(const ModelConfig& m, int64_t tp) {
   const int64_t ffn = m.num_experts > 0 ? m.moe_ffn : m.ffn;
   if (ffn % tp != 0) return ffn;
   if (m.shared_expert_ffn % tp != 0) return m.shared_expert_ffn;
-  return m.dense_layers > 0 && m.ffn % tp != 0 ? m.ffn : ffn;  // DeepSeek's leading dense layers
+  return m.dense_layers > 0 && m.ffn % tp != 0 ? m.ffn : ffn;  // a MoE model's dense layers
 }
 
 // The layout checks every serving graph makes (tp, ep, routing, dtype); the activation dtype.
@@ -928,7 +928,7 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
                            const std::vector<KernelQuery>& attention) {
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;
   const int64_t h = m.hidden, heads = m.heads / tp, hd = m.head_dim, rope = m.qk_rope_dim, nope = hd - rope;
-  const int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, vd = m.v_head_dim;
+  const int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, vd = value_head_dim(m);
   auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
     b.op(name, kind).fw.push_back(KernelCall::kernel(q));
   };
@@ -957,7 +957,7 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
   GraphOp& attn = b.op("self_attn.attn", "attention");
   for (const KernelQuery& q : attention)
     attn.fw.push_back(q.op == OpKind::kAttnPrefill
-                          ? KernelCall::kernel_scaled(q, double(hd + vd) / (2.0 * hd))
+                          ? KernelCall::kernel_scaled(q, attention_value_share(m))
                           : KernelCall::mla_decode(attention_decode_q(q.b, q.ctx, heads, 1, kvl + rope, q.dtype,
                                                                       q.kv_dtype),
                                                    kvl));
@@ -966,8 +966,8 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
 
 // One forward pass of a serving engine on one rank of the tp group: `t` tokens through the
 // embedding, every layer and the final norm, the attention kernels `attention` (the model's
-// head layout per rank) and the LM head over `logits_rows` tokens. g's identity fields are the
-// caller's.
+// head layout per rank, without a window: layer_attention gives each layer its own) and the LM
+// head over `logits_rows` tokens. g's identity fields are the caller's.
 void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, DType dtype, DType kv_dtype,
                         int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention) {
   const DType act = is_fp8(dtype) ? DType::kBf16 : dtype;
@@ -1016,7 +1016,7 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
         for (const KernelQuery& piece : layer_attention(q, m, local)) op.fw.push_back(KernelCall::kernel(piece));
     });
   }
-  gemm("self_attn.o_proj", t, heads * (is_mla(m) ? m.v_head_dim : hd), h);
+  gemm("self_attn.o_proj", t, heads * value_head_dim(m), h);
   all_reduce(t);
   // Sandwich norms (vLLM's Gemma 2): the attention output's own RMSNorm, then the pre-FFN one
   // fused with the residual add; after the FFN another plain one.
@@ -1072,6 +1072,13 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   kernel("sampler", "memory_op", vec_q(OpKind::kSampler, logits_rows, m.vocab, DType::kFp32));
 }
 
+// The graph's account of the model's local attention (its outputs state it).
+void set_attention_window(OpGraph& g, const ModelConfig& m) {
+  g.sliding_window = m.sliding_window;
+  g.window_layers = windowed_layers(m);
+  g.chunked_window = m.chunked_attention && g.window_layers > 0;
+}
+
 // The fields every serving graph sets alike.
 OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv_dtype, int64_t tp, int64_t ep,
                          double routing_alpha) {
@@ -1083,9 +1090,7 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
   g.par.tp = tp;
   g.par.ep = ep;
   g.routing_alpha = routing_alpha;
-  g.sliding_window = m.sliding_window;
-  g.window_layers = windowed_layers(m);
-  g.chunked_window = m.chunked_attention && g.window_layers > 0;
+  set_attention_window(g, m);
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;
@@ -1130,9 +1135,8 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   const int64_t heads = m.heads / tp, kv = serving_kv_heads_per_rank(m, tp);
   const KernelQuery attn =
       phase == Mode::kPrefill
-          ? attention_chunk_q(seqs, tokens - cached_prefix, cached_prefix, heads, kv, m.head_dim, act, kv_dtype,
-                              m.sliding_window)
-          : attention_decode_q(seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window);
+          ? attention_chunk_q(seqs, tokens - cached_prefix, cached_prefix, heads, kv, m.head_dim, act, kv_dtype)
+          : attention_decode_q(seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype);
   add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, {attn});
   return g;
 }
@@ -1178,10 +1182,10 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   const int64_t heads = m.heads / tp, kv = serving_kv_heads_per_rank(m, tp);
   std::vector<KernelQuery> attention;
   for (const auto& c : step.prefill)
-    attention.push_back(attention_chunk_q(c.seqs, c.tokens, c.prefix, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window));
+    attention.push_back(attention_chunk_q(c.seqs, c.tokens, c.prefix, heads, kv, m.head_dim, act, kv_dtype));
   if (step.decode_seqs > 0)
     attention.push_back(
-        attention_decode_q(step.decode_seqs, step.decode_context + 1, heads, kv, m.head_dim, act, kv_dtype, m.sliding_window));
+        attention_decode_q(step.decode_seqs, step.decode_context + 1, heads, kv, m.head_dim, act, kv_dtype));
   int64_t logits = seqs;
   if (step.chunk_logits_all)
     for (const auto& c : step.prefill) logits += c.seqs * (c.tokens - 1);
@@ -1253,9 +1257,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   const DType act = training_storage_dtype(dtype), mm = dtype;
   g.kv_dtype = act;
   if (mm == DType::kFp8) g.fp8_weight_parameters = fp8_training_gemm_parameters(m) / double(par.tp);
-  g.sliding_window = m.sliding_window;
-  g.window_layers = windowed_layers(m);
-  g.chunked_window = m.chunked_attention && g.window_layers > 0;
+  set_attention_window(g, m);
   const double e = dtype_size(act);
   // Context parallelism: every op but attention sees the rank's seq / cp tokens of each sequence.
   const int64_t t = g.micro_batch * seq / par.cp, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
@@ -1303,7 +1305,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   // MLA (Megatron-Core's MLASelfAttention): the down projections to the query and key/value
   // latents replicated on the tp ranks, their norms, the up projections split by heads, then
   // FlashAttention at the query/key width with the value width counted by the FLOPs' share.
-  const double attn_share = is_mla(m) ? double(hd + m.v_head_dim) / (2.0 * hd) : 1.0;
+  const double attn_share = attention_value_share(m);
   if (is_mla(m)) {
     const int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, rope = m.qk_rope_dim;
     if (ql > 0) {
@@ -1315,7 +1317,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     }
     gemm("self_attn.linear_kv_down_proj", t, h, kvl + rope, kReplicated, mm);
     rmsnorm("self_attn.kv_layernorm", t, kvl);
-    gemm("self_attn.linear_kv_up_proj", t, kvl, heads * (hd - rope + m.v_head_dim), kColumn, mm);
+    gemm("self_attn.linear_kv_up_proj", t, kvl, heads * (hd - rope + value_head_dim(m)), kColumn, mm);
     memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + 1) * rope, t);
   } else {
     gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn, mm);
@@ -1343,11 +1345,11 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     // (cp - 1 hand-overs; backward their gradients too), overlapped with those kernels.
     GraphOp& o = b.op("self_attn.core_attention", "attention");
     const KernelQuery step = attention_prefill_q(g.micro_batch, seq / par.cp, heads, kv, hd, act, act);
-    const double kv_bytes = e * double(t) * double(kv) * double(hd + (is_mla(m) ? m.v_head_dim : hd));
+    const double kv_bytes = e * double(t) * double(kv) * double(hd + value_head_dim(m));
     o.fw = {KernelCall::kernel_scaled(step, attn_share * double(par.cp)), KernelCall::ring(kv_bytes, par.cp)};
     o.bw = {KernelCall::kernel_scaled(step, 2.5 * attn_share * double(par.cp)), KernelCall::ring(2.0 * kv_bytes, par.cp)};
   }
-  gemm("self_attn.o_proj", t, heads * (is_mla(m) ? m.v_head_dim : hd), h, kRow, mm);
+  gemm("self_attn.o_proj", t, heads * value_head_dim(m), h, kRow, mm);
   if (m.sandwich_norms) rmsnorm("post_attention_layernorm", ts, h);  // Gemma 2: the output's own norm
   memop("residual_1", OpKind::kResidualAdd, ts, h, ts);
   rmsnorm(m.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", ts, h);
