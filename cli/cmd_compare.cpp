@@ -29,7 +29,7 @@ void print_rows(const std::vector<predictor::CompareRow>& rows, const std::strin
 
 int run_compare(const Args& args, const GlobalOptions&) {
   po::options_description desc("compare options");
-  std::string models, gpus, mode, dtype, kv_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1", ep = "1", cp = "1", vpp = "1", routing;
+  std::string models, gpus, mode, dtype, kv_dtype, expert_dtype, batch = "1", seq, context, dp = "1", tp = "1", pp = "1", mb = "1", ep = "1", cp = "1", vpp = "1", routing;
   std::string format, sort, prices_file, optimizer;
   ForecastPaths paths;
   std::vector<std::string> price_items;
@@ -47,6 +47,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "serving dtype (default: the config's torch_dtype); inference is fp32, training fp32 (eager) or bf16|fp16|fp8 "
       "(mixed precision; fp8: Transformer Engine's FP8 GEMMs)")(
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
+      "expert-dtype", po::value(&expert_dtype),
+      "serving: the MoE models' experts, bf16|fp16|fp8|fp8_block|int4|mxfp4 (default: each config's, else --dtype)")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
       "ep", po::value(&ep),
@@ -81,6 +83,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.mode = mode;
   req.dtype = dtype;
   req.kv_dtype = kv_dtype;
+  req.expert_dtype = expert_dtype;
   req.batches = parse_int_list("--batch", batch, 1, 1 << 20);
   if (mode == "decode") {
     if (!seq.empty()) throw ConfigError("--seq does not apply to --mode decode (use --context)");
@@ -126,7 +129,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   int64_t gpus = 0, global_batch = 0, seq = 0, context = 0, gen = 0;
   SchedulerOptions sched;
   TrainingOptions train;
-  std::string dtype, routing, vpp = "1";
+  std::string dtype, expert_dtype, routing, vpp = "1";
   int top = 10;
   desc.add_options()("model", po::value(&model)->required(), "bundled name or config.json path")(
       "gpu", po::value(&gpu)->required(), "GPU type")("gpus", po::value(&gpus)->required(), "number of GPUs")(
@@ -137,6 +140,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "dtype", po::value(&dtype),
       "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16|fp8 (mixed "
       "precision; fp8: Transformer Engine's FP8 GEMMs)")(
+      "expert-dtype", po::value(&expert_dtype),
+      "serving MoE: the experts' dtype, bf16|fp16|fp8|fp8_block|int4|mxfp4 (default: the config's, else --dtype)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
@@ -176,7 +181,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   read_prices(prices_file, price_items, reg, prices);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   predictor::PlanRequest req;
-  req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype;
+  req.model = model, req.gpu = gpu, req.mode = mode, req.dtype = dtype, req.expert_dtype = expert_dtype;
   req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
   req.limits = sched.args.limits();
   req.cached_prefix = sched.cached_prefix.value_or(0);

@@ -107,7 +107,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                 r.launch.tile.tm, r.launch.tile.tk, r.launch.tile.split_k, spec.arch.c_str());
   else if (moe)
     std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)%s\n", r.launch.moe.hit,
-                r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec), r.moe_chunks > 1 ? ", each chunk" : "");
+                r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec, q.dtype), r.moe_chunks > 1 ? ", each chunk" : "");
   else if (op_family(kind) == Family::kMemoryOp)
     std::printf("model        physics: per-launch floor + DRAM time of the bytes not resident in L2 (%.4g MB of "
                 "%.4g MB here) + SM-side time per byte (fitted)\n",
@@ -121,7 +121,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   if (r.fp8_from_bf16)
     std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "
                 "scripts/eval-moe-fp8.py)\n",
-                predictor::kTritonFp8MoeFloorUs, predictor::kTritonFp8MoeFactor, r.bf16_ms, moe_library(spec));
+                predictor::kTritonFp8MoeFloorUs, predictor::kTritonFp8MoeFactor, r.bf16_ms, moe_library(spec, q.dtype));
   if (r.moe_chunks > 1)
     std::printf("chunks       %lld x %lld tokens, one after another (the family was trained on at most %lld tokens; "
                 "at the top of that range the data's latency nearly doubles with the tokens)\n",

@@ -82,6 +82,8 @@ const char* dtype_name(DType d) {
     case DType::kFp8: return "fp8";
     case DType::kFp8Block: return "fp8_block";
     case DType::kFp8Static: return "fp8_static";
+    case DType::kInt4: return "int4";
+    case DType::kMxfp4: return "mxfp4";
   }
   return "?";
 }
@@ -91,7 +93,10 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
       {"fp32", DType::kFp32},     {"float32", DType::kFp32},   {"tf32", DType::kTf32},
       {"fp16", DType::kFp16},     {"float16", DType::kFp16},   {"half", DType::kFp16},
       {"bf16", DType::kBf16},     {"bfloat16", DType::kBf16},  {"fp8", DType::kFp8},
-      {"fp8_static", DType::kFp8Static}, {"fp8_block", DType::kFp8Block}};
+      {"fp8_static", DType::kFp8Static}, {"fp8_block", DType::kFp8Block},
+      // aiconfigurator's moe_dtype spellings of the weight-only formats
+      {"int4", DType::kInt4},     {"int4_wo", DType::kInt4},   {"mxfp4", DType::kMxfp4},
+      {"w4a16_mxfp4", DType::kMxfp4}};
   for (const auto& n : names)
     if (s == n.first) {
       *out = n.second;
@@ -103,7 +108,7 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
 DType dtype_from_string(const std::string& s) {
   DType d;
   if (!try_dtype_from_string(s, &d))
-    throw ConfigError("unknown dtype '" + s + "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block)");
+    throw ConfigError("unknown dtype '" + s + "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block, int4, mxfp4)");
   return d;
 }
 
@@ -128,13 +133,22 @@ int dtype_size(DType d) {
     case DType::kFp32: case DType::kTf32: return 4;
     case DType::kFp16: case DType::kBf16: return 2;
     case DType::kFp8: case DType::kFp8Block: case DType::kFp8Static: return 1;
+    case DType::kInt4: case DType::kMxfp4: return 2;  // BF16 activations
   }
   return 4;
 }
 
+double weight_bytes_per_elem(DType d) {
+  switch (d) {
+    case DType::kInt4: return 0.5 + 2.0 / 128;
+    case DType::kMxfp4: return 0.5 + 1.0 / 32;
+    default: return dtype_size(d);
+  }
+}
+
 double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
   if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
-  const std::string key = is_fp8(d) ? "fp8" : dtype_name(d);
+  const std::string key = is_fp8(d) ? "fp8" : dtype_name(activation_dtype(d));
   auto it = gpu.tensor_peak_gflops.find(key);
   if (it == gpu.tensor_peak_gflops.end() || !(it->second > 0))
     throw ConfigError("GPU '" + gpu.name + "' has no " + key + " tensor-core peak in its spec" +
@@ -216,8 +230,9 @@ namespace {
 bool trtllm_kernels(const GpuSpec& gpu) { return gpu.arch == "blackwell" && gpu.async_tensor_cores(); }
 }  // namespace
 
-const char* moe_library(const GpuSpec& gpu) {
-  return trtllm_kernels(gpu) ? "sglang_flashinfer_trtllm_moe" : "sglang_fused_moe_triton";
+const char* moe_library(const GpuSpec& gpu, DType d) {
+  if (trtllm_kernels(gpu)) return "sglang_flashinfer_trtllm_moe";
+  return d == DType::kInt4 ? "sglang_marlin_moe" : "sglang_fused_moe_triton";
 }
 
 namespace {
@@ -280,9 +295,9 @@ MoeLoad moe_load(const KernelQuery& q) {
 
 const char* attention_library(const GpuSpec& gpu) { return trtllm_kernels(gpu) ? "trtllm_mha" : "flash_attention"; }
 
-const char* kernel_library(Family f, const GpuSpec& gpu) {
-  if (is_attention(f)) return attention_library(gpu);
-  if (f == Family::kMoe) return moe_library(gpu);
+const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu) {
+  if (is_attention(op_family(q.op))) return attention_library(gpu);
+  if (q.op == OpKind::kMoe) return moe_library(gpu, q.dtype);
   return nullptr;
 }
 
@@ -413,11 +428,12 @@ KernelQuery moe_from_dims(OpKind, const std::vector<int64_t>& d) {
 
 // gate_up (h -> 2 f) and down (f -> h) for every token routed to this rank's experts.
 double moe_flops(const KernelQuery& q, const MoeLoad& l) { return 6.0 * l.tokens * double(q.h) * (q.n / q.moe_tp); }
-// Weights of every expert hit, in the dtype; per routed token its hidden input and the BF16
-// intermediates (gate_up out, SiLU-mul in/out, down out); the combined output.
+// Weights of every expert hit, in the dtype (weight-only formats: 4 bits and their scales); per
+// routed token its hidden input in the activation dtype and the BF16 intermediates (gate_up out,
+// SiLU-mul in/out, down out); the combined output.
 double moe_bytes(const KernelQuery& q, const MoeLoad& l) {
-  const double e = dtype_size(q.dtype), f = double(q.n / q.moe_tp);
-  return l.hit * 3.0 * q.h * f * e + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
+  const double w = weight_bytes_per_elem(q.dtype), e = dtype_size(q.dtype), f = double(q.n / q.moe_tp);
+  return l.hit * 3.0 * q.h * f * w + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
 }
 
 // FP8 GEMMs quantise their BF16 activation A (M tokens x N in-features) before the scaled
@@ -774,8 +790,9 @@ void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, co
   out[i++] = float(lg(std::max(l.max_load, 1e-3)));
   out[i++] = float(lg(std::max(l.tokens / l.hit, 1e-3)));
   out[i++] = float(q.routing_alpha);
-  out[i++] = float(dtype_size(q.dtype));
-  out[i++] = float(lg(l.hit * 3.0 * q.h * f * dtype_size(q.dtype) / l2_bytes));
+  // `dtype_bytes`: bytes per weight element (the experts' weights dominate the layer's bytes).
+  out[i++] = float(weight_bytes_per_elem(q.dtype));
+  out[i++] = float(lg(l.hit * 3.0 * q.h * f * weight_bytes_per_elem(q.dtype) / l2_bytes));
   out[i++] = float(lg(pj_per_flop(gpu, peak)));
   // No DRAM-bytes-per-SM-cycle feature (GEMM's): with two GPUs per fold it is a GPU's name, and
   // leave one GPU out was worse on all four cells (docs/accuracy.md).

@@ -13,8 +13,13 @@
 namespace tilecast {
 
 // DType (core/op_kind.h): the element type of a kernel's inputs.
-const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static
+const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, int4, mxfp4
 inline bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block || d == DType::kFp8Static; }
+// Weight-only 4-bit formats (W4A16): BF16 activations, weights dequantised for BF16 tensor cores.
+inline bool is_weight_only(DType d) { return d == DType::kInt4 || d == DType::kMxfp4; }
+// The dtype a kernel's activations, and its tensor-core math, are in: BF16 for the weight-only
+// formats, the dtype itself otherwise.
+inline DType activation_dtype(DType d) { return is_weight_only(d) ? DType::kBf16 : d; }
 // The dtype of mixed-precision training's weights, activations and collectives: BF16 for FP8
 // training (only its GEMMs run in FP8: build_llm_training_graph), the training dtype otherwise.
 inline DType training_storage_dtype(DType d) { return is_fp8(d) ? DType::kBf16 : d; }
@@ -27,8 +32,13 @@ std::string dtype_set_names(DTypeSet s);        // "fp32, fp16, bf16", in DType 
 // "" when op's family models d, else why not: "op 'rope' (family memory_op) is modelled in
 // fp32, fp16, bf16"; callers prefix the flag or the file and column.
 std::string dtype_refusal(OpKind op, DType d);
-int dtype_size(DType d);                         // bytes per element: 4, 4, 2, 2, 1, 1, 1
-// The GPU's dense tensor-core peak for `d` (GFLOP/s) as its spec sheet states it; fp32 is the
+// Bytes per activation element: 4, 4, 2, 2, 1, 1, 1; the weight-only formats' BF16 activations 2.
+int dtype_size(DType d);
+// Bytes per weight element, scales included: dtype_size, but int4 0.5 + 2 / 128 (a 16-bit scale
+// per group of 128) and mxfp4 0.5 + 1 / 32 (an 8-bit scale per block of 32).
+double weight_bytes_per_elem(DType d);
+// The GPU's dense tensor-core peak for `d` (GFLOP/s) as its spec sheet states it (the
+// weight-only formats: BF16's, the math they run in); fp32 is the
 // SIMT GEMM peak. A GPU without that tensor path (FP8 before Ada/Hopper) is ConfigError naming
 // GPU and dtype. The plain roofline's compute bound.
 double gemm_peak_gflops(const GpuSpec& gpu, DType d);
@@ -86,9 +96,10 @@ KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, i
 bool try_parse_routing(const std::string& s, double* alpha);
 // Its inverse: "balanced" for 0, else "power_law_<a>" (shortest form that reads back as a).
 std::string routing_name(double alpha);
-// The fused-MoE kernel SGLang runs, from the architecture: flashinfer's TRT-LLM kernel on
-// datacenter Blackwell, the Triton fused_moe kernel elsewhere.
-const char* moe_library(const GpuSpec& gpu);
+// The fused-MoE kernel SGLang runs, from the architecture and the dtype: flashinfer's TRT-LLM
+// kernel on datacenter Blackwell; elsewhere the Marlin MoE kernel for int4 weights and the
+// Triton fused_moe kernel for the rest (mxfp4 included).
+const char* moe_library(const GpuSpec& gpu, DType d);
 // Expected per-expert load on rank 0 of the expert-parallel group (experts 1..E/ep, the most
 // loaded under a power law): tokens routed there, experts hit, the busiest expert's tokens and
 // the M tiles of the grouped GEMM (tile `tm` rows).
@@ -97,9 +108,9 @@ struct MoeLoad {
   int tm = 64;
 };
 MoeLoad moe_load(const KernelQuery& q);
-// The kernel library the family's forecasts assume on this GPU (attention_library,
-// moe_library), or nullptr for families measured with one library.
-const char* kernel_library(Family f, const GpuSpec& gpu);
+// The kernel library a query's forecast assumes on this GPU (attention_library, moe_library),
+// or nullptr for families measured with one library.
+const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu);
 // A tensor-core GEMM (op gemm): M tokens, N in-features (reduction), K out-features, as linear.
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d);
 

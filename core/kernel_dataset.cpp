@@ -114,7 +114,8 @@ std::vector<std::string> aic_attention_values(const KernelQuery& q) {
   return {num_str(q.b), num_str(prefill ? q.m : 1), num_str(q.k), num_str(q.h), num_str(q.n), "1",
           dtype_name(q.dtype), dtype_name(q.kv_dtype), num_str(prefill ? 0 : q.ctx - 1)};
 }
-// moe_perf.csv: int4_wo, mxfp4, nvfp4 (weight-only / FP4 kernels) are not modelled.
+// moe_perf.csv: nvfp4 and w4a8_mxfp4_mxfp8 (FP4 tensor-core kernels, the B200's alone) are not
+// modelled; int4_wo and w4a16_mxfp4 are the weight-only int4 and mxfp4.
 bool aic_moe_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
   DType d;
   if (!aic_dtype(r, "moe_dtype", OpKind::kMoe, &d)) {
@@ -738,18 +739,19 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
     auto it = spec_of.find(device);
     return it != spec_of.end() ? it->second : spec_of.emplace(device, gpus.find(device)).first->second;
   };
-  std::set<std::pair<std::string, Family>> has_spec_library;  // (device, family) with rows of the spec's library
+  // (device, library) pairs with rows: a library the spec implies for a query (the family's, for
+  // MoE its dtype's too) is kept as the only one where the device has rows of it.
+  std::set<std::pair<std::string, std::string>> has_spec_library;
   for (const auto& s : rows)
     if (const GpuSpec* g = spec(s.device))
-      if (const char* lib = kernel_library(op_family(s.query.op), *g); lib && s.library == lib)
-        has_spec_library.insert({s.device, op_family(s.query.op)});
+      if (const char* lib = kernel_library(s.query, *g); lib && s.library == lib) has_spec_library.insert({s.device, lib});
   rows.erase(std::remove_if(rows.begin(), rows.end(),
                             [&](const KernelSample& s) {
                               const GpuSpec* g = spec(s.device);
                               if (!g) return false;
                               const Family fam = op_family(s.query.op);
-                              const char* lib = kernel_library(fam, *g);
-                              if (lib && !s.library.empty() && s.library != lib && has_spec_library.count({s.device, fam}))
+                              const char* lib = kernel_library(s.query, *g);
+                              if (lib && !s.library.empty() && s.library != lib && has_spec_library.count({s.device, lib}))
                                 return ++n.other_library, true;
                               if (!is_attention(fam)) return false;
                               switch (implausible_row(s.query, s.latency_ms, *g, kTrainingComputeSlack)) {

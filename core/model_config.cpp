@@ -349,17 +349,24 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
     const std::string method =
         q.is_object() && q.contains("quant_method") && q["quant_method"].is_string() ? q["quant_method"].get<std::string>()
                                                                                       : std::string();
-    if (method != "fp8")
+    if (method == "mxfp4") {
+      // Hugging Face's MXFP4 quantiser converts the MoE experts alone (gpt-oss).
+      if (m.num_experts == 0)
+        throw ConfigError(path + ": field 'quantization_config': quant_method 'mxfp4' on a model without experts "
+                          "is not modelled (MXFP4 is modelled for a MoE model's experts, as gpt-oss stores them)");
+      m.expert_dtype = "mxfp4";
+    } else if (method != "fp8") {
       throw ConfigError(path + ": field 'quantization_config': quant_method '" + method +
-                        "' is not modelled (only fp8: per-tensor, static or 128x128 block-scaled GEMMs); delete the "
-                        "field to forecast the unquantised model, with --dtype to choose its GEMMs");
-    const bool static_act = q.contains("activation_scheme") && q["activation_scheme"] == "static";
-    if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
+                        "' is not modelled (fp8: per-tensor, static or 128x128 block-scaled GEMMs; mxfp4: a MoE "
+                        "model's experts); delete the field to forecast the unquantised model, with --dtype to choose "
+                        "its GEMMs");
+    } else if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
       if (q["weight_block_size"] != nlohmann::json::array({128, 128}))
         throw ConfigError(path + ": field 'quantization_config.weight_block_size': " + q["weight_block_size"].dump() +
                           " is not modelled (fp8_block scales 128x128 blocks)");
       m.quantized_dtype = "fp8_block";
     } else {
+      const bool static_act = q.contains("activation_scheme") && q["activation_scheme"] == "static";
       m.quantized_dtype = static_act ? "fp8_static" : "fp8";
     }
   }

@@ -71,6 +71,11 @@ struct ModelConfig {
   // weight_block_size, fp8_static with a static activation scheme, else fp8); empty without
   // one. Serving forecasts default to it. Other quantisation methods are refused.
   std::string quantized_dtype;
+  // The routed experts' weight format when it differs from the GEMMs' (quant_method "mxfp4":
+  // gpt-oss's checkpoints store the experts in MXFP4, everything else in torch_dtype), else
+  // empty: the experts take the serving dtype. A weight-only format (int4, mxfp4) runs the
+  // fused MoE kernel on BF16 activations. `tilecast predict --expert-dtype` sets it.
+  std::string expert_dtype;
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,
   // dropout, dropout_rate). p = 0 launches nothing and keeps no mask (PyTorch returns the input).

@@ -1037,7 +1037,7 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     // outputs summed by the tp all-reduce.
     kernel("mlp.gate", "gemm", gemm_q(t, h, m.num_experts, act));
     kernel("mlp.experts", "moe",
-           moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, dtype, g.routing_alpha));
+           moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, *g.expert_dtype, g.routing_alpha));
     if (const int64_t s = m.shared_expert_ffn; s > 0) {
       // Shared experts (vLLM's Qwen2-MoE, SGLang's DeepSeek): a gated FFN split over tp as a
       // dense one, whose partial sums join the routed experts' before their one all-reduce;
@@ -1094,6 +1094,8 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
   g.parameters = model_parameters(m);
   g.dtype = dtype;
   g.kv_dtype = kv_dtype;
+  const DType experts = serving_expert_dtype(m, dtype);  // validates a dense model's too
+  if (m.num_experts > 0) g.expert_dtype = experts;
   return g;
 }
 }  // namespace
@@ -1435,6 +1437,17 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     }
   }
   return g;
+}
+
+DType serving_expert_dtype(const ModelConfig& m, DType dtype) {
+  if (m.expert_dtype.empty()) return dtype;
+  const std::string what = "expert dtype '" + m.expert_dtype + "' of " + m.name;
+  if (m.num_experts == 0) throw ConfigError(what + ": the model has no experts");
+  DType d;
+  if (!try_dtype_from_string(m.expert_dtype, &d))
+    throw ConfigError(what + ": unknown dtype (" + dtype_set_names(family_traits(Family::kMoe).dtypes) + ")");
+  if (const std::string why = dtype_refusal(OpKind::kMoe, d); !why.empty()) throw ConfigError(what + ": " + why);
+  return d;
 }
 
 int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp) {

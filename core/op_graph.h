@@ -4,6 +4,7 @@
 // kernels it launches in the forward pass, the backward pass and gradient accumulation.
 // Rules and deliberate differences from NeuSight's parsed graphs: docs/model-graphs.md.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,8 @@ struct OpGraph {
   // Serving graphs (kPrefill/kDecode): GEMM dtype, KV-cache dtype, and per sequence the
   // prompt tokens (prefill) or the tokens cached before the new one (decode).
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;
+  // Serving a MoE model: its routed experts' dtype (serving_expert_dtype); none for a dense model.
+  std::optional<DType> expert_dtype;
   int64_t context = 0;
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
   int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
@@ -199,6 +202,11 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // tp is a multiple of the KV heads (vLLM and SGLang then replicate each KV head, and its K/V
 // projection weights and cache, on tp / kv_heads ranks). ConfigError when neither divides.
 int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
+// The dtype a serving graph's fused MoE kernels take for a MoE model served in `dtype`: the
+// config's expert_dtype (gpt-oss's MXFP4, or `predict --expert-dtype`) where it has one, else
+// `dtype`. ConfigError naming the expert dtype when it is not one the MoE family models or the
+// model has no experts.
+DType serving_expert_dtype(const ModelConfig& m, DType dtype);
 // Pipeline parallelism (`pp` > 1 stages of layers, as pipeline_stage_layers splits them): the
 // engines keep min(pp, batch) microbatches in flight, so the graph is one microbatch of
 // ceil(batch / microbatches) sequences (g.micro_batch; g.batch stays `batch`), with

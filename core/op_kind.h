@@ -40,10 +40,14 @@ enum class OpKind {
 // computed per call (dynamic: an absmax pass, then the quantising pass), fp8_static per-tensor
 // with a calibrated activation scale (the quantising pass only), fp8_block block-scaled (128x128
 // weight scales, 1x128 activation groups, DeepSeek-style); all run on the FP8 tensor-core peak.
-// Names, sizes and parsing: core/kernel.h.
-enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static };
-constexpr DType kAllDTypes[] = {DType::kFp32, DType::kTf32,     DType::kFp16,      DType::kBf16,
-                                DType::kFp8,  DType::kFp8Block, DType::kFp8Static};
+// int4 and mxfp4 are weight-only 4-bit formats (W4A16): INT4 weights with a 16-bit scale per
+// group of 128 (GPTQ/AWQ checkpoints, Marlin kernels), MXFP4 weights with an 8-bit power-of-two
+// scale per block of 32 (OCP microscaling, gpt-oss's experts); their activations are BF16 and
+// the weights are dequantised to BF16 for the tensor cores. Fused MoE only (the data's int4_wo
+// and w4a16_mxfp4 rows). Names, sizes and parsing: core/kernel.h.
+enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static, kInt4, kMxfp4 };
+constexpr DType kAllDTypes[] = {DType::kFp32,      DType::kTf32,       DType::kFp16, DType::kBf16, DType::kFp8,
+                                DType::kFp8Block,  DType::kFp8Static,  DType::kInt4, DType::kMxfp4};
 
 // A set of dtypes, one bit per DType.
 using DTypeSet = unsigned;
@@ -55,8 +59,10 @@ constexpr DTypeSet kActivationDTypes = kFp32Only | dtype_bit(DType::kFp16) | dty
 constexpr DTypeSet kAttentionDTypes =
     kActivationDTypes | dtype_bit(DType::kTf32) | dtype_bit(DType::kFp8);
 constexpr DTypeSet kGemmDTypes = kAttentionDTypes | dtype_bit(DType::kFp8Block) | dtype_bit(DType::kFp8Static);
-// Fused MoE: the data's bf16, fp16, fp8 (per-tensor) and fp8_block; fp32 from `tilecast collect`.
-constexpr DTypeSet kMoeDTypes = kActivationDTypes | dtype_bit(DType::kFp8) | dtype_bit(DType::kFp8Block);
+// Fused MoE: the data's bf16, fp16, fp8 (per-tensor), fp8_block and the weight-only int4 and
+// mxfp4; fp32 from `tilecast collect`.
+constexpr DTypeSet kMoeDTypes = kActivationDTypes | dtype_bit(DType::kFp8) | dtype_bit(DType::kFp8Block) |
+                                dtype_bit(DType::kInt4) | dtype_bit(DType::kMxfp4);
 
 // One MLP per family.
 enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kMemoryOp, kMoe, kCount };

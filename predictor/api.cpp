@@ -51,11 +51,24 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   if (!dtype.empty()) d.gemm = dtype_flag("--dtype", dtype);
   else if (!m.quantized_dtype.empty()) d.gemm = dtype_flag("quantization_config", m.quantized_dtype);
   else if (!m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &cfg)) d.gemm = cfg;
+  if (is_weight_only(d.gemm))
+    throw ConfigError("--dtype " + dtype + ": weight-only formats are modelled for a MoE model's experts only "
+                      "(--expert-dtype); --dtype is the GEMMs' and attention's dtype");
   const bool fp8 = is_fp8(d.gemm);
   d.kv = kv_dtype.empty() ? (fp8 ? DType::kBf16 : d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
-  if (is_gemm_scaling_scheme(d.kv))
+  if (is_gemm_scaling_scheme(d.kv) || is_weight_only(d.kv))
     throw ConfigError("--kv-dtype " + kv_dtype + ": the KV cache is fp32, fp16, bf16 or fp8");
   return d;
+}
+
+void apply_expert_dtype(ModelConfig& m, const std::string& expert_dtype, const std::string& mode) {
+  if (expert_dtype.empty()) return;
+  if (!is_serving_mode(mode)) throw ConfigError("--expert-dtype does not apply to --mode " + mode);
+  const DType d = dtype_flag("--expert-dtype", expert_dtype);
+  if (m.num_experts == 0) throw ConfigError("--expert-dtype " + expert_dtype + ": " + m.name + " has no experts");
+  if (const std::string why = dtype_refusal(OpKind::kMoe, d); !why.empty())
+    throw ConfigError("--expert-dtype " + expert_dtype + ": " + why);
+  m.expert_dtype = dtype_name(d);
 }
 
 double routing_flag(const std::string& value) {
@@ -142,7 +155,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["chunks"] = r.moe_chunks;  // > 1: forecast as equal chunks within the trained tokens
     if (r.moe_chunks > 1) j["chunk_tokens"] = r.moe_chunk_tokens;
     const MoeLoad& l = r.launch.moe;
-    j["library"] = moe_library(spec);
+    j["library"] = moe_library(spec, q.dtype);
     j["experts_hit"] = l.hit;
     j["tokens_on_rank"] = l.tokens;
     j["busiest_expert_tokens"] = l.max_load;
@@ -182,7 +195,8 @@ nlohmann::json models_json(const std::string& models_dir) {
                     {"chunked_attention", m.chunked_attention && windowed_layers(m) > 0},
                     {"attention", is_mla(m) ? "mla" : m.kv_heads < m.heads ? "gqa" : "mha"},
                     {"torch_dtype", m.torch_dtype},
-                    {"quantized_dtype", m.quantized_dtype}});
+                    {"quantized_dtype", m.quantized_dtype},
+                    {"expert_dtype", m.expert_dtype}});
   }
   return list;
 }
@@ -230,7 +244,8 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   if (mode == "decode") need("--context L", a.context.has_value());
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
-  const ModelConfig mc = load_model_config(a.model, models_dir);
+  ModelConfig mc = load_model_config(a.model, models_dir);
+  apply_expert_dtype(mc, a.expert_dtype, mode);
   ForecastRequest r;
   r.model = &mc;
   r.mode = mode;

@@ -62,6 +62,10 @@ struct ServingDtypes {
   DType gemm = DType::kBf16, kv = DType::kBf16;
 };
 ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, const std::string& kv_dtype);
+// --expert-dtype (empty: keep the config's expert_dtype): the routed experts' dtype of a serving
+// forecast of `m` (ModelConfig::expert_dtype). ConfigError naming the flag for a non-serving
+// `mode`, a model without experts or a dtype the MoE family does not model.
+void apply_expert_dtype(ModelConfig& m, const std::string& expert_dtype, const std::string& mode);
 
 // Mixed-precision training's options beside the layout (--zero, --sequence-parallel,
 // --recompute, --train-tokens), as a front end reads them: predict, compare, plan, Python.
@@ -86,6 +90,7 @@ struct PredictArgs {
   int64_t batch = 0;
   std::optional<int64_t> seq, context, gen;
   std::string dtype, kv_dtype;                 // serving; empty = the config's torch_dtype
+  std::string expert_dtype;                    // serving MoE: the experts' (empty: the config's, else dtype)
   std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
   SchedulerArgs sched;                         // generate: the engine's scheduler
   std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already

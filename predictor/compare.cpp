@@ -37,6 +37,8 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.cached_prefix = c.cached_prefix;
   r.gpu_memory_gb = c.gpu->mem_gb();
   try {
+    if (is_serving_mode(c.mode) && c.model->num_experts > 0)
+      r.expert_dtype = dtype_name(serving_expert_dtype(*c.model, c.dtypes.gemm));
     const PredictResult f = forecast(c, kp);
     r.microbatches = f.forecast.par.microbatches;  // serving: what the engine keeps in flight (from pp)
     if (f.generate) {
@@ -150,6 +152,13 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   if (req.models.empty()) throw ConfigError("--model: no model given");
   std::vector<ModelConfig> models;
   for (const auto& m : req.models) models.push_back(load_model_config(m, models_dir));
+  // --expert-dtype sets the MoE models' experts; dense models beside them keep none.
+  if (!req.expert_dtype.empty()) {
+    bool any = false;
+    for (auto& m : models)
+      if (m.num_experts > 0) apply_expert_dtype(m, req.expert_dtype, mode), any = true;
+    if (!any) apply_expert_dtype(models.front(), req.expert_dtype, mode);  // refuses, naming the model
+  }
   const auto gpus = resolve_gpus(req.gpus, reg);
   // Every layout the lists cross, in the lists' order (dp slowest, vpp fastest).
   std::vector<Parallelism> layouts;
@@ -224,6 +233,7 @@ std::string compare_row_json(const CompareRow& r) {
   }
   j["step_ms"] = r.step_ms;
   if (is_serving_mode(r.mode)) {
+    j["expert_dtype"] = r.expert_dtype.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.expert_dtype);
     j["routing"] = routing_name(r.routing_alpha);
     if (r.mode != "decode") j["cached_prefix"] = r.cached_prefix;
     j["ttft_ms"] = r.ttft_ms;
@@ -491,7 +501,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (mode == "generate" && req.gen < 2) throw ConfigError("--mode generate needs --gen T (>= 2)");
   check_scheduler_options(mode, req.limits, req.cached_prefix);
   const DType train_dtype = serving ? DType::kFp32 : eager_dtype(mode, req.dtype);
-  const ModelConfig m = load_model_config(req.model, models_dir);
+  ModelConfig m = load_model_config(req.model, models_dir);
+  apply_expert_dtype(m, req.expert_dtype, mode);
   const GpuSpec& g = reg.resolve(req.gpu);
   auto divisors = [](int64_t n) {
     std::vector<int64_t> d;

@@ -22,6 +22,7 @@ struct CompareRequest {
   std::string mode = "inference";             // inference|training|prefill|decode|generate
   std::string dtype;                          // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16|fp8
   std::string kv_dtype;                       // serving KV cache; empty = bf16 for fp8, else dtype
+  std::string expert_dtype;                   // serving: the MoE models' experts (empty: each config's, else dtype)
   std::vector<int64_t> batches{1}, seqs{0};   // seq: prompt / sequence (decode: --context)
   int64_t gen = 0;                            // generate: output tokens
   SchedulerLimits limits;                     // generate: the engine's scheduler (0: no budget, no cap)
@@ -53,6 +54,7 @@ void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg);
 
 struct CompareRow {
   std::string model, gpu, mode, dtype;
+  std::string expert_dtype;  // serving a MoE model: its experts' dtype (empty otherwise)
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
   int64_t ep = 1;  // MoE: the experts split over ep ranks (serving: of each tp group; training: of dp)
   int64_t cp = 1;  // mixed-precision training: each sequence split over cp ranks
@@ -131,6 +133,7 @@ struct PlanRequest {
   std::string model, gpu;                 // a name or config.json path; a GPU type
   std::string mode = "training";          // training|inference|prefill|decode|generate
   std::string dtype;                      // serving dtype (empty = the config's torch_dtype); training: fp32|bf16|fp16|fp8
+  std::string expert_dtype;               // serving MoE: the experts' (empty: the config's, else dtype)
   int64_t gpus = 0, global_batch = 0;
   int64_t seq = 0;                        // prompt / sequence (decode: the cached context)
   int64_t gen = 0;                        // generate: output tokens

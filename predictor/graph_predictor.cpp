@@ -269,6 +269,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.micro_batch = g.micro_batch;
   f.dtype = g.dtype;
   f.kv_dtype = g.kv_dtype;
+  f.expert_dtype = g.expert_dtype;
   f.context = g.context;
   f.routing_alpha = g.routing_alpha;
   f.sliding_window = g.sliding_window;
@@ -506,6 +507,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
   }
   if (is_serving(f.mode)) {
     j["kv_dtype"] = dtype_name(f.kv_dtype);
+    j["expert_dtype"] = f.expert_dtype ? nlohmann::json(dtype_name(*f.expert_dtype)) : nlohmann::json(nullptr);
     j["context"] = f.context;
     j["routing"] = routing_name(f.routing_alpha);
     j["sliding_window"] = f.sliding_window;
@@ -541,11 +543,13 @@ std::string forecast_csv(const ModelForecast& f) {
 }
 
 namespace {
-// ", ep N" and ", routing power_law_a" where a serving forecast's MoE layers differ from the
-// default (experts split by tp, balanced routing), and ", sliding window N [in K of L layers]"
-// (", chunked attention N ...": Llama 4's) for a windowed model.
+// ", experts D", ", ep N" and ", routing power_law_a" where a serving forecast's MoE layers
+// differ from the default (experts in the GEMMs' dtype, split by tp, balanced routing), and
+// ", sliding window N [in K of L layers]" (", chunked attention N ...": Llama 4's) for a
+// windowed model.
 std::string serving_layout_suffix(const ModelForecast& f) {
   std::string s;
+  if (f.expert_dtype && *f.expert_dtype != f.dtype) s += std::string(", experts ") + dtype_name(*f.expert_dtype);
   if (f.par.pp > 1)
     s += ", pp " + std::to_string(f.par.pp) + " (" + std::to_string(f.par.microbatches) + " microbatch" +
          (f.par.microbatches > 1 ? "es" : "") + " of " + std::to_string(f.micro_batch) + ")";
@@ -731,9 +735,15 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double kv_proj_rank =
       is_mla(m) ? kv_proj : 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
   const double layers = double(m.layers);
+  // Routed experts in their own format where it differs (gpt-oss's MXFP4: 4 bits and a scale
+  // per 32), split over tp as the other weights.
+  const double experts = m.num_experts > 0 ? expert_parameters(m) : 0;
+  const double expert_bytes = m.num_experts > 0 ? weight_bytes_per_elem(serving_expert_dtype(m, dtype)) : 0;
   // Bytes per layer on one rank: its GEMM weights and its norms.
-  const double layer_bytes = ((linear - kv_proj) * dtype_size(dtype) / tp + kv_proj_rank * dtype_size(dtype)) / layers +
-                             double(norms_per_layer(m)) * m.hidden * act_bytes;
+  const double layer_bytes =
+      ((linear - kv_proj - experts) * dtype_size(dtype) / tp + experts * expert_bytes / tp +
+       kv_proj_rank * dtype_size(dtype)) / layers +
+      double(norms_per_layer(m)) * m.hidden * act_bytes;
   // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
   // blocks behind it). A prefix shared by every sequence (prefix caching) is cached once, where
   // no window applies. With per-layer windows, the mean over the layers (each stage holds its
@@ -1310,6 +1320,8 @@ std::string generate_json(const GenerateForecast& f) {
                       {"mode", "generate"},
                       {"dtype", dtype_name(f.dtype)},
                       {"kv_dtype", dtype_name(f.kv_dtype)},
+                      {"expert_dtype", f.prefill.expert_dtype ? nlohmann::json(dtype_name(*f.prefill.expert_dtype))
+                                                              : nlohmann::json(nullptr)},
                       {"batch", f.batch},
                       {"seq", f.seq},
                       {"gen", f.gen},

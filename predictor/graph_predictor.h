@@ -35,6 +35,7 @@ struct ModelForecast {
   Parallelism par;
   int64_t micro_batch = 0;  // sequences per microbatch on one GPU (OpGraph::micro_batch)
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;  // serving: GEMM and KV-cache dtypes
+  std::optional<DType> expert_dtype;  // serving a MoE model: its routed experts' (OpGraph::expert_dtype)
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
   double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
   int64_t sliding_window = 0;  // serving: the attention window (OpGraph::sliding_window), 0 = none

@@ -354,7 +354,7 @@ int64_t KernelPredictor::moe_trained_tokens(const GpuSpec& gpu) const {
 }
 
 bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu) {
-  return q.op == OpKind::kMoe && is_fp8(q.dtype) && std::string(moe_library(gpu)) == "sglang_fused_moe_triton";
+  return q.op == OpKind::kMoe && is_fp8(q.dtype) && std::string(moe_library(gpu, q.dtype)) == "sglang_fused_moe_triton";
 }
 
 std::vector<KernelPrediction> KernelPredictor::predict_by_set(const std::vector<KernelQuery>& queries,

@@ -116,9 +116,11 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<double> spec_accept, std::optional<double> request_rate,
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                    std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
-                   bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp) {
+                   bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp,
+                   const std::string& expert_dtype) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
+  a.expert_dtype = expert_dtype;
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   a.cached_prefix = cached_prefix;
   a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
@@ -162,14 +164,14 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    std::optional<double> request_rate, std::optional<std::string> arrivals,
                    std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, const py::object& zero,
                    const std::string& recompute, bool sequence_parallel, double train_tokens, const py::object& cp,
-                   const py::object& vpp) {
+                   const py::object& vpp, const std::string& expert_dtype) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
   req.mode = predictor::canonical_mode(mode);
-  req.dtype = dtype, req.kv_dtype = kv_dtype;
+  req.dtype = dtype, req.kv_dtype = kv_dtype, req.expert_dtype = expert_dtype;
   req.batches = ints(batch, "batch");
   if (req.mode == "decode") {
     if (context.is_none()) throw ConfigError("mode decode needs context");
@@ -246,7 +248,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<std::string> schedule, std::optional<double> request_rate,
                 std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                 std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
-                bool sequence_parallel, double train_tokens, const py::object& vpp) {
+                bool sequence_parallel, double train_tokens, const py::object& vpp, const std::string& expert_dtype) {
   Engine& e = engine(weights, gpu_dir);
   const predictor::TrainingArgs training = training_args(zero, sequence_parallel, recompute, train_tokens);
   const std::vector<int64_t> vpps = ints(vpp, "vpp");
@@ -270,7 +272,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
   {
     py::gil_scoped_release nogil;
     predictor::PlanRequest req;
-    req.model = model, req.gpu = gpu, req.mode = m, req.dtype = dtype;
+    req.model = model, req.gpu = gpu, req.mode = m, req.dtype = dtype, req.expert_dtype = expert_dtype;
     req.gpus = gpus, req.global_batch = global_batch, req.seq = tokens, req.gen = gen.value_or(0);
     req.limits = lim;
     req.cached_prefix = cached_prefix;
@@ -340,7 +342,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
+        py::arg("expert_dtype") = "");
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -358,7 +361,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
+        py::arg("expert_dtype") = "");
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",
@@ -380,7 +384,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("schedule") = py::none(), py::arg("request_rate") = py::none(), py::arg("arrivals") = py::none(),
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
-        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1);
+        py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1,
+        py::arg("expert_dtype") = "");
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.def("models", &models, "The bundled model configs, as `tilecast models --format json`.", py::arg("models_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;

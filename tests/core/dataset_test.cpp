@@ -118,10 +118,46 @@ TEST(Dataset, AiconfiguratorLayoutsRoundTrip) {
 TEST(Kernel, FamilyDtypeSets) {
   for (Family f : kAllFamilies) EXPECT_TRUE(family_models_dtype(f, family_traits(f).default_dtype)) << family_name(f);
   EXPECT_EQ(dtype_set_names(family_traits(Family::kGemm).dtypes), "fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static");
-  EXPECT_EQ(dtype_set_names(family_traits(Family::kMoe).dtypes), "fp32, fp16, bf16, fp8, fp8_block");
+  EXPECT_EQ(dtype_set_names(family_traits(Family::kMoe).dtypes), "fp32, fp16, bf16, fp8, fp8_block, int4, mxfp4");
   EXPECT_EQ(dtype_refusal(OpKind::kGemm, DType::kFp8Static), "");
   EXPECT_EQ(dtype_refusal(OpKind::kAttnPrefill, DType::kFp8Static),
             "op 'context_attention' (family context_attention) is modelled in fp32, tf32, fp16, bf16, fp8");
+  // The weight-only formats are the experts' alone: a GEMM in int4 is refused.
+  EXPECT_EQ(dtype_refusal(OpKind::kGemm, DType::kInt4),
+            "op 'gemm' (family gemm) is modelled in fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static");
+  EXPECT_EQ(dtype_refusal(OpKind::kMoe, DType::kMxfp4), "");
+}
+
+// The weight-only formats: 4 bits a weight plus the scales (a 16-bit one per 128 INT4 weights,
+// an 8-bit one per 32 MXFP4 weights), BF16 activations, the BF16 tensor peak; the data's
+// spellings read back; Marlin's kernel for int4 off datacenter Blackwell, Triton for mxfp4.
+TEST(Kernel, WeightOnlyDtypes) {
+  EXPECT_DOUBLE_EQ(weight_bytes_per_elem(DType::kInt4), 66.0 / 128);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_elem(DType::kMxfp4), 17.0 / 32);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_elem(DType::kFp8Block), 1);
+  EXPECT_EQ(dtype_size(DType::kInt4), 2);
+  EXPECT_EQ(activation_dtype(DType::kMxfp4), DType::kBf16);
+  EXPECT_EQ(dtype_from_string("int4_wo"), DType::kInt4);
+  EXPECT_EQ(dtype_from_string("w4a16_mxfp4"), DType::kMxfp4);
+  DType d;
+  EXPECT_FALSE(try_dtype_from_string("nvfp4", &d));
+  EXPECT_FALSE(try_dtype_from_string("w4a8_mxfp4_mxfp8", &d));
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  const GpuSpec& b200 = reg.resolve("B200");
+  EXPECT_DOUBLE_EQ(gemm_peak_gflops(l40s, DType::kInt4), gemm_peak_gflops(l40s, DType::kBf16));
+  EXPECT_STREQ(moe_library(l40s, DType::kInt4), "sglang_marlin_moe");
+  EXPECT_STREQ(moe_library(l40s, DType::kMxfp4), "sglang_fused_moe_triton");
+  EXPECT_STREQ(moe_library(b200, DType::kInt4), "sglang_flashinfer_trtllm_moe");
+  // A layer's bytes by hand: 48 tokens x top-8 of 128 experts, 2,816 x 704 each, balanced. The
+  // experts hit hold 3 x 2,816 x 704 weights each; per routed token (384) its BF16 input
+  // (2 x 2,816), 10 B per FFN column of intermediates and the 2 x 2,816 output; the combined
+  // output 48 x 2 x 2,816.
+  const KernelQuery q = moe_q(48, 2816, 704, 8, 128, 1, 1, DType::kInt4);
+  const double hit = 128 * (1 - std::pow(1 - 8.0 / 128, 48));
+  const double acts = 384.0 * (2 * 2816 + 10 * 704 + 2 * 2816) + 48.0 * 2 * 2816;
+  EXPECT_NEAR(query_bytes(q), hit * 3 * 2816 * 704 * 66.0 / 128 + acts, 1e-3);
+  EXPECT_NEAR(query_bytes(moe_q(48, 2816, 704, 8, 128, 1, 1, DType::kBf16)), hit * 3 * 2816 * 704 * 2 + acts, 1e-3);
 }
 
 TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {
@@ -303,6 +339,32 @@ TEST(Dataset, FullAttentionNoSlowerThanItsWindowIsFlagged) {
   for (const auto& s : rows) EXPECT_FALSE(s.device == "A" && s.query.window == 0);
 }
 
+// Training keeps, per GPU, the MoE rows of the library its spec implies for each row's dtype:
+// on the L40S Triton for BF16 and MXFP4, Marlin for INT4 (its BF16 Marlin rows, and MXFP4 rows
+// of a Triton variant, go); a GPU without rows of that library keeps its own (a lab's collect).
+TEST(Dataset, MoeLibraryPerDtype) {
+  static GpuRegistry reg(gpu_dir());
+  std::vector<KernelSample> rows;
+  auto add = [&](const char* device, const char* lib, DType d) {
+    KernelSample s;
+    s.query = moe_q(64, 2048, 768, 8, 128, 1, 1, d);
+    s.device = device, s.library = lib, s.latency_ms = 1;
+    rows.push_back(s);
+  };
+  add("NVIDIA L40S", "sglang_fused_moe_triton", DType::kBf16);
+  add("NVIDIA L40S", "sglang_marlin_moe", DType::kBf16);
+  add("NVIDIA L40S", "sglang_marlin_moe", DType::kInt4);
+  add("NVIDIA L40S", "sglang_fused_moe_triton", DType::kMxfp4);
+  add("NVIDIA L40S", "sglang_fused_moe_triton_situ_as_silu", DType::kMxfp4);
+  add("NVIDIA A100-SXM4-80GB", "torch_eager_loop", DType::kInt4);
+  const LibraryFilterCounts n = filter_spec_library(rows, reg);
+  EXPECT_EQ(n.other_library, 2);
+  std::vector<std::string> kept;
+  for (const auto& s : rows) kept.push_back(s.library + "/" + dtype_name(s.query.dtype));
+  EXPECT_EQ(kept, (std::vector<std::string>{"sglang_fused_moe_triton/bf16", "sglang_marlin_moe/int4",
+                                            "sglang_fused_moe_triton/mxfp4", "torch_eager_loop/int4"}));
+}
+
 // vidur's per-layer mlp.csv (the GPU from the folder name) and LLMServingSim's dense.csv +
 // meta.yaml: small generated fixtures in the sources' layouts.
 TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {
@@ -459,8 +521,9 @@ TEST(Dataset, LayerOpTrainingFilesSkipHeldOutFolders) {
   EXPECT_EQ(files, want);
 }
 
-// Fused-MoE rows: dims per column, routing from `distribution`, weight-only int4 skipped; the
-// expected expert loads by hand: 48 tokens x top-8 over 128 experts balanced = 3 each.
+// Fused-MoE rows: dims per column, routing from `distribution`, the weight-only formats read
+// (int4_wo, w4a16_mxfp4), the FP4 tensor-core ones skipped (nvfp4); the expected expert loads
+// by hand: 48 tokens x top-8 over 128 experts balanced = 3 each.
 TEST(Dataset, ReadsAiconfiguratorMoeRows) {
   namespace fs = std::filesystem;
   const std::string p = ::testing::TempDir() + "aic_moe.csv";
@@ -468,9 +531,17 @@ TEST(Dataset, ReadsAiconfiguratorMoeRows) {
                       "num_experts,moe_tp_size,moe_ep_size,distribution,latency\n"
                       "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,bfloat16,48,2816,704,8,128,1,1,balanced,2.25\n"
                       "SGLang,0.5,NVIDIA L40S,moe,sglang_marlin_moe,int4_wo,48,2816,704,8,128,1,1,balanced,1.5\n"
-                      "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,fp8_block,16,7168,2048,8,256,2,4,power_law_1.2,0.3\n";
+                      "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,fp8_block,16,7168,2048,8,256,2,4,power_law_1.2,0.3\n"
+                      "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,nvfp4,16,7168,2048,8,256,1,1,balanced,0.2\n"
+                      "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,w4a16_mxfp4,8,2880,2880,4,128,1,1,balanced,0.4\n";
   auto rows = read_kernel_csv(p);
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[1].query.dtype, DType::kInt4);
+  EXPECT_EQ(rows[1].library, "sglang_marlin_moe");
+  EXPECT_EQ(rows[3].query.dtype, DType::kMxfp4);
+  EXPECT_EQ(rows[3].query.h, 2880);
+  rows.erase(rows.begin() + 3);
+  rows.erase(rows.begin() + 1);
   const KernelQuery& a = rows[0].query;
   EXPECT_EQ(a.op, OpKind::kMoe);
   EXPECT_EQ(a.b, 48);

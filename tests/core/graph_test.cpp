@@ -2,6 +2,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <cmath>
 
 #include "core/csv.h"
@@ -1281,6 +1282,32 @@ TEST(OpGraph, GptOssByHand) {
   EXPECT_EQ(k["gemm(8,1024,2880)"], 36);
   EXPECT_EQ(k["gemm(8,2880,128)"], 36);
   EXPECT_EQ(k["moe(8,2880,2880,4,128,tp4)"], 36);
+  // The experts in the config's MXFP4 (quantization_config), everything else in the serving
+  // dtype; `expert_dtype` overrides it; a dense model has none.
+  EXPECT_EQ(m.expert_dtype, "mxfp4");
+  auto moe_dtypes = [](const OpGraph& g) {
+    std::set<std::string> d;
+    for (const auto& op : g.ops)
+      for (const auto& c : op.fw)
+        if (c.is_kernel() && c.query.op == OpKind::kMoe) d.insert(dtype_name(c.query.dtype));
+    return d;
+  };
+  const OpGraph fp8 = build_serving_graph(m, Mode::kDecode, 8, 1000, DType::kFp8, DType::kBf16, 4);
+  EXPECT_EQ(moe_dtypes(fp8), std::set<std::string>{"mxfp4"});
+  ASSERT_TRUE(fp8.expert_dtype.has_value());
+  EXPECT_EQ(*fp8.expert_dtype, DType::kMxfp4);
+  ModelConfig deq = m;
+  deq.expert_dtype.clear();
+  EXPECT_EQ(moe_dtypes(build_serving_graph(deq, Mode::kDecode, 8, 1000, DType::kBf16, DType::kBf16, 4)),
+            std::set<std::string>{"bf16"});
+  deq.expert_dtype = "tf32";
+  expect_error<ConfigError>([&] { build_serving_graph(deq, Mode::kDecode, 8, 1000, DType::kBf16, DType::kBf16, 4); },
+                            {"expert dtype 'tf32' of gpt-oss-120b", "is modelled in"});
+  ModelConfig dense = load_model_config("llama-3.1-8b", models_dir());
+  EXPECT_FALSE(build_serving_graph(dense, Mode::kDecode, 8, 1000, DType::kBf16, DType::kBf16, 1).expert_dtype);
+  dense.expert_dtype = "mxfp4";
+  expect_error<ConfigError>([&] { build_serving_graph(dense, Mode::kDecode, 8, 1000, DType::kBf16, DType::kBf16, 1); },
+                            {"expert dtype 'mxfp4' of llama-3.1-8b", "no experts"});
   EXPECT_EQ(k["generation_attention(8,1001,16,2,64,w128)"], 18);
   EXPECT_EQ(k["generation_attention(8,1001,16,2,64)"], 18);
   EXPECT_EQ(k["gemm(8,2880,50272)"], 1);  // the untied head, 201,088 / 4 columns
@@ -1305,8 +1332,10 @@ TEST(ModelConfig, QuantizationConfig) {
   EXPECT_EQ(load(R"({"quant_method": "fp8", "activation_scheme": "dynamic"})").quantized_dtype, "fp8");
   EXPECT_EQ(load(R"({"quant_method": "fp8", "activation_scheme": "static"})").quantized_dtype, "fp8_static");
   EXPECT_EQ(load("null").quantized_dtype, "");
+  EXPECT_EQ(load("null").expert_dtype, "");
+  // MXFP4 quantises a MoE model's experts (gpt-oss); on a dense model it is refused.
   expect_error<ConfigError>([&] { load(R"({"quant_method": "mxfp4"})"); },
-                            {"m.json", "'quantization_config'", "'mxfp4' is not modelled"});
+                            {"m.json", "'quantization_config'", "'mxfp4' on a model without experts"});
   expect_error<ConfigError>([&] { load(R"({"quant_method": "awq", "bits": 4})"); }, {"'quantization_config'", "'awq'"});
   expect_error<ConfigError>([&] { load(R"({"quant_method": "fp8", "weight_block_size": [64, 64]})"); },
                             {"'quantization_config.weight_block_size'", "[64,64]"});

@@ -1323,6 +1323,25 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   // Llama-3.1-70B in BF16 (141 GB of weights) does not fit one 80 GB GPU.
   ModelConfig big = load_model_config("llama-3.1-70b", mdir);
   EXPECT_FALSE(predictor::serving_memory(big, DType::kBf16, DType::kBf16, 1, 1, 128, h100).fits());
+  // gpt-oss-120b as it ships (config quantization_config: MXFP4 experts): its 116,829,156,672
+  // parameters (ModelConfig.ParameterCounts) less 36 layers x 128 experts x (3 x 2,880^2 + 3 x
+  // 2,880 biases) = 114,701,598,720 expert parameters in BF16, those in 4 bits and an 8-bit
+  // scale per 32 (0.53125 B): 65.19 GB, one 80 GB GPU's; dequantised (--expert-dtype bf16) 233.66 GB.
+  ModelConfig oss = load_model_config("gpt-oss-120b", mdir);
+  EXPECT_EQ(oss.expert_dtype, "mxfp4");
+  const double oss_all = 116829156672.0, oss_experts = 114701598720.0;
+  auto mx = predictor::serving_memory(oss, DType::kBf16, DType::kBf16, 1, 1, 1000, h100);
+  EXPECT_NEAR(mx.weights_gb, ((oss_all - oss_experts) * 2 + oss_experts * 0.53125) / 1e9, 1e-9);
+  EXPECT_TRUE(mx.fits());
+  // int4 experts (4 bits and a 16-bit scale per 128, 0.515625 B) over tp 4: everything split
+  // but the 2 x 36 + 1 norms of 2,880 (210,240 parameters, BF16 on every rank).
+  oss.expert_dtype = "int4";
+  EXPECT_NEAR(predictor::serving_memory(oss, DType::kBf16, DType::kBf16, 4, 1, 1000, h100).weights_gb,
+              (((oss_all - oss_experts - 210240) * 2 + oss_experts * 0.515625) / 4 + 210240 * 2) / 1e9, 1e-9);
+  oss.expert_dtype.clear();
+  EXPECT_FALSE(predictor::serving_memory(oss, DType::kBf16, DType::kBf16, 1, 1, 1000, h100).fits());
+  EXPECT_NEAR(predictor::serving_memory(oss, DType::kBf16, DType::kBf16, 1, 1, 1000, h100).weights_gb,
+              oss_all * 2 / 1e9, 1e-9);
   // Qwen3-30B-A3B over tp 8: 4 KV heads, so each rank holds one, replicated on 2 ranks, with
   // its K/V projections. Parameters 30,532,122,624 - 2 x 311,164,928 embeddings - 97 x 2048
   // norms = 29,909,594,112 linear, of which K/V 2 x 48 x 2048 x 4 x 128 = 100,663,296: (the

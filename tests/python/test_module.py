@@ -21,6 +21,22 @@ sh = cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "
          "generate", "--gen", "16")
 assert py == sh, (set(py) ^ set(sh), py.get("ttft_ms"), sh.get("ttft_ms"))
 assert py["tpot_ms"] > 0 and py["ttft_ms"] > py["tpot_ms"]
+# A MoE model's experts in a weight-only format: the same dict, the format stated.
+py = tilecast.predict(model="mixtral-8x7b", gpu="H100-SXM", batch=8, context=1024, mode="decode", tp=2,
+                      expert_dtype="int4")
+sh = cli("predict", "--model", "mixtral-8x7b", "--gpu", "H100-SXM", "--batch", "8", "--context", "1024", "--mode",
+         "decode", "--tp", "2", "--expert-dtype", "int4")
+assert py == sh and py["expert_dtype"] == "int4" and py["dtype"] == "bf16", (py.get("expert_dtype"), py.get("dtype"))
+rows = tilecast.compare(model=["mixtral-8x7b", "llama-3.1-8b"], gpus="H100-SXM", mode="decode", batch=8,
+                        context=1024, tp=2, expert_dtype="mxfp4")
+assert rows == cli("compare", "--model", "mixtral-8x7b,llama-3.1-8b", "--gpus", "H100-SXM", "--mode", "decode",
+                   "--batch", "8", "--context", "1024", "--tp", "2", "--expert-dtype", "mxfp4")["rows"], rows
+assert {r["model"]: r["expert_dtype"] for r in rows} == {"mixtral-8x7b": "mxfp4", "llama-3.1-8b": None}, rows
+rows = tilecast.plan(model="gpt-oss-120b", gpu="H100-SXM", gpus=2, global_batch=16, mode="decode", context=2048,
+                     expert_dtype="bf16")
+assert rows == cli("plan", "--model", "gpt-oss-120b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "16",
+                   "--mode", "decode", "--context", "2048", "--expert-dtype", "bf16")["rows"], rows[:1]
+assert {r["expert_dtype"] for r in rows} == {"bf16"}, rows[:1]
 py = tilecast.predict(model="gpt2-large", gpu="A100-SXM4-40GB", batch=4, seq=1024, mode="training", tp=2)
 sh = cli("predict", "--model", "gpt2-large", "--gpu", "A100-SXM4-40GB", "--batch", "4", "--seq", "1024",
          "--mode", "training", "--tp", "2")
