@@ -37,7 +37,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "spec-accept", po::value(&spec_accept),
       "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)")(
       "dtype", po::value(&a.dtype),
-      "fp32|fp16|bf16|fp8|fp8_static|fp8_block: serving GEMM dtype (default: the config's torch_dtype, else bf16); "
+      "fp32|fp16|bf16|fp8|fp8_static|fp8_block|nvfp4: serving GEMM dtype (default: the config's torch_dtype, else "
+      "bf16; nvfp4: Blackwell's FP4 GEMMs, BF16 elsewhere); "
       "inference is fp32; training is fp32 (eager) unless bf16|fp16|fp8 (mixed precision, Megatron-LM style, the "
       "decoder LLMs; fp8: Transformer Engine's FP8 GEMMs, BF16 otherwise)")(
       "kv-dtype", po::value(&a.kv_dtype), "serving: KV cache dtype (default: bf16 for fp8, else --dtype)")(

@@ -211,7 +211,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       throw ConfigError(path + ": field 'tensor_peak_gflops': expected a mapping dtype -> GFLOP/s");
     for (const auto& kv : root["tensor_peak_gflops"]) {
       auto dtype = yaml_key(kv.first, path + ": field 'tensor_peak_gflops'");
-      static const std::set<std::string> dtypes = {"tf32", "fp16", "bf16", "fp8", "fp32", "int8", "fp64"};
+      static const std::set<std::string> dtypes = {"tf32", "fp16", "bf16", "fp8", "fp4", "fp32", "int8", "fp64"};
       if (!dtypes.count(dtype))
         throw ConfigError(path + ": field 'tensor_peak_gflops': unknown dtype '" + dtype + "'");
       s.tensor_peak_gflops[dtype] =

@@ -50,14 +50,14 @@ double sm_cycles_per_s(const GpuSpec& gpu) { return double(gpu.num_sms) * gpu.bo
 // CTA; small-M (decode) GEMMs take an M tile of the next power of two, 16 to 128.
 // Split-K: when the output tiles leave SMs idle, cuBLAS (the BF16/FP16/TF32/FP32 GEMMs)
 // splits the reduction so that tiles x splits fills the SMs, each split keeping at least
-// kSplitMinReduction of it. The FP8 scaled-mm kernels (CUTLASS, fixed configurations per M
+// kSplitMinReduction of it. The FP8 and NVFP4 scaled-mm kernels (CUTLASS, fixed configurations per M
 // range) do not split.
 GemmTile tensor_core_tile(const KernelQuery& q, const GpuSpec& gpu) {
   GemmTile t;
   t.tm = static_cast<int>(std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(q.m))));
   t.tk = gpu.async_tensor_cores() ? 256 : 128;
   const int64_t tiles = tc_output_tiles(q, t);
-  const int64_t by_sms = tiles < gpu.num_sms && !is_fp8(q.dtype) ? gpu.num_sms / tiles : 1;
+  const int64_t by_sms = tiles < gpu.num_sms && !is_scaled_lowp(q.dtype) ? gpu.num_sms / tiles : 1;
   t.split_k = static_cast<int>(std::max<int64_t>(1, std::min(by_sms, q.n / kSplitMinReduction)));
   return t;
 }
@@ -84,6 +84,7 @@ const char* dtype_name(DType d) {
     case DType::kFp8Static: return "fp8_static";
     case DType::kInt4: return "int4";
     case DType::kMxfp4: return "mxfp4";
+    case DType::kNvfp4: return "nvfp4";
   }
   return "?";
 }
@@ -96,7 +97,7 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
       {"fp8_static", DType::kFp8Static}, {"fp8_block", DType::kFp8Block},
       // aiconfigurator's moe_dtype spellings of the weight-only formats
       {"int4", DType::kInt4},     {"int4_wo", DType::kInt4},   {"mxfp4", DType::kMxfp4},
-      {"w4a16_mxfp4", DType::kMxfp4}};
+      {"w4a16_mxfp4", DType::kMxfp4}, {"nvfp4", DType::kNvfp4}};
   for (const auto& n : names)
     if (s == n.first) {
       *out = n.second;
@@ -108,7 +109,7 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
 DType dtype_from_string(const std::string& s) {
   DType d;
   if (!try_dtype_from_string(s, &d))
-    throw ConfigError("unknown dtype '" + s + "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block, int4, mxfp4)");
+    throw ConfigError("unknown dtype '" + s + "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block, int4, mxfp4, nvfp4)");
   return d;
 }
 
@@ -133,7 +134,7 @@ int dtype_size(DType d) {
     case DType::kFp32: case DType::kTf32: return 4;
     case DType::kFp16: case DType::kBf16: return 2;
     case DType::kFp8: case DType::kFp8Block: case DType::kFp8Static: return 1;
-    case DType::kInt4: case DType::kMxfp4: return 2;  // BF16 activations
+    case DType::kInt4: case DType::kMxfp4: case DType::kNvfp4: return 2;  // BF16 activations
   }
   return 4;
 }
@@ -142,17 +143,21 @@ double weight_bytes_per_elem(DType d) {
   switch (d) {
     case DType::kInt4: return 0.5 + 2.0 / 128;
     case DType::kMxfp4: return 0.5 + 1.0 / 32;
+    case DType::kNvfp4: return 0.5 + 1.0 / 16;
     default: return dtype_size(d);
   }
 }
 
 double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
   if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
-  const std::string key = is_fp8(d) ? "fp8" : dtype_name(activation_dtype(d));
+  const std::string key = is_fp8(d) ? "fp8" : d == DType::kNvfp4 ? "fp4" : dtype_name(activation_dtype(d));
   auto it = gpu.tensor_peak_gflops.find(key);
   if (it == gpu.tensor_peak_gflops.end() || !(it->second > 0))
     throw ConfigError("GPU '" + gpu.name + "' has no " + key + " tensor-core peak in its spec" +
-                      (key == "fp8" ? " (FP8 tensor cores start with Ada and Hopper)" : "") + " (" + gpu.origin + ")");
+                      (key == "fp8"   ? " (FP8 tensor cores start with Ada and Hopper)"
+                       : key == "fp4" ? " (FP4 tensor cores start with Blackwell)"
+                                      : "") +
+                      " (" + gpu.origin + ")");
   return it->second;
 }
 
@@ -446,10 +451,12 @@ double activation_quant_bytes(const KernelQuery& q) {
     case DType::kFp8: return 5.0 * mn;
     case DType::kFp8Static: return 3.0 * mn;
     case DType::kFp8Block: return 3.0 * mn + 4.0 * double(q.m) * double(ceil_div(q.n, 128));
+    // NVFP4 (a calibrated global scale): one pass reading BF16, writing 4 bits and a scale per 16.
+    case DType::kNvfp4: return (2.0 + weight_bytes_per_elem(DType::kNvfp4)) * mn;
     default: return 0;
   }
 }
-int activation_quant_launches(DType d) { return d == DType::kFp8 ? 2 : is_fp8(d) ? 1 : 0; }
+int activation_quant_launches(DType d) { return d == DType::kFp8 ? 2 : is_scaled_lowp(d) ? 1 : 0; }
 
 double fp32_sheet_peak(const KernelQuery&, const GpuSpec& gpu) { return gpu.fp32_peak_gflops; }
 double tensor_sheet_peak(const KernelQuery& q, const GpuSpec& gpu) { return gemm_peak_gflops(gpu, q.dtype); }
@@ -601,9 +608,10 @@ double tc_gemm_flops(const KernelQuery& q) { return 2.0 * q.m * double(q.n) * q.
 // by the A100's 13.4.
 double dram_bytes_per_sm_cycle(const GpuSpec& gpu) { return gpu.mem_bw_gbps * 1e9 / sm_cycles_per_s(gpu); }
 double tc_gemm_bytes(const KernelQuery& q) {
-  // Inputs in the dtype, output in BF16/FP16 (FP32 for fp32/tf32): A (M,N), B (K,N), C (M,K).
-  const double e = dtype_size(q.dtype);
-  const double out = e >= 4 ? 4.0 : 2.0;
+  // Inputs in the dtype (nvfp4: 4 bits and an FP8 scale per 16), output in BF16/FP16 (FP32 for
+  // fp32/tf32): A (M,N), B (K,N), C (M,K).
+  const double e = weight_bytes_per_elem(q.dtype);
+  const double out = dtype_size(q.dtype) >= 4 ? 4.0 : 2.0;
   return e * (double(q.m) * q.n + double(q.k) * q.n) + out * double(q.m) * q.k;
 }
 void tc_gemm_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, LaunchInfo& li) {
@@ -645,8 +653,8 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
   // One CTA's K loop (its split of the reduction) on one SM at the dtype's peak.
   const double tile_flops = 2.0 * li.tile.tm * li.tile.tk * double(q.n) / li.tile.split_k;
   out[i++] = float(lg(s_to_us(compute_s(tile_flops, peak / gpu.num_sms))));
-  out[i++] = float(dtype_size(q.dtype));
-  out[i++] = q.dtype == DType::kFp8Block ? 1.f : 0.f;
+  out[i++] = float(weight_bytes_per_elem(q.dtype));  // `dtype_bytes`: of an operand element, scales included
+  out[i++] = q.dtype == DType::kFp8Block || q.dtype == DType::kNvfp4 ? 1.f : 0.f;
   // Share of the bound spent quantising the activation, and the quantising kernels' launches.
   out[i++] = float(kb.quant_s / std::max(kb.base_s, 1e-12));
   out[i++] = float(activation_quant_launches(q.dtype));

@@ -13,8 +13,12 @@
 namespace tilecast {
 
 // DType (core/op_kind.h): the element type of a kernel's inputs.
-const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, int4, mxfp4
+const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, int4, mxfp4, nvfp4
 inline bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block || d == DType::kFp8Static; }
+// The scaled low-precision GEMM formats (FP8 and NVFP4): weights and the activation quantised
+// per call, the rest of the model in BF16 (their activations and KV cache default to BF16;
+// their CUTLASS kernels do not split K).
+inline bool is_scaled_lowp(DType d) { return is_fp8(d) || d == DType::kNvfp4; }
 // Weight-only 4-bit formats (W4A16): BF16 activations, weights dequantised for BF16 tensor cores.
 inline bool is_weight_only(DType d) { return d == DType::kInt4 || d == DType::kMxfp4; }
 // The dtype a kernel's activations, and its tensor-core math, are in: BF16 for the weight-only
@@ -24,7 +28,9 @@ inline DType activation_dtype(DType d) { return is_weight_only(d) ? DType::kBf16
 // training (only its GEMMs run in FP8: build_llm_training_graph), the training dtype otherwise.
 inline DType training_storage_dtype(DType d) { return is_fp8(d) ? DType::kBf16 : d; }
 // Block and static scaling are GEMM quantisation schemes: attention and KV caches have neither.
-inline bool is_gemm_scaling_scheme(DType d) { return d == DType::kFp8Block || d == DType::kFp8Static; }
+inline bool is_gemm_scaling_scheme(DType d) {
+  return d == DType::kFp8Block || d == DType::kFp8Static || d == DType::kNvfp4;
+}
 // Our names plus the data's spellings (bfloat16, float16, float32); false if unknown.
 bool try_dtype_from_string(const std::string& s, DType* out);
 DType dtype_from_string(const std::string& s);  // ConfigError listing the known ones
@@ -32,10 +38,12 @@ std::string dtype_set_names(DTypeSet s);        // "fp32, fp16, bf16", in DType 
 // "" when op's family models d, else why not: "op 'rope' (family memory_op) is modelled in
 // fp32, fp16, bf16"; callers prefix the flag or the file and column.
 std::string dtype_refusal(OpKind op, DType d);
-// Bytes per activation element: 4, 4, 2, 2, 1, 1, 1; the weight-only formats' BF16 activations 2.
+// Bytes per activation element: 4, 4, 2, 2, 1, 1, 1; the weight-only formats' BF16 activations
+// 2, and nvfp4's 2 (its activations live in BF16 between the GEMMs, which quantise them).
 int dtype_size(DType d);
-// Bytes per weight element, scales included: dtype_size, but int4 0.5 + 2 / 128 (a 16-bit scale
-// per group of 128) and mxfp4 0.5 + 1 / 32 (an 8-bit scale per block of 32).
+// Bytes per weight element (and per element of a GEMM's operands), scales included: dtype_size,
+// but int4 0.5 + 2 / 128 (a 16-bit scale per group of 128), mxfp4 0.5 + 1 / 32 (an 8-bit scale
+// per block of 32) and nvfp4 0.5 + 1 / 16 (an FP8 scale per block of 16).
 double weight_bytes_per_elem(DType d);
 // The GPU's dense tensor-core peak for `d` (GFLOP/s) as its spec sheet states it (the
 // weight-only formats: BF16's, the math they run in); fp32 is the

@@ -44,10 +44,13 @@ enum class OpKind {
 // group of 128 (GPTQ/AWQ checkpoints, Marlin kernels), MXFP4 weights with an 8-bit power-of-two
 // scale per block of 32 (OCP microscaling, gpt-oss's experts); their activations are BF16 and
 // the weights are dequantised to BF16 for the tensor cores. Fused MoE only (the data's int4_wo
-// and w4a16_mxfp4 rows). Names, sizes and parsing: core/kernel.h.
-enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static, kInt4, kMxfp4 };
-constexpr DType kAllDTypes[] = {DType::kFp32,      DType::kTf32,       DType::kFp16, DType::kBf16, DType::kFp8,
-                                DType::kFp8Block,  DType::kFp8Static,  DType::kInt4, DType::kMxfp4};
+// and w4a16_mxfp4 rows). nvfp4 is NVIDIA's FP4 (E2M1) with an FP8 scale per block of 16 for
+// weights and activations alike (W4A4: the activation quantised per call), on Blackwell's FP4
+// tensor-core peak; GEMM and fused MoE (the B200's nvfp4 rows). Names, sizes and parsing:
+// core/kernel.h.
+enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static, kInt4, kMxfp4, kNvfp4 };
+constexpr DType kAllDTypes[] = {DType::kFp32,     DType::kTf32,      DType::kFp16, DType::kBf16,  DType::kFp8,
+                                DType::kFp8Block, DType::kFp8Static, DType::kInt4, DType::kMxfp4, DType::kNvfp4};
 
 // A set of dtypes, one bit per DType.
 using DTypeSet = unsigned;
@@ -58,11 +61,12 @@ constexpr DTypeSet kActivationDTypes = kFp32Only | dtype_bit(DType::kFp16) | dty
 // Attention and KV caches: no GEMM scaling scheme (block or static FP8 scaling).
 constexpr DTypeSet kAttentionDTypes =
     kActivationDTypes | dtype_bit(DType::kTf32) | dtype_bit(DType::kFp8);
-constexpr DTypeSet kGemmDTypes = kAttentionDTypes | dtype_bit(DType::kFp8Block) | dtype_bit(DType::kFp8Static);
-// Fused MoE: the data's bf16, fp16, fp8 (per-tensor), fp8_block and the weight-only int4 and
-// mxfp4; fp32 from `tilecast collect`.
+constexpr DTypeSet kGemmDTypes =
+    kAttentionDTypes | dtype_bit(DType::kFp8Block) | dtype_bit(DType::kFp8Static) | dtype_bit(DType::kNvfp4);
+// Fused MoE: the data's bf16, fp16, fp8 (per-tensor), fp8_block, the weight-only int4 and
+// mxfp4, and nvfp4; fp32 from `tilecast collect`.
 constexpr DTypeSet kMoeDTypes = kActivationDTypes | dtype_bit(DType::kFp8) | dtype_bit(DType::kFp8Block) |
-                                dtype_bit(DType::kInt4) | dtype_bit(DType::kMxfp4);
+                                dtype_bit(DType::kInt4) | dtype_bit(DType::kMxfp4) | dtype_bit(DType::kNvfp4);
 
 // One MLP per family.
 enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kMemoryOp, kMoe, kCount };

@@ -54,7 +54,7 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   if (is_weight_only(d.gemm))
     throw ConfigError("--dtype " + dtype + ": weight-only formats are modelled for a MoE model's experts only "
                       "(--expert-dtype); --dtype is the GEMMs' and attention's dtype");
-  const bool fp8 = is_fp8(d.gemm);
+  const bool fp8 = is_scaled_lowp(d.gemm);  // FP8 or NVFP4 GEMMs: a BF16 KV cache by default
   d.kv = kv_dtype.empty() ? (fp8 ? DType::kBf16 : d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
   if (is_gemm_scaling_scheme(d.kv) || is_weight_only(d.kv))
     throw ConfigError("--kv-dtype " + kv_dtype + ": the KV cache is fp32, fp16, bf16 or fp8");

@@ -220,6 +220,9 @@ tc_cli_fail(predict_expert_dtype_tf32 "--expert-dtype tf32: op 'moe' \\(family m
 tc_cli_fail(compare_expert_dtype_dense "--expert-dtype int4: llama-3.1-8b has no experts" "${TC};compare;--model;llama-3.1-8b;--gpus;H100-SXM;--mode;decode;--batch;1;--context;100;--expert-dtype;int4")
 tc_cli_fail(plan_expert_dtype_training "--expert-dtype does not apply to --mode training" "${TC};plan;--model;mixtral-8x7b;--gpu;H100-SXM;--gpus;8;--global-batch;64;--seq;1024;--dtype;bf16;--expert-dtype;int4")
 tc_cli_test(plan_expert_dtype_json "\"expert_dtype\": \"int4\"" ${TC} plan --model mixtral-8x7b --gpu H100-SXM --gpus 2 --global-batch 16 --mode decode --context 1024 --expert-dtype int4 --format json)
+tc_cli_fail(predict_nvfp4_hopper "GPU 'H100-SXM' has no fp4 tensor-core peak in its spec \\(FP4 tensor cores start with Blackwell\\)" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--dtype;nvfp4")
+tc_cli_test(predict_nvfp4 "llama-3.1-8b on B200, decode, batch 1, cached context 100, nvfp4 \\(KV cache bf16\\), tp 1\nmemory/GPU +[0-9.]+ GB \\(6\\.03 GB weights" ${TC} predict --model llama-3.1-8b --gpu B200 --mode decode --batch 1 --context 100 --dtype nvfp4)
+tc_cli_fail(predict_kv_nvfp4 "--kv-dtype nvfp4: the KV cache is fp32, fp16, bf16 or fp8" "${TC};predict;--model;llama-3.1-8b;--gpu;B200;--mode;decode;--batch;1;--context;100;--kv-dtype;nvfp4")
 tc_cli_fail(predict_dtype_weight_only "--dtype mxfp4: weight-only formats are modelled for a MoE model's experts only" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--dtype;mxfp4")
 # A checkpoint's quantization_config: block-scaled FP8 is the GEMM dtype serving defaults to
 # (KV cache BF16); MXFP4 on a model without experts is one line naming the field.

@@ -117,14 +117,16 @@ TEST(Dataset, AiconfiguratorLayoutsRoundTrip) {
 // Every family's default dtype is one it models; the sets read as the help and errors print them.
 TEST(Kernel, FamilyDtypeSets) {
   for (Family f : kAllFamilies) EXPECT_TRUE(family_models_dtype(f, family_traits(f).default_dtype)) << family_name(f);
-  EXPECT_EQ(dtype_set_names(family_traits(Family::kGemm).dtypes), "fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static");
-  EXPECT_EQ(dtype_set_names(family_traits(Family::kMoe).dtypes), "fp32, fp16, bf16, fp8, fp8_block, int4, mxfp4");
+  EXPECT_EQ(dtype_set_names(family_traits(Family::kGemm).dtypes),
+            "fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, nvfp4");
+  EXPECT_EQ(dtype_set_names(family_traits(Family::kMoe).dtypes), "fp32, fp16, bf16, fp8, fp8_block, int4, mxfp4, nvfp4");
   EXPECT_EQ(dtype_refusal(OpKind::kGemm, DType::kFp8Static), "");
   EXPECT_EQ(dtype_refusal(OpKind::kAttnPrefill, DType::kFp8Static),
             "op 'context_attention' (family context_attention) is modelled in fp32, tf32, fp16, bf16, fp8");
   // The weight-only formats are the experts' alone: a GEMM in int4 is refused.
   EXPECT_EQ(dtype_refusal(OpKind::kGemm, DType::kInt4),
-            "op 'gemm' (family gemm) is modelled in fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static");
+            "op 'gemm' (family gemm) is modelled in fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, nvfp4");
+  EXPECT_NE(dtype_refusal(OpKind::kAttnDecode, DType::kNvfp4), "");
   EXPECT_EQ(dtype_refusal(OpKind::kMoe, DType::kMxfp4), "");
 }
 
@@ -140,7 +142,6 @@ TEST(Kernel, WeightOnlyDtypes) {
   EXPECT_EQ(dtype_from_string("int4_wo"), DType::kInt4);
   EXPECT_EQ(dtype_from_string("w4a16_mxfp4"), DType::kMxfp4);
   DType d;
-  EXPECT_FALSE(try_dtype_from_string("nvfp4", &d));
   EXPECT_FALSE(try_dtype_from_string("w4a8_mxfp4_mxfp8", &d));
   static GpuRegistry reg(gpu_dir());
   const GpuSpec& l40s = reg.resolve("L40S");
@@ -248,11 +249,33 @@ TEST(NeuSightData, TrainingFilesReadCompletely) {
   EXPECT_NE(files_hash({copy}), files_hash({files[0]}));
 }
 
+// NVFP4 (W4A4): 4 bits and an FP8 scale per 16 elements for both operands, on the FP4 tensor
+// peak, which only Blackwell specs state (B200: 144 PFLOPS sparse per 8 GPUs, 9 dense each);
+// the activation quantised in one pass (BF16 read, NVFP4 written); no split-K, as FP8.
+TEST(Kernel, Nvfp4Gemm) {
+  EXPECT_DOUBLE_EQ(weight_bytes_per_elem(DType::kNvfp4), 9.0 / 16);
+  EXPECT_EQ(dtype_from_string("nvfp4"), DType::kNvfp4);
+  static GpuRegistry reg(gpu_dir());
+  EXPECT_DOUBLE_EQ(gemm_peak_gflops(reg.resolve("B200"), DType::kNvfp4), 9e6);
+  EXPECT_DOUBLE_EQ(gemm_peak_gflops(reg.resolve("B300"), DType::kNvfp4), 13.5e6);
+  expect_error<ConfigError>([&] { gemm_peak_gflops(reg.resolve("H100-SXM"), DType::kNvfp4); },
+                            {"GPU 'H100-SXM' has no fp4 tensor-core peak", "start with Blackwell"});
+  // 256 tokens x 4,096 in x 4,096 out: A and B at 9/16 B an element, C in BF16; the
+  // quantising pass reads A in BF16 and writes it at 9/16 B.
+  const KernelQuery q = gemm_q(256, 4096, 4096, DType::kNvfp4);
+  EXPECT_NEAR(query_bytes(q), (256.0 * 4096 + 4096.0 * 4096) * 9 / 16 + 2.0 * 256 * 4096, 1e-6);
+  EXPECT_EQ(launch_info(q, reg.resolve("B200")).tile.split_k, 1);
+  EXPECT_GT(launch_info(gemm_q(256, 4096, 4096, DType::kBf16), reg.resolve("B200")).tile.split_k, 1);
+}
+
 // The aiconfigurator layout of ../shared/llm-kernels: F.linear(a[m,k], b[n,k]) rows become
-// gemm queries with M = m tokens, N = k (reduction), K = n (out); nvfp4 rows are skipped.
+// gemm queries with M = m tokens, N = k (reduction), K = n (out), nvfp4 among the dtypes.
 TEST(Dataset, ReadsAiconfiguratorGemmRows) {
   auto rows = read_kernel_csv(data_path("aiconfigurator_gemm_small.csv"));
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[3].query.dtype, DType::kNvfp4);
+  EXPECT_EQ(rows[3].device, "NVIDIA B200");
+  rows.erase(rows.begin() + 3);
   EXPECT_EQ(rows[0].device, "NVIDIA L40S");
   EXPECT_EQ(rows[0].query.op, OpKind::kGemm);
   EXPECT_EQ(rows[0].query.dtype, DType::kBf16);
@@ -522,7 +545,7 @@ TEST(Dataset, LayerOpTrainingFilesSkipHeldOutFolders) {
 }
 
 // Fused-MoE rows: dims per column, routing from `distribution`, the weight-only formats read
-// (int4_wo, w4a16_mxfp4), the FP4 tensor-core ones skipped (nvfp4); the expected expert loads
+// (int4_wo, w4a16_mxfp4) and nvfp4, the mixed W4A8 format skipped; the expected expert loads
 // by hand: 48 tokens x top-8 over 128 experts balanced = 3 each.
 TEST(Dataset, ReadsAiconfiguratorMoeRows) {
   namespace fs = std::filesystem;
@@ -533,9 +556,12 @@ TEST(Dataset, ReadsAiconfiguratorMoeRows) {
                       "SGLang,0.5,NVIDIA L40S,moe,sglang_marlin_moe,int4_wo,48,2816,704,8,128,1,1,balanced,1.5\n"
                       "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,fp8_block,16,7168,2048,8,256,2,4,power_law_1.2,0.3\n"
                       "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,nvfp4,16,7168,2048,8,256,1,1,balanced,0.2\n"
-                      "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,w4a16_mxfp4,8,2880,2880,4,128,1,1,balanced,0.4\n";
+                      "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,w4a16_mxfp4,8,2880,2880,4,128,1,1,balanced,0.4\n"
+                      "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,8,2880,2880,4,128,1,1,balanced,0.1\n";
   auto rows = read_kernel_csv(p);
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[3].query.dtype, DType::kNvfp4);
+  rows.erase(rows.begin() + 3);
   EXPECT_EQ(rows[1].query.dtype, DType::kInt4);
   EXPECT_EQ(rows[1].library, "sglang_marlin_moe");
   EXPECT_EQ(rows[3].query.dtype, DType::kMxfp4);

@@ -723,12 +723,12 @@ TEST(BundledWeights, TensorCoreGemmOnAnUnseenGpu) {
     if (x.at_peak) EXPECT_DOUBLE_EQ(x.latency_ms, x.peak_ms);
   }
   for (const auto& x : r) EXPECT_GE(x.latency_ms, x.peak_ms);
-  // Per-row results (eval-kernels --rows-csv) carry each row's dtype (nvfp4 is skipped).
+  // Per-row results (eval-kernels --rows-csv) carry each row's dtype.
   std::vector<predictor::KernelEvalRow> rows;
   predictor::eval_kernels({data_path("aiconfigurator_gemm_small.csv")}, p, registry(), &rows, true);
   std::multiset<std::string> dtypes;
   for (const auto& row : rows) dtypes.insert(row.dtype);
-  EXPECT_EQ(dtypes, (std::multiset<std::string>{"bf16", "fp8", "fp8_static", "fp8_block"}));
+  EXPECT_EQ(dtypes, (std::multiset<std::string>{"bf16", "fp8", "fp8_static", "nvfp4", "fp8_block"}));
 }
 
 namespace {
@@ -1320,6 +1320,10 @@ TEST(Serving, MemoryMatchesHandDerivedCounts) {
   auto f8 = predictor::serving_memory(m, DType::kFp8, DType::kFp8, 2, 1, 1000, h100);
   EXPECT_NEAR(f8.weights_gb, (6979321856.0 + 2 * 1050673152.0) / 2 / 1e9 + 266240 * 2 / 1e9, 1e-9);
   EXPECT_NEAR(f8.kv_cache_gb, 0.032768, 1e-12);
+  // NVFP4 on a B200: the linear weights at 4 bits and an FP8 scale per 16 (9/16 B), the
+  // embeddings and norms in BF16; KV cache BF16 (nvfp4 has no cache format).
+  auto f4 = predictor::serving_memory(m, DType::kNvfp4, DType::kBf16, 1, 1, 1000, registry().resolve("B200"));
+  EXPECT_NEAR(f4.weights_gb, (6979321856.0 * 9 / 16 + 2 * 1050673152.0 + 266240 * 2) / 1e9, 1e-9);
   // Llama-3.1-70B in BF16 (141 GB of weights) does not fit one 80 GB GPU.
   ModelConfig big = load_model_config("llama-3.1-70b", mdir);
   EXPECT_FALSE(predictor::serving_memory(big, DType::kBf16, DType::kBf16, 1, 1, 128, h100).fits());
