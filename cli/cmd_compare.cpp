@@ -47,8 +47,6 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "serving dtype (default: the config's torch_dtype); inference is fp32, training fp32 (eager) or bf16|fp16|fp8 "
       "(mixed precision; fp8: Transformer Engine's FP8 GEMMs)")(
       "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
-      "expert-dtype", po::value(&expert_dtype),
-      "serving: the MoE models' experts, bf16|fp16|fp8|fp8_block|int4|mxfp4 (default: each config's, else --dtype)")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
       "ep", po::value(&ep),
@@ -67,6 +65,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   sched.add_to(desc);
   train.add_to(desc);
   add_forecast_path_options(desc, paths);
+  add_expert_dtype_option(desc, &expert_dtype);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
@@ -140,8 +139,6 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "dtype", po::value(&dtype),
       "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16|fp8 (mixed "
       "precision; fp8: Transformer Engine's FP8 GEMMs)")(
-      "expert-dtype", po::value(&expert_dtype),
-      "serving MoE: the experts' dtype, bf16|fp16|fp8|fp8_block|int4|mxfp4 (default: the config's, else --dtype)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
@@ -156,6 +153,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   sched.add_to(desc);
   train.add_to(desc);
   add_forecast_path_options(desc, paths);
+  add_expert_dtype_option(desc, &expert_dtype);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"

@@ -42,9 +42,6 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "inference is fp32; training is fp32 (eager) unless bf16|fp16|fp8 (mixed precision, Megatron-LM style, the "
       "decoder LLMs; fp8: Transformer Engine's FP8 GEMMs, BF16 otherwise)")(
       "kv-dtype", po::value(&a.kv_dtype), "serving: KV cache dtype (default: bf16 for fp8, else --dtype)")(
-      "expert-dtype", po::value(&a.expert_dtype),
-      "serving MoE: the routed experts' dtype, bf16|fp16|fp8|fp8_block|int4|mxfp4 (int4, mxfp4: 4-bit weights, BF16 "
-      "activations; default: the config's, MXFP4 for gpt-oss, else --dtype)")(
       "fusion", "model torch.compile fusion (inference)")(
       "optimizer", po::value(&a.optimizer)->default_value("adamw"),
       "training: adamw (its step time apart, its two FP32 moments in memory) or none (forward and backward "
@@ -74,6 +71,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   train.add_to(desc);
   call_overhead.add_to(desc);
   add_host_gap_option(desc, &a.host_gap_us);
+  add_expert_dtype_option(desc, &a.expert_dtype);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "

@@ -92,6 +92,14 @@ void add_host_gap_option(po::options_description& desc, double* us) {
                      "scripts/fit-host-gap.sh)");
 }
 
+void add_expert_dtype_option(po::options_description& desc, std::string* dtype) {
+  static const std::string help = "serving MoE: the routed experts' dtype, one of " +
+                                   dtype_set_names(family_traits(Family::kMoe).dtypes) +
+                                   " (int4, mxfp4: 4-bit weights, BF16 activations; default: the config's, MXFP4 for "
+                                   "gpt-oss, else --dtype)";
+  desc.add_options()("expert-dtype", po::value(dtype), help.c_str());
+}
+
 void SchedulerOptions::add_to(po::options_description& desc) {
   desc.add_options()("max-batched-tokens", po::value<int64_t>()->notifier([this](int64_t v) { args.max_batched_tokens = v; }),
                      "generate: the engine's token budget per step (vLLM's max_num_batched_tokens, SGLang's "

@@ -48,6 +48,10 @@ struct CallOverheadOption {
 // forecasts, into *us (default 0); checked (predictor::check_host_gap_us) when parsed.
 void add_host_gap_option(po::options_description& desc, double* us);
 
+// --expert-dtype (predict, compare, plan): a serving forecast's routed experts' dtype, into *dtype
+// (predictor::apply_expert_dtype checks it); the help lists the MoE family's dtypes.
+void add_expert_dtype_option(po::options_description& desc, std::string* dtype);
+
 // The serving engine's scheduler (predict, compare, plan): --max-batched-tokens, --max-seqs,
 // --schedule, --request-rate, --arrivals and the objectives --slo-ttft-ms, --slo-tpot-ms into `args`, --cached-prefix into `cached_prefix`,
 // each where given; checked by SchedulerArgs::limits.

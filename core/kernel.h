@@ -21,16 +21,14 @@ inline bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block |
 inline bool is_scaled_lowp(DType d) { return is_fp8(d) || d == DType::kNvfp4; }
 // Weight-only 4-bit formats (W4A16): BF16 activations, weights dequantised for BF16 tensor cores.
 inline bool is_weight_only(DType d) { return d == DType::kInt4 || d == DType::kMxfp4; }
-// The dtype a kernel's activations, and its tensor-core math, are in: BF16 for the weight-only
-// formats, the dtype itself otherwise.
-inline DType activation_dtype(DType d) { return is_weight_only(d) ? DType::kBf16 : d; }
+// The dtype a model's activations are in around kernels of dtype `d`: BF16 for the weight-only
+// formats (their math runs in BF16 too) and for the scaled FP8/NVFP4 formats (their GEMMs
+// quantise the BF16 activation per call), `d` otherwise. Serving graphs' norms, attention and
+// activations take it.
+inline DType activation_dtype(DType d) { return is_weight_only(d) || is_scaled_lowp(d) ? DType::kBf16 : d; }
 // The dtype of mixed-precision training's weights, activations and collectives: BF16 for FP8
 // training (only its GEMMs run in FP8: build_llm_training_graph), the training dtype otherwise.
-inline DType training_storage_dtype(DType d) { return is_fp8(d) ? DType::kBf16 : d; }
-// Block and static scaling are GEMM quantisation schemes: attention and KV caches have neither.
-inline bool is_gemm_scaling_scheme(DType d) {
-  return d == DType::kFp8Block || d == DType::kFp8Static || d == DType::kNvfp4;
-}
+inline DType training_storage_dtype(DType d) { return activation_dtype(d); }
 // Our names plus the data's spellings (bfloat16, float16, float32); false if unknown.
 bool try_dtype_from_string(const std::string& s, DType* out);
 DType dtype_from_string(const std::string& s);  // ConfigError listing the known ones

@@ -31,7 +31,7 @@ constexpr double kMaxKernelLatencyMs = 1e7;
 // is not fp32 throw DataError naming file, line and column.
 // Also reads the aiconfigurator layout of ../shared/llm-kernels (detected from the header:
 // `framework,version,device,op_name,...`): gemm rows (m tokens, k in-, n out-features, dtype);
-// rows of a dtype without a model (nvfp4) are skipped and counted in a warning; other op_names
+// rows of a dtype without a model (moe's w4a8_mxfp4_mxfp8) are skipped and counted in a warning; other op_names
 // are refused until their family exists.
 // Also reads vidur's per-layer mlp.csv (../shared/llm-kernels/vidur/<a100|a40>/<org>/<model>/,
 // detected from its columns): FP16 cuBLAS GEMMs (gemm) and the memory ops of Llama-like models

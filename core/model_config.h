@@ -74,7 +74,8 @@ struct ModelConfig {
   // The routed experts' weight format when it differs from the GEMMs' (quant_method "mxfp4":
   // gpt-oss's checkpoints store the experts in MXFP4, everything else in torch_dtype), else
   // empty: the experts take the serving dtype. A weight-only format (int4, mxfp4) runs the
-  // fused MoE kernel on BF16 activations. `tilecast predict --expert-dtype` sets it.
+  // fused MoE kernel on BF16 activations. `predict`, `compare` and `plan --expert-dtype` set it
+  // (predictor::apply_expert_dtype).
   std::string expert_dtype;
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,

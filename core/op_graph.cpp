@@ -853,7 +853,7 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
     throw ConfigError("--routing: power-law exponent " + std::to_string(routing_alpha) + " out of range [0, 10]");
   if (routing_alpha > 0 && m.num_experts == 0)
     throw ConfigError("--routing " + routing_name(routing_alpha) + ": " + m.name + " has no experts");
-  const DType act = is_scaled_lowp(dtype) ? DType::kBf16 : dtype;  // activations
+  const DType act = activation_dtype(dtype);  // activations
   if (act == DType::kTf32) throw ConfigError("--dtype tf32: serving runs in fp32, fp16, bf16 or fp8");
   return act;
 }
@@ -926,7 +926,7 @@ void ffn_ops(Builder& b, const ModelConfig& m, Dense dense, Moe moe) {
 // larger activation). `attention`: the step's attention queries as the builders make them.
 void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t tp, DType dtype, DType kv_dtype,
                            const std::vector<KernelQuery>& attention) {
-  const DType act = is_scaled_lowp(dtype) ? DType::kBf16 : dtype;
+  const DType act = activation_dtype(dtype);
   const int64_t h = m.hidden, heads = m.heads / tp, hd = m.head_dim, rope = m.qk_rope_dim, nope = hd - rope;
   const int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, vd = value_head_dim(m);
   auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
@@ -970,7 +970,7 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
 // head over `logits_rows` tokens. g's identity fields are the caller's.
 void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, DType dtype, DType kv_dtype,
                         int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention) {
-  const DType act = is_scaled_lowp(dtype) ? DType::kBf16 : dtype;
+  const DType act = activation_dtype(dtype);
   const int64_t kv = serving_kv_heads_per_rank(m, tp);
   const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / tp;
   const double e = dtype_size(act);
@@ -1439,14 +1439,18 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   return g;
 }
 
+std::string expert_dtype_refusal(const ModelConfig& m, DType d) {
+  if (m.num_experts == 0) return m.name + " has no experts";
+  return dtype_refusal(OpKind::kMoe, d);
+}
+
 DType serving_expert_dtype(const ModelConfig& m, DType dtype) {
   if (m.expert_dtype.empty()) return dtype;
-  const std::string what = "expert dtype '" + m.expert_dtype + "' of " + m.name;
-  if (m.num_experts == 0) throw ConfigError(what + ": the model has no experts");
+  const std::string what = "expert dtype '" + m.expert_dtype + "' of " + m.name + ": ";
   DType d;
   if (!try_dtype_from_string(m.expert_dtype, &d))
-    throw ConfigError(what + ": unknown dtype (" + dtype_set_names(family_traits(Family::kMoe).dtypes) + ")");
-  if (const std::string why = dtype_refusal(OpKind::kMoe, d); !why.empty()) throw ConfigError(what + ": " + why);
+    throw ConfigError(what + "unknown dtype (" + dtype_set_names(family_traits(Family::kMoe).dtypes) + ")");
+  if (const std::string why = expert_dtype_refusal(m, d); !why.empty()) throw ConfigError(what + why);
   return d;
 }
 

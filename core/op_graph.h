@@ -207,6 +207,9 @@ int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
 // `dtype`. ConfigError naming the expert dtype when it is not one the MoE family models or the
 // model has no experts.
 DType serving_expert_dtype(const ModelConfig& m, DType dtype);
+// Why `d` cannot be the dtype of m's routed experts ("" when it can): m has no experts, or the
+// MoE family does not model `d`.
+std::string expert_dtype_refusal(const ModelConfig& m, DType d);
 // Pipeline parallelism (`pp` > 1 stages of layers, as pipeline_stage_layers splits them): the
 // engines keep min(pp, batch) microbatches in flight, so the graph is one microbatch of
 // ceil(batch / microbatches) sequences (g.micro_batch; g.batch stays `batch`), with

@@ -54,9 +54,10 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   if (is_weight_only(d.gemm))
     throw ConfigError("--dtype " + dtype + ": weight-only formats are modelled for a MoE model's experts only "
                       "(--expert-dtype); --dtype is the GEMMs' and attention's dtype");
-  const bool fp8 = is_scaled_lowp(d.gemm);  // FP8 or NVFP4 GEMMs: a BF16 KV cache by default
-  d.kv = kv_dtype.empty() ? (fp8 ? DType::kBf16 : d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
-  if (is_gemm_scaling_scheme(d.kv) || is_weight_only(d.kv))
+  // The KV cache defaults to the activations' dtype (BF16 under FP8 or NVFP4 GEMMs) and takes
+  // the attention families' dtypes only.
+  d.kv = kv_dtype.empty() ? activation_dtype(d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
+  if (!family_models_dtype(Family::kAttnDecode, d.kv))
     throw ConfigError("--kv-dtype " + kv_dtype + ": the KV cache is fp32, fp16, bf16 or fp8");
   return d;
 }
@@ -65,8 +66,7 @@ void apply_expert_dtype(ModelConfig& m, const std::string& expert_dtype, const s
   if (expert_dtype.empty()) return;
   if (!is_serving_mode(mode)) throw ConfigError("--expert-dtype does not apply to --mode " + mode);
   const DType d = dtype_flag("--expert-dtype", expert_dtype);
-  if (m.num_experts == 0) throw ConfigError("--expert-dtype " + expert_dtype + ": " + m.name + " has no experts");
-  if (const std::string why = dtype_refusal(OpKind::kMoe, d); !why.empty())
+  if (const std::string why = expert_dtype_refusal(m, d); !why.empty())
     throw ConfigError("--expert-dtype " + expert_dtype + ": " + why);
   m.expert_dtype = dtype_name(d);
 }

@@ -37,9 +37,9 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.cached_prefix = c.cached_prefix;
   r.gpu_memory_gb = c.gpu->mem_gb();
   try {
-    if (is_serving_mode(c.mode) && c.model->num_experts > 0)
-      r.expert_dtype = dtype_name(serving_expert_dtype(*c.model, c.dtypes.gemm));
     const PredictResult f = forecast(c, kp);
+    const ModelForecast& step = f.generate ? f.generate->prefill : f.forecast;
+    if (step.expert_dtype) r.expert_dtype = dtype_name(*step.expert_dtype);
     r.microbatches = f.forecast.par.microbatches;  // serving: what the engine keeps in flight (from pp)
     if (f.generate) {
       r.step_ms = f.generate->e2e_ms, r.ttft_ms = f.generate->ttft_ms, r.tpot_ms = f.generate->tpot_ms;

@@ -708,7 +708,7 @@ struct PassCost {
   double per_token = 0, per_seq = 0;
 };
 PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool last) {
-  const double a = is_scaled_lowp(dtype) ? 2.0 : dtype_size(dtype);  // FP8/NVFP4 GEMMs keep BF16 activations
+  const double a = dtype_size(activation_dtype(dtype));  // FP8/NVFP4 GEMMs keep BF16 activations
   const double t = double(tp), h = double(m.hidden), d = double(m.head_dim);
   const double q_heads = double(m.heads) / t, kv_heads = double(serving_kv_heads_per_rank(m, tp));
   const double attention = (2 * q_heads + 2 * kv_heads) * d;
@@ -721,7 +721,7 @@ PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool l
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix,
                              const ServingPass& pass) {
-  const double act_bytes = is_scaled_lowp(dtype) ? 2.0 : dtype_size(dtype);
+  const double act_bytes = dtype_size(activation_dtype(dtype));
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
   const double embed = table * (m.tie_embeddings ? 1 : 2);
   const double norms = double(m.hidden) * (double(norms_per_layer(m)) * m.layers + 1);
