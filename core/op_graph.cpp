@@ -1059,8 +1059,10 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   kernel("norm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
   b.set_prefix("");
   // Logits of each sequence's last token only, vocab-parallel; the gather of the shards costs
-  // half an all-reduce of the FP32 logits.
-  gemm("lm_head", logits_rows, h, (m.vocab + tp - 1) / tp);
+  // half an all-reduce of the FP32 logits. The head stays in the activation dtype under FP8,
+  // NVFP4 or 4-bit experts (vLLM's and ModelOpt's quantised checkpoints leave lm_head
+  // unquantised), as its table is counted in the memory forecast.
+  kernel("lm_head", "gemm", gemm_q(logits_rows, h, (m.vocab + tp - 1) / tp, act));
   if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(0.5 * 4.0 * double(logits_rows) * m.vocab, tp));
   if (m.final_softcap > 0) {
     // vLLM's logits soft-cap: logits / cap, tanh, x cap, three passes over the gathered logits.

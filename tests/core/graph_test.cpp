@@ -517,6 +517,14 @@ TEST(ServingGraph, LlamaPrefillAndDecodeShapes) {
   EXPECT_EQ(e["generation_attention(16,4097,16,4,128)"], 32);
   EXPECT_EQ(e["gemm(16,4096,64128)"], 1);     // vocab-parallel head
   EXPECT_EQ(e["sampler(16,128256)"], 1);      // over the gathered logits, in FP32
+  // FP8 projections; the LM head unquantised (BF16), as quantised checkpoints leave it.
+  std::map<std::string, std::string> gemm_dtype;
+  for (const auto& op : d.ops)
+    for (const auto& call : op.fw)
+      if (call.is_kernel() && call.query.op == OpKind::kGemm) gemm_dtype[op.name] = dtype_name(call.query.dtype);
+  EXPECT_EQ(gemm_dtype["lm_head"], "bf16");
+  EXPECT_EQ(gemm_dtype["model.layers.self_attn.qkv_proj"], "fp8");
+  EXPECT_EQ(gemm_dtype["model.layers.mlp.down_proj"], "fp8");
   for (const auto& op : d.ops)
     for (const auto& call : op.fw)
       if (call.is_kernel() && call.query.op == OpKind::kSampler) EXPECT_EQ(call.query.dtype, DType::kFp32);
