@@ -1098,13 +1098,18 @@ void kernel_features(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&
 }
 
 namespace {
-// The three regressors of the memory_op model for one query: 1 (floor), the time at DRAM
-// bandwidth of the bytes beyond the L2-resident share, and bytes per SM-cycle (an SM-side
-// rate: per-row reductions, address math and the L2's bandwidth, which bound these kernels on
-// GPUs with much DRAM bandwidth per SM).
-std::array<double, 3> memory_op_terms(double bytes, const GpuSpec& gpu, double l2_resident_fraction) {
+constexpr size_t kMemoryOpTerms = 4;
+// The four regressors of the memory_op model for one query: 1 (floor), the time at DRAM
+// bandwidth of the bytes beyond the L2-resident share, bytes per SM-cycle (an SM-side rate:
+// per-row reductions, address math and the L2's bandwidth, which bound these kernels on GPUs
+// with much DRAM bandwidth per SM), and bytes per resident-thread cycle (Little's law for a
+// latency-bound kernel: each resident thread keeps a fixed number of bytes in flight for a
+// memory latency of a fixed number of cycles, so the rate scales with SMs x resident threads
+// per SM x clock, not with the DRAM's bandwidth).
+std::array<double, kMemoryOpTerms> memory_op_terms(double bytes, const GpuSpec& gpu, double l2_resident_fraction) {
   const double dram_bytes = bytes - memory_op_l2_resident_bytes(bytes, gpu, l2_resident_fraction);
-  return {1.0, transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / sm_cycles_per_s(gpu)};
+  return {1.0, transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / sm_cycles_per_s(gpu),
+          bytes / (sm_cycles_per_s(gpu) * double(gpu.max_threads_per_sm))};
 }
 }  // namespace
 
@@ -1114,7 +1119,7 @@ double memory_op_l2_resident_bytes(double bytes, const GpuSpec& gpu, double l2_r
 
 double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c) {
   const auto x = memory_op_terms(query_bytes(q), gpu, c.l2_resident_fraction);
-  return c.floor_us * 1e-6 + c.dram_factor * x[1] + c.sm_cycles_per_byte * x[2];
+  return c.floor_us * 1e-6 + c.dram_factor * x[1] + c.sm_cycles_per_byte * x[2] + c.thread_cycles_per_byte * x[3];
 }
 
 MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_resident_fraction) {
@@ -1135,7 +1140,8 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_res
   // One GPU's rows cannot separate the L2's share from the DRAM rate in a way that carries to a
   // cache of another size (leave one GPU out, docs/accuracy.md): all its bytes go at DRAM speed.
   if (per_gpu.size() == 1) l2_resident_fraction = 0;
-  std::vector<std::array<double, 3>> xs;
+  constexpr size_t K = kMemoryOpTerms;
+  std::vector<std::array<double, K>> xs;
   std::vector<double> ws;
   for (const auto& r : rows) {
     ws.push_back(double(rows.size()) / (double(per_gpu.size()) * double(per_gpu[r.gpu->name])));
@@ -1145,13 +1151,13 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_res
     xs.push_back(x);
   }
   double best_err = std::numeric_limits<double>::infinity();
-  std::array<double, 3> best{0, 0, 0};
-  for (int mask = 1; mask < 8; ++mask) {
-    std::vector<int> use;
-    for (int j = 0; j < 3; ++j)
+  std::array<double, K> best{};
+  for (int mask = 1; mask < (1 << K); ++mask) {
+    std::vector<size_t> use;
+    for (size_t j = 0; j < K; ++j)
       if (mask & (1 << j)) use.push_back(j);
     const size_t n = use.size();
-    double a[3][4] = {};  // normal equations [A | b]
+    double a[K][K + 1] = {};  // normal equations [A | b]
     for (size_t q = 0; q < xs.size(); ++q)
       for (size_t i = 0; i < n; ++i) {
         for (size_t j = 0; j < n; ++j) a[i][j] += ws[q] * xs[q][use[i]] * xs[q][use[j]];
@@ -1172,13 +1178,13 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_res
         }
     }
     if (!ok) continue;
-    std::array<double, 3> coef{0, 0, 0};
+    std::array<double, K> coef{};
     for (size_t i = 0; i < n; ++i) coef[use[i]] = a[i][n] / a[i][i];
-    if (coef[0] < 0 || coef[1] < 0 || coef[2] < 0) continue;
+    if (std::any_of(coef.begin(), coef.end(), [](double v) { return v < 0; })) continue;
     double err = 0;
     for (size_t q = 0; q < xs.size(); ++q) {
-      const auto& x = xs[q];
-      const double e = coef[0] * x[0] + coef[1] * x[1] + coef[2] * x[2] - 1;
+      double e = -1;
+      for (size_t j = 0; j < K; ++j) e += coef[j] * xs[q][j];
       err += ws[q] * e * e;
     }
     // On one GPU the DRAM and SM terms are both proportional to the bytes: the subsets that use
@@ -1194,6 +1200,7 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_res
   c.floor_us = best[0] * 1e6;
   c.dram_factor = best[1];
   c.sm_cycles_per_byte = best[2];
+  c.thread_cycles_per_byte = best[3];
   c.l2_resident_fraction = l2_resident_fraction;
   c.rows = static_cast<int64_t>(rows.size());
   return c;

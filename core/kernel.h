@@ -227,9 +227,13 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 // memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:
 //   latency = floor + dram_factor x max(0, bytes - l2_resident_fraction x L2) / DRAM bandwidth
 //             + sm_cycles_per_byte x bytes / (SMs x clock)
-// The last term is an SM-side rate (row reductions, address arithmetic, and the L2's own
+//             + thread_cycles_per_byte x bytes / (SMs x max resident threads per SM x clock)
+// The third term is an SM-side rate (row reductions, address arithmetic, and the L2's own
 // bandwidth for the bytes it serves): on GPUs with much DRAM bandwidth per SM these kernels do
-// not reach DRAM speed. Bytes up to l2_resident_fraction of the L2 are served from it and cost
+// not reach DRAM speed. The fourth is a latency-bound rate (Little's law: each resident thread
+// keeps a fixed number of bytes in flight for a memory latency of fixed cycles): vidur's
+// RMSNorm runs at about 3 MB/s per resident thread on both the A100 (221,184 threads, 690
+// GB/s of its 2,039) and the A40 (129,024 threads, 420 GB/s of its 696) at 1,024+ tokens. Bytes up to l2_resident_fraction of the L2 are served from it and cost
 // no DRAM time: a timed call repeated on the same tensors keeps a working set that fits, as a
 // layer's activations stay in L2 between the kernel that writes them and the one that reads
 // them. Coefficients (all >= 0) are fitted on measured layer ops of the training GPUs by
@@ -239,6 +243,7 @@ struct MemoryOpCoeffs {
   double floor_us = 0;              // per-launch floor
   double dram_factor = 1;           // x time at the spec's DRAM bandwidth (bytes beyond the L2-resident share)
   double sm_cycles_per_byte = 0;    // SM cycles per byte, spread over all SMs
+  double thread_cycles_per_byte = 0;  // resident-thread cycles per byte (SMs x max threads per SM x clock)
   double l2_resident_fraction = 0;  // share of the L2 a working set keeps resident, [0, 1]
   int64_t rows = 0;                 // rows fitted
 };

@@ -251,7 +251,8 @@ FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::ve
     const MemoryOpCoeffs& c = e.ops[op_name(kv.first)];
     TC_LOG(Info) << "memory_op " << op_name(kv.first) << ": floor " << c.floor_us << " us, DRAM factor "
                  << c.dram_factor << " beyond " << c.l2_resident_fraction << " of the L2, " << c.sm_cycles_per_byte
-                 << " SM cycles/byte (" << c.rows << " rows)";
+                 << " SM cycles/byte, " << c.thread_cycles_per_byte << " resident-thread cycles/byte (" << c.rows
+                 << " rows)";
   }
   e.data_hash = files_hash(files);
   e.fitted_at = utc_now();

@@ -192,12 +192,18 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         c.rows = kv.second["rows"].as<int64_t>();
         // Absent in manifests fitted before session 26: every byte at DRAM speed.
         if (kv.second["l2_resident_fraction"]) c.l2_resident_fraction = kv.second["l2_resident_fraction"].as<double>();
+        // Absent in manifests fitted before session 40: no latency-bound term.
+        if (kv.second["thread_cycles_per_byte"])
+          c.thread_cycles_per_byte = kv.second["thread_cycles_per_byte"].as<double>();
         if (!(c.l2_resident_fraction >= 0 && c.l2_resident_fraction <= 1))
           throw ConfigError(path + ": memory_ops: '" + op + "': field 'l2_resident_fraction': expected 0..1");
         if (!(c.floor_us >= 0 && c.floor_us < 1e6) || !(c.dram_factor >= 0 && c.dram_factor < 1e3) ||
-            !(c.sm_cycles_per_byte >= 0 && c.sm_cycles_per_byte < 1e3) || !(c.dram_factor > 0 || c.sm_cycles_per_byte > 0))
+            !(c.sm_cycles_per_byte >= 0 && c.sm_cycles_per_byte < 1e3) ||
+            !(c.thread_cycles_per_byte >= 0 && c.thread_cycles_per_byte < 1e6) ||
+            !(c.dram_factor > 0 || c.sm_cycles_per_byte > 0 || c.thread_cycles_per_byte > 0))
           throw ConfigError(path + ": memory_ops: '" + op + "': coefficients out of range (floor_us in [0, 1e6), "
-                            "dram_factor and sm_cycles_per_byte in [0, 1e3), not both 0)");
+                            "dram_factor and sm_cycles_per_byte in [0, 1e3), thread_cycles_per_byte in [0, 1e6), "
+                            "not all three 0)");
         e.ops[op] = c;
       }
       e.data_hash = n["data_hash"].as<std::string>();
@@ -296,6 +302,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
       out << YAML::Key << "floor_us" << YAML::Value << kv.second.floor_us;
       out << YAML::Key << "dram_factor" << YAML::Value << kv.second.dram_factor;
       out << YAML::Key << "sm_cycles_per_byte" << YAML::Value << kv.second.sm_cycles_per_byte;
+      out << YAML::Key << "thread_cycles_per_byte" << YAML::Value << kv.second.thread_cycles_per_byte;
       out << YAML::Key << "l2_resident_fraction" << YAML::Value << kv.second.l2_resident_fraction;
       out << YAML::Key << "rows" << YAML::Value << kv.second.rows;
       out << YAML::EndMap;

@@ -338,8 +338,43 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
     const MemoryOpCoeffs f1 = fit_memory_op(one);
     EXPECT_NEAR(f1.dram_factor, 0.9, 1e-6) << g->name;
     EXPECT_EQ(f1.sm_cycles_per_byte, 0.0) << g->name;
+    EXPECT_EQ(f1.thread_cycles_per_byte, 0.0) << g->name;
     EXPECT_NEAR(f1.floor_us, 1.5, 1e-6) << g->name;
   }
+}
+
+// The latency-bound term: time per byte inverse to SMs x resident threads per SM x clock
+// (Little's law), separable from the SM-cycle term only across GPUs of different resident
+// threads per SM (A100: 2,048; L4 and A40: 1,536). Rows generated with it on three GPUs are
+// fitted back to it, the SM term left at 0.
+TEST(MemoryOp, LatencyBoundTermFollowsResidentThreads) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& a = reg.resolve("A100-SXM4-40GB");
+  const GpuSpec& l4 = reg.resolve("L4");
+  const GpuSpec& a40 = reg.resolve("A40");
+  ASSERT_EQ(a.max_threads_per_sm, 2048);
+  ASSERT_EQ(a40.max_threads_per_sm, 1536);
+  MemoryOpCoeffs c;
+  c.floor_us = 2, c.dram_factor = 0, c.sm_cycles_per_byte = 0, c.thread_cycles_per_byte = 300;
+  // 4,096 x 4,096 BF16 RMSNorm, 67,117,056 bytes, on the A100-SXM4-40GB (108 SMs x 2,048
+  // threads x 1,410 MHz = 3.11869e14 thread-cycles/s): 300 x 67,117,056 / 3.11869e14 s =
+  // 64.563 us, plus the floor.
+  const KernelQuery big = vec_q(OpKind::kRmsNorm, 4096, 4096, DType::kBf16);
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 2e-6 + 300 * 67117056.0 / (108.0 * 2048 * 1410e6), 1e-12);
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 66.563e-6, 1e-9);
+  MemoryOpCoeffs truth;
+  truth.floor_us = 1.5, truth.dram_factor = 0.6, truth.thread_cycles_per_byte = 300, truth.l2_resident_fraction = 0.5;
+  std::vector<MemoryOpRow> rows;
+  for (const GpuSpec* g : {&a, &l4, &a40})
+    for (int64_t t : {1, 64, 512, 2048, 8192, 32768}) {
+      const KernelQuery q = vec_q(OpKind::kRmsNorm, t, 4096, DType::kBf16);
+      rows.push_back({g, query_bytes(q), memory_op_latency_s(q, *g, truth)});
+    }
+  const MemoryOpCoeffs fit = fit_memory_op(rows, 0.5);
+  EXPECT_NEAR(fit.floor_us, 1.5, 1e-6);
+  EXPECT_NEAR(fit.dram_factor, 0.6, 1e-6);
+  EXPECT_NEAR(fit.thread_cycles_per_byte, 300, 1e-4);
+  EXPECT_NEAR(fit.sm_cycles_per_byte, 0, 1e-9);
 }
 
 // The L2-resident share of the memory_op model: bytes up to l2_resident_fraction of the L2 cost

@@ -308,20 +308,25 @@ TEST(MemoryOpConfig, OneFieldAndManifestRoundTrip) {
   m.feature_schema_version = kFeatureSchemaVersion;
   MemoryOpCoeffs c;
   c.floor_us = 2, c.dram_factor = 0.8, c.sm_cycles_per_byte = 0.1, c.l2_resident_fraction = 0.5, c.rows = 10;
+  c.thread_cycles_per_byte = 250;
   m.memory_ops.ops["rmsnorm"] = c;
   m.memory_ops.data_hash = "x", m.memory_ops.fitted_at = "t", m.memory_ops.training_gpus = {"NVIDIA L4"};
   trainer::save_manifest(dir, m);
   EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").l2_resident_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").thread_cycles_per_byte, 250);
   auto entry = [&](const std::string& fields) {
     std::ofstream(dir + "/manifest.yaml") << "feature_schema_version: " << kFeatureSchemaVersion
                                           << "\ntile_table: tiles.csv\nmemory_ops:\n  coefficients:\n    rmsnorm: {floor_us: 2, "
                                              "dram_factor: 0.8, sm_cycles_per_byte: 0.1, rows: 10"
                                           << fields << "}\n  data_hash: x\n  training_gpus: [NVIDIA L4]\n  fitted_at: t\n";
   };
-  entry("");  // written before session 26: every byte at DRAM speed
+  entry("");  // written before session 26: every byte at DRAM speed, and (session 40) no latency-bound term
   EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").l2_resident_fraction, 0.0);
+  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").thread_cycles_per_byte, 0.0);
   entry(", l2_resident_fraction: 2");
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "l2_resident_fraction", "0..1"});
+  entry(", thread_cycles_per_byte: -3");
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "thread_cycles_per_byte"});
 }
 
 // Predictor-config fields of the prior: one clear line for each misuse.
