@@ -50,6 +50,94 @@ std::string resolve_path(const std::string& spec, const std::string& dir) {
   throw ConfigError("unknown model '" + spec + "' (bundled: " + all + "; or pass a config.json path)");
 }
 
+
+// compressed-tensors' `quantization_config` (llm-compressor's checkpoints: RedHatAI's FP8
+// models, Kimi-K2-Thinking's 4-bit experts). Every config group must be one scheme:
+//   FP8 W8A8 (float 8-bit weights and input activations): the GEMMs in fp8 (dynamic activation
+//     scales) or fp8_static, or fp8_block with 128 x 128 weight blocks;
+//   W4A16 (int 4-bit weights, group-wise, no activation quantisation) on a MoE model whose
+//     `ignore` list keeps attention unquantised (an entry naming self_attn): the experts in int4.
+// Anything else is one line naming the field.
+void read_compressed_tensors(const nlohmann::json& q, const std::string& path, ModelConfig& m) {
+  // Errors name the field by its dotted path under quantization_config.
+  auto fail = [&](const std::string& field, const std::string& why) {
+    return ConfigError(path + ": field 'quantization_config." + field + "': " + why);
+  };
+  if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].empty())
+    throw fail("config_groups", "expected an object of quantisation schemes");
+  auto num = [&](const nlohmann::json& o, const std::string& at, const char* k) -> int64_t {
+    if (!o.contains(k) || !o[k].is_number_integer()) throw fail(at + "." + k, "expected an integer");
+    return o[k].get<int64_t>();
+  };
+  auto text = [&](const nlohmann::json& o, const std::string& at, const char* k) -> std::string {
+    if (!o.contains(k) || o[k].is_null()) return "";
+    if (!o[k].is_string()) throw fail(at + "." + k, "expected a string");
+    return o[k].get<std::string>();
+  };
+  std::string scheme;
+  int64_t group = 0;
+  for (const auto& [name, g] : q["config_groups"].items()) {
+    const std::string at = "config_groups." + name, wat = at + ".weights", aat = at + ".input_activations";
+    if (!g.is_object() || !g.contains("weights") || !g["weights"].is_object())
+      throw fail(at, "expected an object with 'weights'");
+    const auto& w = g["weights"];
+    const bool act = g.contains("input_activations") && !g["input_activations"].is_null();
+    const int64_t bits = num(w, wat, "num_bits");
+    const std::string type = text(w, wat, "type"), strategy = text(w, wat, "strategy");
+    std::string this_scheme;
+    if (bits == 8 && type == "float" && act) {
+      const auto& a = g["input_activations"];
+      if (!a.is_object() || num(a, aat, "num_bits") != 8 || text(a, aat, "type") != "float")
+        throw fail(aat, "only FP8 (8-bit float) activations are modelled with FP8 weights");
+      const bool dynamic = a.contains("dynamic") && a["dynamic"].is_boolean() && a["dynamic"].get<bool>();
+      if (strategy == "block") {
+        if (!w.contains("block_structure") || w["block_structure"] != nlohmann::json::array({128, 128}))
+          throw fail(wat + ".block_structure",
+                     (w.contains("block_structure") ? w["block_structure"].dump() : std::string("absent")) +
+                         " is not modelled (fp8_block scales 128x128 blocks)");
+        this_scheme = "fp8_block";
+      } else {
+        this_scheme = dynamic ? "fp8" : "fp8_static";
+      }
+    } else if (bits == 4 && type == "int" && !act) {
+      if (strategy != "group" && strategy != "channel")
+        throw fail(wat + ".strategy", "'" + strategy + "' is not modelled for 4-bit weights (group, channel)");
+      const int64_t gs = strategy == "group" ? num(w, wat, "group_size") : 0;
+      if (strategy == "group" && (gs < 8 || gs > 65536))
+        throw fail(wat + ".group_size", std::to_string(gs) + " out of range [8, 65536]");
+      if (scheme == "int4" && gs != group)
+        throw fail("config_groups", "groups of different sizes (" + std::to_string(group) + ", " + std::to_string(gs) +
+                                        ") are not modelled");
+      group = gs;
+      this_scheme = "int4";
+    } else {
+      throw fail(at, std::to_string(bits) + "-bit " + (type.empty() ? "" : type + " ") + "weights" +
+                         (act ? " with quantised activations" : " alone") +
+                         " are not modelled (compressed-tensors: FP8 W8A8, or 4-bit integer weights on a MoE model's "
+                         "experts)");
+    }
+    if (!scheme.empty() && this_scheme != scheme)
+      throw fail("config_groups", "schemes '" + scheme + "' and '" + this_scheme + "' mixed are not modelled");
+    scheme = this_scheme;
+  }
+  if (scheme != "int4") {
+    m.quantized_dtype = scheme;
+    return;
+  }
+  if (m.num_experts == 0)
+    throw ConfigError(path + ": field 'quantization_config': 4-bit integer weights on a model without experts are not "
+                      "modelled (int4 is modelled for a MoE model's experts, Marlin's kernels)");
+  // The experts alone: the ignore list must keep attention (and so the dense layers with it,
+  // as llm-compressor's MoE recipes do) out of the scheme.
+  bool keeps_attention = false;
+  if (q.contains("ignore") && q["ignore"].is_array())
+    for (const auto& e : q["ignore"])
+      if (e.is_string() && e.get<std::string>().find("self_attn") != std::string::npos) keeps_attention = true;
+  if (!keeps_attention)
+    throw fail("ignore", "no entry keeps self_attn unquantised; 4-bit integer weights are modelled on the experts alone");
+  m.expert_dtype = "int4";
+  m.expert_group_size = group;
+}
 }  // namespace
 
 std::vector<std::string> bundled_models(const std::string& dir) {
@@ -310,8 +398,8 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
         m.shared_expert_ffn = int_field(j, path, {"shared_expert_intermediate_size"});
         m.shared_expert_gate = true;
       }
-    } else if (m.model_type == "deepseek_v2" || m.model_type == "deepseek_v3") {
-      // DeepSeek-V2/V3: MLA, then first_k_dense_replace dense layers and routed experts (group-
+    } else if (m.model_type == "deepseek_v2" || m.model_type == "deepseek_v3" || m.model_type == "kimi_k2") {
+      // DeepSeek-V2/V3 (and Kimi K2, V3's architecture with 64 heads and 384 experts): MLA, then first_k_dense_replace dense layers and routed experts (group-
       // limited top-k: the routing's cost is the router GEMM's) beside n_shared_experts shared
       // ones of the same width, summed without a gate.
       m.num_experts = int_field(j, path, {"n_routed_experts"});
@@ -355,11 +443,13 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
         throw ConfigError(path + ": field 'quantization_config': quant_method 'mxfp4' on a model without experts "
                           "is not modelled (MXFP4 is modelled for a MoE model's experts, as gpt-oss stores them)");
       m.expert_dtype = "mxfp4";
+    } else if (method == "compressed-tensors") {
+      read_compressed_tensors(q, path, m);
     } else if (method != "fp8") {
       throw ConfigError(path + ": field 'quantization_config': quant_method '" + method +
                         "' is not modelled (fp8: per-tensor, static or 128x128 block-scaled GEMMs; mxfp4: a MoE "
-                        "model's experts); delete the field to forecast the unquantised model, with --dtype to choose "
-                        "its GEMMs");
+                        "model's experts; compressed-tensors: FP8 W8A8, or 4-bit integer experts); delete the field "
+                        "to forecast the unquantised model, with --dtype to choose its GEMMs");
     } else if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
       if (q["weight_block_size"] != nlohmann::json::array({128, 128}))
         throw ConfigError(path + ": field 'quantization_config.weight_block_size': " + q["weight_block_size"].dump() +

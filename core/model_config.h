@@ -19,7 +19,7 @@ struct ModelConfig {
   std::string activation;     // "gelu", "gelu_new", "relu", "silu"
   // LLM families (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2,
   // gemma3_text (and gemma3's text_config), gpt_oss, llama4_text (and llama4's text_config),
-  // deepseek_v2, deepseek_v3)
+  // deepseek_v2, deepseek_v3, kimi_k2)
   int64_t kv_heads = 0;           // num_key_value_heads (GQA); == heads for plain multi-head attention
   bool rms_norm = false;          // RMSNorm instead of LayerNorm
   bool gated_ffn = false;         // SwiGLU: down(act(gate(x)) * up(x))
@@ -68,15 +68,19 @@ struct ModelConfig {
   double attn_softcap = 0, final_softcap = 0;
   std::string torch_dtype;        // as the config states it ("bfloat16", "float32", ...), may be empty
   // The GEMM dtype a `quantization_config` implies (quant_method "fp8": fp8_block with a
-  // weight_block_size, fp8_static with a static activation scheme, else fp8); empty without
-  // one. Serving forecasts default to it. Other quantisation methods are refused.
+  // weight_block_size, fp8_static with a static activation scheme, else fp8; compressed-tensors
+  // FP8 W8A8 likewise); empty without one. Serving forecasts default to it. Other quantisation
+  // methods are refused.
   std::string quantized_dtype;
   // The routed experts' weight format when it differs from the GEMMs' (quant_method "mxfp4":
   // gpt-oss's checkpoints store the experts in MXFP4, everything else in torch_dtype), else
   // empty: the experts take the serving dtype. A weight-only format (int4, mxfp4) runs the
   // fused MoE kernel on BF16 activations. `predict`, `compare` and `plan --expert-dtype` set it
-  // (predictor::apply_expert_dtype).
+  // (predictor::apply_expert_dtype). compressed-tensors' weight-only 4-bit integers on the
+  // experts alone (Kimi-K2-Thinking) are int4, their group size in expert_group_size (the
+  // modelled int4 kernels, the data's Marlin ones, scale groups of 128; 0: that size).
   std::string expert_dtype;
+  int64_t expert_group_size = 0;
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,
   // dropout, dropout_rate). p = 0 launches nothing and keeps no mask (PyTorch returns the input).
@@ -119,6 +123,7 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
     {"gemma2", ConfigSchema::kHfDecoder},    {"gemma3_text", ConfigSchema::kHfDecoder},
     {"gpt_oss", ConfigSchema::kHfDecoder},   {"llama4_text", ConfigSchema::kHfDecoder},
     {"deepseek_v2", ConfigSchema::kHfDecoder}, {"deepseek_v3", ConfigSchema::kHfDecoder},
+    {"kimi_k2", ConfigSchema::kHfDecoder},  // Moonshot's Kimi K2: DeepSeek-V3's architecture
 };
 // The types of kModelTypes, comma-separated (all, or only the decoder-only LLM families).
 std::string model_type_list(bool llm_only = false);

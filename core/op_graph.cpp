@@ -377,6 +377,7 @@ constexpr ArchSpec kArchTable[] = {
     // experts (the config's fields).
     no_eager_arch(decoder_arch("deepseek_v2", "mlp.", "gate_proj", "up_proj", "down_proj", kDeepSeekMoe), kMlaNoEager),
     no_eager_arch(decoder_arch("deepseek_v3", "mlp.", "gate_proj", "up_proj", "down_proj", kDeepSeekMoe), kMlaNoEager),
+    no_eager_arch(decoder_arch("kimi_k2", "mlp.", "gate_proj", "up_proj", "down_proj", kDeepSeekMoe), kMlaNoEager),
 };
 
 const ArchSpec* find_arch(const std::string& model_type) {
@@ -1454,6 +1455,12 @@ DType serving_expert_dtype(const ModelConfig& m, DType dtype) {
     throw ConfigError(what + "unknown dtype (" + dtype_set_names(family_traits(Family::kMoe).dtypes) + ")");
   if (const std::string why = expert_dtype_refusal(m, d); !why.empty()) throw ConfigError(what + why);
   return d;
+}
+
+double serving_expert_bytes_per_weight(const ModelConfig& m, DType dtype) {
+  const DType d = serving_expert_dtype(m, dtype);
+  if (d == DType::kInt4 && m.expert_group_size > 0) return 0.5 + 2.0 / double(m.expert_group_size);
+  return weight_bytes_per_elem(d);
 }
 
 int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp) {

@@ -207,6 +207,10 @@ int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
 // `dtype`. ConfigError naming the expert dtype when it is not one the MoE family models or the
 // model has no experts.
 DType serving_expert_dtype(const ModelConfig& m, DType dtype);
+// Bytes an expert weight takes in memory served in `dtype`: its dtype's (weight_bytes_per_elem),
+// or, for int4 experts with the config's own scale group size (expert_group_size), 4 bits plus
+// a 16-bit scale per group.
+double serving_expert_bytes_per_weight(const ModelConfig& m, DType dtype);
 // Why `d` cannot be the dtype of m's routed experts ("" when it can): m has no experts, or the
 // MoE family does not model `d`.
 std::string expert_dtype_refusal(const ModelConfig& m, DType d);

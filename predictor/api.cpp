@@ -69,6 +69,7 @@ void apply_expert_dtype(ModelConfig& m, const std::string& expert_dtype, const s
   if (const std::string why = expert_dtype_refusal(m, d); !why.empty())
     throw ConfigError("--expert-dtype " + expert_dtype + ": " + why);
   m.expert_dtype = dtype_name(d);
+  m.expert_group_size = 0;  // the flag's dtype as the MoE family models it, not the config's format
 }
 
 double routing_flag(const std::string& value) {

@@ -737,7 +737,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   // Routed experts in their own format where it differs (gpt-oss's MXFP4: 4 bits and a scale
   // per 32), split over tp as the other weights.
   const double experts = m.num_experts > 0 ? expert_parameters(m) : 0;
-  const double expert_bytes = m.num_experts > 0 ? weight_bytes_per_elem(serving_expert_dtype(m, dtype)) : 0;
+  const double expert_bytes = m.num_experts > 0 ? serving_expert_bytes_per_weight(m, dtype) : 0;
   // Bytes per layer on one rank: its GEMM weights and its norms.
   const double layer_bytes =
       ((linear - kv_proj - experts) * weight_bytes_per_elem(dtype) / tp + experts * expert_bytes / tp +

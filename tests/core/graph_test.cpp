@@ -86,7 +86,7 @@ TEST(ModelConfig, EveryModelTypeHasAGraphBuilderRow) {
   EXPECT_EQ(read, built);
   EXPECT_EQ(model_type_list(true),
             "llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, phi3, qwen2_moe, gemma2, gemma3_text, gpt_oss, llama4_text, "
-            "deepseek_v2, deepseek_v3");
+            "deepseek_v2, deepseek_v3, kimi_k2");
   EXPECT_TRUE(is_llm_family("qwen3_moe"));
   EXPECT_FALSE(is_llm_family("switch_transformers"));
   EXPECT_FALSE(is_llm_family("falcon"));
@@ -1347,6 +1347,95 @@ TEST(ModelConfig, QuantizationConfig) {
   expect_error<ConfigError>([&] { load(R"({"quant_method": "awq", "bits": 4})"); }, {"'quantization_config'", "'awq'"});
   expect_error<ConfigError>([&] { load(R"({"quant_method": "fp8", "weight_block_size": [64, 64]})"); },
                             {"'quantization_config.weight_block_size'", "[64,64]"});
+}
+
+// compressed-tensors (llm-compressor's checkpoints): FP8 W8A8 sets the GEMM dtype as quant_method
+// fp8 does (dynamic, static, 128 x 128 blocks); 4-bit integer weights alone are a MoE model's
+// experts in int4 with their group size, when the ignore list keeps attention out; every other
+// scheme, and a malformed one, is one line naming the field.
+TEST(ModelConfig, CompressedTensorsQuantization) {
+  const std::string dir = ::testing::TempDir() + "ct_quant";
+  fs::create_directories(dir);
+  auto load = [&](const std::string& groups, bool moe, const std::string& ignore = R"(["lm_head", "re:.*self_attn.*"])") {
+    std::ofstream(dir + "/m.json")
+        << R"({"model_type": ")" << (moe ? "qwen3_moe" : "llama") << R"(", "hidden_size": 64, "intermediate_size": 128,
+      "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64,
+      "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "compressed-tensors", "ignore": )"
+        << ignore << R"(, "config_groups": )" << groups << "}}";
+    return load_model_config(dir + "/m.json", dir);
+  };
+  auto fp8 = [](const std::string& strategy, bool dynamic, const std::string& extra = "") {
+    return R"({"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": ")" + strategy +
+           "\"" + extra + R"(}, "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": )" +
+           (dynamic ? "true" : "false") + "}}}";
+  };
+  EXPECT_EQ(load(fp8("channel", true), false).quantized_dtype, "fp8");
+  EXPECT_EQ(load(fp8("tensor", false), false).quantized_dtype, "fp8_static");
+  EXPECT_EQ(load(fp8("block", true, R"(, "block_structure": [128, 128])"), false).quantized_dtype, "fp8_block");
+  EXPECT_EQ(load(fp8("channel", true), false).expert_dtype, "");
+  expect_error<ConfigError>([&] { load(fp8("block", true, R"(, "block_structure": [64, 64])"), false); },
+                            {"m.json", "'quantization_config.config_groups.group_0.weights.block_structure'", "[64,64]"});
+  const std::string w4 =
+      R"({"group_0": {"targets": ["Linear"], "input_activations": null, "weights": {"num_bits": 4, "type": "int",
+          "strategy": "group", "group_size": 32, "symmetric": true}}})";
+  const ModelConfig moe = load(w4, true);
+  EXPECT_EQ(moe.expert_dtype, "int4");
+  EXPECT_EQ(moe.expert_group_size, 32);
+  EXPECT_EQ(moe.quantized_dtype, "");  // the GEMMs stay in torch_dtype
+  expect_error<ConfigError>([&] { load(w4, false); }, {"m.json", "'quantization_config'", "without experts"});
+  expect_error<ConfigError>([&] { load(w4, true, R"(["lm_head"])"); },
+                            {"m.json", "'quantization_config.ignore'", "self_attn"});
+  // W4A8 (quantised activations with 4-bit weights), 8-bit integers, mixed schemes, no groups.
+  expect_error<ConfigError>(
+      [&] {
+        load(R"({"g": {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128},
+                 "input_activations": {"num_bits": 8, "type": "int"}}})", true);
+      },
+      {"m.json", "'quantization_config.config_groups.g'", "4-bit int weights with quantised activations", "not modelled"});
+  expect_error<ConfigError>(
+      [&] { load(R"({"g": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel"}}})", false); },
+      {"'quantization_config.config_groups.g'", "8-bit int weights alone"});
+  expect_error<ConfigError>(
+      [&] {
+        load(R"({"a": {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32}},
+                 "b": {"weights": {"num_bits": 8, "type": "float", "strategy": "tensor"},
+                       "input_activations": {"num_bits": 8, "type": "float", "dynamic": true}}})", true);
+      },
+      {"'quantization_config.config_groups'", "mixed are not modelled"});
+  expect_error<ConfigError>([&] { load("{}", true); }, {"m.json", "'quantization_config.config_groups'", "expected an object"});
+  expect_error<ConfigError>(
+      [&] { load(R"({"g": {"weights": {"num_bits": "four", "type": "int"}}})", true); },
+      {"'quantization_config.config_groups.g.weights.num_bits'", "expected an integer"});
+}
+
+// Kimi K2 (model_type kimi_k2): DeepSeek-V3's graph with 64 heads and 384 experts, the Thinking
+// checkpoint's routed experts in compressed-tensors int4 at groups of 32. Parameters by hand:
+// 2 x 163840 x 7168 + 61 x (7168 x 1536 + 1536 + 1536 x 64 x 192 + 7168 x 576 + 512 + 512 x 64 x
+// 256 + 64 x 128 x 7168 + 2 x 7168) + 3 x 7168 x 18432 (one dense layer) + 60 x (384 x 3 x 7168 x
+// 2048 + 7168 x 384 + 3 x 7168 x 2048 shared) + 7168 = 1,026,408,209,408 (the routers'
+// correction biases left out, as for DeepSeek-V3). Serving memory: the 60 x 384 x 3 x 7168 x
+// 2048 expert weights at 4 bits and a 16-bit scale per 32 (0.5625 B), against 0.515625 B at the
+// int4 kernels' groups of 128 (`--expert-dtype int4`).
+TEST(ServingGraph, KimiK2ThinkingInt4Experts) {
+  const ModelConfig m = load_model_config("kimi-k2-thinking", models_dir());
+  EXPECT_EQ(m.model_type, "kimi_k2");
+  EXPECT_DOUBLE_EQ(model_parameters(m), 1026408209408.0);
+  EXPECT_DOUBLE_EQ(expert_parameters(m), 60.0 * 384 * 3 * 7168 * 2048);
+  EXPECT_EQ(m.expert_dtype, "int4");
+  EXPECT_EQ(m.expert_group_size, 32);
+  EXPECT_TRUE(is_mla(m));
+  EXPECT_DOUBLE_EQ(serving_expert_bytes_per_weight(m, DType::kBf16), 0.5625);
+  ModelConfig g128 = m;
+  g128.expert_group_size = 0;
+  EXPECT_DOUBLE_EQ(serving_expert_bytes_per_weight(g128, DType::kBf16), 0.515625);
+  const OpGraph g = build_serving_graph(m, Mode::kDecode, 16, 1000, DType::kBf16, DType::kBf16, 8);
+  ASSERT_TRUE(g.expert_dtype.has_value());
+  EXPECT_EQ(*g.expert_dtype, DType::kInt4);
+  auto k = serving_kernels(g);
+  EXPECT_EQ(k["moe(16,7168,2048,8,384,tp8)"], 60);
+  EXPECT_EQ(k["gemm(16,7168,2112)"], 61);  // q_a_proj fused with the latent: 1,536 + 512 + 64 columns
+  EXPECT_EQ(k["gemm(16,1536,1536)"], 61);  // q_b_proj: 8 of the 64 heads of 192 a rank
 }
 
 // DeepSeek-V2-Lite as SGLang serves it on tp 2 (8 of 16 heads a rank). Decode of 4 sequences
