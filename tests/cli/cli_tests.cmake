@@ -120,6 +120,12 @@ tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel -
 # Split-K in the table output: 96 tokens x 512 outputs are 4 tiles on the A100's 108 SMs; the
 # 4,096-wide reduction splits 16 ways (4096 / 256; 108 / 4 = 27 would fill the SMs).
 tc_cli_test(predict_kernel_gemm_split_k "tile +128x128 split_k=16 .ampere tensor-core tile" ${TC} predict-kernel --op gemm --shape 96,4096,512 --gpu A100-SXM4-80GB)
+# No forecast beats the sheet's compute peak: the bundled GEMM networks put a 4096^3 BF16 GEMM on
+# the RTX 4090 below 2 x 4096^3 / 165.2 TFLOP/s = 0.831955 ms, and the forecast is raised to it
+# and says so (text and JSON). Tied to the bundled weights: after a retrain that no longer beats
+# the peak here, pick another shape whose `raised_to_peak` is true.
+tc_cli_test(predict_kernel_raised_to_peak "latency_ms +0\\.831955 .*raised to the sheet's compute peak, which the forecast beat\nroofline_ms +0\\.831955 \\(compute-bound\\)" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --dtype bf16 --gpu RTX-4090)
+tc_cli_test(predict_kernel_raised_to_peak_json "\"raised_to_peak\": true" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --dtype bf16 --gpu RTX-4090 --format json)
 tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8_static --gpu L40S)
 tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8_static;--gpu;A100-SXM4-40GB")
 # Decode attention forecasts a GPU its networks were not trained on by the fitted roofline
