@@ -52,7 +52,8 @@ std::string resolve_path(const std::string& spec, const std::string& dir) {
 
 
 // compressed-tensors' `quantization_config` (llm-compressor's checkpoints: RedHatAI's FP8
-// models, Kimi-K2-Thinking's 4-bit experts). Every config group must be one scheme:
+// models, Kimi-K2-Thinking's 4-bit experts). An FP8 `kv_cache_scheme` makes the cache fp8.
+// Every config group must be one scheme:
 //   FP8 W8A8 (float 8-bit weights and input activations): the GEMMs in fp8 (dynamic activation
 //     scales) or fp8_static, or fp8_block with 128 x 128 weight blocks;
 //   W4A16 (int 4-bit weights, group-wise, no activation quantisation) on a MoE model whose
@@ -63,6 +64,18 @@ void read_compressed_tensors(const nlohmann::json& q, const std::string& path, M
   auto fail = [&](const std::string& field, const std::string& why) {
     return ConfigError(path + ": field 'quantization_config." + field + "': " + why);
   };
+  // An FP8 KV cache (kv_cache_scheme), beside the weights' scheme or alone.
+  const bool kv_scheme = q.contains("kv_cache_scheme") && !q["kv_cache_scheme"].is_null();
+  if (kv_scheme) {
+    const auto& k = q["kv_cache_scheme"];
+    if (!k.is_object() || !k.contains("num_bits") || k["num_bits"] != 8 || !k.contains("type") || k["type"] != "float")
+      throw fail("kv_cache_scheme", (k.is_object() ? k.dump() : std::string("not an object")) +
+                                        " is not modelled (an FP8 cache: num_bits 8, type float)");
+    m.kv_cache_dtype = "fp8";
+  }
+  const bool no_groups = !q.contains("config_groups") || q["config_groups"].is_null() ||
+                         (q["config_groups"].is_object() && q["config_groups"].empty());
+  if (no_groups && kv_scheme) return;
   if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].empty())
     throw fail("config_groups", "expected an object of quantisation schemes");
   auto num = [&](const nlohmann::json& o, const std::string& at, const char* k) -> int64_t {

@@ -81,6 +81,9 @@ struct ModelConfig {
   // modelled int4 kernels, the data's Marlin ones, scale groups of 128; 0: that size).
   std::string expert_dtype;
   int64_t expert_group_size = 0;
+  // The KV cache's dtype a compressed-tensors `kv_cache_scheme` states (FP8: "fp8"); empty
+  // without one: the cache takes the activations' dtype. `--kv-dtype` overrides it.
+  std::string kv_cache_dtype;
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,
   // dropout, dropout_rate). p = 0 launches nothing and keeps no mask (PyTorch returns the input).

@@ -54,9 +54,12 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   if (is_weight_only(d.gemm))
     throw ConfigError("--dtype " + dtype + ": weight-only formats are modelled for a MoE model's experts only "
                       "(--expert-dtype); --dtype is the GEMMs' and attention's dtype");
-  // The KV cache defaults to the activations' dtype (BF16 under FP8 or NVFP4 GEMMs) and takes
-  // the attention families' dtypes only.
-  d.kv = kv_dtype.empty() ? activation_dtype(d.gemm) : dtype_flag("--kv-dtype", kv_dtype);
+  // The KV cache defaults to the config's kv_cache_scheme (compressed-tensors FP8), else to the
+  // activations' dtype (BF16 under FP8 or NVFP4 GEMMs), and takes the attention families'
+  // dtypes only.
+  d.kv = !kv_dtype.empty()             ? dtype_flag("--kv-dtype", kv_dtype)
+         : !m.kv_cache_dtype.empty() ? dtype_flag("quantization_config.kv_cache_scheme", m.kv_cache_dtype)
+                                     : activation_dtype(d.gemm);
   if (!family_models_dtype(Family::kAttnDecode, d.kv))
     throw ConfigError("--kv-dtype " + kv_dtype + ": the KV cache is fp32, fp16, bf16 or fp8");
   return d;

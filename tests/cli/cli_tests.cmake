@@ -233,6 +233,9 @@ tc_cli_fail(predict_dtype_weight_only "--dtype mxfp4: weight-only formats are mo
 # A checkpoint's quantization_config: block-scaled FP8 is the GEMM dtype serving defaults to
 # (KV cache BF16); MXFP4 on a model without experts is one line naming the field.
 tc_cli_test(predict_quantized_default "llama-fp8-block on H100-SXM, decode, batch 1, cached context 100, fp8_block \\(KV cache bf16\\)" ${TC} predict --model ${CMAKE_SOURCE_DIR}/tests/data/quant/llama-fp8-block.json --gpu H100-SXM --mode decode --batch 1 --context 100)
+# compressed-tensors FP8 W8A8 with an FP8 kv_cache_scheme: both defaults, and --kv-dtype overrides the cache's.
+tc_cli_test(predict_compressed_tensors_default "llama-fp8-ct on H100-SXM, decode, batch 1, cached context 100, fp8 \\(KV cache fp8\\)" ${TC} predict --model ${CMAKE_SOURCE_DIR}/tests/data/quant/llama-fp8-ct.json --gpu H100-SXM --mode decode --batch 1 --context 100)
+tc_cli_test(predict_compressed_tensors_kv_flag "llama-fp8-ct on H100-SXM, decode, batch 1, cached context 100, fp8 \\(KV cache bf16\\)" ${TC} predict --model ${CMAKE_SOURCE_DIR}/tests/data/quant/llama-fp8-ct.json --gpu H100-SXM --mode decode --batch 1 --context 100 --kv-dtype bf16)
 tc_cli_fail(predict_quantized_mxfp4 "llama-mxfp4.json: field 'quantization_config': quant_method 'mxfp4' on a model without experts is not modelled" "${TC};predict;--model;${CMAKE_SOURCE_DIR}/tests/data/quant/llama-mxfp4.json;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100")
 # DeepSeek-V3: its config's block-scaled FP8 is the default dtype; the latent cache is whole on
 # every rank (61 x 32 x 4,097 x 576 x 2 B = 9.21 GB); the eager graph is refused in one line.

@@ -1404,6 +1404,24 @@ TEST(ModelConfig, CompressedTensorsQuantization) {
       },
       {"'quantization_config.config_groups'", "mixed are not modelled"});
   expect_error<ConfigError>([&] { load("{}", true); }, {"m.json", "'quantization_config.config_groups'", "expected an object"});
+  // An FP8 kv_cache_scheme makes the cache fp8, beside a weight scheme or alone; another one is refused.
+  auto with_kv = [&](const std::string& groups, const std::string& kv) {
+    std::ofstream(dir + "/k.json") << R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 64,
+      "quantization_config": {"quant_method": "compressed-tensors", "config_groups": )" << groups
+                                   << R"(, "kv_cache_scheme": )" << kv << "}}";
+    return load_model_config(dir + "/k.json", dir);
+  };
+  const std::string fp8_kv = R"({"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false})";
+  const ModelConfig kv_and_gemm = with_kv(fp8("channel", true), fp8_kv);
+  EXPECT_EQ(kv_and_gemm.kv_cache_dtype, "fp8");
+  EXPECT_EQ(kv_and_gemm.quantized_dtype, "fp8");
+  const ModelConfig kv_alone = with_kv("null", fp8_kv);
+  EXPECT_EQ(kv_alone.kv_cache_dtype, "fp8");
+  EXPECT_EQ(kv_alone.quantized_dtype, "");
+  EXPECT_EQ(with_kv(fp8("channel", true), "null").kv_cache_dtype, "");
+  expect_error<ConfigError>([&] { with_kv("null", R"({"num_bits": 4, "type": "int"})"); },
+                            {"k.json", "'quantization_config.kv_cache_scheme'", "not modelled", "num_bits 8, type float"});
   expect_error<ConfigError>(
       [&] { load(R"({"g": {"weights": {"num_bits": "four", "type": "int"}}})", true); },
       {"'quantization_config.config_groups.g.weights.num_bits'", "expected an integer"});
