@@ -46,7 +46,6 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "dtype", po::value(&dtype),
       "serving dtype (default: the config's torch_dtype); inference is fp32, training fp32 (eager) or bf16|fp16|fp8 "
       "(mixed precision; fp8: Transformer Engine's FP8 GEMMs)")(
-      "kv-dtype", po::value(&kv_dtype), "serving KV-cache dtype")(
       "dp", po::value(&dp), "data-parallel sizes, comma-separated")("tp", po::value(&tp), "tensor-parallel sizes")(
       "pp", po::value(&pp), "pipeline stages")("microbatches", po::value(&mb), "microbatches per step (pipeline)")(
       "ep", po::value(&ep),
@@ -66,6 +65,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   train.add_to(desc);
   add_forecast_path_options(desc, paths);
   add_expert_dtype_option(desc, &expert_dtype);
+  add_serving_kv_dtype_option(desc, &kv_dtype);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
@@ -220,11 +220,11 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): USD per million requests")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (as compare --prices)")(
       "dtype", po::value(&dtype), "serving GEMM dtype (default: the config's torch_dtype, else bf16)")(
-      "kv-dtype", po::value(&kv_dtype), "KV cache dtype (default: bf16 for fp8, else --dtype)")(
       "ep", po::value(&ep)->default_value(1), "MoE: expert-parallel ranks of the tp group")(
       "routing", po::value(&routing), "MoE: balanced (default) or power_law_<a>")(
       "format", po::value(&format)->default_value("table"), "table|json");
   sched.add_to(desc);
+  add_serving_kv_dtype_option(desc, &kv_dtype);
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,

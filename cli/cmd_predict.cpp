@@ -41,7 +41,6 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "bf16; nvfp4: Blackwell's FP4 GEMMs, BF16 elsewhere); "
       "inference is fp32; training is fp32 (eager) unless bf16|fp16|fp8 (mixed precision, Megatron-LM style, the "
       "decoder LLMs; fp8: Transformer Engine's FP8 GEMMs, BF16 otherwise)")(
-      "kv-dtype", po::value(&a.kv_dtype), "serving: KV cache dtype (default: bf16 for fp8, else --dtype)")(
       "fusion", "model torch.compile fusion (inference)")(
       "optimizer", po::value(&a.optimizer)->default_value("adamw"),
       "training: adamw (its step time apart, its two FP32 moments in memory) or none (forward and backward "
@@ -72,6 +71,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   call_overhead.add_to(desc);
   add_host_gap_option(desc, &a.host_gap_us);
   add_expert_dtype_option(desc, &a.expert_dtype);
+  add_serving_kv_dtype_option(desc, &a.kv_dtype);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "

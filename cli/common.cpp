@@ -92,6 +92,12 @@ void add_host_gap_option(po::options_description& desc, double* us) {
                      "scripts/fit-host-gap.sh)");
 }
 
+void add_serving_kv_dtype_option(po::options_description& desc, std::string* dtype) {
+  desc.add_options()("kv-dtype", po::value(dtype),
+                     "serving: KV cache dtype, fp32|fp16|bf16|fp8 (default: the config's FP8 kv_cache_scheme, else "
+                     "bf16 under fp8/nvfp4 GEMMs, else --dtype)");
+}
+
 void add_expert_dtype_option(po::options_description& desc, std::string* dtype) {
   static const std::string help = "serving MoE: the routed experts' dtype, one of " +
                                    dtype_set_names(family_traits(Family::kMoe).dtypes) +

@@ -51,6 +51,9 @@ void add_host_gap_option(po::options_description& desc, double* us);
 // --expert-dtype (predict, compare, plan): a serving forecast's routed experts' dtype, into *dtype
 // (predictor::apply_expert_dtype checks it); the help lists the MoE family's dtypes.
 void add_expert_dtype_option(po::options_description& desc, std::string* dtype);
+// --kv-dtype of a serving forecast (predict, compare, capacity), into *dtype
+// (predictor::serving_dtypes checks it and states the defaults the help gives).
+void add_serving_kv_dtype_option(po::options_description& desc, std::string* dtype);
 
 // The serving engine's scheduler (predict, compare, plan): --max-batched-tokens, --max-seqs,
 // --schedule, --request-rate, --arrivals and the objectives --slo-ttft-ms, --slo-tpot-ms into `args`, --cached-prefix into `cached_prefix`,
