@@ -331,8 +331,19 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_mfu = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.mixed_training(); });
   // With the tokens of a whole run: its days (and, priced, its cost) after the memory.
   const bool show_run = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.train_days > 0; });
-  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
-                "gpu", "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
+  // The dtype column: the GEMMs' dtype, "/" the routed experts' where they differ (Kimi's
+  // int4, gpt-oss's mxfp4), as wide as its longest entry and at least "dtype".
+  auto shown_dtype = [](const CompareRow& r) {
+    return r.expert_dtype.empty() || r.expert_dtype == r.dtype ? r.dtype : r.dtype + "/" + r.expert_dtype;
+  };
+  int dw = 5;
+  bool expert_split = false;
+  for (const auto& r : rows) {
+    dw = std::max(dw, static_cast<int>(shown_dtype(r).size()));
+    expert_split = expert_split || shown_dtype(r) != r.dtype;
+  }
+  std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
+                "gpu", dw, "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
                 (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "") + (show_vpp ? " vpp" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
                 show_slo ? "goodput/s  met % " : "", show_mfu ? " zero  rc  MFU % " : "", "tokens/s", "memory GB",
                 (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
@@ -346,8 +357,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
     if (show_cp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.cp);
     if (show_vpp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.vpp);
     if (!r.error.empty()) {
-      std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
-                    r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
+      std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
+                    r.model.c_str(), r.gpu.c_str(), dw, shown_dtype(r).c_str(), (long long)r.batch, (long long)r.seq,
                     (long long)r.dp, (long long)r.tp, (long long)r.pp, ep, (long long)r.microbatches, r.error.c_str());
       os << buf;
       continue;
@@ -375,14 +386,15 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
         else std::snprintf(cost + n2, sizeof cost - n2, "  %10s", "no price");
       }
     }
-    std::snprintf(buf, sizeof buf, "%4d %-16s %-20s %-5s %6lld %6lld %3lld %3lld %3lld%s %3lld %12.3f%s %12.0f %14s%s\n",
-                  ++rank, r.model.c_str(), r.gpu.c_str(), r.dtype.c_str(), (long long)r.batch, (long long)r.seq,
+    std::snprintf(buf, sizeof buf, "%4d %-16s %-20s %-*s %6lld %6lld %3lld %3lld %3lld%s %3lld %12.3f%s %12.0f %14s%s\n",
+                  ++rank, r.model.c_str(), r.gpu.c_str(), dw, shown_dtype(r).c_str(), (long long)r.batch, (long long)r.seq,
                   (long long)r.dp, (long long)r.tp, (long long)r.pp, ep, (long long)r.microbatches, r.step_ms, serv,
                   r.tokens_per_s, mem, cost);
     os << buf;
   }
   os << "(memory GB (1e9 B): forecast per GPU / the GPU's, whose sheet states GiB; NO = above "
      << static_cast<int>(kUsableMemoryFraction * 100) << " % of it)\n";
+  if (expert_split) os << "(dtype D/E: GEMMs and attention in D, the routed experts in E)\n";
   if (priced) os << "prices: " << prices->source << (prices->date.empty() ? "" : ", " + prices->date) << "\n";
   return os.str();
 }

@@ -240,6 +240,9 @@ tc_cli_fail(predict_quantized_mxfp4 "llama-mxfp4.json: field 'quantization_confi
 # DeepSeek-V3: its config's block-scaled FP8 is the default dtype; the latent cache is whole on
 # every rank (61 x 32 x 4,097 x 576 x 2 B = 9.21 GB); the eager graph is refused in one line.
 tc_cli_test(predict_deepseek_v3 "deepseek-v3 on H200, decode, batch 32, cached context 4096, fp8_block \\(KV cache bf16\\), tp 8\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ [0-9.]+ GB activations \\+ 9\\.21 GB KV cache\\).*model\\.layers\\.mlp\\.experts +58 .*model\\.layers\\.self_attn\\.w_kc +61 " ${TC} predict --model deepseek-v3 --gpu H200 --tp 8 --mode decode --batch 32 --context 4096)
+# compare's dtype column: GEMMs / routed experts where they differ, the column as wide as
+# fp8_block, and the key below the table.
+tc_cli_test(compare_expert_dtype_column "\n +1 kimi-k2-thinking H200 +bf16/int4 +32 +4096 .*\n +2 deepseek-v3 +H200 +fp8_block +32 +4096 .*\\(dtype D/E: GEMMs and attention in D, the routed experts in E\\)" ${TC} compare --model kimi-k2-thinking,deepseek-v3 --gpus H200 --tp 8 --mode decode --batch 32 --context 4096)
 # Kimi-K2-Thinking: DeepSeek-V3's graph (model_type kimi_k2), its routed experts in the config's
 # compressed-tensors int4 (groups of 32), the rest in BF16.
 tc_cli_test(predict_kimi_k2 "kimi-k2-thinking on H200, decode, batch 32, cached context 4096, bf16 \\(KV cache bf16\\), tp 8, experts int4\n.*model\\.layers\\.mlp\\.experts +60 " ${TC} predict --model kimi-k2-thinking --gpu H200 --tp 8 --mode decode --batch 32 --context 4096)
