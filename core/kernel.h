@@ -232,8 +232,9 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 // bandwidth for the bytes it serves): on GPUs with much DRAM bandwidth per SM these kernels do
 // not reach DRAM speed. The fourth is a latency-bound rate (Little's law: each resident thread
 // keeps a fixed number of bytes in flight for a memory latency of fixed cycles): vidur's
-// RMSNorm runs at about 3 MB/s per resident thread on both the A100 (221,184 threads, 690
-// GB/s of its 2,039) and the A40 (129,024 threads, 420 GB/s of its 696) at 1,024+ tokens. Bytes up to l2_resident_fraction of the L2 are served from it and cost
+// RMSNorm reaches 34 % of the A100's DRAM bandwidth and 59 % of the A40's, but about the same
+// rate per resident thread on both (scripts/memop-rates.py; docs/accuracy.md). Bytes up to
+// l2_resident_fraction of the L2 are served from it and cost
 // no DRAM time: a timed call repeated on the same tensors keeps a working set that fits, as a
 // layer's activations stay in L2 between the kernel that writes them and the one that reads
 // them. Coefficients (all >= 0) are fitted on measured layer ops of the training GPUs by

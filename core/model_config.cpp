@@ -50,6 +50,14 @@ std::string resolve_path(const std::string& spec, const std::string& dir) {
   throw ConfigError("unknown model '" + spec + "' (bundled: " + all + "; or pass a config.json path)");
 }
 
+// The weight blocks of an fp8_block checkpoint (`field` of quantization_config, null when absent):
+// 128 x 128, as the data's block-scaled kernels, or one line naming the field.
+void check_fp8_blocks(const nlohmann::json* blocks, const std::string& path, const std::string& field) {
+  if (!blocks || *blocks != nlohmann::json::array({128, 128}))
+    throw ConfigError(path + ": field 'quantization_config." + field + "': " +
+                      (blocks ? blocks->dump() : std::string("absent")) +
+                      " is not modelled (fp8_block scales 128x128 blocks)");
+}
 
 // compressed-tensors' `quantization_config` (llm-compressor's checkpoints: RedHatAI's FP8
 // models, Kimi-K2-Thinking's 4-bit experts). An FP8 `kv_cache_scheme` makes the cache fp8.
@@ -76,8 +84,7 @@ void read_compressed_tensors(const nlohmann::json& q, const std::string& path, M
   const bool no_groups = !q.contains("config_groups") || q["config_groups"].is_null() ||
                          (q["config_groups"].is_object() && q["config_groups"].empty());
   if (no_groups && kv_scheme) return;
-  if (!q.contains("config_groups") || !q["config_groups"].is_object() || q["config_groups"].empty())
-    throw fail("config_groups", "expected an object of quantisation schemes");
+  if (no_groups || !q["config_groups"].is_object()) throw fail("config_groups", "expected an object of quantisation schemes");
   auto num = [&](const nlohmann::json& o, const std::string& at, const char* k) -> int64_t {
     if (!o.contains(k) || !o[k].is_number_integer()) throw fail(at + "." + k, "expected an integer");
     return o[k].get<int64_t>();
@@ -104,10 +111,7 @@ void read_compressed_tensors(const nlohmann::json& q, const std::string& path, M
         throw fail(aat, "only FP8 (8-bit float) activations are modelled with FP8 weights");
       const bool dynamic = a.contains("dynamic") && a["dynamic"].is_boolean() && a["dynamic"].get<bool>();
       if (strategy == "block") {
-        if (!w.contains("block_structure") || w["block_structure"] != nlohmann::json::array({128, 128}))
-          throw fail(wat + ".block_structure",
-                     (w.contains("block_structure") ? w["block_structure"].dump() : std::string("absent")) +
-                         " is not modelled (fp8_block scales 128x128 blocks)");
+        check_fp8_blocks(w.contains("block_structure") ? &w["block_structure"] : nullptr, path, wat + ".block_structure");
         this_scheme = "fp8_block";
       } else {
         this_scheme = dynamic ? "fp8" : "fp8_static";
@@ -412,9 +416,10 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
         m.shared_expert_gate = true;
       }
     } else if (m.model_type == "deepseek_v2" || m.model_type == "deepseek_v3" || m.model_type == "kimi_k2") {
-      // DeepSeek-V2/V3 (and Kimi K2, V3's architecture with 64 heads and 384 experts): MLA, then first_k_dense_replace dense layers and routed experts (group-
-      // limited top-k: the routing's cost is the router GEMM's) beside n_shared_experts shared
-      // ones of the same width, summed without a gate.
+      // DeepSeek-V2/V3 (and Kimi K2, V3's architecture with 64 heads and 384 experts): MLA, then
+      // first_k_dense_replace dense layers and routed experts (group-limited top-k: the routing's
+      // cost is the router GEMM's) beside n_shared_experts shared ones of the same width, summed
+      // without a gate.
       m.num_experts = int_field(j, path, {"n_routed_experts"});
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
       m.moe_ffn = int_field(j, path, {"moe_intermediate_size"});
@@ -464,9 +469,7 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
                         "model's experts; compressed-tensors: FP8 W8A8, or 4-bit integer experts); delete the field "
                         "to forecast the unquantised model, with --dtype to choose its GEMMs");
     } else if (q.contains("weight_block_size") && !q["weight_block_size"].is_null()) {
-      if (q["weight_block_size"] != nlohmann::json::array({128, 128}))
-        throw ConfigError(path + ": field 'quantization_config.weight_block_size': " + q["weight_block_size"].dump() +
-                          " is not modelled (fp8_block scales 128x128 blocks)");
+      check_fp8_blocks(&q["weight_block_size"], path, "weight_block_size");
       m.quantized_dtype = "fp8_block";
     } else {
       const bool static_act = q.contains("activation_scheme") && q["activation_scheme"] == "static";
