@@ -901,6 +901,20 @@ void attention_ops(Builder& b, const ModelConfig& m, const std::string& name, Fi
   b.set_count(m.layers);
 }
 
+// A layer's rotary embedding and the q/k norms that go with it (`fill` adds them): in every
+// layer, or in a chunked-attention model (Llama 4) in its RoPE layers only, its chunked ones: the
+// NoPE layers, which attend in full, neither rotate q and k nor L2-normalise them (HF's and
+// vLLM's Llama4 attention build the qk norm only where use_rope).
+template <class Fill>
+void rope_ops(Builder& b, const ModelConfig& m, Fill fill) {
+  const int64_t rope_layers = m.chunked_attention ? windowed_layers(m) : m.layers;
+  if (rope_layers == m.layers) return fill();
+  if (rope_layers == 0) return;
+  b.set_layer_subset(rope_layers);
+  fill();
+  b.set_count(m.layers);
+}
+
 // A layer's FFN: the dense one, the routed experts, or (a MoE model with dense layers: DeepSeek's
 // leading ones, Qwen-MoE's mlp_only_layers) both, each in its share of the layers
 // (GraphOp::layer_subset).
@@ -1002,11 +1016,13 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     mla_serving_attention(b, m, t, tp, dtype, kv_dtype, attention);
   } else {
     gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd);
-    if (m.qk_norm) {
-      kernel("self_attn.q_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * heads, hd, act));
-      kernel("self_attn.k_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * kv, hd, act));
-    }
-    kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, t, (heads + kv) * hd, act));
+    rope_ops(b, m, [&] {
+      if (m.qk_norm) {
+        kernel("self_attn.q_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * heads, hd, act));
+        kernel("self_attn.k_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * kv, hd, act));
+      }
+      kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, t, (heads + kv) * hd, act));
+    });
     // New keys and values into the paged cache (read + write, in the cache dtype).
     b.op("self_attn.kv_cache_write", "memory").fw.push_back(
         KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
@@ -1326,11 +1342,13 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
     memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + 1) * rope, t);
   } else {
     gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd, kColumn, mm);
-    if (m.qk_norm) {
-      rmsnorm("self_attn.q_norm", t * heads, hd);
-      rmsnorm("self_attn.k_norm", t * kv, hd);
-    }
-    memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
+    rope_ops(b, m, [&] {
+      if (m.qk_norm) {
+        rmsnorm("self_attn.q_norm", t * heads, hd);
+        rmsnorm("self_attn.k_norm", t * kv, hd);
+      }
+      memop("self_attn.rotary_emb", OpKind::kRope, t, (heads + kv) * hd, t);
+    });
   }
   if (par.cp == 1) {
     attention_ops(b, m, "self_attn.core_attention", [&](GraphOp& o, bool local) {

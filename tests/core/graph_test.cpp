@@ -1633,6 +1633,17 @@ TEST(ServingGraph, Llama4ChunkedAttentionByHand) {
   EXPECT_EQ(pk["context_attention(2,8192,10,2,128)"], 2 * 36);
   EXPECT_EQ(pk["context_attention(2,3616,10,2,128)"], 36);
   EXPECT_EQ(pk["context_attention(2,20000,10,2,128)"], 12);
+  // RoPE and the q/k L2 norms in the 36 RoPE (chunked) layers only; the 12 NoPE ones have
+  // neither. 40,000 tokens: rope over (10 + 2) heads x 128, the norms over each head's 128.
+  EXPECT_EQ(pk["rope(40000,1536)"], 36);
+  EXPECT_EQ(pk["rmsnorm(400000,128)"], 36);  // q: 40,000 x 10 heads
+  EXPECT_EQ(pk["rmsnorm(80000,128)"], 36);   // k: 2 KV heads
+  EXPECT_EQ(pk["rmsnorm(40000,5120)"], 2 * 48 + 1);
+  const OpGraph t = build_llm_training_graph(m, 1, 4096, DType::kBf16, Parallelism{});
+  auto tfw = pass_kernels(t, false), tbw = pass_kernels(t, true);
+  EXPECT_EQ(tfw["rope(4096,6144)"], 36);  // (40 + 8) heads x 128 on one GPU
+  EXPECT_EQ(tfw["rmsnorm(163840,128)"], 36);
+  EXPECT_EQ(tbw["rope(4096,6144)"], 36);
   ServingStep step;
   step.prefill = {{1, 5000, 6000}};
   step.decode_seqs = 3;
@@ -1643,6 +1654,7 @@ TEST(ServingGraph, Llama4ChunkedAttentionByHand) {
   EXPECT_EQ(sk["context_attention(1,5000,10,2,128,p6000)"], 12);
   EXPECT_EQ(sk["generation_attention(3,3617,10,2,128)"], 36);
   EXPECT_EQ(sk["generation_attention(3,20001,10,2,128)"], 12);
+  EXPECT_EQ(sk["rope(5003,1536)"], 36);  // the chunk's 5,000 tokens and 3 decodes
   const ModelConfig mav = load_model_config("llama-4-maverick", models_dir());
   EXPECT_EQ(mav.dense_layers, 24);
   auto dk = serving_kernels(build_serving_graph(mav, Mode::kDecode, 4, 100, DType::kBf16, DType::kBf16, 4));
