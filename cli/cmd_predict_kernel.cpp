@@ -109,8 +109,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)%s\n", r.launch.moe.hit,
                 r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec, q.dtype), r.moe_chunks > 1 ? ", each chunk" : "");
   else if (op_family(kind) == Family::kMemoryOp)
-    std::printf("model        physics: per-launch floor + DRAM time of the bytes not resident in L2 (%.4g MB of "
-                "%.4g MB here) + SM-side and latency-bound time per byte (fitted)\n",
+    std::printf("model        %s; L2-resident here: %.4g MB of %.4g MB\n", kMemoryOpModelSummary,
                 r.l2_resident_bytes / 1e6, query_bytes(q) / 1e6);
   else if (gemm)
     std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,

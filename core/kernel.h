@@ -240,6 +240,10 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 // them. Coefficients (all >= 0) are fitted on measured layer ops of the training GPUs by
 // `tilecast train --family memory_op`; l2_resident_fraction comes from configs/predictors/
 // memory_op.yaml (0: every byte at DRAM speed, the model before session 26).
+// The model above in one line, as predict-kernel's text and JSON state it.
+inline constexpr const char* kMemoryOpModelSummary =
+    "physics: per-launch floor + DRAM time of the bytes not resident in L2 + SM-side and latency-bound time per byte "
+    "(fitted)";
 struct MemoryOpCoeffs {
   double floor_us = 0;              // per-launch floor
   double dram_factor = 1;           // x time at the spec's DRAM bandwidth (bytes beyond the L2-resident share)

@@ -164,7 +164,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["tokens_on_rank"] = l.tokens;
     j["busiest_expert_tokens"] = l.max_load;
   } else if (fam == Family::kMemoryOp) {
-    j["model"] = "physics: per-launch floor + DRAM time of the bytes not resident in L2 + SM-side and latency-bound time per byte (fitted)";
+    j["model"] = kMemoryOpModelSummary;
     j["l2_resident_bytes"] = r.l2_resident_bytes;
   } else if (has_mnk(fam)) {
     j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
