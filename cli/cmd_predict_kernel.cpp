@@ -107,7 +107,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                 r.launch.tile.tm, r.launch.tile.tk, r.launch.tile.split_k, spec.arch.c_str());
   else if (moe)
     std::printf("experts      %.1f hit, %.1f tokens on this rank, busiest expert %.1f (%s)%s\n", r.launch.moe.hit,
-                r.launch.moe.tokens, r.launch.moe.max_load, moe_library(spec, q.dtype), r.moe_chunks > 1 ? ", each chunk" : "");
+                r.launch.moe.tokens, r.launch.moe.max_load_if_hit, moe_library(spec, q.dtype), r.moe_chunks > 1 ? ", each chunk" : "");
   else if (op_family(kind) == Family::kMemoryOp)
     std::printf("model        %s; L2-resident here: %.4g MB of %.4g MB\n", kMemoryOpModelSummary,
                 r.l2_resident_bytes / 1e6, query_bytes(q) / 1e6);

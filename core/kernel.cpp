@@ -274,6 +274,7 @@ MoeLoad compute_moe_load(const KernelQuery& q) {
     // routing, capped experts) share one pow.
     if (l != last_l) p_hit = 1.0 - std::pow(1.0 - std::min(1.0, l / double(q.b)), double(q.b)), last_l = l;
     r.hit += p_hit;
+    if (p_hit > 0) r.max_load_if_hit = std::max(r.max_load_if_hit, l / p_hit);
     r.tiles_m += p_hit * std::ceil(std::max(1.0, l) / r.tm);
   }
   r.hit = std::max(r.hit, 1e-9);

@@ -110,7 +110,10 @@ const char* moe_library(const GpuSpec& gpu, DType d);
 // loaded under a power law): tokens routed there, experts hit, the busiest expert's tokens and
 // the M tiles of the grouped GEMM (tile `tm` rows).
 struct MoeLoad {
-  double tokens = 0, hit = 0, max_load = 0, tiles_m = 0;
+  // Expected values on rank 0: tokens routed to it, experts hit, the busiest expert's tokens
+  // (below 1 when tokens x top-k < experts: a feature, as trained), the busiest expert's tokens
+  // given that it is hit (what predict-kernel shows), M tiles.
+  double tokens = 0, hit = 0, max_load = 0, max_load_if_hit = 0, tiles_m = 0;
   int tm = 64;
 };
 MoeLoad moe_load(const KernelQuery& q);

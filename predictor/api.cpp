@@ -162,7 +162,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["library"] = moe_library(spec, q.dtype);
     j["experts_hit"] = l.hit;
     j["tokens_on_rank"] = l.tokens;
-    j["busiest_expert_tokens"] = l.max_load;
+    j["busiest_expert_tokens"] = l.max_load_if_hit;
   } else if (fam == Family::kMemoryOp) {
     j["model"] = kMemoryOpModelSummary;
     j["l2_resident_bytes"] = r.l2_resident_bytes;

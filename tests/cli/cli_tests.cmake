@@ -179,6 +179,7 @@ tc_cli_fail(eval_kernels_holdout_range "--holdout-shapes: expected a percentage 
 tc_cli_fail(eval_kernels_li_without_rows "--li-dir: needs --rows-csv" "${TC};eval-kernels;--data;x.csv;--li-dir;/tmp")
 tc_cli_fail(predict_kernel_kv_dtype_on_gemm "--kv-dtype applies to attention ops only" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--kv-dtype;fp8;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_tf32 "--dtype tf32: op 'moe' .family moe. is modelled in fp32, fp16, bf16, fp8, fp8_block" "${TC};predict-kernel;--op;moe;--shape;64,4096,1024,2,8;--dtype;tf32;--gpu;H100-SXM")
+tc_cli_test(predict_kernel_moe_one_token "experts +8\\.0 hit, 8\\.0 tokens on this rank, busiest expert 1\\.0 " ${TC} predict-kernel --op moe --shape 1,7168,2048,8,384 --gpu H200)
 tc_cli_test(predict_kernel_moe_skewed "busiest expert" ${TC} predict-kernel --op moe --shape 512,7168,2048,8,256 --moe-ep 8 --routing power_law_1.2 --dtype fp8_block --gpu B300)
 tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced or power_law_<a>" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,2,8;--routing;zipf;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_topk "top-k 9 exceeds the 8 experts" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,9,8;--gpu;H100-SXM")

@@ -581,6 +581,12 @@ TEST(Dataset, ReadsAiconfiguratorMoeRows) {
   EXPECT_NEAR(l.tokens, 384, 1e-9);            // 48 x 8 assignments, all on this rank
   EXPECT_NEAR(l.max_load, 3, 1e-9);
   EXPECT_NEAR(l.hit, 128 * (1 - std::pow(1 - 8.0 / 128, 48)), 1e-9);  // P(no token picks it)
+  EXPECT_NEAR(l.max_load_if_hit, 3 / (1 - std::pow(1 - 3.0 / 48, 48)), 1e-9);  // 3 tokens given hit
+  // One token's top-8 of 384 experts: each expected 8/384 of a token, but a hit one takes 1.
+  const MoeLoad one = moe_load(moe_q(1, 7168, 2048, 8, 384, 1, 1, DType::kBf16, 0));
+  EXPECT_NEAR(one.max_load, 8.0 / 384, 1e-12);
+  EXPECT_NEAR(one.max_load_if_hit, 1, 1e-9);
+  EXPECT_NEAR(one.hit, 8, 1e-9);
   const KernelQuery& b = rows[1].query;
   EXPECT_EQ(b.dtype, DType::kFp8Block);
   EXPECT_EQ(b.moe_tp, 2);
