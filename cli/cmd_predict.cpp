@@ -32,7 +32,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "gen", po::value(&gen), "generate: output tokens per sequence (>= 2)")(
       "spec-draft", po::value(&a.spec_draft),
       "generate: speculative decoding with this draft model (bundled name or config.json; same tokenizer, the "
-      "target's GPUs, tp and dtypes)")(
+      "target's GPUs, tp and dtypes), or 'mtp': the model's own multi-token-prediction module (DeepSeek-V3's "
+      "num_nextn_predict_layers) drafting every token, as SGLang's and vLLM's MTP speculative decoding")(
       "spec-tokens", po::value(&spec_tokens), "generate, --spec-draft: draft tokens a round (1-16, default 4)")(
       "spec-accept", po::value(&spec_accept),
       "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)")(

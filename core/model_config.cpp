@@ -424,6 +424,12 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
       m.moe_ffn = int_field(j, path, {"moe_intermediate_size"});
       m.shared_expert_ffn = int_field(j, path, {"n_shared_experts"}, false, 0) * m.moe_ffn;
+      if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null()) {
+        const auto& n = j["num_nextn_predict_layers"];
+        if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 16)
+          throw ConfigError(path + ": field 'num_nextn_predict_layers': expected an integer in [0, 16]");
+        m.mtp_layers = n.get<int64_t>();
+      }
       if (j.contains("first_k_dense_replace") && !j["first_k_dense_replace"].is_null()) {
         if (!j["first_k_dense_replace"].is_number_integer() || j["first_k_dense_replace"].get<int64_t>() < 0 ||
             j["first_k_dense_replace"].get<int64_t>() >= m.layers)
@@ -552,8 +558,31 @@ double expert_parameters(const ModelConfig& m) {
   return double(moe_layers(m)) * double(m.num_experts) * (3.0 * double(m.hidden) * double(m.moe_ffn) + bias);
 }
 
+ModelConfig mtp_draft_config(const ModelConfig& target) {
+  if (target.mtp_layers < 1)
+    throw ConfigError("--spec-draft mtp: " + target.name +
+                      " has no multi-token-prediction module (its config's num_nextn_predict_layers is " +
+                      std::to_string(target.mtp_layers) + ")");
+  ModelConfig d = target;
+  d.name = target.name + "-mtp";
+  // The engines run the first module for every draft token (DeepSeek's checkpoints have one).
+  d.layers = 1;
+  d.dense_layers = 0;  // first_k_dense_replace counts the main layers: the module routes
+  d.full_attention_layers = 0;
+  d.mtp_layers = 0;
+  d.mtp_module = true;
+  return d;
+}
+
 double model_parameters(const ModelConfig& m) {
   const double h = m.hidden, f = m.ffn, v = m.vocab;
+  // An MTP module: a one-layer model (its tables counted, as the graph's embedding and head use
+  // them; serving memory stores them once, with the target) and eh_proj, enorm and hnorm.
+  if (m.mtp_module) {
+    ModelConfig layer = m;
+    layer.mtp_module = false;
+    return model_parameters(layer) + 2 * h * h + 2 * h;
+  }
   if (is_llm_family(m.model_type)) {
     const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
     // The projections; MLA's two latent norms (the query latent's where it has one).

@@ -84,6 +84,13 @@ struct ModelConfig {
   // The KV cache's dtype a compressed-tensors `kv_cache_scheme` states (FP8: "fp8"); empty
   // without one: the cache takes the activations' dtype. `--kv-dtype` overrides it.
   std::string kv_cache_dtype;
+  // DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers), which SGLang and
+  // vLLM run as the draft of speculative decoding (--spec-draft mtp: mtp_draft_config); 0 = none.
+  int64_t mtp_layers = 0;
+  // This config is such a module (mtp_draft_config): its layer's input is the next token's
+  // embedding and the target's last hidden state, each RMS-normalised, concatenated and projected
+  // back to the hidden width (eh_proj); the embedding table and the LM head are the target's.
+  bool mtp_module = false;
   // Training dropout: on the attention probabilities (attn_pdrop, attention_probs_dropout_prob,
   // attention_dropout, dropout_rate) and on the hidden states (resid_pdrop, hidden_dropout_prob,
   // dropout, dropout_rate). p = 0 launches nothing and keeps no mask (PyTorch returns the input).
@@ -104,6 +111,10 @@ struct ModelConfig {
 // missing or non-positive fields throw ConfigError naming the file and field.
 ModelConfig load_model_config(const std::string& spec, const std::string& models_dir);
 std::vector<std::string> bundled_models(const std::string& models_dir);
+// The draft that speculative decoding with a model's own multi-token-prediction module runs
+// (`--spec-draft mtp`): one decoder layer of the target's (a MoE layer, MLA), fed by eh_proj, with
+// the target's embedding and LM head. ConfigError naming the model when it has no such module.
+ModelConfig mtp_draft_config(const ModelConfig& target);
 // Every Hugging Face model_type tilecast reads, once: the key set its config.json uses.
 // The graph builder has a row of kArchTable (core/op_graph.cpp) for each, and no other
 // (graph_model_types(); checked by a test).

@@ -1002,6 +1002,14 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   b.set_prefix("model.");
   b.op("embed_tokens", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
   if (m.embed_scale) b.op("embed_scale", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
+  if (m.mtp_module) {
+    // DeepSeek's MTP module (SGLang's DeepseekModelNextN): the next token's embedding and the
+    // target's hidden state, each RMS-normalised, concatenated and projected back to the hidden
+    // width by eh_proj, an unquantised linear layer on every rank.
+    kernel("enorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+    kernel("hnorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+    kernel("eh_proj", "gemm", gemm_q(t, 2 * h, h, act));
+  }
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
   // vLLM and SGLang add the residual inside the RMSNorm that follows it (fused_add_rms_norm:

@@ -274,7 +274,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   a.training.apply(r, false);
   std::optional<ModelConfig> draft;
   if (!a.spec_draft.empty()) {
-    draft = load_model_config(a.spec_draft, models_dir);
+    draft = a.spec_draft == "mtp" ? mtp_draft_config(mc) : load_model_config(a.spec_draft, models_dir);
     r.spec_draft = &*draft;
     r.spec_tokens = a.spec_tokens.value_or(4);
     r.spec_accept = *a.spec_accept;

@@ -725,7 +725,9 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
   const double embed = table * (m.tie_embeddings ? 1 : 2);
   const double norms = double(m.hidden) * (double(norms_per_layer(m)) * m.layers + 1);
-  const double linear = std::max(0.0, model_parameters(m) - embed - norms);
+  // An MTP draft's eh_proj: an unquantised linear layer on every rank.
+  const double eh_proj = m.mtp_module ? 2.0 * double(m.hidden) * double(m.hidden) : 0;
+  const double linear = std::max(0.0, model_parameters(m) - embed - norms - eh_proj);
   // K and V projections: split over tp, or replicated with their KV heads when tp exceeds them.
   // MLA: the down projections to the latents (and the rotary key) on every rank, the rest split.
   const int64_t kv_rank = serving_kv_heads_per_rank(m, tp);
@@ -741,7 +743,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   // Bytes per layer on one rank: its GEMM weights and its norms.
   const double layer_bytes =
       ((linear - kv_proj - experts) * weight_bytes_per_elem(dtype) / tp + experts * expert_bytes / tp +
-       kv_proj_rank * weight_bytes_per_elem(dtype)) / layers +
+       kv_proj_rank * weight_bytes_per_elem(dtype) + eh_proj * act_bytes) / layers +
       double(norms_per_layer(m)) * m.hidden * act_bytes;
   // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
   // blocks behind it). A prefix shared by every sequence (prefix caching) is cached once, where
@@ -769,8 +771,9 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
     const bool first = i == 0, last = i + 1 == stages.size();
     // The input embedding on the first stage; the final norm and the LM head on the last,
     // where a tied head needs its own copy unless that stage is also the first.
-    double tables = first ? 1 : 0;
-    if (last && (!m.tie_embeddings || !first)) tables += 1;
+    // An MTP draft's embedding and head are the target's own (mtp_module).
+    double tables = first && !m.mtp_module ? 1 : 0;
+    if (last && !m.mtp_module && (!m.tie_embeddings || !first)) tables += 1;
     const double weights = double(stages[i]) * layer_bytes + tables * table * act_bytes / tp +
                            (last ? double(m.hidden) * act_bytes : 0);
     const double kv = double(stages[i]) * kv_layer_bytes;
@@ -1230,7 +1233,12 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   tm.kv_cache_gb += dm.kv_cache_gb;
   tm.kv_capacity_tokens = static_cast<int64_t>(std::floor(room));
   const double per_seq = double(seq + f.gen + k - f.cached_prefix);
-  tm.max_sequences = static_cast<int64_t>(std::floor(std::max(0.0, room - double(f.cached_prefix)) / per_seq));
+  // Never more than the target alone holds with its pass's transient tensors per sequence
+  // (serving_memory's count, which the room in tokens above leaves out): still an upper bound,
+  // as that count has no draft beside it (the draft adds its weights and a cache of a layer or a
+  // few: a small share for an MTP module, more for a draft model).
+  tm.max_sequences = std::min(tm.max_sequences, static_cast<int64_t>(std::floor(
+                                                    std::max(0.0, room - double(f.cached_prefix)) / per_seq)));
   f.memory = tm;
 }
 }  // namespace

@@ -3,6 +3,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <cmath>
 
 #include "core/csv.h"
@@ -1454,6 +1455,52 @@ TEST(ServingGraph, KimiK2ThinkingInt4Experts) {
   EXPECT_EQ(k["moe(16,7168,2048,8,384,tp8)"], 60);
   EXPECT_EQ(k["gemm(16,7168,2112)"], 61);  // q_a_proj fused with the latent: 1,536 + 512 + 64 columns
   EXPECT_EQ(k["gemm(16,1536,1536)"], 61);  // q_b_proj: 8 of the 64 heads of 192 a rank
+}
+
+// DeepSeek-V3's multi-token-prediction module as speculative decoding's draft (--spec-draft mtp):
+// one MoE layer of the model's (MLA, 256 experts top-8, one shared expert) fed by eh_proj (2 x
+// 7168 -> 7168, BF16) after the next token's embedding and the target's hidden state are each
+// normalised, then the shared head. Parameters by hand: 2 x 129280 x 7168 (the tables, the
+// target's) + 7168 x 1536 + 1536 + 1536 x 128 x 192 + 7168 x 576 + 512 + 512 x 128 x 256 + 128 x
+// 128 x 7168 + 2 x 7168 (attention, two norms) + 256 x 3 x 7168 x 2048 + 7168 x 256 + 3 x 7168 x
+// 2048 (experts, router, shared expert) + 7168 (final norm) + 2 x 7168 x 7168 + 2 x 7168
+// (eh_proj, enorm, hnorm) = 13,463,426,048. A decode step of 8 sequences on tp 8: eh_proj
+// (8, 14336 -> 7168), one MoE kernel, five RMSNorms of 7168 (enorm, hnorm, the layer's two, the
+// final one), the head over 129,280 / 8 columns.
+TEST(ServingGraph, DeepSeekMtpDraftByHand) {
+  const ModelConfig m = load_model_config("deepseek-v3", models_dir());
+  EXPECT_EQ(m.mtp_layers, 1);
+  const ModelConfig d = mtp_draft_config(m);
+  EXPECT_TRUE(d.mtp_module);
+  EXPECT_EQ(d.layers, 1);
+  EXPECT_EQ(moe_layers(d), 1);
+  EXPECT_DOUBLE_EQ(model_parameters(d), 13463426048.0);
+  auto k = serving_kernels(build_serving_graph(d, Mode::kDecode, 8, 1000, DType::kFp8Block, DType::kBf16, 8));
+  EXPECT_EQ(k["gemm(8,14336,7168)"], 1);  // eh_proj
+  EXPECT_EQ(k["moe(8,7168,2048,8,256,tp8)"], 1);
+  EXPECT_EQ(k["rmsnorm(8,7168)"], 5);
+  EXPECT_EQ(k["gemm(8,7168,16160)"], 1);  // lm_head
+  int64_t attention = 0;
+  for (const auto& [key, n] : k)
+    if (key.rfind("generation_attention", 0) == 0) attention += n;
+  EXPECT_EQ(attention, 1);
+  // The target's graph has no eh_proj; a model without the module is refused in one line.
+  EXPECT_EQ(serving_kernels(build_serving_graph(m, Mode::kDecode, 8, 1000, DType::kFp8Block, DType::kBf16, 8))
+                ["gemm(8,14336,7168)"], 0);
+  EXPECT_EQ(load_model_config("kimi-k2-thinking", models_dir()).mtp_layers, 0);
+  expect_error<ConfigError>([&] { mtp_draft_config(load_model_config("kimi-k2-thinking", models_dir())); },
+                            {"--spec-draft mtp", "kimi-k2-thinking", "num_nextn_predict_layers"});
+  expect_error<ConfigError>([&] { mtp_draft_config(load_model_config("llama-3.1-8b", models_dir())); },
+                            {"--spec-draft mtp", "llama-3.1-8b"});
+  const std::string dir = ::testing::TempDir() + "mtp";
+  fs::create_directories(dir);
+  std::stringstream text;
+  text << std::ifstream(models_dir() + "/deepseek-v3.json").rdbuf();
+  const std::string bad = std::regex_replace(text.str(), std::regex(R"("num_nextn_predict_layers": 1)"),
+                                             R"("num_nextn_predict_layers": -1)");
+  ASSERT_NE(bad, text.str());
+  std::ofstream(dir + "/v3.json") << bad;
+  expect_error<ConfigError>([&] { load_model_config(dir + "/v3.json", dir); }, {"v3.json", "'num_nextn_predict_layers'"});
 }
 
 // DeepSeek-V2-Lite as SGLang serves it on tp 2 (8 of 16 heads a rank). Decode of 4 sequences

@@ -1922,6 +1922,38 @@ TEST(Serving, SpeculativeDecodingRounds) {
       {"speculative decoding is modelled without --max-batched-tokens"});
 }
 
+// Speculative decoding with DeepSeek-V3's own MTP module (mtp_draft_config) on tp 8 in FP8
+// blocks: a round is the module's decode steps and the target's verify step, as for a draft
+// model. Its weights a rank, by hand: the routed experts 256 x 3 x 7168 x 2048 and the other
+// split weights (q_b 1536 x 128 x 192, kv_b 512 x 128 x 256, o 128 x 128 x 7168, the router
+// 7168 x 256, the shared expert 3 x 7168 x 2048, the latent norms 1536 + 512, enorm and hnorm
+// 2 x 7168: 217,858,048) at
+// 1 B over 8 ranks (the blocks' FP32 scales, 0.02 %, not counted), the replicated latent down
+// projections 7168 x (1536 + 576) at the same, eh_proj 2 x 7168^2 in BF16 on every rank, three
+// norms of 7168 in BF16: 1,657,221,120 B; its embedding and head are the target's.
+TEST(Serving, MtpDraftOfDeepSeekV3) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig target = load_model_config("deepseek-v3", mdir), draft = mtp_draft_config(target);
+  const GpuSpec& gpu = registry().resolve("H200");
+  const double h = 7168;
+  const double by_hand = (256.0 * 3 * h * 2048 + 217858048.0) / 8 + h * (1536 + 576) + 2 * h * h * 2 + 3 * h * 2;
+  EXPECT_DOUBLE_EQ(by_hand, 1657221120.0);
+  EXPECT_NEAR(predictor::serving_memory(draft, DType::kFp8Block, DType::kBf16, 8, 8, 1000, gpu).weights_gb * 1e9, by_hand,
+              1e-6 * by_hand);
+  Parallelism tp8;
+  tp8.tp = 8;
+  predictor::SpecDecoding sd{&draft, 3, 0.8};
+  const auto plain = predictor::forecast_generate(target, gpu, p, 8, 1024, 64, DType::kFp8Block, DType::kBf16, tp8);
+  const auto mtp =
+      predictor::forecast_generate(target, gpu, p, 8, 1024, 64, DType::kFp8Block, DType::kBf16, tp8, 0, 0, {}, 0, &sd);
+  EXPECT_EQ(mtp.spec_draft, "deepseek-v3-mtp");
+  EXPECT_LT(mtp.tpot_ms, plain.tpot_ms);
+  EXPECT_NEAR(mtp.memory.weights_gb - plain.memory.weights_gb, by_hand / 1e9, 1e-6);
+  // A draft step (one layer and the head) is a small part of a target decode step of 61 layers.
+  EXPECT_LT(mtp.spec_draft_step_ms, 0.1 * plain.last_decode.total_ms);
+}
+
 // The torch-free forward pass (predictor/dense_mlp.h) against LibTorch on every member of
 // every bundled family (NVIDIA and AMD sets): inputs drawn around the training distribution (mean +- 3 std of the
 // stored standardisation), outputs within float tolerance.
