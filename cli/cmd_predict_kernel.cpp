@@ -13,7 +13,7 @@ namespace tilecast::cli {
 int run_predict_kernel(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict-kernel options");
   std::string op, shape, gpu, weights, gpu_dir, format, dtype, kv_dtype, routing;
-  int64_t window = 0, moe_tp = 1, moe_ep = 1, prefix = 0;
+  int64_t window = 0, moe_tp = 1, moe_ep = 1, prefix = 0, weight_group = 0;
   // Each family's dtypes and default, from kFamilyTable.
   std::string dtype_help;
   for (Family f : kAllFamilies)
@@ -39,6 +39,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "moe-tp", po::value(&moe_tp)->default_value(1), "moe: ranks the expert FFN width is split over")(
       "moe-ep", po::value(&moe_ep)->default_value(1), "moe: ranks the experts are split over (rank 0 forecast)")(
       "routing", po::value(&routing)->default_value("balanced"), "moe: balanced or power_law_<a> (e.g. power_law_1.2)")(
+      "weight-group", po::value(&weight_group)->default_value(0),
+      "moe --dtype int4: weights per 16-bit scale (e.g. 32; 0 = 128, the modelled kernels' groups)")(
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -50,7 +52,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   check_format(format, {"table", "json", "csv"});
   predictor::KernelArgs ka;
   ka.op = op, ka.shape = shape, ka.dtype = dtype, ka.kv_dtype = kv_dtype, ka.routing = routing;
-  ka.window = window, ka.moe_tp = moe_tp, ka.moe_ep = moe_ep, ka.prefix = prefix;
+  ka.window = window, ka.moe_tp = moe_tp, ka.moe_ep = moe_ep, ka.prefix = prefix, ka.weight_group = weight_group;
   const KernelQuery q = predictor::build_kernel_query(ka);
   const OpKind kind = q.op;
   const bool moe = kind == OpKind::kMoe;

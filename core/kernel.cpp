@@ -377,6 +377,10 @@ void moe_validate(const KernelQuery& q, const std::string& context) {
   if (q.experts > 65536) throw DataError(context + ": " + std::to_string(q.experts) + " experts out of range [1, 65536]");
   if (!(q.routing_alpha >= 0 && q.routing_alpha <= 10))
     throw DataError(context + ": routing power-law exponent must be in [0, 10]");
+  if (q.weight_group != 0 && (q.dtype != DType::kInt4 || q.weight_group < 16 || q.weight_group > 1024 || q.h % q.weight_group != 0 ||
+                              (q.n / q.moe_tp) % q.weight_group != 0))
+    throw DataError(context + ": a weight scale group (" + std::to_string(q.weight_group) +
+                    ") applies to int4 experts, 16-1024 elements dividing the hidden width and the rank's FFN width");
   if (double(q.b) * q.topk * std::max(q.h, q.n) > kMaxElems || double(q.experts) * q.h * q.n > kMaxElems)
     throw DataError(context + ": tensor larger than 2^40 elements");
 }
@@ -438,7 +442,10 @@ double moe_flops(const KernelQuery& q, const MoeLoad& l) { return 6.0 * l.tokens
 // routed token its hidden input in the activation dtype and the BF16 intermediates (gate_up out,
 // SiLU-mul in/out, down out); the combined output.
 double moe_bytes(const KernelQuery& q, const MoeLoad& l) {
-  const double w = weight_bytes_per_elem(q.dtype), e = dtype_size(q.dtype), f = double(q.n / q.moe_tp);
+  // int4 at another scale group than the modelled kernels' 128: its own scale bytes (the
+  // features keep the trained kernels' bytes per weight; the bound carries the difference).
+  const double w = q.weight_group > 0 ? 0.5 + 2.0 / double(q.weight_group) : weight_bytes_per_elem(q.dtype);
+  const double e = dtype_size(q.dtype), f = double(q.n / q.moe_tp);
   return l.hit * 3.0 * q.h * f * w + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
 }
 
@@ -911,6 +918,7 @@ std::string query_shape_string(const KernelQuery& q) {
     if (q.moe_tp > 1) os << ",tp" << q.moe_tp;
     if (q.moe_ep > 1) os << ",ep" << q.moe_ep;
     if (q.routing_alpha > 0) os << ",a" << q.routing_alpha;
+    if (q.weight_group > 0) os << ",g" << q.weight_group;
   } else if (is_attention(op_family(q.op))) {
     if (q.window) os << ",w" << q.window;
     if (q.prefix) os << ",p" << q.prefix;

@@ -72,14 +72,17 @@ struct KernelQuery {
   int64_t experts = 0, topk = 0;       // experts in the layer, experts per token
   int64_t moe_tp = 1, moe_ep = 1;      // expert FFNs split over moe_tp ranks, experts over moe_ep
   double routing_alpha = 0;            // token routing: 0 = balanced, else power law i^-alpha
+  // moe with int4 weights: elements per 16-bit scale (e.g. Kimi-K2-Thinking's 32); 0 = the
+  // modelled kernels' 128 (the data's Marlin and TRT-LLM int4 MoE rows)
+  int64_t weight_group = 0;
 };
 // Every field of a KernelQuery, in order: two queries with the same key are the same kernel
 // (graph_predictor's dedup, KernelPredictor's memo). Add a field there and here.
 using KernelQueryKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t,
-                                  int64_t, int64_t, int64_t, int64_t, double>;
+                                  int64_t, int64_t, int64_t, int64_t, double, int64_t>;
 inline KernelQueryKey query_key(const KernelQuery& q) {
   return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h, static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype),
-          q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha};
+          q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha, q.weight_group};
 }
 // Causal prefill of `batch` prompts of `seq` tokens; decode of one token per sequence over
 // `ctx` cached tokens. Heads must be a multiple of kv_heads (GQA).

@@ -1061,8 +1061,12 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     // assignments to its experts (the most loaded rank's under skewed routing); the partial
     // outputs summed by the tp all-reduce.
     kernel("mlp.gate", "gemm", gemm_q(t, h, m.num_experts, act));
-    kernel("mlp.experts", "moe",
-           moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, *g.expert_dtype, g.routing_alpha));
+    KernelQuery experts =
+        moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, *g.expert_dtype, g.routing_alpha);
+    // int4 experts at the checkpoint's own scale groups (Kimi-K2-Thinking's 32) read those scales.
+    if (experts.dtype == DType::kInt4 && m.expert_group_size > 0 && m.expert_group_size != 128)
+      experts.weight_group = m.expert_group_size;
+    kernel("mlp.experts", "moe", experts);
     if (const int64_t s = m.shared_expert_ffn; s > 0) {
       // Shared experts (vLLM's Qwen2-MoE, SGLang's DeepSeek): a gated FFN split over tp as a
       // dense one, whose partial sums join the routed experts' before their one all-reduce;

@@ -101,11 +101,14 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   if (a.prefix < 0 || a.prefix > (int64_t{1} << 22))
     throw ConfigError("--prefix: " + std::to_string(a.prefix) + " out of range [0, 2^22]");
   const bool moe = kind == OpKind::kMoe;
-  if (!moe && (a.moe_tp != 1 || a.moe_ep != 1 || a.routing != "balanced"))
-    throw ConfigError("--moe-tp/--moe-ep/--routing apply to --op moe only");
+  if (!moe && (a.moe_tp != 1 || a.moe_ep != 1 || a.routing != "balanced" || a.weight_group != 0))
+    throw ConfigError("--moe-tp/--moe-ep/--routing/--weight-group apply to --op moe only");
+  if (a.weight_group != 0 && dt != DType::kInt4)
+    throw ConfigError("--weight-group applies to --dtype int4 (the weight-only experts' scale groups)");
   if (!a.kv_dtype.empty() && !is_attention(fam)) throw ConfigError("--kv-dtype applies to attention ops only");
   if (moe) {
     q = moe_q(q.b, q.h, q.n, q.topk, q.experts, a.moe_tp, a.moe_ep, dt, routing_flag(a.routing));
+    q.weight_group = a.weight_group == 128 ? 0 : a.weight_group;  // 128: the modelled kernels' own
     validate_query(q, "--shape");
   } else if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);

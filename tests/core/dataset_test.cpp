@@ -159,6 +159,20 @@ TEST(Kernel, WeightOnlyDtypes) {
   const double acts = 384.0 * (2 * 2816 + 10 * 704 + 2 * 2816) + 48.0 * 2 * 2816;
   EXPECT_NEAR(query_bytes(q), hit * 3 * 2816 * 704 * 66.0 / 128 + acts, 1e-3);
   EXPECT_NEAR(query_bytes(moe_q(48, 2816, 704, 8, 128, 1, 1, DType::kBf16)), hit * 3 * 2816 * 704 * 2 + acts, 1e-3);
+  // int4 at scale groups of 32 (Kimi-K2-Thinking's): 4 bits and 16 bits a 32 = 18 / 32 B a weight.
+  KernelQuery g32 = q;
+  g32.weight_group = 32;
+  EXPECT_NEAR(query_bytes(g32), hit * 3 * 2816 * 704 * 18.0 / 32 + acts, 1e-3);
+  EXPECT_EQ(query_shape_string(g32), "48,2816,704,8,128,g32");
+  EXPECT_NE(query_key(g32), query_key(q));
+  validate_query(g32, "ctx");
+  // Only int4 has the groups, and a group divides both widths (704 = 22 x 32, not a multiple of 128).
+  KernelQuery bad = g32;
+  bad.dtype = DType::kBf16;
+  expect_error<DataError>([&] { validate_query(bad, "ctx"); }, {"ctx", "weight scale group (32)", "int4"});
+  bad = g32;
+  bad.weight_group = 128;
+  expect_error<DataError>([&] { validate_query(bad, "ctx"); }, {"ctx", "weight scale group (128)", "dividing"});
 }
 
 TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {

@@ -1452,7 +1452,9 @@ TEST(ServingGraph, KimiK2ThinkingInt4Experts) {
   ASSERT_TRUE(g.expert_dtype.has_value());
   EXPECT_EQ(*g.expert_dtype, DType::kInt4);
   auto k = serving_kernels(g);
-  EXPECT_EQ(k["moe(16,7168,2048,8,384,tp8)"], 60);
+  EXPECT_EQ(k["moe(16,7168,2048,8,384,tp8,g32)"], 60);  // the kernels read the scales of groups of 32
+  EXPECT_EQ(serving_kernels(build_serving_graph(g128, Mode::kDecode, 16, 1000, DType::kBf16, DType::kBf16, 8))
+                ["moe(16,7168,2048,8,384,tp8)"], 60);
   EXPECT_EQ(k["gemm(16,7168,2112)"], 61);  // q_a_proj fused with the latent: 1,536 + 512 + 64 columns
   EXPECT_EQ(k["gemm(16,1536,1536)"], 61);  // q_b_proj: 8 of the 64 heads of 192 a rank
 }
