@@ -186,7 +186,7 @@ tc_cli_fail(predict_kernel_moe_group_divides "--shape: a weight scale group \\(4
 tc_cli_test(predict_kernel_moe_skewed "busiest expert" ${TC} predict-kernel --op moe --shape 512,7168,2048,8,256 --moe-ep 8 --routing power_law_1.2 --dtype fp8_block --gpu B300)
 tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced or power_law_<a>" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,2,8;--routing;zipf;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_topk "top-k 9 exceeds the 8 experts" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,9,8;--gpu;H100-SXM")
-tc_cli_fail(predict_kernel_moe_flags_on_gemm "--moe-tp/--moe-ep/--routing apply to --op moe only" "${TC};predict-kernel;--op;gemm;--shape;64,64,64;--moe-tp;2;--gpu;H100-SXM")
+tc_cli_fail(predict_kernel_moe_flags_on_gemm "--moe-tp/--moe-ep/--routing/--weight-group apply to --op moe only" "${TC};predict-kernel;--op;gemm;--shape;64,64,64;--moe-tp;2;--gpu;H100-SXM")
 tc_cli_test(gpus_new_blackwell "NVIDIA RTX PRO 6000 Blackwell Server Edition" ${TC} gpus)
 # Memory per GPU in every forecast: a GPT-3 2.7B training step on an 8 GB P4 says it does not fit.
 tc_cli_test(predict_training_does_not_fit "memory/GPU .*AdamW state.*DOES NOT FIT" ${TC} predict --model gpt3-2.7b --gpu P4 --batch 1 --seq 2048 --mode training)
