@@ -130,6 +130,16 @@ py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=8, seq=2048, 
 assert py == cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "2048", "--mode",
                  "generate", "--gen", "64", "--tp", "4", "--spec-draft", "llama-3.1-8b", "--spec-accept", "0.7")
 assert py["speculative"]["tokens"] == 4, py["speculative"]
+py = tilecast.predict(model="deepseek-v3", gpu="H200", batch=8, seq=1024, mode="generate", gen=32, tp=8,
+                      spec_draft="mtp", spec_accept=0.8, spec_tokens=3)
+assert py == cli("predict", "--model", "deepseek-v3", "--gpu", "H200", "--batch", "8", "--seq", "1024", "--mode",
+                 "generate", "--gen", "32", "--tp", "8", "--spec-draft", "mtp", "--spec-accept", "0.8",
+                 "--spec-tokens", "3")
+assert py["speculative"]["draft"] == "deepseek-v3-mtp", py["speculative"]
+k = tilecast.predict_kernel(op="moe", shape=[16, 7168, 2048, 8, 384], gpu="H200", dtype="int4", moe_tp=8,
+                            weight_group=32)
+assert k == cli("predict-kernel", "--op", "moe", "--shape", "16,7168,2048,8,384", "--gpu", "H200", "--dtype", "int4",
+                "--moe-tp", "8", "--weight-group", "32") and k["shape"].endswith(",g32"), k["shape"]
 py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=50, seq=1024, mode="generate", gen=64,
                       max_batched_tokens=8192, request_rate=8.0)
 assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "50", "--seq", "1024", "--mode",
