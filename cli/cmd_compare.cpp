@@ -63,6 +63,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "format", po::value(&format)->default_value("table"), "table|json|csv");
   sched.add_to(desc);
   train.add_to(desc);
+  SpecOptions spec;
+  spec.add_to(desc);
   add_forecast_path_options(desc, paths);
   add_expert_dtype_option(desc, &expert_dtype);
   add_serving_kv_dtype_option(desc, &kv_dtype);
@@ -97,6 +99,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.gen = gen;
   req.limits = sched.args.limits();
   req.cached_prefix = sched.cached_prefix.value_or(0);
+  if (spec.tokens.has_value() && spec.draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
+  req.spec_draft = spec.draft, req.spec_tokens = spec.tokens.value_or(4), req.spec_accept = spec.accept;
   req.dps = parse_int_list("--dp", dp, 1, 4096);
   req.tps = parse_int_list("--tp", tp, 1, 4096);
   req.pps = parse_int_list("--pp", pp, 1, 4096);

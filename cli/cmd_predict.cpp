@@ -14,8 +14,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   std::string format;
   ForecastPaths paths;
   int64_t seq = 0, context = 0, gen = 0;
-  int64_t spec_tokens = 4;
-  double spec_accept = 0;
+  SpecOptions spec;
   SchedulerOptions sched;
   TrainingOptions train;
   int top = 10;
@@ -30,13 +29,6 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "token), decode (one step), generate (prefill + decode steps)")(
       "context", po::value(&context), "decode: tokens already in each sequence's KV cache")(
       "gen", po::value(&gen), "generate: output tokens per sequence (>= 2)")(
-      "spec-draft", po::value(&a.spec_draft),
-      "generate: speculative decoding with this draft model (bundled name or config.json; same tokenizer, the "
-      "target's GPUs, tp and dtypes), or 'mtp': the model's own multi-token-prediction module (DeepSeek-V3's "
-      "num_nextn_predict_layers) drafting every token, as SGLang's and vLLM's MTP speculative decoding")(
-      "spec-tokens", po::value(&spec_tokens), "generate, --spec-draft: draft tokens a round (1-16, default 4)")(
-      "spec-accept", po::value(&spec_accept),
-      "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)")(
       "dtype", po::value(&a.dtype),
       "fp32|fp16|bf16|fp8|fp8_static|fp8_block|nvfp4: serving GEMM dtype (default: the config's torch_dtype, else "
       "bf16; nvfp4: Blackwell's FP4 GEMMs, BF16 elsewhere); "
@@ -69,6 +61,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   add_forecast_path_options(desc, paths);
   sched.add_to(desc);
   train.add_to(desc);
+  spec.add_to(desc);
   call_overhead.add_to(desc);
   add_host_gap_option(desc, &a.host_gap_us);
   add_expert_dtype_option(desc, &a.expert_dtype);
@@ -94,8 +87,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   a.sched = sched.args;
   a.training = train.args;
   a.cached_prefix = sched.cached_prefix;
-  if (vm.count("spec-tokens")) a.spec_tokens = spec_tokens;
-  if (vm.count("spec-accept")) a.spec_accept = spec_accept;
+  a.spec_draft = spec.draft, a.spec_tokens = spec.tokens, a.spec_accept = spec.accept;
   a.fusion = vm.count("fusion") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));

@@ -106,6 +106,18 @@ void add_expert_dtype_option(po::options_description& desc, std::string* dtype) 
   desc.add_options()("expert-dtype", po::value(dtype), help.c_str());
 }
 
+void SpecOptions::add_to(po::options_description& desc) {
+  desc.add_options()("spec-draft", po::value(&draft),
+                     "generate: speculative decoding with this draft model (bundled name or config.json; same "
+                     "tokenizer, the target's GPUs, tp and dtypes), or 'mtp': the model's own multi-token-prediction "
+                     "module (DeepSeek-V3's num_nextn_predict_layers) drafting every token, as SGLang's and vLLM's "
+                     "MTP speculative decoding")(
+      "spec-tokens", po::value<int64_t>()->notifier([this](int64_t v) { tokens = v; }),
+      "generate, --spec-draft: draft tokens a round (1-16, default 4)")(
+      "spec-accept", po::value<double>()->notifier([this](double v) { accept = v; }),
+      "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)");
+}
+
 void SchedulerOptions::add_to(po::options_description& desc) {
   desc.add_options()("max-batched-tokens", po::value<int64_t>()->notifier([this](int64_t v) { args.max_batched_tokens = v; }),
                      "generate: the engine's token budget per step (vLLM's max_num_batched_tokens, SGLang's "

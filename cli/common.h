@@ -64,6 +64,15 @@ struct SchedulerOptions {
   void add_to(po::options_description& desc);
 };
 
+// Speculative decoding (predict, compare): --spec-draft (a draft model or "mtp"), --spec-tokens,
+// --spec-accept, checked by the forecast.
+struct SpecOptions {
+  std::string draft;
+  std::optional<int64_t> tokens;
+  std::optional<double> accept;
+  void add_to(po::options_description& desc);
+};
+
 // Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks),
 // --sequence-parallel, --recompute (none|full) and --train-tokens into `args`, checked by the
 // forecast (TrainingArgs::apply, forecast()).

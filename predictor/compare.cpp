@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
   r.cached_prefix = c.cached_prefix;
+  if (c.spec_draft) r.spec_draft = c.spec_draft->name, r.spec_tokens = c.spec_tokens, r.spec_accept = c.spec_accept;
   r.gpu_memory_gb = c.gpu->mem_gb();
   try {
     const PredictResult f = forecast(c, kp);
@@ -159,6 +161,16 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
       if (m.num_experts > 0) apply_expert_dtype(m, req.expert_dtype, mode), any = true;
     if (!any) apply_expert_dtype(models.front(), req.expert_dtype, mode);  // refuses, naming the model
   }
+  // Speculative decoding: each model's draft (its MTP module, or the one draft model), checked
+  // as predict checks it; a model without an MTP module is refused in one line.
+  if (!req.spec_draft.empty() && mode != "generate") throw ConfigError("--spec-draft applies to --mode generate only");
+  if (req.spec_draft.empty() && req.spec_accept.has_value()) throw ConfigError("--spec-accept needs --spec-draft");
+  if (!req.spec_draft.empty() && !req.spec_accept.has_value())
+    throw ConfigError("--spec-draft needs --spec-accept A (the probability that the target accepts a draft token)");
+  std::vector<ModelConfig> drafts;
+  if (!req.spec_draft.empty())
+    for (const auto& m : models)
+      drafts.push_back(req.spec_draft == "mtp" ? mtp_draft_config(m) : load_model_config(req.spec_draft, models_dir));
   const auto gpus = resolve_gpus(req.gpus, reg);
   // Every layout the lists cross, in the lists' order (dp slowest, vpp fastest).
   std::vector<Parallelism> layouts;
@@ -174,14 +186,16 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                 layouts.push_back(par);
               }
   std::vector<CompareRow> rows;
-  for (const auto& m : models)
+  for (size_t mi = 0; mi < models.size(); ++mi)
     for (const GpuSpec* g : gpus)
       for (int64_t b : req.batches)
         for (int64_t s : req.seqs)
           for (const Parallelism& par : layouts) {
+            const ModelConfig& m = models[mi];
             ForecastRequest c;
             c.model = &m, c.gpu = g, c.mode = mode;
             c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
+            if (!drafts.empty()) c.spec_draft = &drafts[mi], c.spec_tokens = req.spec_tokens, c.spec_accept = *req.spec_accept;
             c.par = par;
             c.optimizer_state = req.optimizer_state;
             c.train_dtype = train_dtype;
@@ -236,6 +250,8 @@ std::string compare_row_json(const CompareRow& r) {
     j["expert_dtype"] = r.expert_dtype.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.expert_dtype);
     j["routing"] = routing_name(r.routing_alpha);
     if (r.mode != "decode") j["cached_prefix"] = r.cached_prefix;
+    if (!r.spec_draft.empty())
+      j["speculative"] = {{"draft", r.spec_draft}, {"tokens", r.spec_tokens}, {"accept", r.spec_accept}};
     j["ttft_ms"] = r.ttft_ms;
     j["tpot_ms"] = r.tpot_ms;
     if (r.mode == "generate") {
@@ -395,6 +411,18 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   os << "(memory GB (1e9 B): forecast per GPU / the GPU's, whose sheet states GiB; NO = above "
      << static_cast<int>(kUsableMemoryFraction * 100) << " % of it)\n";
   if (expert_split) os << "(dtype D/E: GEMMs and attention in D, the routed experts in E)\n";
+  std::set<std::string> drafts;
+  for (const auto& r : rows)
+    if (!r.spec_draft.empty() && r.error.empty()) drafts.insert(r.spec_draft);
+  if (!drafts.empty()) {
+    std::string names;
+    for (const auto& d : drafts) names += (names.empty() ? "" : ", ") + d;
+    const CompareRow& any = *std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) { return !r.spec_draft.empty(); });
+    char line[160];
+    std::snprintf(line, sizeof line, "(speculative decoding: %lld draft tokens a round, each accepted with p %.2f; draft ",
+                  static_cast<long long>(any.spec_tokens), any.spec_accept);
+    os << line << names << ")\n";
+  }
   if (priced) os << "prices: " << prices->source << (prices->date.empty() ? "" : ", " + prices->date) << "\n";
   return os.str();
 }

@@ -2,6 +2,7 @@
 // `tilecast compare` and `tilecast plan`: many forecasts in one process, one row each, with
 // every identifying column, the memory verdict and (given a price) the cost.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct CompareRequest {
   int64_t gen = 0;                            // generate: output tokens
   SchedulerLimits limits;                     // generate: the engine's scheduler (0: no budget, no cap)
   int64_t cached_prefix = 0;                  // prefill, generate: prompt tokens cached (prefix caching)
+  // generate: speculative decoding with this draft ("mtp": each model's own MTP module), K
+  // tokens a round, each accepted with probability spec_accept (empty draft: none)
+  std::string spec_draft;
+  int64_t spec_tokens = 4;
+  std::optional<double> spec_accept;
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
   std::vector<int64_t> eps{1};                // MoE: expert-parallel ranks (serving: of the tp group; training: of dp)
   std::vector<int64_t> cps{1};                // mixed-precision training: context-parallel ranks
@@ -62,6 +68,9 @@ struct CompareRow {
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached
+  std::string spec_draft;     // generate: the draft of speculative decoding (empty: none)
+  int64_t spec_tokens = 0;
+  double spec_accept = 0;
   int64_t gpus() const { return dp * tp * cp * pp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end

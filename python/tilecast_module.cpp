@@ -164,9 +164,12 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    std::optional<double> request_rate, std::optional<std::string> arrivals,
                    std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, const py::object& zero,
                    const std::string& recompute, bool sequence_parallel, double train_tokens, const py::object& cp,
-                   const py::object& vpp, const std::string& expert_dtype) {
+                   const py::object& vpp, const std::string& expert_dtype, const std::string& spec_draft,
+                   std::optional<int64_t> spec_tokens, std::optional<double> spec_accept) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
+  if (spec_tokens.has_value() && spec_draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
+  req.spec_draft = spec_draft, req.spec_tokens = spec_tokens.value_or(4), req.spec_accept = spec_accept;
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
@@ -362,7 +365,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
-        py::arg("expert_dtype") = "");
+        py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
+        py::arg("spec_accept") = py::none());
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",

@@ -136,6 +136,13 @@ assert py == cli("predict", "--model", "deepseek-v3", "--gpu", "H200", "--batch"
                  "generate", "--gen", "32", "--tp", "8", "--spec-draft", "mtp", "--spec-accept", "0.8",
                  "--spec-tokens", "3")
 assert py["speculative"]["draft"] == "deepseek-v3-mtp", py["speculative"]
+rows = tilecast.compare(model="deepseek-v3", gpus="H200", mode="generate", batch=8, seq=1024, gen=32, tp=8,
+                        spec_draft="mtp", spec_accept=0.8, spec_tokens=3)
+assert rows == cli("compare", "--model", "deepseek-v3", "--gpus", "H200", "--mode", "generate", "--batch", "8",
+                   "--seq", "1024", "--gen", "32", "--tp", "8", "--spec-draft", "mtp", "--spec-accept", "0.8",
+                   "--spec-tokens", "3")["rows"]
+assert rows[0]["speculative"] == {"draft": "deepseek-v3-mtp", "tokens": 3, "accept": 0.8}, rows[0]
+assert abs(rows[0]["tpot_ms"] - py["tpot_ms"]) < 1e-9, (rows[0]["tpot_ms"], py["tpot_ms"])
 k = tilecast.predict_kernel(op="moe", shape=[16, 7168, 2048, 8, 384], gpu="H200", dtype="int4", moe_tp=8,
                             weight_group=32)
 assert k == cli("predict-kernel", "--op", "moe", "--shape", "16,7168,2048,8,384", "--gpu", "H200", "--dtype", "int4",
