@@ -297,7 +297,8 @@ std::string compare_json(const std::vector<CompareRow>& rows, const Prices* pric
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
-  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,step_ms,ttft_ms,"
+  os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,"
+        "spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -308,6 +309,9 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << (r.mode == "generate" ? r.limits.schedule_name() : "") << ',' << r.dp << ','
        << r.tp << ',' << r.pp << ',' << r.microbatches << ','
        << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
+    // speculative decoding: the draft, its tokens a round and acceptance (empty without one)
+    if (!r.spec_draft.empty()) os << csv_escape(r.spec_draft) << ',' << r.spec_tokens << ',' << r.spec_accept << ',';
+    else os << ",,,";
     if (r.error.empty()) {
       os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
          << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ','
