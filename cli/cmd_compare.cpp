@@ -99,8 +99,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.gen = gen;
   req.limits = sched.args.limits();
   req.cached_prefix = sched.cached_prefix.value_or(0);
-  if (spec.tokens.has_value() && spec.draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
-  req.spec_draft = spec.draft, req.spec_tokens = spec.tokens.value_or(4), req.spec_accept = spec.accept;
+  req.spec = spec.request();
   req.dps = parse_int_list("--dp", dp, 1, 4096);
   req.tps = parse_int_list("--tp", tp, 1, 4096);
   req.pps = parse_int_list("--pp", pp, 1, 4096);
@@ -156,6 +155,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "format", po::value(&format)->default_value("table"), "table|json|csv");
   sched.add_to(desc);
   train.add_to(desc);
+  SpecOptions spec;
+  spec.add_to(desc);
   add_forecast_path_options(desc, paths);
   add_expert_dtype_option(desc, &expert_dtype);
   po::variables_map vm;
@@ -187,6 +188,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.gpus = gpus, req.global_batch = global_batch, req.seq = seq, req.gen = gen;
   req.limits = sched.args.limits();
   req.cached_prefix = sched.cached_prefix.value_or(0);
+  req.spec = spec.request();
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;
   req.vpps = parse_int_list("--vpp", vpp, 1, 4096);

@@ -118,6 +118,8 @@ void SpecOptions::add_to(po::options_description& desc) {
       "generate, --spec-draft: probability that the target accepts a draft token (0-1; your workload's)");
 }
 
+predictor::SpecRequest SpecOptions::request() const { return predictor::SpecRequest::from_flags(draft, tokens, accept); }
+
 void SchedulerOptions::add_to(po::options_description& desc) {
   desc.add_options()("max-batched-tokens", po::value<int64_t>()->notifier([this](int64_t v) { args.max_batched_tokens = v; }),
                      "generate: the engine's token budget per step (vLLM's max_num_batched_tokens, SGLang's "

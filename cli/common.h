@@ -7,6 +7,7 @@
 #include "core/gpu_spec.h"
 #include "core/kernel.h"
 #include "predictor/api.h"
+#include "predictor/compare.h"
 #include "predictor/graph_predictor.h"
 
 namespace tilecast::cli {
@@ -71,6 +72,8 @@ struct SpecOptions {
   std::optional<int64_t> tokens;
   std::optional<double> accept;
   void add_to(po::options_description& desc);
+  // For compare and plan: --spec-tokens without --spec-draft is one error line.
+  predictor::SpecRequest request() const;
 };
 
 // Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks),

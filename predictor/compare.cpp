@@ -142,6 +142,22 @@ void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg) {
   if (p.source.empty()) p.source = "--price";
 }
 
+SpecRequest SpecRequest::from_flags(const std::string& draft, std::optional<int64_t> tokens, std::optional<double> accept) {
+  if (tokens.has_value() && draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
+  return {draft, tokens.value_or(4), accept};
+}
+
+void SpecRequest::check(const std::string& mode) const {
+  if (!draft.empty() && mode != "generate") throw ConfigError("--spec-draft applies to --mode generate only");
+  if (draft.empty() && accept.has_value()) throw ConfigError("--spec-accept needs --spec-draft");
+  if (!draft.empty() && !accept.has_value())
+    throw ConfigError("--spec-draft needs --spec-accept A (the probability that the target accepts a draft token)");
+}
+
+ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string& models_dir) const {
+  return draft == "mtp" ? mtp_draft_config(target) : load_model_config(draft, models_dir);
+}
+
 std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                     const std::string& models_dir, const Prices* prices) {
   const std::string mode = canonical_mode(req.mode);
@@ -161,16 +177,12 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
       if (m.num_experts > 0) apply_expert_dtype(m, req.expert_dtype, mode), any = true;
     if (!any) apply_expert_dtype(models.front(), req.expert_dtype, mode);  // refuses, naming the model
   }
-  // Speculative decoding: each model's draft (its MTP module, or the one draft model), checked
-  // as predict checks it; a model without an MTP module is refused in one line.
-  if (!req.spec_draft.empty() && mode != "generate") throw ConfigError("--spec-draft applies to --mode generate only");
-  if (req.spec_draft.empty() && req.spec_accept.has_value()) throw ConfigError("--spec-accept needs --spec-draft");
-  if (!req.spec_draft.empty() && !req.spec_accept.has_value())
-    throw ConfigError("--spec-draft needs --spec-accept A (the probability that the target accepts a draft token)");
+  // Speculative decoding: each model's draft (its MTP module, or the one draft model); a model
+  // without an MTP module is refused in one line.
+  req.spec.check(mode);
   std::vector<ModelConfig> drafts;
-  if (!req.spec_draft.empty())
-    for (const auto& m : models)
-      drafts.push_back(req.spec_draft == "mtp" ? mtp_draft_config(m) : load_model_config(req.spec_draft, models_dir));
+  if (!req.spec.draft.empty())
+    for (const auto& m : models) drafts.push_back(req.spec.draft_for(m, models_dir));
   const auto gpus = resolve_gpus(req.gpus, reg);
   // Every layout the lists cross, in the lists' order (dp slowest, vpp fastest).
   std::vector<Parallelism> layouts;
@@ -195,7 +207,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
             ForecastRequest c;
             c.model = &m, c.gpu = g, c.mode = mode;
             c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
-            if (!drafts.empty()) c.spec_draft = &drafts[mi], c.spec_tokens = req.spec_tokens, c.spec_accept = *req.spec_accept;
+            if (!drafts.empty()) c.spec_draft = &drafts[mi], c.spec_tokens = req.spec.tokens, c.spec_accept = *req.spec.accept;
             c.par = par;
             c.optimizer_state = req.optimizer_state;
             c.train_dtype = train_dtype;
@@ -547,6 +559,9 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   const DType train_dtype = serving ? DType::kFp32 : eager_dtype(mode, req.dtype);
   ModelConfig m = load_model_config(req.model, models_dir);
   apply_expert_dtype(m, req.expert_dtype, mode);
+  req.spec.check(mode);
+  std::optional<ModelConfig> draft;
+  if (!req.spec.draft.empty()) draft = req.spec.draft_for(m, models_dir);
   const GpuSpec& g = reg.resolve(req.gpu);
   auto divisors = [](int64_t n) {
     std::vector<int64_t> d;
@@ -567,6 +582,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     c.model = &m, c.gpu = &g, c.mode = mode;
     c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
     c.cached_prefix = req.cached_prefix;
+    if (draft) c.spec_draft = &*draft, c.spec_tokens = req.spec.tokens, c.spec_accept = *req.spec.accept;
     c.par = par;
     c.optimizer_state = req.optimizer_state;
     c.train_dtype = train_dtype;

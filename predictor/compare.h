@@ -15,6 +15,21 @@
 
 namespace tilecast::predictor {
 
+// Speculative decoding of `generate` (compare, plan): the draft ("mtp": each model's own MTP
+// module; empty: none), its tokens a round and the acceptance of a draft token.
+struct SpecRequest {
+  std::string draft;
+  int64_t tokens = 4;
+  std::optional<double> accept;
+  // From the flags (--spec-draft, --spec-tokens, --spec-accept): tokens without a draft is one
+  // error line; tokens default to 4.
+  static SpecRequest from_flags(const std::string& draft, std::optional<int64_t> tokens, std::optional<double> accept);
+  // ConfigError unless a draft comes with an acceptance and mode generate (and vice versa).
+  void check(const std::string& mode) const;
+  // The draft for `target`: mtp_draft_config(target) for "mtp", else the config `draft` names.
+  ModelConfig draft_for(const ModelConfig& target, const std::string& models_dir) const;
+};
+
 // What a forecast is asked for. Lists are crossed: every model x gpu x batch x seq x dp x tp
 // x pp x microbatches combination is one row.
 struct CompareRequest {
@@ -28,11 +43,7 @@ struct CompareRequest {
   int64_t gen = 0;                            // generate: output tokens
   SchedulerLimits limits;                     // generate: the engine's scheduler (0: no budget, no cap)
   int64_t cached_prefix = 0;                  // prefill, generate: prompt tokens cached (prefix caching)
-  // generate: speculative decoding with this draft ("mtp": each model's own MTP module), K
-  // tokens a round, each accepted with probability spec_accept (empty draft: none)
-  std::string spec_draft;
-  int64_t spec_tokens = 4;
-  std::optional<double> spec_accept;
+  SpecRequest spec;                           // generate: speculative decoding (none by default)
   std::vector<int64_t> dps{1}, tps{1}, pps{1}, microbatches{1};
   std::vector<int64_t> eps{1};                // MoE: expert-parallel ranks (serving: of the tp group; training: of dp)
   std::vector<int64_t> cps{1};                // mixed-precision training: context-parallel ranks
@@ -148,6 +159,7 @@ struct PlanRequest {
   int64_t gen = 0;                        // generate: output tokens
   SchedulerLimits limits;                 // generate: each replica's scheduler (0: no budget, no cap)
   int64_t cached_prefix = 0;              // prefill, generate: prompt tokens cached (prefix caching)
+  SpecRequest spec;                       // generate: speculative decoding (none by default)
   bool optimizer_state = true;            // training memory: AdamW moments
   double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
   TrainingArgs training;                  // mixed-precision training (sequence parallelism: layouts with tp > 1)

@@ -168,8 +168,7 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    std::optional<int64_t> spec_tokens, std::optional<double> spec_accept) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
-  if (spec_tokens.has_value() && spec_draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
-  req.spec_draft = spec_draft, req.spec_tokens = spec_tokens.value_or(4), req.spec_accept = spec_accept;
+  req.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
   req.gpus = names(gpus, "gpus");
@@ -251,8 +250,10 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<std::string> schedule, std::optional<double> request_rate,
                 std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                 std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
-                bool sequence_parallel, double train_tokens, const py::object& vpp, const std::string& expert_dtype) {
+                bool sequence_parallel, double train_tokens, const py::object& vpp, const std::string& expert_dtype,
+                const std::string& spec_draft, std::optional<int64_t> spec_tokens, std::optional<double> spec_accept) {
   Engine& e = engine(weights, gpu_dir);
+  const predictor::SpecRequest spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   const predictor::TrainingArgs training = training_args(zero, sequence_parallel, recompute, train_tokens);
   const std::vector<int64_t> vpps = ints(vpp, "vpp");
   const std::string m = predictor::canonical_mode(mode);
@@ -279,6 +280,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.gpus = gpus, req.global_batch = global_batch, req.seq = tokens, req.gen = gen.value_or(0);
     req.limits = lim;
     req.cached_prefix = cached_prefix;
+    req.spec = spec;
     req.optimizer_state = optimizer == "adamw";
     req.training = training;
     req.vpps = vpps;
@@ -389,7 +391,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1,
-        py::arg("expert_dtype") = "");
+        py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
+        py::arg("spec_accept") = py::none());
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.def("models", &models, "The bundled model configs, as `tilecast models --format json`.", py::arg("models_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;

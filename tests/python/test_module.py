@@ -143,6 +143,13 @@ assert rows == cli("compare", "--model", "deepseek-v3", "--gpus", "H200", "--mod
                    "--spec-tokens", "3")["rows"]
 assert rows[0]["speculative"] == {"draft": "deepseek-v3-mtp", "tokens": 3, "accept": 0.8}, rows[0]
 assert abs(rows[0]["tpot_ms"] - py["tpot_ms"]) < 1e-9, (rows[0]["tpot_ms"], py["tpot_ms"])
+rows = tilecast.plan(model="deepseek-v3", gpu="H200", gpus=8, global_batch=8, mode="generate", seq=1024, gen=32,
+                     spec_draft="mtp", spec_accept=0.8, spec_tokens=3)
+assert rows == cli("plan", "--model", "deepseek-v3", "--gpu", "H200", "--gpus", "8", "--global-batch", "8", "--mode",
+                   "generate", "--seq", "1024", "--gen", "32", "--spec-draft", "mtp", "--spec-accept", "0.8",
+                   "--spec-tokens", "3")["rows"]
+same = next(r for r in rows if (r["dp"], r["tp"], r["ep"]) == (1, 8, 1))
+assert same["speculative"]["draft"] == "deepseek-v3-mtp" and abs(same["tpot_ms"] - py["tpot_ms"]) < 1e-9, same
 k = tilecast.predict_kernel(op="moe", shape=[16, 7168, 2048, 8, 384], gpu="H200", dtype="int4", moe_tp=8,
                             weight_group=32)
 assert k == cli("predict-kernel", "--op", "moe", "--shape", "16,7168,2048,8,384", "--gpu", "H200", "--dtype", "int4",
