@@ -87,7 +87,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   a.sched = sched.args;
   a.training = train.args;
   a.cached_prefix = sched.cached_prefix;
-  a.spec_draft = spec.draft, a.spec_tokens = spec.tokens, a.spec_accept = spec.accept;
+  a.spec = spec.request();
   a.fusion = vm.count("fusion") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));

@@ -7,7 +7,6 @@
 #include "core/gpu_spec.h"
 #include "core/kernel.h"
 #include "predictor/api.h"
-#include "predictor/compare.h"
 #include "predictor/graph_predictor.h"
 
 namespace tilecast::cli {
@@ -65,15 +64,14 @@ struct SchedulerOptions {
   void add_to(po::options_description& desc);
 };
 
-// Speculative decoding (predict, compare): --spec-draft (a draft model or "mtp"), --spec-tokens,
-// --spec-accept, checked by the forecast.
+// Speculative decoding (predict, compare, plan): --spec-draft (a draft model or "mtp"),
+// --spec-tokens, --spec-accept, checked by SpecRequest.
 struct SpecOptions {
   std::string draft;
   std::optional<int64_t> tokens;
   std::optional<double> accept;
   void add_to(po::options_description& desc);
-  // For compare and plan: --spec-tokens without --spec-draft is one error line.
-  predictor::SpecRequest request() const;
+  predictor::SpecRequest request() const;  // SpecRequest::from_flags
 };
 
 // Mixed-precision training (predict, compare, plan): --zero (ZeRO stage over the dp ranks),

@@ -141,12 +141,14 @@ int dtype_size(DType d) {
 
 double weight_bytes_per_elem(DType d) {
   switch (d) {
-    case DType::kInt4: return 0.5 + 2.0 / 128;
+    case DType::kInt4: return int4_bytes_per_weight(0);
     case DType::kMxfp4: return 0.5 + 1.0 / 32;
     case DType::kNvfp4: return 0.5 + 1.0 / 16;
     default: return dtype_size(d);
   }
 }
+
+double int4_bytes_per_weight(int64_t group) { return 0.5 + 2.0 / double(group > 0 ? group : kInt4ModelledGroup); }
 
 double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
   if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
@@ -444,7 +446,7 @@ double moe_flops(const KernelQuery& q, const MoeLoad& l) { return 6.0 * l.tokens
 double moe_bytes(const KernelQuery& q, const MoeLoad& l) {
   // int4 at another scale group than the modelled kernels' 128: its own scale bytes (the
   // features keep the trained kernels' bytes per weight; the bound carries the difference).
-  const double w = q.weight_group > 0 ? 0.5 + 2.0 / double(q.weight_group) : weight_bytes_per_elem(q.dtype);
+  const double w = q.weight_group > 0 ? int4_bytes_per_weight(q.weight_group) : weight_bytes_per_elem(q.dtype);
   const double e = dtype_size(q.dtype), f = double(q.n / q.moe_tp);
   return l.hit * 3.0 * q.h * f * w + l.tokens * (double(q.h) * e + 10.0 * f + 2.0 * q.h) + 2.0 * q.b * double(q.h);
 }

@@ -43,6 +43,10 @@ int dtype_size(DType d);
 // but int4 0.5 + 2 / 128 (a 16-bit scale per group of 128), mxfp4 0.5 + 1 / 32 (an 8-bit scale
 // per block of 32) and nvfp4 0.5 + 1 / 16 (an FP8 scale per block of 16).
 double weight_bytes_per_elem(DType d);
+// int4 at scale groups of `group` weights (a 16-bit scale each): 0.5 + 2 / group B a weight;
+// group 0 is the modelled kernels' kInt4ModelledGroup (the data's Marlin and TRT-LLM rows).
+constexpr int64_t kInt4ModelledGroup = 128;
+double int4_bytes_per_weight(int64_t group);
 // The GPU's dense tensor-core peak for `d` (GFLOP/s) as its spec sheet states it (the
 // weight-only formats: BF16's, the math they run in); fp32 is the
 // SIMT GEMM peak. A GPU without that tensor path (FP8 before Ada/Hopper) is ConfigError naming
@@ -73,7 +77,7 @@ struct KernelQuery {
   int64_t moe_tp = 1, moe_ep = 1;      // expert FFNs split over moe_tp ranks, experts over moe_ep
   double routing_alpha = 0;            // token routing: 0 = balanced, else power law i^-alpha
   // moe with int4 weights: elements per 16-bit scale (e.g. Kimi-K2-Thinking's 32); 0 = the
-  // modelled kernels' 128 (the data's Marlin and TRT-LLM int4 MoE rows)
+  // modelled kernels' kInt4ModelledGroup (set_weight_group keeps it so)
   int64_t weight_group = 0;
 };
 // Every field of a KernelQuery, in order: two queries with the same key are the same kernel
@@ -125,6 +129,9 @@ MoeLoad moe_load(const KernelQuery& q);
 const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu);
 // A tensor-core GEMM (op gemm): M tokens, N in-features (reduction), K out-features, as linear.
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d);
+// An int4 MoE query's scale group (0 or kInt4ModelledGroup: the modelled kernels', stored as 0 so
+// that both are one kernel); validate_query checks it.
+inline void set_weight_group(KernelQuery& q, int64_t group) { q.weight_group = group == kInt4ModelledGroup ? 0 : group; }
 
 // Throws DataError if a dim is < 1 or absurd (> 2^31 per dim, > 2^40 elements per tensor).
 void validate_query(const KernelQuery& q, const std::string& context);
@@ -246,10 +253,6 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 // them. Coefficients (all >= 0) are fitted on measured layer ops of the training GPUs by
 // `tilecast train --family memory_op`; l2_resident_fraction comes from configs/predictors/
 // memory_op.yaml (0: every byte at DRAM speed, the model before session 26).
-// The model above in one line, as predict-kernel's text and JSON state it.
-inline constexpr const char* kMemoryOpModelSummary =
-    "physics: per-launch floor + DRAM time of the bytes not resident in L2 + SM-side and latency-bound time per byte "
-    "(fitted)";
 struct MemoryOpCoeffs {
   double floor_us = 0;              // per-launch floor
   double dram_factor = 1;           // x time at the spec's DRAM bandwidth (bytes beyond the L2-resident share)
@@ -258,6 +261,10 @@ struct MemoryOpCoeffs {
   double l2_resident_fraction = 0;  // share of the L2 a working set keeps resident, [0, 1]
   int64_t rows = 0;                 // rows fitted
 };
+// The model above in one line, as predict-kernel's text and JSON state it.
+inline constexpr const char* kMemoryOpModelSummary =
+    "physics: per-launch floor + DRAM time of the bytes not resident in L2 + SM-side and latency-bound time per byte "
+    "(fitted)";
 double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c);
 // Of `bytes`, those the model serves from L2: min(bytes, l2_resident_fraction x L2).
 double memory_op_l2_resident_bytes(double bytes, const GpuSpec& gpu, double l2_resident_fraction);

@@ -576,13 +576,6 @@ ModelConfig mtp_draft_config(const ModelConfig& target) {
 
 double model_parameters(const ModelConfig& m) {
   const double h = m.hidden, f = m.ffn, v = m.vocab;
-  // An MTP module: a one-layer model (its tables counted, as the graph's embedding and head use
-  // them; serving memory stores them once, with the target) and eh_proj, enorm and hnorm.
-  if (m.mtp_module) {
-    ModelConfig layer = m;
-    layer.mtp_module = false;
-    return model_parameters(layer) + 2 * h * h + 2 * h;
-  }
   if (is_llm_family(m.model_type)) {
     const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
     // The projections; MLA's two latent norms (the query latent's where it has one).
@@ -597,7 +590,11 @@ double model_parameters(const ModelConfig& m) {
     const double ffn = m.num_experts > 0 ? e * 3 * h * double(m.moe_ffn) + h * e + expert_bias + shared : 3 * h * f;
     // A MoE model's leading dense layers (DeepSeek's) have the dense FFN instead.
     const double dense = double(m.dense_layers) * (3 * h * f - ffn);
-    return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + double(norms_per_layer(m)) * h) + dense + h;
+    // An MTP module: its layer and tables (serving memory stores the tables once, with the
+    // target) and eh_proj (2 h -> h), enorm and hnorm.
+    const double mtp_input = m.mtp_module ? 2 * h * h + 2 * h : 0;
+    return v * h * (m.tie_embeddings ? 1 : 2) + m.layers * (attn + ffn + double(norms_per_layer(m)) * h) + dense + h +
+           mtp_input;
   }
   if (m.model_type == "switch_transformers") {
     const double inner = double(m.heads) * m.head_dim;

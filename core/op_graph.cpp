@@ -1064,8 +1064,7 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     KernelQuery experts =
         moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, *g.expert_dtype, g.routing_alpha);
     // int4 experts at the checkpoint's own scale groups (Kimi-K2-Thinking's 32) read those scales.
-    if (experts.dtype == DType::kInt4 && m.expert_group_size > 0 && m.expert_group_size != 128)
-      experts.weight_group = m.expert_group_size;
+    if (experts.dtype == DType::kInt4) set_weight_group(experts, m.expert_group_size);
     kernel("mlp.experts", "moe", experts);
     if (const int64_t s = m.shared_expert_ffn; s > 0) {
       // Shared experts (vLLM's Qwen2-MoE, SGLang's DeepSeek): a gated FFN split over tp as a
@@ -1489,8 +1488,7 @@ DType serving_expert_dtype(const ModelConfig& m, DType dtype) {
 
 double serving_expert_bytes_per_weight(const ModelConfig& m, DType dtype) {
   const DType d = serving_expert_dtype(m, dtype);
-  if (d == DType::kInt4 && m.expert_group_size > 0) return 0.5 + 2.0 / double(m.expert_group_size);
-  return weight_bytes_per_elem(d);
+  return d == DType::kInt4 ? int4_bytes_per_weight(m.expert_group_size) : weight_bytes_per_elem(d);
 }
 
 int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp) {

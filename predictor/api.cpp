@@ -108,7 +108,7 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   if (!a.kv_dtype.empty() && !is_attention(fam)) throw ConfigError("--kv-dtype applies to attention ops only");
   if (moe) {
     q = moe_q(q.b, q.h, q.n, q.topk, q.experts, a.moe_tp, a.moe_ep, dt, routing_flag(a.routing));
-    q.weight_group = a.weight_group == 128 ? 0 : a.weight_group;  // 128: the modelled kernels' own
+    set_weight_group(q, a.weight_group);
     validate_query(q, "--shape");
   } else if (kind == OpKind::kGemm) {
     q = gemm_q(q.m, q.n, q.k, dt);
@@ -226,6 +226,22 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"network_gbps", s.network_gbps}};
 }
 
+SpecRequest SpecRequest::from_flags(const std::string& draft, std::optional<int64_t> tokens, std::optional<double> accept) {
+  if (tokens.has_value() && draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
+  return {draft, tokens.value_or(4), accept};
+}
+
+void SpecRequest::check(const std::string& mode) const {
+  if (!draft.empty() && mode != "generate") throw ConfigError("--spec-draft does not apply to --mode " + mode);
+  if (draft.empty() && accept.has_value()) throw ConfigError("--spec-accept needs --spec-draft");
+  if (!draft.empty() && !accept.has_value())
+    throw ConfigError("--spec-draft needs --spec-accept A (the probability that the target accepts a draft token)");
+}
+
+ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string& models_dir) const {
+  return draft == "mtp" ? mtp_draft_config(target) : load_model_config(draft, models_dir);
+}
+
 PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const KernelPredictor& kp,
                           const std::string& models_dir) {
   const std::string mode = canonical_mode(a.mode);
@@ -243,11 +259,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   refuse("--optimizer", mode != "training" && a.optimizer != "adamw");
   if (const char* flag = a.sched.first_given()) refuse(flag, mode != "generate");
   refuse("--cached-prefix", mode != "generate" && mode != "prefill" && a.cached_prefix.has_value());
-  refuse("--spec-draft", mode != "generate" && !a.spec_draft.empty());
-  refuse("--spec-tokens", a.spec_draft.empty() && a.spec_tokens.has_value());
-  refuse("--spec-accept", a.spec_draft.empty() && a.spec_accept.has_value());
-  if (!a.spec_draft.empty() && !a.spec_accept.has_value())
-    throw ConfigError("--spec-draft needs --spec-accept A (the probability that the target accepts a draft token)");
+  a.spec.check(mode);
   if (mode == "decode") need("--context L", a.context.has_value());
   else need("--seq S", a.seq.has_value());
   if (mode == "generate") need("--gen T", a.gen.has_value());
@@ -276,11 +288,9 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   }
   a.training.apply(r, false);
   std::optional<ModelConfig> draft;
-  if (!a.spec_draft.empty()) {
-    draft = a.spec_draft == "mtp" ? mtp_draft_config(mc) : load_model_config(a.spec_draft, models_dir);
-    r.spec_draft = &*draft;
-    r.spec_tokens = a.spec_tokens.value_or(4);
-    r.spec_accept = *a.spec_accept;
+  if (!a.spec.draft.empty()) {
+    draft = a.spec.draft_for(mc, models_dir);
+    r.spec = a.spec.with(*draft);
   }
   r.gpu = &reg.resolve(a.gpu);
   return forecast(r, kp);
@@ -355,10 +365,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                         ": serving forecasts take --tp, --pp and --ep (one replica; its microbatches follow from --pp)");
     const ServingDtypes& d = q.dtypes;
     if (q.mode == "generate") {
-      SpecDecoding sd;
-      if (q.spec_draft) sd = {q.spec_draft, q.spec_tokens, q.spec_accept};
       r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.host_gap_us,
-                                     q.routing_alpha, q.limits, q.cached_prefix, q.spec_draft ? &sd : nullptr);
+                                     q.routing_alpha, q.limits, q.cached_prefix, q.spec ? &*q.spec : nullptr);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;

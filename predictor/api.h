@@ -85,6 +85,24 @@ struct TrainingArgs {
 // --zero: 0-3, or auto (TrainingArgs::kZeroAuto); ConfigError otherwise.
 int zero_flag(const std::string& value);
 
+// Speculative decoding of `generate` as the flags ask for it (predict, compare, plan, Python):
+// the draft ("mtp": each model's own MTP module; empty: none), its tokens a round and the
+// acceptance of a draft token.
+struct SpecRequest {
+  std::string draft;
+  int64_t tokens = 4;
+  std::optional<double> accept;
+  // From --spec-draft, --spec-tokens, --spec-accept: tokens without a draft is one error line;
+  // tokens default to 4.
+  static SpecRequest from_flags(const std::string& draft, std::optional<int64_t> tokens, std::optional<double> accept);
+  // ConfigError unless a draft comes with an acceptance and mode generate (and vice versa).
+  void check(const std::string& mode) const;
+  // The draft for `target`: mtp_draft_config(target) for "mtp", else the config `draft` names.
+  ModelConfig draft_for(const ModelConfig& target, const std::string& models_dir) const;
+  // The forecast's speculative decoding with `draft` (draft_for's, kept alive by the caller).
+  SpecDecoding with(const ModelConfig& draft) const { return {&draft, tokens, *accept}; }
+};
+
 // `predict`.
 struct PredictArgs {
   std::string model, gpu, mode = "inference";  // inference|training (inf|train)|prefill|decode|generate
@@ -95,9 +113,7 @@ struct PredictArgs {
   std::string routing;                         // serving MoE: balanced | power_law_<a>; empty = balanced
   SchedulerArgs sched;                         // generate: the engine's scheduler
   std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already
-  std::string spec_draft;                      // generate: speculative decoding's draft model (empty: none)
-  std::optional<int64_t> spec_tokens;          // draft tokens a round (default 4)
-  std::optional<double> spec_accept;           // acceptance rate of a draft token (required with a draft)
+  SpecRequest spec;                            // generate: speculative decoding (none by default)
   Parallelism par;
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
@@ -126,9 +142,7 @@ struct ForecastRequest {
   double routing_alpha = 0;  // serving MoE layers' token routing (0 = balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (chunked prefill, running sequences)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens every request finds cached (prefix caching)
-  const ModelConfig* spec_draft = nullptr;  // generate: speculative decoding's draft (SpecDecoding)
-  int64_t spec_tokens = 4;
-  double spec_accept = 0;
+  std::optional<SpecDecoding> spec;  // generate: speculative decoding (SpecRequest::with)
   bool fusion = false;
   bool optimizer_state = true;
   // training: fp32 (eager FP32 PyTorch, NeuSight's setting) or bf16/fp16 (mixed precision,

@@ -3,11 +3,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <set>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/csv.h"
@@ -36,7 +36,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
   r.cached_prefix = c.cached_prefix;
-  if (c.spec_draft) r.spec_draft = c.spec_draft->name, r.spec_tokens = c.spec_tokens, r.spec_accept = c.spec_accept;
+  if (c.spec) r.spec_draft = c.spec->draft->name, r.spec_tokens = c.spec->tokens, r.spec_accept = c.spec->accept;
   r.gpu_memory_gb = c.gpu->mem_gb();
   try {
     const PredictResult f = forecast(c, kp);
@@ -142,22 +142,6 @@ void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg) {
   if (p.source.empty()) p.source = "--price";
 }
 
-SpecRequest SpecRequest::from_flags(const std::string& draft, std::optional<int64_t> tokens, std::optional<double> accept) {
-  if (tokens.has_value() && draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
-  return {draft, tokens.value_or(4), accept};
-}
-
-void SpecRequest::check(const std::string& mode) const {
-  if (!draft.empty() && mode != "generate") throw ConfigError("--spec-draft applies to --mode generate only");
-  if (draft.empty() && accept.has_value()) throw ConfigError("--spec-accept needs --spec-draft");
-  if (!draft.empty() && !accept.has_value())
-    throw ConfigError("--spec-draft needs --spec-accept A (the probability that the target accepts a draft token)");
-}
-
-ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string& models_dir) const {
-  return draft == "mtp" ? mtp_draft_config(target) : load_model_config(draft, models_dir);
-}
-
 std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry& reg, const KernelPredictor& kp,
                                     const std::string& models_dir, const Prices* prices) {
   const std::string mode = canonical_mode(req.mode);
@@ -207,7 +191,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
             ForecastRequest c;
             c.model = &m, c.gpu = g, c.mode = mode;
             c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
-            if (!drafts.empty()) c.spec_draft = &drafts[mi], c.spec_tokens = req.spec.tokens, c.spec_accept = *req.spec.accept;
+            if (!drafts.empty()) c.spec = req.spec.with(drafts[mi]);
             c.par = par;
             c.optimizer_state = req.optimizer_state;
             c.train_dtype = train_dtype;
@@ -582,7 +566,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     c.model = &m, c.gpu = &g, c.mode = mode;
     c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
     c.cached_prefix = req.cached_prefix;
-    if (draft) c.spec_draft = &*draft, c.spec_tokens = req.spec.tokens, c.spec_accept = *req.spec.accept;
+    if (draft) c.spec = req.spec.with(*draft);
     c.par = par;
     c.optimizer_state = req.optimizer_state;
     c.train_dtype = train_dtype;

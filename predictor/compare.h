@@ -2,7 +2,6 @@
 // `tilecast compare` and `tilecast plan`: many forecasts in one process, one row each, with
 // every identifying column, the memory verdict and (given a price) the cost.
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,21 +13,6 @@
 #include "predictor/kernel_predictor.h"
 
 namespace tilecast::predictor {
-
-// Speculative decoding of `generate` (compare, plan): the draft ("mtp": each model's own MTP
-// module; empty: none), its tokens a round and the acceptance of a draft token.
-struct SpecRequest {
-  std::string draft;
-  int64_t tokens = 4;
-  std::optional<double> accept;
-  // From the flags (--spec-draft, --spec-tokens, --spec-accept): tokens without a draft is one
-  // error line; tokens default to 4.
-  static SpecRequest from_flags(const std::string& draft, std::optional<int64_t> tokens, std::optional<double> accept);
-  // ConfigError unless a draft comes with an acceptance and mode generate (and vice versa).
-  void check(const std::string& mode) const;
-  // The draft for `target`: mtp_draft_config(target) for "mtp", else the config `draft` names.
-  ModelConfig draft_for(const ModelConfig& target, const std::string& models_dir) const;
-};
 
 // What a forecast is asked for. Lists are crossed: every model x gpu x batch x seq x dp x tp
 // x pp x microbatches combination is one row.

@@ -124,7 +124,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   a.cached_prefix = cached_prefix;
   a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
-  a.spec_draft = spec_draft, a.spec_tokens = spec_tokens, a.spec_accept = spec_accept;
+  a.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   a.par.ep = ep, a.routing = routing;
   a.host_gap_us = host_gap_us;
   a.model = model, a.gpu = gpu, a.batch = batch, a.seq = seq, a.mode = mode, a.context = context, a.gen = gen;
