@@ -56,6 +56,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "mixed-precision training with pipeline stages: model chunks per rank (interleaved 1F1B), comma-separated "
       "(default 1)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
+      "dp-attention", "serving: rows with tp > 1 take SGLang's DP attention (each rank attends and caches its own sequences)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
@@ -108,6 +109,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.cps = parse_int_list("--cp", cp, 1, 4096);
   req.vpps = parse_int_list("--vpp", vpp, 1, 4096);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
+  req.dp_attention = vm.count("dp-attention") > 0;
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;
   GpuRegistry reg = load_registry(paths.gpu_dir);
@@ -143,6 +145,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16|fp8 (mixed "
       "precision; fp8: Transformer Engine's FP8 GEMMs)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
+      "dp-attention", "serving: each layout with tp > 1 also with SGLang's DP attention (each rank attends and caches its own sequences)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
@@ -192,6 +195,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;
   req.vpps = parse_int_list("--vpp", vpp, 1, 4096);
+  req.dp_attention = vm.count("dp-attention") > 0;
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);

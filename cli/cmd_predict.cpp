@@ -49,6 +49,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "--seq divisible by 2 x cp)")(
       "routing", po::value(&a.routing),
       "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank is forecast)")(
+      "dp-attention",
+      "serving with --tp N (N >= 2): SGLang's DP attention (--enable-dp-attention --dp N): each rank attends its own "
+      "share of the sequences with every head and caches only theirs, the FFN/MoE split over the tp group on the "
+      "gathered tokens")(
       "pp", po::value(&a.par.pp)->default_value(1),
       "pipeline stages (serving: layers split as vLLM does, min(pp, batch) microbatches in flight)")(
       "microbatches", po::value(&a.par.microbatches)->default_value(1),
@@ -74,7 +78,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K [--vpp V]] [--ep N] [--cp N] [--recompute full]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
-                     "[--ep N] [--routing R]\n"
+                     "[--ep N] [--routing R] [--dp-attention]\n"
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]\n"
                      "         [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] [--cached-prefix P]\n"
                      "         [--spec-draft M --spec-accept A [--spec-tokens K]] [--request-rate R [--arrivals poisson|uniform]]"))
@@ -89,6 +93,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   a.cached_prefix = sched.cached_prefix;
   a.spec = spec.request();
   a.fusion = vm.count("fusion") > 0;
+  a.par.dp_attention = vm.count("dp-attention") > 0;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   call_overhead.apply(kp);

@@ -167,9 +167,11 @@ std::string memory_summary(const MemoryEstimate& m) {
                 m.fits() ? "fits" : "DOES NOT FIT (above 90 % of the GPU's memory)");
   std::string out = buf;
   if (m.kv_capacity_tokens >= 0) {
-    std::snprintf(buf, sizeof buf, "KV room       %10lld tokens beside the weights%s: %lld sequences of this length\n",
+    const std::string ranks =
+        m.kv_ranks > 1 ? " (" + std::to_string(m.kv_ranks) + " DP-attention ranks, each caching its own sequences)" : "";
+    std::snprintf(buf, sizeof buf, "KV room       %10lld tokens beside the weights%s%s: %lld sequences of this length\n",
                   static_cast<long long>(m.kv_capacity_tokens), m.activations_gb > 0 ? " and activations" : "",
-                  static_cast<long long>(m.max_sequences));
+                  ranks.c_str(), static_cast<long long>(m.max_sequences));
     out += buf;
   }
   return out;

@@ -32,6 +32,8 @@ struct MemoryEstimate {
   // on the GPU that runs out first, and how many sequences of the forecast's length (its
   // prompt plus output, or context plus one; a sliding window caps it) that is.
   int64_t kv_capacity_tokens = -1, max_sequences = -1;
+  // Serving with DP attention: the ranks whose own caches those two add up (tp); else 1.
+  int64_t kv_ranks = 1;
   double total_gb() const { return weights_gb + gradients_gb + optimizer_gb + activations_gb + kv_cache_gb; }
   bool fits() const { return total_gb() <= kUsableMemoryFraction * capacity_gb; }
 };

@@ -528,10 +528,6 @@ bool is_llm_family(const std::string& type) {
   return false;
 }
 
-namespace {
-// One decoder layer's attention projection weights (no biases, norms or sinks): q, k, v and o;
-// MLA's q_a and q_b (or one q_proj), kv_a to the latent and the rotary key, kv_b to every head's
-// key (nope part) and value, and o_proj from the values.
 double attention_weights(const ModelConfig& m) {
   const double h = m.hidden, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
   if (!is_mla(m)) return 2 * h * q + 2 * h * kv;
@@ -539,7 +535,6 @@ double attention_weights(const ModelConfig& m) {
   const double heads = double(m.heads), vd = double(m.v_head_dim);
   return (ql > 0 ? h * ql + ql * q : h * q) + h * (kvl + m.qk_rope_dim) + kvl * heads * (nope + vd) + heads * vd * h;
 }
-}  // namespace
 
 double fp8_training_gemm_parameters(const ModelConfig& m) {
   if (!is_llm_family(m.model_type))

@@ -166,6 +166,10 @@ inline int64_t norms_per_layer(const ModelConfig& m) { return m.sandwich_norms ?
 inline int64_t embed_width(const ModelConfig& m) { return m.embed_dim > 0 ? m.embed_dim : m.hidden; }
 // Parameter count (weights + biases + norms + embeddings), for the optimizer estimate.
 double model_parameters(const ModelConfig& m);
+// One decoder layer's attention projection weights (no biases, norms or sinks): q, k, v and o;
+// MLA's q_a and q_b (or one q_proj), kv_a to the latent and the rotary key, kv_b to every head's
+// key (nope part) and value, and o_proj from the values.
+double attention_weights(const ModelConfig& m);
 // The decoder families' (is_llm_family) weights whose GEMMs FP8 training runs in FP8
 // (build_llm_training_graph): every layer's Q, K, V and output projections and a dense model's
 // gated FFN (a MoE model's shared expert); no biases, norms, router, routed experts (BF16),

@@ -834,15 +834,25 @@ int64_t tp_ffn_width(const ModelConfig& m, int64_t tp) {
 }
 
 // The layout checks every serving graph makes (tp, ep, routing, dtype); the activation dtype.
-DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_t tp, int64_t ep, double routing_alpha) {
+DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_t tp, int64_t ep, double routing_alpha,
+                           bool dp_attention) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
                       model_type_list(true) + "), not '" + m.model_type + "'");
   if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
-  if (const int64_t ffn = tp_ffn_width(m, tp); m.heads % tp != 0 || ffn % tp != 0)
-    throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
-                      " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
-  serving_kv_heads_per_rank(m, tp);  // throws where tp splits the KV heads neither way
+  if (dp_attention && tp < 2)
+    throw ConfigError("--dp-attention needs --tp 2 or more (the ranks that split the sequences' attention)");
+  if (dp_attention) {
+    // Attention whole on every rank: only the FFN splits over tp.
+    if (const int64_t ffn = tp_ffn_width(m, tp); ffn % tp != 0)
+      throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s FFN width " + std::to_string(ffn) +
+                        " must be divisible by it");
+  } else {
+    if (const int64_t ffn = tp_ffn_width(m, tp); m.heads % tp != 0 || ffn % tp != 0)
+      throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
+                        " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
+    serving_kv_heads_per_rank(m, tp);  // throws where tp splits the KV heads neither way
+  }
   if (ep != 1) {
     if (m.num_experts == 0)
       throw ConfigError("--ep " + std::to_string(ep) + ": " + m.name + " has no experts (expert parallelism is for MoE models)");
@@ -937,8 +947,10 @@ void ffn_ops(Builder& b, const ModelConfig& m, Dense dense, Moe moe) {
 // kv_b_proj, then FlashAttention at the query/key width head_dim, the value width counted by the
 // FLOPs' share (head_dim + v_head_dim) / (2 head_dim)); decodes absorbed (each head's query into
 // the latent by w_kc, MLA decode over the latent cache, back to the value width by w_vc; the
-// two per-head products, a bmm over the heads, costed as one GEMM of their FLOPs, weights and
-// larger activation). `attention`: the step's attention queries as the builders make them.
+// two per-head products, a bmm over the heads, each costed as one GEMM of its FLOPs and weights
+// with every head's outputs as its columns, so that its tiles are the bmm's grid (heads x one
+// head's tiles); its input is one head's, which understates the activations read by the other
+// heads'). `attention`: the step's attention queries as the builders make them.
 void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t tp, DType dtype, DType kv_dtype,
                            const std::vector<KernelQuery>& attention) {
   const DType act = activation_dtype(dtype);
@@ -976,18 +988,28 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
                           : KernelCall::mla_decode(attention_decode_q(q.b, q.ctx, heads, 1, kvl + rope, q.dtype,
                                                                       q.kv_dtype),
                                                    kvl));
-  if (decodes > 0) gemm("self_attn.w_vc", decodes, kvl * heads, vd);
+  // Until session 42 w_vc was one GEMM of reduction kvl x heads and vd columns: one or two CTAs
+  // down a reduction of up to 65,536 (DeepSeek-V3 under DP attention), which the GEMM network
+  // forecast at 0.114 ms on an H200 against 0.015 ms as the bmm's grid.
+  if (decodes > 0) gemm("self_attn.w_vc", decodes, kvl, heads * vd);
 }
 
 // One forward pass of a serving engine on one rank of the tp group: `t` tokens through the
 // embedding, every layer and the final norm, the attention kernels `attention` (the model's
 // head layout per rank, without a window: layer_attention gives each layer its own) and the LM
 // head over `logits_rows` tokens. g's identity fields are the caller's.
+// `dp_attention` (Parallelism::dp_attention): the rank's own `ta` tokens through the embedding,
+// the norms and the attention block with every head (attention_tp 1, no all-reduce after
+// o_proj); the FFN over all `t` tokens, its all-reduce standing for the all-gather before it
+// and the reduce-scatter after it (together an all-reduce's traffic, as sequence parallelism
+// counts them). Without it, ta = t.
 void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, DType dtype, DType kv_dtype,
-                        int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention) {
+                        int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention, int64_t ta,
+                        bool dp_attention) {
   const DType act = activation_dtype(dtype);
-  const int64_t kv = serving_kv_heads_per_rank(m, tp);
-  const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / tp;
+  const int64_t atp = dp_attention ? 1 : tp;  // ranks that split the attention heads
+  const int64_t kv = serving_kv_heads_per_rank(m, atp);
+  const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / atp;
   const double e = dtype_size(act);
   Builder b(g);
   auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
@@ -1000,15 +1022,15 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(e * double(rows) * h, tp));
   };
   b.set_prefix("model.");
-  b.op("embed_tokens", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
-  if (m.embed_scale) b.op("embed_scale", "memory").fw.push_back(KernelCall::mem(2 * e * double(t) * h));
+  b.op("embed_tokens", "memory").fw.push_back(KernelCall::mem(2 * e * double(ta) * h));
+  if (m.embed_scale) b.op("embed_scale", "memory").fw.push_back(KernelCall::mem(2 * e * double(ta) * h));
   if (m.mtp_module) {
     // DeepSeek's MTP module (SGLang's DeepseekModelNextN): the next token's embedding and the
     // target's hidden state, each RMS-normalised, concatenated and projected back to the hidden
     // width by eh_proj, an unquantised linear layer on every rank.
-    kernel("enorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
-    kernel("hnorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
-    kernel("eh_proj", "gemm", gemm_q(t, 2 * h, h, act));
+    kernel("enorm", "memory_op", vec_q(OpKind::kRmsNorm, ta, h, act));
+    kernel("hnorm", "memory_op", vec_q(OpKind::kRmsNorm, ta, h, act));
+    kernel("eh_proj", "gemm", gemm_q(ta, 2 * h, h, act));
   }
   b.set_count(m.layers);
   b.set_prefix("model.layers.");
@@ -1019,21 +1041,21 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   // RMSNorm of the same (T, hidden). All are costed by the RMSNorm model of that query, which
   // is how the one measured fused kernel (vLLM's, the RTX 4090's `layernorm` rows) entered
   // its fit.
-  kernel("input_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+  kernel("input_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, ta, h, act));
   if (is_mla(m)) {
-    mla_serving_attention(b, m, t, tp, dtype, kv_dtype, attention);
+    mla_serving_attention(b, m, ta, atp, dtype, kv_dtype, attention);
   } else {
-    gemm("self_attn.qkv_proj", t, h, (heads + 2 * kv) * hd);
+    gemm("self_attn.qkv_proj", ta, h, (heads + 2 * kv) * hd);
     rope_ops(b, m, [&] {
       if (m.qk_norm) {
-        kernel("self_attn.q_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * heads, hd, act));
-        kernel("self_attn.k_norm", "memory_op", vec_q(OpKind::kRmsNorm, t * kv, hd, act));
+        kernel("self_attn.q_norm", "memory_op", vec_q(OpKind::kRmsNorm, ta * heads, hd, act));
+        kernel("self_attn.k_norm", "memory_op", vec_q(OpKind::kRmsNorm, ta * kv, hd, act));
       }
-      kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, t, (heads + kv) * hd, act));
+      kernel("self_attn.rotary_emb", "memory_op", vec_q(OpKind::kRope, ta, (heads + kv) * hd, act));
     });
     // New keys and values into the paged cache (read + write, in the cache dtype).
     b.op("self_attn.kv_cache_write", "memory").fw.push_back(
-        KernelCall::mem(2.0 * 2.0 * double(t) * kv * hd * dtype_size(kv_dtype)));
+        KernelCall::mem(2.0 * 2.0 * double(ta) * kv * hd * dtype_size(kv_dtype)));
     // The attention kernels take any soft-cap of the scores in their loop (FlashAttention's and
     // FlashInfer's softcap): costed as without it.
     attention_ops(b, m, "self_attn.attn", [&](GraphOp& op, bool local) {
@@ -1041,13 +1063,14 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
         for (const KernelQuery& piece : layer_attention(q, m, local)) op.fw.push_back(KernelCall::kernel(piece));
     });
   }
-  gemm("self_attn.o_proj", t, heads * value_head_dim(m), h);
-  all_reduce(t);
+  gemm("self_attn.o_proj", ta, heads * value_head_dim(m), h);
+  if (!dp_attention) all_reduce(t);
   // Sandwich norms (vLLM's Gemma 2): the attention output's own RMSNorm, then the pre-FFN one
-  // fused with the residual add; after the FFN another plain one.
-  if (m.sandwich_norms) kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+  // fused with the residual add; after the FFN another plain one. DP attention: on the rank's
+  // own tokens, before the gather.
+  if (m.sandwich_norms) kernel("post_attention_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, ta, h, act));
   kernel(m.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", "memory_op",
-         vec_q(OpKind::kRmsNorm, t, h, act));
+         vec_q(OpKind::kRmsNorm, ta, h, act));
   ffn_ops(b, m, [&] {
     gemm("mlp.gate_up_proj", t, h, 2 * m.ffn / tp);
     // SiLU-mul, or Gemma's GELU(tanh)-mul: the same passes, costed by the SiLU-mul model.
@@ -1081,10 +1104,10 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     }
     all_reduce(t);
   });
-  if (m.sandwich_norms) kernel("post_feedforward_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+  if (m.sandwich_norms) kernel("post_feedforward_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, ta, h, act));
   b.set_count(1);
   b.set_prefix("model.");
-  kernel("norm", "memory_op", vec_q(OpKind::kRmsNorm, t, h, act));
+  kernel("norm", "memory_op", vec_q(OpKind::kRmsNorm, ta, h, act));
   b.set_prefix("");
   // Logits of each sequence's last token only, vocab-parallel; the gather of the shards costs
   // half an all-reduce of the FP32 logits. The head stays in the activation dtype under FP8,
@@ -1098,8 +1121,11 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     for (int i = 0; i < 3; ++i) o.fw.push_back(KernelCall::mem(2 * e * double(logits_rows) * m.vocab));
   }
   // The sampler over the gathered FP32 logits (vLLM's: temperature, softmax, the draw), one
-  // call a step on the whole vocabulary.
-  kernel("sampler", "memory_op", vec_q(OpKind::kSampler, logits_rows, m.vocab, DType::kFp32));
+  // call a step on the whole vocabulary. DP attention (SGLang's default, without
+  // --enable-dp-lm-head): the head runs vocab-parallel on every rank's last hidden states,
+  // gathered, and each rank samples its own sequences' rows.
+  const int64_t sampled = dp_attention ? (logits_rows + tp - 1) / tp : logits_rows;
+  kernel("sampler", "memory_op", vec_q(OpKind::kSampler, sampled, m.vocab, DType::kFp32));
 }
 
 // The graph's account of the model's local attention (its outputs state it).
@@ -1111,7 +1137,7 @@ void set_attention_window(OpGraph& g, const ModelConfig& m) {
 
 // The fields every serving graph sets alike.
 OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv_dtype, int64_t tp, int64_t ep,
-                         double routing_alpha) {
+                         double routing_alpha, bool dp_attention) {
   OpGraph g;
   g.model = m.name;
   g.layers = m.layers;
@@ -1119,6 +1145,7 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
   g.mode = phase;
   g.par.tp = tp;
   g.par.ep = ep;
+  g.par.dp_attention = dp_attention;
   g.routing_alpha = routing_alpha;
   set_attention_window(g, m);
   g.parameters = model_parameters(m);
@@ -1132,9 +1159,11 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
 
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha, int64_t pp,
-                            int64_t cached_prefix) {
+                            int64_t cached_prefix, bool dp_attention) {
   TC_CHECK(phase == Mode::kPrefill || phase == Mode::kDecode, "serving graph of a training/inference mode");
-  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha);
+  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha, dp_attention);
+  if (dp_attention && pp > 1)
+    throw ConfigError("--dp-attention with --pp " + std::to_string(pp) + ": DP attention is modelled on one pipeline stage");
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
   const char* tok_flag = phase == Mode::kPrefill ? "--seq" : "--context";
   if (tokens < (phase == Mode::kPrefill ? 1 : 0) || tokens > (1 << 22))
@@ -1152,7 +1181,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   // runs one sequence per microbatch. The largest microbatch paces the pipeline.
   const int64_t microbatches = std::min(pp, batch);
   const int64_t seqs = (batch + microbatches - 1) / microbatches;  // sequences in this graph
-  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha);
+  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha, dp_attention);
   g.batch = batch;
   g.seq = phase == Mode::kPrefill ? tokens : 1;
   g.micro_batch = seqs;
@@ -1164,12 +1193,15 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   // vLLM and SGLang hand the next stage the hidden states and the residual (each rank of the
   // tp group sends its full copy to its peer).
   g.pipeline_send_bytes = pp > 1 ? 2.0 * dtype_size(act) * double(t) * double(m.hidden) : 0;
-  const int64_t heads = m.heads / tp, kv = serving_kv_heads_per_rank(m, tp);
+  // DP attention: the busiest rank's sequences, every head.
+  const int64_t atp = dp_attention ? 1 : tp, rank_seqs = dp_attention ? (seqs + tp - 1) / tp : seqs;
+  const int64_t heads = m.heads / atp, kv = serving_kv_heads_per_rank(m, atp);
   const KernelQuery attn =
       phase == Mode::kPrefill
-          ? attention_chunk_q(seqs, tokens - cached_prefix, cached_prefix, heads, kv, m.head_dim, act, kv_dtype)
-          : attention_decode_q(seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype);
-  add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, {attn});
+          ? attention_chunk_q(rank_seqs, tokens - cached_prefix, cached_prefix, heads, kv, m.head_dim, act, kv_dtype)
+          : attention_decode_q(rank_seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype);
+  const int64_t ta = phase == Mode::kPrefill ? rank_seqs * (tokens - cached_prefix) : rank_seqs;
+  add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, {attn}, ta, dp_attention);
   return g;
 }
 
@@ -1186,9 +1218,9 @@ int64_t ServingStep::sequences() const {
 }
 
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
-                                 int64_t ep, double routing_alpha) {
+                                 int64_t ep, double routing_alpha, bool dp_attention) {
   const Mode phase = step.prefill.empty() ? Mode::kDecode : Mode::kPrefill;
-  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha);
+  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha, dp_attention);
   const int64_t positions = m.max_positions > 0 ? m.max_positions : (int64_t{1} << 22);
   auto bad = [](const std::string& what) { throw ConfigError("serving step: " + what); };
   if (step.decode_seqs < 0 || step.decode_context < 0) bad("negative decode sequences or context");
@@ -1205,23 +1237,31 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   if (seqs < 1 || seqs > 65536 || t > (int64_t{1} << 24))
     bad(std::to_string(seqs) + " sequences of " + std::to_string(t) + " tokens out of range (1-65536 sequences, "
         "at most 2^24 tokens)");
-  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha);
+  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha, dp_attention);
   g.batch = seqs;
   g.micro_batch = seqs;
   g.seq = step.prefill.empty() ? 1 : step.prefill.front().tokens;
   g.context = step.prefill.empty() ? step.decode_context : step.prefill.front().prefix + step.prefill.front().tokens;
   g.step = step;
-  const int64_t heads = m.heads / tp, kv = serving_kv_heads_per_rank(m, tp);
+  // DP attention: the busiest rank's share of each group of sequences, every head.
+  const int64_t atp = dp_attention ? 1 : tp;
+  auto on_rank = [&](int64_t n) { return dp_attention ? (n + tp - 1) / tp : n; };
+  const int64_t heads = m.heads / atp, kv = serving_kv_heads_per_rank(m, atp);
   std::vector<KernelQuery> attention;
-  for (const auto& c : step.prefill)
-    attention.push_back(attention_chunk_q(c.seqs, c.tokens, c.prefix, heads, kv, m.head_dim, act, kv_dtype));
-  if (step.decode_seqs > 0)
-    attention.push_back(
-        attention_decode_q(step.decode_seqs, step.decode_context + 1, heads, kv, m.head_dim, act, kv_dtype));
+  int64_t ta = 0;
+  for (const auto& c : step.prefill) {
+    attention.push_back(attention_chunk_q(on_rank(c.seqs), c.tokens, c.prefix, heads, kv, m.head_dim, act, kv_dtype));
+    ta += on_rank(c.seqs) * c.tokens;
+  }
+  if (step.decode_seqs > 0) {
+    attention.push_back(attention_decode_q(on_rank(step.decode_seqs), step.decode_context + 1, heads, kv, m.head_dim,
+                                           act, kv_dtype));
+    ta += on_rank(step.decode_seqs);
+  }
   int64_t logits = seqs;
   if (step.chunk_logits_all)
     for (const auto& c : step.prefill) logits += c.seqs * (c.tokens - 1);
-  add_serving_layers(g, m, t, logits, dtype, kv_dtype, tp, ep, attention);
+  add_serving_layers(g, m, t, logits, dtype, kv_dtype, tp, ep, attention, ta, dp_attention);
   // Prompt chunks beside decodes: the engine's one attention call over the mixed batch.
   if (!step.prefill.empty() && step.decode_seqs > 0)
     for (auto& op : g.ops)

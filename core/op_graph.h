@@ -109,6 +109,12 @@ struct Parallelism {
   // layers / (pp x vpp) layers, chunk c of rank r being virtual stage c pp + r; the pipeline's
   // fill and drain shrink vpp-fold (docs/model-graphs.md). 1 = the plain 1F1B schedule.
   int64_t vpp = 1;
+  // Serving with tp > 1: SGLang's DP attention (--enable-dp-attention with --dp equal to --tp):
+  // each rank of the tp group runs the attention of its own share of the sequences with every
+  // head and keeps only their KV cache; the hidden states are gathered for the FFN or MoE,
+  // which stays split over the tp group, and scattered back after it
+  // (docs/model-graphs.md, "DP attention").
+  bool dp_attention = false;
   int64_t gpus() const { return dp * tp * cp * pp; }
 };
 
@@ -223,9 +229,14 @@ std::string expert_dtype_refusal(const ModelConfig& m, DType d);
 // (prefix caching: a shared system prompt), so the step runs the other tokens - cached_prefix,
 // whose attention also reads the cached ones (attention_chunk_q); ConfigError naming
 // --cached-prefix unless 0 <= cached_prefix < tokens.
+// `dp_attention` (Parallelism::dp_attention): the graph is the busiest rank's, its attention
+// that of ceil(sequences / tp) of them with every head (the embedding, norms, attention and
+// o_proj on their tokens), the FFN's over every token of the step, its all-gather and
+// reduce-scatter one all-reduce's traffic; no all-reduce after o_proj. ConfigError naming
+// --dp-attention with tp 1 or pp > 1.
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0, int64_t pp = 1,
-                            int64_t cached_prefix = 0);
+                            int64_t cached_prefix = 0, bool dp_attention = false);
 // A scheduled step of one tp group (no pipeline stages): the tokens of every prompt chunk and
 // decoding sequence through each GEMM and memory op, one attention kernel per chunk group
 // (attention_chunk_q: a chunk after a cached prefix) and one for the decoding sequences, and
@@ -233,8 +244,10 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 // partial prompt too and drops them). Mode kPrefill when the step has prompt chunks, else
 // kDecode; g.step is `step`. ConfigError (prefixed "serving step:") for empty steps, chunk sizes
 // out of range or positions beyond the model's, and the layout errors of build_serving_graph.
+// `dp_attention`: as build_serving_graph's, each prompt-chunk group and the decoding sequences
+// spread evenly over the ranks (the busiest rank takes ceil(sequences / tp) of each).
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
-                                 int64_t ep = 1, double routing_alpha = 0);
+                                 int64_t ep = 1, double routing_alpha = 0, bool dp_attention = false);
 // Mixed-precision training of the decoder families (is_llm_family) as Megatron-LM runs it
 // (docs/model-graphs.md, "Mixed-precision training"): `dtype` (bf16 or fp16; fp8 below) weights and
 // activations, tensor-core GEMMs, FlashAttention, fused RMSNorm/RoPE/SiLU-mul kernels, the LM

@@ -373,17 +373,19 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep,
-                                                    q.routing_alpha, q.par.pp, q.cached_prefix),
+                                                    q.routing_alpha, q.par.pp, q.cached_prefix, q.par.dp_attention),
                                 spec, kp, q.host_gap_us);
     // The pass: each prompt's uncached rest, or one token a sequence.
     const ServingPass pass{0, phase == Mode::kDecode ? 1 : q.tokens - q.cached_prefix};
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec,
-                              q.par.pp, q.cached_prefix, pass);
+                              q.par.pp, q.cached_prefix, pass, q.par.dp_attention);
     return r;
   }
-  // Token routing is a serving option: refused here for eager FP32 and training, for predict,
-  // compare and plan alike (the eager graph refuses the layouts it does not model itself).
+  // Token routing and DP attention are serving options: refused here for eager FP32 and
+  // training, for predict, compare and plan alike (the eager graph refuses the layouts it does
+  // not model itself).
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
+  if (q.par.dp_attention) throw ConfigError("--dp-attention does not apply to --mode " + q.mode);
   if (mixed_training) {
     if (q.fusion) throw ConfigError("--fusion applies to eager FP32 inference, not mixed-precision training");
     const OpGraph g = build_llm_training_graph(mc, q.batch, q.tokens, q.train_dtype, q.par, q.recompute);

@@ -31,7 +31,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : c.train_dtype);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
-  r.cp = c.par.cp, r.vpp = c.par.vpp;
+  r.cp = c.par.cp, r.vpp = c.par.vpp, r.dp_attention = c.par.dp_attention;
   r.zero = c.par.zero, r.recompute = c.recompute;
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
@@ -164,6 +164,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   // Speculative decoding: each model's draft (its MTP module, or the one draft model); a model
   // without an MTP module is refused in one line.
   req.spec.check(mode);
+  if (req.dp_attention && !serving) throw ConfigError("--dp-attention does not apply to --mode " + mode);
   std::vector<ModelConfig> drafts;
   if (!req.spec.draft.empty())
     for (const auto& m : models) drafts.push_back(req.spec.draft_for(m, models_dir));
@@ -179,6 +180,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
               for (int64_t vpp : req.vpps) {
                 Parallelism par;
                 par.dp = dp, par.tp = tp, par.pp = pp, par.microbatches = mb, par.ep = ep, par.cp = cp, par.vpp = vpp;
+                par.dp_attention = req.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
                 layouts.push_back(par);
               }
   std::vector<CompareRow> rows;
@@ -227,7 +229,7 @@ std::string compare_row_json(const CompareRow& r) {
   nlohmann::json j = {{"model", r.model}, {"gpu", r.gpu}, {"mode", r.mode}, {"dtype", r.dtype},
                       {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
                       {"microbatches", r.microbatches}, {"ep", r.ep}, {"cp", r.cp}, {"vpp", r.vpp}, {"gpus", r.gpus()},
-                      {"gpu_memory_gb", r.gpu_memory_gb}};
+                      {"dp_attention", r.dp_attention}, {"gpu_memory_gb", r.gpu_memory_gb}};
   if (r.mode == "generate") {
     j["gen"] = r.gen;
     j["max_batched_tokens"] = r.limits.max_batched_tokens;
@@ -294,7 +296,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
   os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,"
-        "spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
+        "dp_attention,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -304,7 +306,8 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << r.seq << ',' << r.gen << ',' << r.limits.max_batched_tokens << ',' << r.limits.max_seqs << ','
        << (r.mode == "generate" ? r.limits.schedule_name() : "") << ',' << r.dp << ','
        << r.tp << ',' << r.pp << ',' << r.microbatches << ','
-       << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ',';
+       << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ','
+       << (is_serving_mode(r.mode) ? (r.dp_attention ? "true" : "false") : "") << ',';
     // speculative decoding: the draft, its tokens a round and acceptance (empty without one)
     if (!r.spec_draft.empty()) os << csv_escape(r.spec_draft) << ',' << r.spec_tokens << ',' << r.spec_accept << ',';
     else os << ",,,";
@@ -341,6 +344,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_cp = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.cp > 1; });
   // And the interleaved pipeline's model chunks a rank.
   const bool show_vpp = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.vpp > 1; });
+  // And DP attention (serving), where a row has it.
+  const bool show_dpa = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.dp_attention; });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -360,7 +365,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   }
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", dw, "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
-                (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "") + (show_vpp ? " vpp" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
+                (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "") + (show_vpp ? " vpp" : "") + (show_dpa ? " dpa" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
                 show_slo ? "goodput/s  met % " : "", show_mfu ? " zero  rc  MFU % " : "", "tokens/s", "memory GB",
                 (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
                  (show_run && priced ? "       run $" : ""))
@@ -372,6 +377,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
     if (show_ep) std::snprintf(ep, sizeof ep, " %3lld", (long long)r.ep);
     if (show_cp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.cp);
     if (show_vpp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.vpp);
+    if (show_dpa) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s", r.dp_attention ? "yes" : "no");
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), dw, shown_dtype(r).c_str(), (long long)r.batch, (long long)r.seq,
@@ -411,6 +417,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   os << "(memory GB (1e9 B): forecast per GPU / the GPU's, whose sheet states GiB; NO = above "
      << static_cast<int>(kUsableMemoryFraction * 100) << " % of it)\n";
   if (expert_split) os << "(dtype D/E: GEMMs and attention in D, the routed experts in E)\n";
+  if (show_dpa) os << "(dpa: SGLang's DP attention, each tp rank attending and caching its own sequences)\n";
   std::set<std::string> drafts;
   for (const auto& r : rows)
     if (!r.spec_draft.empty() && r.error.empty()) drafts.insert(r.spec_draft);
@@ -544,6 +551,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   ModelConfig m = load_model_config(req.model, models_dir);
   apply_expert_dtype(m, req.expert_dtype, mode);
   req.spec.check(mode);
+  if (req.dp_attention && !serving) throw ConfigError("--dp-attention does not apply to --mode " + mode);
   std::optional<ModelConfig> draft;
   if (!req.spec.draft.empty()) draft = req.spec.draft_for(m, models_dir);
   const GpuSpec& g = reg.resolve(req.gpu);
@@ -653,11 +661,16 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
               layout.vpp = v;
               if (v > 1 && virtual_pipeline_error(m, layout).empty()) vpps.push_back(v);
             }
+          // Serving with req.dp_attention: each layout with tp > 1 (and one stage: DP attention
+          // is modelled without pipeline stages) with and without DP attention.
+          std::vector<bool> dpas{false};
+          if (serving && req.dp_attention && tp > 1 && pp == 1) dpas.push_back(true);  // one stage only
           for (int64_t ep : eps)
-            for (int64_t vpp : vpps) {
-              layout.ep = ep, layout.vpp = vpp;
-              for (const TrainingArgs& t : trainings) add(layout, t);
-            }
+            for (int64_t vpp : vpps)
+              for (bool dpa : dpas) {
+                layout.ep = ep, layout.vpp = vpp, layout.dp_attention = dpa;
+                for (const TrainingArgs& t : trainings) add(layout, t);
+              }
         }
       }
     }
@@ -679,6 +692,7 @@ std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
     if (r.cp > 1) layout += " (cp " + std::to_string(r.cp) + ")";
     if (r.vpp > 1) layout += " (vpp " + std::to_string(r.vpp) + ")";
     if (r.ep > 1) layout += " (ep " + std::to_string(r.ep) + ")";
+    if (r.dp_attention) layout += " (DP attention)";
     if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
     if (r.zero > 0) layout += " (zero " + std::to_string(r.zero) + ")";
     if (r.recompute) layout += " (recompute)";

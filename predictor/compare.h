@@ -32,6 +32,7 @@ struct CompareRequest {
   std::vector<int64_t> eps{1};                // MoE: expert-parallel ranks (serving: of the tp group; training: of dp)
   std::vector<int64_t> cps{1};                // mixed-precision training: context-parallel ranks
   std::vector<int64_t> vpps{1};               // mixed-precision training: model chunks per pipeline rank
+  bool dp_attention = false;                  // serving: rows with tp > 1 take DP attention (Parallelism::dp_attention)
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
@@ -60,6 +61,7 @@ struct CompareRow {
   int64_t ep = 1;  // MoE: the experts split over ep ranks (serving: of each tp group; training: of dp)
   int64_t cp = 1;  // mixed-precision training: each sequence split over cp ranks
   int64_t vpp = 1;  // mixed-precision training: model chunks per pipeline rank (interleaved 1F1B)
+  bool dp_attention = false;  // serving: SGLang's DP attention over the tp group (Parallelism::dp_attention)
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached
@@ -150,6 +152,9 @@ struct PlanRequest {
   // Mixed-precision training: the interleaved pipeline's model chunks a rank to try beside 1
   // (Parallelism::vpp), on layouts whose layers and microbatches allow them.
   std::vector<int64_t> vpps{1};
+  // Serving: each layout with tp > 1 and one pipeline stage is also tried with DP attention
+  // (Parallelism::dp_attention).
+  bool dp_attention = false;
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that
 // cannot run are left out of them and, when `skipped` is given, appended there (their rows

@@ -480,6 +480,7 @@ void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
   if (m.kv_capacity_tokens >= 0) {
     j["kv_capacity_tokens"] = m.kv_capacity_tokens;
     j["max_sequences"] = m.max_sequences;
+    j["kv_ranks"] = m.kv_ranks;
   }
 }
 
@@ -495,7 +496,8 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp}, {"cp", f.par.cp},
                                     {"microbatches", f.par.microbatches}, {"vpp", f.par.vpp}, {"ep", f.par.ep}, {"zero", f.par.zero},
-                                    {"sequence_parallel", f.par.sequence_parallel}}}};
+                                    {"sequence_parallel", f.par.sequence_parallel},
+                                    {"dp_attention", f.par.dp_attention}}}};
   if (f.mixed_training()) {
     j["recompute"] = f.recompute ? "full" : "none";
     j["tokens_per_s"] = f.tokens_per_s;
@@ -543,8 +545,9 @@ std::string forecast_csv(const ModelForecast& f) {
 }
 
 namespace {
-// ", experts D", ", ep N" and ", routing power_law_a" where a serving forecast's MoE layers
-// differ from the default (experts in the GEMMs' dtype, split by tp, balanced routing), and
+// ", experts D", ", DP attention", ", ep N" and ", routing power_law_a" where a serving
+// forecast's layout differs from the default (experts in the GEMMs' dtype, attention split by
+// tp, balanced routing), and
 // ", sliding window N [in K of L layers]" (", chunked attention N ...": Llama 4's) for a
 // windowed model.
 std::string serving_layout_suffix(const ModelForecast& f) {
@@ -553,6 +556,7 @@ std::string serving_layout_suffix(const ModelForecast& f) {
   if (f.par.pp > 1)
     s += ", pp " + std::to_string(f.par.pp) + " (" + std::to_string(f.par.microbatches) + " microbatch" +
          (f.par.microbatches > 1 ? "es" : "") + " of " + std::to_string(f.micro_batch) + ")";
+  if (f.par.dp_attention) s += ", DP attention";
   if (f.par.ep > 1) s += ", ep " + std::to_string(f.par.ep);
   if (f.routing_alpha > 0) s += ", routing " + routing_name(f.routing_alpha);
   if (f.sliding_window > 0) {
@@ -707,20 +711,25 @@ namespace {
 struct PassCost {
   double per_token = 0, per_seq = 0;
 };
-PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool last) {
+PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool last, bool dp_attention) {
   const double a = dtype_size(activation_dtype(dtype));  // FP8/NVFP4 GEMMs keep BF16 activations
+  const int64_t atp = dp_attention ? 1 : tp;  // ranks that split the attention heads
   const double t = double(tp), h = double(m.hidden), d = double(m.head_dim);
-  const double q_heads = double(m.heads) / t, kv_heads = double(serving_kv_heads_per_rank(m, tp));
+  const double q_heads = double(m.heads) / double(atp), kv_heads = double(serving_kv_heads_per_rank(m, atp));
   const double attention = (2 * q_heads + 2 * kv_heads) * d;
   const double ffn = m.num_experts > 0 ? double(m.experts_per_token) * (3 * double(m.moe_ffn) / t + h)
                                        : (m.gated_ffn ? 3.0 : 2.0) * double(m.ffn) / t;
-  return {a * (2 * h + std::max(attention, ffn)), last ? double(m.vocab) * (a / t + 4.0) : 0.0};
+  if (!dp_attention) return {a * (2 * h + std::max(attention, ffn)), last ? double(m.vocab) * (a / t + 4.0) : 0.0};
+  // DP attention, per token of the rank's own: its attention block's tensors, or the FFN's over
+  // the gathered tokens (tp of them a token of the rank, with their hidden states and residual);
+  // per sequence of the rank the head's logits of the gathered ones.
+  return {a * std::max(2 * h + attention, t * (2 * h + ffn)), last ? t * double(m.vocab) * (a / t + 4.0) : 0.0};
 }
 }  // namespace
 
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix,
-                             const ServingPass& pass) {
+                             const ServingPass& pass, bool dp_attention) {
   const double act_bytes = dtype_size(activation_dtype(dtype));
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
   const double embed = table * (m.tie_embeddings ? 1 : 2);
@@ -730,11 +739,13 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double linear = std::max(0.0, model_parameters(m) - embed - norms - eh_proj);
   // K and V projections: split over tp, or replicated with their KV heads when tp exceeds them.
   // MLA: the down projections to the latents (and the rotary key) on every rank, the rest split.
-  const int64_t kv_rank = serving_kv_heads_per_rank(m, tp);
-  const double kv_proj = is_mla(m) ? m.layers * double(m.hidden) * double(m.q_lora_rank + mla_cache_width(m))
-                                   : 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
+  // DP attention: every attention projection whole on every rank.
+  const int64_t kv_rank = serving_kv_heads_per_rank(m, dp_attention ? 1 : tp);
+  const double kv_proj = dp_attention ? double(m.layers) * attention_weights(m)
+                         : is_mla(m)  ? m.layers * double(m.hidden) * double(m.q_lora_rank + mla_cache_width(m))
+                                      : 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
   const double kv_proj_rank =
-      is_mla(m) ? kv_proj : 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
+      is_mla(m) || dp_attention ? kv_proj : 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
   const double layers = double(m.layers);
   // Routed experts in their own format where it differs (gpt-oss's MXFP4: 4 bits and a scale
   // per 32), split over tp as the other weights.
@@ -758,7 +769,9 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   // key, which every rank of the tp group keeps whole (the heads are up-projected from it).
   const double token_layer_bytes =
       (is_mla(m) ? double(mla_cache_width(m)) : 2.0 * double(kv_rank) * m.head_dim) * dtype_size(kv_dtype);
-  const double kv_layer_bytes = token_layer_bytes * (cached * double(batch) + shared);
+  // DP attention: each rank caches its own share of the sequences (the busiest rank's).
+  const double rank_batch = dp_attention ? std::ceil(double(batch) / double(tp)) : double(batch);
+  const double kv_layer_bytes = token_layer_bytes * (cached * rank_batch + shared);
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb();
@@ -766,21 +779,24 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   // tensors, in tokens of its layers' cache. A stage holds one of min(pp, sequences)
   // microbatches of the pass; the KV room's sequences are counted with pp of them.
   const double micro = double(std::min<int64_t>(pp, std::max<int64_t>(batch, 1)));
+  // DP attention: a rank's pass is its own sequences' and its share of the token budget (SGLang
+  // splits its chunked-prefill size over the DP ranks).
+  const double fixed_tokens = double(pass.fixed_tokens) / (dp_attention ? double(tp) : 1.0);
   double room_tokens = std::numeric_limits<double>::infinity(), room_seqs = room_tokens;
   for (size_t i = 0; i < stages.size(); ++i) {
     const bool first = i == 0, last = i + 1 == stages.size();
     // The input embedding on the first stage; the final norm and the LM head on the last,
     // where a tied head needs its own copy unless that stage is also the first.
-    // An MTP draft's embedding and head are the target's own (mtp_module).
-    double tables = first && !m.mtp_module ? 1 : 0;
-    if (last && !m.mtp_module && (!m.tie_embeddings || !first)) tables += 1;
-    const double weights = double(stages[i]) * layer_bytes + tables * table * act_bytes / tp +
+    // An MTP draft's embedding and head are the target's own (mtp_module). DP attention: the
+    // input embedding whole on every rank (SGLang's, not split over tp), the head split.
+    const double input_table = first && !m.mtp_module ? (dp_attention ? double(tp) : 1.0) : 0;
+    const double head_table = last && !m.mtp_module && (!m.tie_embeddings || !first) ? 1 : 0;
+    const double weights = double(stages[i]) * layer_bytes + (input_table + head_table) * table * act_bytes / tp +
                            (last ? double(m.hidden) * act_bytes : 0);
     const double kv = double(stages[i]) * kv_layer_bytes;
-    const PassCost c = pass.any() ? serving_pass_cost(m, dtype, tp, last) : PassCost{};
-    const double act = (double(pass.fixed_tokens) / micro + double(batch) / micro * double(pass.tokens_per_seq)) *
-                           c.per_token +
-                       double(batch) / micro * c.per_seq;
+    const PassCost c = pass.any() ? serving_pass_cost(m, dtype, tp, last, dp_attention) : PassCost{};
+    const double act = (fixed_tokens / micro + rank_batch / micro * double(pass.tokens_per_seq)) * c.per_token +
+                       rank_batch / micro * c.per_seq;
     if (weights + kv + act > (r.weights_gb + r.kv_cache_gb + r.activations_gb) * 1e9)
       r.weights_gb = weights / 1e9, r.kv_cache_gb = kv / 1e9, r.activations_gb = act / 1e9;
     const double stage_token = double(stages[i]) * token_layer_bytes;
@@ -789,11 +805,13 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
     // Sequences of this length: each brings its cache and its share of the pass (pp
     // microbatches), beside the pass's fixed tokens and the shared prefix's cache.
     const double per_seq = cached * stage_token + (double(pass.tokens_per_seq) * c.per_token + c.per_seq) / double(pp);
-    const double free_seqs = free_bytes - double(pass.fixed_tokens) / double(pp) * c.per_token - shared * stage_token;
+    const double free_seqs = free_bytes - fixed_tokens / double(pp) * c.per_token - shared * stage_token;
     if (per_seq > 0) room_seqs = std::min(room_seqs, std::max(0.0, free_seqs) / per_seq);
   }
-  r.kv_capacity_tokens = static_cast<int64_t>(std::floor(room_tokens));
-  r.max_sequences = cached >= 1 ? static_cast<int64_t>(std::floor(room_seqs)) : r.kv_capacity_tokens;
+  // DP attention: every rank holds the room of its own sequences; the group tp times that.
+  r.kv_ranks = dp_attention ? tp : 1;
+  r.kv_capacity_tokens = static_cast<int64_t>(std::floor(room_tokens)) * r.kv_ranks;
+  r.max_sequences = cached >= 1 ? static_cast<int64_t>(std::floor(room_seqs)) * r.kv_ranks : r.kv_capacity_tokens;
   return r;
 }
 
@@ -1175,8 +1193,9 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
     throw ConfigError("--spec-tokens: " + std::to_string(spec.tokens) + " out of range [1, 16]");
   if (!(spec.accept >= 0 && spec.accept <= 1))
     throw ConfigError("--spec-accept: " + std::to_string(spec.accept) + " out of range [0, 1]");
-  if (f.limits.any() || par.pp > 1)
-    throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs and --pp");
+  if (f.limits.any() || par.pp > 1 || par.dp_attention)
+    throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs, --pp and "
+                      "--dp-attention");
   if (windowed_layers(m) > 0 || windowed_layers(d) > 0)
     throw ConfigError("--spec-draft: speculative decoding is not modelled for sliding-window models (local attention "
                       "in any layer, chunked included)");
@@ -1264,7 +1283,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   if (lim.max_seqs_auto) {
     // As many running sequences as the KV room holds at their full length (at least one).
     const MemoryEstimate all =
-        serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix, pass);
+        serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix, pass, par.dp_attention);
     lim.max_seqs = all.max_sequences < batch ? std::max<int64_t>(1, all.max_sequences) : 0;
   }
   if (lim.binds() && par.pp > 1)
@@ -1291,13 +1310,13 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   auto graph = [&](const ServingStep& st) {
     if (st.prefill.empty())
       return build_serving_graph(m, Mode::kDecode, st.decode_seqs, st.decode_context, dtype, kv_dtype, par.tp, par.ep,
-                                 routing_alpha, par.pp);
+                                 routing_alpha, par.pp, 0, par.dp_attention);
     const ServingChunk& c = st.prefill.front();
     if (!lim.binds() && st.prefill.size() == 1 && c.prefix == cached_prefix && c.prefix + c.tokens == seq &&
         st.decode_seqs == 0)
       return build_serving_graph(m, Mode::kPrefill, c.seqs, seq, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.pp,
-                                 cached_prefix);
-    return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha);
+                                 cached_prefix, par.dp_attention);
+    return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.dp_attention);
   };
   bool first = true;
   // Steps of equal token counts launch the same GEMMs and memory ops: each is forecast once.
@@ -1317,7 +1336,8 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   set_requests(f, s.requests);
   // The KV cache of the sequences that run at once.
   const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
-  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix, pass);
+  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix, pass,
+                            par.dp_attention);
   return f;
 }
 
@@ -1336,7 +1356,8 @@ std::string generate_json(const GenerateForecast& f) {
                        {{"tp", f.prefill.par.tp},
                         {"pp", f.prefill.par.pp},
                         {"microbatches", f.prefill.par.microbatches},
-                        {"ep", f.prefill.par.ep}}},
+                        {"ep", f.prefill.par.ep},
+                        {"dp_attention", f.prefill.par.dp_attention}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
                       {"sliding_window_layers", f.prefill.window_layers},

@@ -181,9 +181,15 @@ struct ServingPass {
   // Neither: no pass, the memory of weights and cache alone.
   bool any() const { return fixed_tokens > 0 || tokens_per_seq > 0; }
 };
+//
+// `dp_attention` (Parallelism::dp_attention): every attention projection and the input embedding
+// whole on every rank; each rank caches its own ceil(batch / tp) sequences with every KV head (an
+// MLA latent once per sequence in the group, not on every rank); a rank's pass holds its
+// sequences' attention tensors or the FFN's over the gathered tokens, and 1 / tp of a token
+// budget. The KV room is the group's (MemoryEstimate::kv_ranks = tp ranks' rooms).
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp = 1, int64_t shared_prefix = 0,
-                             const ServingPass& pass = {});
+                             const ServingPass& pass = {}, bool dp_attention = false);
 
 // What a serving engine's scheduler allows per step: `max_batched_tokens` tokens (vLLM's
 // max_num_batched_tokens, SGLang's chunked_prefill_size; 0 = no budget) and `max_seqs`

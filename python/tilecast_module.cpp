@@ -117,7 +117,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                    std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                    bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp,
-                   const std::string& expert_dtype) {
+                   const std::string& expert_dtype, bool dp_attention) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
   a.expert_dtype = expert_dtype;
@@ -131,6 +131,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
   a.dtype = dtype, a.kv_dtype = kv_dtype, a.fusion = fusion, a.optimizer = optimizer;
   a.par.dp = dp, a.par.tp = tp, a.par.pp = pp, a.par.microbatches = microbatches, a.par.cp = cp;
   a.par.vpp = vpp;
+  a.par.dp_attention = dp_attention;
   std::string out;
   {
     py::gil_scoped_release nogil;
@@ -165,9 +166,10 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    std::optional<double> slo_ttft_ms, std::optional<double> slo_tpot_ms, const py::object& zero,
                    const std::string& recompute, bool sequence_parallel, double train_tokens, const py::object& cp,
                    const py::object& vpp, const std::string& expert_dtype, const std::string& spec_draft,
-                   std::optional<int64_t> spec_tokens, std::optional<double> spec_accept) {
+                   std::optional<int64_t> spec_tokens, std::optional<double> spec_accept, bool dp_attention) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
+  req.dp_attention = dp_attention;
   req.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
@@ -251,7 +253,8 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                 std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                 bool sequence_parallel, double train_tokens, const py::object& vpp, const std::string& expert_dtype,
-                const std::string& spec_draft, std::optional<int64_t> spec_tokens, std::optional<double> spec_accept) {
+                const std::string& spec_draft, std::optional<int64_t> spec_tokens, std::optional<double> spec_accept,
+                bool dp_attention) {
   Engine& e = engine(weights, gpu_dir);
   const predictor::SpecRequest spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   const predictor::TrainingArgs training = training_args(zero, sequence_parallel, recompute, train_tokens);
@@ -284,6 +287,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.optimizer_state = optimizer == "adamw";
     req.training = training;
     req.vpps = vpps;
+    req.dp_attention = dp_attention;
     if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
     rows = predictor::run_plan(req, e.reg, e.kp, e.models_dir, &p);
   }
@@ -348,7 +352,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
-        py::arg("expert_dtype") = "");
+        py::arg("expert_dtype") = "", py::arg("dp_attention") = false);
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -368,7 +372,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
-        py::arg("spec_accept") = py::none());
+        py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false);
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",
@@ -392,7 +396,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
-        py::arg("spec_accept") = py::none());
+        py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false);
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.def("models", &models, "The bundled model configs, as `tilecast models --format json`.", py::arg("models_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;

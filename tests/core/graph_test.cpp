@@ -1508,7 +1508,7 @@ TEST(ServingGraph, DeepSeekMtpDraftByHand) {
 // DeepSeek-V2-Lite as SGLang serves it on tp 2 (8 of 16 heads a rank). Decode of 4 sequences
 // over 1,000 cached tokens: q_proj 2,048 -> 8 x 192, kv_a 2,048 -> 512 + 64 (replicated), the
 // latent's norm, the rotation of 8 + 1 rotary parts of 64, w_kc 128 -> 512 x 8 heads, MLA
-// decode over 1,001 latents of 576 (values 512), w_vc 512 x 8 -> 128, o_proj 8 x 128 -> 2,048;
+// decode over 1,001 latents of 576 (values 512), w_vc 512 -> 128 x 8 heads, o_proj 8 x 128 -> 2,048;
 // the first layer's dense FFN (10,944 / 2 a rank), 26 MoE layers of 64 experts top-6 with two
 // shared experts (2 x 1,408 / 2 a rank) and no gate; the cache write 2 x 4 x 576 x 2 B. Prefill
 // of 2 x 512: kv_b_proj over the 1,024 tokens, 512 -> 8 x (128 + 128), FlashAttention at head
@@ -1528,7 +1528,7 @@ TEST(ServingGraph, DeepSeekMlaByHand) {
   EXPECT_EQ(k["rmsnorm(4,512)"], 27);
   EXPECT_EQ(k["rope(4,576)"], 27);
   EXPECT_EQ(k["gemm(4,128,4096)"], 27);
-  EXPECT_EQ(k["gemm(4,4096,128)"], 27);
+  EXPECT_EQ(k["gemm(4,512,1024)"], 27);
   EXPECT_EQ(k["gemm(4,1024,2048)"], 27);
   EXPECT_EQ(k["gemm(4,2048,10944)"], 1);
   EXPECT_EQ(k["moe(4,2048,1408,6,64,tp2)"], 26);
@@ -1560,6 +1560,69 @@ TEST(ServingGraph, DeepSeekMlaByHand) {
         EXPECT_DOUBLE_EQ(c.scale, 320.0 / 384.0);
       }
   expect_error<ConfigError>([&] { build_op_graph(m, 1, 128, Mode::kInference); }, {"deepseek_v2", "not built"});
+}
+
+// DeepSeek-V2-Lite on tp 2 with SGLang's DP attention: 5 sequences decoding over 1,000 cached
+// tokens, the busiest rank attending 3 of them with all 16 heads: q_proj 2,048 -> 16 x 192,
+// kv_a 2,048 -> 576, w_kc 128 -> 512 x 16 heads, MLA decode "3,1001,16,1,576", w_vc
+// 512 -> 128 x 16, o_proj 16 x 128 -> 2,048 with no all-reduce; the cache write 2 x 3 x 576 x 2 B;
+// the norms on the rank's 3 tokens; the FFNs over all 5 gathered tokens (the dense one 10,944 / 2
+// a rank, the experts split over the 2 ranks) with one all-reduce's traffic, 2 B x 5 x 2,048;
+// the head on all 5 sequences' last tokens, the sampler on the rank's 3.
+TEST(ServingGraph, DpAttentionByHand) {
+  const ModelConfig m = load_model_config("deepseek-v2-lite", models_dir());
+  const OpGraph d = build_serving_graph(m, Mode::kDecode, 5, 1000, DType::kBf16, DType::kBf16, 2, 1, 0, 1, 0, true);
+  EXPECT_TRUE(d.par.dp_attention);
+  auto k = serving_kernels(d);
+  EXPECT_EQ(k["gemm(3,2048,3072)"], 27);   // q_proj
+  EXPECT_EQ(k["gemm(3,2048,576)"], 27);    // kv_a
+  EXPECT_EQ(k["gemm(3,128,8192)"], 27);    // w_kc
+  EXPECT_EQ(k["gemm(3,512,2048)"], 27);    // w_vc
+  EXPECT_EQ(k["gemm(3,2048,2048)"], 27);   // o_proj
+  EXPECT_EQ(k["rmsnorm(3,2048)"], 2 * 27 + 1);
+  EXPECT_EQ(k["gemm(5,2048,10944)"], 1);   // the dense layer's gate_up
+  EXPECT_EQ(k["moe(5,2048,1408,6,64,tp2)"], 26);
+  EXPECT_EQ(k["gemm(5,2048,2816)"], 26);   // the shared experts' gate_up
+  EXPECT_EQ(k["gemm(5,2048,51200)"], 1);   // LM head, vocab / 2
+  EXPECT_EQ(k["sampler(3,102400)"], 1);
+  int mla = 0;
+  for (const auto& op : d.ops) {
+    int64_t reduces = 0;
+    double bytes = 0;
+    for (const auto& c : op.fw) {
+      if (c.collective == Collective::kAllReduce) {
+        ++reduces;
+        bytes = c.bytes;
+      }
+      if (c.mla_value_dim > 0) {
+        ++mla;
+        EXPECT_EQ(query_shape_string(c.query), "3,1001,16,1,576");
+      }
+    }
+    if (op.name == "model.layers.self_attn.o_proj") EXPECT_EQ(reduces, 0);
+    // Each FFN's one all-reduce follows its last op (a MoE layer's: the shared experts' down).
+    if (op.name == "model.layers.mlp.down_proj" || op.name == "model.layers.mlp.shared_expert.down_proj") {
+      EXPECT_EQ(reduces, 1) << op.name;
+      EXPECT_DOUBLE_EQ(bytes, 2.0 * 5 * 2048) << op.name;
+    }
+    if (op.name == "model.layers.self_attn.kv_cache_write") EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 2.0 * 3 * 576 * 2);
+  }
+  EXPECT_EQ(mla, 1);
+  // A step of one prompt chunk and decodes: the busiest rank takes ceil(n / 2) of each group.
+  ServingStep step;
+  step.prefill = {{1, 256, 0}};
+  step.decode_seqs = 3;
+  step.decode_context = 500;
+  auto s = serving_kernels(build_serving_step_graph(m, step, DType::kBf16, DType::kBf16, 2, 1, 0, true));
+  EXPECT_EQ(s["context_attention(1,256,16,16,192)"], 27);
+  EXPECT_EQ(s["gemm(258,2048,2048)"], 27);  // o_proj: 256 + 2 tokens
+  EXPECT_EQ(s["gemm(259,2048,10944)"], 1);  // the FFN: every token of the step
+  expect_error<ConfigError>(
+      [&] { build_serving_graph(m, Mode::kDecode, 4, 1000, DType::kBf16, DType::kBf16, 1, 1, 0, 1, 0, true); },
+      {"--dp-attention", "--tp 2 or more"});
+  expect_error<ConfigError>(
+      [&] { build_serving_graph(m, Mode::kDecode, 4, 1000, DType::kBf16, DType::kBf16, 2, 1, 0, 2, 0, true); },
+      {"--dp-attention", "--pp 2"});
 }
 
 // MLA decode's demand by hand: 2 sequences over 1,000 latents of 576 (values 512), 16 heads,

@@ -1954,6 +1954,30 @@ TEST(Serving, MtpDraftOfDeepSeekV3) {
   EXPECT_LT(mtp.spec_draft_step_ms, 0.1 * plain.last_decode.total_ms);
 }
 
+// SGLang's DP attention on tp 2, DeepSeek-V2-Lite in BF16, 5 sequences of 1,001 cached tokens.
+// By hand, against plain tp 2: each rank holds every attention projection (q 2,048 x 16 x 192,
+// kv_a 2,048 x 576, kv_b 512 x 16 x 256, o 16 x 128 x 2,048; kv_a is on every rank either way),
+// 27 x (6,291,456 + 2,097,152 + 4,194,304) / 2 x 2 B more, and the whole input embedding,
+// 102,400 x 2,048 / 2 x 2 B more: 549,453,824 B; its cache is its 3 sequences' latents
+// (3 x 1,001 x 27 x 576 x 2 B against 5 x for tp); the KV room is both ranks' rooms, in
+// sequences 2 x floor(free bytes / (1,001 x 27 x 576 x 2 B)).
+TEST(Serving, DpAttentionMemoryByHand) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  const ModelConfig m = load_model_config("deepseek-v2-lite", mdir);
+  const GpuSpec& gpu = registry().resolve("H200");
+  const auto tp = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 2, 5, 1001, gpu);
+  const auto dp = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 2, 5, 1001, gpu, 1, 0, {}, true);
+  EXPECT_NEAR((dp.weights_gb - tp.weights_gb) * 1e9, 549453824.0, 1.0);
+  const double token = 27.0 * 576 * 2;
+  EXPECT_NEAR(tp.kv_cache_gb * 1e9, 5 * 1001 * token, 1e-3);
+  EXPECT_NEAR(dp.kv_cache_gb * 1e9, 3 * 1001 * token, 1e-3);
+  EXPECT_EQ(tp.kv_ranks, 1);
+  EXPECT_EQ(dp.kv_ranks, 2);
+  const double free_bytes = kUsableMemoryFraction * gpu.mem_bytes() - dp.weights_gb * 1e9;
+  EXPECT_EQ(dp.max_sequences, 2 * static_cast<int64_t>(std::floor(free_bytes / (1001 * token))));
+  EXPECT_GT(dp.max_sequences, tp.max_sequences * 3 / 2);
+}
+
 // The torch-free forward pass (predictor/dense_mlp.h) against LibTorch on every member of
 // every bundled family (NVIDIA and AMD sets): inputs drawn around the training distribution (mean +- 3 std of the
 // stored standardisation), outputs within float tolerance.

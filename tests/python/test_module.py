@@ -86,7 +86,7 @@ for kw, msg in ((dict(mode="decode", batch=1), "mode decode needs context L"),
 py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=16, seq=1024, mode="generate", gen=8, tp=4, pp=2)
 sh = cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "16", "--seq", "1024", "--mode",
          "generate", "--gen", "8", "--tp", "4", "--pp", "2")
-assert py == sh and py["parallel"] == {"tp": 4, "pp": 2, "microbatches": 2, "ep": 1}, py["parallel"]
+assert py == sh and py["parallel"] == {"tp": 4, "pp": 2, "microbatches": 2, "ep": 1, "dp_attention": False}, py["parallel"]
 # Chunked prefill: the same dict with a step budget; a prompt chunk after its prefix as a kernel.
 py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=1000, mode="generate", gen=16,
                       max_batched_tokens=2048)
@@ -150,6 +150,23 @@ assert rows == cli("plan", "--model", "deepseek-v3", "--gpu", "H200", "--gpus", 
                    "--spec-tokens", "3")["rows"]
 same = next(r for r in rows if (r["dp"], r["tp"], r["ep"]) == (1, 8, 1))
 assert same["speculative"]["draft"] == "deepseek-v3-mtp" and abs(same["tpot_ms"] - py["tpot_ms"]) < 1e-9, same
+# SGLang's DP attention: predict, compare and plan as the CLI's, the KV room the group's.
+py = tilecast.predict(model="deepseek-v3", gpu="H200", batch=256, context=2048, mode="decode", tp=8, dp_attention=True)
+assert py == cli("predict", "--model", "deepseek-v3", "--gpu", "H200", "--batch", "256", "--context", "2048", "--mode",
+                 "decode", "--tp", "8", "--dp-attention")
+assert py["parallel"]["dp_attention"] is True and py["kv_ranks"] == 8, (py["parallel"], py["kv_ranks"])
+rows = tilecast.compare(model="deepseek-v3", gpus="H200", mode="decode", batch=256, context=2048, tp=[1, 8],
+                        dp_attention=True)
+assert rows == cli("compare", "--model", "deepseek-v3", "--gpus", "H200", "--mode", "decode", "--batch", "256",
+                   "--context", "2048", "--tp", "1,8", "--dp-attention")["rows"]
+assert {(r["tp"], r["dp_attention"]) for r in rows} == {(1, False), (8, True)}, rows
+assert next(r for r in rows if r["tp"] == 8)["max_sequences"] == py["max_sequences"]
+rows = tilecast.plan(model="deepseek-v3", gpu="H200", gpus=8, global_batch=256, mode="decode", context=2048,
+                     dp_attention=True)
+assert rows == cli("plan", "--model", "deepseek-v3", "--gpu", "H200", "--gpus", "8", "--global-batch", "256",
+                   "--mode", "decode", "--context", "2048", "--dp-attention")["rows"]
+assert {r["dp_attention"] for r in rows if r["tp"] == 8} == {False, True}, rows
+assert all(not r["dp_attention"] for r in rows if r["tp"] == 1 or r["pp"] > 1), rows
 k = tilecast.predict_kernel(op="moe", shape=[16, 7168, 2048, 8, 384], gpu="H200", dtype="int4", moe_tp=8,
                             weight_group=32)
 assert k == cli("predict-kernel", "--op", "moe", "--shape", "16,7168,2048,8,384", "--gpu", "H200", "--dtype", "int4",
