@@ -1193,9 +1193,8 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
     throw ConfigError("--spec-tokens: " + std::to_string(spec.tokens) + " out of range [1, 16]");
   if (!(spec.accept >= 0 && spec.accept <= 1))
     throw ConfigError("--spec-accept: " + std::to_string(spec.accept) + " out of range [0, 1]");
-  if (f.limits.any() || par.pp > 1 || par.dp_attention)
-    throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs, --pp and "
-                      "--dp-attention");
+  if (f.limits.any() || par.pp > 1)
+    throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs and --pp");
   if (windowed_layers(m) > 0 || windowed_layers(d) > 0)
     throw ConfigError("--spec-draft: speculative decoding is not modelled for sliding-window models (local attention "
                       "in any layer, chunked included)");
@@ -1208,10 +1207,12 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
                       std::to_string(m.max_positions));
   auto step = [&](const OpGraph& g) { return forecast_model(g, gpu, kp, host_gap_us); };
   // Prefill: the target's and the draft's (the draft needs the prompt in its own cache).
+  // With DP attention the draft runs it too (SGLang's draft worker takes the target's layout).
+  const bool dpa = par.dp_attention;
   f.prefill = step(build_serving_graph(m, Mode::kPrefill, batch, seq, f.dtype, f.kv_dtype, par.tp, par.ep, routing_alpha,
-                                       1, f.cached_prefix));
+                                       1, f.cached_prefix, dpa));
   const ModelForecast draft_prefill = step(build_serving_graph(d, Mode::kPrefill, batch, seq, f.dtype, f.kv_dtype, par.tp,
-                                                               1, 0, 1, f.cached_prefix));
+                                                               1, 0, 1, f.cached_prefix, dpa));
   const double ttft_ms = f.prefill.total_ms + draft_prefill.total_ms;
   // Rounds: the draft's k decode steps (at the mean of their contexts) and the verify step, whose
   // k + 1 query tokens a sequence follow its cache.
@@ -1220,11 +1221,11 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   auto round_ms = [&](int64_t j) {
     const int64_t context = seq + static_cast<int64_t>(std::llround(double(j) * e));
     f.spec_draft_step_ms = step(build_serving_graph(d, Mode::kDecode, batch, context + (k - 1) / 2, f.dtype,
-                                                    f.kv_dtype, par.tp)).total_ms;
+                                                    f.kv_dtype, par.tp, 1, 0, 1, 0, dpa)).total_ms;
     ServingStep verify;
     verify.prefill = {{batch, k + 1, context}};
     verify.chunk_logits_all = true;
-    f.last_decode = step(build_serving_step_graph(m, verify, f.dtype, f.kv_dtype, par.tp, par.ep, routing_alpha));
+    f.last_decode = step(build_serving_step_graph(m, verify, f.dtype, f.kv_dtype, par.tp, par.ep, routing_alpha, dpa));
     ++f.decode_steps_forecast;
     f.spec_round_ms = double(k) * f.spec_draft_step_ms + f.last_decode.total_ms;
     return f.spec_round_ms;
@@ -1242,22 +1243,28 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   f.spec_expected_tokens = e;
   // Both models' weights and caches (the draft's cache also holds its k draft tokens).
   MemoryEstimate tm = serving_memory(m, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix,
-                                     {0, std::max(seq - f.cached_prefix, k + 1)});
-  const MemoryEstimate dm = serving_memory(d, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix);
-  // KV room: the target's room less the draft's weights, in tokens of both caches.
-  const double tokens_now = double(batch) * double(seq + f.gen + k - f.cached_prefix) + double(f.cached_prefix);
+                                     {0, std::max(seq - f.cached_prefix, k + 1)}, dpa);
+  const MemoryEstimate dm =
+      serving_memory(d, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix, {}, dpa);
+  // KV room on one GPU: the target's room less the draft's weights, in tokens of both caches (with
+  // DP attention a rank's, of its own sequences; the group's is kv_ranks of them).
+  const int64_t ranks = tm.kv_ranks;
+  const double rank_batch = std::ceil(double(batch) / double(ranks));
+  const double tokens_now = rank_batch * double(seq + f.gen + k - f.cached_prefix) + double(f.cached_prefix);
   const double tb = tm.kv_cache_gb * 1e9 / tokens_now, db = dm.kv_cache_gb * 1e9 / tokens_now;  // bytes a token
-  const double room = std::max(0.0, double(tm.kv_capacity_tokens) * tb - dm.weights_gb * 1e9) / (tb + db);
+  const double room =
+      std::max(0.0, double(tm.kv_capacity_tokens / ranks) * tb - dm.weights_gb * 1e9) / (tb + db);
   tm.weights_gb += dm.weights_gb;
   tm.kv_cache_gb += dm.kv_cache_gb;
-  tm.kv_capacity_tokens = static_cast<int64_t>(std::floor(room));
+  tm.kv_capacity_tokens = static_cast<int64_t>(std::floor(room)) * ranks;
   const double per_seq = double(seq + f.gen + k - f.cached_prefix);
   // Never more than the target alone holds with its pass's transient tensors per sequence
   // (serving_memory's count, which the room in tokens above leaves out): still an upper bound,
   // as that count has no draft beside it (the draft adds its weights and a cache of a layer or a
   // few: a small share for an MTP module, more for a draft model).
-  tm.max_sequences = std::min(tm.max_sequences, static_cast<int64_t>(std::floor(
-                                                    std::max(0.0, room - double(f.cached_prefix)) / per_seq)));
+  tm.max_sequences = std::min(
+      tm.max_sequences,
+      static_cast<int64_t>(std::floor(std::max(0.0, room - double(f.cached_prefix)) / per_seq)) * ranks);
   f.memory = tm;
 }
 }  // namespace

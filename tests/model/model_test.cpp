@@ -1952,6 +1952,20 @@ TEST(Serving, MtpDraftOfDeepSeekV3) {
   EXPECT_NEAR(mtp.memory.weights_gb - plain.memory.weights_gb, by_hand / 1e9, 1e-6);
   // A draft step (one layer and the head) is a small part of a target decode step of 61 layers.
   EXPECT_LT(mtp.spec_draft_step_ms, 0.1 * plain.last_decode.total_ms);
+  // With DP attention (SGLang runs the draft in the target's layout) each rank holds the draft's
+  // attention whole: 7/8 more of its split projections, q_b, kv_b and o (1536 x 128 x 192 +
+  // 512 x 128 x 256 + 128 x 128 x 7168 = 171,966,464) at 1 B; the KV room stays the group's.
+  Parallelism dpa = tp8;
+  dpa.dp_attention = true;
+  const auto dp_plain = predictor::forecast_generate(target, gpu, p, 8, 1024, 64, DType::kFp8Block, DType::kBf16, dpa);
+  const auto dp_mtp =
+      predictor::forecast_generate(target, gpu, p, 8, 1024, 64, DType::kFp8Block, DType::kBf16, dpa, 0, 0, {}, 0, &sd);
+  EXPECT_NEAR(dp_mtp.memory.weights_gb - dp_plain.memory.weights_gb, (by_hand + 171966464.0 * 7 / 8) / 1e9, 1e-6);
+  EXPECT_EQ(dp_mtp.memory.kv_ranks, 8);
+  EXPECT_EQ(dp_mtp.memory.max_sequences % 8, 0);
+  EXPECT_LE(dp_mtp.memory.max_sequences, dp_plain.memory.max_sequences);
+  EXPECT_GT(dp_mtp.memory.kv_capacity_tokens, 4 * mtp.memory.kv_capacity_tokens);
+  EXPECT_LT(dp_mtp.tpot_ms, dp_plain.tpot_ms);
 }
 
 // SGLang's DP attention on tp 2, DeepSeek-V2-Lite in BF16, 5 sequences of 1,001 cached tokens.
