@@ -232,6 +232,7 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       "dtype", po::value(&dtype), "serving GEMM dtype (default: the config's torch_dtype, else bf16)")(
       "ep", po::value(&ep)->default_value(1), "MoE: expert-parallel ranks of the tp group")(
       "routing", po::value(&routing), "MoE: balanced (default) or power_law_<a>")(
+      "dp-attention", "rows with tp > 1 take SGLang's DP attention (each rank attends and caches its own sequences)")(
       "format", po::value(&format)->default_value("table"), "table|json");
   sched.add_to(desc);
   add_serving_kv_dtype_option(desc, &kv_dtype);
@@ -255,9 +256,10 @@ int run_capacity(const Args& args, const GlobalOptions&) {
   read_prices(prices_file, price_items, reg, prices);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   const ModelConfig mc = load_model_config(model, paths.models());
-  const predictor::ForecastRequest q = predictor::capacity_request(
+  predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
       routing.empty() ? 0.0 : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
+  q.par.dp_attention = vm.count("dp-attention") > 0;  // run_capacity: on the rows with tp > 1
   auto rows = predictor::run_capacity(q, predictor::split_list("--gpus", gpus), parse_int_list("--tp", tp, 1, 4096),
                                       attainment, reg, kp, &prices);
   predictor::rank_capacity(rows);

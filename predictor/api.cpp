@@ -538,6 +538,7 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"requests", c.requests},
                       {"tp", q.par.tp},
                       {"ep", q.par.ep},
+                      {"dp_attention", q.par.dp_attention},
                       {"dtype", dtype_name(q.dtypes.gemm)},
                       {"max_batched_tokens", q.limits.max_batched_tokens},
                       {"max_seqs", q.limits.max_seqs},
@@ -573,10 +574,10 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
   const double attainment = c.attainment_pct;
   std::ostringstream os;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s on %s, %lld-token prompts, %lld output tokens, %s, tp %lld, %s arrivals of %lld requests\n",
+  std::snprintf(buf, sizeof buf, "%s on %s, %lld-token prompts, %lld output tokens, %s, tp %lld%s, %s arrivals of %lld requests\n",
                 mc.name.c_str(), q.gpu->name.c_str(), static_cast<long long>(seq), static_cast<long long>(gen),
-                dtype_name(q.dtypes.gemm), static_cast<long long>(q.par.tp), q.limits.uniform_arrivals ? "uniform" : "Poisson",
-                static_cast<long long>(requests));
+                dtype_name(q.dtypes.gemm), static_cast<long long>(q.par.tp), q.par.dp_attention ? ", DP attention" : "",
+                q.limits.uniform_arrivals ? "uniform" : "Poisson", static_cast<long long>(requests));
   os << buf;
   std::string engine = q.limits.max_batched_tokens > 0
                            ? std::to_string(q.limits.max_batched_tokens) + " tokens a step"

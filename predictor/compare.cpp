@@ -446,6 +446,7 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
       r.request = base;
       r.request.gpu = gpu;
       r.request.par.tp = tp;
+      r.request.par.dp_attention = base.par.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
       r.usd_per_gpu_hour = prices ? prices->of(gpu->name) : 0.0;
       r.result.attainment_pct = attainment_pct;
       r.result.requests = base.batch;
@@ -498,9 +499,11 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
   std::ostringstream os;
   char buf[512];
   const ForecastRequest& q = rows.front().request;
-  std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests\n",
+  const bool dpa = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.dp_attention; });
+  std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s\n",
                 q.model->name.c_str(), static_cast<long long>(q.tokens), static_cast<long long>(q.gen),
-                q.limits.slo_text().c_str(), rows.front().result.attainment_pct, static_cast<long long>(q.batch));
+                q.limits.slo_text().c_str(), rows.front().result.attainment_pct, static_cast<long long>(q.batch),
+                dpa ? ", DP attention where tp > 1" : "");
   os << buf;
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
   std::snprintf(buf, sizeof buf, "%4s %-20s %3s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", "max_rate/s", "per_gpu/s",
