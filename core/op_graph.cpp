@@ -988,9 +988,9 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
                           : KernelCall::mla_decode(attention_decode_q(q.b, q.ctx, heads, 1, kvl + rope, q.dtype,
                                                                       q.kv_dtype),
                                                    kvl));
-  // Until session 42 w_vc was one GEMM of reduction kvl x heads and vd columns: one or two CTAs
-  // down a reduction of up to 65,536 (DeepSeek-V3 under DP attention), which the GEMM network
-  // forecast at 0.114 ms on an H200 against 0.015 ms as the bmm's grid.
+  // Not one GEMM of reduction kvl x heads and vd columns: that is one or two CTAs down a
+  // reduction of up to 65,536 (DeepSeek-V3 under DP attention), 0.114 ms on an H200 against
+  // 0.015 ms for the bmm's grid (docs/model-graphs.md).
   if (decodes > 0) gemm("self_attn.w_vc", decodes, kvl, heads * vd);
 }
 
