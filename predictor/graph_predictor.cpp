@@ -727,9 +727,22 @@ PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool l
 }
 }  // namespace
 
+namespace {
+// A token's cache entry per layer on one GPU: its K and V heads on this rank, or MLA's latent and
+// rotary key, which every rank of the tp group keeps whole (the heads are up-projected from it).
+double kv_token_layer_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, bool dp_attention) {
+  const int64_t kv_rank = serving_kv_heads_per_rank(m, dp_attention ? 1 : tp);
+  return (is_mla(m) ? double(mla_cache_width(m)) : 2.0 * double(kv_rank) * m.head_dim) * dtype_size(kv_dtype);
+}
+}  // namespace
+
+double serving_kv_token_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, bool dp_attention) {
+  return double(m.layers) * kv_token_layer_bytes(m, kv_dtype, tp, dp_attention);
+}
+
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix,
-                             const ServingPass& pass, bool dp_attention) {
+                             const ServingPass& pass, bool dp_attention, const ServingDraft& draft) {
   const double act_bytes = dtype_size(activation_dtype(dtype));
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
   const double embed = table * (m.tie_embeddings ? 1 : 2);
@@ -765,13 +778,12 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   const double shared = (1 - windowed) * prefix;
   const double cached = windowed * double(std::min(tokens, std::max<int64_t>(m.sliding_window, 1))) +
                         (1 - windowed) * (double(tokens) - prefix);
-  // A token's cache entry per layer: its K and V heads on this rank, or MLA's latent and rotary
-  // key, which every rank of the tp group keeps whole (the heads are up-projected from it).
-  const double token_layer_bytes =
-      (is_mla(m) ? double(mla_cache_width(m)) : 2.0 * double(kv_rank) * m.head_dim) * dtype_size(kv_dtype);
+  const double token_layer_bytes = kv_token_layer_bytes(m, kv_dtype, tp, dp_attention);
   // DP attention: each rank caches its own share of the sequences (the busiest rank's).
   const double rank_batch = dp_attention ? std::ceil(double(batch) / double(tp)) : double(batch);
   const double kv_layer_bytes = token_layer_bytes * (cached * rank_batch + shared);
+  // A draft beside the target: its cache of the same tokens (it has no window).
+  const double draft_kv = draft.token_bytes * (cached * rank_batch + shared);
   const std::vector<int64_t> stages = pipeline_stage_layers(m.layers, pp);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb();
@@ -792,14 +804,14 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
     const double input_table = first && !m.mtp_module ? (dp_attention ? double(tp) : 1.0) : 0;
     const double head_table = last && !m.mtp_module && (!m.tie_embeddings || !first) ? 1 : 0;
     const double weights = double(stages[i]) * layer_bytes + (input_table + head_table) * table * act_bytes / tp +
-                           (last ? double(m.hidden) * act_bytes : 0);
-    const double kv = double(stages[i]) * kv_layer_bytes;
+                           (last ? double(m.hidden) * act_bytes : 0) + draft.weights_bytes;
+    const double kv = double(stages[i]) * kv_layer_bytes + draft_kv;
     const PassCost c = pass.any() ? serving_pass_cost(m, dtype, tp, last, dp_attention) : PassCost{};
     const double act = (fixed_tokens / micro + rank_batch / micro * double(pass.tokens_per_seq)) * c.per_token +
                        rank_batch / micro * c.per_seq;
     if (weights + kv + act > (r.weights_gb + r.kv_cache_gb + r.activations_gb) * 1e9)
       r.weights_gb = weights / 1e9, r.kv_cache_gb = kv / 1e9, r.activations_gb = act / 1e9;
-    const double stage_token = double(stages[i]) * token_layer_bytes;
+    const double stage_token = double(stages[i]) * token_layer_bytes + draft.token_bytes;  // both caches
     const double free_bytes = kUsableMemoryFraction * gpu.mem_bytes() - weights;
     room_tokens = std::min(room_tokens, std::max(0.0, free_bytes - act) / stage_token);
     // Sequences of this length: each brings its cache and its share of the pass (pp
@@ -1242,30 +1254,14 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   f.spec_accept = spec.accept;
   f.spec_expected_tokens = e;
   // Both models' weights and caches (the draft's cache also holds its k draft tokens).
-  MemoryEstimate tm = serving_memory(m, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix,
-                                     {0, std::max(seq - f.cached_prefix, k + 1)}, dpa);
-  const MemoryEstimate dm =
-      serving_memory(d, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix, {}, dpa);
-  // KV room on one GPU: the target's room less the draft's weights, in tokens of both caches (with
-  // DP attention a rank's, of its own sequences; the group's is kv_ranks of them).
-  const int64_t ranks = tm.kv_ranks;
-  const double rank_batch = std::ceil(double(batch) / double(ranks));
-  const double tokens_now = rank_batch * double(seq + f.gen + k - f.cached_prefix) + double(f.cached_prefix);
-  const double tb = tm.kv_cache_gb * 1e9 / tokens_now, db = dm.kv_cache_gb * 1e9 / tokens_now;  // bytes a token
-  const double room =
-      std::max(0.0, double(tm.kv_capacity_tokens / ranks) * tb - dm.weights_gb * 1e9) / (tb + db);
-  tm.weights_gb += dm.weights_gb;
-  tm.kv_cache_gb += dm.kv_cache_gb;
-  tm.kv_capacity_tokens = static_cast<int64_t>(std::floor(room)) * ranks;
-  const double per_seq = double(seq + f.gen + k - f.cached_prefix);
-  // Never more than the target alone holds with its pass's transient tensors per sequence
-  // (serving_memory's count, which the room in tokens above leaves out): still an upper bound,
-  // as that count has no draft beside it (the draft adds its weights and a cache of a layer or a
-  // few: a small share for an MTP module, more for a draft model).
-  tm.max_sequences = std::min(
-      tm.max_sequences,
-      static_cast<int64_t>(std::floor(std::max(0.0, room - double(f.cached_prefix)) / per_seq)) * ranks);
-  f.memory = tm;
+  // Both models on every GPU: the target's memory with the draft's weights beside it and the
+  // draft's cache of the same tokens, so that the KV room (in tokens of both caches) and its
+  // sequences count the draft.
+  const ServingDraft draft{
+      serving_memory(d, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, 0, {}, dpa).weights_gb * 1e9,
+      serving_kv_token_bytes(d, f.kv_dtype, par.tp, dpa)};
+  f.memory = serving_memory(m, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix,
+                            {0, std::max(seq - f.cached_prefix, k + 1)}, dpa, draft);
 }
 }  // namespace
 

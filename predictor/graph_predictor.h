@@ -187,9 +187,20 @@ struct ServingPass {
 // MLA latent once per sequence in the group, not on every rank); a rank's pass holds its
 // sequences' attention tensors or the FFN's over the gathered tokens, and 1 / tp of a token
 // budget. The KV room is the group's (MemoryEstimate::kv_ranks = tp ranks' rooms).
+//
+// `draft` (speculative decoding): a draft model on every GPU beside the target, its weights and
+// its cache of the same tokens (a cached token's bytes, serving_kv_token_bytes), in weights_gb and
+// kv_cache_gb, and in the KV room (in tokens of both caches, sequences of both).
+struct ServingDraft {
+  double weights_bytes = 0;  // on one GPU
+  double token_bytes = 0;    // a cached token on one GPU, all its layers
+};
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp = 1, int64_t shared_prefix = 0,
-                             const ServingPass& pass = {}, bool dp_attention = false);
+                             const ServingPass& pass = {}, bool dp_attention = false, const ServingDraft& draft = {});
+// The bytes a cached token takes on one GPU of the tp group over all of m's layers (no window):
+// its K and V heads on the rank (all of them with DP attention), or MLA's latent and rotary key.
+double serving_kv_token_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, bool dp_attention = false);
 
 // What a serving engine's scheduler allows per step: `max_batched_tokens` tokens (vLLM's
 // max_num_batched_tokens, SGLang's chunked_prefill_size; 0 = no budget) and `max_seqs`

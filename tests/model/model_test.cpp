@@ -1968,6 +1968,28 @@ TEST(Serving, MtpDraftOfDeepSeekV3) {
   EXPECT_LT(dp_mtp.tpot_ms, dp_plain.tpot_ms);
 }
 
+// A draft beside the target (speculative decoding): its weights and its cache of the same tokens
+// count in the memory and the KV room. Llama-3.1-8B's cached token on one GPU, by hand: 32 layers
+// x K and V x 8 heads x 128 x 2 B = 131,072 B (65,536 on tp 2); DeepSeek-V3's latent and rotary
+// key, 61 x 576 x 2 B, on every rank. With a draft of 1 GB and 65,536 B a token, 1,000-token
+// sequences on an H100 (no pass): the room in tokens of both caches, floor(free / 196,608 B).
+TEST(Serving, DraftBesideTheTargetByHand) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  const ModelConfig m = load_model_config("llama-3.1-8b", mdir), v3 = load_model_config("deepseek-v3", mdir);
+  EXPECT_DOUBLE_EQ(predictor::serving_kv_token_bytes(m, DType::kBf16, 1), 131072.0);
+  EXPECT_DOUBLE_EQ(predictor::serving_kv_token_bytes(m, DType::kBf16, 2), 65536.0);
+  EXPECT_DOUBLE_EQ(predictor::serving_kv_token_bytes(v3, DType::kBf16, 8), 61.0 * 576 * 2);
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const auto alone = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 4, 1000, h100);
+  const auto both = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 4, 1000, h100, 1, 0, {}, false,
+                                              {1e9, 65536.0});
+  EXPECT_NEAR((both.weights_gb - alone.weights_gb) * 1e9, 1e9, 1e-3);
+  EXPECT_NEAR((both.kv_cache_gb - alone.kv_cache_gb) * 1e9, 4 * 1000 * 65536.0, 1e-3);
+  const double free_bytes = kUsableMemoryFraction * h100.mem_bytes() - both.weights_gb * 1e9;
+  EXPECT_EQ(both.kv_capacity_tokens, static_cast<int64_t>(std::floor(free_bytes / 196608.0)));
+  EXPECT_EQ(both.max_sequences, static_cast<int64_t>(std::floor(free_bytes / (1000 * 196608.0))));
+}
+
 // SGLang's DP attention on tp 2, DeepSeek-V2-Lite in BF16, 5 sequences of 1,001 cached tokens.
 // By hand, against plain tp 2: each rank holds every attention projection (q 2,048 x 16 x 192,
 // kv_a 2,048 x 576, kv_b 512 x 16 x 256, o 16 x 128 x 2,048; kv_a is on every rank either way),
