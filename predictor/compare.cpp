@@ -165,6 +165,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   // without an MTP module is refused in one line.
   req.spec.check(mode);
   if (req.dp_attention && !serving) throw ConfigError("--dp-attention does not apply to --mode " + mode);
+  if (req.dp_attention && std::all_of(req.tps.begin(), req.tps.end(), [](int64_t tp) { return tp < 2; }))
+    throw ConfigError("--dp-attention needs a --tp of 2 or more (the ranks that split the sequences' attention)");
   std::vector<ModelConfig> drafts;
   if (!req.spec.draft.empty())
     for (const auto& m : models) drafts.push_back(req.spec.draft_for(m, models_dir));
@@ -439,6 +441,8 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
                                       const KernelPredictor& kp, const Prices* prices) {
   if (tps.empty()) throw ConfigError("--tp: no size given");
   check_capacity_request(base, attainment_pct);  // the same for every row: one error, not one a row
+  if (base.par.dp_attention && std::all_of(tps.begin(), tps.end(), [](int64_t tp) { return tp < 2; }))
+    throw ConfigError("--dp-attention needs a --tp of 2 or more (the ranks that split the sequences' attention)");
   std::vector<CapacityRow> rows;
   for (const GpuSpec* gpu : resolve_gpus(gpus, reg)) {
     for (int64_t tp : tps) {
@@ -555,6 +559,8 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   apply_expert_dtype(m, req.expert_dtype, mode);
   req.spec.check(mode);
   if (req.dp_attention && !serving) throw ConfigError("--dp-attention does not apply to --mode " + mode);
+  if (req.dp_attention && gpus < 2)
+    throw ConfigError("--dp-attention needs --gpus 2 or more (the ranks that split the sequences' attention)");
   std::optional<ModelConfig> draft;
   if (!req.spec.draft.empty()) draft = req.spec.draft_for(m, models_dir);
   const GpuSpec& g = reg.resolve(req.gpu);

@@ -378,3 +378,6 @@ tc_cli_fail(compare_dp_attention_training "--dp-attention does not apply to --mo
 # capacity: DP attention on the rows with tp > 1, said in the header (one row) or the title (several).
 tc_cli_test(capacity_dp_attention "deepseek-v2-lite on H100-SXM, 1024-token prompts, 32 output tokens, bf16, tp 2, DP attention, Poisson arrivals of 40 requests" ${TC} capacity --model deepseek-v2-lite --gpus H100-SXM --tp 2 --seq 1024 --gen 32 --slo-tpot-ms 30 --requests 40 --dp-attention)
 tc_cli_test(capacity_dp_attention_rows "of 40 requests, DP attention where tp > 1\n" ${TC} capacity --model deepseek-v2-lite --gpus H100-SXM --tp 1,2 --seq 1024 --gen 32 --slo-tpot-ms 30 --requests 40 --dp-attention)
+tc_cli_fail(compare_dp_attention_tp1 "--dp-attention needs a --tp of 2 or more" "${TC};compare;--model;llama-3.1-8b;--gpus;H100-SXM;--tp;1;--mode;decode;--batch;8;--context;128;--dp-attention")
+tc_cli_fail(plan_dp_attention_one_gpu "--dp-attention needs --gpus 2 or more" "${TC};plan;--model;llama-3.1-8b;--gpu;H100-SXM;--gpus;1;--global-batch;8;--mode;decode;--context;128;--dp-attention")
+tc_cli_fail(capacity_dp_attention_tp1 "--dp-attention needs a --tp of 2 or more" "${TC};capacity;--model;llama-3.1-8b;--gpus;H100-SXM;--tp;1;--seq;128;--gen;8;--slo-tpot-ms;30;--dp-attention")
