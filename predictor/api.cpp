@@ -203,7 +203,9 @@ nlohmann::json models_json(const std::string& models_dir) {
                     {"attention", is_mla(m) ? "mla" : m.kv_heads < m.heads ? "gqa" : "mha"},
                     {"torch_dtype", m.torch_dtype},
                     {"quantized_dtype", m.quantized_dtype},
-                    {"expert_dtype", m.expert_dtype}});
+                    {"expert_dtype", m.expert_dtype},
+                    // Multi-token-prediction layers (`--spec-draft mtp` needs one or more).
+                    {"mtp_layers", m.mtp_layers}});
   }
   return list;
 }

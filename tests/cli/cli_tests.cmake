@@ -381,3 +381,6 @@ tc_cli_test(capacity_dp_attention_rows "of 40 requests, DP attention where tp > 
 tc_cli_fail(compare_dp_attention_tp1 "--dp-attention needs a --tp of 2 or more" "${TC};compare;--model;llama-3.1-8b;--gpus;H100-SXM;--tp;1;--mode;decode;--batch;8;--context;128;--dp-attention")
 tc_cli_fail(plan_dp_attention_one_gpu "--dp-attention needs --gpus 2 or more" "${TC};plan;--model;llama-3.1-8b;--gpu;H100-SXM;--gpus;1;--global-batch;8;--mode;decode;--context;128;--dp-attention")
 tc_cli_fail(capacity_dp_attention_tp1 "--dp-attention needs a --tp of 2 or more" "${TC};capacity;--model;llama-3.1-8b;--gpus;H100-SXM;--tp;1;--seq;128;--gen;8;--slo-tpot-ms;30;--dp-attention")
+# models --format json: the MTP layers a config states (DeepSeek-V3's one; --spec-draft mtp needs them).
+tc_cli_test(models_json_mtp "\"mtp_layers\": 1,\n +\"name\": \"deepseek-v3\"" ${TC} models --format json)
+tc_cli_test(models_json_no_mtp "\"mtp_layers\": 0,\n +\"name\": \"kimi-k2-thinking\"" ${TC} models --format json)
