@@ -56,7 +56,6 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "mixed-precision training with pipeline stages: model chunks per rank (interleaved 1F1B), comma-separated "
       "(default 1)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
-      "dp-attention", "serving: rows with tp > 1 take SGLang's DP attention (each rank attends and caches its own sequences)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
@@ -69,6 +68,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   add_forecast_path_options(desc, paths);
   add_expert_dtype_option(desc, &expert_dtype);
   add_serving_kv_dtype_option(desc, &kv_dtype);
+  add_dp_attention_option(desc, "the rows with tp > 1 take it");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
@@ -145,7 +145,6 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16|fp8 (mixed "
       "precision; fp8: Transformer Engine's FP8 GEMMs)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
-      "dp-attention", "serving: each layout with tp > 1 also with SGLang's DP attention (each rank attends and caches its own sequences)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
@@ -162,6 +161,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   spec.add_to(desc);
   add_forecast_path_options(desc, paths);
   add_expert_dtype_option(desc, &expert_dtype);
+  add_dp_attention_option(desc, "each one-stage layout with tp > 1 is tried with and without it");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
@@ -232,10 +232,10 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       "dtype", po::value(&dtype), "serving GEMM dtype (default: the config's torch_dtype, else bf16)")(
       "ep", po::value(&ep)->default_value(1), "MoE: expert-parallel ranks of the tp group")(
       "routing", po::value(&routing), "MoE: balanced (default) or power_law_<a>")(
-      "dp-attention", "rows with tp > 1 take SGLang's DP attention (each rank attends and caches its own sequences)")(
       "format", po::value(&format)->default_value("table"), "table|json");
   sched.add_to(desc);
   add_serving_kv_dtype_option(desc, &kv_dtype);
+  add_dp_attention_option(desc, "the rows with tp > 1 take it");
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,

@@ -49,10 +49,6 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "--seq divisible by 2 x cp)")(
       "routing", po::value(&a.routing),
       "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank is forecast)")(
-      "dp-attention",
-      "serving with --tp N (N >= 2): SGLang's DP attention (--enable-dp-attention --dp N): each rank attends its own "
-      "share of the sequences with every head and caches only theirs, the FFN/MoE split over the tp group on the "
-      "gathered tokens")(
       "pp", po::value(&a.par.pp)->default_value(1),
       "pipeline stages (serving: layers split as vLLM does, min(pp, batch) microbatches in flight)")(
       "microbatches", po::value(&a.par.microbatches)->default_value(1),
@@ -70,6 +66,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   add_host_gap_option(desc, &a.host_gap_us);
   add_expert_dtype_option(desc, &a.expert_dtype);
   add_serving_kv_dtype_option(desc, &a.kv_dtype);
+  add_dp_attention_option(desc, "prefill, decode and generate with --tp 2 or more");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "

@@ -98,6 +98,14 @@ void add_serving_kv_dtype_option(po::options_description& desc, std::string* dty
                      "bf16 under fp8/nvfp4 GEMMs, else --dtype)");
 }
 
+void add_dp_attention_option(po::options_description& desc, const std::string& which) {
+  const std::string help =
+      "serving: SGLang's DP attention (--enable-dp-attention --dp N with --tp N): each rank attends its own share of "
+      "the sequences with every head and caches only theirs, the FFN/MoE split over the tp group on the gathered "
+      "tokens; " + which;
+  desc.add_options()("dp-attention", help.c_str());  // boost copies the text
+}
+
 void add_expert_dtype_option(po::options_description& desc, std::string* dtype) {
   static const std::string help = "serving MoE: the routed experts' dtype, one of " +
                                    dtype_set_names(family_traits(Family::kMoe).dtypes) +

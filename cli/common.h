@@ -54,6 +54,9 @@ void add_expert_dtype_option(po::options_description& desc, std::string* dtype);
 // --kv-dtype of a serving forecast (predict, compare, capacity), into *dtype
 // (predictor::serving_dtypes checks it and states the defaults the help gives).
 void add_serving_kv_dtype_option(po::options_description& desc, std::string* dtype);
+// --dp-attention (predict, compare, plan, capacity): SGLang's DP attention, read with
+// vm.count("dp-attention"); `which` says which of the command's forecasts take it.
+void add_dp_attention_option(po::options_description& desc, const std::string& which);
 
 // The serving engine's scheduler (predict, compare, plan): --max-batched-tokens, --max-seqs,
 // --schedule, --request-rate, --arrivals and the objectives --slo-ttft-ms, --slo-tpot-ms into `args`, --cached-prefix into `cached_prefix`,

@@ -842,17 +842,13 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
   if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
   if (dp_attention && tp < 2)
     throw ConfigError("--dp-attention needs --tp 2 or more (the ranks that split the sequences' attention)");
-  if (dp_attention) {
-    // Attention whole on every rank: only the FFN splits over tp.
-    if (const int64_t ffn = tp_ffn_width(m, tp); ffn % tp != 0)
-      throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s FFN width " + std::to_string(ffn) +
-                        " must be divisible by it");
-  } else {
-    if (const int64_t ffn = tp_ffn_width(m, tp); m.heads % tp != 0 || ffn % tp != 0)
-      throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " + std::to_string(m.heads) +
-                        " heads and FFN width " + std::to_string(ffn) + " must be divisible by it");
-    serving_kv_heads_per_rank(m, tp);  // throws where tp splits the KV heads neither way
-  }
+  // DP attention keeps every head on every rank: only the FFN splits over tp.
+  const int64_t atp = attention_tp(tp, dp_attention);
+  if (const int64_t ffn = tp_ffn_width(m, tp); m.heads % atp != 0 || ffn % tp != 0)
+    throw ConfigError("--tp " + std::to_string(tp) + ": " + m.name + "'s " +
+                      (atp > 1 ? std::to_string(m.heads) + " heads and " : std::string()) + "FFN width " +
+                      std::to_string(ffn) + " must be divisible by it");
+  serving_kv_heads_per_rank(m, atp);  // throws where tp splits the KV heads neither way
   if (ep != 1) {
     if (m.num_experts == 0)
       throw ConfigError("--ep " + std::to_string(ep) + ": " + m.name + " has no experts (expert parallelism is for MoE models)");
@@ -1007,7 +1003,7 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
                         int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention, int64_t ta,
                         bool dp_attention) {
   const DType act = activation_dtype(dtype);
-  const int64_t atp = dp_attention ? 1 : tp;  // ranks that split the attention heads
+  const int64_t atp = attention_tp(tp, dp_attention);
   const int64_t kv = serving_kv_heads_per_rank(m, atp);
   const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads / atp;
   const double e = dtype_size(act);
@@ -1124,8 +1120,8 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
   // call a step on the whole vocabulary. DP attention (SGLang's default, without
   // --enable-dp-lm-head): the head runs vocab-parallel on every rank's last hidden states,
   // gathered, and each rank samples its own sequences' rows.
-  const int64_t sampled = dp_attention ? (logits_rows + tp - 1) / tp : logits_rows;
-  kernel("sampler", "memory_op", vec_q(OpKind::kSampler, sampled, m.vocab, DType::kFp32));
+  kernel("sampler", "memory_op",
+         vec_q(OpKind::kSampler, attention_share(logits_rows, tp, dp_attention), m.vocab, DType::kFp32));
 }
 
 // The graph's account of the model's local attention (its outputs state it).
@@ -1194,7 +1190,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   // tp group sends its full copy to its peer).
   g.pipeline_send_bytes = pp > 1 ? 2.0 * dtype_size(act) * double(t) * double(m.hidden) : 0;
   // DP attention: the busiest rank's sequences, every head.
-  const int64_t atp = dp_attention ? 1 : tp, rank_seqs = dp_attention ? (seqs + tp - 1) / tp : seqs;
+  const int64_t atp = attention_tp(tp, dp_attention), rank_seqs = attention_share(seqs, tp, dp_attention);
   const int64_t heads = m.heads / atp, kv = serving_kv_heads_per_rank(m, atp);
   const KernelQuery attn =
       phase == Mode::kPrefill
@@ -1244,8 +1240,8 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   g.context = step.prefill.empty() ? step.decode_context : step.prefill.front().prefix + step.prefill.front().tokens;
   g.step = step;
   // DP attention: the busiest rank's share of each group of sequences, every head.
-  const int64_t atp = dp_attention ? 1 : tp;
-  auto on_rank = [&](int64_t n) { return dp_attention ? (n + tp - 1) / tp : n; };
+  const int64_t atp = attention_tp(tp, dp_attention);
+  auto on_rank = [&](int64_t n) { return attention_share(n, tp, dp_attention); };
   const int64_t heads = m.heads / atp, kv = serving_kv_heads_per_rank(m, atp);
   std::vector<KernelQuery> attention;
   int64_t ta = 0;

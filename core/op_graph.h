@@ -208,6 +208,13 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // tp is a multiple of the KV heads (vLLM and SGLang then replicate each KV head, and its K/V
 // projection weights and cache, on tp / kv_heads ranks). ConfigError when neither divides.
 int64_t serving_kv_heads_per_rank(const ModelConfig& m, int64_t tp);
+// Serving with `tp` ranks, with or without DP attention (Parallelism::dp_attention): the ranks
+// that split the attention heads (tp, or 1: every rank holds every head), and of `n` sequences
+// those the busiest rank attends and caches (all of them, or ceil(n / tp)).
+inline int64_t attention_tp(int64_t tp, bool dp_attention) { return dp_attention ? 1 : tp; }
+inline int64_t attention_share(int64_t n, int64_t tp, bool dp_attention) {
+  return dp_attention ? (n + tp - 1) / tp : n;
+}
 // The dtype a serving graph's fused MoE kernels take for a MoE model served in `dtype`: the
 // config's expert_dtype (gpt-oss's MXFP4, or `predict --expert-dtype`) where it has one, else
 // `dtype`. ConfigError naming the expert dtype when it is not one the MoE family models or the

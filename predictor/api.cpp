@@ -244,6 +244,13 @@ ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string&
   return draft == "mtp" ? mtp_draft_config(target) : load_model_config(draft, models_dir);
 }
 
+void check_dp_attention(bool dp_attention, const std::string& mode, int64_t largest_tp, const std::string& tp_flag) {
+  if (!dp_attention) return;
+  if (!is_serving_mode(mode)) throw ConfigError("--dp-attention does not apply to --mode " + mode);
+  if (largest_tp < 2)
+    throw ConfigError("--dp-attention needs " + tp_flag + " 2 or more (the ranks that split the sequences' attention)");
+}
+
 PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const KernelPredictor& kp,
                           const std::string& models_dir) {
   const std::string mode = canonical_mode(a.mode);
@@ -349,6 +356,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   const GpuSpec& spec = *q.gpu;
   PredictResult r;
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
+  check_dp_attention(q.par.dp_attention, q.mode, q.par.tp, "--tp");
   check_train_tokens(q.train_tokens);
   if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel || q.train_tokens > 0) &&
       (q.mode != "training" || q.train_dtype == DType::kFp32))
@@ -383,11 +391,9 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                               q.par.pp, q.cached_prefix, pass, q.par.dp_attention);
     return r;
   }
-  // Token routing and DP attention are serving options: refused here for eager FP32 and
-  // training, for predict, compare and plan alike (the eager graph refuses the layouts it does
-  // not model itself).
+  // Token routing is a serving option: refused here for eager FP32 and training, for predict,
+  // compare and plan alike (the eager graph refuses the layouts it does not model itself).
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
-  if (q.par.dp_attention) throw ConfigError("--dp-attention does not apply to --mode " + q.mode);
   if (mixed_training) {
     if (q.fusion) throw ConfigError("--fusion applies to eager FP32 inference, not mixed-precision training");
     const OpGraph g = build_llm_training_graph(mc, q.batch, q.tokens, q.train_dtype, q.par, q.recompute);

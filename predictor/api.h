@@ -103,6 +103,11 @@ struct SpecRequest {
   SpecDecoding with(const ModelConfig& draft) const { return {&draft, tokens, *accept}; }
 };
 
+// --dp-attention of compare, plan and capacity: ConfigError for a mode other than the serving
+// ones, or where `largest_tp`, the largest tensor-parallel group the request can form (`tp_flag`:
+// the largest --tp, or plan's --gpus), leaves no group of 2 or more to split the attention of.
+void check_dp_attention(bool dp_attention, const std::string& mode, int64_t largest_tp, const std::string& tp_flag);
+
 // `predict`.
 struct PredictArgs {
   std::string model, gpu, mode = "inference";  // inference|training (inf|train)|prefill|decode|generate

@@ -164,9 +164,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   // Speculative decoding: each model's draft (its MTP module, or the one draft model); a model
   // without an MTP module is refused in one line.
   req.spec.check(mode);
-  if (req.dp_attention && !serving) throw ConfigError("--dp-attention does not apply to --mode " + mode);
-  if (req.dp_attention && std::all_of(req.tps.begin(), req.tps.end(), [](int64_t tp) { return tp < 2; }))
-    throw ConfigError("--dp-attention needs a --tp of 2 or more (the ranks that split the sequences' attention)");
+  check_dp_attention(req.dp_attention, mode, req.tps.empty() ? 0 : *std::max_element(req.tps.begin(), req.tps.end()),
+                     "a --tp of");
   std::vector<ModelConfig> drafts;
   if (!req.spec.draft.empty())
     for (const auto& m : models) drafts.push_back(req.spec.draft_for(m, models_dir));
@@ -441,8 +440,7 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
                                       const KernelPredictor& kp, const Prices* prices) {
   if (tps.empty()) throw ConfigError("--tp: no size given");
   check_capacity_request(base, attainment_pct);  // the same for every row: one error, not one a row
-  if (base.par.dp_attention && std::all_of(tps.begin(), tps.end(), [](int64_t tp) { return tp < 2; }))
-    throw ConfigError("--dp-attention needs a --tp of 2 or more (the ranks that split the sequences' attention)");
+  check_dp_attention(base.par.dp_attention, base.mode, *std::max_element(tps.begin(), tps.end()), "a --tp of");
   std::vector<CapacityRow> rows;
   for (const GpuSpec* gpu : resolve_gpus(gpus, reg)) {
     for (int64_t tp : tps) {
@@ -558,9 +556,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   ModelConfig m = load_model_config(req.model, models_dir);
   apply_expert_dtype(m, req.expert_dtype, mode);
   req.spec.check(mode);
-  if (req.dp_attention && !serving) throw ConfigError("--dp-attention does not apply to --mode " + mode);
-  if (req.dp_attention && gpus < 2)
-    throw ConfigError("--dp-attention needs --gpus 2 or more (the ranks that split the sequences' attention)");
+  check_dp_attention(req.dp_attention, mode, gpus, "--gpus");
   std::optional<ModelConfig> draft;
   if (!req.spec.draft.empty()) draft = req.spec.draft_for(m, models_dir);
   const GpuSpec& g = reg.resolve(req.gpu);

@@ -713,7 +713,7 @@ struct PassCost {
 };
 PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool last, bool dp_attention) {
   const double a = dtype_size(activation_dtype(dtype));  // FP8/NVFP4 GEMMs keep BF16 activations
-  const int64_t atp = dp_attention ? 1 : tp;  // ranks that split the attention heads
+  const int64_t atp = attention_tp(tp, dp_attention);
   const double t = double(tp), h = double(m.hidden), d = double(m.head_dim);
   const double q_heads = double(m.heads) / double(atp), kv_heads = double(serving_kv_heads_per_rank(m, atp));
   const double attention = (2 * q_heads + 2 * kv_heads) * d;
@@ -725,14 +725,49 @@ PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool l
   // per sequence of the rank the head's logits of the gathered ones.
   return {a * std::max(2 * h + attention, t * (2 * h + ffn)), last ? t * double(m.vocab) * (a / t + 4.0) : 0.0};
 }
-}  // namespace
 
-namespace {
 // A token's cache entry per layer on one GPU: its K and V heads on this rank, or MLA's latent and
 // rotary key, which every rank of the tp group keeps whole (the heads are up-projected from it).
 double kv_token_layer_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, bool dp_attention) {
-  const int64_t kv_rank = serving_kv_heads_per_rank(m, dp_attention ? 1 : tp);
+  const int64_t kv_rank = serving_kv_heads_per_rank(m, attention_tp(tp, dp_attention));
   return (is_mla(m) ? double(mla_cache_width(m)) : 2.0 * double(kv_rank) * m.head_dim) * dtype_size(kv_dtype);
+}
+
+// The weights of a pipeline stage of `layers` layers on one GPU of the tp group, served in
+// `dtype`: its layers' GEMM weights (split over tp, but the replicated ones below) and norms; the
+// input embedding on the first stage; the final norm and the LM head on the last, where a tied
+// head needs its own copy unless that stage is also the first.
+// Replicated on every rank: K and V projections with their KV heads when tp exceeds them; MLA's
+// down projections to the latents (and the rotary key); an MTP draft's eh_proj (unquantised);
+// with DP attention every attention projection, and the input embedding (SGLang's, not split
+// over tp). Routed experts in their own format where it differs (gpt-oss's MXFP4: 4 bits and a
+// scale per 32), split over tp as the other weights. An MTP draft's embedding and head are the
+// target's own (mtp_module).
+double stage_weight_bytes(const ModelConfig& m, DType dtype, int64_t tp, bool dp_attention, int64_t layers, bool first,
+                          bool last) {
+  const double act_bytes = dtype_size(activation_dtype(dtype));
+  const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
+  const double embed = table * (m.tie_embeddings ? 1 : 2);
+  const double norms = double(m.hidden) * (double(norms_per_layer(m)) * m.layers + 1);
+  const double eh_proj = m.mtp_module ? 2.0 * double(m.hidden) * double(m.hidden) : 0;
+  const double linear = std::max(0.0, model_parameters(m) - embed - norms - eh_proj);
+  const int64_t kv_rank = serving_kv_heads_per_rank(m, attention_tp(tp, dp_attention));
+  const double kv_proj = dp_attention ? double(m.layers) * attention_weights(m)
+                         : is_mla(m)  ? m.layers * double(m.hidden) * double(m.q_lora_rank + mla_cache_width(m))
+                                      : 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
+  const double kv_proj_rank =
+      is_mla(m) || dp_attention ? kv_proj : 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
+  const double experts = m.num_experts > 0 ? expert_parameters(m) : 0;
+  const double expert_bytes = m.num_experts > 0 ? serving_expert_bytes_per_weight(m, dtype) : 0;
+  // Bytes per layer on one rank: its GEMM weights and its norms.
+  const double layer_bytes =
+      ((linear - kv_proj - experts) * weight_bytes_per_elem(dtype) / tp + experts * expert_bytes / tp +
+       kv_proj_rank * weight_bytes_per_elem(dtype) + eh_proj * act_bytes) / double(m.layers) +
+      double(norms_per_layer(m)) * m.hidden * act_bytes;
+  const double input_table = first && !m.mtp_module ? (dp_attention ? double(tp) : 1.0) : 0;
+  const double head_table = last && !m.mtp_module && (!m.tie_embeddings || !first) ? 1 : 0;
+  return double(layers) * layer_bytes + (input_table + head_table) * table * act_bytes / tp +
+         (last ? double(m.hidden) * act_bytes : 0);
 }
 }  // namespace
 
@@ -740,35 +775,14 @@ double serving_kv_token_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, 
   return double(m.layers) * kv_token_layer_bytes(m, kv_dtype, tp, dp_attention);
 }
 
+double serving_weight_bytes(const ModelConfig& m, DType dtype, int64_t tp, bool dp_attention) {
+  return stage_weight_bytes(m, dtype, tp, dp_attention, m.layers, true, true);
+}
+
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix,
                              const ServingPass& pass, bool dp_attention, const ServingDraft& draft) {
-  const double act_bytes = dtype_size(activation_dtype(dtype));
-  const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
-  const double embed = table * (m.tie_embeddings ? 1 : 2);
-  const double norms = double(m.hidden) * (double(norms_per_layer(m)) * m.layers + 1);
-  // An MTP draft's eh_proj: an unquantised linear layer on every rank.
-  const double eh_proj = m.mtp_module ? 2.0 * double(m.hidden) * double(m.hidden) : 0;
-  const double linear = std::max(0.0, model_parameters(m) - embed - norms - eh_proj);
-  // K and V projections: split over tp, or replicated with their KV heads when tp exceeds them.
-  // MLA: the down projections to the latents (and the rotary key) on every rank, the rest split.
-  // DP attention: every attention projection whole on every rank.
-  const int64_t kv_rank = serving_kv_heads_per_rank(m, dp_attention ? 1 : tp);
-  const double kv_proj = dp_attention ? double(m.layers) * attention_weights(m)
-                         : is_mla(m)  ? m.layers * double(m.hidden) * double(m.q_lora_rank + mla_cache_width(m))
-                                      : 2.0 * m.layers * double(m.hidden) * double(m.kv_heads) * m.head_dim;
-  const double kv_proj_rank =
-      is_mla(m) || dp_attention ? kv_proj : 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
   const double layers = double(m.layers);
-  // Routed experts in their own format where it differs (gpt-oss's MXFP4: 4 bits and a scale
-  // per 32), split over tp as the other weights.
-  const double experts = m.num_experts > 0 ? expert_parameters(m) : 0;
-  const double expert_bytes = m.num_experts > 0 ? serving_expert_bytes_per_weight(m, dtype) : 0;
-  // Bytes per layer on one rank: its GEMM weights and its norms.
-  const double layer_bytes =
-      ((linear - kv_proj - experts) * weight_bytes_per_elem(dtype) / tp + experts * expert_bytes / tp +
-       kv_proj_rank * weight_bytes_per_elem(dtype) + eh_proj * act_bytes) / layers +
-      double(norms_per_layer(m)) * m.hidden * act_bytes;
   // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
   // blocks behind it). A prefix shared by every sequence (prefix caching) is cached once, where
   // no window applies. With per-layer windows, the mean over the layers (each stage holds its
@@ -780,7 +794,7 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
                         (1 - windowed) * (double(tokens) - prefix);
   const double token_layer_bytes = kv_token_layer_bytes(m, kv_dtype, tp, dp_attention);
   // DP attention: each rank caches its own share of the sequences (the busiest rank's).
-  const double rank_batch = dp_attention ? std::ceil(double(batch) / double(tp)) : double(batch);
+  const double rank_batch = double(attention_share(batch, tp, dp_attention));
   const double kv_layer_bytes = token_layer_bytes * (cached * rank_batch + shared);
   // A draft beside the target: its cache of the same tokens (it has no window).
   const double draft_kv = draft.token_bytes * (cached * rank_batch + shared);
@@ -797,14 +811,8 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   double room_tokens = std::numeric_limits<double>::infinity(), room_seqs = room_tokens;
   for (size_t i = 0; i < stages.size(); ++i) {
     const bool first = i == 0, last = i + 1 == stages.size();
-    // The input embedding on the first stage; the final norm and the LM head on the last,
-    // where a tied head needs its own copy unless that stage is also the first.
-    // An MTP draft's embedding and head are the target's own (mtp_module). DP attention: the
-    // input embedding whole on every rank (SGLang's, not split over tp), the head split.
-    const double input_table = first && !m.mtp_module ? (dp_attention ? double(tp) : 1.0) : 0;
-    const double head_table = last && !m.mtp_module && (!m.tie_embeddings || !first) ? 1 : 0;
-    const double weights = double(stages[i]) * layer_bytes + (input_table + head_table) * table * act_bytes / tp +
-                           (last ? double(m.hidden) * act_bytes : 0) + draft.weights_bytes;
+    const double weights =
+        stage_weight_bytes(m, dtype, tp, dp_attention, stages[i], first, last) + draft.weights_bytes;
     const double kv = double(stages[i]) * kv_layer_bytes + draft_kv;
     const PassCost c = pass.any() ? serving_pass_cost(m, dtype, tp, last, dp_attention) : PassCost{};
     const double act = (fixed_tokens / micro + rank_batch / micro * double(pass.tokens_per_seq)) * c.per_token +
@@ -1253,13 +1261,10 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   f.spec_tokens = k;
   f.spec_accept = spec.accept;
   f.spec_expected_tokens = e;
-  // Both models' weights and caches (the draft's cache also holds its k draft tokens).
   // Both models on every GPU: the target's memory with the draft's weights beside it and the
-  // draft's cache of the same tokens, so that the KV room (in tokens of both caches) and its
-  // sequences count the draft.
-  const ServingDraft draft{
-      serving_memory(d, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, 0, {}, dpa).weights_gb * 1e9,
-      serving_kv_token_bytes(d, f.kv_dtype, par.tp, dpa)};
+  // draft's cache of the same tokens (with the k draft tokens), so that the KV room (in tokens of
+  // both caches) and its sequences count the draft.
+  const ServingDraft draft{serving_weight_bytes(d, f.dtype, par.tp, dpa), serving_kv_token_bytes(d, f.kv_dtype, par.tp, dpa)};
   f.memory = serving_memory(m, f.dtype, f.kv_dtype, par.tp, batch, seq + f.gen + k, gpu, 1, f.cached_prefix,
                             {0, std::max(seq - f.cached_prefix, k + 1)}, dpa, draft);
 }

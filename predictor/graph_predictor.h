@@ -201,6 +201,9 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
 // The bytes a cached token takes on one GPU of the tp group over all of m's layers (no window):
 // its K and V heads on the rank (all of them with DP attention), or MLA's latent and rotary key.
 double serving_kv_token_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, bool dp_attention = false);
+// The weights one GPU of the tp group holds of the whole model (one pipeline stage), as
+// serving_memory counts them (its weights_gb without pipeline stages).
+double serving_weight_bytes(const ModelConfig& m, DType dtype, int64_t tp, bool dp_attention = false);
 
 // What a serving engine's scheduler allows per step: `max_batched_tokens` tokens (vLLM's
 // max_num_batched_tokens, SGLang's chunked_prefill_size; 0 = no budget) and `max_seqs`

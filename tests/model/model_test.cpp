@@ -1941,6 +1941,7 @@ TEST(Serving, MtpDraftOfDeepSeekV3) {
   EXPECT_DOUBLE_EQ(by_hand, 1657221120.0);
   EXPECT_NEAR(predictor::serving_memory(draft, DType::kFp8Block, DType::kBf16, 8, 8, 1000, gpu).weights_gb * 1e9, by_hand,
               1e-6 * by_hand);
+  EXPECT_NEAR(predictor::serving_weight_bytes(draft, DType::kFp8Block, 8), by_hand, 1e-6 * by_hand);
   Parallelism tp8;
   tp8.tp = 8;
   predictor::SpecDecoding sd{&draft, 3, 0.8};
