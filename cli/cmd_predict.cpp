@@ -67,6 +67,12 @@ int run_predict(const Args& args, const GlobalOptions&) {
   add_expert_dtype_option(desc, &a.expert_dtype);
   add_serving_kv_dtype_option(desc, &a.kv_dtype);
   add_dp_attention_option(desc, "prefill, decode and generate with --tp 2 or more");
+  std::string moe_a2a = "none";
+  desc.add_options()("moe-a2a", po::value(&moe_a2a)->default_value("none"),
+                     "serving a MoE model with --dp-attention and --ep equal to --tp: none (the tokens gathered for "
+                     "the experts, an all-reduce after them) or deepep (SGLang's --moe-a2a-backend deepep: each rank "
+                     "routes its own tokens and sends them to their experts' ranks by all-to-all, the shared "
+                     "experts whole on every rank)");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
@@ -75,7 +81,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K [--vpp V]] [--ep N] [--cp N] [--recompute full]\n"
                      "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
-                     "[--ep N] [--routing R] [--dp-attention]\n"
+                     "[--ep N] [--routing R] [--dp-attention [--moe-a2a deepep]]\n"
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]\n"
                      "         [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] [--cached-prefix P]\n"
                      "         [--spec-draft M --spec-accept A [--spec-tokens K]] [--request-rate R [--arrivals poisson|uniform]]"))
@@ -91,6 +97,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   a.spec = spec.request();
   a.fusion = vm.count("fusion") > 0;
   a.par.dp_attention = vm.count("dp-attention") > 0;
+  a.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   call_overhead.apply(kp);

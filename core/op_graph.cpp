@@ -835,7 +835,7 @@ int64_t tp_ffn_width(const ModelConfig& m, int64_t tp) {
 
 // The layout checks every serving graph makes (tp, ep, routing, dtype); the activation dtype.
 DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_t tp, int64_t ep, double routing_alpha,
-                           bool dp_attention) {
+                           bool dp_attention, bool moe_all_to_all) {
   if (!is_llm_family(m.model_type))
     throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
                       model_type_list(true) + "), not '" + m.model_type + "'");
@@ -855,6 +855,16 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
     if (ep < 1 || tp % ep != 0 || m.num_experts % ep != 0)
       throw ConfigError("--ep " + std::to_string(ep) + ": must divide --tp (" + std::to_string(tp) + ") and " + m.name +
                         "'s " + std::to_string(m.num_experts) + " experts");
+  }
+  if (moe_all_to_all) {
+    if (m.num_experts == 0)
+      throw ConfigError("--moe-a2a deepep: " + m.name + " has no experts (DeepEP dispatches tokens to MoE experts)");
+    if (!dp_attention)
+      throw ConfigError("--moe-a2a deepep is modelled with --dp-attention (each rank dispatching its own sequences' "
+                        "tokens, as SGLang runs DeepEP)");
+    if (ep != tp)
+      throw ConfigError("--moe-a2a deepep needs --ep equal to --tp (" + std::to_string(tp) +
+                        "): DeepEP spreads the experts over every rank");
   }
   if (!(routing_alpha >= 0 && routing_alpha <= 10))
     throw ConfigError("--routing: power-law exponent " + std::to_string(routing_alpha) + " out of range [0, 10]");
@@ -990,6 +1000,45 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
   if (decodes > 0) gemm("self_attn.w_vc", decodes, kvl, heads * vd);
 }
 
+// A MoE layer under DeepEP (Parallelism::moe_all_to_all), on the busiest rank: the router and
+// the shared experts (whole on every rank, SGLang's under DeepEP) on its `ta` own tokens; the
+// dispatch of their copies to the ranks holding their experts; the rank's E / ep experts over
+// what the group's `t` tokens route to them, the kernel the tp-split layout runs with ep = tp;
+// the combine of the experts' outputs back to their tokens' ranks. No all-reduce.
+void deepep_moe(Builder& b, const ModelConfig& m, const OpGraph& g, int64_t t, int64_t ta, int64_t ep, DType act) {
+  const int64_t h = m.hidden;
+  const double e = dtype_size(act);
+  auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
+    b.op(name, kind).fw.push_back(KernelCall::kernel(q));
+  };
+  kernel("mlp.gate", "gemm", gemm_q(ta, h, m.num_experts, act));
+  if (const int64_t s = m.shared_expert_ffn; s > 0) {
+    kernel("mlp.shared_expert.gate_up_proj", "gemm", gemm_q(ta, h, 2 * s, g.dtype));
+    kernel("mlp.shared_expert.act_fn", "memory_op", vec_q(OpKind::kSiluMul, ta, s, act));
+    kernel("mlp.shared_expert.down_proj", "gemm", gemm_q(ta, s, h, g.dtype));
+    if (m.shared_expert_gate) {
+      kernel("mlp.shared_expert_gate", "gemm", gemm_q(ta, h, 1, act));
+      kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, ta, h, act));
+    }
+  }
+  // SGLang runs DeepEP's low-latency kernels for decode batches and its normal ones otherwise;
+  // both dispatch FP8 (a 4-byte scale per 128 values) to FP8 experts, and combine in the
+  // activation dtype.
+  const bool low_latency = g.mode == Mode::kDecode;
+  const DType experts_dtype = *g.expert_dtype;
+  const double dispatch_elem = is_fp8(experts_dtype) ? 1.0 + 4.0 / 128.0 : e;
+  const double values = double(ta) * double(h);  // one copy of the rank's tokens
+  auto exchange = [&](const std::string& name, double bytes) {
+    b.op(name, "communication")
+        .fw.push_back(KernelCall::deepep(bytes, ep, m.num_experts, m.experts_per_token, low_latency));
+  };
+  exchange("mlp.dispatch", values * dispatch_elem);
+  KernelQuery experts = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, 1, ep, experts_dtype, g.routing_alpha);
+  if (experts.dtype == DType::kInt4) set_weight_group(experts, m.expert_group_size);
+  kernel("mlp.experts", "moe", experts);
+  exchange("mlp.combine", values * e);
+}
+
 // One forward pass of a serving engine on one rank of the tp group: `t` tokens through the
 // embedding, every layer and the final norm, the attention kernels `attention` (the model's
 // head layout per rank, without a window: layer_attention gives each layer its own) and the LM
@@ -999,9 +1048,10 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
 // o_proj); the FFN over all `t` tokens, its all-reduce standing for the all-gather before it
 // and the reduce-scatter after it (together an all-reduce's traffic, as sequence parallelism
 // counts them). Without it, ta = t.
+// `moe_all_to_all`: each MoE layer as deepep_moe builds it.
 void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, DType dtype, DType kv_dtype,
                         int64_t tp, int64_t ep, const std::vector<KernelQuery>& attention, int64_t ta,
-                        bool dp_attention) {
+                        bool dp_attention, bool moe_all_to_all) {
   const DType act = activation_dtype(dtype);
   const int64_t atp = attention_tp(tp, dp_attention);
   const int64_t kv = serving_kv_heads_per_rank(m, atp);
@@ -1079,6 +1129,10 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     // the tp group and each expert's FFN over tp / ep (moe_tp), every rank taking all T tokens'
     // assignments to its experts (the most loaded rank's under skewed routing); the partial
     // outputs summed by the tp all-reduce.
+    if (moe_all_to_all) {
+      deepep_moe(b, m, g, t, ta, ep, act);
+      return;
+    }
     kernel("mlp.gate", "gemm", gemm_q(t, h, m.num_experts, act));
     KernelQuery experts =
         moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, *g.expert_dtype, g.routing_alpha);
@@ -1133,7 +1187,7 @@ void set_attention_window(OpGraph& g, const ModelConfig& m) {
 
 // The fields every serving graph sets alike.
 OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv_dtype, int64_t tp, int64_t ep,
-                         double routing_alpha, bool dp_attention) {
+                         double routing_alpha, bool dp_attention, bool moe_all_to_all) {
   OpGraph g;
   g.model = m.name;
   g.layers = m.layers;
@@ -1142,6 +1196,7 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
   g.par.tp = tp;
   g.par.ep = ep;
   g.par.dp_attention = dp_attention;
+  g.par.moe_all_to_all = moe_all_to_all;
   g.routing_alpha = routing_alpha;
   set_attention_window(g, m);
   g.parameters = model_parameters(m);
@@ -1153,11 +1208,21 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
 }
 }  // namespace
 
+double deepep_hit_probability(int64_t experts, int64_t topk, int64_t ep, int64_t ranks) {
+  TC_CHECK(experts > 0 && ep >= 1 && experts % ep == 0 && ranks >= 1 && ranks <= ep && topk >= 1 && topk <= experts,
+           "DeepEP routing of a MoE layout");
+  // None of the k distinct experts among the E ranks / ep held there.
+  const double others = double(experts - experts / ep * ranks);
+  double none = 1;
+  for (int64_t i = 0; i < topk; ++i) none *= std::max(0.0, others - double(i)) / double(experts - i);
+  return 1 - none;
+}
+
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp, int64_t ep, double routing_alpha, int64_t pp,
-                            int64_t cached_prefix, bool dp_attention) {
+                            int64_t cached_prefix, bool dp_attention, bool moe_all_to_all) {
   TC_CHECK(phase == Mode::kPrefill || phase == Mode::kDecode, "serving graph of a training/inference mode");
-  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha, dp_attention);
+  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha, dp_attention, moe_all_to_all);
   if (dp_attention && pp > 1)
     throw ConfigError("--dp-attention with --pp " + std::to_string(pp) + ": DP attention is modelled on one pipeline stage");
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
@@ -1177,7 +1242,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
   // runs one sequence per microbatch. The largest microbatch paces the pipeline.
   const int64_t microbatches = std::min(pp, batch);
   const int64_t seqs = (batch + microbatches - 1) / microbatches;  // sequences in this graph
-  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha, dp_attention);
+  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha, dp_attention, moe_all_to_all);
   g.batch = batch;
   g.seq = phase == Mode::kPrefill ? tokens : 1;
   g.micro_batch = seqs;
@@ -1197,7 +1262,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
           ? attention_chunk_q(rank_seqs, tokens - cached_prefix, cached_prefix, heads, kv, m.head_dim, act, kv_dtype)
           : attention_decode_q(rank_seqs, tokens + 1, heads, kv, m.head_dim, act, kv_dtype);
   const int64_t ta = phase == Mode::kPrefill ? rank_seqs * (tokens - cached_prefix) : rank_seqs;
-  add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, {attn}, ta, dp_attention);
+  add_serving_layers(g, m, t, seqs, dtype, kv_dtype, tp, ep, {attn}, ta, dp_attention, moe_all_to_all);
   return g;
 }
 
@@ -1214,9 +1279,9 @@ int64_t ServingStep::sequences() const {
 }
 
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
-                                 int64_t ep, double routing_alpha, bool dp_attention) {
+                                 int64_t ep, double routing_alpha, bool dp_attention, bool moe_all_to_all) {
   const Mode phase = step.prefill.empty() ? Mode::kDecode : Mode::kPrefill;
-  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha, dp_attention);
+  const DType act = check_serving_layout(m, phase, dtype, tp, ep, routing_alpha, dp_attention, moe_all_to_all);
   const int64_t positions = m.max_positions > 0 ? m.max_positions : (int64_t{1} << 22);
   auto bad = [](const std::string& what) { throw ConfigError("serving step: " + what); };
   if (step.decode_seqs < 0 || step.decode_context < 0) bad("negative decode sequences or context");
@@ -1233,7 +1298,7 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   if (seqs < 1 || seqs > 65536 || t > (int64_t{1} << 24))
     bad(std::to_string(seqs) + " sequences of " + std::to_string(t) + " tokens out of range (1-65536 sequences, "
         "at most 2^24 tokens)");
-  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha, dp_attention);
+  OpGraph g = serving_graph_of(m, phase, dtype, kv_dtype, tp, ep, routing_alpha, dp_attention, moe_all_to_all);
   g.batch = seqs;
   g.micro_batch = seqs;
   g.seq = step.prefill.empty() ? 1 : step.prefill.front().tokens;
@@ -1257,7 +1322,7 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
   int64_t logits = seqs;
   if (step.chunk_logits_all)
     for (const auto& c : step.prefill) logits += c.seqs * (c.tokens - 1);
-  add_serving_layers(g, m, t, logits, dtype, kv_dtype, tp, ep, attention, ta, dp_attention);
+  add_serving_layers(g, m, t, logits, dtype, kv_dtype, tp, ep, attention, ta, dp_attention, moe_all_to_all);
   // Prompt chunks beside decodes: the engine's one attention call over the mixed batch.
   if (!step.prefill.empty() && step.decode_seqs > 0)
     for (auto& op : g.ops)

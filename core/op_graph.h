@@ -19,12 +19,13 @@ namespace tilecast {
 enum class Mode { kInference, kTraining, kPrefill, kDecode };
 const char* mode_name(Mode m);  // inference, training, prefill, decode
 
-enum class Collective { kNone, kAllReduce, kAllToAll, kRing };
+enum class Collective { kNone, kAllReduce, kAllToAll, kRing, kDeepEp };
 
 // One kernel launch: a predicted kernel, a pure memory pass (copies, gathers, masks) costed
 // at DRAM bandwidth, an all-reduce over the interconnect (tensor parallelism), an all-to-all
 // (training's expert parallelism: a MoE layer's token dispatch and combine over the ep group)
-// or a ring of hand-overs (training's context parallelism: the attention's K and V); pipeline
+// or a ring of hand-overs (training's context parallelism: the attention's K and V), or
+// serving's DeepEP dispatch or combine (Parallelism::moe_all_to_all); pipeline
 // transfers and data-parallel gradients are costed by the step timeline instead.
 struct KernelCall {
   bool is_mem = false;
@@ -49,7 +50,18 @@ struct KernelCall {
   // dims, whose first mla_value_dim dims are also the values; costed by mla_decode_bounds
   // (core/kernel.h) under the decode family's fitted roofline, not by its networks. 0: a plain call.
   int64_t mla_value_dim = 0;
+  // Collective::kDeepEp: `bytes` is one copy of the rank's tokens (tokens x hidden x the element
+  // bytes sent); the copies that travel follow from the routing of `deepep_topk` of
+  // `deepep_experts` experts spread over the `group` ranks and from the kernels' mode
+  // (predictor's deepep_traffic).
+  int64_t deepep_experts = 0, deepep_topk = 0;
+  bool deepep_low_latency = false;
   static KernelCall kernel(const KernelQuery& q) { return {false, q, 0, Collective::kNone, 1}; }
+  static KernelCall deepep(double token_bytes, int64_t group, int64_t experts, int64_t topk, bool low_latency) {
+    KernelCall c{false, {}, token_bytes, Collective::kDeepEp, group};
+    c.deepep_experts = experts, c.deepep_topk = topk, c.deepep_low_latency = low_latency;
+    return c;
+  }
   static KernelCall mla_decode(const KernelQuery& q, int64_t value_dim) {
     KernelCall c = kernel(q);
     c.mla_value_dim = value_dim;
@@ -115,6 +127,12 @@ struct Parallelism {
   // which stays split over the tp group, and scattered back after it
   // (docs/model-graphs.md, "DP attention").
   bool dp_attention = false;
+  // Serving with DP attention and ep = tp: SGLang's DeepEP MoE (--moe-a2a-backend deepep): each
+  // rank routes its own tokens and sends them to the ranks holding their experts by all-to-all
+  // (dispatch) and the experts' outputs back (combine), in place of the gather and the
+  // all-reduce; the shared experts run whole on every rank on its own tokens
+  // (docs/model-graphs.md, "DeepEP").
+  bool moe_all_to_all = false;
   int64_t gpus() const { return dp * tp * cp * pp; }
 };
 
@@ -215,6 +233,12 @@ inline int64_t attention_tp(int64_t tp, bool dp_attention) { return dp_attention
 inline int64_t attention_share(int64_t n, int64_t tp, bool dp_attention) {
   return dp_attention ? (n + tp - 1) / tp : n;
 }
+// The chance that a token's top-k distinct experts of `experts`, drawn by a balanced router,
+// include one of the experts that `ranks` of `ep` ranks hold (experts / ep each):
+// 1 - C(E - E ranks / ep, k) / C(E, k). DeepEP's normal kernels send a token once to each such
+// rank (ranks = 1) and, between nodes, once to each such node (ranks = a node's). Group-limited
+// routing (DeepSeek's topk_group) would send fewer; not modelled.
+double deepep_hit_probability(int64_t experts, int64_t topk, int64_t ep, int64_t ranks);
 // The dtype a serving graph's fused MoE kernels take for a MoE model served in `dtype`: the
 // config's expert_dtype (gpt-oss's MXFP4, or `predict --expert-dtype`) where it has one, else
 // `dtype`. ConfigError naming the expert dtype when it is not one the MoE family models or the
@@ -241,9 +265,14 @@ std::string expert_dtype_refusal(const ModelConfig& m, DType d);
 // o_proj on their tokens), the FFN's over every token of the step, its all-gather and
 // reduce-scatter one all-reduce's traffic; no all-reduce after o_proj. ConfigError naming
 // --dp-attention with tp 1 or pp > 1.
+// `moe_all_to_all` (Parallelism::moe_all_to_all, needs dp_attention and ep = tp): each MoE
+// layer's router and shared experts on the rank's own tokens, its experts reached by DeepEP's
+// dispatch and combine (KernelCall::deepep; low-latency kernels in decode, normal ones
+// otherwise; FP8 dispatch for FP8 experts, the combine in the activation dtype); dense
+// layers as under DP attention. ConfigError naming --moe-a2a otherwise.
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
                             DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0, int64_t pp = 1,
-                            int64_t cached_prefix = 0, bool dp_attention = false);
+                            int64_t cached_prefix = 0, bool dp_attention = false, bool moe_all_to_all = false);
 // A scheduled step of one tp group (no pipeline stages): the tokens of every prompt chunk and
 // decoding sequence through each GEMM and memory op, one attention kernel per chunk group
 // (attention_chunk_q: a chunk after a cached prefix) and one for the decoding sequences, and
@@ -254,7 +283,8 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 // `dp_attention`: as build_serving_graph's, each prompt-chunk group and the decoding sequences
 // spread evenly over the ranks (the busiest rank takes ceil(sequences / tp) of each).
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
-                                 int64_t ep = 1, double routing_alpha = 0, bool dp_attention = false);
+                                 int64_t ep = 1, double routing_alpha = 0, bool dp_attention = false,
+                                 bool moe_all_to_all = false);
 // Mixed-precision training of the decoder families (is_llm_family) as Megatron-LM runs it
 // (docs/model-graphs.md, "Mixed-precision training"): `dtype` (bf16 or fp16; fp8 below) weights and
 // activations, tensor-core GEMMs, FlashAttention, fused RMSNorm/RoPE/SiLU-mul kernels, the LM

@@ -244,6 +244,11 @@ ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string&
   return draft == "mtp" ? mtp_draft_config(target) : load_model_config(draft, models_dir);
 }
 
+bool parse_moe_a2a(const std::string& value) {
+  if (value != "none" && value != "deepep") throw ConfigError("--moe-a2a: expected none or deepep, got '" + value + "'");
+  return value == "deepep";
+}
+
 void check_dp_attention(bool dp_attention, const std::string& mode, int64_t largest_tp, const std::string& tp_flag) {
   if (!dp_attention) return;
   if (!is_serving_mode(mode)) throw ConfigError("--dp-attention does not apply to --mode " + mode);
@@ -357,6 +362,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   PredictResult r;
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
   check_dp_attention(q.par.dp_attention, q.mode, q.par.tp, "--tp");
+  if (q.par.moe_all_to_all && !is_serving_mode(q.mode))
+    throw ConfigError("--moe-a2a does not apply to --mode " + q.mode);
   check_train_tokens(q.train_tokens);
   if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel || q.train_tokens > 0) &&
       (q.mode != "training" || q.train_dtype == DType::kFp32))
@@ -383,12 +390,13 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep,
-                                                    q.routing_alpha, q.par.pp, q.cached_prefix, q.par.dp_attention),
+                                                    q.routing_alpha, q.par.pp, q.cached_prefix, q.par.dp_attention,
+                                                    q.par.moe_all_to_all),
                                 spec, kp, q.host_gap_us);
     // The pass: each prompt's uncached rest, or one token a sequence.
     const ServingPass pass{0, phase == Mode::kDecode ? 1 : q.tokens - q.cached_prefix};
     r.memory = serving_memory(mc, d.gemm, d.kv, q.par.tp, q.batch, q.tokens + (phase == Mode::kDecode ? 1 : 0), spec,
-                              q.par.pp, q.cached_prefix, pass, q.par.dp_attention);
+                              q.par.pp, q.cached_prefix, pass, q.par.dp_attention, {}, q.par.moe_all_to_all);
     return r;
   }
   // Token routing is a serving option: refused here for eager FP32 and training, for predict,

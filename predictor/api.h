@@ -106,6 +106,9 @@ struct SpecRequest {
 // --dp-attention of compare, plan and capacity: ConfigError for a mode other than the serving
 // ones, or where `largest_tp`, the largest tensor-parallel group the request can form (`tp_flag`:
 // the largest --tp, or plan's --gpus), leaves no group of 2 or more to split the attention of.
+// `--moe-a2a` / Python's moe_a2a: "none" (false) or "deepep" (true: Parallelism::moe_all_to_all);
+// ConfigError naming --moe-a2a otherwise.
+bool parse_moe_a2a(const std::string& value);
 void check_dp_attention(bool dp_attention, const std::string& mode, int64_t largest_tp, const std::string& tp_flag);
 
 // `predict`.

@@ -130,6 +130,32 @@ double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, const Grou
   return latency_ms + s_to_ms(std::max(local_s, remote_s));
 }
 
+DeepEpTraffic deepep_traffic(const KernelCall& c, const GroupSpan& span) {
+  TC_CHECK(c.collective == Collective::kDeepEp, "deepep_traffic of another collective");
+  const double n = double(c.group), per_node = double(span.ranks_per_node), nodes = double(span.nodes);
+  if (c.deepep_low_latency) {
+    const double copies = c.bytes * double(c.deepep_topk);
+    return {copies * (per_node - 1) / n, copies * (n - per_node) / n};
+  }
+  const double p1 = deepep_hit_probability(c.deepep_experts, c.deepep_topk, c.group, 1);
+  const double pn = deepep_hit_probability(c.deepep_experts, c.deepep_topk, c.group, span.ranks_per_node);
+  return {c.bytes * p1 * (per_node - 1) * nodes, c.bytes * pn * (nodes - 1)};
+}
+
+double deepep_ms(const KernelCall& c, const GpuSpec& gpu, const GroupSpan& span) {
+  if (c.group <= 1) return 0;
+  need_interconnect(gpu);
+  const DeepEpTraffic t = deepep_traffic(c, span);
+  const double link_s = transfer_s(t.link_bytes, kLinkEfficiency * gpu.collective_gbps(span.ranks_per_node));
+  double network_s = 0, latency_ms = kSendRecvLatencyMs;
+  if (span.nodes > 1) {
+    need_network(gpu, "DeepEP over " + std::to_string(c.group) + " GPUs on " + std::to_string(span.nodes) + " nodes");
+    network_s = transfer_s(t.network_bytes, kLinkEfficiency * gpu.network_gbps);
+    latency_ms += kNetSendLatencyMs;
+  }
+  return latency_ms + s_to_ms(std::max(link_s, network_s));
+}
+
 bool fa2_varlen_mixing(const GpuSpec& gpu, DType kv_dtype) {
   // vLLM's FlashAttention backend builds FA3 on Hopper (9.0) and FA2 on Ampere and Ada (8.x);
   // Blackwell runs other backends, and so does an FP8 KV cache on FA2 GPUs (FA2 has none).
@@ -195,7 +221,10 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   std::vector<KernelQuery> unique;
   // Decodes costed by varlen_decode_ms, not by a kernel forecast.
   auto varlen = [&](const KernelCall& c) { return c.varlen_decode && fa2_varlen_mixing(gpu, c.query.kv_dtype); };
-  const GroupSpan ep_span = g.par.ep > 1 ? expert_parallel_span(g.par, gpu) : GroupSpan{};
+  // Serving's DeepEP all-to-alls run over the tp group itself (adjacent GPUs).
+  const GroupSpan ep_span = g.par.ep <= 1            ? GroupSpan{}
+                            : g.par.moe_all_to_all ? group_span(g.par.ep, 1, gpu)
+                                                   : expert_parallel_span(g.par, gpu);
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
       if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && c.mla_value_dim == 0 &&
@@ -236,8 +265,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       } else if (c.collective != Collective::kNone) {
         // An all-reduce over a tp group (adjacent GPUs) or an all-to-all over training's ep
         // group (data-parallel peers a replica of tp x cp x pp GPUs apart, with cp the cp
-        // ranks first: expert_parallel_span).
+        // ranks first: expert_parallel_span) or serving's DeepEP group (the tp group).
         const double t = c.collective == Collective::kAllReduce ? all_reduce_ms(c.bytes, c.group, gpu)
+                         : c.collective == Collective::kDeepEp  ? deepep_ms(c, gpu, ep_span)
                                                                  : all_to_all_ms(c.bytes, c.group, gpu, ep_span);
         ms += t;
         comm_in_ops += t * count;
@@ -497,7 +527,8 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp}, {"cp", f.par.cp},
                                     {"microbatches", f.par.microbatches}, {"vpp", f.par.vpp}, {"ep", f.par.ep}, {"zero", f.par.zero},
                                     {"sequence_parallel", f.par.sequence_parallel},
-                                    {"dp_attention", f.par.dp_attention}}}};
+                                    {"dp_attention", f.par.dp_attention},
+                                    {"moe_a2a", f.par.moe_all_to_all ? "deepep" : "none"}}}};
   if (f.mixed_training()) {
     j["recompute"] = f.recompute ? "full" : "none";
     j["tokens_per_s"] = f.tokens_per_s;
@@ -558,6 +589,7 @@ std::string serving_layout_suffix(const ModelForecast& f) {
          (f.par.microbatches > 1 ? "es" : "") + " of " + std::to_string(f.micro_batch) + ")";
   if (f.par.dp_attention) s += ", DP attention";
   if (f.par.ep > 1) s += ", ep " + std::to_string(f.par.ep);
+  if (f.par.moe_all_to_all) s += " (DeepEP all-to-all)";
   if (f.routing_alpha > 0) s += ", routing " + routing_name(f.routing_alpha);
   if (f.sliding_window > 0) {
     s += (f.chunked_window ? ", chunked attention " : ", sliding window ") + std::to_string(f.sliding_window);
@@ -711,7 +743,8 @@ namespace {
 struct PassCost {
   double per_token = 0, per_seq = 0;
 };
-PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool last, bool dp_attention) {
+PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool last, bool dp_attention,
+                           bool moe_all_to_all) {
   const double a = dtype_size(activation_dtype(dtype));  // FP8/NVFP4 GEMMs keep BF16 activations
   const int64_t atp = attention_tp(tp, dp_attention);
   const double t = double(tp), h = double(m.hidden), d = double(m.head_dim);
@@ -722,8 +755,12 @@ PassCost serving_pass_cost(const ModelConfig& m, DType dtype, int64_t tp, bool l
   if (!dp_attention) return {a * (2 * h + std::max(attention, ffn)), last ? double(m.vocab) * (a / t + 4.0) : 0.0};
   // DP attention, per token of the rank's own: its attention block's tensors, or the FFN's over
   // the gathered tokens (tp of them a token of the rank, with their hidden states and residual);
-  // per sequence of the rank the head's logits of the gathered ones.
-  return {a * std::max(2 * h + attention, t * (2 * h + ffn)), last ? t * double(m.vocab) * (a / t + 4.0) : 0.0};
+  // per sequence of the rank the head's logits of the gathered ones. DeepEP gathers nothing for
+  // its MoE layers: a token's top-k copies arrive at whole experts (their inputs and
+  // intermediates).
+  const double rank_ffn = moe_all_to_all ? 2 * h + double(m.experts_per_token) * (3 * double(m.moe_ffn) + h)
+                                         : t * (2 * h + ffn);
+  return {a * std::max(2 * h + attention, rank_ffn), last ? t * double(m.vocab) * (a / t + 4.0) : 0.0};
 }
 
 // A token's cache entry per layer on one GPU: its K and V heads on this rank, or MLA's latent and
@@ -744,7 +781,7 @@ double kv_token_layer_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, bo
 // scale per 32), split over tp as the other weights. An MTP draft's embedding and head are the
 // target's own (mtp_module).
 double stage_weight_bytes(const ModelConfig& m, DType dtype, int64_t tp, bool dp_attention, int64_t layers, bool first,
-                          bool last) {
+                          bool last, bool moe_all_to_all = false) {
   const double act_bytes = dtype_size(activation_dtype(dtype));
   const double table = double(m.vocab) * m.hidden;  // one embedding table (or LM head)
   const double embed = table * (m.tie_embeddings ? 1 : 2);
@@ -759,10 +796,15 @@ double stage_weight_bytes(const ModelConfig& m, DType dtype, int64_t tp, bool dp
       is_mla(m) || dp_attention ? kv_proj : 2.0 * m.layers * double(m.hidden) * double(kv_rank) * m.head_dim;
   const double experts = m.num_experts > 0 ? expert_parameters(m) : 0;
   const double expert_bytes = m.num_experts > 0 ? serving_expert_bytes_per_weight(m, dtype) : 0;
+  // DeepEP: the shared experts (and their 1-wide gates) whole on every rank.
+  const double shared = moe_all_to_all && m.shared_expert_ffn > 0
+                            ? double(moe_layers(m)) * (3.0 * double(m.hidden) * double(m.shared_expert_ffn) +
+                                                       (m.shared_expert_gate ? double(m.hidden) : 0.0))
+                            : 0;
   // Bytes per layer on one rank: its GEMM weights and its norms.
   const double layer_bytes =
-      ((linear - kv_proj - experts) * weight_bytes_per_elem(dtype) / tp + experts * expert_bytes / tp +
-       kv_proj_rank * weight_bytes_per_elem(dtype) + eh_proj * act_bytes) / double(m.layers) +
+      ((linear - kv_proj - experts - shared) * weight_bytes_per_elem(dtype) / tp + experts * expert_bytes / tp +
+       (kv_proj_rank + shared) * weight_bytes_per_elem(dtype) + eh_proj * act_bytes) / double(m.layers) +
       double(norms_per_layer(m)) * m.hidden * act_bytes;
   const double input_table = first && !m.mtp_module ? (dp_attention ? double(tp) : 1.0) : 0;
   const double head_table = last && !m.mtp_module && (!m.tie_embeddings || !first) ? 1 : 0;
@@ -781,7 +823,8 @@ double serving_weight_bytes(const ModelConfig& m, DType dtype, int64_t tp, bool 
 
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp, int64_t shared_prefix,
-                             const ServingPass& pass, bool dp_attention, const ServingDraft& draft) {
+                             const ServingPass& pass, bool dp_attention, const ServingDraft& draft,
+                             bool moe_all_to_all) {
   const double layers = double(m.layers);
   // A sliding window keeps the last `sliding_window` tokens of each sequence (vLLM frees the
   // blocks behind it). A prefix shared by every sequence (prefix caching) is cached once, where
@@ -812,9 +855,9 @@ MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype,
   for (size_t i = 0; i < stages.size(); ++i) {
     const bool first = i == 0, last = i + 1 == stages.size();
     const double weights =
-        stage_weight_bytes(m, dtype, tp, dp_attention, stages[i], first, last) + draft.weights_bytes;
+        stage_weight_bytes(m, dtype, tp, dp_attention, stages[i], first, last, moe_all_to_all) + draft.weights_bytes;
     const double kv = double(stages[i]) * kv_layer_bytes + draft_kv;
-    const PassCost c = pass.any() ? serving_pass_cost(m, dtype, tp, last, dp_attention) : PassCost{};
+    const PassCost c = pass.any() ? serving_pass_cost(m, dtype, tp, last, dp_attention, moe_all_to_all) : PassCost{};
     const double act = (fixed_tokens / micro + rank_batch / micro * double(pass.tokens_per_seq)) * c.per_token +
                        rank_batch / micro * c.per_seq;
     if (weights + kv + act > (r.weights_gb + r.kv_cache_gb + r.activations_gb) * 1e9)
@@ -1209,6 +1252,8 @@ namespace {
 void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecDecoding& spec, const GpuSpec& gpu,
                           const KernelPredictor& kp, const Parallelism& par, double host_gap_us, double routing_alpha) {
   const ModelConfig& d = *spec.draft;
+  if (par.moe_all_to_all)
+    throw ConfigError("--moe-a2a deepep with --spec-draft: speculative decoding is modelled with the gathered MoE only");
   if (spec.tokens < 1 || spec.tokens > 16)
     throw ConfigError("--spec-tokens: " + std::to_string(spec.tokens) + " out of range [1, 16]");
   if (!(spec.accept >= 0 && spec.accept <= 1))
@@ -1291,7 +1336,8 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   if (lim.max_seqs_auto) {
     // As many running sequences as the KV room holds at their full length (at least one).
     const MemoryEstimate all =
-        serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix, pass, par.dp_attention);
+        serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, par.pp, cached_prefix, pass, par.dp_attention,
+                       {}, par.moe_all_to_all);
     lim.max_seqs = all.max_sequences < batch ? std::max<int64_t>(1, all.max_sequences) : 0;
   }
   if (lim.binds() && par.pp > 1)
@@ -1318,13 +1364,14 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   auto graph = [&](const ServingStep& st) {
     if (st.prefill.empty())
       return build_serving_graph(m, Mode::kDecode, st.decode_seqs, st.decode_context, dtype, kv_dtype, par.tp, par.ep,
-                                 routing_alpha, par.pp, 0, par.dp_attention);
+                                 routing_alpha, par.pp, 0, par.dp_attention, par.moe_all_to_all);
     const ServingChunk& c = st.prefill.front();
     if (!lim.binds() && st.prefill.size() == 1 && c.prefix == cached_prefix && c.prefix + c.tokens == seq &&
         st.decode_seqs == 0)
       return build_serving_graph(m, Mode::kPrefill, c.seqs, seq, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.pp,
-                                 cached_prefix, par.dp_attention);
-    return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.dp_attention);
+                                 cached_prefix, par.dp_attention, par.moe_all_to_all);
+    return build_serving_step_graph(m, st, dtype, kv_dtype, par.tp, par.ep, routing_alpha, par.dp_attention,
+                                    par.moe_all_to_all);
   };
   bool first = true;
   // Steps of equal token counts launch the same GEMMs and memory ops: each is forecast once.
@@ -1345,7 +1392,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   // The KV cache of the sequences that run at once.
   const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
   f.memory = serving_memory(m, dtype, kv_dtype, par.tp, running, seq + gen, gpu, par.pp, cached_prefix, pass,
-                            par.dp_attention);
+                            par.dp_attention, {}, par.moe_all_to_all);
   return f;
 }
 
@@ -1365,7 +1412,8 @@ std::string generate_json(const GenerateForecast& f) {
                         {"pp", f.prefill.par.pp},
                         {"microbatches", f.prefill.par.microbatches},
                         {"ep", f.prefill.par.ep},
-                        {"dp_attention", f.prefill.par.dp_attention}}},
+                        {"dp_attention", f.prefill.par.dp_attention},
+                        {"moe_a2a", f.prefill.par.moe_all_to_all ? "deepep" : "none"}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
                       {"sliding_window_layers", f.prefill.window_layers},

@@ -132,6 +132,22 @@ GroupSpan expert_parallel_span(const Parallelism& par, const GpuSpec& gpu);
 // all_to_all_ms over a group laid out as `span` says (training's expert-parallel group:
 // expert_parallel_span).
 double all_to_all_ms(double bytes, int64_t group, const GpuSpec& gpu, const GroupSpan& span);
+// Serving's DeepEP dispatch or combine (KernelCall::deepep) over a group laid out as `span`: the
+// bytes one rank sends over its node's links and through its network port. Low-latency kernels
+// (decode) send each token's top-k copies straight to their experts' ranks, spread evenly over
+// the group's ranks. Normal kernels send a token once to each other rank of its node holding
+// one of its experts (p1 = deepep_hit_probability for 1 rank) and once to each other node
+// holding one (pn, for a node's ranks), by RDMA to the same-index GPU there, which forwards it
+// over the node's links: per rank link bytes = copy x p1 x (ranks per node - 1) x nodes,
+// network bytes = copy x pn x (nodes - 1) (DeepEP's internode design).
+struct DeepEpTraffic {
+  double link_bytes = 0, network_bytes = 0;
+};
+DeepEpTraffic deepep_traffic(const KernelCall& c, const GroupSpan& span);
+// deepep_traffic's two at 80 % of the link (collective_gbps of the ranks per node) and of
+// network_gbps at once, the slower, plus all_to_all_ms's latencies. Not fitted to any
+// measurement: no DeepEP timing is in ../shared.
+double deepep_ms(const KernelCall& c, const GpuSpec& gpu, const GroupSpan& span);
 
 // The decoding sequences of a mixed chunked-prefill step where the engine runs the whole batch
 // through FlashAttention-2's varlen kernel (vLLM's FlashAttention backend on compute capability
@@ -187,6 +203,9 @@ struct ServingPass {
 // MLA latent once per sequence in the group, not on every rank); a rank's pass holds its
 // sequences' attention tensors or the FFN's over the gathered tokens, and 1 / tp of a token
 // budget. The KV room is the group's (MemoryEstimate::kv_ranks = tp ranks' rooms).
+// `moe_all_to_all` (Parallelism::moe_all_to_all, DeepEP): the shared experts whole on every rank;
+// a rank's pass holds its own tokens' top-k copies at the experts, not the gathered tokens.
+// DeepEP's own communication buffers are not counted.
 //
 // `draft` (speculative decoding): a draft model on every GPU beside the target, its weights and
 // its cache of the same tokens (a cached token's bytes, serving_kv_token_bytes), in weights_gb and
@@ -197,7 +216,8 @@ struct ServingDraft {
 };
 MemoryEstimate serving_memory(const ModelConfig& m, DType dtype, DType kv_dtype, int64_t tp, int64_t batch,
                              int64_t tokens, const GpuSpec& gpu, int64_t pp = 1, int64_t shared_prefix = 0,
-                             const ServingPass& pass = {}, bool dp_attention = false, const ServingDraft& draft = {});
+                             const ServingPass& pass = {}, bool dp_attention = false, const ServingDraft& draft = {},
+                             bool moe_all_to_all = false);
 // The bytes a cached token takes on one GPU of the tp group over all of m's layers (no window):
 // its K and V heads on the rank (all of them with DP attention), or MLA's latent and rotary key.
 double serving_kv_token_bytes(const ModelConfig& m, DType kv_dtype, int64_t tp, bool dp_attention = false);

@@ -117,7 +117,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                    std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                    bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp,
-                   const std::string& expert_dtype, bool dp_attention) {
+                   const std::string& expert_dtype, bool dp_attention, const std::string& moe_a2a) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
   a.expert_dtype = expert_dtype;
@@ -132,6 +132,7 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
   a.par.dp = dp, a.par.tp = tp, a.par.pp = pp, a.par.microbatches = microbatches, a.par.cp = cp;
   a.par.vpp = vpp;
   a.par.dp_attention = dp_attention;
+  a.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);
   std::string out;
   {
     py::gil_scoped_release nogil;
@@ -354,7 +355,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
-        py::arg("expert_dtype") = "", py::arg("dp_attention") = false);
+        py::arg("expert_dtype") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none");
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",

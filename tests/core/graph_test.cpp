@@ -1625,6 +1625,89 @@ TEST(ServingGraph, DpAttentionByHand) {
       {"--dp-attention", "--pp 2"});
 }
 
+// DeepEP under DP attention by hand: DeepSeek-V2-Lite (64 experts, top-6, 1,408 wide, two
+// shared experts of 2,816, hidden 2,048; one dense layer then 26 MoE ones) on tp = ep = 2, 5
+// sequences decoding: the busiest rank's 3 tokens through the router (64 outputs) and the whole
+// shared experts; DeepEP's low-latency dispatch and combine of those 3 tokens' 2,048 BF16
+// values (their copies are deepep_traffic's); the experts' kernel of the group's 5 tokens on
+// 32 of the 64 experts; no all-reduce in a MoE layer, the dense layer's as under DP attention.
+// A token's 6 experts miss one rank's 32 with probability C(32, 6) / C(64, 6).
+TEST(ServingGraph, DeepEpByHand) {
+  const ModelConfig m = load_model_config("deepseek-v2-lite", models_dir());
+  const OpGraph d = build_serving_graph(m, Mode::kDecode, 5, 1000, DType::kBf16, DType::kBf16, 2, 2, 0, 1, 0, true, true);
+  EXPECT_TRUE(d.par.moe_all_to_all);
+  auto k = serving_kernels(d);
+  EXPECT_EQ(k["gemm(3,2048,64)"], 26);     // the router, own tokens
+  EXPECT_EQ(k["gemm(3,2048,5632)"], 26);   // shared gate_up, whole
+  EXPECT_EQ(k["gemm(3,2816,2048)"], 26);   // shared down, whole
+  EXPECT_EQ(k["silu_mul(3,2816)"], 26);
+  EXPECT_EQ(k["moe(5,2048,1408,6,64,ep2)"], 26);
+  EXPECT_EQ(k["gemm(5,2048,10944)"], 1);   // the dense layer's gate_up over the gathered tokens
+  EXPECT_EQ(k.count("gemm(5,2048,2816)"), 0u);  // no tp-split shared expert
+  int dispatch = 0, combine = 0;
+  for (const auto& op : d.ops) {
+    for (const auto& c : op.fw) {
+      if (op.name.rfind("model.layers.mlp.", 0) == 0 && op.name != "model.layers.mlp.down_proj")
+        EXPECT_NE(c.collective, Collective::kAllReduce) << op.name;
+      if (c.collective != Collective::kDeepEp) continue;
+      EXPECT_EQ(c.group, 2);
+      EXPECT_EQ(c.deepep_experts, 64);
+      EXPECT_EQ(c.deepep_topk, 6);
+      EXPECT_TRUE(c.deepep_low_latency);
+      EXPECT_DOUBLE_EQ(c.bytes, 3.0 * 2048 * 2) << op.name;
+      dispatch += op.name == "model.layers.mlp.dispatch" ? int(op.count) : 0;
+      combine += op.name == "model.layers.mlp.combine" ? int(op.count) : 0;
+    }
+    if (op.name == "model.layers.mlp.down_proj") {
+      ASSERT_EQ(op.fw.size(), 2u);
+      EXPECT_DOUBLE_EQ(op.fw[1].bytes, 2.0 * 5 * 2048);
+    }
+  }
+  EXPECT_EQ(dispatch, 26);
+  EXPECT_EQ(combine, 26);
+  EXPECT_NEAR(deepep_hit_probability(64, 6, 2, 1), 1.0 - 906192.0 / 74974368.0, 1e-12);
+  EXPECT_DOUBLE_EQ(deepep_hit_probability(64, 6, 2, 2), 1.0);
+  // Prefill of 4 x 100 tokens: 200 a rank, DeepEP's normal kernels.
+  const OpGraph p = build_serving_graph(m, Mode::kPrefill, 4, 100, DType::kBf16, DType::kBf16, 2, 2, 0, 1, 0, true, true);
+  int normal = 0;
+  for (const auto& op : p.ops)
+    if (op.name == "model.layers.mlp.dispatch") {
+      EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 200.0 * 2048 * 2);
+      EXPECT_FALSE(op.fw.at(0).deepep_low_latency);
+      ++normal;
+    }
+  EXPECT_EQ(normal, 1);
+  // DeepSeek-V3's FP8 experts: the dispatch in FP8 with a 4-byte scale per 128 values, the
+  // combine in BF16; 16 sequences on 8 ranks, 2 tokens a rank.
+  const ModelConfig v3 = load_model_config("deepseek-v3", models_dir());
+  const OpGraph f = build_serving_graph(v3, Mode::kDecode, 16, 1000, DType::kFp8Block, DType::kBf16, 8, 8, 0, 1, 0, true, true);
+  for (const auto& op : f.ops) {
+    if (op.name == "model.layers.mlp.dispatch") EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 2.0 * 7168 * (1 + 4.0 / 128));
+    if (op.name == "model.layers.mlp.combine") EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 2.0 * 7168 * 2);
+  }
+  // A step of a prompt chunk and decodes runs the normal kernels on the rank's 256 + 2 tokens.
+  ServingStep step;
+  step.prefill = {{1, 256, 0}};
+  step.decode_seqs = 3;
+  step.decode_context = 500;
+  const OpGraph s = build_serving_step_graph(m, step, DType::kBf16, DType::kBf16, 2, 2, 0, true, true);
+  for (const auto& op : s.ops)
+    if (op.name == "model.layers.mlp.combine") {
+      EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 258.0 * 2048 * 2);
+      EXPECT_FALSE(op.fw.at(0).deepep_low_latency);
+    }
+  expect_error<ConfigError>(
+      [&] { build_serving_graph(m, Mode::kDecode, 4, 1000, DType::kBf16, DType::kBf16, 2, 2, 0, 1, 0, false, true); },
+      {"--moe-a2a deepep", "--dp-attention"});
+  expect_error<ConfigError>(
+      [&] { build_serving_graph(m, Mode::kDecode, 4, 1000, DType::kBf16, DType::kBf16, 2, 1, 0, 1, 0, true, true); },
+      {"--moe-a2a deepep", "--ep equal to --tp (2)"});
+  const ModelConfig dense = load_model_config("llama-3.1-8b", models_dir());
+  expect_error<ConfigError>(
+      [&] { build_serving_graph(dense, Mode::kDecode, 4, 1000, DType::kBf16, DType::kBf16, 2, 1, 0, 1, 0, true, true); },
+      {"--moe-a2a deepep", "no experts"});
+}
+
 // MLA decode's demand by hand: 2 sequences over 1,000 latents of 576 (values 512), 16 heads,
 // BF16: 2 x 2 x 16 x 1,000 x 1,088 FLOPs; the latents read once, 2 x 1,000 x 576 x 2 B, and
 // each head's query and output, 2 x 16 x 1,088 x 2 B. Not a latent-shaped query: one line.

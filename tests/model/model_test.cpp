@@ -1096,6 +1096,37 @@ TEST(Multi, AllToAllByHand) {
   EXPECT_NEAR(predictor::all_to_all_ms(8e8, 8, mi300x), 0.005 + 1e8 / (0.8 * 64e9) * 1e3, 1e-12);
 }
 
+// DeepEP's traffic by hand (DeepSeek-V3's routing, top-8 of 256 experts), a 1 MB copy of a
+// rank's tokens. 16 ranks on two H100 nodes, normal kernels: each token to the other ranks of
+// its node holding one of its experts (16 each; missed with probability C(240, 8) / C(256, 8))
+// and, through each node's NICs, once to the other node when one of its 128 experts is picked
+// (C(128, 8) / C(256, 8)), forwarded there over NVLink: link bytes 1 MB x p1 x 7 x 2 nodes,
+// network 1 MB x pn. Low-latency kernels: 8 copies spread over the 16 ranks, 7/16 of them over
+// NVLink and 8/16 through the NIC. Priced at 80 % of 450 and 50 GB/s, + 7.7 us.
+TEST(Multi, DeepEpByHand) {
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const double p1 = 1 - 242641770336810.0 / 409663695276000.0, pn = 1 - 1429702652400.0 / 409663695276000.0;
+  const KernelCall normal = KernelCall::deepep(1e6, 16, 256, 8, false);
+  const predictor::GroupSpan two_nodes{2, 8};
+  auto t = predictor::deepep_traffic(normal, two_nodes);
+  EXPECT_NEAR(t.link_bytes, 1e6 * p1 * 7 * 2, 1e-6);
+  EXPECT_NEAR(t.network_bytes, 1e6 * pn, 1e-6);
+  EXPECT_NEAR(predictor::deepep_ms(normal, h100, two_nodes), 0.0077 + 1e6 * pn / (0.8 * 50e9) * 1e3, 1e-12);
+  const KernelCall low = KernelCall::deepep(1e6, 16, 256, 8, true);
+  t = predictor::deepep_traffic(low, two_nodes);
+  EXPECT_NEAR(t.link_bytes, 8e6 * 7 / 16, 1e-6);
+  EXPECT_NEAR(t.network_bytes, 8e6 * 8 / 16, 1e-6);
+  EXPECT_NEAR(predictor::deepep_ms(low, h100, two_nodes), 0.0077 + 4e6 / (0.8 * 50e9) * 1e3, 1e-12);
+  // One node of 8 (32 experts a rank, missed with probability C(224, 8) / C(256, 8)): NVLink only.
+  const double p8 = 1 - 138535357316356.0 / 409663695276000.0;
+  const KernelCall one = KernelCall::deepep(1e6, 8, 256, 8, false);
+  t = predictor::deepep_traffic(one, predictor::GroupSpan{1, 8});
+  EXPECT_NEAR(t.link_bytes, 1e6 * p8 * 7, 1e-6);
+  EXPECT_EQ(t.network_bytes, 0);
+  EXPECT_NEAR(predictor::deepep_ms(one, h100, predictor::GroupSpan{1, 8}), 0.005 + 1e6 * p8 * 7 / (0.8 * 450e9) * 1e3,
+              1e-12);
+}
+
 // Mixtral-8x7B training on 8 H100s, dp 8, with and without ep 8 (one expert a rank): the ep
 // forecast adds the four all-to-alls a layer (each priced by all_to_all_ms) to the critical
 // path, reduces only the dense gradients (each expert lives on one rank), and steps AdamW over
@@ -2013,6 +2044,30 @@ TEST(Serving, DpAttentionMemoryByHand) {
   const double free_bytes = kUsableMemoryFraction * gpu.mem_bytes() - dp.weights_gb * 1e9;
   EXPECT_EQ(dp.max_sequences, 2 * static_cast<int64_t>(std::floor(free_bytes / (1001 * token))));
   EXPECT_GT(dp.max_sequences, tp.max_sequences * 3 / 2);
+}
+
+// DeepEP's memory by hand: DeepSeek-V2-Lite's shared experts (26 MoE layers of 3 x 2,048 x
+// 2,816 BF16 weights) whole on each of the 2 ranks instead of halved: 449,839,104 B more a rank;
+// the cache as under DP attention.
+TEST(Serving, DeepEpMemoryByHand) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  const ModelConfig m = load_model_config("deepseek-v2-lite", mdir);
+  const GpuSpec& gpu = registry().resolve("H200");
+  const auto dp = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 2, 5, 1001, gpu, 1, 0, {}, true);
+  const auto a2a = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 2, 5, 1001, gpu, 1, 0, {}, true, {}, true);
+  EXPECT_NEAR((a2a.weights_gb - dp.weights_gb) * 1e9, 449839104.0, 1.0);
+  EXPECT_DOUBLE_EQ(a2a.kv_cache_gb, dp.kv_cache_gb);
+  EXPECT_EQ(a2a.kv_ranks, 2);
+  EXPECT_LT(a2a.max_sequences, dp.max_sequences);
+  // A pass of 100 tokens a sequence: the rank's 300 tokens each with its hidden state and
+  // residual and 6 copies at whole experts (2,048 in, 3 x 1,408 intermediate): 41,728 BF16
+  // values a token, more than its attention block's (16 + 16 heads of 192 for q, k and their
+  // grads' buffers: 2 x 2,048 + 64 x 192 = 16,384); beside the 3 sequences' logits (2 B and 4 B
+  // FP32 over the 2 ranks' 102,400-entry vocab), 3 x 102,400 x (2 + 4 x 2) B.
+  const predictor::ServingPass pass{0, 100};
+  const auto with_pass =
+      predictor::serving_memory(m, DType::kBf16, DType::kBf16, 2, 5, 1001, gpu, 1, 0, pass, true, {}, true);
+  EXPECT_NEAR(with_pass.activations_gb * 1e9, 300.0 * 41728 * 2 + 3.0 * 102400 * (2 + 4 * 2), 1e-3);
 }
 
 // The torch-free forward pass (predictor/dense_mlp.h) against LibTorch on every member of

@@ -86,7 +86,7 @@ for kw, msg in ((dict(mode="decode", batch=1), "mode decode needs context L"),
 py = tilecast.predict(model="llama-3.1-70b", gpu="H100-SXM", batch=16, seq=1024, mode="generate", gen=8, tp=4, pp=2)
 sh = cli("predict", "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--batch", "16", "--seq", "1024", "--mode",
          "generate", "--gen", "8", "--tp", "4", "--pp", "2")
-assert py == sh and py["parallel"] == {"tp": 4, "pp": 2, "microbatches": 2, "ep": 1, "dp_attention": False}, py["parallel"]
+assert py == sh and py["parallel"] == {"tp": 4, "pp": 2, "microbatches": 2, "ep": 1, "dp_attention": False, "moe_a2a": "none"}, py["parallel"]
 # Chunked prefill: the same dict with a step budget; a prompt chunk after its prefix as a kernel.
 py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=1000, mode="generate", gen=16,
                       max_batched_tokens=2048)
@@ -155,6 +155,18 @@ py = tilecast.predict(model="deepseek-v3", gpu="H200", batch=256, context=2048, 
 assert py == cli("predict", "--model", "deepseek-v3", "--gpu", "H200", "--batch", "256", "--context", "2048", "--mode",
                  "decode", "--tp", "8", "--dp-attention")
 assert py["parallel"]["dp_attention"] is True and py["kv_ranks"] == 8, (py["parallel"], py["kv_ranks"])
+# DeepEP's all-to-all MoE under DP attention: as the CLI's; a bad value named by its keyword.
+a2a = tilecast.predict(model="deepseek-v3", gpu="H200", batch=256, context=2048, mode="decode", tp=8, ep=8,
+                       dp_attention=True, moe_a2a="deepep")
+assert a2a == cli("predict", "--model", "deepseek-v3", "--gpu", "H200", "--batch", "256", "--context", "2048", "--mode",
+                  "decode", "--tp", "8", "--ep", "8", "--dp-attention", "--moe-a2a", "deepep")
+assert a2a["parallel"]["moe_a2a"] == "deepep" and py["parallel"]["moe_a2a"] == "none", (a2a["parallel"], py["parallel"])
+try:
+    tilecast.predict(model="deepseek-v3", gpu="H200", batch=8, context=128, mode="decode", tp=8, ep=8,
+                     dp_attention=True, moe_a2a="nccl")
+    raise AssertionError("moe_a2a='nccl' accepted")
+except ValueError as e:
+    assert "moe_a2a: expected none or deepep, got 'nccl'" in str(e), e
 rows = tilecast.compare(model="deepseek-v3", gpus="H200", mode="decode", batch=256, context=2048, tp=[1, 8],
                         dp_attention=True)
 assert rows == cli("compare", "--model", "deepseek-v3", "--gpus", "H200", "--mode", "decode", "--batch", "256",
