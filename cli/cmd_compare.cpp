@@ -69,6 +69,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   add_expert_dtype_option(desc, &expert_dtype);
   add_serving_kv_dtype_option(desc, &kv_dtype);
   add_dp_attention_option(desc, "the rows with tp > 1 take it");
+  std::string moe_a2a;
+  add_moe_a2a_option(desc, &moe_a2a, "the DP-attention rows with --ep equal to --tp take it");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
@@ -110,6 +112,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.vpps = parse_int_list("--vpp", vpp, 1, 4096);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.dp_attention = vm.count("dp-attention") > 0;
+  req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;
   GpuRegistry reg = load_registry(paths.gpu_dir);
@@ -162,6 +165,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   add_forecast_path_options(desc, paths);
   add_expert_dtype_option(desc, &expert_dtype);
   add_dp_attention_option(desc, "each one-stage layout with tp > 1 is tried with and without it");
+  std::string moe_a2a;
+  add_moe_a2a_option(desc, &moe_a2a, "each DP-attention layout with ep equal to tp is also tried with it");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
@@ -196,6 +201,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.training = train.args;
   req.vpps = parse_int_list("--vpp", vpp, 1, 4096);
   req.dp_attention = vm.count("dp-attention") > 0;
+  req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);

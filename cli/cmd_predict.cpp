@@ -67,12 +67,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
   add_expert_dtype_option(desc, &a.expert_dtype);
   add_serving_kv_dtype_option(desc, &a.kv_dtype);
   add_dp_attention_option(desc, "prefill, decode and generate with --tp 2 or more");
-  std::string moe_a2a = "none";
-  desc.add_options()("moe-a2a", po::value(&moe_a2a)->default_value("none"),
-                     "serving a MoE model with --dp-attention and --ep equal to --tp: none (the tokens gathered for "
-                     "the experts, an all-reduce after them) or deepep (SGLang's --moe-a2a-backend deepep: each rank "
-                     "routes its own tokens and sends them to their experts' ranks by all-to-all, the shared "
-                     "experts whole on every rank)");
+  std::string moe_a2a;
+  add_moe_a2a_option(desc, &moe_a2a, "prefill, decode and generate");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "

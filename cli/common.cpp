@@ -106,6 +106,14 @@ void add_dp_attention_option(po::options_description& desc, const std::string& w
   desc.add_options()("dp-attention", help.c_str());  // boost copies the text
 }
 
+void add_moe_a2a_option(po::options_description& desc, std::string* value, const std::string& which) {
+  const std::string help =
+      "serving a MoE model with --dp-attention and an --ep equal to --tp: none (the tokens gathered for the experts, "
+      "an all-reduce after them) or deepep (SGLang's --moe-a2a-backend deepep: each rank routes its own tokens and "
+      "sends them to their experts' ranks by all-to-all, the shared experts whole on every rank); " + which;
+  desc.add_options()("moe-a2a", po::value(value)->default_value("none"), help.c_str());
+}
+
 void add_expert_dtype_option(po::options_description& desc, std::string* dtype) {
   static const std::string help = "serving MoE: the routed experts' dtype, one of " +
                                    dtype_set_names(family_traits(Family::kMoe).dtypes) +

@@ -57,6 +57,9 @@ void add_serving_kv_dtype_option(po::options_description& desc, std::string* dty
 // --dp-attention (predict, compare, plan, capacity): SGLang's DP attention, read with
 // vm.count("dp-attention"); `which` says which of the command's forecasts take it.
 void add_dp_attention_option(po::options_description& desc, const std::string& which);
+// --moe-a2a none|deepep into *value (predictor::parse_moe_a2a reads it); `which`: the rows or
+// layouts it applies to.
+void add_moe_a2a_option(po::options_description& desc, std::string* value, const std::string& which);
 
 // The serving engine's scheduler (predict, compare, plan): --max-batched-tokens, --max-seqs,
 // --schedule, --request-rate, --arrivals and the objectives --slo-ttft-ms, --slo-tpot-ms into `args`, --cached-prefix into `cached_prefix`,

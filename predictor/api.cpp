@@ -249,6 +249,14 @@ bool parse_moe_a2a(const std::string& value) {
   return value == "deepep";
 }
 
+void check_moe_a2a(bool moe_all_to_all, bool dp_attention, const std::string& mode) {
+  if (!moe_all_to_all) return;
+  if (!is_serving_mode(mode)) throw ConfigError("--moe-a2a does not apply to --mode " + mode);
+  if (!dp_attention)
+    throw ConfigError("--moe-a2a deepep is modelled with --dp-attention (each rank dispatching its own sequences' "
+                      "tokens, as SGLang runs DeepEP)");
+}
+
 void check_dp_attention(bool dp_attention, const std::string& mode, int64_t largest_tp, const std::string& tp_flag) {
   if (!dp_attention) return;
   if (!is_serving_mode(mode)) throw ConfigError("--dp-attention does not apply to --mode " + mode);
@@ -362,8 +370,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   PredictResult r;
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
   check_dp_attention(q.par.dp_attention, q.mode, q.par.tp, "--tp");
-  if (q.par.moe_all_to_all && !is_serving_mode(q.mode))
-    throw ConfigError("--moe-a2a does not apply to --mode " + q.mode);
+  check_moe_a2a(q.par.moe_all_to_all, q.par.dp_attention, q.mode);
   check_train_tokens(q.train_tokens);
   if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel || q.train_tokens > 0) &&
       (q.mode != "training" || q.train_dtype == DType::kFp32))

@@ -109,6 +109,10 @@ struct SpecRequest {
 // `--moe-a2a` / Python's moe_a2a: "none" (false) or "deepep" (true: Parallelism::moe_all_to_all);
 // ConfigError naming --moe-a2a otherwise.
 bool parse_moe_a2a(const std::string& value);
+// The refusals of DeepEP's all-to-all MoE (Parallelism::moe_all_to_all) that do not need a
+// layout: a mode other than prefill, decode and generate, or no --dp-attention. ConfigError
+// naming --moe-a2a.
+void check_moe_a2a(bool moe_all_to_all, bool dp_attention, const std::string& mode);
 void check_dp_attention(bool dp_attention, const std::string& mode, int64_t largest_tp, const std::string& tp_flag);
 
 // `predict`.

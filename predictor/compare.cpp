@@ -31,7 +31,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dtype = dtype_name(is_serving_mode(c.mode) ? c.dtypes.gemm : c.train_dtype);
   r.batch = c.batch, r.seq = c.tokens, r.gen = c.gen;
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
-  r.cp = c.par.cp, r.vpp = c.par.vpp, r.dp_attention = c.par.dp_attention;
+  r.cp = c.par.cp, r.vpp = c.par.vpp, r.dp_attention = c.par.dp_attention, r.moe_a2a = c.par.moe_all_to_all;
   r.zero = c.par.zero, r.recompute = c.recompute;
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
@@ -166,6 +166,16 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   req.spec.check(mode);
   check_dp_attention(req.dp_attention, mode, req.tps.empty() ? 0 : *std::max_element(req.tps.begin(), req.tps.end()),
                      "a --tp of");
+  check_moe_a2a(req.moe_a2a, req.dp_attention, mode);
+  if (req.moe_a2a) {
+    if (std::none_of(models.begin(), models.end(), [](const ModelConfig& m) { return m.num_experts > 0; }))
+      throw ConfigError("--moe-a2a deepep: no model of the list has experts");
+    if (std::none_of(req.tps.begin(), req.tps.end(), [&](int64_t tp) {
+          return tp > 1 && std::find(req.eps.begin(), req.eps.end(), tp) != req.eps.end();
+        }))
+      throw ConfigError("--moe-a2a deepep needs an --ep equal to a --tp of 2 or more (DeepEP spreads the experts "
+                        "over every rank)");
+  }
   std::vector<ModelConfig> drafts;
   if (!req.spec.draft.empty())
     for (const auto& m : models) drafts.push_back(req.spec.draft_for(m, models_dir));
@@ -182,6 +192,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                 Parallelism par;
                 par.dp = dp, par.tp = tp, par.pp = pp, par.microbatches = mb, par.ep = ep, par.cp = cp, par.vpp = vpp;
                 par.dp_attention = req.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
+                par.moe_all_to_all = req.moe_a2a && par.dp_attention && ep == tp;  // DeepEP's layout
                 layouts.push_back(par);
               }
   std::vector<CompareRow> rows;
@@ -196,6 +207,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
             c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
             if (!drafts.empty()) c.spec = req.spec.with(drafts[mi]);
             c.par = par;
+            c.par.moe_all_to_all = par.moe_all_to_all && m.num_experts > 0;  // a dense model's row: none
             c.optimizer_state = req.optimizer_state;
             c.train_dtype = train_dtype;
             req.training.apply(c, true);
@@ -230,7 +242,8 @@ std::string compare_row_json(const CompareRow& r) {
   nlohmann::json j = {{"model", r.model}, {"gpu", r.gpu}, {"mode", r.mode}, {"dtype", r.dtype},
                       {"batch", r.batch}, {"seq", r.seq}, {"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp},
                       {"microbatches", r.microbatches}, {"ep", r.ep}, {"cp", r.cp}, {"vpp", r.vpp}, {"gpus", r.gpus()},
-                      {"dp_attention", r.dp_attention}, {"gpu_memory_gb", r.gpu_memory_gb}};
+                      {"dp_attention", r.dp_attention}, {"moe_a2a", r.moe_a2a ? "deepep" : "none"},
+                      {"gpu_memory_gb", r.gpu_memory_gb}};
   if (r.mode == "generate") {
     j["gen"] = r.gen;
     j["max_batched_tokens"] = r.limits.max_batched_tokens;
@@ -297,7 +310,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
   os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,"
-        "dp_attention,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
+        "dp_attention,moe_a2a,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -308,7 +321,8 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << (r.mode == "generate" ? r.limits.schedule_name() : "") << ',' << r.dp << ','
        << r.tp << ',' << r.pp << ',' << r.microbatches << ','
        << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ','
-       << (is_serving_mode(r.mode) ? (r.dp_attention ? "true" : "false") : "") << ',';
+       << (is_serving_mode(r.mode) ? (r.dp_attention ? "true" : "false") : "") << ','
+       << (is_serving_mode(r.mode) ? (r.moe_a2a ? "deepep" : "none") : "") << ',';
     // speculative decoding: the draft, its tokens a round and acceptance (empty without one)
     if (!r.spec_draft.empty()) os << csv_escape(r.spec_draft) << ',' << r.spec_tokens << ',' << r.spec_accept << ',';
     else os << ",,,";
@@ -378,7 +392,9 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
     if (show_ep) std::snprintf(ep, sizeof ep, " %3lld", (long long)r.ep);
     if (show_cp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.cp);
     if (show_vpp) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3lld", (long long)r.vpp);
-    if (show_dpa) std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s", r.dp_attention ? "yes" : "no");
+    if (show_dpa)
+      std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s",
+                    r.moe_a2a ? "a2a" : r.dp_attention ? "yes" : "no");
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), dw, shown_dtype(r).c_str(), (long long)r.batch, (long long)r.seq,
@@ -418,7 +434,12 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   os << "(memory GB (1e9 B): forecast per GPU / the GPU's, whose sheet states GiB; NO = above "
      << static_cast<int>(kUsableMemoryFraction * 100) << " % of it)\n";
   if (expert_split) os << "(dtype D/E: GEMMs and attention in D, the routed experts in E)\n";
-  if (show_dpa) os << "(dpa: SGLang's DP attention, each tp rank attending and caching its own sequences)\n";
+  if (show_dpa)
+    os << "(dpa: SGLang's DP attention, each tp rank attending and caching its own sequences"
+       << (std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.moe_a2a; })
+               ? "; a2a: with DeepEP's all-to-all MoE"
+               : "")
+       << ")\n";
   std::set<std::string> drafts;
   for (const auto& r : rows)
     if (!r.spec_draft.empty() && r.error.empty()) drafts.insert(r.spec_draft);
@@ -557,6 +578,11 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   apply_expert_dtype(m, req.expert_dtype, mode);
   req.spec.check(mode);
   check_dp_attention(req.dp_attention, mode, gpus, "--gpus");
+  check_moe_a2a(req.moe_a2a, req.dp_attention, mode);
+  if (req.moe_a2a && m.num_experts == 0)
+    throw ConfigError("--moe-a2a deepep: " + m.name + " has no experts (DeepEP dispatches tokens to MoE experts)");
+  if (req.moe_a2a && !req.spec.draft.empty())
+    throw ConfigError("--moe-a2a deepep with --spec-draft: speculative decoding is modelled with the gathered MoE only");
   std::optional<ModelConfig> draft;
   if (!req.spec.draft.empty()) draft = req.spec.draft_for(m, models_dir);
   const GpuSpec& g = reg.resolve(req.gpu);
@@ -674,7 +700,13 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
             for (int64_t vpp : vpps)
               for (bool dpa : dpas) {
                 layout.ep = ep, layout.vpp = vpp, layout.dp_attention = dpa;
+                layout.moe_all_to_all = false;
                 for (const TrainingArgs& t : trainings) add(layout, t);
+                // With req.moe_a2a, a DP-attention layout with ep = tp also with DeepEP.
+                if (req.moe_a2a && dpa && ep == tp) {
+                  layout.moe_all_to_all = true;
+                  for (const TrainingArgs& t : trainings) add(layout, t);
+                }
               }
         }
       }
@@ -697,7 +729,7 @@ std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
     if (r.cp > 1) layout += " (cp " + std::to_string(r.cp) + ")";
     if (r.vpp > 1) layout += " (vpp " + std::to_string(r.vpp) + ")";
     if (r.ep > 1) layout += " (ep " + std::to_string(r.ep) + ")";
-    if (r.dp_attention) layout += " (DP attention)";
+    if (r.dp_attention) layout += r.moe_a2a ? " (DP attention, DeepEP)" : " (DP attention)";
     if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
     if (r.zero > 0) layout += " (zero " + std::to_string(r.zero) + ")";
     if (r.recompute) layout += " (recompute)";

@@ -33,6 +33,7 @@ struct CompareRequest {
   std::vector<int64_t> cps{1};                // mixed-precision training: context-parallel ranks
   std::vector<int64_t> vpps{1};               // mixed-precision training: model chunks per pipeline rank
   bool dp_attention = false;                  // serving: rows with tp > 1 take DP attention (Parallelism::dp_attention)
+  bool moe_a2a = false;                       // serving MoE: DP-attention rows with ep = tp take DeepEP (Parallelism::moe_all_to_all)
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
@@ -62,6 +63,7 @@ struct CompareRow {
   int64_t cp = 1;  // mixed-precision training: each sequence split over cp ranks
   int64_t vpp = 1;  // mixed-precision training: model chunks per pipeline rank (interleaved 1F1B)
   bool dp_attention = false;  // serving: SGLang's DP attention over the tp group (Parallelism::dp_attention)
+  bool moe_a2a = false;       // serving MoE: DeepEP's all-to-all (Parallelism::moe_all_to_all)
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached
@@ -155,6 +157,9 @@ struct PlanRequest {
   // Serving: each layout with tp > 1 and one pipeline stage is also tried with DP attention
   // (Parallelism::dp_attention).
   bool dp_attention = false;
+  // Serving a MoE model with dp_attention: each DP-attention layout with ep = tp is also tried
+  // with DeepEP's all-to-all (Parallelism::moe_all_to_all).
+  bool moe_a2a = false;
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that
 // cannot run are left out of them and, when `skipped` is given, appended there (their rows

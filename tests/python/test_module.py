@@ -161,6 +161,12 @@ a2a = tilecast.predict(model="deepseek-v3", gpu="H200", batch=256, context=2048,
 assert a2a == cli("predict", "--model", "deepseek-v3", "--gpu", "H200", "--batch", "256", "--context", "2048", "--mode",
                   "decode", "--tp", "8", "--ep", "8", "--dp-attention", "--moe-a2a", "deepep")
 assert a2a["parallel"]["moe_a2a"] == "deepep" and py["parallel"]["moe_a2a"] == "none", (a2a["parallel"], py["parallel"])
+rows = tilecast.compare(model="deepseek-v3", gpus="H200", mode="decode", batch=256, context=2048, tp=8, ep=[1, 8],
+                        dp_attention=True, moe_a2a="deepep")
+assert rows == cli("compare", "--model", "deepseek-v3", "--gpus", "H200", "--mode", "decode", "--batch", "256",
+                   "--context", "2048", "--tp", "8", "--ep", "1,8", "--dp-attention", "--moe-a2a", "deepep")["rows"]
+assert {(r["ep"], r["moe_a2a"]) for r in rows} == {(1, "none"), (8, "deepep")}, rows
+assert abs(next(r for r in rows if r["ep"] == 8)["tpot_ms"] - a2a["tpot_ms"]) < 1e-9
 try:
     tilecast.predict(model="deepseek-v3", gpu="H200", batch=8, context=128, mode="decode", tp=8, ep=8,
                      dp_attention=True, moe_a2a="nccl")
