@@ -242,6 +242,8 @@ int run_capacity(const Args& args, const GlobalOptions&) {
   sched.add_to(desc);
   add_serving_kv_dtype_option(desc, &kv_dtype);
   add_dp_attention_option(desc, "the rows with tp > 1 take it");
+  std::string moe_a2a;
+  add_moe_a2a_option(desc, &moe_a2a, "the row with tp equal to --ep takes it");
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -266,6 +268,7 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
       routing.empty() ? 0.0 : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
   q.par.dp_attention = vm.count("dp-attention") > 0;  // run_capacity: on the rows with tp > 1
+  q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
   auto rows = predictor::run_capacity(q, predictor::split_list("--gpus", gpus), parse_int_list("--tp", tp, 1, 4096),
                                       attainment, reg, kp, &prices);
   predictor::rank_capacity(rows);

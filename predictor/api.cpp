@@ -562,6 +562,7 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"tp", q.par.tp},
                       {"ep", q.par.ep},
                       {"dp_attention", q.par.dp_attention},
+                      {"moe_a2a", q.par.moe_all_to_all ? "deepep" : "none"},
                       {"dtype", dtype_name(q.dtypes.gemm)},
                       {"max_batched_tokens", q.limits.max_batched_tokens},
                       {"max_seqs", q.limits.max_seqs},
@@ -599,7 +600,8 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
   char buf[512];
   std::snprintf(buf, sizeof buf, "%s on %s, %lld-token prompts, %lld output tokens, %s, tp %lld%s, %s arrivals of %lld requests\n",
                 mc.name.c_str(), q.gpu->name.c_str(), static_cast<long long>(seq), static_cast<long long>(gen),
-                dtype_name(q.dtypes.gemm), static_cast<long long>(q.par.tp), q.par.dp_attention ? ", DP attention" : "",
+                dtype_name(q.dtypes.gemm), static_cast<long long>(q.par.tp),
+                q.par.moe_all_to_all ? ", DP attention, DeepEP" : q.par.dp_attention ? ", DP attention" : "",
                 q.limits.uniform_arrivals ? "uniform" : "Poisson", static_cast<long long>(requests));
   os << buf;
   std::string engine = q.limits.max_batched_tokens > 0

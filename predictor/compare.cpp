@@ -462,6 +462,15 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
   if (tps.empty()) throw ConfigError("--tp: no size given");
   check_capacity_request(base, attainment_pct);  // the same for every row: one error, not one a row
   check_dp_attention(base.par.dp_attention, base.mode, *std::max_element(tps.begin(), tps.end()), "a --tp of");
+  check_moe_a2a(base.par.moe_all_to_all, base.par.dp_attention, base.mode);
+  if (base.par.moe_all_to_all) {
+    if (base.model->num_experts == 0)
+      throw ConfigError("--moe-a2a deepep: " + base.model->name +
+                        " has no experts (DeepEP dispatches tokens to MoE experts)");
+    if (base.par.ep < 2 || std::find(tps.begin(), tps.end(), base.par.ep) == tps.end())
+      throw ConfigError("--moe-a2a deepep needs a --tp equal to --ep (" + std::to_string(base.par.ep) +
+                        "), of 2 or more: DeepEP spreads the experts over every rank");
+  }
   std::vector<CapacityRow> rows;
   for (const GpuSpec* gpu : resolve_gpus(gpus, reg)) {
     for (int64_t tp : tps) {
@@ -470,6 +479,7 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
       r.request.gpu = gpu;
       r.request.par.tp = tp;
       r.request.par.dp_attention = base.par.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
+      r.request.par.moe_all_to_all = base.par.moe_all_to_all && tp == base.par.ep;  // DeepEP's layout
       r.usd_per_gpu_hour = prices ? prices->of(gpu->name) : 0.0;
       r.result.attainment_pct = attainment_pct;
       r.result.requests = base.batch;
@@ -523,10 +533,11 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
   char buf[512];
   const ForecastRequest& q = rows.front().request;
   const bool dpa = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.dp_attention; });
-  std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s\n",
+  const bool a2a = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.moe_all_to_all; });
+  std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s%s\n",
                 q.model->name.c_str(), static_cast<long long>(q.tokens), static_cast<long long>(q.gen),
                 q.limits.slo_text().c_str(), rows.front().result.attainment_pct, static_cast<long long>(q.batch),
-                dpa ? ", DP attention where tp > 1" : "");
+                dpa ? ", DP attention where tp > 1" : "", a2a ? ", DeepEP where tp = ep" : "");
   os << buf;
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
   std::snprintf(buf, sizeof buf, "%4s %-20s %3s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", "max_rate/s", "per_gpu/s",

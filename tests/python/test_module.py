@@ -190,6 +190,12 @@ rows = tilecast.capacity(model="deepseek-v2-lite", gpus="H100-SXM", tp=[1, 2], s
 assert rows == cli("capacity", "--model", "deepseek-v2-lite", "--gpus", "H100-SXM", "--tp", "1,2", "--seq", "1024",
                    "--gen", "32", "--slo-tpot-ms", "30", "--requests", "40", "--dp-attention")["rows"]
 assert {(r["tp"], r["dp_attention"]) for r in rows} == {(1, False), (2, True)}, rows
+rows = tilecast.capacity(model="deepseek-v2-lite", gpus="H100-SXM", tp=2, ep=2, seq=1024, gen=32, slo_tpot_ms=30.0,
+                         requests=40, dp_attention=True, moe_a2a="deepep")
+assert rows == cli("capacity", "--model", "deepseek-v2-lite", "--gpus", "H100-SXM", "--tp", "2", "--ep", "2", "--seq",
+                   "1024", "--gen", "32", "--slo-tpot-ms", "30", "--requests", "40", "--dp-attention", "--moe-a2a",
+                   "deepep")["rows"]
+assert [(r["tp"], r["moe_a2a"]) for r in rows] == [(2, "deepep")], rows
 k = tilecast.predict_kernel(op="moe", shape=[16, 7168, 2048, 8, 384], gpu="H200", dtype="int4", moe_tp=8,
                             weight_group=32)
 assert k == cli("predict-kernel", "--op", "moe", "--shape", "16,7168,2048,8,384", "--gpu", "H200", "--dtype", "int4",
