@@ -424,6 +424,16 @@ ModelConfig load_model_config(const std::string& spec, const std::string& models
       m.experts_per_token = int_field(j, path, {"num_experts_per_tok"});
       m.moe_ffn = int_field(j, path, {"moe_intermediate_size"});
       m.shared_expert_ffn = int_field(j, path, {"n_shared_experts"}, false, 0) * m.moe_ffn;
+      m.expert_groups = int_field(j, path, {"n_group"}, false, 1);
+      m.expert_groups_per_token = int_field(j, path, {"topk_group"}, false, 1);
+      if (m.expert_groups < 1 || m.num_experts % m.expert_groups != 0)
+        throw ConfigError(path + ": field 'n_group': " + std::to_string(m.expert_groups) + " does not divide the " +
+                          std::to_string(m.num_experts) + " routed experts");
+      if (m.expert_groups_per_token < 1 || m.expert_groups_per_token > m.expert_groups ||
+          m.expert_groups_per_token * (m.num_experts / m.expert_groups) < m.experts_per_token)
+        throw ConfigError(path + ": field 'topk_group': " + std::to_string(m.expert_groups_per_token) +
+                          " groups must be 1 to n_group (" + std::to_string(m.expert_groups) +
+                          ") and hold the token's " + std::to_string(m.experts_per_token) + " experts");
       if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null()) {
         const auto& n = j["num_nextn_predict_layers"];
         if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 16)

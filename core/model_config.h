@@ -41,6 +41,10 @@ struct ModelConfig {
   // experts' output (scaled by sigmoid(a 1-wide projection) where shared_expert_gate); 0 = none.
   int64_t shared_expert_ffn = 0;
   bool shared_expert_gate = false;  // Qwen2-MoE's sigmoid gate on it (DeepSeek's shared experts have none)
+  // Group-limited routing (DeepSeek-V2/V3's n_group, topk_group): the experts in `expert_groups`
+  // consecutive groups, each token's top-k drawn from the `expert_groups_per_token` groups it
+  // picks. 1 and 1: plain top-k.
+  int64_t expert_groups = 1, expert_groups_per_token = 1;
   // A MoE model's layers with a dense FFN of `ffn` instead of experts: DeepSeek's leading
   // first_k_dense_replace, Qwen-MoE's mlp_only_layers and the layers decoder_sparse_step skips.
   int64_t dense_layers = 0;

@@ -1030,7 +1030,7 @@ void deepep_moe(Builder& b, const ModelConfig& m, const OpGraph& g, int64_t t, i
   const double values = double(ta) * double(h);  // one copy of the rank's tokens
   auto exchange = [&](const std::string& name, double bytes) {
     b.op(name, "communication")
-        .fw.push_back(KernelCall::deepep(bytes, ep, m.num_experts, m.experts_per_token, low_latency));
+        .fw.push_back(KernelCall::deepep(bytes, ep, expert_routing(m), low_latency));
   };
   exchange("mlp.dispatch", values * dispatch_elem);
   KernelQuery experts = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, 1, ep, experts_dtype, g.routing_alpha);
@@ -1208,14 +1208,33 @@ OpGraph serving_graph_of(const ModelConfig& m, Mode phase, DType dtype, DType kv
 }
 }  // namespace
 
-double deepep_hit_probability(int64_t experts, int64_t topk, int64_t ep, int64_t ranks) {
-  TC_CHECK(experts > 0 && ep >= 1 && experts % ep == 0 && ranks >= 1 && ranks <= ep && topk >= 1 && topk <= experts,
+ExpertRouting expert_routing(const ModelConfig& m) {
+  return {m.num_experts, m.experts_per_token, m.expert_groups, m.expert_groups_per_token};
+}
+
+double deepep_hit_probability(const ExpertRouting& r, int64_t ep, int64_t ranks) {
+  const int64_t e = r.experts, k = r.topk, g = r.groups, tg = r.groups_per_token;
+  TC_CHECK(e > 0 && ep >= 1 && e % ep == 0 && ranks >= 1 && ranks <= ep && g >= 1 && e % g == 0 && tg >= 1 &&
+               tg <= g && k >= 1 && k <= tg * (e / g),
            "DeepEP routing of a MoE layout");
-  // None of the k distinct experts among the E ranks / ep held there.
-  const double others = double(experts - experts / ep * ranks);
-  double none = 1;
-  for (int64_t i = 0; i < topk; ++i) none *= std::max(0.0, others - double(i)) / double(experts - i);
-  return 1 - none;
+  const int64_t per_group = e / g, pool = tg * per_group, held = e / ep * ranks;
+  // C(pool - s, k) / C(pool, k): the token's k experts of its groups' `pool` miss s of them.
+  auto miss = [&](int64_t s) {
+    double p = 1;
+    for (int64_t i = 0; i < k; ++i) p *= std::max(0.0, double(pool - s - i)) / double(pool - i);
+    return p;
+  };
+  // ways[c][s]: the sets of c groups (of those seen so far) holding s of the ranks' experts.
+  std::vector<std::vector<double>> ways(static_cast<size_t>(tg + 1), std::vector<double>(static_cast<size_t>(held + 1), 0));
+  ways[0][0] = 1;
+  for (int64_t gi = 0; gi < g; ++gi) {
+    const int64_t in = std::clamp<int64_t>(held - gi * per_group, 0, per_group);  // held experts in group gi
+    for (int64_t c = std::min(tg, gi + 1); c >= 1; --c)
+      for (int64_t s = held; s >= in; --s) ways[size_t(c)][size_t(s)] += ways[size_t(c - 1)][size_t(s - in)];
+  }
+  double sets = 0, missed = 0;
+  for (int64_t s = 0; s <= held; ++s) sets += ways[size_t(tg)][size_t(s)], missed += ways[size_t(tg)][size_t(s)] * miss(s);
+  return 1 - missed / sets;
 }
 
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,

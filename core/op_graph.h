@@ -21,6 +21,12 @@ const char* mode_name(Mode m);  // inference, training, prefill, decode
 
 enum class Collective { kNone, kAllReduce, kAllToAll, kRing, kDeepEp };
 
+// How a MoE layer routes a token: top-`topk` of `experts`, drawn from `groups_per_token` of
+// `groups` consecutive groups of experts (DeepSeek's group-limited routing; 1 of 1: plain top-k).
+struct ExpertRouting {
+  int64_t experts = 0, topk = 0, groups = 1, groups_per_token = 1;
+};
+
 // One kernel launch: a predicted kernel, a pure memory pass (copies, gathers, masks) costed
 // at DRAM bandwidth, an all-reduce over the interconnect (tensor parallelism), an all-to-all
 // (training's expert parallelism: a MoE layer's token dispatch and combine over the ep group)
@@ -51,15 +57,14 @@ struct KernelCall {
   // (core/kernel.h) under the decode family's fitted roofline, not by its networks. 0: a plain call.
   int64_t mla_value_dim = 0;
   // Collective::kDeepEp: `bytes` is one copy of the rank's tokens (tokens x hidden x the element
-  // bytes sent); the copies that travel follow from the routing of `deepep_topk` of
-  // `deepep_experts` experts spread over the `group` ranks and from the kernels' mode
-  // (predictor's deepep_traffic).
-  int64_t deepep_experts = 0, deepep_topk = 0;
+  // bytes sent); the copies that travel follow from the layer's routing, its experts spread
+  // evenly over the `group` ranks, and from the kernels' mode (predictor's deepep_traffic).
+  ExpertRouting deepep_routing = {};
   bool deepep_low_latency = false;
   static KernelCall kernel(const KernelQuery& q) { return {false, q, 0, Collective::kNone, 1}; }
-  static KernelCall deepep(double token_bytes, int64_t group, int64_t experts, int64_t topk, bool low_latency) {
+  static KernelCall deepep(double token_bytes, int64_t group, const ExpertRouting& routing, bool low_latency) {
     KernelCall c{false, {}, token_bytes, Collective::kDeepEp, group};
-    c.deepep_experts = experts, c.deepep_topk = topk, c.deepep_low_latency = low_latency;
+    c.deepep_routing = routing, c.deepep_low_latency = low_latency;
     return c;
   }
   static KernelCall mla_decode(const KernelQuery& q, int64_t value_dim) {
@@ -233,12 +238,16 @@ inline int64_t attention_tp(int64_t tp, bool dp_attention) { return dp_attention
 inline int64_t attention_share(int64_t n, int64_t tp, bool dp_attention) {
   return dp_attention ? (n + tp - 1) / tp : n;
 }
-// The chance that a token's top-k distinct experts of `experts`, drawn by a balanced router,
-// include one of the experts that `ranks` of `ep` ranks hold (experts / ep each):
-// 1 - C(E - E ranks / ep, k) / C(E, k). DeepEP's normal kernels send a token once to each such
-// rank (ranks = 1) and, between nodes, once to each such node (ranks = a node's). Group-limited
-// routing (DeepSeek's topk_group) would send fewer; not modelled.
-double deepep_hit_probability(int64_t experts, int64_t topk, int64_t ep, int64_t ranks);
+// A MoE model's routing (its top-k, experts and expert groups).
+ExpertRouting expert_routing(const ModelConfig& m);
+// The chance that a token's top-k distinct experts, drawn by a balanced router, include one of
+// the experts that the first `ranks` of `ep` ranks hold (experts / ep each, in order): without
+// groups 1 - C(E - E ranks / ep, k) / C(E, k); with group-limited routing the mean over the
+// token's equally likely sets of groups of C(S - s, k) / C(S, k) missed, S the experts of its
+// groups and s those of them the ranks hold. DeepEP's normal kernels send a token once to each
+// rank it hits (ranks = 1) and, between nodes, once to each node (ranks = a node's; every rank
+// and node taken as the first's).
+double deepep_hit_probability(const ExpertRouting& r, int64_t ep, int64_t ranks);
 // The dtype a serving graph's fused MoE kernels take for a MoE model served in `dtype`: the
 // config's expert_dtype (gpt-oss's MXFP4, or `predict --expert-dtype`) where it has one, else
 // `dtype`. ConfigError naming the expert dtype when it is not one the MoE family models or the

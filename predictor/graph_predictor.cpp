@@ -134,11 +134,11 @@ DeepEpTraffic deepep_traffic(const KernelCall& c, const GroupSpan& span) {
   TC_CHECK(c.collective == Collective::kDeepEp, "deepep_traffic of another collective");
   const double n = double(c.group), per_node = double(span.ranks_per_node), nodes = double(span.nodes);
   if (c.deepep_low_latency) {
-    const double copies = c.bytes * double(c.deepep_topk);
+    const double copies = c.bytes * double(c.deepep_routing.topk);
     return {copies * (per_node - 1) / n, copies * (n - per_node) / n};
   }
-  const double p1 = deepep_hit_probability(c.deepep_experts, c.deepep_topk, c.group, 1);
-  const double pn = deepep_hit_probability(c.deepep_experts, c.deepep_topk, c.group, span.ranks_per_node);
+  const double p1 = deepep_hit_probability(c.deepep_routing, c.group, 1);
+  const double pn = deepep_hit_probability(c.deepep_routing, c.group, span.ranks_per_node);
   return {c.bytes * p1 * (per_node - 1) * nodes, c.bytes * pn * (nodes - 1)};
 }
 

@@ -1503,6 +1503,24 @@ TEST(ServingGraph, DeepSeekMtpDraftByHand) {
   ASSERT_NE(bad, text.str());
   std::ofstream(dir + "/v3.json") << bad;
   expect_error<ConfigError>([&] { load_model_config(dir + "/v3.json", dir); }, {"v3.json", "'num_nextn_predict_layers'"});
+  // Group-limited routing: DeepSeek-V3's 4 of 8 groups, Kimi K2's none; a topk_group that cannot
+  // hold the token's 8 experts (1 group of 32 can; 0 groups cannot) and an n_group that does not
+  // divide the 256 experts are refused naming the field.
+  const ModelConfig v3 = load_model_config("deepseek-v3", models_dir());
+  EXPECT_EQ(v3.expert_groups, 8);
+  EXPECT_EQ(v3.expert_groups_per_token, 4);
+  EXPECT_EQ(load_model_config("kimi-k2-thinking", models_dir()).expert_groups, 1);
+  auto with = [&](const std::string& from, const std::string& to) {
+    const std::string t = std::regex_replace(text.str(), std::regex(from), to);
+    EXPECT_NE(t, text.str()) << from;
+    std::ofstream(dir + "/g.json") << t;
+  };
+  with(R"("n_group": 8)", R"("n_group": 7)");
+  expect_error<ConfigError>([&] { load_model_config(dir + "/g.json", dir); }, {"g.json", "'n_group'", "does not divide"});
+  with(R"("topk_group": 4)", R"("topk_group": 9)");
+  expect_error<ConfigError>([&] { load_model_config(dir + "/g.json", dir); }, {"g.json", "'topk_group'"});
+  with(R"("topk_group": 4)", R"("topk_group": 1)");
+  EXPECT_EQ(load_model_config(dir + "/g.json", dir).expert_groups_per_token, 1);
 }
 
 // DeepSeek-V2-Lite as SGLang serves it on tp 2 (8 of 16 heads a rank). Decode of 4 sequences
@@ -1651,8 +1669,9 @@ TEST(ServingGraph, DeepEpByHand) {
         EXPECT_NE(c.collective, Collective::kAllReduce) << op.name;
       if (c.collective != Collective::kDeepEp) continue;
       EXPECT_EQ(c.group, 2);
-      EXPECT_EQ(c.deepep_experts, 64);
-      EXPECT_EQ(c.deepep_topk, 6);
+      EXPECT_EQ(c.deepep_routing.experts, 64);
+      EXPECT_EQ(c.deepep_routing.topk, 6);
+      EXPECT_EQ(c.deepep_routing.groups, 1);  // V2-Lite's config has no n_group
       EXPECT_TRUE(c.deepep_low_latency);
       EXPECT_DOUBLE_EQ(c.bytes, 3.0 * 2048 * 2) << op.name;
       dispatch += op.name == "model.layers.mlp.dispatch" ? int(op.count) : 0;
@@ -1665,8 +1684,8 @@ TEST(ServingGraph, DeepEpByHand) {
   }
   EXPECT_EQ(dispatch, 26);
   EXPECT_EQ(combine, 26);
-  EXPECT_NEAR(deepep_hit_probability(64, 6, 2, 1), 1.0 - 906192.0 / 74974368.0, 1e-12);
-  EXPECT_DOUBLE_EQ(deepep_hit_probability(64, 6, 2, 2), 1.0);
+  EXPECT_NEAR(deepep_hit_probability({64, 6}, 2, 1), 1.0 - 906192.0 / 74974368.0, 1e-12);
+  EXPECT_DOUBLE_EQ(deepep_hit_probability({64, 6}, 2, 2), 1.0);
   // Prefill of 4 x 100 tokens: 200 a rank, DeepEP's normal kernels.
   const OpGraph p = build_serving_graph(m, Mode::kPrefill, 4, 100, DType::kBf16, DType::kBf16, 2, 2, 0, 1, 0, true, true);
   int normal = 0;
@@ -1682,6 +1701,11 @@ TEST(ServingGraph, DeepEpByHand) {
   const ModelConfig v3 = load_model_config("deepseek-v3", models_dir());
   const OpGraph f = build_serving_graph(v3, Mode::kDecode, 16, 1000, DType::kFp8Block, DType::kBf16, 8, 8, 0, 1, 0, true, true);
   for (const auto& op : f.ops) {
+    if (op.name == "model.layers.mlp.dispatch") {
+      // Its config's group-limited routing: 4 of 8 groups of 32 experts a token.
+      EXPECT_EQ(op.fw.at(0).deepep_routing.groups, 8);
+      EXPECT_EQ(op.fw.at(0).deepep_routing.groups_per_token, 4);
+    }
     if (op.name == "model.layers.mlp.dispatch") EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 2.0 * 7168 * (1 + 4.0 / 128));
     if (op.name == "model.layers.mlp.combine") EXPECT_DOUBLE_EQ(op.fw.at(0).bytes, 2.0 * 7168 * 2);
   }

@@ -1106,25 +1106,38 @@ TEST(Multi, AllToAllByHand) {
 TEST(Multi, DeepEpByHand) {
   const GpuSpec& h100 = registry().resolve("H100-SXM");
   const double p1 = 1 - 242641770336810.0 / 409663695276000.0, pn = 1 - 1429702652400.0 / 409663695276000.0;
-  const KernelCall normal = KernelCall::deepep(1e6, 16, 256, 8, false);
+  const KernelCall normal = KernelCall::deepep(1e6, 16, {256, 8}, false);
   const predictor::GroupSpan two_nodes{2, 8};
   auto t = predictor::deepep_traffic(normal, two_nodes);
   EXPECT_NEAR(t.link_bytes, 1e6 * p1 * 7 * 2, 1e-6);
   EXPECT_NEAR(t.network_bytes, 1e6 * pn, 1e-6);
   EXPECT_NEAR(predictor::deepep_ms(normal, h100, two_nodes), 0.0077 + 1e6 * pn / (0.8 * 50e9) * 1e3, 1e-12);
-  const KernelCall low = KernelCall::deepep(1e6, 16, 256, 8, true);
+  const KernelCall low = KernelCall::deepep(1e6, 16, {256, 8}, true);
   t = predictor::deepep_traffic(low, two_nodes);
   EXPECT_NEAR(t.link_bytes, 8e6 * 7 / 16, 1e-6);
   EXPECT_NEAR(t.network_bytes, 8e6 * 8 / 16, 1e-6);
   EXPECT_NEAR(predictor::deepep_ms(low, h100, two_nodes), 0.0077 + 4e6 / (0.8 * 50e9) * 1e3, 1e-12);
   // One node of 8 (32 experts a rank, missed with probability C(224, 8) / C(256, 8)): NVLink only.
   const double p8 = 1 - 138535357316356.0 / 409663695276000.0;
-  const KernelCall one = KernelCall::deepep(1e6, 8, 256, 8, false);
+  const KernelCall one = KernelCall::deepep(1e6, 8, {256, 8}, false);
   t = predictor::deepep_traffic(one, predictor::GroupSpan{1, 8});
   EXPECT_NEAR(t.link_bytes, 1e6 * p8 * 7, 1e-6);
   EXPECT_EQ(t.network_bytes, 0);
   EXPECT_NEAR(predictor::deepep_ms(one, h100, predictor::GroupSpan{1, 8}), 0.005 + 1e6 * p8 * 7 / (0.8 * 450e9) * 1e3,
               1e-12);
+  // DeepSeek-V3's own routing: 4 of its 8 groups of 32 experts a token, then 8 experts of those
+  // 128. Rank 0 holds half of group 0: missed when group 0 is not picked (1/2), else with
+  // probability C(112, 8) / C(128, 8). Node 0 holds groups 0-3: a token picking j of them (in
+  // C(4, j) C(4, 4 - j) of the 70 sets) misses its 32 j experts with probability
+  // C(128 - 32 j, 8) / C(128, 8).
+  const KernelCall grouped = KernelCall::deepep(1e6, 16, {256, 8, 8, 4}, false);
+  const double c128 = 1429702652400.0;
+  const double g1 = 1 - (0.5 + 0.5 * 475491062970.0 / c128);
+  const double gn = 1 - (c128 + 16 * 132601016340.0 + 36 * 4426165368.0 + 16 * 10518300.0) / (70 * c128);
+  t = predictor::deepep_traffic(grouped, two_nodes);
+  EXPECT_NEAR(t.link_bytes, 1e6 * g1 * 7 * 2, 1e-3);
+  EXPECT_NEAR(t.network_bytes, 1e6 * gn, 1e-3);
+  EXPECT_LT(gn, pn);  // the groups keep some tokens on their node
 }
 
 // Mixtral-8x7B training on 8 H100s, dp 8, with and without ep 8 (one expert a rank): the ep
