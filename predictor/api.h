@@ -103,9 +103,6 @@ struct SpecRequest {
   SpecDecoding with(const ModelConfig& draft) const { return {&draft, tokens, *accept}; }
 };
 
-// --dp-attention of compare, plan and capacity: ConfigError for a mode other than the serving
-// ones, or where `largest_tp`, the largest tensor-parallel group the request can form (`tp_flag`:
-// the largest --tp, or plan's --gpus), leaves no group of 2 or more to split the attention of.
 // `--moe-a2a` / Python's moe_a2a: "none" (false) or "deepep" (true: Parallelism::moe_all_to_all);
 // ConfigError naming --moe-a2a otherwise.
 bool parse_moe_a2a(const std::string& value);
@@ -113,6 +110,9 @@ bool parse_moe_a2a(const std::string& value);
 // layout: a mode other than prefill, decode and generate, or no --dp-attention. ConfigError
 // naming --moe-a2a.
 void check_moe_a2a(bool moe_all_to_all, bool dp_attention, const std::string& mode);
+// --dp-attention of compare, plan and capacity: ConfigError for a mode other than the serving
+// ones, or where `largest_tp`, the largest tensor-parallel group the request can form (`tp_flag`:
+// the largest --tp, or plan's --gpus), leaves no group of 2 or more to split the attention of.
 void check_dp_attention(bool dp_attention, const std::string& mode, int64_t largest_tp, const std::string& tp_flag);
 
 // `predict`.
