@@ -296,6 +296,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.limits = a.sched.limits();
   r.cached_prefix = a.cached_prefix.value_or(0);
   r.par = a.par;
+  r.disagg = a.disagg;
   r.fusion = a.fusion;
   r.optimizer_state = a.optimizer == "adamw";
   r.host_gap_us = a.host_gap_us;  // validated by forecast_model
@@ -371,6 +372,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
   check_dp_attention(q.par.dp_attention, q.mode, q.par.tp, "--tp");
   check_moe_a2a(q.par.moe_all_to_all, q.par.dp_attention, q.mode);
+  if (q.disagg.active() && q.mode != "generate")
+    throw ConfigError("--prefill-tp applies to --mode generate (a prefill and a decode instance)");
   check_train_tokens(q.train_tokens);
   if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel || q.train_tokens > 0) &&
       (q.mode != "training" || q.train_dtype == DType::kFp32))
@@ -388,6 +391,24 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
       throw ConfigError("--mode " + q.mode +
                         ": serving forecasts take --tp, --pp and --ep (one replica; its microbatches follow from --pp)");
     const ServingDtypes& d = q.dtypes;
+    if (q.disagg.active()) {
+      // Refused in one line: what the disaggregated forecast does not model.
+      const char* other = q.limits.max_batched_tokens > 0 ? "--max-batched-tokens"
+                          : q.limits.max_seqs > 0 || q.limits.max_seqs_auto ? "--max-seqs"
+                          : q.limits.request_rate > 0                     ? "--request-rate"
+                          : q.limits.prefill_first                        ? "--schedule"
+                          : q.cached_prefix > 0                           ? "--cached-prefix"
+                          : q.spec                                        ? "--spec-draft"
+                                                                          : nullptr;
+      if (other)
+        throw ConfigError(std::string("--prefill-tp with ") + other +
+                          ": disaggregated serving is modelled for a batch of requests at once, each prompt whole");
+      r.generate = forecast_disaggregated(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.disagg,
+                                          q.host_gap_us, q.routing_alpha);
+      r.memory = r.generate->memory;
+      r.forecast = r.generate->prefill;
+      return r;
+    }
     if (q.mode == "generate") {
       r.generate = forecast_generate(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.host_gap_us,
                                      q.routing_alpha, q.limits, q.cached_prefix, q.spec ? &*q.spec : nullptr);

@@ -127,6 +127,7 @@ struct PredictArgs {
   std::optional<int64_t> cached_prefix;        // prefill, generate: prompt tokens in the cache already
   SpecRequest spec;                            // generate: speculative decoding (none by default)
   Parallelism par;
+  Disaggregation disagg;                       // generate: a prefill instance beside par's (--prefill-tp)
   bool fusion = false;
   std::string optimizer = "adamw";             // training: adamw | none
   TrainingArgs training;                       // mixed-precision training
@@ -155,6 +156,7 @@ struct ForecastRequest {
   SchedulerLimits limits;  // generate: the engine's scheduler (chunked prefill, running sequences)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens every request finds cached (prefix caching)
   std::optional<SpecDecoding> spec;  // generate: speculative decoding (SpecRequest::with)
+  Disaggregation disagg;             // generate: prefill-decode disaggregation (forecast_disaggregated)
   bool fusion = false;
   bool optimizer_state = true;
   // training: fp32 (eager FP32 PyTorch, NeuSight's setting) or bf16/fp16 (mixed precision,

@@ -1396,7 +1396,60 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   return f;
 }
 
+GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
+                                        int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
+                                        const Parallelism& par, const Disaggregation& d, double host_gap_us,
+                                        double routing_alpha) {
+  const int64_t p = d.prefill_tp, pe = d.prefill_ep;
+  if (p < 1 || p > 4096) throw ConfigError("--prefill-tp: " + std::to_string(p) + " out of range [1, 4096]");
+  if (pe != 1 && (m.num_experts == 0 || pe < 1 || p % pe != 0 || m.num_experts % pe != 0))
+    throw ConfigError("--prefill-ep " + std::to_string(pe) + ": must divide --prefill-tp (" + std::to_string(p) +
+                      ") and " + m.name + "'s experts" + (m.num_experts == 0 ? " (it has none)" : ""));
+  if (par.pp != 1)
+    throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
+                      ": disaggregated serving is modelled with one pipeline stage a decode instance");
+  // The decode instance: the batch prefilled at once, then decoding (its steps after the first).
+  GenerateForecast f = forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
+  DisaggForecast x;
+  x.prefill_tp = p, x.prefill_ep = pe;
+  x.decode_ms = f.e2e_ms - f.prefill.total_ms;
+  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, p, pe, routing_alpha),
+                             gpu, kp, host_gap_us);
+  x.prefill_ms = f.prefill.total_ms;
+  x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, batch, seq, gpu, 1, 0, ServingPass{0, seq});
+  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
+                            par.dp_attention, {}, par.moe_all_to_all);
+  // The batch's whole cache: every KV head (or the MLA latent) of every layer, tp 1's bytes.
+  const double windowed = double(windowed_layers(m)), window = double(std::min<int64_t>(seq, m.sliding_window));
+  const double kv_bytes = double(batch) * kv_token_layer_bytes(m, kv_dtype, 1, false) *
+                          ((double(m.layers) - windowed) * double(seq) + windowed * window);
+  x.kv_transfer_gb = kv_bytes / 1e9;
+  x.kv_over_network = gpu.gpus_per_node > 0 && p + par.tp > gpu.gpus_per_node;
+  const double pairs = double(std::min(p, par.tp));
+  double bw_gbps = 0, latency_ms = kSendRecvLatencyMs;
+  if (x.kv_over_network) {
+    need_network(gpu, "a KV cache sent between a prefill and a decode instance on two nodes");
+    bw_gbps = gpu.network_gbps, latency_ms += kNetSendLatencyMs;
+  } else {
+    need_interconnect(gpu);
+    bw_gbps = gpu.interconnect_gbps;
+  }
+  x.kv_transfer_ms = latency_ms + s_to_ms(transfer_s(kv_bytes, pairs * kLinkEfficiency * bw_gbps));
+  x.prefill_per_decode = x.decode_ms > 0 ? x.prefill_ms / x.decode_ms : 0;
+  // Every request's first token after the prefill step and the transfer; its others as before.
+  const double ttft_ms = x.prefill_ms + x.kv_transfer_ms, shift = ttft_ms - f.ttft_ms;
+  std::vector<RequestTimes> requests = f.requests;
+  for (auto& r : requests) r.ttft_ms += shift, r.e2el_ms += shift;
+  f.e2e_ms = ttft_ms + x.decode_ms;
+  f.tokens_per_s = double(batch) * double(gen) / (f.e2e_ms * 1e-3);
+  set_requests(f, std::move(requests));
+  f.disagg = x;
+  return f;
+}
+
 std::string generate_json(const GenerateForecast& f) {
+  // The replica's layout: the decode instance's where disaggregated.
+  const ModelForecast& lay = f.disagg ? f.last_decode : f.prefill;
   nlohmann::json j = {{"model", f.model},
                       {"gpu", f.gpu},
                       {"mode", "generate"},
@@ -1408,12 +1461,12 @@ std::string generate_json(const GenerateForecast& f) {
                       {"seq", f.seq},
                       {"gen", f.gen},
                       {"parallel",
-                       {{"tp", f.prefill.par.tp},
-                        {"pp", f.prefill.par.pp},
-                        {"microbatches", f.prefill.par.microbatches},
-                        {"ep", f.prefill.par.ep},
-                        {"dp_attention", f.prefill.par.dp_attention},
-                        {"moe_a2a", f.prefill.par.moe_all_to_all ? "deepep" : "none"}}},
+                       {{"tp", lay.par.tp},
+                        {"pp", lay.par.pp},
+                        {"microbatches", lay.par.microbatches},
+                        {"ep", lay.par.ep},
+                        {"dp_attention", lay.par.dp_attention},
+                        {"moe_a2a", lay.par.moe_all_to_all ? "deepep" : "none"}}},
                       {"routing", routing_name(f.prefill.routing_alpha)},
                       {"sliding_window", f.prefill.sliding_window},
                       {"sliding_window_layers", f.prefill.window_layers},
@@ -1456,6 +1509,21 @@ std::string generate_json(const GenerateForecast& f) {
                         {"last_round_ms", f.spec_round_ms},
                         {"last_draft_step_ms", f.spec_draft_step_ms}};
   add_memory_json(j, f.memory);
+  j["disaggregation"] = nullptr;
+  if (f.disagg) {
+    const DisaggForecast& x = *f.disagg;
+    nlohmann::json prefill_memory;
+    add_memory_json(prefill_memory, x.prefill_memory);
+    j["disaggregation"] = {{"prefill_tp", x.prefill_tp},
+                           {"prefill_ep", x.prefill_ep},
+                           {"prefill_ms", x.prefill_ms},
+                           {"kv_transfer_gb", x.kv_transfer_gb},
+                           {"kv_transfer_ms", x.kv_transfer_ms},
+                           {"kv_transfer_link", x.kv_over_network ? "network" : "node"},
+                           {"decode_ms", x.decode_ms},
+                           {"prefill_per_decode", x.prefill_per_decode},
+                           {"prefill_memory", prefill_memory}};
+  }
   auto ops = [](const ModelForecast& m) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& o : m.ops)
@@ -1491,12 +1559,34 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
               (f.limits.max_seqs_auto ? " (the KV room's)" : "");
   else if (f.limits.max_seqs_auto)
     budget += ", every sequence at once (the KV room holds them)";
+  // The replica's layout: the decode instance's where disaggregated.
+  const ModelForecast& lay = f.disagg ? f.last_decode : f.prefill;
+  if (f.disagg)
+    budget += ", disaggregated: a prefill instance of tp " + std::to_string(f.disagg->prefill_tp) +
+              (f.disagg->prefill_ep > 1 ? " (ep " + std::to_string(f.disagg->prefill_ep) + ")" : "");
   std::snprintf(buf, sizeof buf,
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
-                static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.prefill.par.tp),
-                serving_layout_suffix(f.prefill).c_str(), budget.c_str());
+                static_cast<long long>(f.gen), dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(lay.par.tp),
+                serving_layout_suffix(lay).c_str(), budget.c_str());
   os << buf;
+  if (f.disagg) {
+    const DisaggForecast& x = *f.disagg;
+    std::snprintf(buf, sizeof buf,
+                  "ttft_ms       %10.3f  (the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s)\n"
+                  "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
+                  "tokens/s      %10.1f  (batch x output tokens / e2e)\n"
+                  "balance       %10.3f  prefill instances per decode instance keep both busy (prefill %.3f ms, "
+                  "decode %.3f ms a batch)\n",
+                  f.ttft_ms, x.prefill_ms, x.kv_transfer_ms, x.kv_transfer_gb,
+                  x.kv_over_network ? "through the network ports (two nodes)" : "over the node's links", f.tpot_ms,
+                  f.e2e_ms, f.tokens_per_s, x.prefill_per_decode, x.prefill_ms, x.decode_ms);
+    os << buf << "decode instance:\n" << memory_summary(f.memory) << "prefill instance:\n"
+       << memory_summary(x.prefill_memory);
+    os << "\n-- prefill (the prefill instance)\n" << forecast_table(f.prefill, top_ops);
+    os << "\n-- last decode step (the decode instance)\n" << forecast_table(f.last_decode, top_ops);
+    return os.str();
+  }
   if (f.limits.any())
     std::snprintf(buf, sizeof buf,
                   "ttft_ms       %10.3f  (mean over the requests; the last %.3f)\ntpot_ms       %10.3f  (mean over the "

@@ -336,6 +336,24 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
 // holds the KV cache of the sequences that run at once (a `cached_prefix` shared by every prompt
 // once: prefix caching, schedule_serving). Limits that bind need pp 1; `limits`
 // holds the cap that max_seqs_auto chose (max_seqs, 0 where none binds).
+// Prefill-decode disaggregation (SGLang's --disaggregation-mode prefill|decode, vLLM's and
+// Dynamo's disaggregated serving): the prompts run on a prefill instance of its own tensor- (and
+// expert-) parallel layout, their KV caches move to the decode instance, which decodes them.
+struct Disaggregation {
+  int64_t prefill_tp = 0;  // 0: aggregated serving
+  int64_t prefill_ep = 1;
+  bool active() const { return prefill_tp > 0; }
+};
+struct DisaggForecast {
+  int64_t prefill_tp = 1, prefill_ep = 1;
+  double prefill_ms = 0;  // the prefill instance's step of the batch's prompts (their first tokens)
+  double kv_transfer_gb = 0, kv_transfer_ms = 0;  // the batch's caches to the decode instance
+  bool kv_over_network = false;                   // between nodes, else over the node's links
+  double decode_ms = 0;   // the decode instance's steps of the batch (its other gen - 1 tokens)
+  // Prefill instances per decode instance that keep both busy: prefill_ms / decode_ms.
+  double prefill_per_decode = 0;
+  MemoryEstimate prefill_memory;  // one GPU of the prefill instance
+};
 struct GenerateForecast {
   std::string model, gpu;
   DType dtype = DType::kBf16, kv_dtype = DType::kBf16;
@@ -359,6 +377,9 @@ struct GenerateForecast {
   double spec_accept = 0, spec_expected_tokens = 0, spec_round_ms = 0, spec_draft_step_ms = 0;
   MemoryEstimate memory;
   ModelForecast prefill, last_decode;  // the first step and the last decode-only step forecast
+  // Prefill-decode disaggregation (forecast_disaggregated): the prefill instance's figures;
+  // memory and last_decode are then the decode instance's, prefill the prefill instance's step.
+  std::optional<DisaggForecast> disagg;
 };
 // Speculative decoding with a draft model (vLLM's and SGLang's draft-model speculation): each
 // round the draft decodes `tokens` tokens per sequence one by one, then the target verifies
@@ -382,6 +403,23 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
                                    double host_gap_us = 0, double routing_alpha = 0, const SchedulerLimits& limits = {},
                                    int64_t cached_prefix = 0, const SpecDecoding* spec = nullptr);
+// `generate` disaggregated (Disaggregation): the decode instance is `par` (pp 1), as
+// forecast_generate forecasts it without scheduler limits (every prompt prefilled at once, then
+// the batch decodes: its TPOT); the prefill instance runs the batch's prompts in one step on
+// tp d.prefill_tp, ep d.prefill_ep (no DP attention); the batch's whole KV cache (every KV head
+// or MLA latent of every layer, a sliding window's tokens in its layers) moves between them
+// over min(prefill, decode) GPU pairs at once: over the node's links at 80 % of
+// interconnect_gbps where both instances fit on one node (the sheet's gpus_per_node), else
+// through each GPU's network port at 80 % of network_gbps, plus the point-to-point latency.
+// TTFT = the prefill step + the transfer; e2e = TTFT + the decode steps; memory the decode
+// instance's (its pass one token a sequence), DisaggForecast::prefill_memory the prefill
+// instance's. Not modelled: requests arriving over time, chunked prefill, prefix caching,
+// speculative decoding (ConfigError naming the option with --prefill-tp), queueing between the
+// instances. Not measured: no disaggregated serving run is in ../shared.
+GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
+                                        int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
+                                        const Parallelism& par, const Disaggregation& d, double host_gap_us = 0,
+                                        double routing_alpha = 0);
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

@@ -117,9 +117,14 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
                    std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                    bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp,
-                   const std::string& expert_dtype, bool dp_attention, const std::string& moe_a2a) {
+                   const std::string& expert_dtype, bool dp_attention, const std::string& moe_a2a,
+                   std::optional<int64_t> prefill_tp, int64_t prefill_ep) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
+  if (prefill_tp && *prefill_tp < 1)
+    throw ConfigError("--prefill-tp: " + std::to_string(*prefill_tp) + " out of range [1, 4096]");
+  if (prefill_ep != 1 && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
+  a.disagg.prefill_tp = prefill_tp.value_or(0), a.disagg.prefill_ep = prefill_ep;
   a.expert_dtype = expert_dtype;
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   a.cached_prefix = cached_prefix;
@@ -359,7 +364,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("slo_ttft_ms") = py::none(), py::arg("slo_tpot_ms") = py::none(),
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
-        py::arg("expert_dtype") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none");
+        py::arg("expert_dtype") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
+        py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = 1);
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",

@@ -2059,6 +2059,65 @@ TEST(Serving, DpAttentionMemoryByHand) {
   EXPECT_GT(dp.max_sequences, tp.max_sequences * 3 / 2);
 }
 
+// Prefill-decode disaggregation by hand. Llama-3.1-8B, 8 prompts of 1,000 tokens, 40 output
+// tokens, a prefill instance of tp 2 beside a decode instance of tp 4 on one 8-GPU H100 node: the
+// batch's cache, 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B a token, moves over 2
+// GPU pairs at 80 % of 450 GB/s + 5 us; on a tp 8 decode instance the 10 GPUs span two nodes and
+// it goes through 2 network ports at 80 % of 50 GB/s + 7.7 us. TTFT: the prefill instance's own
+// prefill step (forecast apart, tp 2) + the move; TPOT and the decode steps the aggregated tp 4
+// forecast's; memory the decode instance's with a one-token pass, the prefill instance's that of
+// a tp 2 prefill. Gemma-2-9B's sliding layers (21 of 42, 4,096 tokens; 2 x 8 x 256 x 2 B a
+// token) move 4,096 of 6,000 tokens; DeepSeek-V2-Lite's MLA latent (576 x 2 B a layer) once, whatever the heads.
+TEST(Serving, DisaggregatedByHand) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  Parallelism dec;
+  dec.tp = 4;
+  const predictor::Disaggregation d{2, 1};
+  const auto f = predictor::forecast_disaggregated(m, gpu, p, 8, 1000, 40, DType::kBf16, DType::kBf16, dec, d);
+  ASSERT_TRUE(f.disagg.has_value());
+  const double bytes = 8.0 * 1000 * 131072;
+  EXPECT_NEAR(f.disagg->kv_transfer_gb, bytes / 1e9, 1e-12);
+  EXPECT_FALSE(f.disagg->kv_over_network);
+  EXPECT_NEAR(f.disagg->kv_transfer_ms, 0.005 + bytes / (2 * 0.8 * 450e9) * 1e3, 1e-9);
+  const double prefill_ms =
+      predictor::forecast_model(build_serving_graph(m, Mode::kPrefill, 8, 1000, DType::kBf16, DType::kBf16, 2), gpu, p)
+          .total_ms;
+  EXPECT_DOUBLE_EQ(f.disagg->prefill_ms, prefill_ms);
+  EXPECT_NEAR(f.ttft_ms, prefill_ms + f.disagg->kv_transfer_ms, 1e-9);
+  const auto agg = predictor::forecast_generate(m, gpu, p, 8, 1000, 40, DType::kBf16, DType::kBf16, dec);
+  EXPECT_DOUBLE_EQ(f.tpot_ms, agg.tpot_ms);
+  EXPECT_NEAR(f.disagg->decode_ms, agg.e2e_ms - agg.ttft_ms, 1e-9);
+  EXPECT_NEAR(f.e2e_ms, f.ttft_ms + f.disagg->decode_ms, 1e-9);
+  EXPECT_NEAR(f.disagg->prefill_per_decode, prefill_ms / f.disagg->decode_ms, 1e-12);
+  EXPECT_EQ(f.last_decode.par.tp, 4);
+  EXPECT_EQ(f.prefill.par.tp, 2);
+  const auto mem = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 4, 8, 1040, gpu, 1, 0, {0, 1});
+  EXPECT_DOUBLE_EQ(f.memory.total_gb(), mem.total_gb());
+  const auto pmem = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 2, 8, 1000, gpu, 1, 0, {0, 1000});
+  EXPECT_DOUBLE_EQ(f.disagg->prefill_memory.total_gb(), pmem.total_gb());
+  // Two nodes: 2 + 8 GPUs.
+  dec.tp = 8;
+  const auto two = predictor::forecast_disaggregated(m, gpu, p, 8, 1000, 40, DType::kBf16, DType::kBf16, dec, d);
+  EXPECT_TRUE(two.disagg->kv_over_network);
+  EXPECT_NEAR(two.disagg->kv_transfer_ms, 0.0077 + bytes / (2 * 0.8 * 50e9) * 1e3, 1e-9);
+  // Sliding windows and MLA.
+  dec.tp = 2;
+  const ModelConfig gemma = load_model_config("gemma-2-9b", mdir);
+  ASSERT_EQ(gemma.sliding_window, 4096);
+  ASSERT_EQ(windowed_layers(gemma), 21);
+  const auto g = predictor::forecast_disaggregated(gemma, gpu, p, 2, 6000, 4, DType::kBf16, DType::kBf16, dec, d);
+  EXPECT_NEAR(g.disagg->kv_transfer_gb, 2.0 * 8192 * (21 * 6000.0 + 21 * 4096.0) / 1e9, 1e-12);
+  const ModelConfig lite = load_model_config("deepseek-v2-lite", mdir);
+  const auto l = predictor::forecast_disaggregated(lite, gpu, p, 4, 500, 4, DType::kBf16, DType::kBf16, dec, d);
+  EXPECT_NEAR(l.disagg->kv_transfer_gb, 4.0 * 500 * 27 * 576 * 2 / 1e9, 1e-12);
+  expect_error<ConfigError>(
+      [&] { predictor::forecast_disaggregated(m, gpu, p, 8, 1000, 40, DType::kBf16, DType::kBf16, dec, {2, 2}); },
+      {"--prefill-ep 2", "(it has none)"});
+}
+
 // DeepEP's memory by hand: DeepSeek-V2-Lite's shared experts (26 MoE layers of 3 x 2,048 x
 // 2,816 BF16 weights) whole on each of the 2 ranks instead of halved: 449,839,104 B more a rank;
 // the cache as under DP attention.

@@ -155,6 +155,17 @@ py = tilecast.predict(model="deepseek-v3", gpu="H200", batch=256, context=2048, 
 assert py == cli("predict", "--model", "deepseek-v3", "--gpu", "H200", "--batch", "256", "--context", "2048", "--mode",
                  "decode", "--tp", "8", "--dp-attention")
 assert py["parallel"]["dp_attention"] is True and py["kv_ranks"] == 8, (py["parallel"], py["kv_ranks"])
+# Prefill-decode disaggregation: as the CLI's; prefill_ep alone named by its keyword.
+dis = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=1000, gen=16, mode="generate", tp=4,
+                       prefill_tp=2)
+assert dis == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "1000", "--gen",
+                  "16", "--mode", "generate", "--tp", "4", "--prefill-tp", "2")
+assert dis["disaggregation"]["prefill_tp"] == 2 and dis["parallel"]["tp"] == 4, (dis["disaggregation"], dis["parallel"])
+try:
+    tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", prefill_ep=2)
+    raise AssertionError("prefill_ep without prefill_tp accepted")
+except ValueError as e:
+    assert "prefill_ep needs prefill_tp" in str(e), e
 # DeepEP's all-to-all MoE under DP attention: as the CLI's; a bad value named by its keyword.
 a2a = tilecast.predict(model="deepseek-v3", gpu="H200", batch=256, context=2048, mode="decode", tp=8, ep=8,
                        dp_attention=True, moe_a2a="deepep")
