@@ -1413,8 +1413,14 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   DisaggForecast x;
   x.prefill_tp = p, x.prefill_ep = pe;
   x.decode_ms = f.e2e_ms - f.prefill.total_ms;
-  f.prefill = forecast_model(build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, p, pe, routing_alpha),
-                             gpu, kp, host_gap_us);
+  OpGraph prefill_graph;
+  try {
+    prefill_graph = build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, p, pe, routing_alpha);
+  } catch (const ConfigError& e) {  // its layout errors name --tp and --ep: say which instance's
+    throw ConfigError("the prefill instance (--prefill-tp " + std::to_string(p) + ", --prefill-ep " + std::to_string(pe) +
+                      "): " + e.what());
+  }
+  f.prefill = forecast_model(prefill_graph, gpu, kp, host_gap_us);
   x.prefill_ms = f.prefill.total_ms;
   x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, batch, seq, gpu, 1, 0, ServingPass{0, seq});
   f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
