@@ -1503,9 +1503,16 @@ TEST(ServingGraph, DeepSeekMtpDraftByHand) {
   ASSERT_NE(bad, text.str());
   std::ofstream(dir + "/v3.json") << bad;
   expect_error<ConfigError>([&] { load_model_config(dir + "/v3.json", dir); }, {"v3.json", "'num_nextn_predict_layers'"});
-  // Group-limited routing: DeepSeek-V3's 4 of 8 groups, Kimi K2's none; a topk_group that cannot
-  // hold the token's 8 experts (1 group of 32 can; 0 groups cannot) and an n_group that does not
-  // divide the 256 experts are refused naming the field.
+}
+
+// Group-limited routing from the configs: DeepSeek-V3's 4 of 8 groups, Kimi K2's none; a
+// topk_group that cannot hold the token's 8 experts and an n_group that does not divide the 256
+// experts are refused naming the field (1 group of 32 can hold them).
+TEST(ModelConfig, ExpertGroupsByHand) {
+  const std::string dir = ::testing::TempDir() + "groups";
+  fs::create_directories(dir);
+  std::stringstream text;
+  text << std::ifstream(models_dir() + "/deepseek-v3.json").rdbuf();
   const ModelConfig v3 = load_model_config("deepseek-v3", models_dir());
   EXPECT_EQ(v3.expert_groups, 8);
   EXPECT_EQ(v3.expert_groups_per_token, 4);
