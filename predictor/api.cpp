@@ -395,16 +395,16 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
       // Refused in one line: what the disaggregated forecast does not model.
       const char* other = q.limits.max_batched_tokens > 0 ? "--max-batched-tokens"
                           : q.limits.max_seqs > 0 || q.limits.max_seqs_auto ? "--max-seqs"
-                          : q.limits.request_rate > 0                     ? "--request-rate"
                           : q.limits.prefill_first                        ? "--schedule"
                           : q.cached_prefix > 0                           ? "--cached-prefix"
                           : q.spec                                        ? "--spec-draft"
                                                                           : nullptr;
       if (other)
         throw ConfigError(std::string("--prefill-tp with ") + other +
-                          ": disaggregated serving is modelled for a batch of requests at once, each prompt whole");
+                          ": disaggregated serving is modelled with each prompt whole in one prefill step and the "
+                          "decode instance's KV room as its cap");
       r.generate = forecast_disaggregated(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.disagg,
-                                          q.host_gap_us, q.routing_alpha);
+                                          q.host_gap_us, q.routing_alpha, q.limits);
       r.memory = r.generate->memory;
       r.forecast = r.generate->prefill;
       return r;

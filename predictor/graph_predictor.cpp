@@ -1399,7 +1399,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us,
-                                        double routing_alpha) {
+                                        double routing_alpha, const SchedulerLimits& limits) {
   const int64_t p = d.prefill_tp, pe = d.prefill_ep;
   if (p < 1 || p > 4096) throw ConfigError("--prefill-tp: " + std::to_string(p) + " out of range [1, 4096]");
   if (pe != 1 && (m.num_experts == 0 || pe < 1 || p % pe != 0 || m.num_experts % pe != 0))
@@ -1408,28 +1408,32 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   if (par.pp != 1)
     throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
                       ": disaggregated serving is modelled with one pipeline stage a decode instance");
+  if (limits.max_batched_tokens > 0 || limits.max_seqs > 0 || limits.max_seqs_auto || limits.prefill_first)
+    throw ConfigError("--prefill-tp with the scheduler's token budget or sequence cap: not modelled");
   // The decode instance: the batch prefilled at once, then decoding (its steps after the first).
+  // Under arrivals the steps below replace it, but it checks the request and sizes the memory.
   GenerateForecast f = forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
+  f.limits = limits;
   DisaggForecast x;
   x.prefill_tp = p, x.prefill_ep = pe;
-  x.decode_ms = f.e2e_ms - f.prefill.total_ms;
-  OpGraph prefill_graph;
-  try {
-    prefill_graph = build_serving_graph(m, Mode::kPrefill, batch, seq, dtype, kv_dtype, p, pe, routing_alpha);
-  } catch (const ConfigError& e) {  // its layout errors name --tp and --ep: say which instance's
-    throw ConfigError("the prefill instance (--prefill-tp " + std::to_string(p) + ", --prefill-ep " + std::to_string(pe) +
-                      "): " + e.what());
-  }
-  f.prefill = forecast_model(prefill_graph, gpu, kp, host_gap_us);
-  x.prefill_ms = f.prefill.total_ms;
-  x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, batch, seq, gpu, 1, 0, ServingPass{0, seq});
-  f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
-                            par.dp_attention, {}, par.moe_all_to_all);
-  // The batch's whole cache: every KV head (or the MLA latent) of every layer, tp 1's bytes.
+  // The prefill instance's step of k prompts (forecast once per k).
+  std::map<int64_t, ModelForecast> prefills;
+  auto prefill_step = [&](int64_t k) -> const ModelForecast& {
+    auto it = prefills.find(k);
+    if (it != prefills.end()) return it->second;
+    OpGraph g;
+    try {
+      g = build_serving_graph(m, Mode::kPrefill, k, seq, dtype, kv_dtype, p, pe, routing_alpha);
+    } catch (const ConfigError& e) {  // its layout errors name --tp and --ep: say which instance's
+      throw ConfigError("the prefill instance (--prefill-tp " + std::to_string(p) + ", --prefill-ep " +
+                        std::to_string(pe) + "): " + e.what());
+    }
+    return prefills.emplace(k, forecast_model(g, gpu, kp, host_gap_us)).first->second;
+  };
+  // A request's whole cache: every KV head (or the MLA latent) of every layer, tp 1's bytes.
   const double windowed = double(windowed_layers(m)), window = double(std::min<int64_t>(seq, m.sliding_window));
-  const double kv_bytes = double(batch) * kv_token_layer_bytes(m, kv_dtype, 1, false) *
-                          ((double(m.layers) - windowed) * double(seq) + windowed * window);
-  x.kv_transfer_gb = kv_bytes / 1e9;
+  const double request_kv_bytes =
+      kv_token_layer_bytes(m, kv_dtype, 1, false) * ((double(m.layers) - windowed) * double(seq) + windowed * window);
   x.kv_over_network = gpu.gpus_per_node > 0 && p + par.tp > gpu.gpus_per_node;
   const double pairs = double(std::min(p, par.tp));
   double bw_gbps = 0, latency_ms = kSendRecvLatencyMs;
@@ -1440,15 +1444,115 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     need_interconnect(gpu);
     bw_gbps = gpu.interconnect_gbps;
   }
-  x.kv_transfer_ms = latency_ms + s_to_ms(transfer_s(kv_bytes, pairs * kLinkEfficiency * bw_gbps));
+  // The caches of k prompts of one prefill step, moved together.
+  auto move_ms = [&](int64_t k) {
+    return latency_ms + s_to_ms(transfer_s(double(k) * request_kv_bytes, pairs * kLinkEfficiency * bw_gbps));
+  };
+  int64_t largest_prefill = batch;
+  if (limits.request_rate <= 0) {
+    // A batch at once: one prefill step of every prompt, one move, the decode instance's steps.
+    x.decode_ms = f.e2e_ms - f.prefill.total_ms;
+    f.prefill = prefill_step(batch);
+    x.prefill_ms = f.prefill.total_ms;
+    x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
+    x.kv_transfer_ms = move_ms(batch);
+    // Every request's first token after the prefill step and the move; its others as before.
+    const double ttft_ms = x.prefill_ms + x.kv_transfer_ms, shift = ttft_ms - f.ttft_ms;
+    std::vector<RequestTimes> requests = f.requests;
+    for (auto& r : requests) r.ttft_ms += shift, r.e2el_ms += shift;
+    f.e2e_ms = ttft_ms + x.decode_ms;
+    set_requests(f, std::move(requests));
+  } else {
+    // Requests arriving over time. The prefill instance, whenever idle, runs every prompt that
+    // has arrived in one step and sends their caches on; the decode instance takes each request
+    // once its cache is there, at most as many as its KV room holds (first come, first
+    // served), and every step decodes one token of each running request (continuous batching)
+    // at their mean context; a request leaves after its gen - 1 decode tokens.
+    const std::vector<double> arrive = arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals);
+    std::vector<double> ready(static_cast<size_t>(batch));  // first token, at the decode instance
+    double t = 0;
+    int64_t prefill_steps = 0;
+    largest_prefill = 0;
+    for (size_t i = 0; i < arrive.size();) {
+      t = std::max(t, arrive[i]);
+      size_t j = i;
+      while (j < arrive.size() && arrive[j] <= t) ++j;
+      const int64_t k = static_cast<int64_t>(j - i);
+      const ModelForecast& step = prefill_step(k);
+      if (prefill_steps == 0) f.prefill = step;
+      t += step.total_ms;
+      x.prefill_ms += step.total_ms;
+      const double moved = move_ms(k);
+      x.kv_transfer_ms += moved;
+      for (size_t q = i; q < j; ++q) ready[q] = t + moved;
+      largest_prefill = std::max(largest_prefill, k);
+      ++prefill_steps;
+      i = j;
+    }
+    x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
+    const MemoryEstimate room = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0,
+                                               ServingPass{0, 1}, par.dp_attention, {}, par.moe_all_to_all);
+    const int64_t cap = std::clamp<int64_t>(room.max_sequences, 1, batch);
+    // Decode steps, forecast once per (sequences, context to the nearest 16 tokens).
+    std::map<std::pair<int64_t, int64_t>, double> decode_memo;
+    const KernelPredictor::MemoScope memo(kp);
+    struct Running {
+      size_t id;
+      int64_t decoded;
+    };
+    std::vector<Running> running;
+    std::vector<RequestTimes> requests;
+    // Requests in order of readiness (a smaller step's move can end first), first come first.
+    std::vector<size_t> order(ready.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+    size_t next = 0;
+    t = 0;
+    int64_t decode_steps = 0;
+    while (next < order.size() || !running.empty()) {
+      if (running.empty()) t = std::max(t, ready[order[next]]);
+      while (next < order.size() && ready[order[next]] <= t && static_cast<int64_t>(running.size()) < cap)
+        running.push_back({order[next++], 0});
+      if (++decode_steps > kMaxArrivalSteps)
+        throw ConfigError("--request-rate: more than 1,000,000 decode steps; raise the rate or lower --batch");
+      double context_sum = 0;
+      for (const Running& r : running) context_sum += double(seq + r.decoded);
+      const int64_t n = static_cast<int64_t>(running.size());
+      const int64_t context = (std::llround(context_sum / double(n)) + 8) / 16 * 16;
+      auto it = decode_memo.find({n, context});
+      if (it == decode_memo.end()) {
+        f.last_decode = forecast_model(build_serving_graph(m, Mode::kDecode, n, context, dtype, kv_dtype, par.tp, par.ep,
+                                                           routing_alpha, 1, 0, par.dp_attention, par.moe_all_to_all),
+                                       gpu, kp, host_gap_us);
+        it = decode_memo.emplace(std::make_pair(n, context), f.last_decode.total_ms).first;
+      }
+      t += it->second;
+      x.decode_ms += it->second;
+      std::vector<Running> still;
+      for (Running r : running) {
+        if (++r.decoded < gen - 1) {
+          still.push_back(r);
+          continue;
+        }
+        const double first = ready[r.id];
+        requests.push_back({1, first - arrive[r.id], (t - first) / double(gen - 1), t - arrive[r.id]});
+        f.e2e_ms = std::max(f.e2e_ms, t);
+      }
+      running.swap(still);
+    }
+    f.steps = prefill_steps + decode_steps;
+    f.prefill_steps = prefill_steps;
+    f.decode_steps_forecast = static_cast<int64_t>(decode_memo.size());
+    f.memory = serving_memory(m, dtype, kv_dtype, par.tp, cap, seq + gen, gpu, 1, 0, ServingPass{0, 1},
+                              par.dp_attention, {}, par.moe_all_to_all);
+    set_requests(f, std::move(requests));
+  }
+  if (limits.request_rate <= 0)
+    f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
+                              par.dp_attention, {}, par.moe_all_to_all);
+  x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, seq, gpu, 1, 0, ServingPass{0, seq});
   x.prefill_per_decode = x.decode_ms > 0 ? x.prefill_ms / x.decode_ms : 0;
-  // Every request's first token after the prefill step and the transfer; its others as before.
-  const double ttft_ms = x.prefill_ms + x.kv_transfer_ms, shift = ttft_ms - f.ttft_ms;
-  std::vector<RequestTimes> requests = f.requests;
-  for (auto& r : requests) r.ttft_ms += shift, r.e2el_ms += shift;
-  f.e2e_ms = ttft_ms + x.decode_ms;
   f.tokens_per_s = double(batch) * double(gen) / (f.e2e_ms * 1e-3);
-  set_requests(f, std::move(requests));
   f.disagg = x;
   return f;
 }
@@ -1578,15 +1682,35 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   os << buf;
   if (f.disagg) {
     const DisaggForecast& x = *f.disagg;
+    const char* link = x.kv_over_network ? "through the network ports (two nodes)" : "over the node's links";
+    if (f.limits.any())
+      std::snprintf(buf, sizeof buf,
+                    "ttft_ms       %10.3f  (mean over the requests, from arrival; the last %.3f)\n"
+                    "tpot_ms       %10.3f  (mean over the requests)\ne2e_ms        %10.3f  (the last request's last "
+                    "token)\ntokens/s      %10.1f  (batch x output tokens / e2e)\n"
+                    "ttft p50/p90/p99  %.3f / %.3f / %.3f ms\ntpot p50/p90/p99  %.3f / %.3f / %.3f ms  (over the "
+                    "requests)\nsteps         %10lld  (%lld prefill steps; %.2f GB of caches moved %s in %.3f ms)\n",
+                    f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s, f.ttft.p50_ms, f.ttft.p90_ms,
+                    f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p90_ms, f.tpot.p99_ms, static_cast<long long>(f.steps),
+                    static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link, x.kv_transfer_ms);
+    else
+      std::snprintf(buf, sizeof buf,
+                    "ttft_ms       %10.3f  (the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s)\n"
+                    "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
+                    "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
+                    f.ttft_ms, x.prefill_ms, x.kv_transfer_ms, x.kv_transfer_gb, link, f.tpot_ms, f.e2e_ms,
+                    f.tokens_per_s);
+    os << buf;
+    if (f.limits.has_slo()) {
+      std::snprintf(buf, sizeof buf, "goodput       %10.3f  requests/s (%lld of %lld requests meet %s)\n", f.goodput_rps,
+                    static_cast<long long>(f.slo_requests), static_cast<long long>(f.batch),
+                    f.limits.slo_text().c_str());
+      os << buf;
+    }
     std::snprintf(buf, sizeof buf,
-                  "ttft_ms       %10.3f  (the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s)\n"
-                  "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
-                  "tokens/s      %10.1f  (batch x output tokens / e2e)\n"
                   "balance       %10.3f  prefill instances per decode instance keep both busy (prefill %.3f ms, "
-                  "decode %.3f ms a batch)\n",
-                  f.ttft_ms, x.prefill_ms, x.kv_transfer_ms, x.kv_transfer_gb,
-                  x.kv_over_network ? "through the network ports (two nodes)" : "over the node's links", f.tpot_ms,
-                  f.e2e_ms, f.tokens_per_s, x.prefill_per_decode, x.prefill_ms, x.decode_ms);
+                  "decode %.3f ms busy)\n",
+                  x.prefill_per_decode, x.prefill_ms, x.decode_ms);
     os << buf << "decode instance:\n" << memory_summary(f.memory) << "prefill instance:\n"
        << memory_summary(x.prefill_memory);
     os << "\n-- prefill (the prefill instance)\n" << forecast_table(f.prefill, top_ops);

@@ -346,13 +346,13 @@ struct Disaggregation {
 };
 struct DisaggForecast {
   int64_t prefill_tp = 1, prefill_ep = 1;
-  double prefill_ms = 0;  // the prefill instance's step of the batch's prompts (their first tokens)
-  double kv_transfer_gb = 0, kv_transfer_ms = 0;  // the batch's caches to the decode instance
+  double prefill_ms = 0;  // the prefill instance's steps (their first tokens), its busy time
+  double kv_transfer_gb = 0, kv_transfer_ms = 0;  // every request's cache to the decode instance
   bool kv_over_network = false;                   // between nodes, else over the node's links
-  double decode_ms = 0;   // the decode instance's steps of the batch (its other gen - 1 tokens)
+  double decode_ms = 0;   // the decode instance's steps (the other gen - 1 tokens), its busy time
   // Prefill instances per decode instance that keep both busy: prefill_ms / decode_ms.
   double prefill_per_decode = 0;
-  MemoryEstimate prefill_memory;  // one GPU of the prefill instance
+  MemoryEstimate prefill_memory;  // one GPU of the prefill instance at its largest step
 };
 struct GenerateForecast {
   std::string model, gpu;
@@ -413,13 +413,19 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 // through each GPU's network port at 80 % of network_gbps, plus the point-to-point latency.
 // TTFT = the prefill step + the transfer; e2e = TTFT + the decode steps; memory the decode
 // instance's (its pass one token a sequence), DisaggForecast::prefill_memory the prefill
-// instance's. Not modelled: requests arriving over time, chunked prefill, prefix caching,
-// speculative decoding (ConfigError naming the option with --prefill-tp), queueing between the
-// instances. Not measured: no disaggregated serving run is in ../shared.
+// instance's. With limits.request_rate (and its arrivals and objectives) the requests arrive
+// over time: the prefill instance, whenever idle, runs every arrived prompt in one step and
+// moves their caches together; the decode instance takes each request once its cache is there
+// (first come, at most as many as its KV room holds) and every step decodes one token of each
+// running request at their mean context (steps forecast once per sequences and context to 16
+// tokens); TTFT from arrival to the cache's arrival, TPOT from there to the last token. Not
+// modelled: chunked prefill, a sequence cap, prefill-first scheduling, prefix caching,
+// speculative decoding (ConfigError), several prefill instances feeding one decode instance.
+// Not measured: no disaggregated serving run is in ../shared.
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us = 0,
-                                        double routing_alpha = 0);
+                                        double routing_alpha = 0, const SchedulerLimits& limits = {});
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

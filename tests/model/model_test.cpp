@@ -2118,6 +2118,64 @@ TEST(Serving, DisaggregatedByHand) {
       {"--prefill-ep 2", "(it has none)"});
 }
 
+// Disaggregation under arrivals, by hand. Llama-3.1-8B, prompts of 1,000 tokens, 4 output
+// tokens, a tp 1 prefill instance beside a tp 1 decode instance (one H100 node). Three requests a
+// second apart (uniform arrivals at 1 a second), each alone: the prefill instance's step of one
+// prompt, its cache's move (131,072 B x 1,000 over one NVLink pair at 80 % of 450 GB/s + 5 us),
+// then 3 decode steps of one sequence at contexts 1,000-1,002 (forecast at 1,008, the nearest
+// 16).
+TEST(Serving, DisaggregatedArrivalsByHand) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  auto step = [&](Mode mode, int64_t n, int64_t tokens) {
+    return predictor::forecast_model(build_serving_graph(m, mode, n, tokens, DType::kBf16, DType::kBf16, 1), gpu, p)
+        .total_ms;
+  };
+  auto move = [](double requests) { return 0.005 + requests * 1000 * 131072 / (0.8 * 450e9) * 1e3; };
+  predictor::SchedulerLimits lim;
+  lim.request_rate = 1;
+  lim.uniform_arrivals = true;
+  const auto f = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16, Parallelism{},
+                                                   {1, 1}, 0, 0, lim);
+  const double ttft = step(Mode::kPrefill, 1, 1000) + move(1), decode = step(Mode::kDecode, 1, 1008);
+  EXPECT_NEAR(f.ttft_ms, ttft, 1e-9);
+  EXPECT_NEAR(f.ttft_max_ms, ttft, 1e-9);
+  EXPECT_NEAR(f.tpot_ms, decode, 1e-9);
+  EXPECT_NEAR(f.e2e_ms, 2000 + ttft + 3 * decode, 1e-6);
+  EXPECT_EQ(f.prefill_steps, 3);
+  EXPECT_EQ(f.steps, 3 + 9);
+  EXPECT_NEAR(f.disagg->prefill_ms, 3 * step(Mode::kPrefill, 1, 1000), 1e-9);
+  EXPECT_NEAR(f.disagg->decode_ms, 9 * decode, 1e-9);
+  EXPECT_NEAR(f.disagg->kv_transfer_ms, 3 * move(1), 1e-9);
+  // A million a second: 1 us apart. The first prompt runs alone at once; the other two, arrived
+  // during its step, run together next and move together.
+  lim.request_rate = 1e6;
+  const auto burst = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16,
+                                                       Parallelism{}, {1, 1}, 0, 0, lim);
+  const double p1 = step(Mode::kPrefill, 1, 1000), p2 = step(Mode::kPrefill, 2, 1000);
+  EXPECT_EQ(burst.prefill_steps, 2);
+  EXPECT_NEAR(burst.disagg->prefill_ms, p1 + p2, 1e-9);
+  EXPECT_NEAR(burst.disagg->kv_transfer_ms, move(1) + move(2), 1e-9);
+  const double first = p1 + move(1), later = p1 + p2 + move(2);
+  EXPECT_NEAR(burst.ttft_ms, (first + (later - 0.001) + (later - 0.002)) / 3, 1e-9);
+  EXPECT_NEAR(burst.ttft_max_ms, later - 0.001, 1e-9);
+  // Objectives count the requests that meet them.
+  lim.request_rate = 1;
+  lim.slo_ttft_ms = ttft * 2;
+  const auto slo = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16, Parallelism{},
+                                                     {1, 1}, 0, 0, lim);
+  EXPECT_EQ(slo.slo_requests, 3);
+  lim.max_batched_tokens = 2048;
+  expect_error<ConfigError>(
+      [&] {
+        predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16, Parallelism{}, {1, 1}, 0, 0,
+                                          lim);
+      },
+      {"--prefill-tp", "not modelled"});
+}
+
 // DeepEP's memory by hand: DeepSeek-V2-Lite's shared experts (26 MoE layers of 3 x 2,048 x
 // 2,816 BF16 weights) whole on each of the 2 ranks instead of halved: 449,839,104 B more a rank;
 // the cache as under DP attention.
