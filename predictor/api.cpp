@@ -393,8 +393,9 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     const ServingDtypes& d = q.dtypes;
     if (q.disagg.active()) {
       // Refused in one line: what the disaggregated forecast does not model.
+      // --max-seqs auto is the decode instance's own cap (its KV room).
       const char* other = q.limits.max_batched_tokens > 0 ? "--max-batched-tokens"
-                          : q.limits.max_seqs > 0 || q.limits.max_seqs_auto ? "--max-seqs"
+                          : q.limits.max_seqs > 0                         ? "--max-seqs"
                           : q.limits.prefill_first                        ? "--schedule"
                           : q.cached_prefix > 0                           ? "--cached-prefix"
                           : q.spec                                        ? "--spec-draft"
@@ -485,7 +486,8 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
     return *forecast(q, kp).generate;
   };
   auto meets = [&](const GenerateForecast& f) {
-    return f.memory.fits() && f.slo_attained_pct() >= attainment_pct - 1e-9;
+    return f.memory.fits() && (!f.disagg || f.disagg->prefill_memory.fits()) &&
+           f.slo_attained_pct() >= attainment_pct - 1e-9;
   };
   c.lone = at(0, 1);
   if (!meets(c.lone)) return c;
@@ -574,7 +576,7 @@ ForecastRequest capacity_request(const ModelConfig& m, int64_t requests, int64_t
 }
 
 std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, double target_rate, double usd_per_gpu_hour) {
-  const int64_t replicas = capacity_replicas(c, target_rate), gpus_per_replica = q.par.tp;
+  const int64_t replicas = capacity_replicas(c, target_rate), gpus_per_replica = replica_gpus(q);
   nlohmann::json j = {{"model", q.model->name},
                       {"gpu", q.gpu->name},
                       {"seq", q.tokens},
@@ -584,6 +586,9 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"ep", q.par.ep},
                       {"dp_attention", q.par.dp_attention},
                       {"moe_a2a", q.par.moe_all_to_all ? "deepep" : "none"},
+                      {"prefill_tp", q.disagg.active() ? nlohmann::json(q.disagg.prefill_tp) : nlohmann::json(nullptr)},
+                      {"prefill_ep", q.disagg.active() ? nlohmann::json(q.disagg.prefill_ep) : nlohmann::json(nullptr)},
+                      {"gpus_per_replica", gpus_per_replica},
                       {"dtype", dtype_name(q.dtypes.gemm)},
                       {"max_batched_tokens", q.limits.max_batched_tokens},
                       {"max_seqs", q.limits.max_seqs},
@@ -613,23 +618,28 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
 }
 
 std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, double target_rate, double usd_per_gpu_hour) {
-  const int64_t replicas = capacity_replicas(c, target_rate), gpus_per_replica = q.par.tp;
+  const int64_t replicas = capacity_replicas(c, target_rate), gpus_per_replica = replica_gpus(q);
   const ModelConfig& mc = *q.model;
   const int64_t seq = q.tokens, gen = q.gen, requests = c.requests;
   const double attainment = c.attainment_pct;
   std::ostringstream os;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s on %s, %lld-token prompts, %lld output tokens, %s, tp %lld%s, %s arrivals of %lld requests\n",
+  const std::string disagg =
+      q.disagg.active() ? ", disaggregated: a prefill instance of tp " + std::to_string(q.disagg.prefill_tp) : std::string();
+  std::snprintf(buf, sizeof buf, "%s on %s, %lld-token prompts, %lld output tokens, %s, tp %lld%s%s, %s arrivals of %lld requests\n",
                 mc.name.c_str(), q.gpu->name.c_str(), static_cast<long long>(seq), static_cast<long long>(gen),
                 dtype_name(q.dtypes.gemm), static_cast<long long>(q.par.tp),
                 q.par.moe_all_to_all ? ", DP attention, DeepEP" : q.par.dp_attention ? ", DP attention" : "",
-                q.limits.uniform_arrivals ? "uniform" : "Poisson", static_cast<long long>(requests));
+                disagg.c_str(), q.limits.uniform_arrivals ? "uniform" : "Poisson", static_cast<long long>(requests));
   os << buf;
   std::string engine = q.limits.max_batched_tokens > 0
                            ? std::to_string(q.limits.max_batched_tokens) + " tokens a step"
                            : std::string("whole prompts a step");
   engine += ", at most " + (q.limits.max_seqs_auto ? std::string("the KV room's") : std::to_string(q.limits.max_seqs)) +
             " sequences at once, " + q.limits.schedule_name() + " steps";
+  if (q.disagg.active())
+    engine = "the prefill instance runs every arrived prompt a step; the decode instance decodes at most its KV room's "
+             "sequences at once";
   os << "engine: " << engine << "\n";
   std::snprintf(buf, sizeof buf, "objective: %s for %g %% of the requests\n", q.limits.slo_text().c_str(), attainment);
   os << buf;

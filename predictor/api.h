@@ -168,6 +168,9 @@ struct ForecastRequest {
   double host_gap_us = 0;
 };
 PredictResult forecast(const ForecastRequest& r, const KernelPredictor& kp);
+// The GPUs one replica of a serving request takes: its tp x pp group, and a disaggregated
+// replica's prefill instance beside it.
+inline int64_t replica_gpus(const ForecastRequest& r) { return r.par.tp * r.par.pp + r.disagg.prefill_tp; }
 // The scheduler's options (generate only) and a cached prefix (prefill and generate) against the
 // mode; ConfigError naming them otherwise. forecast() calls it, so compare's and plan's rows do.
 void check_scheduler_options(const std::string& mode, const SchedulerLimits& limits, int64_t cached_prefix);

@@ -503,8 +503,8 @@ void rank_capacity(std::vector<CapacityRow>& rows) {
     if (group(a) != group(b)) return group(a) < group(b);
     if (group(a) != 0) return false;
     if (by_cost)
-      return capacity_usd_per_m_requests(a.result, a.request.par.tp, a.usd_per_gpu_hour) <
-             capacity_usd_per_m_requests(b.result, b.request.par.tp, b.usd_per_gpu_hour);
+      return capacity_usd_per_m_requests(a.result, replica_gpus(a.request), a.usd_per_gpu_hour) <
+             capacity_usd_per_m_requests(b.result, replica_gpus(b.request), b.usd_per_gpu_hour);
     return a.per_gpu_rps() > b.per_gpu_rps();
   });
 }
@@ -534,10 +534,13 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
   const ForecastRequest& q = rows.front().request;
   const bool dpa = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.dp_attention; });
   const bool a2a = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.moe_all_to_all; });
-  std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s%s\n",
+  const std::string disagg =
+      q.disagg.active() ? ", each tp the decode instance beside a prefill instance of tp " + std::to_string(q.disagg.prefill_tp)
+                        : std::string();
+  std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s%s%s\n",
                 q.model->name.c_str(), static_cast<long long>(q.tokens), static_cast<long long>(q.gen),
                 q.limits.slo_text().c_str(), rows.front().result.attainment_pct, static_cast<long long>(q.batch),
-                dpa ? ", DP attention where tp > 1" : "", a2a ? ", DeepEP where tp = ep" : "");
+                dpa ? ", DP attention where tp > 1" : "", a2a ? ", DeepEP where tp = ep" : "", disagg.c_str());
   os << buf;
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
   std::snprintf(buf, sizeof buf, "%4s %-20s %3s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", "max_rate/s", "per_gpu/s",
@@ -555,9 +558,10 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
     }
     char fleet[32] = "", cost[32] = "";
     if (target_rate > 0)
-      std::snprintf(fleet, sizeof fleet, " %7lld", static_cast<long long>(capacity_replicas(c, target_rate) * r.request.par.tp));
+      std::snprintf(fleet, sizeof fleet, " %7lld",
+                    static_cast<long long>(capacity_replicas(c, target_rate) * replica_gpus(r.request)));
     if (priced) {
-      const double per_m = capacity_usd_per_m_requests(c, r.request.par.tp, r.usd_per_gpu_hour);
+      const double per_m = capacity_usd_per_m_requests(c, replica_gpus(r.request), r.usd_per_gpu_hour);
       if (per_m > 0) std::snprintf(cost, sizeof cost, " %16.4f", per_m);
       else std::snprintf(cost, sizeof cost, " %16s", "no price");
     }

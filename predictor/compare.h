@@ -121,8 +121,8 @@ struct CapacityRow {
   CapacityResult result;
   std::string error;
   double usd_per_gpu_hour = 0;  // from the prices; 0 = none given
-  // Requests a second one GPU serves within the objectives (capacity / tp).
-  double per_gpu_rps() const { return result.max_rate_rps / double(request.par.tp); }
+  // Requests a second one GPU serves within the objectives (capacity / the replica's GPUs).
+  double per_gpu_rps() const { return result.max_rate_rps / double(replica_gpus(request)); }
 };
 std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::vector<std::string>& gpus,
                                       const std::vector<int64_t>& tps, double attainment_pct, const GpuRegistry& reg,

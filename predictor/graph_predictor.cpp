@@ -1408,8 +1408,9 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   if (par.pp != 1)
     throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
                       ": disaggregated serving is modelled with one pipeline stage a decode instance");
-  if (limits.max_batched_tokens > 0 || limits.max_seqs > 0 || limits.max_seqs_auto || limits.prefill_first)
-    throw ConfigError("--prefill-tp with the scheduler's token budget or sequence cap: not modelled");
+  // max_seqs_auto is the decode instance's own cap below (its KV room).
+  if (limits.max_batched_tokens > 0 || limits.max_seqs > 0 || limits.prefill_first)
+    throw ConfigError("--prefill-tp with the scheduler's token budget, sequence cap or prefill-first steps: not modelled");
   // The decode instance: the batch prefilled at once, then decoding (its steps after the first).
   // Under arrivals the steps below replace it, but it checks the request and sizes the memory.
   GenerateForecast f = forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
@@ -1449,7 +1450,10 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     return latency_ms + s_to_ms(transfer_s(double(k) * request_kv_bytes, pairs * kLinkEfficiency * bw_gbps));
   };
   int64_t largest_prefill = batch;
-  if (limits.request_rate <= 0) {
+  // A batch at once (no cap) is the closed form below; arrivals, or the decode instance's KV
+  // room as a cap (--max-seqs auto), take the schedule after it (arrivals all at 0 without a rate).
+  const bool scheduled = limits.request_rate > 0 || limits.max_seqs_auto;
+  if (!scheduled) {
     // A batch at once: one prefill step of every prompt, one move, the decode instance's steps.
     x.decode_ms = f.e2e_ms - f.prefill.total_ms;
     f.prefill = prefill_step(batch);
@@ -1547,7 +1551,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                               par.dp_attention, {}, par.moe_all_to_all);
     set_requests(f, std::move(requests));
   }
-  if (limits.request_rate <= 0)
+  if (!scheduled)
     f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
                               par.dp_attention, {}, par.moe_all_to_all);
   x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, seq, gpu, 1, 0, ServingPass{0, seq});

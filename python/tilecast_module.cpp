@@ -227,9 +227,13 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
                     std::optional<std::string> schedule, std::optional<std::string> arrivals, int64_t cached_prefix,
                     const py::object& tp, int64_t ep, const std::string& dtype, const std::string& kv_dtype,
                     const std::string& routing, const std::string& weights, const std::string& gpu_dir,
-                    bool dp_attention, const std::string& moe_a2a) {
+                    bool dp_attention, const std::string& moe_a2a, std::optional<int64_t> prefill_tp,
+                    int64_t prefill_ep) {
   Engine& e = engine(weights, gpu_dir);
   predictor::check_capacity_options(requests, target_rate);
+  if (prefill_tp && *prefill_tp < 1)
+    throw ConfigError("--prefill-tp: " + std::to_string(*prefill_tp) + " out of range [1, 4096]");
+  if (prefill_ep != 1 && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
   const ModelConfig mc = load_model_config(model, e.models_dir);
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
@@ -238,6 +242,7 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
       cached_prefix, true);
   q.par.dp_attention = dp_attention;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
+  q.disagg.prefill_tp = prefill_tp.value_or(0), q.disagg.prefill_ep = prefill_ep;
   predictor::Prices p;
   p.source = "capacity(prices=...)";
   for (const auto& kv : prices) predictor::add_price(p, kv.first + "=" + std::to_string(kv.second), e.reg);
@@ -396,7 +401,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("max_batched_tokens") = py::none(), py::arg("max_seqs") = py::none(), py::arg("schedule") = py::none(),
         py::arg("arrivals") = py::none(), py::arg("cached_prefix") = 0, py::arg("tp") = 1, py::arg("ep") = 1,
         py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("routing") = "", py::arg("weights") = "",
-        py::arg("gpu_dir") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none");
+        py::arg("gpu_dir") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
+        py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = 1);
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",

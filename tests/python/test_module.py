@@ -161,6 +161,11 @@ dis = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=1000, 
 assert dis == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "1000", "--gen",
                   "16", "--mode", "generate", "--tp", "4", "--prefill-tp", "2")
 assert dis["disaggregation"]["prefill_tp"] == 2 and dis["parallel"]["tp"] == 4, (dis["disaggregation"], dis["parallel"])
+rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
+                         prefill_tp=1)
+assert rows == cli("capacity", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "1", "--seq", "1024", "--gen",
+                   "64", "--slo-tpot-ms", "8", "--requests", "40", "--prefill-tp", "1")["rows"]
+assert rows[0]["gpus_per_replica"] == 2 and abs(rows[0]["per_gpu_rps"] - rows[0]["max_rate_rps"] / 2) < 1e-9, rows[0]
 try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", prefill_ep=2)
     raise AssertionError("prefill_ep without prefill_tp accepted")
