@@ -244,11 +244,7 @@ int run_capacity(const Args& args, const GlobalOptions&) {
   add_dp_attention_option(desc, "the rows with tp > 1 take it");
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "the row with tp equal to --ep takes it");
-  predictor::Disaggregation disagg;
-  desc.add_options()("prefill-tp", po::value(&disagg.prefill_tp),
-                     "disaggregated replicas (predict --prefill-tp): each row's tp is the decode instance, beside a "
-                     "prefill instance of this many tensor-parallel GPUs; per-GPU rates and costs count both")(
-      "prefill-ep", po::value(&disagg.prefill_ep)->default_value(1), "with --prefill-tp: the prefill instance's ep");
+  add_disaggregation_options(desc, "each row's decode instance (its tp); per-GPU rates and costs count both");
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -274,10 +270,7 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       routing.empty() ? 0.0 : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
   q.par.dp_attention = vm.count("dp-attention") > 0;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
-  if (vm.count("prefill-tp") && disagg.prefill_tp < 1)
-    throw ConfigError("--prefill-tp: " + std::to_string(disagg.prefill_tp) + " out of range [1, 4096]");
-  if (!vm["prefill-ep"].defaulted() && !vm.count("prefill-tp")) throw ConfigError("--prefill-ep needs --prefill-tp");
-  q.disagg = disagg;
+  q.disagg = disaggregation_flags(vm);
   auto rows = predictor::run_capacity(q, predictor::split_list("--gpus", gpus), parse_int_list("--tp", tp, 1, 4096),
                                       attainment, reg, kp, &prices);
   predictor::rank_capacity(rows);

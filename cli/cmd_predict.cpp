@@ -69,12 +69,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   add_dp_attention_option(desc, "prefill, decode and generate with --tp 2 or more");
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "prefill, decode and generate");
-  desc.add_options()("prefill-tp", po::value(&a.disagg.prefill_tp),
-                     "generate, disaggregated (SGLang's and Dynamo's prefill-decode disaggregation): the prompts run on "
-                     "a prefill instance of this many tensor-parallel GPUs, their KV caches move to the decode "
-                     "instance (--tp, --ep, --dp-attention), which decodes them")(
-      "prefill-ep", po::value(&a.disagg.prefill_ep)->default_value(1),
-      "with --prefill-tp, a MoE model: the prefill instance's expert-parallel ranks");
+  add_disaggregation_options(desc, "the decode instance (--tp, --ep, --dp-attention), which decodes them (generate)");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
@@ -101,9 +96,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   a.fusion = vm.count("fusion") > 0;
   a.par.dp_attention = vm.count("dp-attention") > 0;
   a.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);
-  if (vm.count("prefill-tp") && a.disagg.prefill_tp < 1)
-    throw ConfigError("--prefill-tp: " + std::to_string(a.disagg.prefill_tp) + " out of range [1, 4096]");
-  if (!vm["prefill-ep"].defaulted() && !vm.count("prefill-tp")) throw ConfigError("--prefill-ep needs --prefill-tp");
+  a.disagg = disaggregation_flags(vm);
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::KernelPredictor kp(trainer::weights_dir(paths.weights));
   call_overhead.apply(kp);

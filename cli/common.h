@@ -57,6 +57,10 @@ void add_serving_kv_dtype_option(po::options_description& desc, std::string* dty
 // --dp-attention (predict, compare, plan, capacity): SGLang's DP attention, read with
 // vm.count("dp-attention"); `which` says which of the command's forecasts take it.
 void add_dp_attention_option(po::options_description& desc, const std::string& which);
+// --prefill-tp and --prefill-ep (predict, capacity): read with disaggregation_flags(vm);
+// `which` says what the prefill instance stands beside.
+void add_disaggregation_options(po::options_description& desc, const std::string& which);
+predictor::Disaggregation disaggregation_flags(const po::variables_map& vm);
 // --moe-a2a none|deepep into *value (predictor::parse_moe_a2a reads it); `which`: the rows or
 // layouts it applies to.
 void add_moe_a2a_option(po::options_description& desc, std::string* value, const std::string& which);

@@ -244,6 +244,13 @@ ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string&
   return draft == "mtp" ? mtp_draft_config(target) : load_model_config(draft, models_dir);
 }
 
+Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep) {
+  if (prefill_ep && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
+  if (prefill_tp && (*prefill_tp < 1 || *prefill_tp > 4096))
+    throw ConfigError("--prefill-tp: " + std::to_string(*prefill_tp) + " out of range [1, 4096]");
+  return {prefill_tp.value_or(0), prefill_ep.value_or(1)};
+}
+
 bool parse_moe_a2a(const std::string& value) {
   if (value != "none" && value != "deepep") throw ConfigError("--moe-a2a: expected none or deepep, got '" + value + "'");
   return value == "deepep";

@@ -103,6 +103,10 @@ struct SpecRequest {
   SpecDecoding with(const ModelConfig& draft) const { return {&draft, tokens, *accept}; }
 };
 
+// --prefill-tp / --prefill-ep (Python's prefill_tp, prefill_ep), each where given: a
+// disaggregated request's prefill instance (inactive without a tp). ConfigError for a tp outside
+// [1, 4096], or an ep without a tp.
+Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep);
 // `--moe-a2a` / Python's moe_a2a: "none" (false) or "deepep" (true: Parallelism::moe_all_to_all);
 // ConfigError naming --moe-a2a otherwise.
 bool parse_moe_a2a(const std::string& value);

@@ -118,13 +118,10 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                    bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp,
                    const std::string& expert_dtype, bool dp_attention, const std::string& moe_a2a,
-                   std::optional<int64_t> prefill_tp, int64_t prefill_ep) {
+                   std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  if (prefill_tp && *prefill_tp < 1)
-    throw ConfigError("--prefill-tp: " + std::to_string(*prefill_tp) + " out of range [1, 4096]");
-  if (prefill_ep != 1 && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
-  a.disagg.prefill_tp = prefill_tp.value_or(0), a.disagg.prefill_ep = prefill_ep;
+  a.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep);
   a.expert_dtype = expert_dtype;
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   a.cached_prefix = cached_prefix;
@@ -228,12 +225,10 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
                     const py::object& tp, int64_t ep, const std::string& dtype, const std::string& kv_dtype,
                     const std::string& routing, const std::string& weights, const std::string& gpu_dir,
                     bool dp_attention, const std::string& moe_a2a, std::optional<int64_t> prefill_tp,
-                    int64_t prefill_ep) {
+                    std::optional<int64_t> prefill_ep) {
   Engine& e = engine(weights, gpu_dir);
   predictor::check_capacity_options(requests, target_rate);
-  if (prefill_tp && *prefill_tp < 1)
-    throw ConfigError("--prefill-tp: " + std::to_string(*prefill_tp) + " out of range [1, 4096]");
-  if (prefill_ep != 1 && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
+  const predictor::Disaggregation disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep);
   const ModelConfig mc = load_model_config(model, e.models_dir);
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
@@ -242,7 +237,7 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
       cached_prefix, true);
   q.par.dp_attention = dp_attention;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
-  q.disagg.prefill_tp = prefill_tp.value_or(0), q.disagg.prefill_ep = prefill_ep;
+  q.disagg = disagg;
   predictor::Prices p;
   p.source = "capacity(prices=...)";
   for (const auto& kv : prices) predictor::add_price(p, kv.first + "=" + std::to_string(kv.second), e.reg);
@@ -370,7 +365,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("zero") = 0, py::arg("recompute") = "",
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
-        py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = 1);
+        py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none());
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -402,7 +397,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("arrivals") = py::none(), py::arg("cached_prefix") = 0, py::arg("tp") = 1, py::arg("ep") = 1,
         py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("routing") = "", py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
-        py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = 1);
+        py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none());
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",
