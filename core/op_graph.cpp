@@ -1000,42 +1000,54 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
   if (decodes > 0) gemm("self_attn.w_vc", decodes, kvl, heads * vd);
 }
 
+// A serving MoE layer's fused experts kernel over the group's `t` tokens: each expert's FFN split
+// `moe_tp` ways, the experts over `ep` ranks, in the graph's expert dtype and routing; int4
+// experts at the checkpoint's own scale groups (Kimi-K2-Thinking's 32) read those scales.
+KernelQuery serving_experts_q(const ModelConfig& m, const OpGraph& g, int64_t t, int64_t moe_tp, int64_t ep) {
+  KernelQuery q = moe_q(t, m.hidden, m.moe_ffn, m.experts_per_token, m.num_experts, moe_tp, ep, *g.expert_dtype,
+                        g.routing_alpha);
+  if (q.dtype == DType::kInt4) set_weight_group(q, m.expert_group_size);
+  return q;
+}
+
+// A serving MoE layer's shared experts (vLLM's Qwen2-MoE, SGLang's DeepSeek) over `rows` tokens,
+// their gated FFN split `split` ways; Qwen2-MoE's 1-wide gate and sigmoid(gate) x shared + routed
+// costed as a residual add of the two outputs (DeepSeek's sum is inside the routed kernel's
+// combine). Nothing for a model without them.
+void serving_shared_experts(Builder& b, const ModelConfig& m, int64_t rows, int64_t split, DType dtype, DType act) {
+  const int64_t s = m.shared_expert_ffn, h = m.hidden;
+  if (s == 0) return;
+  auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
+    b.op(name, kind).fw.push_back(KernelCall::kernel(q));
+  };
+  kernel("mlp.shared_expert.gate_up_proj", "gemm", gemm_q(rows, h, 2 * s / split, dtype));
+  kernel("mlp.shared_expert.act_fn", "memory_op", vec_q(OpKind::kSiluMul, rows, s / split, act));
+  kernel("mlp.shared_expert.down_proj", "gemm", gemm_q(rows, s / split, h, dtype));
+  if (m.shared_expert_gate) {
+    kernel("mlp.shared_expert_gate", "gemm", gemm_q(rows, h, 1, act));
+    kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, rows, h, act));
+  }
+}
+
 // A MoE layer under DeepEP (Parallelism::moe_all_to_all), on the busiest rank: the router and
 // the shared experts (whole on every rank, SGLang's under DeepEP) on its `ta` own tokens; the
 // dispatch of their copies to the ranks holding their experts; the rank's E / ep experts over
 // what the group's `t` tokens route to them, the kernel the tp-split layout runs with ep = tp;
 // the combine of the experts' outputs back to their tokens' ranks. No all-reduce.
 void deepep_moe(Builder& b, const ModelConfig& m, const OpGraph& g, int64_t t, int64_t ta, int64_t ep, DType act) {
-  const int64_t h = m.hidden;
-  const double e = dtype_size(act);
-  auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
-    b.op(name, kind).fw.push_back(KernelCall::kernel(q));
-  };
-  kernel("mlp.gate", "gemm", gemm_q(ta, h, m.num_experts, act));
-  if (const int64_t s = m.shared_expert_ffn; s > 0) {
-    kernel("mlp.shared_expert.gate_up_proj", "gemm", gemm_q(ta, h, 2 * s, g.dtype));
-    kernel("mlp.shared_expert.act_fn", "memory_op", vec_q(OpKind::kSiluMul, ta, s, act));
-    kernel("mlp.shared_expert.down_proj", "gemm", gemm_q(ta, s, h, g.dtype));
-    if (m.shared_expert_gate) {
-      kernel("mlp.shared_expert_gate", "gemm", gemm_q(ta, h, 1, act));
-      kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, ta, h, act));
-    }
-  }
+  b.op("mlp.gate", "gemm").fw.push_back(KernelCall::kernel(gemm_q(ta, m.hidden, m.num_experts, act)));
+  serving_shared_experts(b, m, ta, 1, g.dtype, act);
   // SGLang runs DeepEP's low-latency kernels for decode batches and its normal ones otherwise;
   // both dispatch FP8 (a 4-byte scale per 128 values) to FP8 experts, and combine in the
   // activation dtype.
   const bool low_latency = g.mode == Mode::kDecode;
-  const DType experts_dtype = *g.expert_dtype;
-  const double dispatch_elem = is_fp8(experts_dtype) ? 1.0 + 4.0 / 128.0 : e;
-  const double values = double(ta) * double(h);  // one copy of the rank's tokens
+  const double e = dtype_size(act), values = double(ta) * double(m.hidden);  // one copy of the rank's tokens
+  const double dispatch_elem = is_fp8(*g.expert_dtype) ? 1.0 + 4.0 / 128.0 : e;
   auto exchange = [&](const std::string& name, double bytes) {
-    b.op(name, "communication")
-        .fw.push_back(KernelCall::deepep(bytes, ep, expert_routing(m), low_latency));
+    b.op(name, "communication").fw.push_back(KernelCall::deepep(bytes, ep, expert_routing(m), low_latency));
   };
   exchange("mlp.dispatch", values * dispatch_elem);
-  KernelQuery experts = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, 1, ep, experts_dtype, g.routing_alpha);
-  if (experts.dtype == DType::kInt4) set_weight_group(experts, m.expert_group_size);
-  kernel("mlp.experts", "moe", experts);
+  b.op("mlp.experts", "moe").fw.push_back(KernelCall::kernel(serving_experts_q(m, g, t, 1, ep)));
   exchange("mlp.combine", values * e);
 }
 
@@ -1134,24 +1146,10 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
       return;
     }
     kernel("mlp.gate", "gemm", gemm_q(t, h, m.num_experts, act));
-    KernelQuery experts =
-        moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp / ep, ep, *g.expert_dtype, g.routing_alpha);
-    // int4 experts at the checkpoint's own scale groups (Kimi-K2-Thinking's 32) read those scales.
-    if (experts.dtype == DType::kInt4) set_weight_group(experts, m.expert_group_size);
-    kernel("mlp.experts", "moe", experts);
-    if (const int64_t s = m.shared_expert_ffn; s > 0) {
-      // Shared experts (vLLM's Qwen2-MoE, SGLang's DeepSeek): a gated FFN split over tp as a
-      // dense one, whose partial sums join the routed experts' before their one all-reduce;
-      // Qwen2-MoE's 1-wide gate and sigmoid(gate) x shared + routed, costed as a residual add of
-      // the two outputs (DeepSeek's sum is inside the routed kernel's combine).
-      gemm("mlp.shared_expert.gate_up_proj", t, h, 2 * s / tp);
-      kernel("mlp.shared_expert.act_fn", "memory_op", vec_q(OpKind::kSiluMul, t, s / tp, act));
-      gemm("mlp.shared_expert.down_proj", t, s / tp, h);
-      if (m.shared_expert_gate) {
-        kernel("mlp.shared_expert_gate", "gemm", gemm_q(t, h, 1, act));
-        kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, t, h, act));
-      }
-    }
+    kernel("mlp.experts", "moe", serving_experts_q(m, g, t, tp / ep, ep));
+    // The shared experts split over tp as a dense FFN, their partial sums joining the routed
+    // experts' before the one all-reduce.
+    serving_shared_experts(b, m, t, tp, dtype, act);
     all_reduce(t);
   });
   if (m.sandwich_norms) kernel("post_feedforward_layernorm", "memory_op", vec_q(OpKind::kRmsNorm, ta, h, act));

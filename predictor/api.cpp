@@ -399,18 +399,11 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                         ": serving forecasts take --tp, --pp and --ep (one replica; its microbatches follow from --pp)");
     const ServingDtypes& d = q.dtypes;
     if (q.disagg.active()) {
-      // Refused in one line: what the disaggregated forecast does not model.
-      // --max-seqs auto is the decode instance's own cap (its KV room).
-      const char* other = q.limits.max_batched_tokens > 0 ? "--max-batched-tokens"
-                          : q.limits.max_seqs > 0                         ? "--max-seqs"
-                          : q.limits.prefill_first                        ? "--schedule"
-                          : q.cached_prefix > 0                           ? "--cached-prefix"
-                          : q.spec                                        ? "--spec-draft"
-                                                                          : nullptr;
-      if (other)
-        throw ConfigError(std::string("--prefill-tp with ") + other +
-                          ": disaggregated serving is modelled with each prompt whole in one prefill step and the "
-                          "decode instance's KV room as its cap");
+      // forecast_disaggregated refuses the scheduler's options it does not model; these two it
+      // does not take.
+      if (q.cached_prefix > 0 || q.spec)
+        throw ConfigError(std::string("--prefill-tp with ") + (q.spec ? "--spec-draft" : "--cached-prefix") +
+                          ": not modelled (disaggregated serving runs each prompt whole, without a draft)");
       r.generate = forecast_disaggregated(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.disagg,
                                           q.host_gap_us, q.routing_alpha, q.limits);
       r.memory = r.generate->memory;

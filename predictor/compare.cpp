@@ -192,7 +192,6 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                 Parallelism par;
                 par.dp = dp, par.tp = tp, par.pp = pp, par.microbatches = mb, par.ep = ep, par.cp = cp, par.vpp = vpp;
                 par.dp_attention = req.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
-                par.moe_all_to_all = req.moe_a2a && par.dp_attention && ep == tp;  // DeepEP's layout
                 layouts.push_back(par);
               }
   std::vector<CompareRow> rows;
@@ -207,7 +206,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
             c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
             if (!drafts.empty()) c.spec = req.spec.with(drafts[mi]);
             c.par = par;
-            c.par.moe_all_to_all = par.moe_all_to_all && m.num_experts > 0;  // a dense model's row: none
+            // DeepEP's layout: DP attention with ep = tp, on a MoE model's rows.
+            c.par.moe_all_to_all = req.moe_a2a && par.dp_attention && par.ep == par.tp && m.num_experts > 0;
             c.optimizer_state = req.optimizer_state;
             c.train_dtype = train_dtype;
             req.training.apply(c, true);

@@ -102,10 +102,10 @@ double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t st
   return best;
 }
 
-double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes) {
+double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes, const std::string& what) {
   need_interconnect(gpu);
   if (!across_nodes) return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.interconnect_gbps)) + kSendRecvLatencyMs;
-  need_network(gpu, "a pipeline hand-over between nodes");
+  need_network(gpu, what);
   return s_to_ms(transfer_s(bytes, kLinkEfficiency * gpu.network_gbps)) + kSendRecvLatencyMs + kNetSendLatencyMs;
 }
 
@@ -1315,12 +1315,9 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
 }
 }  // namespace
 
-GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
-                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
-                                   double host_gap_us, double routing_alpha, const SchedulerLimits& limits,
-                                   int64_t cached_prefix, const SpecDecoding* spec) {
-  if (par.dp != 1 || par.microbatches != 1)
-    throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
+namespace {
+// A generate request's output tokens against the range and the model's positions.
+void check_generate_lengths(const ModelConfig& m, int64_t seq, int64_t gen) {
   if (gen < 2 || gen > (1 << 20))
     throw ConfigError("--gen: " + std::to_string(gen) + " out of range [2, 2^20] (one output token is --mode prefill)");
   // The last output token is produced at position seq + gen - 2 (0-based), the prompt's first at 0.
@@ -1328,6 +1325,30 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     throw ConfigError("--gen: " + std::to_string(seq) + " prompt + " + std::to_string(gen) + " output tokens need " +
                       std::to_string(seq + gen - 1) + " positions; " + m.name + " has " +
                       std::to_string(m.max_positions));
+}
+
+// A generate forecast's request fields, before any step.
+GenerateForecast generate_request(const ModelConfig& m, const GpuSpec& gpu, int64_t batch, int64_t seq, int64_t gen,
+                                  DType dtype, DType kv_dtype, const SchedulerLimits& limits, int64_t cached_prefix) {
+  GenerateForecast f;
+  f.model = m.name;
+  f.gpu = gpu.name;
+  f.dtype = dtype;
+  f.kv_dtype = kv_dtype;
+  f.batch = batch, f.seq = seq, f.gen = gen;
+  f.limits = limits;
+  f.cached_prefix = cached_prefix;
+  return f;
+}
+}  // namespace
+
+GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
+                                   int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
+                                   double host_gap_us, double routing_alpha, const SchedulerLimits& limits,
+                                   int64_t cached_prefix, const SpecDecoding* spec) {
+  if (par.dp != 1 || par.microbatches != 1)
+    throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
+  check_generate_lengths(m, seq, gen);
   SchedulerLimits lim = limits;
   // The largest pass: one step at the token budget (as vLLM sizes its cache), else every
   // running prompt's uncached rest at once.
@@ -1346,14 +1367,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
                                                              : "--request-rate") +
                       " with --pp " + std::to_string(par.pp) +
                       ": the engine's scheduler is modelled on one pipeline stage only");
-  GenerateForecast f;
-  f.model = m.name;
-  f.gpu = gpu.name;
-  f.dtype = dtype;
-  f.kv_dtype = kv_dtype;
-  f.batch = batch, f.seq = seq, f.gen = gen;
-  f.limits = lim;
-  f.cached_prefix = cached_prefix;
+  GenerateForecast f = generate_request(m, gpu, batch, seq, gen, dtype, kv_dtype, lim, cached_prefix);
   if (spec) {
     forecast_speculative(f, m, *spec, gpu, kp, par, host_gap_us, routing_alpha);
     return f;
@@ -1409,11 +1423,22 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
                       ": disaggregated serving is modelled with one pipeline stage a decode instance");
   // max_seqs_auto is the decode instance's own cap below (its KV room).
-  if (limits.max_batched_tokens > 0 || limits.max_seqs > 0 || limits.prefill_first)
-    throw ConfigError("--prefill-tp with the scheduler's token budget, sequence cap or prefill-first steps: not modelled");
-  // The decode instance: the batch prefilled at once, then decoding (its steps after the first).
-  // Under arrivals the steps below replace it, but it checks the request and sizes the memory.
-  GenerateForecast f = forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
+  if (const char* flag = limits.max_batched_tokens > 0 ? "--max-batched-tokens"
+                         : limits.max_seqs > 0         ? "--max-seqs"
+                         : limits.prefill_first        ? "--schedule"
+                                                       : nullptr)
+    throw ConfigError(std::string("--prefill-tp with ") + flag +
+                      ": disaggregated serving is modelled with each prompt whole in one prefill step and the "
+                      "decode instance's KV room as its cap (a token budget or a sequence cap is not modelled)");
+  check_generate_lengths(m, seq, gen);
+  // A batch at once (no cap) takes the closed form below; arrivals, or the decode instance's KV
+  // room as a cap (--max-seqs auto), the schedule after it (arrivals all at 0 without a rate).
+  const bool scheduled = limits.request_rate > 0 || limits.max_seqs_auto;
+  // The closed form's decode instance: the batch prefilled at once, then decoding (its steps
+  // after the first).
+  GenerateForecast f =
+      scheduled ? generate_request(m, gpu, batch, seq, gen, dtype, kv_dtype, limits, 0)
+                : forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
   f.limits = limits;
   DisaggForecast x;
   x.prefill_tp = p, x.prefill_ep = pe;
@@ -1437,22 +1462,13 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
       kv_token_layer_bytes(m, kv_dtype, 1, false) * ((double(m.layers) - windowed) * double(seq) + windowed * window);
   x.kv_over_network = gpu.gpus_per_node > 0 && p + par.tp > gpu.gpus_per_node;
   const double pairs = double(std::min(p, par.tp));
-  double bw_gbps = 0, latency_ms = kSendRecvLatencyMs;
-  if (x.kv_over_network) {
-    need_network(gpu, "a KV cache sent between a prefill and a decode instance on two nodes");
-    bw_gbps = gpu.network_gbps, latency_ms += kNetSendLatencyMs;
-  } else {
-    need_interconnect(gpu);
-    bw_gbps = gpu.interconnect_gbps;
-  }
-  // The caches of k prompts of one prefill step, moved together.
+  // The caches of k prompts of one prefill step, moved together: a point-to-point send of each
+  // GPU pair's share.
   auto move_ms = [&](int64_t k) {
-    return latency_ms + s_to_ms(transfer_s(double(k) * request_kv_bytes, pairs * kLinkEfficiency * bw_gbps));
+    return send_recv_ms(double(k) * request_kv_bytes / pairs, gpu, x.kv_over_network,
+                        "a KV cache sent between a prefill and a decode instance on two nodes");
   };
   int64_t largest_prefill = batch;
-  // A batch at once (no cap) is the closed form below; arrivals, or the decode instance's KV
-  // room as a cap (--max-seqs auto), take the schedule after it (arrivals all at 0 without a rate).
-  const bool scheduled = limits.request_rate > 0 || limits.max_seqs_auto;
   if (!scheduled) {
     // A batch at once: one prefill step of every prompt, one move, the decode instance's steps.
     x.decode_ms = f.e2e_ms - f.prefill.total_ms;
@@ -1466,6 +1482,8 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     for (auto& r : requests) r.ttft_ms += shift, r.e2el_ms += shift;
     f.e2e_ms = ttft_ms + x.decode_ms;
     set_requests(f, std::move(requests));
+    f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
+                              par.dp_attention, {}, par.moe_all_to_all);
   } else {
     // Requests arriving over time. The prefill instance, whenever idle, runs every prompt that
     // has arrived in one step and sends their caches on; the decode instance takes each request
@@ -1551,9 +1569,6 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                               par.dp_attention, {}, par.moe_all_to_all);
     set_requests(f, std::move(requests));
   }
-  if (!scheduled)
-    f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
-                              par.dp_attention, {}, par.moe_all_to_all);
   x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, seq, gpu, 1, 0, ServingPass{0, seq});
   x.prefill_per_decode = x.decode_ms > 0 ? x.prefill_ms / x.decode_ms : 0;
   f.tokens_per_s = double(batch) * double(gen) / (f.e2e_ms * 1e-3);
@@ -1652,6 +1667,19 @@ std::string generate_json(const GenerateForecast& f) {
 std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::ostringstream os;
   char buf[640];
+  // Over the requests (schedules with limits): the percentiles, and goodput under objectives.
+  auto percentiles = [&] {
+    std::snprintf(buf, sizeof buf,
+                  "ttft p50/p90/p99  %.3f / %.3f / %.3f ms\ntpot p50/p90/p99  %.3f / %.3f / %.3f ms  (over the requests)\n",
+                  f.ttft.p50_ms, f.ttft.p90_ms, f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p90_ms, f.tpot.p99_ms);
+    return std::string(buf);
+  };
+  auto goodput = [&] {
+    if (!f.limits.has_slo()) return std::string();
+    std::snprintf(buf, sizeof buf, "goodput       %10.3f  requests/s (%lld of %lld requests meet %s)\n", f.goodput_rps,
+                  static_cast<long long>(f.slo_requests), static_cast<long long>(f.batch), f.limits.slo_text().c_str());
+    return std::string(buf);
+  };
   std::string budget;
   if (f.limits.max_batched_tokens > 0)
     budget += ", chunked prefill: " + std::to_string(f.limits.max_batched_tokens) + " tokens a step";
@@ -1687,30 +1715,25 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   if (f.disagg) {
     const DisaggForecast& x = *f.disagg;
     const char* link = x.kv_over_network ? "through the network ports (two nodes)" : "over the node's links";
-    if (f.limits.any())
+    if (f.limits.any()) {
       std::snprintf(buf, sizeof buf,
                     "ttft_ms       %10.3f  (mean over the requests, from arrival; the last %.3f)\n"
                     "tpot_ms       %10.3f  (mean over the requests)\ne2e_ms        %10.3f  (the last request's last "
-                    "token)\ntokens/s      %10.1f  (batch x output tokens / e2e)\n"
-                    "ttft p50/p90/p99  %.3f / %.3f / %.3f ms\ntpot p50/p90/p99  %.3f / %.3f / %.3f ms  (over the "
-                    "requests)\nsteps         %10lld  (%lld prefill steps; %.2f GB of caches moved %s in %.3f ms)\n",
-                    f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s, f.ttft.p50_ms, f.ttft.p90_ms,
-                    f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p90_ms, f.tpot.p99_ms, static_cast<long long>(f.steps),
-                    static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link, x.kv_transfer_ms);
-    else
+                    "token)\ntokens/s      %10.1f  (batch x output tokens / e2e)\n",
+                    f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
+      os << buf << percentiles();
+      std::snprintf(buf, sizeof buf, "steps         %10lld  (%lld prefill steps; %.2f GB of caches moved %s in %.3f ms)\n",
+                    static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link,
+                    x.kv_transfer_ms);
+    } else {
       std::snprintf(buf, sizeof buf,
                     "ttft_ms       %10.3f  (the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s)\n"
                     "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
                     "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
                     f.ttft_ms, x.prefill_ms, x.kv_transfer_ms, x.kv_transfer_gb, link, f.tpot_ms, f.e2e_ms,
                     f.tokens_per_s);
-    os << buf;
-    if (f.limits.has_slo()) {
-      std::snprintf(buf, sizeof buf, "goodput       %10.3f  requests/s (%lld of %lld requests meet %s)\n", f.goodput_rps,
-                    static_cast<long long>(f.slo_requests), static_cast<long long>(f.batch),
-                    f.limits.slo_text().c_str());
-      os << buf;
     }
+    os << buf << goodput();
     std::snprintf(buf, sizeof buf,
                   "balance       %10.3f  prefill instances per decode instance keep both busy (prefill %.3f ms, "
                   "decode %.3f ms busy)\n",
@@ -1741,17 +1764,8 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                   "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
                   f.ttft_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
   os << buf;
-  if (f.limits.any()) {  // requests fare differently
-    std::snprintf(buf, sizeof buf,
-                  "ttft p50/p90/p99  %.3f / %.3f / %.3f ms\ntpot p50/p90/p99  %.3f / %.3f / %.3f ms  (over the requests)\n",
-                  f.ttft.p50_ms, f.ttft.p90_ms, f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p90_ms, f.tpot.p99_ms);
-    os << buf;
-  }
-  if (f.limits.has_slo()) {
-    std::snprintf(buf, sizeof buf, "goodput       %10.3f  requests/s (%lld of %lld requests meet %s)\n", f.goodput_rps,
-                  static_cast<long long>(f.slo_requests), static_cast<long long>(f.batch), f.limits.slo_text().c_str());
-    os << buf;
-  }
+  if (f.limits.any()) os << percentiles();  // requests fare differently
+  os << goodput();
   os << memory_summary(f.memory);
   os << (f.limits.any() ? "\n-- first step\n" : "\n-- prefill\n") << forecast_table(f.prefill, top_ops);
   if (f.decode_steps_forecast > 0)

@@ -106,7 +106,9 @@ void check_host_gap_us(double us);
 // (ConfigError if the spec states no network_gbps). Point-to-point (send_recv_ms): bytes at 80 %
 // of the link + 5 us, or of network_gbps + 7.7 us across nodes.
 double all_reduce_ms(double bytes, int64_t group, const GpuSpec& gpu, int64_t stride = 1);
-double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes = false);
+// `what`: the transfer, named in the error for a spec without network_gbps.
+double send_recv_ms(double bytes, const GpuSpec& gpu, bool across_nodes = false,
+                    const std::string& what = "a pipeline hand-over between nodes");
 // All-to-all over `group` GPUs `stride` apart, each sending 1/group of its `bytes` to every
 // peer at once (NCCL's grouped send/recv, as Megatron-Core's token dispatcher runs it): the
 // peers on its node over the link at 80 % (a mesh: one link per peer, collective_gbps), the

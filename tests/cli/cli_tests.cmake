@@ -395,6 +395,7 @@ tc_cli_fail(predict_disaggregated_decode "--prefill-tp applies to --mode generat
 tc_cli_fail(predict_disaggregated_chunked "--prefill-tp with --max-batched-tokens: disaggregated serving is modelled with each prompt whole in one prefill step" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--tp;4;--mode;generate;--batch;8;--seq;100;--gen;4;--max-batched-tokens;512;--prefill-tp;2")
 tc_cli_fail(predict_disaggregated_ep_alone "--prefill-ep needs --prefill-tp" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--tp;4;--mode;generate;--batch;8;--seq;100;--gen;4;--prefill-ep;2")
 tc_cli_fail(predict_disaggregated_heads "the prefill instance .--prefill-tp 3, --prefill-ep 1.: --tp 3: llama-3.1-8b's 32 heads" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--tp;4;--mode;generate;--batch;8;--seq;100;--gen;4;--prefill-tp;3")
+tc_cli_fail(predict_disaggregated_prefix "--prefill-tp with --cached-prefix: not modelled" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--tp;4;--mode;generate;--batch;8;--seq;100;--gen;4;--cached-prefix;50;--prefill-tp;2")
 tc_cli_fail(predict_disaggregated_zero "--prefill-tp: 0 out of range" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--tp;4;--mode;generate;--batch;8;--seq;100;--gen;4;--prefill-tp;0")
 tc_cli_fail(predict_dp_attention_eager "--dp-attention does not apply to --mode inference" "${TC};predict;--model;gpt2-large;--gpu;H200;--tp;2;--batch;2;--seq;128;--dp-attention")
 # compare and plan: the dpa column and its key; plan tries each one-stage layout with tp > 1 both ways.
