@@ -250,7 +250,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       if (c.collective == Collective::kRing) {
         // The hand-overs go round in lockstep: one leaving the node paces them all.
         const bool across = group_span(c.group, g.par.tp, gpu).nodes > 1;
-        const double exposed = std::max(0.0, double(c.group - 1) * send_recv_ms(c.bytes, gpu, across) - kernels_ms);
+        const double exposed =
+            std::max(0.0, double(c.group - 1) * send_recv_ms(c.bytes, gpu, across, "a context-parallel ring between nodes") -
+                              kernels_ms);
         ms += exposed;
         comm_in_ops += exposed * count;
         continue;
