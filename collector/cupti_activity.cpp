@@ -18,6 +18,9 @@ namespace tilecast::collector {
 namespace {
 
 constexpr size_t kBufferBytes = 4 << 20;
+constexpr CUpti_ActivityKind kActivityKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 struct Sink {
   std::mutex mu;
@@ -97,7 +100,10 @@ CuptiProfiler::CuptiProfiler(int device) : impl_(std::make_unique<Impl>()) {
   if (cudaSetDevice(device) != cudaSuccess) throw RuntimeError("--device " + std::to_string(device) + ": no such CUDA device");
   if (g_sink) throw RuntimeError("CUPTI: only one profiler per process");
   g_sink = &impl_->sink;
-  for (auto kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
+  // CUPTI writes an external-correlation record only in front of an API record (runtime or
+  // driver call) made inside the pushed region, so both API kinds are on; their own records
+  // are skipped. Without them every kernel arrives unmatched (seen on an H200, CUDA 13.0).
+  for (auto kind : kActivityKinds) {
     CUptiResult r = cuptiActivityEnable(kind);
     if (r != CUPTI_SUCCESS) {
       g_sink = nullptr;
@@ -113,8 +119,7 @@ CuptiProfiler::CuptiProfiler(int device) : impl_(std::make_unique<Impl>()) {
 
 CuptiProfiler::~CuptiProfiler() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  for (auto kind : kActivityKinds) cuptiActivityDisable(kind);
   g_sink = nullptr;
 }
 
@@ -130,7 +135,9 @@ void CuptiProfiler::pop() {
 void CuptiProfiler::collect(std::vector<KernelRecord>* kernels, std::vector<ExternalCorrelation>* ext) {
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) throw RuntimeError(std::string("cudaDeviceSynchronize: ") + cudaGetErrorString(e));
-  cuptiActivityFlushAll(0);
+  // Forced: after the synchronise every record is complete, and partly filled buffers are
+  // delivered too (a plain flush may hold back the last config's records).
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(impl_->sink.mu);
   kernels->swap(impl_->sink.kernels);
   ext->swap(impl_->sink.ext);

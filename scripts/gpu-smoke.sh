@@ -6,6 +6,9 @@
 #
 # Extra CMake prefixes (e.g. yaml-cpp / Boost unpacked from Debian .debs with `dpkg -x`):
 #   EXTRA_PREFIX=/path/to/root/usr scripts/gpu-smoke.sh
+# or a folder of Debian .debs (yaml-cpp, Boost.Program_options, nlohmann-json, OpenSSL) that the
+# script unpacks itself, for a machine with no package registry:
+#   DEBS=.debs scripts/gpu-smoke.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-out/gpu-smoke}"
@@ -17,12 +20,25 @@ ABI="$(python3 -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')"
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' | tee "$OUT/torch.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$OUT/nvidia-smi.csv" || true
 prefix="$TORCH_PREFIX"
+cxxflags="-D_GLIBCXX_USE_CXX11_ABI=$ABI"
+if [ -n "${DEBS:-}" ]; then
+  deps="$PWD/$BUILD-deps"
+  mkdir -p "$deps"
+  for f in "$DEBS"/*.deb; do dpkg -x "$f" "$deps"; done
+  EXTRA_PREFIX="$deps/usr${EXTRA_PREFIX:+;$EXTRA_PREFIX}"
+  # Debian keeps OpenSSL's configuration header under the multiarch include folder.
+  cxxflags="$cxxflags -idirafter $deps/usr/include/x86_64-linux-gnu"
+fi
 [ -n "${EXTRA_PREFIX:-}" ] && prefix="$prefix;$EXTRA_PREFIX"
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+gen=(); keep_going=(-k)
+if command -v ninja >/dev/null; then gen=(-G Ninja); keep_going=(-k 0); fi
+cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DTILECAST_BUILD_TESTS=OFF -DTILECAST_BUILD_BENCH=OFF -DTILECAST_WITH_CUPTI=ON \
-  -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$ABI" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
-  > "$OUT/build.log" 2>&1
-cmake --build "$BUILD" -j "$(nproc)" --target tilecast >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  -DCMAKE_CXX_FLAGS="$cxxflags" -DTILECAST_BUILD_PYTHON=OFF -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
+  > "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
+# -k: every compile error of this LibTorch in one run, not only the first file's.
+cmake --build "$BUILD" -j "$(nproc)" --target tilecast -- "${keep_going[@]}" >> "$OUT/build.log" 2>&1 ||
+  { grep -n -B2 -A6 'error' "$OUT/build.log" | head -150; tail -30 "$OUT/build.log"; exit 1; }
 rm -rf "$OUT/collect"
 time "$BUILD/tilecast" collect --sweep configs/sweeps/smoke.yaml --out "$OUT/collect" --backend cuda
 head -3 "$OUT/collect/bmm.csv"
@@ -36,3 +52,6 @@ head -3 "$OUT/collect-llm/gemm.csv" "$OUT/collect-llm/memory_op.csv" "$OUT/colle
 rm -rf "$OUT/collect-sampler"
 time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-sampler.yaml --out "$OUT/collect-sampler" --backend cuda
 head -3 "$OUT/collect-sampler/memory_op.csv"
+# Serving-size BF16 kernels, for comparing with the forecasts of this GPU (scripts/gpu-compare.py).
+rm -rf "$OUT/collect-validate"
+time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-validate.yaml --out "$OUT/collect-validate" --backend cuda
