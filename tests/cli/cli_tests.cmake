@@ -78,6 +78,10 @@ tc_cli_test(eval_models_fixture_json "\"option\": \"tp4\"" ${TC} eval-models --l
 tc_cli_test(eval_models_fixture_table "nvidia_inf layout" ${TC} eval-models --labels ${D}/labels)
 # The re-run roofline: a number for the single-GPU label, null for the tensor-parallel one.
 tc_cli_test(eval_models_fixture_roofline "\"option\": \"tp4\",[^}]*\"roofline_ms\": null.*\"option\": \"\",[^}]*\"roofline_ms\": [0-9]" ${TC} eval-models --labels ${D}/labels --format json)
+# Our own H200 labels (scripts/measure-e2e.py; datasets/measured/h200-e2e): the folder maps to
+# the H200's spec, each label's measured time and mode come through (opt_13's forward of 8 x 2048
+# and its training step of 2: forward 317.35 + backward 570.61 ms from the label file).
+tc_cli_test(eval_models_h200_measured "H200 +opt_13 +inf +- +2048 +8 +1251\\.56 .*H200 +opt_13 +train +- +2048 +2 +887\\.96 .*H200 inf +10 .*H200 train +8 " ${TC} eval-models --labels ${CMAKE_SOURCE_DIR}/datasets/measured/h200-e2e/labels)
 # Training labels timed in parts (hand-made: fw / bwall in the JSON, per-node fw / bw / acc in the
 # CSV). bert b2: label bw/fw 2, nodes (18 + 2) / 10 = 2 -> ratio 1, consistent; gpt2 b1: label
 # 1, nodes (11.5 + 0.5) / 6 = 2 -> 0.5, inconsistent; bert b8: no CSV, unchecked; inference: none.

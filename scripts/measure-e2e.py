@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""End-to-end labels in NeuSight's layout, measured on this machine's GPU.
+
+Runs NeuSight's evaluated models (Hugging Face transformers, random weights built from
+configs/models/*.json, FP32 with TF32 off, eager attention) at the batch and sequence sizes of
+NeuSight's labels, and writes one JSON line per run to OUT (appended and flushed as each run
+ends, so an interrupted run keeps what it measured):
+
+  {"tag": "gpt2_large-inf-1024-4", "device": "NVIDIA H200", "e2e_latency": ..., "fw_latency": ...,
+   "bwall_latency": ..., "num_layer": 36, "attn_implementation": "eager", ...}
+
+Inference: the full model's forward under no_grad. Training: the forward with autograd on, then
+backward() of the mean of the outputs (its computation not timed), gradients accumulating, no
+optimizer step (as NeuSight's labels). Each is timed with CUDA events: 2 warm-ups, then the
+median of 5. `scripts/measure-e2e.py --to-labels OUT DIR` writes DIR/<device folder>/<tag>.json
+for `tilecast eval-models --labels DIR`.
+
+Needs torch and transformers (a GPU machine's Python); tilecast itself does not.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+
+# NeuSight's label configurations (labels/<GPU>/<tag>.json): model tag, our config, runs.
+RUNS = [
+    ("bert_large", "bert-large", "inf", 512, [8, 16]),
+    ("gpt2_large", "gpt2-large", "inf", 1024, [4, 8]),
+    ("gpt3_xl", "gpt3-xl", "inf", 2048, [2, 8]),
+    ("gpt3_27", "gpt3-2.7b", "inf", 2048, [2, 8]),
+    ("opt_13", "opt-1.3b", "inf", 2048, [2, 8]),
+    ("bert_large", "bert-large", "train", 512, [2, 8]),
+    ("gpt2_large", "gpt2-large", "train", 1024, [1, 4]),
+    ("gpt3_xl", "gpt3-xl", "train", 2048, [1]),
+    ("gpt3_27", "gpt3-2.7b", "train", 2048, [1]),
+    ("opt_13", "opt-1.3b", "train", 2048, [1, 2]),
+]
+
+
+def build(torch, transformers, path):
+    with open(path) as f:
+        d = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+    arch = d.pop("architectures")[0]
+    config = transformers.AutoConfig.for_model(d.pop("model_type"), **d)
+    cls = getattr(transformers, arch)
+    with torch.device("cuda"):
+        try:
+            model = cls._from_config(config, attn_implementation="eager")
+        except Exception:  # older or newer transformers: set it on the config instead
+            try:
+                config._attn_implementation = "eager"
+            except Exception:
+                pass
+            model = cls(config)
+    return model.float(), config
+
+
+def outputs_tensor(out):
+    for name in ("logits", "prediction_logits", "last_hidden_state"):
+        t = getattr(out, name, None)
+        if t is not None:
+            return t
+    return out[0]
+
+
+def measure(torch, fn, warmup=2, repeats=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times), times
+
+
+def run(args):
+    import torch
+    import transformers
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    device = torch.cuda.get_device_name(0)
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}", flush=True)
+    only = set(args.only.split(",")) if args.only else None
+    with open(args.out, "a") as out:
+        for tag_model, cfg, mode, seq, batches in RUNS:
+            for batch in batches:
+                tag = f"{tag_model}-{mode}-{seq}-{batch}"
+                if only and tag not in only:
+                    continue
+                t0 = time.time()
+                row = {"tag": tag, "device": device, "torch": torch.__version__,
+                       "transformers": transformers.__version__}
+                model = None
+                try:
+                    model, config = build(torch, transformers, os.path.join(args.models_dir, cfg + ".json"))
+                    row["attn_implementation"] = getattr(config, "_attn_implementation", None)
+                    row["num_layer"] = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 0)
+                    ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
+                    if mode == "inf":
+                        model.eval()
+
+                        def fw():
+                            with torch.no_grad():
+                                model(input_ids=ids)
+
+                        row["fw_latency"], row["fw_times"] = measure(torch, fw)
+                        row["bwall_latency"] = 0.0
+                    else:
+                        model.train()  # dropout on, as in NeuSight's training labels
+                        fw_t, bw_t = [], []
+
+                        def step(record):
+                            a, b, c = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+                            a.record()
+                            y = outputs_tensor(model(input_ids=ids))
+                            b.record()
+                            loss = y.float().mean()
+                            torch.cuda.synchronize()
+                            b2 = torch.cuda.Event(enable_timing=True)
+                            b2.record()
+                            loss.backward()
+                            c.record()
+                            torch.cuda.synchronize()
+                            if record:
+                                fw_t.append(a.elapsed_time(b))
+                                bw_t.append(b2.elapsed_time(c))
+
+                        for _ in range(2):
+                            step(False)
+                        for _ in range(5):
+                            step(True)
+                        row["fw_latency"], row["bwall_latency"] = statistics.median(fw_t), statistics.median(bw_t)
+                        row["fw_times"], row["bw_times"] = fw_t, bw_t
+                    row["e2e_latency"] = row["fw_latency"] + row["bwall_latency"]
+                    row["status"] = "ok"
+                except Exception as e:  # one failed run (e.g. out of memory) does not stop the rest
+                    row["status"] = "error"
+                    row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    traceback.print_exc()
+                finally:
+                    del model
+                    torch.cuda.empty_cache()
+                row["seconds"] = round(time.time() - t0, 2)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(f"{tag}: {row['status']} e2e {row.get('e2e_latency', float('nan')):.3f} ms "
+                      f"({row['seconds']} s)", flush=True)
+
+
+def to_labels(src, dest):
+    """JSON lines -> DIR/<device with underscores>/<tag>.json (NeuSight's label files)."""
+    n = 0
+    with open(src) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        folder = os.path.join(dest, r["device"].replace(" ", "_"))
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, r["tag"] + ".json")
+        label = {"num_layer": r.get("num_layer", 0), "e2e_latency": r["e2e_latency"],
+                 "fw_latency": r["fw_latency"], "bwall_latency": r["bwall_latency"]}
+        tmp = path + ".tmp"
+        with open(tmp, "w") as g:
+            json.dump(label, g, indent=4)
+        os.replace(tmp, path)
+        n += 1
+    print(f"{n} label files under {dest}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", help="JSON-lines file to append to")
+    p.add_argument("--models-dir", default=os.path.join(os.path.dirname(__file__), "..", "configs", "models"))
+    p.add_argument("--only", help="comma-separated tags to run (default: all)")
+    p.add_argument("--to-labels", nargs=2, metavar=("JSONL", "DIR"), help="convert measured lines to label files")
+    args = p.parse_args()
+    if args.to_labels:
+        to_labels(*args.to_labels)
+    elif args.out:
+        run(args)
+    else:
+        p.error("--out or --to-labels")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
