@@ -40,7 +40,13 @@ RUNS = [
 ]
 
 
-def build(torch, transformers, path):
+# Serving-sized prefills of a dense LLM in BF16 (--suite prefill): Hugging Face's eager model with
+# SDPA attention, logits for each sequence's last token only (as engines compute them). Not an
+# engine: its RMSNorm, RoPE and SiLU run as separate eager kernels, which engines fuse.
+PREFILL_RUNS = [("llama-3.1-8b", b, s) for b, s in [(1, 512), (1, 2048), (1, 8192), (4, 2048), (8, 1024), (16, 512), (8, 4096)]]
+
+
+def build(torch, transformers, path, attn="eager"):
     with open(path) as f:
         d = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
     arch = d.pop("architectures")[0]
@@ -48,10 +54,10 @@ def build(torch, transformers, path):
     cls = getattr(transformers, arch)
     with torch.device("cuda"):
         try:
-            model = cls._from_config(config, attn_implementation="eager")
+            model = cls._from_config(config, attn_implementation=attn)
         except Exception:  # older or newer transformers: set it on the config instead
             try:
-                config._attn_implementation = "eager"
+                config._attn_implementation = attn
             except Exception:
                 pass
             model = cls(config)
@@ -157,13 +163,75 @@ def run(args):
                       f"({row['seconds']} s)", flush=True)
 
 
+def run_prefill(args):
+    import torch
+    import transformers
+
+    device = torch.cuda.get_device_name(0)
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}", flush=True)
+    with open(args.out, "a") as out:
+        for cfg, batch, seq in PREFILL_RUNS:
+            t0 = time.time()
+            row = {"tag": f"{cfg}-prefill-{seq}-{batch}", "model": cfg, "batch": batch, "seq": seq,
+                   "dtype": "bf16", "device": device, "torch": torch.__version__,
+                   "transformers": transformers.__version__}
+            try:
+                if getattr(run_prefill, "model", None) is None:
+                    m, config = build(torch, transformers, os.path.join(args.models_dir, cfg + ".json"), "sdpa")
+                    run_prefill.model, run_prefill.config = m.to(torch.bfloat16).eval(), config
+                model, config = run_prefill.model, run_prefill.config
+                row["attn_implementation"] = getattr(config, "_attn_implementation", None)
+                ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
+
+                def fw():
+                    with torch.no_grad():
+                        h = model.model(input_ids=ids)[0]
+                        model.lm_head(h[:, -1:])
+
+                row["latency_ms"], row["times_ms"] = measure(torch, fw)
+                row["status"] = "ok"
+            except Exception as e:
+                row["status"] = "error"
+                row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                traceback.print_exc()
+            torch.cuda.empty_cache()
+            row["seconds"] = round(time.time() - t0, 2)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(f"{row['tag']}: {row['status']} {row.get('latency_ms', float('nan')):.3f} ms ({row['seconds']} s)",
+                  flush=True)
+
+
+def compare_prefill(src, tilecast, gpu):
+    """Each measured prefill beside `tilecast predict --mode prefill` (TTFT) on GPU."""
+    import subprocess
+    print(f"{'run':32s} {'tokens':>7s} {'measured_ms':>12s} {'forecast_ms':>12s} {'err%':>7s}")
+    errs = []
+    with open(src) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu, "--mode", "prefill", "--batch",
+               str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--format", "json"]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
+        fc = json.loads(res.stdout)["ttft_ms"]
+        err = 100.0 * (fc - r["latency_ms"]) / r["latency_ms"]
+        errs.append(abs(err))
+        print(f"{r['tag']:32s} {r['batch'] * r['seq']:7d} {r['latency_ms']:12.2f} {fc:12.2f} {err:7.1f}")
+    if errs:
+        print(f"mean APE {statistics.mean(errs):.1f} % over {len(errs)} runs")
+
+
 def to_labels(src, dest):
     """JSON lines -> DIR/<device with underscores>/<tag>.json (NeuSight's label files)."""
     n = 0
     with open(src) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     for r in rows:
-        if r.get("status") != "ok":
+        if r.get("status") != "ok" or "e2e_latency" not in r:
             continue
         folder = os.path.join(dest, r["device"].replace(" ", "_"))
         os.makedirs(folder, exist_ok=True)
@@ -183,12 +251,19 @@ def main():
     p.add_argument("--out", help="JSON-lines file to append to")
     p.add_argument("--models-dir", default=os.path.join(os.path.dirname(__file__), "..", "configs", "models"))
     p.add_argument("--only", help="comma-separated tags to run (default: all)")
+    p.add_argument("--suite", choices=["neusight", "prefill"], default="neusight",
+                   help="neusight: NeuSight's models and label sizes (FP32); prefill: BF16 LLM prefills")
     p.add_argument("--to-labels", nargs=2, metavar=("JSONL", "DIR"), help="convert measured lines to label files")
+    p.add_argument("--compare-prefill", metavar="JSONL", help="set measured prefills beside tilecast's forecasts")
+    p.add_argument("--tilecast", default="build/tilecast", help="the tilecast binary (--compare-prefill)")
+    p.add_argument("--gpu", default="H200", help="the GPU to forecast (--compare-prefill)")
     args = p.parse_args()
-    if args.to_labels:
+    if args.compare_prefill:
+        compare_prefill(args.compare_prefill, args.tilecast, args.gpu)
+    elif args.to_labels:
         to_labels(*args.to_labels)
     elif args.out:
-        run(args)
+        run_prefill(args) if args.suite == "prefill" else run(args)
     else:
         p.error("--out or --to-labels")
 
