@@ -186,6 +186,9 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
 std::string kernel_source_of(OpKind op, const std::string& kernels) {
   if (op == OpKind::kMoe) return "torch_eager_loop";
   if (op != OpKind::kAttnPrefill && op != OpKind::kAttnDecode) return "";
+  // cuDNN's SDPA kernels say "flash" too (cudnn_generated_..._sdpa_sm90_flash_fprop_...): PyTorch
+  // >= 2.5 picks them on Hopper (seen on an H200), a library of its own.
+  if (kernels.find("cudnn") != std::string::npos) return "cudnn_attention";
   if (kernels.find("flash") != std::string::npos) return "flash_attention";
   if (kernels.find("fmha") != std::string::npos || kernels.find("efficient_attention") != std::string::npos)
     return "mem_efficient_attention";

@@ -15,7 +15,11 @@ optimizer step (as NeuSight's labels). Each is timed with CUDA events: 2 warm-up
 median of 5. `scripts/measure-e2e.py --to-labels OUT DIR` writes DIR/<device folder>/<tag>.json
 for `tilecast eval-models --labels DIR`.
 
-Needs torch and transformers (a GPU machine's Python); tilecast itself does not.
+`--suite prefill` instead times Llama-3.1-8B's BF16 prefill (Hugging Face's eager model, SDPA)
+at serving sizes, and `--compare-prefill JSONL` sets those rows beside `tilecast predict --mode
+prefill`.
+
+Needs torch and transformers (a GPU machine's Python) to measure; tilecast itself does not.
 """
 import argparse
 import json
