@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -31,9 +32,19 @@ using Clock = std::chrono::steady_clock;
 namespace tilecast::collector {
 namespace {
 
+// FP8 GEMMs (dtype fp8_static) run as TensorRT-LLM's and vLLM's per-tensor FP8 linear with a
+// calibrated (static) scale: the BF16 activation cast to E4M3 (one kernel: read once, written
+// once), then torch._scaled_mm, which LibTorch has in this form from 2.5, on FP8 tensor cores.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define TILECAST_SCALED_MM 1
+#else
+#define TILECAST_SCALED_MM 0
+#endif
+
+// The dtype the inputs are drawn in (FP8 operands are drawn in BF16, then cast).
 torch::Dtype torch_dtype(const std::string& d) {
   if (d == "fp16") return torch::kHalf;
-  if (d == "bf16") return torch::kBFloat16;
+  if (d == "bf16" || d == "fp8_static") return torch::kBFloat16;
   return torch::kFloat32;
 }
 
@@ -55,6 +66,20 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
     }
     case OpKind::kGemm: {  // a projection without bias: (M tokens x N in) x (N in -> K out)
       auto x = torch::randn({q.m, q.n}, opts), w = torch::randn({q.k, q.n}, opts);
+      if (c.dtype == "fp8_static") {
+#if TILECAST_SCALED_MM
+        // The weight in E4M3 once, as (N in x K out) column-major (the transpose of its row-major
+        // (K, N) storage), as _scaled_mm takes its second operand; FP32 per-tensor scales (1: the
+        // cast is the whole static quantisation); BF16 out. Timed: the activation's cast + the GEMM.
+        auto w8 = w.to(torch::kFloat8_e4m3fn);
+        auto sx = torch::ones({}, torch::TensorOptions().dtype(torch::kFloat32).device(dev)), sw = sx.clone();
+        return [x, w8, sx, sw] {
+          at::_scaled_mm(x.to(torch::kFloat8_e4m3fn), w8.t(), sx, sw, std::nullopt, std::nullopt, at::kBFloat16, false);
+        };
+#else
+        throw RuntimeError("fp8_static GEMMs need LibTorch >= 2.5 (torch._scaled_mm); this one is " TORCH_VERSION);
+#endif
+      }
       return [x, w] { torch::nn::functional::linear(x, w); };
     }
     // The LLM layer ops as eager LibTorch composes them (vLLM fuses each into one kernel; the
@@ -309,6 +334,13 @@ CollectSummary run_collect(const CollectOptions& opt) {
   if (opt.backend != "cuda" && opt.backend != "cpu")
     throw ConfigError("--backend: expected cuda or cpu, got '" + opt.backend + "'");
   const Sweep sweep = load_sweep(opt.sweep_path);
+  if (std::find(sweep.dtypes.begin(), sweep.dtypes.end(), "fp8_static") != sweep.dtypes.end()) {
+    if (opt.backend != "cuda")
+      throw ConfigError(opt.sweep_path + ": field 'dtypes': fp8_static GEMMs need --backend cuda (a GPU with FP8 tensor cores)");
+    if (!TILECAST_SCALED_MM)
+      throw ConfigError(opt.sweep_path + ": field 'dtypes': fp8_static GEMMs need LibTorch >= 2.5 (torch._scaled_mm); this one is " +
+                        std::string(TORCH_VERSION));
+  }
   trainer::configure_torch_threads();
 
   std::unique_ptr<CuptiProfiler> prof;

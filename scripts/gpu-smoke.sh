@@ -55,3 +55,6 @@ head -3 "$OUT/collect-sampler/memory_op.csv"
 # Serving-size BF16 kernels, for comparing with the forecasts of this GPU (scripts/gpu-compare.py).
 rm -rf "$OUT/collect-validate"
 time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-validate.yaml --out "$OUT/collect-validate" --backend cuda
+# FP8 GEMMs (E4M3, per-tensor scales: torch._scaled_mm), on GPUs with FP8 tensor cores.
+rm -rf "$OUT/collect-validate-fp8"
+time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-validate-fp8.yaml --out "$OUT/collect-validate-fp8" --backend cuda

@@ -69,6 +69,8 @@ tc_cli_test(collect_list_shard "index,family,op,dtype,id\n1,bmm,bmm,fp32,bmm/fp3
 tc_cli_fail(collect_needs_out "--out: required" "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml")
 tc_cli_fail_rc(collect_cuda_without_gpu 3 "--backend cuda: " "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml;--out;${CMAKE_BINARY_DIR}/collect_cuda_out;--backend;cuda")
 tc_cli_fail(collect_bad_sweep "cannot open" "${TC};collect;--sweep;/nonexistent.yaml;--out;/tmp/x;--backend;cpu")
+# FP8 GEMMs run on FP8 tensor cores only: the CPU backend refuses the sweep before any row.
+tc_cli_fail(collect_fp8_cpu "llm-validate-fp8.yaml: field 'dtypes': fp8_static GEMMs need --backend cuda" "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/llm-validate-fp8.yaml;--out;${CMAKE_BINARY_DIR}/collect_fp8_cpu_out;--backend;cpu")
 tc_cli_test(predict_model_tp "\"communication_ms\"" ${TC} predict --model gpt2-large --gpu H100-SXM --batch 4 --seq 1024 --mode training --tp 4 --format json)
 tc_cli_fail(predict_dp_indivisible "not divisible" "${TC};predict;--model;gpt2-large;--gpu;H100-SXM;--batch;3;--seq;16;--dp;2")
 

@@ -92,13 +92,38 @@ TEST(Sweep, BadFilesNameTheField) {
   expect_error<ConfigError>([] { load_sweep(write_tmp("s2.yaml", "families: {bmm: {b: [1, 2], m: [1, 2], n: [5, 1], k: [1, 2]}}\n")); },
                             {"s2.yaml", "families.bmm.n"});
   expect_error<ConfigError>([] { load_sweep(write_tmp("s3.yaml", "dtypes: [fp8]\nfamilies: {softmax: {b: [1, 2], h: [1, 2]}}\n")); },
-                            {"s3.yaml", "dtypes", "fp8"});
+                            {"s3.yaml", "dtypes", "unknown dtype 'fp8'", "fp8_static"});
   expect_error<ConfigError>([] { load_sweep(write_tmp("s4.yaml", "families: {elementwise: {ops: [softmax], b: [1, 2], h: [1, 2]}}\n")); },
                             {"s4.yaml", "'softmax' is not an op of family elementwise"});
   expect_error<ConfigError>([] { load_sweep(write_tmp("s5.yaml", "repeat: 3\nfamilies: {}\n")); }, {"unknown field 'repeat'"});
   // A dtype one of its families does not model would write rows that train refuses.
   expect_error<ConfigError>([] { load_sweep(write_tmp("s6.yaml", "dtypes: [fp32, bf16]\nfamilies: {softmax: {b: [1, 2], h: [1, 2]}}\n")); },
                             {"s6.yaml", "families.softmax", "dtype bf16 is not modelled", "is modelled in fp32"});
+  // FP8 is collected for GEMMs only (a static cast and torch._scaled_mm).
+  expect_error<ConfigError>(
+      [] {
+        load_sweep(write_tmp("s7.yaml", "dtypes: [fp8_static]\nfamilies: {attention_prefill: {b: [1, 2], s: [128, 256], "
+                                        "kv_heads: [8, 8], group: [1, 1], head_dim: [128, 128]}}\n"));
+      },
+      {"s7.yaml", "families.attention_prefill", "dtype fp8_static is not modelled"});
+}
+
+TEST(Sweep, Fp8GemmConfigs) {
+  const Sweep s = load_sweep(write_tmp("fp8.yaml", "dtypes: [bf16, fp8_static]\nfamilies: {gemm: {samples_per_cell: 1, "
+                                                    "m: {values: [16, 64]}, n: {values: [4096]}, k: {values: [2048]}}}\n"));
+  ASSERT_EQ(sweep_size(s), 4);  // 2 cells x 1 sample x 2 dtypes
+  int fp8 = 0;
+  for (int64_t i = 0; i < sweep_size(s); ++i) {
+    const SweepConfig c = sweep_config(s, i);
+    EXPECT_EQ(c.query.n, 4096) << c.id;
+    EXPECT_EQ(c.query.k, 2048) << c.id;
+    if (c.dtype == "fp8_static") {
+      ++fp8;
+      EXPECT_EQ(c.query.dtype, DType::kFp8Static) << c.id;
+      EXPECT_NE(c.id.find("gemm/fp8_static/"), std::string::npos) << c.id;
+    }
+  }
+  EXPECT_EQ(fp8, 2);
 }
 
 TEST(KernelRecords, GroupByConfigTwoPass) {
