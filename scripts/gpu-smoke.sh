@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU, the CUDA toolkit (CUPTI) and a CUDA-enabled PyTorch:
 # build tilecast against that PyTorch's LibTorch and collect the smoke sweep through CUPTI.
-# Meant to finish within 10 minutes. Output: $OUT (default out/gpu-smoke): <family>.csv,
-# gpu.yaml (the local GPU's spec), run_config.yaml, build.log.
+# Meant to finish within 10 minutes (on an H200: about 1 minute to build, 40 s to collect).
+# Output: $OUT (default out/gpu-smoke): collect*/ (<family>.csv, gpu.yaml: the local GPU's spec,
+# run_config.yaml), build.log; with E2E=1 also e2e.jsonl and prefill.jsonl (scripts/measure-e2e.py).
 #
 # Extra CMake prefixes (e.g. yaml-cpp / Boost unpacked from Debian .debs with `dpkg -x`):
 #   EXTRA_PREFIX=/path/to/root/usr scripts/gpu-smoke.sh
@@ -58,3 +59,8 @@ time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-validate.yaml --out "$
 # FP8 GEMMs (E4M3, per-tensor scales: torch._scaled_mm), on GPUs with FP8 tensor cores.
 rm -rf "$OUT/collect-validate-fp8"
 time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-validate-fp8.yaml --out "$OUT/collect-validate-fp8" --backend cuda
+# Whole-model labels (PyTorch + transformers on this machine), when asked: E2E=1 (~2 minutes on an H200).
+if [ "${E2E:-0}" = 1 ]; then
+  python3 scripts/measure-e2e.py --out "$OUT/e2e.jsonl"
+  python3 scripts/measure-e2e.py --suite prefill --out "$OUT/prefill.jsonl"
+fi
