@@ -36,6 +36,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
   r.cached_prefix = c.cached_prefix;
+  r.disagg = c.disagg;
   if (c.spec) r.spec_draft = c.spec->draft->name, r.spec_tokens = c.spec->tokens, r.spec_accept = c.spec->accept;
   r.gpu_memory_gb = c.gpu->mem_gb();
   try {
@@ -64,8 +65,8 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       // training/inference: batch x seq per step; prefill: prompt tokens; decode: one per sequence.
       r.tokens_per_s = double(c.batch) * (c.mode == "decode" ? 1 : c.tokens) / (r.step_ms / 1e3);
     }
-    r.memory_gb = f.memory.total_gb();
-    r.fits = f.memory.fits();
+    r.memory_gb = f.memory.total_gb();  // disaggregated: the decode instance's GPU
+    r.fits = f.memory.fits() && (!f.generate || !f.generate->disagg || f.generate->disagg->prefill_memory.fits());
     r.max_sequences = f.memory.max_sequences;
     if (const double price = prices ? prices->of(c.gpu->name) : 0.0; price > 0 && r.tokens_per_s > 0) {
       r.usd_per_hour = price * double(r.gpus());
@@ -167,6 +168,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   check_dp_attention(req.dp_attention, mode, req.tps.empty() ? 0 : *std::max_element(req.tps.begin(), req.tps.end()),
                      "a --tp of");
   check_moe_a2a(req.moe_a2a, req.dp_attention, mode);
+  if (req.disagg.active() && mode != "generate")
+    throw ConfigError("--prefill-tp applies to --mode generate (a prefill and a decode instance)");
   if (req.moe_a2a) {
     if (std::none_of(models.begin(), models.end(), [](const ModelConfig& m) { return m.num_experts > 0; }))
       throw ConfigError("--moe-a2a deepep: no model of the list has experts");
@@ -212,6 +215,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
             c.train_dtype = train_dtype;
             req.training.apply(c, true);
             c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
+            c.disagg = req.disagg;                // rows that cannot take it (pp > 1, ...) say why
             if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
             rows.push_back(forecast_one(c, kp, prices));
           }
@@ -252,6 +256,8 @@ std::string compare_row_json(const CompareRow& r) {
     j["schedule"] = r.limits.schedule_name();
     j["request_rate"] = r.limits.request_rate;
     j["arrivals"] = r.limits.arrivals_name();
+    j["prefill_tp"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_tp) : nlohmann::json(nullptr);
+    j["prefill_ep"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_ep) : nlohmann::json(nullptr);
   }
   if (!r.error.empty()) {
     j["error"] = r.error;
@@ -310,7 +316,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
   os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,"
-        "dp_attention,moe_a2a,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
+        "dp_attention,moe_a2a,prefill_tp,prefill_ep,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -323,6 +329,9 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ','
        << (is_serving_mode(r.mode) ? (r.dp_attention ? "true" : "false") : "") << ','
        << (is_serving_mode(r.mode) ? (r.moe_a2a ? "deepep" : "none") : "") << ',';
+    // disaggregation: the prefill instance's tp and ep (empty when aggregated)
+    if (r.disagg.active()) os << r.disagg.prefill_tp << ',' << r.disagg.prefill_ep << ',';
+    else os << ",,";
     // speculative decoding: the draft, its tokens a round and acceptance (empty without one)
     if (!r.spec_draft.empty()) os << csv_escape(r.spec_draft) << ',' << r.spec_tokens << ',' << r.spec_accept << ',';
     else os << ",,,";
@@ -440,6 +449,11 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
                ? "; a2a: with DeepEP's all-to-all MoE"
                : "")
        << ")\n";
+  if (const auto it = std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.disagg.active(); });
+      it != rows.end())
+    os << "(disaggregated: each row's tp is the decode instance, beside a prefill instance of tp "
+       << it->disagg.prefill_tp << (it->disagg.prefill_ep > 1 ? " (ep " + std::to_string(it->disagg.prefill_ep) + ")" : "")
+       << "; tokens/s are one replica's, its GPUs and costs count both; memory GB is the decode instance's)\n";
   std::set<std::string> drafts;
   for (const auto& r : rows)
     if (!r.spec_draft.empty() && r.error.empty()) drafts.insert(r.spec_draft);

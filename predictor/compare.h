@@ -34,6 +34,7 @@ struct CompareRequest {
   std::vector<int64_t> vpps{1};               // mixed-precision training: model chunks per pipeline rank
   bool dp_attention = false;                  // serving: rows with tp > 1 take DP attention (Parallelism::dp_attention)
   bool moe_a2a = false;                       // serving MoE: DP-attention rows with ep = tp take DeepEP (Parallelism::moe_all_to_all)
+  Disaggregation disagg;                      // generate: every row's tp the decode instance beside this prefill instance
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
@@ -64,13 +65,15 @@ struct CompareRow {
   int64_t vpp = 1;  // mixed-precision training: model chunks per pipeline rank (interleaved 1F1B)
   bool dp_attention = false;  // serving: SGLang's DP attention over the tp group (Parallelism::dp_attention)
   bool moe_a2a = false;       // serving MoE: DeepEP's all-to-all (Parallelism::moe_all_to_all)
+  Disaggregation disagg;      // generate: a prefill instance beside the row's (decode) instance
   double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached
   std::string spec_draft;     // generate: the draft of speculative decoding (empty: none)
   int64_t spec_tokens = 0;
   double spec_accept = 0;
-  int64_t gpus() const { return dp * tp * cp * pp; }
+  // A disaggregated row's prefill instance counts too (replica_gpus).
+  int64_t gpus() const { return dp * tp * cp * pp + disagg.prefill_tp; }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving

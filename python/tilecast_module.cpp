@@ -170,11 +170,12 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const std::string& recompute, bool sequence_parallel, double train_tokens, const py::object& cp,
                    const py::object& vpp, const std::string& expert_dtype, const std::string& spec_draft,
                    std::optional<int64_t> spec_tokens, std::optional<double> spec_accept, bool dp_attention,
-                   const std::string& moe_a2a) {
+                   const std::string& moe_a2a, std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.dp_attention = dp_attention;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
+  req.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep);
   req.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
@@ -386,7 +387,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
         py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false,
-        py::arg("moe_a2a") = "none");
+        py::arg("moe_a2a") = "none", py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none());
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",

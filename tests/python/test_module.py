@@ -166,6 +166,12 @@ rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, 
 assert rows == cli("capacity", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "1", "--seq", "1024", "--gen",
                    "64", "--slo-tpot-ms", "8", "--requests", "40", "--prefill-tp", "1")["rows"]
 assert rows[0]["gpus_per_replica"] == 2 and abs(rows[0]["per_gpu_rps"] - rows[0]["max_rate_rps"] / 2) < 1e-9, rows[0]
+# compare: every row disaggregated, its GPUs counting the prefill instance, as the CLI's.
+rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", tp=[1, 2], batch=8, seq=1000, gen=16, mode="generate",
+                        prefill_tp=2)
+assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "1,2", "--batch", "8", "--seq",
+                   "1000", "--gen", "16", "--mode", "generate", "--prefill-tp", "2")["rows"]
+assert sorted((r["tp"], r["gpus"], r["prefill_tp"]) for r in rows) == [(1, 3, 2), (2, 4, 2)], rows
 try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", prefill_ep=2)
     raise AssertionError("prefill_ep without prefill_tp accepted")
