@@ -169,6 +169,9 @@ int run_plan(const Args& args, const GlobalOptions&) {
   add_dp_attention_option(desc, "each one-stage layout with tp > 1 is tried with and without it");
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "each DP-attention layout with ep equal to tp is also tried with it");
+  desc.add_options()("disaggregate",
+                     "generate: also split each replica's GPUs into a prefill instance of tp P and a decode instance "
+                     "of the rest (prefill-decode disaggregation, every P), beside the aggregated layouts");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
@@ -204,6 +207,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.vpps = parse_int_list("--vpp", vpp, 1, 4096);
   req.dp_attention = vm.count("dp-attention") > 0;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
+  req.disaggregate = vm.count("disaggregate") > 0;
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);

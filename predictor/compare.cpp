@@ -370,6 +370,10 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_vpp = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.vpp > 1; });
   // And DP attention (serving), where a row has it.
   const bool show_dpa = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.dp_attention; });
+  // And the prefill instance's tp, where rows differ in it (plan --disaggregate).
+  const bool show_pre = std::any_of(rows.begin(), rows.end(), [&](const CompareRow& r) {
+    return r.disagg.prefill_tp != rows.front().disagg.prefill_tp;
+  });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -389,7 +393,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   }
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", dw, "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
-                (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "") + (show_vpp ? " vpp" : "") + (show_dpa ? " dpa" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
+                (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "") + (show_vpp ? " vpp" : "") + (show_dpa ? " dpa" : "") +
+                 (show_pre ? " pre" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
                 show_slo ? "goodput/s  met % " : "", show_mfu ? " zero  rc  MFU % " : "", "tokens/s", "memory GB",
                 (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
                  (show_run && priced ? "       run $" : ""))
@@ -404,6 +409,10 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
     if (show_dpa)
       std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s",
                     r.moe_a2a ? "a2a" : r.dp_attention ? "yes" : "no");
+    if (show_pre) {
+      const std::string pre = r.disagg.active() ? std::to_string(r.disagg.prefill_tp) : "-";
+      std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s", pre.c_str());
+    }
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), dw, shown_dtype(r).c_str(), (long long)r.batch, (long long)r.seq,
@@ -449,7 +458,10 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
                ? "; a2a: with DeepEP's all-to-all MoE"
                : "")
        << ")\n";
-  if (const auto it = std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.disagg.active(); });
+  if (show_pre)
+    os << "(pre: the prefill instance's tp beside each replica's decode instance of tp (disaggregated), - none; "
+          "tokens/s are all replicas', GPUs and costs count both instances; memory GB is the decode instance's)\n";
+  else if (const auto it = std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.disagg.active(); });
       it != rows.end())
     os << "(disaggregated: each row's tp is the decode instance, beside a prefill instance of tp "
        << it->disagg.prefill_tp << (it->disagg.prefill_ep > 1 ? " (ep " + std::to_string(it->disagg.prefill_ep) + ")" : "")
@@ -612,6 +624,19 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     throw ConfigError("--moe-a2a deepep: " + m.name + " has no experts (DeepEP dispatches tokens to MoE experts)");
   if (req.moe_a2a && !req.spec.draft.empty())
     throw ConfigError("--moe-a2a deepep with --spec-draft: speculative decoding is modelled with the gathered MoE only");
+  if (req.disaggregate) {
+    if (mode != "generate") throw ConfigError("--disaggregate applies to --mode generate (a prefill and a decode instance)");
+    if (gpus < 2) throw ConfigError("--disaggregate needs --gpus 2 or more (a prefill and a decode instance)");
+    if (const char* flag = req.limits.max_batched_tokens > 0 ? "--max-batched-tokens"
+                           : req.limits.max_seqs > 0         ? "--max-seqs"
+                           : req.limits.prefill_first        ? "--schedule"
+                           : req.cached_prefix > 0           ? "--cached-prefix"
+                           : !req.spec.draft.empty()         ? "--spec-draft"
+                                                             : nullptr)
+      throw ConfigError(std::string("--disaggregate with ") + flag +
+                        ": not modelled (disaggregated serving runs each prompt whole in one prefill step, without a "
+                        "token budget, sequence cap, cached prefix or draft)");
+  }
   std::optional<ModelConfig> draft;
   if (!req.spec.draft.empty()) draft = req.spec.draft_for(m, models_dir);
   const GpuSpec& g = reg.resolve(req.gpu);
@@ -628,10 +653,11 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   std::vector<CompareRow> rows;
   std::string first_error;
   // One layout's row: forecast, then kept, or set aside with its reason.
-  auto add = [&](const Parallelism& par, const TrainingArgs& training) {
+  auto add = [&](const Parallelism& par, const TrainingArgs& training, const Disaggregation& disagg = {}) {
     const int64_t dp = par.dp;
     ForecastRequest c;
     c.model = &m, c.gpu = &g, c.mode = mode;
+    c.disagg = disagg;
     c.batch = global_batch, c.tokens = req.seq, c.gen = req.gen, c.limits = req.limits;
     c.cached_prefix = req.cached_prefix;
     if (draft) c.spec = req.spec.with(*draft);
@@ -741,6 +767,33 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       }
     }
   }
+  // Disaggregated layouts: dp replicas, each a prefill instance of tp P beside a decode instance
+  // of tp R - P (one stage each; the decode instance's ep and DP attention as above, the
+  // prefill instance's experts split over its tp).
+  if (req.disaggregate)
+    for (int64_t dp : divisors(gpus)) {
+      if (global_batch % dp || gpus / dp < 2) continue;
+      const int64_t replica = gpus / dp;
+      for (int64_t p = 1; p < replica; ++p) {
+        const int64_t tp = replica - p;
+        Parallelism layout;
+        layout.dp = dp, layout.tp = tp;
+        std::vector<int64_t> eps{1};
+        if (m.num_experts > 0)
+          for (int64_t ep : divisors(tp))
+            if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
+        for (int64_t ep : eps)
+          for (bool dpa : {false, true}) {
+            if (dpa && !(req.dp_attention && tp > 1)) continue;
+            layout.ep = ep, layout.dp_attention = dpa, layout.moe_all_to_all = false;
+            add(layout, req.training, Disaggregation{p, 1});
+            if (req.moe_a2a && dpa && ep == tp) {
+              layout.moe_all_to_all = true;
+              add(layout, req.training, Disaggregation{p, 1});
+            }
+          }
+      }
+    }
   if (rows.empty())
     throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs runs the model with the global batch " +
                       std::to_string(global_batch) +
@@ -762,6 +815,7 @@ std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
     if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
     if (r.zero > 0) layout += " (zero " + std::to_string(r.zero) + ")";
     if (r.recompute) layout += " (recompute)";
+    if (r.disagg.active()) layout += " (beside a prefill instance of tp " + std::to_string(r.disagg.prefill_tp) + ")";
     auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& p) { return p.first == r.error; });
     if (it == reasons.end()) reasons.push_back({r.error, {layout}});
     else it->second.push_back(layout);

@@ -172,6 +172,12 @@ rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", tp=[1, 2], batch=
 assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "1,2", "--batch", "8", "--seq",
                    "1000", "--gen", "16", "--mode", "generate", "--prefill-tp", "2")["rows"]
 assert sorted((r["tp"], r["gpus"], r["prefill_tp"]) for r in rows) == [(1, 3, 2), (2, 4, 2)], rows
+# plan: the aggregated layouts and every split of a replica, as the CLI's.
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=16, mode="generate", seq=512, gen=16,
+                     disaggregate=True)
+assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "16", "--mode",
+                   "generate", "--seq", "512", "--gen", "16", "--disaggregate")["rows"]
+assert sorted((r["dp"], r["tp"], r["pp"], r["prefill_tp"] or 0) for r in rows) == [(1, 1, 1, 1), (1, 1, 2, 0), (1, 2, 1, 0), (2, 1, 1, 0)], rows
 try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", prefill_ep=2)
     raise AssertionError("prefill_ep without prefill_tp accepted")
