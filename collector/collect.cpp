@@ -32,13 +32,11 @@ using Clock = std::chrono::steady_clock;
 namespace tilecast::collector {
 namespace {
 
-// FP8 GEMMs (dtype fp8_static) run as TensorRT-LLM's and vLLM's per-tensor FP8 linear with a
-// calibrated (static) scale: the BF16 activation cast to E4M3 (one kernel: read once, written
-// once), then torch._scaled_mm, which LibTorch has in this form from 2.5, on FP8 tensor cores.
+// LibTorch >= 2.5: torch._scaled_mm in the form the FP8 GEMMs call it, and SDPA's enable_gqa.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
-#define TILECAST_SCALED_MM 1
+#define TILECAST_TORCH_2_5 1
 #else
-#define TILECAST_SCALED_MM 0
+#define TILECAST_TORCH_2_5 0
 #endif
 
 // The dtype the inputs are drawn in (FP8 operands are drawn in BF16, then cast).
@@ -66,8 +64,10 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
     }
     case OpKind::kGemm: {  // a projection without bias: (M tokens x N in) x (N in -> K out)
       auto x = torch::randn({q.m, q.n}, opts), w = torch::randn({q.k, q.n}, opts);
+      // FP8 (dtype fp8_static) as TensorRT-LLM's and vLLM's per-tensor FP8 linear with a calibrated
+      // (static) scale: the BF16 activation cast to E4M3 (one kernel), then torch._scaled_mm.
       if (c.dtype == "fp8_static") {
-#if TILECAST_SCALED_MM
+#if TILECAST_TORCH_2_5
         // The weight in E4M3 once, as (N in x K out) column-major (the transpose of its row-major
         // (K, N) storage), as _scaled_mm takes its second operand; FP32 per-tensor scales (1: the
         // cast is the whole static quantisation); BF16 out. Timed: the activation's cast + the GEMM.
@@ -109,18 +109,18 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
     case OpKind::kAttnPrefill:
     case OpKind::kAttnDecode: {
       const bool prefill = q.op == OpKind::kAttnPrefill;
-      const int64_t tq = prefill ? q.m : 1, tk = prefill ? q.m : q.ctx, group = q.k / q.h;
+      const int64_t tq = prefill ? q.m : 1, tk = prefill ? q.m : q.ctx;
       auto qt = torch::randn({q.b, q.k, tq, q.n}, opts);
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#if TILECAST_TORCH_2_5
       // SDPA's enable_gqa: keys and values stay at kv_heads and each is read once, as serving
       // engines' kernels read them (expanded, an H200's decode rows moved the cache at a
       // median 985 GB/s; with enable_gqa at 4,497 GB/s: docs/collector.md).
       auto kt = torch::randn({q.b, q.h, tk, q.n}, opts), vt = torch::randn({q.b, q.h, tk, q.n}, opts);
-      (void)group;
       return [qt, kt, vt, prefill] {
         at::scaled_dot_product_attention(qt, kt, vt, {}, 0.0, prefill, std::optional<double>{}, /*enable_gqa=*/true);
       };
 #else
+      const int64_t group = q.k / q.h;
       auto kt = torch::randn({q.b, q.h, tk, q.n}, opts).repeat_interleave(group, 1);
       auto vt = torch::randn({q.b, q.h, tk, q.n}, opts).repeat_interleave(group, 1);
 #if TORCH_VERSION_MAJOR >= 2
@@ -337,7 +337,7 @@ CollectSummary run_collect(const CollectOptions& opt) {
   if (std::find(sweep.dtypes.begin(), sweep.dtypes.end(), "fp8_static") != sweep.dtypes.end()) {
     if (opt.backend != "cuda")
       throw ConfigError(opt.sweep_path + ": field 'dtypes': fp8_static GEMMs need --backend cuda (a GPU with FP8 tensor cores)");
-    if (!TILECAST_SCALED_MM)
+    if (!TILECAST_TORCH_2_5)
       throw ConfigError(opt.sweep_path + ": field 'dtypes': fp8_static GEMMs need LibTorch >= 2.5 (torch._scaled_mm); this one is " +
                         std::string(TORCH_VERSION));
   }

@@ -251,6 +251,11 @@ Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::opti
   return {prefill_tp.value_or(0), prefill_ep.value_or(1)};
 }
 
+void check_disaggregation_mode(const Disaggregation& d, const std::string& mode) {
+  if (d.active() && mode != "generate")
+    throw ConfigError("--prefill-tp applies to --mode generate (a prefill and a decode instance)");
+}
+
 bool parse_moe_a2a(const std::string& value) {
   if (value != "none" && value != "deepep") throw ConfigError("--moe-a2a: expected none or deepep, got '" + value + "'");
   return value == "deepep";
@@ -379,8 +384,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   check_scheduler_options(q.mode, q.limits, q.cached_prefix);
   check_dp_attention(q.par.dp_attention, q.mode, q.par.tp, "--tp");
   check_moe_a2a(q.par.moe_all_to_all, q.par.dp_attention, q.mode);
-  if (q.disagg.active() && q.mode != "generate")
-    throw ConfigError("--prefill-tp applies to --mode generate (a prefill and a decode instance)");
+  check_disaggregation_mode(q.disagg, q.mode);
   check_train_tokens(q.train_tokens);
   if ((q.par.zero != 0 || q.recompute || q.par.sequence_parallel || q.train_tokens > 0) &&
       (q.mode != "training" || q.train_dtype == DType::kFp32))
@@ -486,8 +490,7 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
     return *forecast(q, kp).generate;
   };
   auto meets = [&](const GenerateForecast& f) {
-    return f.memory.fits() && (!f.disagg || f.disagg->prefill_memory.fits()) &&
-           f.slo_attained_pct() >= attainment_pct - 1e-9;
+    return f.fits() && f.slo_attained_pct() >= attainment_pct - 1e-9;
   };
   c.lone = at(0, 1);
   if (!meets(c.lone)) return c;

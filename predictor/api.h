@@ -107,6 +107,8 @@ struct SpecRequest {
 // disaggregated request's prefill instance (inactive without a tp). ConfigError for a tp outside
 // [1, 4096], or an ep without a tp.
 Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep);
+// --prefill-tp outside --mode generate: ConfigError (forecast() and compare check it).
+void check_disaggregation_mode(const Disaggregation& d, const std::string& mode);
 // `--moe-a2a` / Python's moe_a2a: "none" (false) or "deepep" (true: Parallelism::moe_all_to_all);
 // ConfigError naming --moe-a2a otherwise.
 bool parse_moe_a2a(const std::string& value);

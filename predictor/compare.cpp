@@ -66,7 +66,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       r.tokens_per_s = double(c.batch) * (c.mode == "decode" ? 1 : c.tokens) / (r.step_ms / 1e3);
     }
     r.memory_gb = f.memory.total_gb();  // disaggregated: the decode instance's GPU
-    r.fits = f.memory.fits() && (!f.generate || !f.generate->disagg || f.generate->disagg->prefill_memory.fits());
+    r.fits = f.generate ? f.generate->fits() : f.memory.fits();
     r.max_sequences = f.memory.max_sequences;
     if (const double price = prices ? prices->of(c.gpu->name) : 0.0; price > 0 && r.tokens_per_s > 0) {
       r.usd_per_hour = price * double(r.gpus());
@@ -168,8 +168,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   check_dp_attention(req.dp_attention, mode, req.tps.empty() ? 0 : *std::max_element(req.tps.begin(), req.tps.end()),
                      "a --tp of");
   check_moe_a2a(req.moe_a2a, req.dp_attention, mode);
-  if (req.disagg.active() && mode != "generate")
-    throw ConfigError("--prefill-tp applies to --mode generate (a prefill and a decode instance)");
+  check_disaggregation_mode(req.disagg, mode);
   if (req.moe_a2a) {
     if (std::none_of(models.begin(), models.end(), [](const ModelConfig& m) { return m.num_experts > 0; }))
       throw ConfigError("--moe-a2a deepep: no model of the list has experts");
@@ -627,12 +626,10 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (req.disaggregate) {
     if (mode != "generate") throw ConfigError("--disaggregate applies to --mode generate (a prefill and a decode instance)");
     if (gpus < 2) throw ConfigError("--disaggregate needs --gpus 2 or more (a prefill and a decode instance)");
-    if (const char* flag = req.limits.max_batched_tokens > 0 ? "--max-batched-tokens"
-                           : req.limits.max_seqs > 0         ? "--max-seqs"
-                           : req.limits.prefill_first        ? "--schedule"
-                           : req.cached_prefix > 0           ? "--cached-prefix"
-                           : !req.spec.draft.empty()         ? "--spec-draft"
-                                                             : nullptr)
+    const char* flag = disaggregation_unmodelled(req.limits);
+    if (!flag && req.cached_prefix > 0) flag = "--cached-prefix";
+    if (!flag && !req.spec.draft.empty()) flag = "--spec-draft";
+    if (flag)
       throw ConfigError(std::string("--disaggregate with ") + flag +
                         ": not modelled (disaggregated serving runs each prompt whole in one prefill step, without a "
                         "token budget, sequence cap, cached prefix or draft)");
@@ -653,7 +650,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   std::vector<CompareRow> rows;
   std::string first_error;
   // One layout's row: forecast, then kept, or set aside with its reason.
-  auto add = [&](const Parallelism& par, const TrainingArgs& training, const Disaggregation& disagg = {}) {
+  auto add = [&](const Parallelism& par, const TrainingArgs& training, const Disaggregation& disagg) {
     const int64_t dp = par.dp;
     ForecastRequest c;
     c.model = &m, c.gpu = &g, c.mode = mode;
@@ -694,6 +691,33 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     rows.push_back(r);
   };
   const bool mixed_training = !serving && train_dtype != DType::kFp32;
+  // A layout's variants, one row each: an MoE model's expert-parallel sizes (of the tp group when
+  // serving, of the dp x cp ranks as training allows them), the interleaved schedules `vpps`,
+  // serving's DP attention (tp > 1, one stage) and, with req.moe_a2a, DeepEP where ep = tp; and
+  // each training choice.
+  auto add_variants = [&](Parallelism layout, const std::vector<int64_t>& vpps,
+                          const std::vector<TrainingArgs>& trainings, const Disaggregation& disagg) {
+    std::vector<int64_t> eps{1};
+    if (m.num_experts > 0 && (serving || mixed_training))
+      for (int64_t ep : divisors(serving ? layout.tp : layout.dp * layout.cp)) {
+        layout.ep = ep;
+        if (ep > 1 && (serving ? m.num_experts % ep == 0 : training_expert_parallel_error(m, layout).empty()))
+          eps.push_back(ep);
+      }
+    std::vector<bool> dpas{false};
+    if (serving && req.dp_attention && layout.tp > 1 && layout.pp == 1) dpas.push_back(true);  // one stage only
+    for (int64_t ep : eps)
+      for (int64_t vpp : vpps)
+        for (bool dpa : dpas) {
+          layout.ep = ep, layout.vpp = vpp, layout.dp_attention = dpa;
+          layout.moe_all_to_all = false;
+          for (const TrainingArgs& t : trainings) add(layout, t, disagg);
+          if (req.moe_a2a && dpa && ep == layout.tp) {
+            layout.moe_all_to_all = true;
+            for (const TrainingArgs& t : trainings) add(layout, t, disagg);
+          }
+        }
+  };
   if (!mixed_training && std::any_of(req.vpps.begin(), req.vpps.end(), [](int64_t v) { return v != 1; }))
     throw ConfigError("--vpp applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   for (int64_t dp : divisors(gpus)) {
@@ -729,15 +753,6 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
         }
         Parallelism layout;
         layout.dp = dp, layout.tp = tp, layout.pp = pp, layout.cp = cp;
-        // An MoE model: each expert-parallel size that divides the experts, of the tp group
-        // (serving) or of the dp x cp ranks as training allows it.
-        std::vector<int64_t> eps{1};
-        if (m.num_experts > 0 && (serving || mixed_training))
-          for (int64_t ep : divisors(serving ? tp : dp * cp)) {
-            layout.ep = ep;
-            if (ep > 1 && (serving ? m.num_experts % ep == 0 : training_expert_parallel_error(m, layout).empty()))
-              eps.push_back(ep);
-          }
         for (int64_t mb : mbs) {
           layout.microbatches = mb;
           // The interleaved schedules the request lists, where Megatron-LM allows them.
@@ -747,51 +762,21 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
               layout.vpp = v;
               if (v > 1 && virtual_pipeline_error(m, layout).empty()) vpps.push_back(v);
             }
-          // Serving with req.dp_attention: each layout with tp > 1 (and one stage: DP attention
-          // is modelled without pipeline stages) with and without DP attention.
-          std::vector<bool> dpas{false};
-          if (serving && req.dp_attention && tp > 1 && pp == 1) dpas.push_back(true);  // one stage only
-          for (int64_t ep : eps)
-            for (int64_t vpp : vpps)
-              for (bool dpa : dpas) {
-                layout.ep = ep, layout.vpp = vpp, layout.dp_attention = dpa;
-                layout.moe_all_to_all = false;
-                for (const TrainingArgs& t : trainings) add(layout, t);
-                // With req.moe_a2a, a DP-attention layout with ep = tp also with DeepEP.
-                if (req.moe_a2a && dpa && ep == tp) {
-                  layout.moe_all_to_all = true;
-                  for (const TrainingArgs& t : trainings) add(layout, t);
-                }
-              }
+          add_variants(layout, vpps, trainings, Disaggregation{});
         }
       }
     }
   }
   // Disaggregated layouts: dp replicas, each a prefill instance of tp P beside a decode instance
-  // of tp R - P (one stage each; the decode instance's ep and DP attention as above, the
-  // prefill instance's experts split over its tp).
+  // of tp R - P (one stage each, the decode instance's variants as above; the prefill
+  // instance's experts split over its tp).
   if (req.disaggregate)
     for (int64_t dp : divisors(gpus)) {
       if (global_batch % dp || gpus / dp < 2) continue;
-      const int64_t replica = gpus / dp;
-      for (int64_t p = 1; p < replica; ++p) {
-        const int64_t tp = replica - p;
+      for (int64_t p = 1; p < gpus / dp; ++p) {
         Parallelism layout;
-        layout.dp = dp, layout.tp = tp;
-        std::vector<int64_t> eps{1};
-        if (m.num_experts > 0)
-          for (int64_t ep : divisors(tp))
-            if (ep > 1 && m.num_experts % ep == 0) eps.push_back(ep);
-        for (int64_t ep : eps)
-          for (bool dpa : {false, true}) {
-            if (dpa && !(req.dp_attention && tp > 1)) continue;
-            layout.ep = ep, layout.dp_attention = dpa, layout.moe_all_to_all = false;
-            add(layout, req.training, Disaggregation{p, 1});
-            if (req.moe_a2a && dpa && ep == tp) {
-              layout.moe_all_to_all = true;
-              add(layout, req.training, Disaggregation{p, 1});
-            }
-          }
+        layout.dp = dp, layout.tp = gpus / dp - p;
+        add_variants(layout, {1}, {req.training}, Disaggregation{p, 1});
       }
     }
   if (rows.empty())

@@ -1412,6 +1412,14 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   return f;
 }
 
+const char* disaggregation_unmodelled(const SchedulerLimits& limits) {
+  // max_seqs_auto is the decode instance's own cap (its KV room).
+  return limits.max_batched_tokens > 0 ? "--max-batched-tokens"
+         : limits.max_seqs > 0         ? "--max-seqs"
+         : limits.prefill_first        ? "--schedule"
+                                       : nullptr;
+}
+
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us,
@@ -1424,11 +1432,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   if (par.pp != 1)
     throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
                       ": disaggregated serving is modelled with one pipeline stage a decode instance");
-  // max_seqs_auto is the decode instance's own cap below (its KV room).
-  if (const char* flag = limits.max_batched_tokens > 0 ? "--max-batched-tokens"
-                         : limits.max_seqs > 0         ? "--max-seqs"
-                         : limits.prefill_first        ? "--schedule"
-                                                       : nullptr)
+  if (const char* flag = disaggregation_unmodelled(limits))
     throw ConfigError(std::string("--prefill-tp with ") + flag +
                       ": disaggregated serving is modelled with each prompt whole in one prefill step and the "
                       "decode instance's KV room as its cap (a token budget or a sequence cap is not modelled)");

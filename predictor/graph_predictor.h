@@ -382,6 +382,8 @@ struct GenerateForecast {
   // Prefill-decode disaggregation (forecast_disaggregated): the prefill instance's figures;
   // memory and last_decode are then the decode instance's, prefill the prefill instance's step.
   std::optional<DisaggForecast> disagg;
+  // Every GPU of the replica fits: the (decode) instance's and, disaggregated, the prefill's.
+  bool fits() const { return memory.fits() && (!disagg || disagg->prefill_memory.fits()); }
 };
 // Speculative decoding with a draft model (vLLM's and SGLang's draft-model speculation): each
 // round the draft decodes `tokens` tokens per sequence one by one, then the target verifies
@@ -424,6 +426,10 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 // modelled: chunked prefill, a sequence cap, prefill-first scheduling, prefix caching,
 // speculative decoding (ConfigError), several prefill instances feeding one decode instance.
 // Not measured: no disaggregated serving run is in ../shared.
+// The first scheduler option disaggregated serving does not model, as its flag
+// (--max-batched-tokens, --max-seqs, --schedule), or nullptr; --max-seqs auto is the decode
+// instance's own cap and allowed.
+const char* disaggregation_unmodelled(const SchedulerLimits& limits);
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us = 0,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU, the CUDA toolkit (CUPTI) and a CUDA-enabled PyTorch:
 # build tilecast against that PyTorch's LibTorch and collect the smoke sweep through CUPTI.
-# Meant to finish within 10 minutes (on an H200: about 1 minute to build, 40 s to collect).
+# Meant to finish within 10 minutes (on an H200, 2026-12-04, the five collects' `time` lines
+# added up to 35 s; each run of scripts/measure-e2e.py records its seconds in its lines).
 # Output: $OUT (default out/gpu-smoke): collect*/ (<family>.csv, gpu.yaml: the local GPU's spec,
 # run_config.yaml), build.log; with E2E=1 also e2e.jsonl and prefill.jsonl (scripts/measure-e2e.py).
 #
@@ -40,26 +41,24 @@ cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PAT
 # -k: every compile error of this LibTorch in one run, not only the first file's.
 cmake --build "$BUILD" -j "$(nproc)" --target tilecast -- "${keep_going[@]}" >> "$OUT/build.log" 2>&1 ||
   { grep -n -B2 -A6 'error' "$OUT/build.log" | head -150; tail -30 "$OUT/build.log"; exit 1; }
-rm -rf "$OUT/collect"
-time "$BUILD/tilecast" collect --sweep configs/sweeps/smoke.yaml --out "$OUT/collect" --backend cuda
-head -3 "$OUT/collect/bmm.csv"
+# One sweep into $OUT/DIR through CUPTI; the first lines of each of its CSVs.
+collect_sweep() {
+  rm -rf "$OUT/$2"
+  time "$BUILD/tilecast" collect --sweep "configs/sweeps/$1.yaml" --out "$OUT/$2" --backend cuda
+  head -3 "$OUT/$2"/*.csv
+}
+collect_sweep smoke collect
 cat "$OUT/collect/gpu.yaml"
-# The LLM-era runners: BF16/FP16 tensor-core GEMMs and the memory-bound layer ops.
-rm -rf "$OUT/collect-llm"
-time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-gpu.yaml --out "$OUT/collect-llm" --backend cuda
-head -3 "$OUT/collect-llm/gemm.csv" "$OUT/collect-llm/memory_op.csv" "$OUT/collect-llm/context_attention.csv" \
-  "$OUT/collect-llm/generation_attention.csv" "$OUT/collect-llm/moe.csv"
+# The LLM-era runners: BF16/FP16 tensor-core GEMMs, the memory-bound layer ops, attention, MoE.
+collect_sweep llm-gpu collect-llm
 # The sampler over FP32 logits (sequences x vocabulary).
-rm -rf "$OUT/collect-sampler"
-time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-sampler.yaml --out "$OUT/collect-sampler" --backend cuda
-head -3 "$OUT/collect-sampler/memory_op.csv"
-# Serving-size BF16 kernels, for comparing with the forecasts of this GPU (scripts/gpu-compare.py).
-rm -rf "$OUT/collect-validate"
-time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-validate.yaml --out "$OUT/collect-validate" --backend cuda
-# FP8 GEMMs (E4M3, per-tensor scales: torch._scaled_mm), on GPUs with FP8 tensor cores.
-rm -rf "$OUT/collect-validate-fp8"
-time "$BUILD/tilecast" collect --sweep configs/sweeps/llm-validate-fp8.yaml --out "$OUT/collect-validate-fp8" --backend cuda
-# Whole-model labels (PyTorch + transformers on this machine), when asked: E2E=1 (~2 minutes on an H200).
+collect_sweep llm-sampler collect-sampler
+# Serving-size BF16 kernels, for comparing with the forecasts of this GPU
+# (tilecast eval-kernels --data $OUT/collect-validate/gemm.csv ...).
+collect_sweep llm-validate collect-validate
+# FP8 GEMMs (fp8_static: E4M3, per-tensor scales, torch._scaled_mm), on GPUs with FP8 tensor cores.
+collect_sweep llm-validate-fp8 collect-validate-fp8
+# Whole-model labels (PyTorch + transformers on this machine), when asked: E2E=1.
 if [ "${E2E:-0}" = 1 ]; then
   python3 scripts/measure-e2e.py --out "$OUT/e2e.jsonl"
   python3 scripts/measure-e2e.py --suite prefill --out "$OUT/prefill.jsonl"

@@ -91,6 +91,37 @@ def measure(torch, fn, warmup=2, repeats=5):
     return statistics.median(times), times
 
 
+def read_lines(src):
+    with open(src) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def append_run(out, row, body, shown):
+    """Runs body(row), which fills the row's measurements; one failed run (out of memory, say)
+    is a row with its error and does not stop the rest. Appends the row and flushes it."""
+    import torch
+
+    t0 = time.time()
+    try:
+        body(row)
+        row["status"] = "ok"
+    except Exception as e:
+        row["status"] = "error"
+        row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        traceback.print_exc()
+    torch.cuda.empty_cache()
+    row["seconds"] = round(time.time() - t0, 2)
+    out.write(json.dumps(row) + "\n")
+    out.flush()
+    print(f"{row['tag']}: {row['status']} {shown} {row.get(shown, float('nan')):.3f} ms ({row['seconds']} s)", flush=True)
+
+
+def header(torch, transformers):
+    device = torch.cuda.get_device_name(0)
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}", flush=True)
+    return {"device": device, "torch": torch.__version__, "transformers": transformers.__version__}
+
+
 def run(args):
     import torch
     import transformers
@@ -98,8 +129,7 @@ def run(args):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
-    device = torch.cuda.get_device_name(0)
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}", flush=True)
+    common = header(torch, transformers)
     only = set(args.only.split(",")) if args.only else None
     with open(args.out, "a") as out:
         for tag_model, cfg, mode, seq, batches in RUNS:
@@ -107,11 +137,8 @@ def run(args):
                 tag = f"{tag_model}-{mode}-{seq}-{batch}"
                 if only and tag not in only:
                     continue
-                t0 = time.time()
-                row = {"tag": tag, "device": device, "torch": torch.__version__,
-                       "transformers": transformers.__version__}
-                model = None
-                try:
+
+                def body(row):
                     model, config = build(torch, transformers, os.path.join(args.models_dir, cfg + ".json"))
                     row["attn_implementation"] = getattr(config, "_attn_implementation", None)
                     row["num_layer"] = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 0)
@@ -130,13 +157,12 @@ def run(args):
                         fw_t, bw_t = [], []
 
                         def step(record):
-                            a, b, c = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+                            a, b, b2, c = (torch.cuda.Event(enable_timing=True) for _ in range(4))
                             a.record()
                             y = outputs_tensor(model(input_ids=ids))
                             b.record()
-                            loss = y.float().mean()
+                            loss = y.float().mean()  # not timed
                             torch.cuda.synchronize()
-                            b2 = torch.cuda.Event(enable_timing=True)
                             b2.record()
                             loss.backward()
                             c.record()
@@ -145,45 +171,30 @@ def run(args):
                                 fw_t.append(a.elapsed_time(b))
                                 bw_t.append(b2.elapsed_time(c))
 
-                        for _ in range(2):
-                            step(False)
-                        for _ in range(5):
-                            step(True)
+                        for i in range(7):  # 2 warm-ups, then 5 timed
+                            step(i >= 2)
                         row["fw_latency"], row["bwall_latency"] = statistics.median(fw_t), statistics.median(bw_t)
                         row["fw_times"], row["bw_times"] = fw_t, bw_t
                     row["e2e_latency"] = row["fw_latency"] + row["bwall_latency"]
-                    row["status"] = "ok"
-                except Exception as e:  # one failed run (e.g. out of memory) does not stop the rest
-                    row["status"] = "error"
-                    row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                    traceback.print_exc()
-                finally:
-                    del model
-                    torch.cuda.empty_cache()
-                row["seconds"] = round(time.time() - t0, 2)
-                out.write(json.dumps(row) + "\n")
-                out.flush()
-                print(f"{tag}: {row['status']} e2e {row.get('e2e_latency', float('nan')):.3f} ms "
-                      f"({row['seconds']} s)", flush=True)
+
+                append_run(out, {"tag": tag, **common}, body, "e2e_latency")
 
 
 def run_prefill(args):
     import torch
     import transformers
 
-    device = torch.cuda.get_device_name(0)
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {device}", flush=True)
+    common = header(torch, transformers)
+    built = {}  # one model for every run of the suite, built at the first
+
     with open(args.out, "a") as out:
         for cfg, batch, seq in PREFILL_RUNS:
-            t0 = time.time()
-            row = {"tag": f"{cfg}-prefill-{seq}-{batch}", "model": cfg, "batch": batch, "seq": seq,
-                   "dtype": "bf16", "device": device, "torch": torch.__version__,
-                   "transformers": transformers.__version__}
-            try:
-                if getattr(run_prefill, "model", None) is None:
+
+            def body(row):
+                if cfg not in built:
                     m, config = build(torch, transformers, os.path.join(args.models_dir, cfg + ".json"), "sdpa")
-                    run_prefill.model, run_prefill.config = m.to(torch.bfloat16).eval(), config
-                model, config = run_prefill.model, run_prefill.config
+                    built[cfg] = (m.to(torch.bfloat16).eval(), config)
+                model, config = built[cfg]
                 row["attn_implementation"] = getattr(config, "_attn_implementation", None)
                 ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
 
@@ -193,30 +204,22 @@ def run_prefill(args):
                         model.lm_head(h[:, -1:])
 
                 row["latency_ms"], row["times_ms"] = measure(torch, fw)
-                row["status"] = "ok"
-            except Exception as e:
-                row["status"] = "error"
-                row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                traceback.print_exc()
-            torch.cuda.empty_cache()
-            row["seconds"] = round(time.time() - t0, 2)
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            print(f"{row['tag']}: {row['status']} {row.get('latency_ms', float('nan')):.3f} ms ({row['seconds']} s)",
-                  flush=True)
+
+            row = {"tag": f"{cfg}-prefill-{seq}-{batch}", "model": cfg, "batch": batch, "seq": seq, "dtype": "bf16",
+                   **common}
+            append_run(out, row, body, "latency_ms")
 
 
 def compare_prefill(src, tilecast, gpu):
-    """Each measured prefill beside `tilecast predict --mode prefill` (TTFT) on GPU."""
+    """Each measured prefill beside `tilecast predict --mode prefill` (TTFT) on GPU (default:
+    the GPU the row was measured on, by its CUDA name)."""
     import subprocess
     print(f"{'run':32s} {'tokens':>7s} {'measured_ms':>12s} {'forecast_ms':>12s} {'err%':>7s}")
     errs = []
-    with open(src) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    for r in rows:
+    for r in read_lines(src):
         if r.get("status") != "ok":
             continue
-        cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu, "--mode", "prefill", "--batch",
+        cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu or r["device"], "--mode", "prefill", "--batch",
                str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--format", "json"]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
@@ -232,9 +235,7 @@ def compare_prefill(src, tilecast, gpu):
 def to_labels(src, dest):
     """JSON lines -> DIR/<device with underscores>/<tag>.json (NeuSight's label files)."""
     n = 0
-    with open(src) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    for r in rows:
+    for r in read_lines(src):
         if r.get("status") != "ok" or "e2e_latency" not in r:
             continue
         folder = os.path.join(dest, r["device"].replace(" ", "_"))
@@ -260,7 +261,7 @@ def main():
     p.add_argument("--to-labels", nargs=2, metavar=("JSONL", "DIR"), help="convert measured lines to label files")
     p.add_argument("--compare-prefill", metavar="JSONL", help="set measured prefills beside tilecast's forecasts")
     p.add_argument("--tilecast", default="build/tilecast", help="the tilecast binary (--compare-prefill)")
-    p.add_argument("--gpu", default="H200", help="the GPU to forecast (--compare-prefill)")
+    p.add_argument("--gpu", help="the GPU to forecast (--compare-prefill; default: each row's device)")
     args = p.parse_args()
     if args.compare_prefill:
         compare_prefill(args.compare_prefill, args.tilecast, args.gpu)
@@ -269,7 +270,7 @@ def main():
     elif args.out:
         run_prefill(args) if args.suite == "prefill" else run(args)
     else:
-        p.error("--out or --to-labels")
+        p.error("--out, --to-labels or --compare-prefill")
 
 
 if __name__ == "__main__":

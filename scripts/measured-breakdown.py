@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Breakdowns of measured rows that docs/accuracy.md and docs/collector.md quote.
+
+  gemm ROWS_CSV [--l2-mib 60]
+      From `tilecast eval-kernels --rows-csv ROWS_CSV` of GEMM rows (shape M,N,K: tokens, in, out
+      features): MAPE and bias (median forecast / measured) by tokens (<= 64, 65-1,024, more) and
+      by whether the weights (N x K x bytes) fit the L2, and the measured TFLOP/s of the large
+      shapes (more than 1,024 tokens, both widths >= 4,096).
+  decode-rate CSV [--min-mb 200]
+      From a `tilecast collect` generation_attention.csv: the KV cache's bytes each decode row
+      reads once (keys and values at kv_heads), over its time, for the rows whose cache exceeds
+      --min-mb: their count and median GB/s.
+  signed JSON
+      From `tilecast eval-models --format json`: the mean signed error (forecast / label - 1) of
+      the single-GPU labels per GPU and mode.
+"""
+import argparse
+import csv
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp8_static": 1, "fp8_block": 1}
+
+
+def summary(ratios):
+    return (f"{len(ratios):3d} rows  MAPE {100 * statistics.mean(abs(r - 1) for r in ratios):5.1f} %  "
+            f"bias {statistics.median(ratios):.2f}")
+
+
+def gemm(path, l2_mib):
+    by_tokens, by_l2, tflops = defaultdict(list), defaultdict(list), []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            m, n, k = map(int, r["shape"].split(","))
+            measured, forecast = float(r["measured_ms"]), float(r["predicted_ms"])
+            ratio = forecast / measured
+            tokens = "<= 64 tokens" if m <= 64 else "65-1,024 tokens" if m <= 1024 else "> 1,024 tokens"
+            by_tokens[tokens].append(ratio)
+            l2 = "weights in L2" if n * k * BYTES[r["dtype"]] <= l2_mib * 2**20 else "weights beyond L2"
+            by_l2[f"{l2}, {'<= 64' if m <= 64 else '> 64'} tokens"].append(ratio)
+            if m > 1024 and n >= 4096 and k >= 4096:
+                tflops.append(2.0 * m * n * k / measured / 1e9)
+    for name, groups in (("tokens", by_tokens), ("L2", by_l2)):
+        print(f"by {name}:")
+        for key in sorted(groups):
+            print(f"  {key:32s} {summary(groups[key])}")
+    if tflops:
+        print(f"measured TFLOP/s, > 1,024 tokens and widths >= 4,096: {len(tflops)} rows, "
+              f"{min(tflops):.0f} - {max(tflops):.0f}")
+
+
+def decode_rate(path, min_mb):
+    rates = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r.get("status", "ok") != "ok" or not r["latency"]:
+                continue
+            ctx = int(r["step"]) + 1
+            cache = (int(r["batch_size"]) * ctx * int(r["num_key_value_heads"]) * int(r["head_dim"]) * 2 *
+                     BYTES[r["kv_cache_dtype"]])
+            if cache > min_mb * 1e6:
+                rates.append(cache / float(r["latency"]) / 1e6)
+    if not rates:
+        sys.exit(f"{path}: no decode row with a cache above {min_mb} MB")
+    print(f"{len(rates)} rows with caches above {min_mb} MB: median {statistics.median(rates):.0f} GB/s "
+          f"({min(rates):.0f} - {max(rates):.0f})")
+
+
+def signed(path):
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    by = defaultdict(list)
+    for r in rows:
+        if r.get("option") in ("", None):
+            by[(r["gpu"], r["mode"])].append(100.0 * (r["forecast_ms"] / r["label_ms"] - 1))
+    for (gpu, mode), errs in sorted(by.items()):
+        print(f"{gpu:20s} {mode:6s} {len(errs):3d} labels  mean signed error {statistics.mean(errs):+6.1f} %")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    g = sub.add_parser("gemm")
+    g.add_argument("rows")
+    g.add_argument("--l2-mib", type=float, default=60)
+    d = sub.add_parser("decode-rate")
+    d.add_argument("csv")
+    d.add_argument("--min-mb", type=float, default=200)
+    s = sub.add_parser("signed")
+    s.add_argument("json")
+    a = p.parse_args()
+    try:
+        if a.what == "gemm":
+            gemm(a.rows, a.l2_mib)
+        elif a.what == "decode-rate":
+            decode_rate(a.csv, a.min_mb)
+        else:
+            signed(a.json)
+    except (OSError, KeyError, ValueError) as e:
+        sys.exit(f"measured-breakdown.py {a.what}: {type(e).__name__}: {e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""scripts/measured-breakdown.py on hand-made rows: the GEMM buckets' MAPE and bias, the large
+shapes' TFLOP/s, a decode row's cache rate and the signed error per GPU, each worked out by
+hand; a missing file is one error line and exit 1."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "measured-breakdown.py")
+
+
+def run(*args):
+    """Exit code, stdout with its runs of spaces as one, stderr."""
+    p = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+    return p.returncode, "\n".join(" ".join(line.split()) for line in p.stdout.splitlines()), p.stderr
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rows = os.path.join(tmp, "rows.csv")
+    with open(rows, "w") as f:
+        f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
+        # 16 tokens, 4096 x 4096 bf16 weights (32 MiB: in a 60 MiB L2): forecast 1.5x.
+        f.write('X,gemm,"16,4096,4096",bf16,0.010,0.015,0,0\n')
+        # 16 tokens, 8192 x 8192 bf16 (128 MiB: beyond it): forecast 0.5x.
+        f.write('X,gemm,"16,8192,8192",bf16,0.040,0.020,0,0\n')
+        # 2048 tokens x 4096 x 8192: 2 x 2048 x 4096 x 8192 = 137.4 GFLOP in 0.1718 ms = 800 TFLOP/s.
+        f.write('X,gemm,"2048,4096,8192",bf16,0.17179869184,0.17179869184,0,0\n')
+    rc, out, err = run("gemm", rows)
+    assert rc == 0, err
+    # <= 64 tokens: |0.5| and |-0.5| -> 50 %, median of 1.5 and 0.5 -> 1.00.
+    assert "<= 64 tokens 2 rows MAPE 50.0 % bias 1.00" in out, out
+    assert "weights in L2, <= 64 tokens 1 rows MAPE 50.0 % bias 1.50" in out, out
+    assert "weights beyond L2, <= 64 tokens 1 rows MAPE 50.0 % bias 0.50" in out, out
+    assert "> 1,024 tokens 1 rows MAPE 0.0 % bias 1.00" in out, out
+    assert "1 rows, 800 - 800" in out, out
+
+    dec = os.path.join(tmp, "generation_attention.csv")
+    with open(dec, "w") as f:
+        f.write("batch_size,step,num_key_value_heads,head_dim,kv_cache_dtype,latency,status\n")
+        # 64 sequences x 8,192 tokens x 8 heads x 128 x (K + V) x 2 B = 2,147,483,648 B in 0.5 ms.
+        f.write("64,8191,8,128,bf16,0.5,ok\n")
+        f.write("1,127,8,128,bf16,0.01,ok\n")  # 0.5 MB: below --min-mb
+        f.write("64,8191,8,128,bf16,,oom\n")
+    rc, out, err = run("decode-rate", dec)
+    assert rc == 0 and "1 rows with caches above 200 MB: median 4295 GB/s" in out, (out, err)
+
+    em = os.path.join(tmp, "em.json")
+    with open(em, "w") as f:
+        json.dump({"rows": [{"gpu": "G", "mode": "inf", "option": "", "forecast_ms": 90, "label_ms": 100},
+                            {"gpu": "G", "mode": "inf", "option": "", "forecast_ms": 130, "label_ms": 100},
+                            {"gpu": "G", "mode": "inf", "option": "fusion", "forecast_ms": 500, "label_ms": 100}]}, f)
+    rc, out, err = run("signed", em)
+    assert rc == 0 and "2 labels mean signed error +10.0 %" in out, (out, err)
+
+rc, out, err = run("gemm", "/nonexistent.csv")
+assert rc == 1 and err.count("\n") == 1 and "measured-breakdown.py gemm: FileNotFoundError" in err, (rc, err)
+print("ok: measured-breakdown.py")
