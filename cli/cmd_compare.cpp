@@ -170,8 +170,8 @@ int run_plan(const Args& args, const GlobalOptions&) {
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "each DP-attention layout with ep equal to tp is also tried with it");
   desc.add_options()("disaggregate",
-                     "generate: also split each replica's GPUs into a prefill instance of tp P and a decode instance "
-                     "of the rest (prefill-decode disaggregation, every P), beside the aggregated layouts");
+                     "generate: also split each replica's GPUs into N prefill instances of tp P and a decode instance "
+                     "of the rest (prefill-decode disaggregation, every N and P), beside the aggregated layouts");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"

@@ -110,14 +110,17 @@ void add_disaggregation_options(po::options_description& desc, const std::string
   const std::string help = "prefill-decode disaggregation (SGLang's and Dynamo's): the prompts run on a prefill "
                            "instance of this many tensor-parallel GPUs, their KV caches move to " + which;
   desc.add_options()("prefill-tp", po::value<int64_t>(), help.c_str())(
-      "prefill-ep", po::value<int64_t>(), "with --prefill-tp, a MoE model: the prefill instance's expert-parallel ranks");
+      "prefill-ep", po::value<int64_t>(), "with --prefill-tp, a MoE model: the prefill instance's expert-parallel ranks")(
+      "prefill-instances", po::value<int64_t>(),
+      "with --prefill-tp: this many prefill instances of that layout feed the decode instance (xPyD), each request "
+      "sent to the next in turn (default 1)");
 }
 
 predictor::Disaggregation disaggregation_flags(const po::variables_map& vm) {
   auto given = [&](const char* name) {
     return vm.count(name) ? std::optional<int64_t>(vm[name].as<int64_t>()) : std::nullopt;
   };
-  return predictor::disaggregation_flags(given("prefill-tp"), given("prefill-ep"));
+  return predictor::disaggregation_flags(given("prefill-tp"), given("prefill-ep"), given("prefill-instances"));
 }
 
 void add_moe_a2a_option(po::options_description& desc, std::string* value, const std::string& which) {

@@ -57,7 +57,8 @@ void add_serving_kv_dtype_option(po::options_description& desc, std::string* dty
 // --dp-attention (predict, compare, plan, capacity): SGLang's DP attention, read with
 // vm.count("dp-attention"); `which` says which of the command's forecasts take it.
 void add_dp_attention_option(po::options_description& desc, const std::string& which);
-// --prefill-tp and --prefill-ep (predict, capacity): read with disaggregation_flags(vm);
+// --prefill-tp, --prefill-ep and --prefill-instances (predict, compare, capacity): read with
+// disaggregation_flags(vm);
 // `which` says what the prefill instance stands beside.
 void add_disaggregation_options(po::options_description& desc, const std::string& which);
 predictor::Disaggregation disaggregation_flags(const po::variables_map& vm);

@@ -244,11 +244,15 @@ ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string&
   return draft == "mtp" ? mtp_draft_config(target) : load_model_config(draft, models_dir);
 }
 
-Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep) {
+Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
+                                    std::optional<int64_t> prefill_instances) {
   if (prefill_ep && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
+  if (prefill_instances && !prefill_tp) throw ConfigError("--prefill-instances needs --prefill-tp");
   if (prefill_tp && (*prefill_tp < 1 || *prefill_tp > 4096))
     throw ConfigError("--prefill-tp: " + std::to_string(*prefill_tp) + " out of range [1, 4096]");
-  return {prefill_tp.value_or(0), prefill_ep.value_or(1)};
+  if (prefill_instances && (*prefill_instances < 1 || *prefill_instances > 1024))
+    throw ConfigError("--prefill-instances: " + std::to_string(*prefill_instances) + " out of range [1, 1024]");
+  return {prefill_tp.value_or(0), prefill_ep.value_or(1), prefill_instances.value_or(1)};
 }
 
 void check_disaggregation_mode(const Disaggregation& d, const std::string& mode) {
@@ -591,6 +595,8 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"moe_a2a", q.par.moe_all_to_all ? "deepep" : "none"},
                       {"prefill_tp", q.disagg.active() ? nlohmann::json(q.disagg.prefill_tp) : nlohmann::json(nullptr)},
                       {"prefill_ep", q.disagg.active() ? nlohmann::json(q.disagg.prefill_ep) : nlohmann::json(nullptr)},
+                      {"prefill_instances",
+                       q.disagg.active() ? nlohmann::json(q.disagg.prefill_instances) : nlohmann::json(nullptr)},
                       {"gpus_per_replica", gpus_per_replica},
                       {"dtype", dtype_name(q.dtypes.gemm)},
                       {"max_batched_tokens", q.limits.max_batched_tokens},
@@ -628,7 +634,7 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
   std::ostringstream os;
   char buf[512];
   const std::string disagg =
-      q.disagg.active() ? ", disaggregated: a prefill instance of tp " + std::to_string(q.disagg.prefill_tp) : std::string();
+      q.disagg.active() ? ", disaggregated: " + prefill_instances_text(q.disagg) : std::string();
   std::snprintf(buf, sizeof buf, "%s on %s, %lld-token prompts, %lld output tokens, %s, tp %lld%s%s, %s arrivals of %lld requests\n",
                 mc.name.c_str(), q.gpu->name.c_str(), static_cast<long long>(seq), static_cast<long long>(gen),
                 dtype_name(q.dtypes.gemm), static_cast<long long>(q.par.tp),
@@ -641,8 +647,9 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
   engine += ", at most " + (q.limits.max_seqs_auto ? std::string("the KV room's") : std::to_string(q.limits.max_seqs)) +
             " sequences at once, " + q.limits.schedule_name() + " steps";
   if (q.disagg.active())
-    engine = "the prefill instance runs every arrived prompt a step; the decode instance decodes at most its KV room's "
-             "sequences at once";
+    engine = std::string(q.disagg.prefill_instances > 1 ? "each prefill instance runs every arrived prompt sent to it"
+                                                        : "the prefill instance runs every arrived prompt") +
+             " a step; the decode instance decodes at most its KV room's sequences at once";
   os << "engine: " << engine << "\n";
   std::snprintf(buf, sizeof buf, "objective: %s for %g %% of the requests\n", q.limits.slo_text().c_str(), attainment);
   os << buf;

@@ -257,6 +257,7 @@ std::string compare_row_json(const CompareRow& r) {
     j["arrivals"] = r.limits.arrivals_name();
     j["prefill_tp"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_tp) : nlohmann::json(nullptr);
     j["prefill_ep"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_ep) : nlohmann::json(nullptr);
+    j["prefill_instances"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_instances) : nlohmann::json(nullptr);
   }
   if (!r.error.empty()) {
     j["error"] = r.error;
@@ -315,7 +316,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
   os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,"
-        "dp_attention,moe_a2a,prefill_tp,prefill_ep,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
+        "dp_attention,moe_a2a,prefill_tp,prefill_ep,prefill_instances,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -328,9 +329,10 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ','
        << (is_serving_mode(r.mode) ? (r.dp_attention ? "true" : "false") : "") << ','
        << (is_serving_mode(r.mode) ? (r.moe_a2a ? "deepep" : "none") : "") << ',';
-    // disaggregation: the prefill instance's tp and ep (empty when aggregated)
-    if (r.disagg.active()) os << r.disagg.prefill_tp << ',' << r.disagg.prefill_ep << ',';
-    else os << ",,";
+    // disaggregation: the prefill instances' tp, ep and number (empty when aggregated)
+    if (r.disagg.active())
+      os << r.disagg.prefill_tp << ',' << r.disagg.prefill_ep << ',' << r.disagg.prefill_instances << ',';
+    else os << ",,,";
     // speculative decoding: the draft, its tokens a round and acceptance (empty without one)
     if (!r.spec_draft.empty()) os << csv_escape(r.spec_draft) << ',' << r.spec_tokens << ',' << r.spec_accept << ',';
     else os << ",,,";
@@ -369,9 +371,10 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   const bool show_vpp = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.vpp > 1; });
   // And DP attention (serving), where a row has it.
   const bool show_dpa = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.dp_attention; });
-  // And the prefill instance's tp, where rows differ in it (plan --disaggregate).
+  // And the prefill instances, where rows differ in them (plan --disaggregate).
   const bool show_pre = std::any_of(rows.begin(), rows.end(), [&](const CompareRow& r) {
-    return r.disagg.prefill_tp != rows.front().disagg.prefill_tp;
+    return r.disagg.prefill_tp != rows.front().disagg.prefill_tp ||
+           r.disagg.prefill_instances != rows.front().disagg.prefill_instances;
   });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
@@ -409,7 +412,12 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s",
                     r.moe_a2a ? "a2a" : r.dp_attention ? "yes" : "no");
     if (show_pre) {
-      const std::string pre = r.disagg.active() ? std::to_string(r.disagg.prefill_tp) : "-";
+      // tp P of one prefill instance, NxP of N.
+      const std::string pre =
+          !r.disagg.active() ? "-"
+          : r.disagg.prefill_instances > 1
+              ? std::to_string(r.disagg.prefill_instances) + "x" + std::to_string(r.disagg.prefill_tp)
+              : std::to_string(r.disagg.prefill_tp);
       std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s", pre.c_str());
     }
     if (!r.error.empty()) {
@@ -458,13 +466,13 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
                : "")
        << ")\n";
   if (show_pre)
-    os << "(pre: the prefill instance's tp beside each replica's decode instance of tp (disaggregated), - none; "
-          "tokens/s are all replicas', GPUs and costs count both instances; memory GB is the decode instance's)\n";
+    os << "(pre: the prefill instances beside each replica's decode instance of tp (disaggregated): P one of tp P, "
+          "NxP N of tp P, - none; "
+          "tokens/s are all replicas', GPUs and costs count every instance; memory GB is the decode instance's)\n";
   else if (const auto it = std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.disagg.active(); });
       it != rows.end())
-    os << "(disaggregated: each row's tp is the decode instance, beside a prefill instance of tp "
-       << it->disagg.prefill_tp << (it->disagg.prefill_ep > 1 ? " (ep " + std::to_string(it->disagg.prefill_ep) + ")" : "")
-       << "; tokens/s are one replica's, its GPUs and costs count both; memory GB is the decode instance's)\n";
+    os << "(disaggregated: each row's tp is the decode instance, beside " << prefill_instances_text(it->disagg)
+       << "; tokens/s are one replica's, its GPUs and costs count all; memory GB is the decode instance's)\n";
   std::set<std::string> drafts;
   for (const auto& r : rows)
     if (!r.spec_draft.empty() && r.error.empty()) drafts.insert(r.spec_draft);
@@ -560,8 +568,7 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
   const bool dpa = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.dp_attention; });
   const bool a2a = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.moe_all_to_all; });
   const std::string disagg =
-      q.disagg.active() ? ", each tp the decode instance beside a prefill instance of tp " + std::to_string(q.disagg.prefill_tp)
-                        : std::string();
+      q.disagg.active() ? ", each tp the decode instance beside " + prefill_instances_text(q.disagg) : std::string();
   std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s%s%s\n",
                 q.model->name.c_str(), static_cast<long long>(q.tokens), static_cast<long long>(q.gen),
                 q.limits.slo_text().c_str(), rows.front().result.attainment_pct, static_cast<long long>(q.batch),
@@ -767,17 +774,19 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       }
     }
   }
-  // Disaggregated layouts: dp replicas, each a prefill instance of tp P beside a decode instance
-  // of tp R - P (one stage each, the decode instance's variants as above; the prefill
-  // instance's experts split over its tp).
+  // Disaggregated layouts: dp replicas of R GPUs, each N prefill instances of tp P beside a
+  // decode instance of tp R - N x P (one stage each, the decode instance's variants as above; the
+  // prefill instances' experts split over their tp).
   if (req.disaggregate)
     for (int64_t dp : divisors(gpus)) {
-      if (global_batch % dp || gpus / dp < 2) continue;
-      for (int64_t p = 1; p < gpus / dp; ++p) {
-        Parallelism layout;
-        layout.dp = dp, layout.tp = gpus / dp - p;
-        add_variants(layout, {1}, {req.training}, Disaggregation{p, 1});
-      }
+      const int64_t r = gpus / dp;
+      if (global_batch % dp || r < 2) continue;
+      for (int64_t p = 1; p < r; ++p)
+        for (int64_t n = 1; n * p < r; ++n) {
+          Parallelism layout;
+          layout.dp = dp, layout.tp = r - n * p;
+          add_variants(layout, {1}, {req.training}, Disaggregation{p, 1, n});
+        }
     }
   if (rows.empty())
     throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs runs the model with the global batch " +
@@ -800,7 +809,7 @@ std::string skipped_layouts_text(const std::vector<CompareRow>& skipped) {
     if (r.microbatches > 1) layout += " (" + std::to_string(r.microbatches) + " microbatches)";
     if (r.zero > 0) layout += " (zero " + std::to_string(r.zero) + ")";
     if (r.recompute) layout += " (recompute)";
-    if (r.disagg.active()) layout += " (beside a prefill instance of tp " + std::to_string(r.disagg.prefill_tp) + ")";
+    if (r.disagg.active()) layout += " (beside " + prefill_instances_text(r.disagg) + ")";
     auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& p) { return p.first == r.error; });
     if (it == reasons.end()) reasons.push_back({r.error, {layout}});
     else it->second.push_back(layout);

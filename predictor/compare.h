@@ -72,8 +72,8 @@ struct CompareRow {
   std::string spec_draft;     // generate: the draft of speculative decoding (empty: none)
   int64_t spec_tokens = 0;
   double spec_accept = 0;
-  // A disaggregated replica's prefill instance counts too (replica_gpus).
-  int64_t gpus() const { return dp * (tp * cp * pp + disagg.prefill_tp); }
+  // A disaggregated replica's prefill instances count too (replica_gpus).
+  int64_t gpus() const { return dp * (tp * cp * pp + disagg.gpus()); }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving
@@ -163,9 +163,9 @@ struct PlanRequest {
   // Serving a MoE model with dp_attention: each DP-attention layout with ep = tp is also tried
   // with DeepEP's all-to-all (Parallelism::moe_all_to_all).
   bool moe_a2a = false;
-  // Generate: also each split of a replica's GPUs into a prefill instance of tp P and a decode
-  // instance of tp R - P (prefill-decode disaggregation, Disaggregation), beside the aggregated
-  // layouts.
+  // Generate: also each split of a replica's R GPUs into N prefill instances of tp P and a
+  // decode instance of tp R - N x P (prefill-decode disaggregation, Disaggregation), beside the
+  // aggregated layouts.
   bool disaggregate = false;
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that

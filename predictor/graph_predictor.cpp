@@ -1412,6 +1412,12 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   return f;
 }
 
+std::string prefill_instances_text(const Disaggregation& d) {
+  return (d.prefill_instances > 1 ? std::to_string(d.prefill_instances) + " prefill instances"
+                                  : std::string("a prefill instance")) +
+         " of tp " + std::to_string(d.prefill_tp) + (d.prefill_ep > 1 ? " (ep " + std::to_string(d.prefill_ep) + ")" : "");
+}
+
 const char* disaggregation_unmodelled(const SchedulerLimits& limits) {
   // max_seqs_auto is the decode instance's own cap (its KV room).
   return limits.max_batched_tokens > 0 ? "--max-batched-tokens"
@@ -1424,8 +1430,10 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us,
                                         double routing_alpha, const SchedulerLimits& limits) {
-  const int64_t p = d.prefill_tp, pe = d.prefill_ep;
+  const int64_t p = d.prefill_tp, pe = d.prefill_ep, instances = d.prefill_instances;
   if (p < 1 || p > 4096) throw ConfigError("--prefill-tp: " + std::to_string(p) + " out of range [1, 4096]");
+  if (instances < 1 || instances > 1024)
+    throw ConfigError("--prefill-instances: " + std::to_string(instances) + " out of range [1, 1024]");
   if (pe != 1 && (m.num_experts == 0 || pe < 1 || p % pe != 0 || m.num_experts % pe != 0))
     throw ConfigError("--prefill-ep " + std::to_string(pe) + ": must divide --prefill-tp (" + std::to_string(p) +
                       ") and " + m.name + "'s experts" + (m.num_experts == 0 ? " (it has none)" : ""));
@@ -1447,7 +1455,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                 : forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
   f.limits = limits;
   DisaggForecast x;
-  x.prefill_tp = p, x.prefill_ep = pe;
+  x.prefill_tp = p, x.prefill_ep = pe, x.prefill_instances = instances;
   // The prefill instance's step of k prompts (forecast once per k).
   std::map<int64_t, ModelForecast> prefills;
   auto prefill_step = [&](int64_t k) -> const ModelForecast& {
@@ -1466,7 +1474,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   const double windowed = double(windowed_layers(m)), window = double(std::min<int64_t>(seq, m.sliding_window));
   const double request_kv_bytes =
       kv_token_layer_bytes(m, kv_dtype, 1, false) * ((double(m.layers) - windowed) * double(seq) + windowed * window);
-  x.kv_over_network = gpu.gpus_per_node > 0 && p + par.tp > gpu.gpus_per_node;
+  x.kv_over_network = gpu.gpus_per_node > 0 && instances * p + par.tp > gpu.gpus_per_node;
   const double pairs = double(std::min(p, par.tp));
   // The caches of k prompts of one prefill step, moved together: a point-to-point send of each
   // GPU pair's share.
@@ -1474,16 +1482,44 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     return send_recv_ms(double(k) * request_kv_bytes / pairs, gpu, x.kv_over_network,
                         "a KV cache sent between a prefill and a decode instance on two nodes");
   };
-  int64_t largest_prefill = batch;
+  // The prefill steps, each its end, its prompts and their first index in `members`.
+  struct Step {
+    double end_ms;
+    int64_t prompts;
+    size_t first;
+  };
+  // The decode instance receives one step's caches at a time, in the order the steps end: when
+  // each step's caches are all there. Sums the links' busy time into x.kv_transfer_ms.
+  auto receive = [&](std::vector<Step> steps) {
+    std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.end_ms < b.end_ms; });
+    std::vector<std::pair<Step, double>> arrived;
+    double link_free = 0;
+    for (const Step& s : steps) {
+      const double moved = move_ms(s.prompts);
+      x.kv_transfer_ms += moved;
+      link_free = std::max(link_free, s.end_ms) + moved;
+      arrived.emplace_back(s, link_free);
+    }
+    return arrived;
+  };
+  x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
+  int64_t largest_prefill = 0;
   if (!scheduled) {
-    // A batch at once: one prefill step of every prompt, one move, the decode instance's steps.
+    // A batch at once: each prefill instance a step of its share of the prompts, side by side;
+    // the moves; then the decode instance's steps.
     x.decode_ms = f.e2e_ms - f.prefill.total_ms;
-    f.prefill = prefill_step(batch);
-    x.prefill_ms = f.prefill.total_ms;
-    x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
-    x.kv_transfer_ms = move_ms(batch);
-    // Every request's first token after the prefill step and the move; its others as before.
-    const double ttft_ms = x.prefill_ms + x.kv_transfer_ms, shift = ttft_ms - f.ttft_ms;
+    std::vector<Step> steps;
+    for (int64_t i = 0; i < std::min(instances, batch); ++i) {
+      const int64_t share = batch / instances + (i < batch % instances ? 1 : 0);
+      const ModelForecast& step = prefill_step(share);
+      x.prefill_ms += step.total_ms;
+      steps.push_back({step.total_ms, share, 0});
+      largest_prefill = std::max(largest_prefill, share);
+    }
+    f.prefill = prefill_step(largest_prefill);
+    // Every request's first token once the last cache is there (the batch decodes together);
+    // its others as before.
+    const double ttft_ms = receive(std::move(steps)).back().second, shift = ttft_ms - f.ttft_ms;
     std::vector<RequestTimes> requests = f.requests;
     for (auto& r : requests) r.ttft_ms += shift, r.e2el_ms += shift;
     f.e2e_ms = ttft_ms + x.decode_ms;
@@ -1498,26 +1534,32 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     // at their mean context; a request leaves after its gen - 1 decode tokens.
     const std::vector<double> arrive = arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals);
     std::vector<double> ready(static_cast<size_t>(batch));  // first token, at the decode instance
-    double t = 0;
-    int64_t prefill_steps = 0;
-    largest_prefill = 0;
-    for (size_t i = 0; i < arrive.size();) {
-      t = std::max(t, arrive[i]);
-      size_t j = i;
-      while (j < arrive.size() && arrive[j] <= t) ++j;
-      const int64_t k = static_cast<int64_t>(j - i);
-      const ModelForecast& step = prefill_step(k);
-      if (prefill_steps == 0) f.prefill = step;
-      t += step.total_ms;
-      x.prefill_ms += step.total_ms;
-      const double moved = move_ms(k);
-      x.kv_transfer_ms += moved;
-      for (size_t q = i; q < j; ++q) ready[q] = t + moved;
-      largest_prefill = std::max(largest_prefill, k);
-      ++prefill_steps;
-      i = j;
+    // Each prefill instance's requests (request i to instance i mod N), in order of arrival,
+    // and its steps: whenever idle, every prompt of its own that has arrived.
+    std::vector<size_t> members;
+    std::vector<Step> steps;
+    for (int64_t in = 0; in < instances; ++in) {
+      const size_t from = members.size();
+      for (size_t i = static_cast<size_t>(in); i < arrive.size(); i += static_cast<size_t>(instances))
+        members.push_back(i);
+      double t = 0;
+      for (size_t i = from; i < members.size();) {
+        t = std::max(t, arrive[members[i]]);
+        size_t j = i;
+        while (j < members.size() && arrive[members[j]] <= t) ++j;
+        const int64_t k = static_cast<int64_t>(j - i);
+        const ModelForecast& step = prefill_step(k);
+        if (steps.empty()) f.prefill = step;
+        t += step.total_ms;
+        x.prefill_ms += step.total_ms;
+        steps.push_back({t, k, i});
+        largest_prefill = std::max(largest_prefill, k);
+        i = j;
+      }
     }
-    x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
+    const int64_t prefill_steps = static_cast<int64_t>(steps.size());
+    for (const auto& [s, at] : receive(std::move(steps)))
+      for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q) ready[members[q]] = at;
     const MemoryEstimate room = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0,
                                                ServingPass{0, 1}, par.dp_attention, {}, par.moe_all_to_all);
     const int64_t cap = std::clamp<int64_t>(room.max_sequences, 1, batch);
@@ -1530,12 +1572,12 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     };
     std::vector<Running> running;
     std::vector<RequestTimes> requests;
-    // Requests in order of readiness (a smaller step's move can end first), first come first.
+    // Requests in order of readiness (another instance's step can end first), first come first.
     std::vector<size_t> order(ready.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
     size_t next = 0;
-    t = 0;
+    double t = 0;
     int64_t decode_steps = 0;
     while (next < order.size() || !running.empty()) {
       if (running.empty()) t = std::max(t, ready[order[next]]);
@@ -1651,6 +1693,7 @@ std::string generate_json(const GenerateForecast& f) {
     add_memory_json(prefill_memory, x.prefill_memory);
     j["disaggregation"] = {{"prefill_tp", x.prefill_tp},
                            {"prefill_ep", x.prefill_ep},
+                           {"prefill_instances", x.prefill_instances},
                            {"prefill_ms", x.prefill_ms},
                            {"kv_transfer_gb", x.kv_transfer_gb},
                            {"kv_transfer_ms", x.kv_transfer_ms},
@@ -1710,8 +1753,8 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   // The replica's layout: the decode instance's where disaggregated.
   const ModelForecast& lay = f.disagg ? f.last_decode : f.prefill;
   if (f.disagg)
-    budget += ", disaggregated: a prefill instance of tp " + std::to_string(f.disagg->prefill_tp) +
-              (f.disagg->prefill_ep > 1 ? " (ep " + std::to_string(f.disagg->prefill_ep) + ")" : "");
+    budget += ", disaggregated: " +
+              prefill_instances_text({f.disagg->prefill_tp, f.disagg->prefill_ep, f.disagg->prefill_instances});
   std::snprintf(buf, sizeof buf,
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
@@ -1731,22 +1774,33 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
       std::snprintf(buf, sizeof buf, "steps         %10lld  (%lld prefill steps; %.2f GB of caches moved %s in %.3f ms)\n",
                     static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link,
                     x.kv_transfer_ms);
-    } else {
+    } else if (x.prefill_instances == 1) {
       std::snprintf(buf, sizeof buf,
                     "ttft_ms       %10.3f  (the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s)\n"
                     "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
                     "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
                     f.ttft_ms, x.prefill_ms, x.kv_transfer_ms, x.kv_transfer_gb, link, f.tpot_ms, f.e2e_ms,
                     f.tokens_per_s);
+    } else {
+      std::snprintf(buf, sizeof buf,
+                    "ttft_ms       %10.3f  (the prefill instances' steps side by side, the largest %.3f, then the KV "
+                    "caches' moves one after another, %.3f: %.2f GB %s)\n"
+                    "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
+                    "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
+                    f.ttft_ms, f.prefill.total_ms, x.kv_transfer_ms, x.kv_transfer_gb, link, f.tpot_ms, f.e2e_ms,
+                    f.tokens_per_s);
     }
     os << buf << goodput();
     std::snprintf(buf, sizeof buf,
                   "balance       %10.3f  prefill instances per decode instance keep both busy (prefill %.3f ms, "
-                  "decode %.3f ms busy)\n",
-                  x.prefill_per_decode, x.prefill_ms, x.decode_ms);
+                  "decode %.3f ms busy%s)\n",
+                  x.prefill_per_decode, x.prefill_ms, x.decode_ms,
+                  x.prefill_instances > 1 ? "; prefill: the instances' summed" : "");
     os << buf << "decode instance:\n" << memory_summary(f.memory) << "prefill instance:\n"
        << memory_summary(x.prefill_memory);
-    os << "\n-- prefill (the prefill instance)\n" << forecast_table(f.prefill, top_ops);
+    os << (x.prefill_instances > 1 ? "\n-- prefill (a prefill instance's largest step)\n"
+                                   : "\n-- prefill (the prefill instance)\n")
+       << forecast_table(f.prefill, top_ops);
     os << "\n-- last decode step (the decode instance)\n" << forecast_table(f.last_decode, top_ops);
     return os.str();
   }

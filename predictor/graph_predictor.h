@@ -341,15 +341,23 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
 // Prefill-decode disaggregation (SGLang's --disaggregation-mode prefill|decode, vLLM's and
 // Dynamo's disaggregated serving): the prompts run on a prefill instance of its own tensor- (and
 // expert-) parallel layout, their KV caches move to the decode instance, which decodes them.
+// Several prefill instances of that layout can feed one decode instance (xPyD: x prefill, y
+// decode instances), each request sent to the next one in turn.
 struct Disaggregation {
   int64_t prefill_tp = 0;  // 0: aggregated serving
   int64_t prefill_ep = 1;
+  int64_t prefill_instances = 1;
   bool active() const { return prefill_tp > 0; }
+  // The GPUs of the prefill instances (0 when aggregated).
+  int64_t gpus() const { return prefill_tp * prefill_instances; }
 };
+// "a prefill instance of tp P" or "N prefill instances of tp P", with " (ep E)" where E > 1.
+std::string prefill_instances_text(const Disaggregation& d);
 struct DisaggForecast {
-  int64_t prefill_tp = 1, prefill_ep = 1;
-  double prefill_ms = 0;  // the prefill instance's steps (their first tokens), its busy time
-  double kv_transfer_gb = 0, kv_transfer_ms = 0;  // every request's cache to the decode instance
+  int64_t prefill_tp = 1, prefill_ep = 1, prefill_instances = 1;
+  double prefill_ms = 0;  // the prefill instances' steps (their first tokens), their busy time summed
+  // Every request's cache to the decode instance; kv_transfer_ms the time its links spend on them.
+  double kv_transfer_gb = 0, kv_transfer_ms = 0;
   bool kv_over_network = false;                   // between nodes, else over the node's links
   double decode_ms = 0;   // the decode instance's steps (the other gen - 1 tokens), its busy time
   // Prefill instances per decode instance that keep both busy: prefill_ms / decode_ms.
@@ -410,21 +418,25 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 // `generate` disaggregated (Disaggregation): the decode instance is `par` (pp 1), as
 // forecast_generate forecasts it without scheduler limits (every prompt prefilled at once, then
 // the batch decodes: its TPOT); the prefill instance runs the batch's prompts in one step on
-// tp d.prefill_tp, ep d.prefill_ep (no DP attention); the batch's whole KV cache (every KV head
-// or MLA latent of every layer, a sliding window's tokens in its layers) moves between them
-// over min(prefill, decode) GPU pairs at once: over the node's links at 80 % of
-// interconnect_gbps where both instances fit on one node (the sheet's gpus_per_node), else
-// through each GPU's network port at 80 % of network_gbps, plus the point-to-point latency.
-// TTFT = the prefill step + the transfer; e2e = TTFT + the decode steps; memory the decode
-// instance's (its pass one token a sequence), DisaggForecast::prefill_memory the prefill
-// instance's. With limits.request_rate (and its arrivals and objectives) the requests arrive
-// over time: the prefill instance, whenever idle, runs every arrived prompt in one step and
-// moves their caches together; the decode instance takes each request once its cache is there
-// (first come, at most as many as its KV room holds) and every step decodes one token of each
-// running request at their mean context (steps forecast once per sequences and context to 16
-// tokens); TTFT from arrival to the cache's arrival, TPOT from there to the last token. Not
-// modelled: chunked prefill, a sequence cap, prefill-first scheduling, prefix caching,
-// speculative decoding (ConfigError), several prefill instances feeding one decode instance.
+// tp d.prefill_tp, ep d.prefill_ep (no DP attention); with d.prefill_instances N, N such
+// instances share the prompts, request i going to instance i mod N (round robin), and the batch
+// at once splits into shares of ceil or floor(batch / N) prompts run side by side. Each step's
+// caches (every KV head or MLA latent of every layer, a sliding window's tokens in its layers)
+// move over min(prefill, decode) GPU pairs at once: over the node's links at 80 % of
+// interconnect_gbps where every instance fits on one node (the sheet's gpus_per_node), else
+// through each GPU's network port at 80 % of network_gbps, plus the point-to-point latency; the
+// decode instance receives one step's caches at a time (its links are shared), in the order
+// the steps end. TTFT = the last cache's arrival (N = 1: the prefill step + the move); e2e =
+// TTFT + the decode steps; memory the decode instance's (its pass one token a sequence),
+// DisaggForecast::prefill_memory a prefill instance's at its largest step. With
+// limits.request_rate (and its arrivals and objectives) the requests arrive over time: each
+// prefill instance, whenever idle, runs every prompt sent to it that has arrived in one step
+// and moves their caches together; the decode instance takes each request once its cache is
+// there (first come, at most as many as its KV room holds) and every step decodes one token
+// of each running request at their mean context (steps forecast once per sequences and context
+// to 16 tokens); TTFT from arrival to the cache's arrival, TPOT from there to the last token.
+// Not modelled: chunked prefill, a sequence cap, prefill-first scheduling, prefix caching,
+// speculative decoding (ConfigError), routing by load rather than in turn.
 // Not measured: no disaggregated serving run is in ../shared.
 // The first scheduler option disaggregated serving does not model, as its flag
 // (--max-batched-tokens, --max-seqs, --schedule), or nullptr; --max-seqs auto is the decode

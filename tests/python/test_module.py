@@ -178,6 +178,33 @@ rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=
 assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "16", "--mode",
                    "generate", "--seq", "512", "--gen", "16", "--disaggregate")["rows"]
 assert sorted((r["dp"], r["tp"], r["pp"], r["prefill_tp"] or 0) for r in rows) == [(1, 1, 1, 1), (1, 1, 2, 0), (1, 2, 1, 0), (2, 1, 1, 0)], rows
+# Three GPUs: a decode GPU beside two prefill instances of one GPU is a layout too, predict's.
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=3, global_batch=16, mode="generate", seq=512, gen=16,
+                     disaggregate=True)
+two = [r for r in rows if r["prefill_instances"] == 2]
+assert [(r["tp"], r["prefill_tp"], r["gpus"]) for r in two] == [(1, 1, 3)], rows
+xp = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=16, seq=512, gen=16, mode="generate", prefill_tp=1,
+                      prefill_instances=2)
+assert abs(two[0]["step_ms"] - xp["e2e_ms"]) < 1e-9 * xp["e2e_ms"], (two[0], xp["e2e_ms"])
+# Several prefill instances: as the CLI's; a batch at once splits over them, each step the
+# prefill of its share on its own (8 prompts over 2 instances: steps of 4).
+xp = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=1000, gen=16, mode="generate", tp=4,
+                      prefill_tp=2, prefill_instances=2)
+assert xp == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "1000", "--gen",
+                 "16", "--mode", "generate", "--tp", "4", "--prefill-tp", "2", "--prefill-instances", "2")
+half = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=1000, mode="prefill", tp=2)
+x = xp["disaggregation"]
+assert x["prefill_instances"] == 2 and abs(x["prefill_ms"] - 2 * half["ttft_ms"]) < 1e-9 * x["prefill_ms"], (x, half)
+assert abs(xp["ttft_ms"] - (half["ttft_ms"] + x["kv_transfer_ms"])) < 1e-9 * xp["ttft_ms"], (xp["ttft_ms"], x)
+assert xp["ttft_ms"] < dis["ttft_ms"] and xp["tpot_ms"] == dis["tpot_ms"], (xp["ttft_ms"], dis["ttft_ms"])
+rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
+                         prefill_tp=1, prefill_instances=2)
+assert rows[0]["gpus_per_replica"] == 3 and rows[0]["prefill_instances"] == 2, rows[0]
+try:
+    tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", prefill_instances=2)
+    raise AssertionError("prefill_instances without prefill_tp accepted")
+except ValueError as e:
+    assert "prefill_instances needs prefill_tp" in str(e), e
 try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", prefill_ep=2)
     raise AssertionError("prefill_ep without prefill_tp accepted")
