@@ -71,7 +71,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   add_dp_attention_option(desc, "the rows with tp > 1 take it");
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "the DP-attention rows with --ep equal to --tp take it");
-  add_disaggregation_options(desc, "each row's decode instance (its tp); GPUs and costs count both");
+  add_disaggregation_options(desc, "each row's decode instance (its tp); GPUs and costs count every instance");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
@@ -250,7 +250,7 @@ int run_capacity(const Args& args, const GlobalOptions&) {
   add_dp_attention_option(desc, "the rows with tp > 1 take it");
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "the row with tp equal to --ep takes it");
-  add_disaggregation_options(desc, "each row's decode instance (its tp); per-GPU rates and costs count both");
+  add_disaggregation_options(desc, "each row's decode instance (its tp); per-GPU rates and costs count every instance");
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,

@@ -407,11 +407,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                         ": serving forecasts take --tp, --pp and --ep (one replica; its microbatches follow from --pp)");
     const ServingDtypes& d = q.dtypes;
     if (q.disagg.active()) {
-      // forecast_disaggregated refuses the scheduler's options it does not model; these two it
-      // does not take.
-      if (q.cached_prefix > 0 || q.spec)
-        throw ConfigError(std::string("--prefill-tp with ") + (q.spec ? "--spec-draft" : "--cached-prefix") +
-                          ": not modelled (disaggregated serving runs each prompt whole, without a draft)");
+      check_disaggregation_options("--prefill-tp", q.limits, q.cached_prefix, q.spec.has_value());
       r.generate = forecast_disaggregated(mc, spec, kp, q.batch, q.tokens, q.gen, d.gemm, d.kv, q.par, q.disagg,
                                           q.host_gap_us, q.routing_alpha, q.limits);
       r.memory = r.generate->memory;

@@ -633,13 +633,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
   if (req.disaggregate) {
     if (mode != "generate") throw ConfigError("--disaggregate applies to --mode generate (a prefill and a decode instance)");
     if (gpus < 2) throw ConfigError("--disaggregate needs --gpus 2 or more (a prefill and a decode instance)");
-    const char* flag = disaggregation_unmodelled(req.limits);
-    if (!flag && req.cached_prefix > 0) flag = "--cached-prefix";
-    if (!flag && !req.spec.draft.empty()) flag = "--spec-draft";
-    if (flag)
-      throw ConfigError(std::string("--disaggregate with ") + flag +
-                        ": not modelled (disaggregated serving runs each prompt whole in one prefill step, without a "
-                        "token budget, sequence cap, cached prefix or draft)");
+    check_disaggregation_options("--disaggregate", req.limits, req.cached_prefix, !req.spec.draft.empty());
   }
   std::optional<ModelConfig> draft;
   if (!req.spec.draft.empty()) draft = req.spec.draft_for(m, models_dir);

@@ -1418,12 +1418,19 @@ std::string prefill_instances_text(const Disaggregation& d) {
          " of tp " + std::to_string(d.prefill_tp) + (d.prefill_ep > 1 ? " (ep " + std::to_string(d.prefill_ep) + ")" : "");
 }
 
-const char* disaggregation_unmodelled(const SchedulerLimits& limits) {
+void check_disaggregation_options(const std::string& option, const SchedulerLimits& limits, int64_t cached_prefix,
+                                  bool spec) {
   // max_seqs_auto is the decode instance's own cap (its KV room).
-  return limits.max_batched_tokens > 0 ? "--max-batched-tokens"
-         : limits.max_seqs > 0         ? "--max-seqs"
-         : limits.prefill_first        ? "--schedule"
-                                       : nullptr;
+  const char* flag = limits.max_batched_tokens > 0 ? "--max-batched-tokens"
+                     : limits.max_seqs > 0         ? "--max-seqs"
+                     : limits.prefill_first        ? "--schedule"
+                     : cached_prefix > 0           ? "--cached-prefix"
+                     : spec                        ? "--spec-draft"
+                                                   : nullptr;
+  if (flag)
+    throw ConfigError(option + " with " + flag +
+                      ": not modelled (disaggregated serving runs each prompt whole in one prefill step, without a "
+                      "token budget, sequence cap, cached prefix or draft; the decode instance's KV room is its cap)");
 }
 
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
@@ -1440,10 +1447,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   if (par.pp != 1)
     throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
                       ": disaggregated serving is modelled with one pipeline stage a decode instance");
-  if (const char* flag = disaggregation_unmodelled(limits))
-    throw ConfigError(std::string("--prefill-tp with ") + flag +
-                      ": disaggregated serving is modelled with each prompt whole in one prefill step and the "
-                      "decode instance's KV room as its cap (a token budget or a sequence cap is not modelled)");
+  check_disaggregation_options("--prefill-tp", limits);
   check_generate_lengths(m, seq, gen);
   // A batch at once (no cap) takes the closed form below; arrivals, or the decode instance's KV
   // room as a cap (--max-seqs auto), the schedule after it (arrivals all at 0 without a rate).

@@ -438,10 +438,12 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 // Not modelled: chunked prefill, a sequence cap, prefill-first scheduling, prefix caching,
 // speculative decoding (ConfigError), routing by load rather than in turn.
 // Not measured: no disaggregated serving run is in ../shared.
-// The first scheduler option disaggregated serving does not model, as its flag
-// (--max-batched-tokens, --max-seqs, --schedule), or nullptr; --max-seqs auto is the decode
-// instance's own cap and allowed.
-const char* disaggregation_unmodelled(const SchedulerLimits& limits);
+// ConfigError "<option> with <flag>: not modelled (...)" for the first option disaggregated
+// serving does not model (--max-batched-tokens, --max-seqs, --schedule, --cached-prefix,
+// --spec-draft); --max-seqs auto is the decode instance's own cap and allowed. `option` names
+// what asked for disaggregation (--prefill-tp, plan's --disaggregate).
+void check_disaggregation_options(const std::string& option, const SchedulerLimits& limits, int64_t cached_prefix = 0,
+                                  bool spec = false);
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us = 0,
