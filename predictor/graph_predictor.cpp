@@ -1698,6 +1698,7 @@ std::string generate_json(const GenerateForecast& f) {
     j["disaggregation"] = {{"prefill_tp", x.prefill_tp},
                            {"prefill_ep", x.prefill_ep},
                            {"prefill_instances", x.prefill_instances},
+                           {"gpus", x.prefill_instances * x.prefill_tp + lay.par.tp},
                            {"prefill_ms", x.prefill_ms},
                            {"kv_transfer_gb", x.kv_transfer_gb},
                            {"kv_transfer_ms", x.kv_transfer_ms},
