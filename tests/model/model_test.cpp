@@ -1033,11 +1033,16 @@ TEST(MoeFp8, TritonGpusForecastFromTheBf16Layer) {
     EXPECT_DOUBLE_EQ(r[0].latency_ms, p.predict(gemm, h100).latency_ms);
     EXPECT_FALSE(r[2].fp8_from_bf16);
     EXPECT_TRUE(r[1].fp8_from_bf16);
-    EXPECT_DOUBLE_EQ(r[1].bf16_ms, r[2].latency_ms);
-    EXPECT_NEAR(r[1].latency_ms, 0.01339 + 0.4916 * r[2].latency_ms, 1e-12);
+    // The FP8 layer's BF16 forecast is made in a batch of its own: the networks run in float32
+    // (BLAS), whose sums may round differently with the batch's size, so "the same" is to a few
+    // float32 ulps.
+    const double f32 = 1e-6;
+    EXPECT_NEAR(r[1].bf16_ms, r[2].latency_ms, f32 * r[2].latency_ms);
+    EXPECT_NEAR(r[1].latency_ms, 0.01339 + 0.4916 * r[1].bf16_ms, 1e-12);
+    EXPECT_NEAR(r[1].latency_ms, 0.01339 + 0.4916 * r[2].latency_ms, f32 * r[1].latency_ms);
     EXPECT_GT(r[1].latency_ms, r[1].peak_ms);
     EXPECT_NEAR(r[1].utilisation, r[1].bound_ms / r[1].latency_ms, 1e-12);
-    EXPECT_NEAR(r[1].member_min_ms, 0.01339 + 0.4916 * r[2].member_min_ms, 1e-12);
+    EXPECT_NEAR(r[1].member_min_ms, 0.01339 + 0.4916 * r[2].member_min_ms, f32 * r[1].member_min_ms);
     // The roofline is the FP8 layer's own: half the BF16 layer's compute bound.
     EXPECT_NEAR(r[1].roofline_ms, r[2].roofline_ms / 2, 0.05 * r[2].roofline_ms);
     EXPECT_FALSE(predictor::triton_fp8_moe(fp8, b200));
