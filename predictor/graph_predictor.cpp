@@ -1788,8 +1788,8 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                     f.tokens_per_s);
     } else {
       std::snprintf(buf, sizeof buf,
-                    "ttft_ms       %10.3f  (the prefill instances' steps side by side, the largest %.3f, then the KV "
-                    "caches' moves one after another, %.3f: %.2f GB %s)\n"
+                    "ttft_ms       %10.3f  (the last cache's arrival: the prefill instances' steps side by side, the "
+                    "largest %.3f; the KV caches' moves one after another as the steps end, %.3f in all: %.2f GB %s)\n"
                     "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
                     "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
                     f.ttft_ms, f.prefill.total_ms, x.kv_transfer_ms, x.kv_transfer_gb, link, f.tpot_ms, f.e2e_ms,
