@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Four checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Five checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -27,6 +27,11 @@ attention file, kernel library and window w: over the pairs whose span (prompt l
 context in decode) is >= 16 w, the median and 90th percentile of t(window 0) / t(window w), and
 the pooled median that tilecast's `not_full_attention` rule (core/kernel_dataset.h) compares
 with 1.25; pairs of equal latencies (one measurement filed twice) are counted apart.
+
+5. What share of its sheet's tensor peak does each GPU's GEMM reach? For every gemm file, per
+gemm_dtype, over the shapes with m, n and k all >= 4,096: the median TFLOP/s (2 m n k / latency)
+and its fraction of the sheet's dense tensor peak for the dtype (configs/gpus
+`tensor_peak_gflops`: bfloat16 -> bf16, fp8 / fp8_static / fp8_block -> fp8, nvfp4 -> fp4).
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
@@ -92,6 +97,41 @@ def boost_clocks_mhz(gpu_dir):
     return clocks
 
 
+def tensor_peaks_gflops(gpu_dir):
+    """CUDA device name -> {dtype: dense tensor peak in GFLOP/s}, from the sheets' flow-style
+    `tensor_peak_gflops: {bf16: ..., fp8: ...}` line."""
+    peaks = {}
+    for path in glob.glob(os.path.join(gpu_dir, "*.yaml")):
+        text = open(path).read()
+        name = re.search(r'^cuda_name:\s*"?([^"\n]+)"?\s*$', text, re.M)
+        line = re.search(r"^tensor_peak_gflops:\s*\{([^}]*)\}", text, re.M)
+        if name and line:
+            peaks[name.group(1).strip()] = {k.strip(): float(v) for k, v in
+                                             (kv.split(":") for kv in line.group(1).split(",") if ":" in kv)}
+    return peaks
+
+
+GEMM_PEAK_KEY = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "fp8": "fp8",
+                 "fp8_static": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
+
+
+def gemm_peak_fractions(path, peaks, gpu_dir):
+    """Prints check 5's lines for one gemm file."""
+    tflops = collections.defaultdict(list)
+    device = None
+    for r in csv.DictReader(open(path)):
+        m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+        device = r["device"]
+        if min(m, n, k) >= 4096:
+            tflops[r["gemm_dtype"]].append(2.0 * m * n * k / (float(r["latency"]) * 1e-3) / 1e12)
+    if device is not None and device not in peaks:
+        sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states tensor peaks for '{device}'")
+    for dtype, v in sorted(tflops.items()):
+        peak = peaks[device].get(GEMM_PEAK_KEY.get(dtype, ""))
+        share = f"{statistics.median(v) / (peak / 1e3):.2f}" if peak else ""
+        print(f"{os.path.basename(os.path.dirname(path))},{dtype},{len(v)},{statistics.median(v):.0f},{share}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -149,6 +189,12 @@ def main():
                 for lib, pooled in window_pairs(path, fam, gpu):
                     if pooled:
                         print(f"{fam},{gpu},{lib},all,{len(pooled)},,{statistics.median(pooled):.2f},{pct(pooled, 90):.2f}")
+    peaks = tensor_peaks_gflops(a.gpu_dir)
+    print("\ngpu,gemm_dtype,shapes_all_dims_ge_4096,tflops_p50,peak_fraction_p50")
+    for gpu in sorted(os.listdir(root)):
+        path = os.path.join(root, gpu, "gemm_perf.csv")
+        if os.path.exists(path):
+            gemm_peak_fractions(path, peaks, a.gpu_dir)
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""scripts/llm-data-checks.py's check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
+4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
+FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
+sheet is one error line and a non-zero exit."""
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPT = os.path.join(ROOT, "scripts", "llm-data-checks.py")
+HEADER = "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency\n"
+
+
+def row(device, dtype, m, n, k, tflops):
+    """A gemm_perf.csv line whose latency (ms) makes 2 m n k FLOPs run at `tflops`."""
+    return f"SGLang,0.5,{device},gemm,sglang,{dtype},{m},{n},{k},{2.0 * m * n * k / (tflops * 1e12) * 1e3!r}\n"
+
+
+def run(llm_dir):
+    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", llm_dir, "--gpu-dir", os.path.join(ROOT, "configs", "gpus")],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    gpu = os.path.join(tmp, "aiconfigurator", "B200")
+    os.makedirs(gpu)
+    with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
+        f.write(HEADER)
+        f.write(row("NVIDIA B200", "bfloat16", 4096, 4096, 4096, 1125))
+        f.write(row("NVIDIA B200", "bfloat16", 8192, 4096, 4096, 1575))
+        f.write(row("NVIDIA B200", "bfloat16", 16, 4096, 4096, 10))  # a small shape: not counted
+        f.write(row("NVIDIA B200", "fp8", 4096, 8192, 4096, 2250))
+    rc, out, err = run(tmp)
+    assert rc == 0, (rc, err)
+    lines = out.split("gpu,gemm_dtype,shapes_all_dims_ge_4096,tflops_p50,peak_fraction_p50\n")[1].splitlines()
+    assert lines[:2] == ["B200,bfloat16,2,1350,0.60", "B200,fp8,1,2250,0.50"], out
+
+    # A device no sheet names.
+    with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
+        f.write(HEADER)
+        f.write(row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
+    rc, out, err = run(tmp)
+    assert rc != 0 and "NVIDIA Imaginary GPU" in err and len(err.strip().splitlines()) == 1, (rc, err)
+print("ok")
