@@ -85,30 +85,29 @@ def window_pairs(path, fam, gpu):
         yield lib, [x for (l, _), v in per.items() if l == lib for x in v]
 
 
-def boost_clocks_mhz(gpu_dir):
-    """CUDA device name -> boost_clock_mhz, from the sheets' two top-level lines."""
-    clocks = {}
+def sheet_fields(gpu_dir, pattern):
+    """CUDA device name -> the first group of `pattern` (a regex over one top-level line) in each
+    sheet of gpu_dir that has both."""
+    found = {}
     for path in glob.glob(os.path.join(gpu_dir, "*.yaml")):
         text = open(path).read()
         name = re.search(r'^cuda_name:\s*"?([^"\n]+)"?\s*$', text, re.M)
-        clock = re.search(r"^boost_clock_mhz:\s*([0-9.]+)", text, re.M)
-        if name and clock:
-            clocks[name.group(1).strip()] = float(clock.group(1))
-    return clocks
+        field = re.search(pattern, text, re.M)
+        if name and field:
+            found[name.group(1).strip()] = field.group(1)
+    return found
+
+
+def boost_clocks_mhz(gpu_dir):
+    """CUDA device name -> boost_clock_mhz."""
+    return {n: float(v) for n, v in sheet_fields(gpu_dir, r"^boost_clock_mhz:\s*([0-9.]+)").items()}
 
 
 def tensor_peaks_gflops(gpu_dir):
     """CUDA device name -> {dtype: dense tensor peak in GFLOP/s}, from the sheets' flow-style
     `tensor_peak_gflops: {bf16: ..., fp8: ...}` line."""
-    peaks = {}
-    for path in glob.glob(os.path.join(gpu_dir, "*.yaml")):
-        text = open(path).read()
-        name = re.search(r'^cuda_name:\s*"?([^"\n]+)"?\s*$', text, re.M)
-        line = re.search(r"^tensor_peak_gflops:\s*\{([^}]*)\}", text, re.M)
-        if name and line:
-            peaks[name.group(1).strip()] = {k.strip(): float(v) for k, v in
-                                             (kv.split(":") for kv in line.group(1).split(",") if ":" in kv)}
-    return peaks
+    return {n: {k.strip(): float(v) for k, v in (kv.split(":") for kv in line.split(",") if ":" in kv)}
+            for n, line in sheet_fields(gpu_dir, r"^tensor_peak_gflops:\s*\{([^}]*)\}").items()}
 
 
 GEMM_PEAK_KEY = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "fp8": "fp8",
