@@ -536,7 +536,9 @@ nlohmann::json point_json(const GenerateForecast& f) {
           {"tokens_per_s", f.tokens_per_s},
           {"max_seqs", f.limits.max_seqs},
           {"memory_gb", f.memory.total_gb()},
-          {"fits", f.memory.fits()}};
+          {"fits", f.memory.fits()},
+          // Disaggregated: the prefill instances per decode instance that keep both busy.
+          {"prefill_per_decode", f.disagg ? nlohmann::json(f.disagg->prefill_per_decode) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace
@@ -669,6 +671,12 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
                   f.slo_attained_pct(), f.goodput_rps, f.ttft.p50_ms, f.ttft.p99_ms, f.tpot.p50_ms, f.tpot.p99_ms,
                   f.tokens_per_s);
     os << buf;
+    if (f.disagg) {
+      std::snprintf(buf, sizeof buf,
+                    "balance:       %.3f prefill instances per decode instance keep both busy at that rate (%lld here)\n",
+                    f.disagg->prefill_per_decode, static_cast<long long>(f.disagg->prefill_instances));
+      os << buf;
+    }
   }
   if (const double per_m = capacity_usd_per_m_requests(c, gpus_per_replica, usd_per_gpu_hour); per_m > 0) {
     std::snprintf(buf, sizeof buf, "cost:         %.4f USD per million requests at that rate (%g USD per GPU-hour)\n", per_m,

@@ -200,6 +200,13 @@ assert xp["ttft_ms"] < dis["ttft_ms"] and xp["tpot_ms"] == dis["tpot_ms"], (xp["
 rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
                          prefill_tp=1, prefill_instances=2)
 assert rows[0]["gpus_per_replica"] == 3 and rows[0]["prefill_instances"] == 2, rows[0]
+# The search's forecast at its rate is predict's at that rate, balance included.
+at = rows[0]["at_max_rate"]
+pr = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=40, seq=1024, gen=64, mode="generate", tp=1,
+                      prefill_tp=1, prefill_instances=2, request_rate=rows[0]["max_rate_rps"], slo_tpot_ms=8.0,
+                      max_seqs="auto")
+assert abs(pr["ttft_ms"] - at["ttft_ms"]) < 1e-9 * at["ttft_ms"], (pr["ttft_ms"], at)
+assert abs(pr["disaggregation"]["prefill_per_decode"] - at["prefill_per_decode"]) < 1e-6 * at["prefill_per_decode"], (pr["disaggregation"], at)
 try:
     tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", prefill_instances=2)
     raise AssertionError("prefill_instances without prefill_tp accepted")
