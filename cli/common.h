@@ -58,8 +58,7 @@ void add_serving_kv_dtype_option(po::options_description& desc, std::string* dty
 // vm.count("dp-attention"); `which` says which of the command's forecasts take it.
 void add_dp_attention_option(po::options_description& desc, const std::string& which);
 // --prefill-tp, --prefill-ep and --prefill-instances (predict, compare, capacity): read with
-// disaggregation_flags(vm);
-// `which` says what the prefill instance stands beside.
+// disaggregation_flags(vm); `which` says what the prefill instances stand beside.
 void add_disaggregation_options(po::options_description& desc, const std::string& which);
 predictor::Disaggregation disaggregation_flags(const po::variables_map& vm);
 // --moe-a2a none|deepep into *value (predictor::parse_moe_a2a reads it); `which`: the rows or

@@ -248,11 +248,9 @@ Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::opti
                                     std::optional<int64_t> prefill_instances) {
   if (prefill_ep && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
   if (prefill_instances && !prefill_tp) throw ConfigError("--prefill-instances needs --prefill-tp");
-  if (prefill_tp && (*prefill_tp < 1 || *prefill_tp > 4096))
-    throw ConfigError("--prefill-tp: " + std::to_string(*prefill_tp) + " out of range [1, 4096]");
-  if (prefill_instances && (*prefill_instances < 1 || *prefill_instances > 1024))
-    throw ConfigError("--prefill-instances: " + std::to_string(*prefill_instances) + " out of range [1, 1024]");
-  return {prefill_tp.value_or(0), prefill_ep.value_or(1), prefill_instances.value_or(1)};
+  const Disaggregation d{prefill_tp.value_or(0), prefill_ep.value_or(1), prefill_instances.value_or(1)};
+  if (prefill_tp) check_disaggregation(d);  // a given tp of 0 too: not silently aggregated
+  return d;
 }
 
 void check_disaggregation_mode(const Disaggregation& d, const std::string& mode) {
@@ -536,7 +534,7 @@ nlohmann::json point_json(const GenerateForecast& f) {
           {"tokens_per_s", f.tokens_per_s},
           {"max_seqs", f.limits.max_seqs},
           {"memory_gb", f.memory.total_gb()},
-          {"fits", f.memory.fits()},
+          {"fits", f.fits()},  // disaggregated: both instances
           // Disaggregated: the prefill instances per decode instance that keep both busy.
           {"prefill_per_decode", f.disagg ? nlohmann::json(f.disagg->prefill_per_decode) : nlohmann::json(nullptr)}};
 }
@@ -674,7 +672,7 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
     if (f.disagg) {
       std::snprintf(buf, sizeof buf,
                     "balance:       %.3f prefill instances per decode instance keep both busy at that rate (%lld here)\n",
-                    f.disagg->prefill_per_decode, static_cast<long long>(f.disagg->prefill_instances));
+                    f.disagg->prefill_per_decode, static_cast<long long>(f.disagg->layout.prefill_instances));
       os << buf;
     }
   }

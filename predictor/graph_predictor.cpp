@@ -1412,6 +1412,13 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   return f;
 }
 
+void check_disaggregation(const Disaggregation& d) {
+  if (d.prefill_tp < 1 || d.prefill_tp > 4096)
+    throw ConfigError("--prefill-tp: " + std::to_string(d.prefill_tp) + " out of range [1, 4096]");
+  if (d.prefill_instances < 1 || d.prefill_instances > 1024)
+    throw ConfigError("--prefill-instances: " + std::to_string(d.prefill_instances) + " out of range [1, 1024]");
+}
+
 std::string prefill_instances_text(const Disaggregation& d) {
   return (d.prefill_instances > 1 ? std::to_string(d.prefill_instances) + " prefill instances"
                                   : std::string("a prefill instance")) +
@@ -1437,10 +1444,8 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us,
                                         double routing_alpha, const SchedulerLimits& limits) {
+  check_disaggregation(d);
   const int64_t p = d.prefill_tp, pe = d.prefill_ep, instances = d.prefill_instances;
-  if (p < 1 || p > 4096) throw ConfigError("--prefill-tp: " + std::to_string(p) + " out of range [1, 4096]");
-  if (instances < 1 || instances > 1024)
-    throw ConfigError("--prefill-instances: " + std::to_string(instances) + " out of range [1, 1024]");
   if (pe != 1 && (m.num_experts == 0 || pe < 1 || p % pe != 0 || m.num_experts % pe != 0))
     throw ConfigError("--prefill-ep " + std::to_string(pe) + ": must divide --prefill-tp (" + std::to_string(p) +
                       ") and " + m.name + "'s experts" + (m.num_experts == 0 ? " (it has none)" : ""));
@@ -1459,7 +1464,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                 : forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
   f.limits = limits;
   DisaggForecast x;
-  x.prefill_tp = p, x.prefill_ep = pe, x.prefill_instances = instances;
+  x.layout = d;
   // The prefill instance's step of k prompts (forecast once per k).
   std::map<int64_t, ModelForecast> prefills;
   auto prefill_step = [&](int64_t k) -> const ModelForecast& {
@@ -1695,10 +1700,10 @@ std::string generate_json(const GenerateForecast& f) {
     const DisaggForecast& x = *f.disagg;
     nlohmann::json prefill_memory;
     add_memory_json(prefill_memory, x.prefill_memory);
-    j["disaggregation"] = {{"prefill_tp", x.prefill_tp},
-                           {"prefill_ep", x.prefill_ep},
-                           {"prefill_instances", x.prefill_instances},
-                           {"gpus", x.prefill_instances * x.prefill_tp + lay.par.tp},
+    j["disaggregation"] = {{"prefill_tp", x.layout.prefill_tp},
+                           {"prefill_ep", x.layout.prefill_ep},
+                           {"prefill_instances", x.layout.prefill_instances},
+                           {"gpus", x.layout.gpus() + lay.par.tp},
                            {"prefill_ms", x.prefill_ms},
                            {"kv_transfer_gb", x.kv_transfer_gb},
                            {"kv_transfer_ms", x.kv_transfer_ms},
@@ -1758,8 +1763,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
   // The replica's layout: the decode instance's where disaggregated.
   const ModelForecast& lay = f.disagg ? f.last_decode : f.prefill;
   if (f.disagg)
-    budget += ", disaggregated: " +
-              prefill_instances_text({f.disagg->prefill_tp, f.disagg->prefill_ep, f.disagg->prefill_instances});
+    budget += ", disaggregated: " + prefill_instances_text(f.disagg->layout);
   std::snprintf(buf, sizeof buf,
                 "%s on %s, generate: batch %lld, prompt %lld, %lld output tokens, %s (KV cache %s), tp %lld%s%s\n",
                 f.model.c_str(), f.gpu.c_str(), static_cast<long long>(f.batch), static_cast<long long>(f.seq),
@@ -1779,31 +1783,30 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
       std::snprintf(buf, sizeof buf, "steps         %10lld  (%lld prefill steps; %.2f GB of caches moved %s in %.3f ms)\n",
                     static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link,
                     x.kv_transfer_ms);
-    } else if (x.prefill_instances == 1) {
-      std::snprintf(buf, sizeof buf,
-                    "ttft_ms       %10.3f  (the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s)\n"
-                    "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
-                    "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
-                    f.ttft_ms, x.prefill_ms, x.kv_transfer_ms, x.kv_transfer_gb, link, f.tpot_ms, f.e2e_ms,
-                    f.tokens_per_s);
     } else {
+      // What the time to first token is made of: one instance's step and move, or N instances'.
+      char why[320];
+      std::snprintf(why, sizeof why,
+                    x.layout.prefill_instances == 1
+                        ? "the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s"
+                        : "the last cache's arrival: the prefill instances' steps side by side, the largest %.3f; the KV "
+                          "caches' moves one after another as the steps end, %.3f in all: %.2f GB %s",
+                    f.prefill.total_ms, x.kv_transfer_ms, x.kv_transfer_gb, link);
       std::snprintf(buf, sizeof buf,
-                    "ttft_ms       %10.3f  (the last cache's arrival: the prefill instances' steps side by side, the "
-                    "largest %.3f; the KV caches' moves one after another as the steps end, %.3f in all: %.2f GB %s)\n"
+                    "ttft_ms       %10.3f  (%s)\n"
                     "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
                     "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
-                    f.ttft_ms, f.prefill.total_ms, x.kv_transfer_ms, x.kv_transfer_gb, link, f.tpot_ms, f.e2e_ms,
-                    f.tokens_per_s);
+                    f.ttft_ms, why, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
     }
     os << buf << goodput();
     std::snprintf(buf, sizeof buf,
                   "balance       %10.3f  prefill instances per decode instance keep both busy (prefill %.3f ms, "
                   "decode %.3f ms busy%s)\n",
                   x.prefill_per_decode, x.prefill_ms, x.decode_ms,
-                  x.prefill_instances > 1 ? "; prefill: the instances' summed" : "");
+                  x.layout.prefill_instances > 1 ? "; prefill: the instances' summed" : "");
     os << buf << "decode instance:\n" << memory_summary(f.memory) << "prefill instance:\n"
        << memory_summary(x.prefill_memory);
-    os << (x.prefill_instances > 1 ? "\n-- prefill (a prefill instance's largest step)\n"
+    os << (x.layout.prefill_instances > 1 ? "\n-- prefill (a prefill instance's largest step)\n"
                                    : "\n-- prefill (the prefill instance)\n")
        << forecast_table(f.prefill, top_ops);
     os << "\n-- last decode step (the decode instance)\n" << forecast_table(f.last_decode, top_ops);

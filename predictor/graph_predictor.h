@@ -351,10 +351,12 @@ struct Disaggregation {
   // The GPUs of the prefill instances (0 when aggregated).
   int64_t gpus() const { return prefill_tp * prefill_instances; }
 };
+// ConfigError for a prefill tp outside [1, 4096] or instances outside [1, 1024], naming the flag.
+void check_disaggregation(const Disaggregation& d);
 // "a prefill instance of tp P" or "N prefill instances of tp P", with " (ep E)" where E > 1.
 std::string prefill_instances_text(const Disaggregation& d);
 struct DisaggForecast {
-  int64_t prefill_tp = 1, prefill_ep = 1, prefill_instances = 1;
+  Disaggregation layout;  // the prefill instances forecast
   double prefill_ms = 0;  // the prefill instances' steps (their first tokens), their busy time summed
   // Every request's cache to the decode instance; kv_transfer_ms the time its links spend on them.
   double kv_transfer_gb = 0, kv_transfer_ms = 0;

@@ -2206,7 +2206,7 @@ TEST(Serving, DisaggregatedInstancesByHand) {
   ASSERT_LT(s3, s4);
   const auto f = predictor::forecast_disaggregated(m, gpu, p, 7, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{}, two);
   ASSERT_TRUE(f.disagg.has_value());
-  EXPECT_EQ(f.disagg->prefill_instances, 2);
+  EXPECT_EQ(f.disagg->layout.prefill_instances, 2);
   EXPECT_FALSE(f.disagg->kv_over_network);  // 3 GPUs of an 8-GPU node
   const double ttft = std::max(s3 + move(3), s4) + move(4);
   EXPECT_NEAR(f.ttft_ms, ttft, 1e-9);
