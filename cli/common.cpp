@@ -113,6 +113,9 @@ void add_disaggregation_options(po::options_description& desc, const std::string
       "prefill-ep", po::value<int64_t>(), "with --prefill-tp, a MoE model: the prefill instance's expert-parallel ranks")(
       "prefill-instances", po::value<int64_t>(),
       "with --prefill-tp: this many prefill instances of that layout feed the decode instance (xPyD), each request "
+      "sent to the next in turn (default 1)")(
+      "decode-instances", po::value<int64_t>(),
+      "with --prefill-tp: this many decode instances of the serving layout (--tp) decode the requests, each request "
       "sent to the next in turn (default 1)");
 }
 
@@ -120,7 +123,8 @@ predictor::Disaggregation disaggregation_flags(const po::variables_map& vm) {
   auto given = [&](const char* name) {
     return vm.count(name) ? std::optional<int64_t>(vm[name].as<int64_t>()) : std::nullopt;
   };
-  return predictor::disaggregation_flags(given("prefill-tp"), given("prefill-ep"), given("prefill-instances"));
+  return predictor::disaggregation_flags(given("prefill-tp"), given("prefill-ep"), given("prefill-instances"),
+                                         given("decode-instances"));
 }
 
 void add_moe_a2a_option(po::options_description& desc, std::string* value, const std::string& which) {

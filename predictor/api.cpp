@@ -245,10 +245,13 @@ ModelConfig SpecRequest::draft_for(const ModelConfig& target, const std::string&
 }
 
 Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
-                                    std::optional<int64_t> prefill_instances) {
+                                    std::optional<int64_t> prefill_instances,
+                                    std::optional<int64_t> decode_instances) {
   if (prefill_ep && !prefill_tp) throw ConfigError("--prefill-ep needs --prefill-tp");
   if (prefill_instances && !prefill_tp) throw ConfigError("--prefill-instances needs --prefill-tp");
-  const Disaggregation d{prefill_tp.value_or(0), prefill_ep.value_or(1), prefill_instances.value_or(1)};
+  if (decode_instances && !prefill_tp) throw ConfigError("--decode-instances needs --prefill-tp");
+  const Disaggregation d{prefill_tp.value_or(0), prefill_ep.value_or(1), prefill_instances.value_or(1),
+                         decode_instances.value_or(1)};
   if (prefill_tp) check_disaggregation(d);  // a given tp of 0 too: not silently aggregated
   return d;
 }
@@ -593,6 +596,8 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"prefill_ep", q.disagg.active() ? nlohmann::json(q.disagg.prefill_ep) : nlohmann::json(nullptr)},
                       {"prefill_instances",
                        q.disagg.active() ? nlohmann::json(q.disagg.prefill_instances) : nlohmann::json(nullptr)},
+                      {"decode_instances",
+                       q.disagg.active() ? nlohmann::json(q.disagg.decode_instances) : nlohmann::json(nullptr)},
                       {"gpus_per_replica", gpus_per_replica},
                       {"dtype", dtype_name(q.dtypes.gemm)},
                       {"max_batched_tokens", q.limits.max_batched_tokens},
@@ -645,7 +650,8 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
   if (q.disagg.active())
     engine = std::string(q.disagg.prefill_instances > 1 ? "each prefill instance runs every arrived prompt sent to it"
                                                         : "the prefill instance runs every arrived prompt") +
-             " a step; the decode instance decodes at most its KV room's sequences at once";
+             (q.disagg.decode_instances > 1 ? " a step; each decode instance decodes at most its KV room's sequences at once"
+                                            : " a step; the decode instance decodes at most its KV room's sequences at once");
   os << "engine: " << engine << "\n";
   std::snprintf(buf, sizeof buf, "objective: %s for %g %% of the requests\n", q.limits.slo_text().c_str(), attainment);
   os << buf;
@@ -671,8 +677,8 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
     os << buf;
     if (f.disagg) {
       std::snprintf(buf, sizeof buf,
-                    "balance:       %.3f prefill instances per decode instance keep both busy at that rate (%lld here)\n",
-                    f.disagg->prefill_per_decode, static_cast<long long>(f.disagg->layout.prefill_instances));
+                    "balance:       %.3f prefill instances per decode instance keep both busy at that rate (%s here)\n",
+                    f.disagg->prefill_per_decode, instance_ratio_text(f.disagg->layout).c_str());
       os << buf;
     }
   }

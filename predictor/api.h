@@ -103,12 +103,13 @@ struct SpecRequest {
   SpecDecoding with(const ModelConfig& draft) const { return {&draft, tokens, *accept}; }
 };
 
-// --prefill-tp / --prefill-ep / --prefill-instances (Python's prefill_tp, prefill_ep,
-// prefill_instances), each where given: a disaggregated request's prefill instances (inactive
-// without a tp). ConfigError for a tp outside [1, 4096], instances outside [1, 1024], or an ep or
-// instances without a tp.
+// --prefill-tp / --prefill-ep / --prefill-instances / --decode-instances (Python's prefill_tp,
+// prefill_ep, prefill_instances, decode_instances), each where given: a disaggregated request's
+// instances (inactive without a tp). ConfigError for a tp outside [1, 4096], instances outside
+// [1, 1024], or an ep or instances without a tp.
 Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
-                                    std::optional<int64_t> prefill_instances = std::nullopt);
+                                    std::optional<int64_t> prefill_instances = std::nullopt,
+                                    std::optional<int64_t> decode_instances = std::nullopt);
 // --prefill-tp outside --mode generate: ConfigError (forecast() and compare check it).
 void check_disaggregation_mode(const Disaggregation& d, const std::string& mode);
 // `--moe-a2a` / Python's moe_a2a: "none" (false) or "deepep" (true: Parallelism::moe_all_to_all);
@@ -177,8 +178,8 @@ struct ForecastRequest {
 };
 PredictResult forecast(const ForecastRequest& r, const KernelPredictor& kp);
 // The GPUs one replica of a serving request takes: its tp x pp group, and a disaggregated
-// replica's prefill instances beside it.
-inline int64_t replica_gpus(const ForecastRequest& r) { return r.par.tp * r.par.pp + r.disagg.gpus(); }
+// replica's prefill instances and every decode instance.
+inline int64_t replica_gpus(const ForecastRequest& r) { return r.disagg.replica_gpus(r.par.tp * r.par.pp); }
 // The scheduler's options (generate only) and a cached prefix (prefill and generate) against the
 // mode; ConfigError naming them otherwise. forecast() calls it, so compare's and plan's rows do.
 void check_scheduler_options(const std::string& mode, const SchedulerLimits& limits, int64_t cached_prefix);

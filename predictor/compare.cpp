@@ -258,6 +258,7 @@ std::string compare_row_json(const CompareRow& r) {
     j["prefill_tp"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_tp) : nlohmann::json(nullptr);
     j["prefill_ep"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_ep) : nlohmann::json(nullptr);
     j["prefill_instances"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_instances) : nlohmann::json(nullptr);
+    j["decode_instances"] = r.disagg.active() ? nlohmann::json(r.disagg.decode_instances) : nlohmann::json(nullptr);
   }
   if (!r.error.empty()) {
     j["error"] = r.error;
@@ -316,7 +317,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream os;
   os.precision(10);
   os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,"
-        "dp_attention,moe_a2a,prefill_tp,prefill_ep,prefill_instances,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
+        "dp_attention,moe_a2a,prefill_tp,prefill_ep,prefill_instances,decode_instances,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
         "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
         "train_usd,error\n";
@@ -329,10 +330,12 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
        << r.gpus() << ',' << r.ep << ',' << r.cp << ',' << r.vpp << ',' << (is_serving_mode(r.mode) ? routing_name(r.routing_alpha) : "") << ','
        << (is_serving_mode(r.mode) ? (r.dp_attention ? "true" : "false") : "") << ','
        << (is_serving_mode(r.mode) ? (r.moe_a2a ? "deepep" : "none") : "") << ',';
-    // disaggregation: the prefill instances' tp, ep and number (empty when aggregated)
+    // disaggregation: the prefill instances' tp, ep and number, the decode instances' number
+    // (empty when aggregated)
     if (r.disagg.active())
-      os << r.disagg.prefill_tp << ',' << r.disagg.prefill_ep << ',' << r.disagg.prefill_instances << ',';
-    else os << ",,,";
+      os << r.disagg.prefill_tp << ',' << r.disagg.prefill_ep << ',' << r.disagg.prefill_instances << ','
+         << r.disagg.decode_instances << ',';
+    else os << ",,,,";
     // speculative decoding: the draft, its tokens a round and acceptance (empty without one)
     if (!r.spec_draft.empty()) os << csv_escape(r.spec_draft) << ',' << r.spec_tokens << ',' << r.spec_accept << ',';
     else os << ",,,";
@@ -471,8 +474,9 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
           "tokens/s are all replicas', GPUs and costs count every instance; memory GB is the decode instance's)\n";
   else if (const auto it = std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.disagg.active(); });
       it != rows.end())
-    os << "(disaggregated: each row's tp is the decode instance, beside " << prefill_instances_text(it->disagg)
-       << "; tokens/s are one replica's, its GPUs and costs count all; memory GB is the decode instance's)\n";
+    os << "(disaggregated: each row's tp is " << (it->disagg.decode_instances > 1 ? "each decode instance's" : "the decode instance")
+       << ", beside " << prefill_instances_text(it->disagg)
+       << "; tokens/s are one replica's, its GPUs and costs count all; memory GB is a decode instance's)\n";
   std::set<std::string> drafts;
   for (const auto& r : rows)
     if (!r.spec_draft.empty() && r.error.empty()) drafts.insert(r.spec_draft);

@@ -72,8 +72,8 @@ struct CompareRow {
   std::string spec_draft;     // generate: the draft of speculative decoding (empty: none)
   int64_t spec_tokens = 0;
   double spec_accept = 0;
-  // A disaggregated replica's prefill instances count too (replica_gpus).
-  int64_t gpus() const { return dp * (tp * cp * pp + disagg.gpus()); }
+  // A disaggregated replica's prefill and decode instances count too (replica_gpus).
+  int64_t gpus() const { return dp * disagg.replica_gpus(tp * cp * pp); }
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving

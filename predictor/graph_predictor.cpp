@@ -1417,12 +1417,20 @@ void check_disaggregation(const Disaggregation& d) {
     throw ConfigError("--prefill-tp: " + std::to_string(d.prefill_tp) + " out of range [1, 4096]");
   if (d.prefill_instances < 1 || d.prefill_instances > 1024)
     throw ConfigError("--prefill-instances: " + std::to_string(d.prefill_instances) + " out of range [1, 1024]");
+  if (d.decode_instances < 1 || d.decode_instances > 1024)
+    throw ConfigError("--decode-instances: " + std::to_string(d.decode_instances) + " out of range [1, 1024]");
 }
 
 std::string prefill_instances_text(const Disaggregation& d) {
   return (d.prefill_instances > 1 ? std::to_string(d.prefill_instances) + " prefill instances"
                                   : std::string("a prefill instance")) +
-         " of tp " + std::to_string(d.prefill_tp) + (d.prefill_ep > 1 ? " (ep " + std::to_string(d.prefill_ep) + ")" : "");
+         " of tp " + std::to_string(d.prefill_tp) + (d.prefill_ep > 1 ? " (ep " + std::to_string(d.prefill_ep) + ")" : "") +
+         (d.decode_instances > 1 ? " feeding " + std::to_string(d.decode_instances) + " decode instances" : "");
+}
+
+std::string instance_ratio_text(const Disaggregation& d) {
+  return std::to_string(d.prefill_instances) +
+         (d.decode_instances > 1 ? " per " + std::to_string(d.decode_instances) : std::string());
 }
 
 void check_disaggregation_options(const std::string& option, const SchedulerLimits& limits, int64_t cached_prefix,
@@ -1445,7 +1453,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us,
                                         double routing_alpha, const SchedulerLimits& limits) {
   check_disaggregation(d);
-  const int64_t p = d.prefill_tp, pe = d.prefill_ep, instances = d.prefill_instances;
+  const int64_t p = d.prefill_tp, pe = d.prefill_ep, instances = d.prefill_instances, decoders = d.decode_instances;
   if (pe != 1 && (m.num_experts == 0 || pe < 1 || p % pe != 0 || m.num_experts % pe != 0))
     throw ConfigError("--prefill-ep " + std::to_string(pe) + ": must divide --prefill-tp (" + std::to_string(p) +
                       ") and " + m.name + "'s experts" + (m.num_experts == 0 ? " (it has none)" : ""));
@@ -1457,11 +1465,21 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   // A batch at once (no cap) takes the closed form below; arrivals, or the decode instance's KV
   // room as a cap (--max-seqs auto), the schedule after it (arrivals all at 0 without a rate).
   const bool scheduled = limits.request_rate > 0 || limits.max_seqs_auto;
-  // The closed form's decode instance: the batch prefilled at once, then decoding (its steps
-  // after the first).
-  GenerateForecast f =
-      scheduled ? generate_request(m, gpu, batch, seq, gen, dtype, kv_dtype, limits, 0)
-                : forecast_generate(m, gpu, kp, batch, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha);
+  // Request i goes to decode instance i mod M, which in the closed form decodes a share of
+  // ceil or floor(batch / M) sequences.
+  auto decode_share = [&](int64_t j) { return batch / decoders + (j < batch % decoders ? 1 : 0); };
+  // The closed form's decode instance (the largest share): its sequences prefilled at once,
+  // then decoding (its steps after the first), forecast once per share.
+  std::map<int64_t, GenerateForecast> shares;
+  auto share_forecast = [&](int64_t k) -> const GenerateForecast& {
+    auto it = shares.find(k);
+    if (it == shares.end())
+      it = shares.emplace(k, forecast_generate(m, gpu, kp, k, seq, gen, dtype, kv_dtype, par, host_gap_us, routing_alpha)).first;
+    return it->second;
+  };
+  GenerateForecast f = scheduled ? generate_request(m, gpu, batch, seq, gen, dtype, kv_dtype, limits, 0)
+                                 : share_forecast(decode_share(0));
+  f.batch = batch;
   f.limits = limits;
   DisaggForecast x;
   x.layout = d;
@@ -1483,7 +1501,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   const double windowed = double(windowed_layers(m)), window = double(std::min<int64_t>(seq, m.sliding_window));
   const double request_kv_bytes =
       kv_token_layer_bytes(m, kv_dtype, 1, false) * ((double(m.layers) - windowed) * double(seq) + windowed * window);
-  x.kv_over_network = gpu.gpus_per_node > 0 && instances * p + par.tp > gpu.gpus_per_node;
+  x.kv_over_network = gpu.gpus_per_node > 0 && d.replica_gpus(par.tp) > gpu.gpus_per_node;
   const double pairs = double(std::min(p, par.tp));
   // The caches of k prompts of one prefill step, moved together: a point-to-point send of each
   // GPU pair's share.
@@ -1491,61 +1509,81 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     return send_recv_ms(double(k) * request_kv_bytes / pairs, gpu, x.kv_over_network,
                         "a KV cache sent between a prefill and a decode instance on two nodes");
   };
-  // The prefill steps, each its end, its prompts and their first index in `members`.
+  // The prefill steps, each its end, its prompts and their first index in `members` (the
+  // prefill instances' requests, each instance's in order of arrival).
   struct Step {
     double end_ms;
     int64_t prompts;
     size_t first;
   };
-  // The decode instance receives one step's caches at a time, in the order the steps end: when
-  // each step's caches are all there. Sums the links' busy time into x.kv_transfer_ms.
+  std::vector<size_t> members;
+  // Each decode instance receives one step's caches for it at a time (its links are shared by
+  // the senders), in the order the steps end. Returns when each request's cache is there; sums
+  // the links' busy time into x.kv_transfer_ms.
   auto receive = [&](std::vector<Step> steps) {
     std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.end_ms < b.end_ms; });
-    std::vector<std::pair<Step, double>> arrived;
-    double link_free = 0;
+    std::vector<double> link_free(static_cast<size_t>(decoders), 0.0), at(static_cast<size_t>(batch), 0.0);
+    std::vector<int64_t> to(static_cast<size_t>(decoders));
     for (const Step& s : steps) {
-      const double moved = move_ms(s.prompts);
-      x.kv_transfer_ms += moved;
-      link_free = std::max(link_free, s.end_ms) + moved;
-      arrived.emplace_back(s, link_free);
+      std::fill(to.begin(), to.end(), 0);
+      for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q) ++to[members[q] % decoders];
+      for (size_t j = 0; j < to.size(); ++j)
+        if (to[j] > 0) {
+          const double moved = move_ms(to[j]);
+          x.kv_transfer_ms += moved;
+          link_free[j] = std::max(link_free[j], s.end_ms) + moved;
+        }
+      for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q)
+        at[members[q]] = link_free[members[q] % decoders];
     }
-    return arrived;
+    return at;
   };
   x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
   int64_t largest_prefill = 0;
   if (!scheduled) {
     // A batch at once: each prefill instance a step of its share of the prompts, side by side;
-    // the moves; then the decode instance's steps.
-    x.decode_ms = f.e2e_ms - f.prefill.total_ms;
+    // the moves; then each decode instance's steps, once all of its caches are there.
     std::vector<Step> steps;
     for (int64_t i = 0; i < std::min(instances, batch); ++i) {
-      const int64_t share = batch / instances + (i < batch % instances ? 1 : 0);
+      const size_t first = members.size();
+      for (int64_t r = i; r < batch; r += instances) members.push_back(static_cast<size_t>(r));
+      const int64_t share = static_cast<int64_t>(members.size() - first);
       const ModelForecast& step = prefill_step(share);
       x.prefill_ms += step.total_ms;
-      steps.push_back({step.total_ms, share, 0});
+      steps.push_back({step.total_ms, share, first});
       largest_prefill = std::max(largest_prefill, share);
     }
     f.prefill = prefill_step(largest_prefill);
-    // Every request's first token once the last cache is there (the batch decodes together);
-    // its others as before.
-    const double ttft_ms = receive(std::move(steps)).back().second, shift = ttft_ms - f.ttft_ms;
-    std::vector<RequestTimes> requests = f.requests;
-    for (auto& r : requests) r.ttft_ms += shift, r.e2el_ms += shift;
-    f.e2e_ms = ttft_ms + x.decode_ms;
+    const std::vector<double> ready = receive(std::move(steps));
+    // Every request's first token once its decode instance's last cache is there (its share
+    // decodes together); its others as that share's forecast has them.
+    std::vector<RequestTimes> requests;
+    f.e2e_ms = 0;
+    for (int64_t j = 0; j < std::min(decoders, batch); ++j) {
+      double ttft_ms = 0;
+      for (int64_t r = j; r < batch; r += decoders) ttft_ms = std::max(ttft_ms, ready[static_cast<size_t>(r)]);
+      const GenerateForecast& g = share_forecast(decode_share(j));
+      const double decode_ms = g.e2e_ms - g.prefill.total_ms, shift = ttft_ms - g.ttft_ms;
+      x.decode_ms += decode_ms;
+      for (RequestTimes t : g.requests) {
+        t.ttft_ms += shift, t.e2el_ms += shift;
+        requests.push_back(t);
+      }
+      f.e2e_ms = std::max(f.e2e_ms, ttft_ms + decode_ms);
+    }
     set_requests(f, std::move(requests));
-    f.memory = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0, ServingPass{0, 1},
+    f.memory = serving_memory(m, dtype, kv_dtype, par.tp, decode_share(0), seq + gen, gpu, 1, 0, ServingPass{0, 1},
                               par.dp_attention, {}, par.moe_all_to_all);
   } else {
-    // Requests arriving over time. The prefill instance, whenever idle, runs every prompt that
-    // has arrived in one step and sends their caches on; the decode instance takes each request
-    // once its cache is there, at most as many as its KV room holds (first come, first
-    // served), and every step decodes one token of each running request (continuous batching)
-    // at their mean context; a request leaves after its gen - 1 decode tokens.
+    // Requests arriving over time. Each prefill instance, whenever idle, runs every prompt sent
+    // to it that has arrived in one step and sends their caches on; each decode instance takes
+    // each of its requests once its cache is there, at most as many as its KV room holds (first
+    // come, first served), and every step decodes one token of each running request
+    // (continuous batching) at their mean context; a request leaves after its gen - 1 decode
+    // tokens.
     const std::vector<double> arrive = arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals);
-    std::vector<double> ready(static_cast<size_t>(batch));  // first token, at the decode instance
     // Each prefill instance's requests (request i to instance i mod N), in order of arrival,
     // and its steps: whenever idle, every prompt of its own that has arrived.
-    std::vector<size_t> members;
     std::vector<Step> steps;
     for (int64_t in = 0; in < instances; ++in) {
       const size_t from = members.size();
@@ -1567,8 +1605,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
       }
     }
     const int64_t prefill_steps = static_cast<int64_t>(steps.size());
-    for (const auto& [s, at] : receive(std::move(steps)))
-      for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q) ready[members[q]] = at;
+    const std::vector<double> ready = receive(std::move(steps));  // first token, at the decode instance
     const MemoryEstimate room = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0,
                                                ServingPass{0, 1}, par.dp_attention, {}, par.moe_all_to_all);
     const int64_t cap = std::clamp<int64_t>(room.max_sequences, 1, batch);
@@ -1579,45 +1616,49 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
       size_t id;
       int64_t decoded;
     };
-    std::vector<Running> running;
     std::vector<RequestTimes> requests;
-    // Requests in order of readiness (another instance's step can end first), first come first.
-    std::vector<size_t> order(ready.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
-    size_t next = 0;
-    double t = 0;
     int64_t decode_steps = 0;
-    while (next < order.size() || !running.empty()) {
-      if (running.empty()) t = std::max(t, ready[order[next]]);
-      while (next < order.size() && ready[order[next]] <= t && static_cast<int64_t>(running.size()) < cap)
-        running.push_back({order[next++], 0});
-      if (++decode_steps > kMaxArrivalSteps)
-        throw ConfigError("--request-rate: more than 1,000,000 decode steps; raise the rate or lower --batch");
-      double context_sum = 0;
-      for (const Running& r : running) context_sum += double(seq + r.decoded);
-      const int64_t n = static_cast<int64_t>(running.size());
-      const int64_t context = (std::llround(context_sum / double(n)) + 8) / 16 * 16;
-      auto it = decode_memo.find({n, context});
-      if (it == decode_memo.end()) {
-        f.last_decode = forecast_model(build_serving_graph(m, Mode::kDecode, n, context, dtype, kv_dtype, par.tp, par.ep,
-                                                           routing_alpha, 1, 0, par.dp_attention, par.moe_all_to_all),
-                                       gpu, kp, host_gap_us);
-        it = decode_memo.emplace(std::make_pair(n, context), f.last_decode.total_ms).first;
-      }
-      t += it->second;
-      x.decode_ms += it->second;
-      std::vector<Running> still;
-      for (Running r : running) {
-        if (++r.decoded < gen - 1) {
-          still.push_back(r);
-          continue;
+    for (int64_t dj = 0; dj < decoders; ++dj) {
+      // The decode instance's requests (request i to instance i mod M) in order of readiness
+      // (another prefill instance's step can end first), first come first.
+      std::vector<size_t> order;
+      for (size_t i = static_cast<size_t>(dj); i < ready.size(); i += static_cast<size_t>(decoders)) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+      std::vector<Running> running;
+      size_t next = 0;
+      double t = 0;
+      while (next < order.size() || !running.empty()) {
+        if (running.empty()) t = std::max(t, ready[order[next]]);
+        while (next < order.size() && ready[order[next]] <= t && static_cast<int64_t>(running.size()) < cap)
+          running.push_back({order[next++], 0});
+        if (++decode_steps > kMaxArrivalSteps)
+          throw ConfigError("--request-rate: more than 1,000,000 decode steps; raise the rate or lower --batch");
+        double context_sum = 0;
+        for (const Running& r : running) context_sum += double(seq + r.decoded);
+        const int64_t n = static_cast<int64_t>(running.size());
+        const int64_t context = (std::llround(context_sum / double(n)) + 8) / 16 * 16;
+        auto it = decode_memo.find({n, context});
+        if (it == decode_memo.end()) {
+          f.last_decode = forecast_model(build_serving_graph(m, Mode::kDecode, n, context, dtype, kv_dtype, par.tp,
+                                                             par.ep, routing_alpha, 1, 0, par.dp_attention,
+                                                             par.moe_all_to_all),
+                                         gpu, kp, host_gap_us);
+          it = decode_memo.emplace(std::make_pair(n, context), f.last_decode.total_ms).first;
         }
-        const double first = ready[r.id];
-        requests.push_back({1, first - arrive[r.id], (t - first) / double(gen - 1), t - arrive[r.id]});
-        f.e2e_ms = std::max(f.e2e_ms, t);
+        t += it->second;
+        x.decode_ms += it->second;
+        std::vector<Running> still;
+        for (Running r : running) {
+          if (++r.decoded < gen - 1) {
+            still.push_back(r);
+            continue;
+          }
+          const double first = ready[r.id];
+          requests.push_back({1, first - arrive[r.id], (t - first) / double(gen - 1), t - arrive[r.id]});
+          f.e2e_ms = std::max(f.e2e_ms, t);
+        }
+        running.swap(still);
       }
-      running.swap(still);
     }
     f.steps = prefill_steps + decode_steps;
     f.prefill_steps = prefill_steps;
@@ -1703,7 +1744,8 @@ std::string generate_json(const GenerateForecast& f) {
     j["disaggregation"] = {{"prefill_tp", x.layout.prefill_tp},
                            {"prefill_ep", x.layout.prefill_ep},
                            {"prefill_instances", x.layout.prefill_instances},
-                           {"gpus", x.layout.gpus() + lay.par.tp},
+                           {"decode_instances", x.layout.decode_instances},
+                           {"gpus", x.layout.replica_gpus(lay.par.tp)},
                            {"prefill_ms", x.prefill_ms},
                            {"kv_transfer_gb", x.kv_transfer_gb},
                            {"kv_transfer_ms", x.kv_transfer_ms},
@@ -1784,19 +1826,27 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                     static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link,
                     x.kv_transfer_ms);
     } else {
-      // What the time to first token is made of: one instance's step and move, or N instances'.
-      char why[320];
+      // What the time to first token is made of: one instance's step and move, or N instances'
+      // (a decode instance's first token once its last cache is there; the mean over requests).
+      char why[360];
       std::snprintf(why, sizeof why,
-                    x.layout.prefill_instances == 1
+                    x.layout.prefill_instances == 1 && x.layout.decode_instances == 1
                         ? "the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s"
-                        : "the last cache's arrival: the prefill instances' steps side by side, the largest %.3f; the KV "
-                          "caches' moves one after another as the steps end, %.3f in all: %.2f GB %s",
+                    : x.layout.decode_instances == 1
+                        ? "the last cache's arrival: the prefill instances' steps side by side, the largest %.3f; the KV "
+                          "caches' moves one after another as the steps end, %.3f in all: %.2f GB %s"
+                        : "mean over the requests of their decode instance's last cache's arrival: the prefill steps, the "
+                          "largest %.3f; each decode instance's caches one after another as the steps end, %.3f in all: "
+                          "%.2f GB %s",
                     f.prefill.total_ms, x.kv_transfer_ms, x.kv_transfer_gb, link);
       std::snprintf(buf, sizeof buf,
                     "ttft_ms       %10.3f  (%s)\n"
-                    "tpot_ms       %10.3f  (mean decode step of the decode instance)\ne2e_ms        %10.3f\n"
+                    "tpot_ms       %10.3f  (%s)\ne2e_ms        %10.3f\n"
                     "tokens/s      %10.1f  (batch x output tokens / e2e)\n",
-                    f.ttft_ms, why, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
+                    f.ttft_ms, why, f.tpot_ms,
+                    x.layout.decode_instances == 1 ? "mean decode step of the decode instance"
+                                                   : "mean over the requests, each decode instance decoding its share",
+                    f.e2e_ms, f.tokens_per_s);
     }
     os << buf << goodput();
     std::snprintf(buf, sizeof buf,
@@ -1804,12 +1854,15 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                   "decode %.3f ms busy%s)\n",
                   x.prefill_per_decode, x.prefill_ms, x.decode_ms,
                   x.layout.prefill_instances > 1 ? "; prefill: the instances' summed" : "");
-    os << buf << "decode instance:\n" << memory_summary(f.memory) << "prefill instance:\n"
+    os << buf << (x.layout.decode_instances > 1 ? "a decode instance (its largest share):\n" : "decode instance:\n")
+       << memory_summary(f.memory) << "prefill instance:\n"
        << memory_summary(x.prefill_memory);
     os << (x.layout.prefill_instances > 1 ? "\n-- prefill (a prefill instance's largest step)\n"
                                    : "\n-- prefill (the prefill instance)\n")
        << forecast_table(f.prefill, top_ops);
-    os << "\n-- last decode step (the decode instance)\n" << forecast_table(f.last_decode, top_ops);
+    os << (x.layout.decode_instances > 1 ? "\n-- last decode step (a decode instance's)\n"
+                                         : "\n-- last decode step (the decode instance)\n")
+       << forecast_table(f.last_decode, top_ops);
     return os.str();
   }
   if (f.limits.any())

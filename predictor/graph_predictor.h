@@ -341,20 +341,29 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
 // Prefill-decode disaggregation (SGLang's --disaggregation-mode prefill|decode, vLLM's and
 // Dynamo's disaggregated serving): the prompts run on a prefill instance of its own tensor- (and
 // expert-) parallel layout, their KV caches move to the decode instance, which decodes them.
-// Several prefill instances of that layout can feed one decode instance (xPyD: x prefill, y
-// decode instances), each request sent to the next one in turn.
+// Several prefill instances of that layout can feed several decode instances of the serving
+// layout (xPyD: x prefill, y decode instances), each request sent to the next prefill instance
+// and the next decode instance in turn.
 struct Disaggregation {
   int64_t prefill_tp = 0;  // 0: aggregated serving
   int64_t prefill_ep = 1;
   int64_t prefill_instances = 1;
+  int64_t decode_instances = 1;
   bool active() const { return prefill_tp > 0; }
   // The GPUs of the prefill instances (0 when aggregated).
   int64_t gpus() const { return prefill_tp * prefill_instances; }
+  // Every GPU of the replica, given one decode instance's (or, aggregated, the replica's own).
+  int64_t replica_gpus(int64_t decode_instance_gpus) const {
+    return gpus() + (active() ? decode_instances : 1) * decode_instance_gpus;
+  }
 };
 // ConfigError for a prefill tp outside [1, 4096] or instances outside [1, 1024], naming the flag.
 void check_disaggregation(const Disaggregation& d);
-// "a prefill instance of tp P" or "N prefill instances of tp P", with " (ep E)" where E > 1.
+// "a prefill instance of tp P" or "N prefill instances of tp P", with " (ep E)" where E > 1,
+// and " feeding M decode instances" where M > 1.
 std::string prefill_instances_text(const Disaggregation& d);
+// The layout's prefill instances per decode instance: "N", or "N per M" with M decode instances.
+std::string instance_ratio_text(const Disaggregation& d);
 struct DisaggForecast {
   Disaggregation layout;  // the prefill instances forecast
   double prefill_ms = 0;  // the prefill instances' steps (their first tokens), their busy time summed

@@ -119,10 +119,11 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    bool sequence_parallel, double train_tokens, int64_t cp, int64_t vpp,
                    const std::string& expert_dtype, bool dp_attention, const std::string& moe_a2a,
                    std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
-                   std::optional<int64_t> prefill_instances) {
+                   std::optional<int64_t> prefill_instances,
+                   std::optional<int64_t> decode_instances) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
-  a.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances);
+  a.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances, decode_instances);
   a.expert_dtype = expert_dtype;
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   a.cached_prefix = cached_prefix;
@@ -172,12 +173,13 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const py::object& vpp, const std::string& expert_dtype, const std::string& spec_draft,
                    std::optional<int64_t> spec_tokens, std::optional<double> spec_accept, bool dp_attention,
                    const std::string& moe_a2a, std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
-                   std::optional<int64_t> prefill_instances) {
+                   std::optional<int64_t> prefill_instances,
+                   std::optional<int64_t> decode_instances) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.dp_attention = dp_attention;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
-  req.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances);
+  req.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances, decode_instances);
   req.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
@@ -228,10 +230,11 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
                     const py::object& tp, int64_t ep, const std::string& dtype, const std::string& kv_dtype,
                     const std::string& routing, const std::string& weights, const std::string& gpu_dir,
                     bool dp_attention, const std::string& moe_a2a, std::optional<int64_t> prefill_tp,
-                    std::optional<int64_t> prefill_ep, std::optional<int64_t> prefill_instances) {
+                    std::optional<int64_t> prefill_ep, std::optional<int64_t> prefill_instances,
+                   std::optional<int64_t> decode_instances) {
   Engine& e = engine(weights, gpu_dir);
   predictor::check_capacity_options(requests, target_rate);
-  const predictor::Disaggregation disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances);
+  const predictor::Disaggregation disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances, decode_instances);
   const ModelConfig mc = load_model_config(model, e.models_dir);
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
@@ -370,7 +373,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
         py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
-        py::arg("prefill_instances") = py::none());
+        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none());
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -392,7 +395,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
         py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false,
         py::arg("moe_a2a") = "none", py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
-        py::arg("prefill_instances") = py::none());
+        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none());
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",
@@ -404,7 +407,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("routing") = "", py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
         py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
-        py::arg("prefill_instances") = py::none());
+        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none());
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",

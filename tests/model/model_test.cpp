@@ -2257,6 +2257,76 @@ TEST(Serving, DisaggregatedInstancesByHand) {
       {"--prefill-instances: 0 out of range [1, 1024]"});
 }
 
+// Several decode instances (xPyD with y > 1), by hand. A batch of 7 at once on one prefill
+// instance: requests 0, 2, 4, 6 to decode instance 0 and 1, 3, 5 to instance 1; both caches
+// leave when the 7-prompt step ends, each over its own decode instance's links; each instance
+// decodes its share (4 or 3 sequences) once its caches are there. Then two requests 1 us apart:
+// each decode instance decodes its one request alone, where one decode instance batches them.
+TEST(Serving, DisaggregatedDecodeInstancesByHand) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  auto prefill = [&](int64_t n) {
+    return predictor::forecast_model(build_serving_graph(m, Mode::kPrefill, n, 1000, DType::kBf16, DType::kBf16, 1), gpu,
+                                     p)
+        .total_ms;
+  };
+  // 1,000 tokens' cache of 131,072 B a token over NVLink (80 % of 450 GB/s) after 5 us.
+  auto move = [](double requests) { return 0.005 + requests * 1000 * 131072 / (0.8 * 450e9) * 1e3; };
+  const predictor::Disaggregation two{1, 1, 1, 2};
+  EXPECT_EQ(two.replica_gpus(1), 3);
+  EXPECT_EQ(two.replica_gpus(4), 9);
+  const auto f = predictor::forecast_disaggregated(m, gpu, p, 7, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{}, two);
+  ASSERT_TRUE(f.disagg.has_value());
+  const auto g4 = predictor::forecast_generate(m, gpu, p, 4, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{});
+  const auto g3 = predictor::forecast_generate(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{});
+  const double s7 = prefill(7), t0 = s7 + move(4), t1 = s7 + move(3);
+  const double d4 = g4.e2e_ms - g4.prefill.total_ms, d3 = g3.e2e_ms - g3.prefill.total_ms;
+  EXPECT_NEAR(f.ttft_ms, (4 * t0 + 3 * t1) / 7, 1e-9);
+  EXPECT_NEAR(f.ttft_max_ms, t0, 1e-9);
+  EXPECT_NEAR(f.tpot_ms, (4 * g4.tpot_ms + 3 * g3.tpot_ms) / 7, 1e-9);
+  EXPECT_NEAR(f.e2e_ms, std::max(t0 + d4, t1 + d3), 1e-9);
+  EXPECT_NEAR(f.disagg->kv_transfer_ms, move(4) + move(3), 1e-9);
+  EXPECT_NEAR(f.disagg->decode_ms, d4 + d3, 1e-9);
+  EXPECT_NEAR(f.disagg->prefill_ms, s7, 1e-9);
+  int64_t requests = 0;
+  for (const auto& r : f.requests) requests += r.n;
+  EXPECT_EQ(requests, 7);
+  // The memory of a decode instance: its largest share's.
+  const auto mem4 = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 4, 1008, gpu, 1, 0, {0, 1});
+  EXPECT_DOUBLE_EQ(f.memory.total_gb(), mem4.total_gb());
+  // Two requests 1 us apart (uniform arrivals), 7 decode tokens each at a mean context of
+  // 1,008 (to 16 tokens): request 0's prompt alone, then request 1's (arrived during that
+  // step); each cache over its own instance's links; each instance decodes one sequence.
+  predictor::SchedulerLimits lim;
+  lim.request_rate = 1e6;
+  lim.uniform_arrivals = true;
+  const auto rate = predictor::forecast_disaggregated(m, gpu, p, 2, 1000, 8, DType::kBf16, DType::kBf16,
+                                                      Parallelism{}, two, 0, 0, lim);
+  const double p1 = prefill(1), m1 = move(1);
+  const double d1 = predictor::forecast_model(build_serving_graph(m, Mode::kDecode, 1, 1008, DType::kBf16, DType::kBf16, 1),
+                                              gpu, p)
+                        .total_ms;
+  EXPECT_EQ(rate.prefill_steps, 2);
+  EXPECT_NEAR(rate.ttft_ms, ((p1 + m1) + (2 * p1 + m1 - 0.001)) / 2, 1e-9);
+  EXPECT_NEAR(rate.tpot_ms, d1, 1e-9);
+  EXPECT_NEAR(rate.e2e_ms, 2 * p1 + m1 + 7 * d1, 1e-9);
+  EXPECT_NEAR(rate.disagg->decode_ms, 14 * d1, 1e-9);
+  // One decode instance: request 1 joins request 0's decoding, its steps of two sequences.
+  ASSERT_GT(p1 + m1 + 7 * d1, 2 * p1 + m1);
+  const auto one = predictor::forecast_disaggregated(m, gpu, p, 2, 1000, 8, DType::kBf16, DType::kBf16,
+                                                     Parallelism{}, {1, 1}, 0, 0, lim);
+  EXPECT_GT(one.tpot_ms, rate.tpot_ms);
+  // Refusals.
+  expect_error<ConfigError>(
+      [&] {
+        predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16, Parallelism{},
+                                          {1, 1, 1, 0});
+      },
+      {"--decode-instances: 0 out of range [1, 1024]"});
+}
+
 // DeepEP's memory by hand: DeepSeek-V2-Lite's shared experts (26 MoE layers of 3 x 2,048 x
 // 2,816 BF16 weights) whole on each of the 2 ranks instead of halved: 449,839,104 B more a rank;
 // the cache as under DP attention.
