@@ -377,7 +377,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   // And the prefill instances, where rows differ in them (plan --disaggregate).
   const bool show_pre = std::any_of(rows.begin(), rows.end(), [&](const CompareRow& r) {
     return r.disagg.prefill_tp != rows.front().disagg.prefill_tp ||
-           r.disagg.prefill_instances != rows.front().disagg.prefill_instances;
+           r.disagg.prefill_instances != rows.front().disagg.prefill_instances ||
+           r.disagg.decode_instances != rows.front().disagg.decode_instances;
   });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
@@ -415,12 +416,13 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s",
                     r.moe_a2a ? "a2a" : r.dp_attention ? "yes" : "no");
     if (show_pre) {
-      // tp P of one prefill instance, NxP of N.
+      // tp P of one prefill instance, NxP of N; ":M" where M decode instances of the row's tp.
       const std::string pre =
           !r.disagg.active() ? "-"
-          : r.disagg.prefill_instances > 1
-              ? std::to_string(r.disagg.prefill_instances) + "x" + std::to_string(r.disagg.prefill_tp)
-              : std::to_string(r.disagg.prefill_tp);
+          : (r.disagg.prefill_instances > 1
+                 ? std::to_string(r.disagg.prefill_instances) + "x" + std::to_string(r.disagg.prefill_tp)
+                 : std::to_string(r.disagg.prefill_tp)) +
+                (r.disagg.decode_instances > 1 ? ":" + std::to_string(r.disagg.decode_instances) : "");
       std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s", pre.c_str());
     }
     if (!r.error.empty()) {
@@ -470,8 +472,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
        << ")\n";
   if (show_pre)
     os << "(pre: the prefill instances beside each replica's decode instance of tp (disaggregated): P one of tp P, "
-          "NxP N of tp P, - none; "
-          "tokens/s are all replicas', GPUs and costs count every instance; memory GB is the decode instance's)\n";
+          "NxP N of tp P, :M beside M decode instances of tp, - none; "
+          "tokens/s are all replicas', GPUs and costs count every instance; memory GB is a decode instance's)\n";
   else if (const auto it = std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.disagg.active(); });
       it != rows.end())
     os << "(disaggregated: each row's tp is " << (it->disagg.decode_instances > 1 ? "each decode instance's" : "the decode instance")
@@ -772,19 +774,20 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       }
     }
   }
-  // Disaggregated layouts: dp replicas of R GPUs, each N prefill instances of tp P beside a
-  // decode instance of tp R - N x P (one stage each, the decode instance's variants as above; the
-  // prefill instances' experts split over their tp).
+  // Disaggregated layouts: dp replicas of R GPUs, each N prefill instances of tp P beside M
+  // decode instances of tp (R - N x P) / M (one stage each, the decode instances' variants as
+  // above; the prefill instances' experts split over their tp).
   if (req.disaggregate)
     for (int64_t dp : divisors(gpus)) {
       const int64_t r = gpus / dp;
       if (global_batch % dp || r < 2) continue;
       for (int64_t p = 1; p < r; ++p)
-        for (int64_t n = 1; n * p < r; ++n) {
-          Parallelism layout;
-          layout.dp = dp, layout.tp = r - n * p;
-          add_variants(layout, {1}, {req.training}, Disaggregation{p, 1, n});
-        }
+        for (int64_t n = 1; n * p < r; ++n)
+          for (int64_t m : divisors(r - n * p)) {
+            Parallelism layout;
+            layout.dp = dp, layout.tp = (r - n * p) / m;
+            add_variants(layout, {1}, {req.training}, Disaggregation{p, 1, n, m});
+          }
     }
   if (rows.empty())
     throw ConfigError("plan: no layout of " + std::to_string(gpus) + " GPUs runs the model with the global batch " +

@@ -197,6 +197,29 @@ x = xp["disaggregation"]
 assert x["prefill_instances"] == 2 and abs(x["prefill_ms"] - 2 * half["ttft_ms"]) < 1e-9 * x["prefill_ms"], (x, half)
 assert abs(xp["ttft_ms"] - (half["ttft_ms"] + x["kv_transfer_ms"])) < 1e-9 * xp["ttft_ms"], (xp["ttft_ms"], x)
 assert xp["ttft_ms"] < dis["ttft_ms"] and xp["tpot_ms"] == dis["tpot_ms"], (xp["ttft_ms"], dis["ttft_ms"])
+# plan: two prefill and two decode instances of one GPU in a replica forecast as two replicas
+# of one each (a batch at once splits evenly over both).
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=4, global_batch=64, mode="generate", seq=1024, gen=256,
+                     disaggregate=True)
+xy = [r for r in rows if r["prefill_instances"] == 2 and r["decode_instances"] == 2]
+pair = [r for r in rows if r["dp"] == 2 and r["tp"] == 1 and r["prefill_tp"] == 1 and r["prefill_instances"] == 1]
+assert len(xy) == 1 and len(pair) == 1 and xy[0]["gpus"] == pair[0]["gpus"] == 4, (xy, pair)
+assert all(xy[0][k] == pair[0][k] for k in ("step_ms", "ttft_ms", "tpot_ms", "tokens_per_s")), (xy[0], pair[0])
+assert {(r["prefill_instances"], r["decode_instances"]) for r in rows if r["prefill_tp"] == 1 and r["tp"] == 1} >= {(1, 3), (3, 1), (2, 2)}, rows
+# Several decode instances: as the CLI's; 8 prompts at once over 2 decode instances of tp 1
+# decode in shares of 4, each at the TPOT of an aggregated generate of 4.
+xd = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=1000, gen=16, mode="generate", tp=1,
+                      prefill_tp=1, decode_instances=2)
+assert xd == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "8", "--seq", "1000", "--gen",
+                 "16", "--mode", "generate", "--tp", "1", "--prefill-tp", "1", "--decode-instances", "2")
+four = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=1000, gen=16, mode="generate", tp=1)
+assert abs(xd["tpot_ms"] - four["tpot_ms"]) < 1e-9 * four["tpot_ms"], (xd["tpot_ms"], four["tpot_ms"])
+assert xd["disaggregation"]["decode_instances"] == 2 and xd["disaggregation"]["gpus"] == 3, xd["disaggregation"]
+try:
+    tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=8, seq=100, gen=4, mode="generate", decode_instances=2)
+    raise AssertionError("decode_instances without prefill_tp accepted")
+except ValueError as e:
+    assert "decode_instances needs prefill_tp" in str(e), e
 rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
                          prefill_tp=1, prefill_instances=2)
 assert rows[0]["gpus_per_replica"] == 3 and rows[0]["prefill_instances"] == 2, rows[0]
