@@ -365,12 +365,13 @@ std::string prefill_instances_text(const Disaggregation& d);
 // The layout's prefill instances per decode instance: "N", or "N per M" with M decode instances.
 std::string instance_ratio_text(const Disaggregation& d);
 struct DisaggForecast {
-  Disaggregation layout;  // the prefill instances forecast
+  Disaggregation layout;  // the prefill and decode instances forecast
   double prefill_ms = 0;  // the prefill instances' steps (their first tokens), their busy time summed
-  // Every request's cache to the decode instance; kv_transfer_ms the time its links spend on them.
+  // Every request's cache to its decode instance; kv_transfer_ms the time their links spend on
+  // them, summed.
   double kv_transfer_gb = 0, kv_transfer_ms = 0;
   bool kv_over_network = false;                   // between nodes, else over the node's links
-  double decode_ms = 0;   // the decode instance's steps (the other gen - 1 tokens), its busy time
+  double decode_ms = 0;   // the decode instances' steps (the other gen - 1 tokens), their busy time summed
   // Prefill instances per decode instance that keep both busy: prefill_ms / decode_ms.
   double prefill_per_decode = 0;
   MemoryEstimate prefill_memory;  // one GPU of the prefill instance at its largest step
@@ -431,19 +432,23 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 // the batch decodes: its TPOT); the prefill instance runs the batch's prompts in one step on
 // tp d.prefill_tp, ep d.prefill_ep (no DP attention); with d.prefill_instances N, N such
 // instances share the prompts, request i going to instance i mod N (round robin), and the batch
-// at once splits into shares of ceil or floor(batch / N) prompts run side by side. Each step's
-// caches (every KV head or MLA latent of every layer, a sliding window's tokens in its layers)
-// move over min(prefill, decode) GPU pairs at once: over the node's links at 80 % of
-// interconnect_gbps where every instance fits on one node (the sheet's gpus_per_node), else
-// through each GPU's network port at 80 % of network_gbps, plus the point-to-point latency; the
-// decode instance receives one step's caches at a time (its links are shared), in the order
-// the steps end. TTFT = the last cache's arrival (N = 1: the prefill step + the move); e2e =
-// TTFT + the decode steps; memory the decode instance's (its pass one token a sequence),
+// at once splits into shares of ceil or floor(batch / N) prompts run side by side; with
+// d.decode_instances M, M decode instances of `par` decode them, request i going to decode
+// instance i mod M. Each step's caches (every KV head or MLA latent of every layer, a sliding
+// window's tokens in its layers) move over min(prefill, decode) GPU pairs at once: over the
+// node's links at 80 % of interconnect_gbps where every instance fits on one node (the sheet's
+// gpus_per_node), else through each GPU's network port at 80 % of network_gbps, plus the
+// point-to-point latency; each decode instance receives one step's caches for it at a time (its
+// links are shared), in the order the steps end. A batch at once: each decode instance decodes
+// its share (ceil or floor(batch / M)) once its last cache is there, at forecast_generate's
+// TPOT for that share; TTFT = the mean over the requests of their decode instance's last
+// cache's arrival (N = M = 1: the prefill step + the move); e2e = the last instance's end;
+// memory a decode instance's at its largest share (its pass one token a sequence),
 // DisaggForecast::prefill_memory a prefill instance's at its largest step. With
 // limits.request_rate (and its arrivals and objectives) the requests arrive over time: each
 // prefill instance, whenever idle, runs every prompt sent to it that has arrived in one step
-// and moves their caches together; the decode instance takes each request once its cache is
-// there (first come, at most as many as its KV room holds) and every step decodes one token
+// and moves their caches together; each decode instance takes each of its requests once its
+// cache is there (first come, at most as many as its KV room holds) and every step decodes one token
 // of each running request at their mean context (steps forecast once per sequences and context
 // to 16 tokens); TTFT from arrival to the cache's arrival, TPOT from there to the last token.
 // Not modelled: chunked prefill, a sequence cap, prefill-first scheduling, prefix caching,
