@@ -2183,21 +2183,34 @@ TEST(Serving, DisaggregatedArrivalsByHand) {
       {"--prefill-tp", "not modelled"});
 }
 
+namespace {
+// Llama-3.1-8B with 1,000-token prompts on H100s, tp 1 instances on one node: a prefill step of
+// n prompts, and the move of n requests' caches over one NVLink pair (131,072 B a token at 80 %
+// of 450 GB/s + 5 us).
+struct DisaggByHand {
+  predictor::KernelPredictor p{trainer::weights_dir()};
+  ModelConfig m = load_model_config("llama-3.1-8b", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  const GpuSpec& gpu = registry().resolve("H100-SXM");
+  double prefill(int64_t n) const {
+    return predictor::forecast_model(build_serving_graph(m, Mode::kPrefill, n, 1000, DType::kBf16, DType::kBf16, 1), gpu,
+                                     p)
+        .total_ms;
+  }
+  static double move(double requests) { return 0.005 + requests * 1000 * 131072 / (0.8 * 450e9) * 1e3; }
+};
+}  // namespace
+
 // Several prefill instances (xPyD), by hand. Llama-3.1-8B, prompts of 1,000 tokens, tp 1 prefill
 // instances beside a tp 1 decode instance on one H100 node; a step's caches move over one NVLink
 // pair (131,072 B a token at 80 % of 450 GB/s + 5 us), one step's at a time into the decode
 // instance, in the order the steps end.
 TEST(Serving, DisaggregatedInstancesByHand) {
-  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
-  predictor::KernelPredictor p(trainer::weights_dir());
-  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
-  const GpuSpec& gpu = registry().resolve("H100-SXM");
-  auto prefill = [&](int64_t n) {
-    return predictor::forecast_model(build_serving_graph(m, Mode::kPrefill, n, 1000, DType::kBf16, DType::kBf16, 1), gpu,
-                                     p)
-        .total_ms;
-  };
-  auto move = [](double requests) { return 0.005 + requests * 1000 * 131072 / (0.8 * 450e9) * 1e3; };
+  const DisaggByHand h;
+  const predictor::KernelPredictor& p = h.p;
+  const ModelConfig& m = h.m;
+  const GpuSpec& gpu = h.gpu;
+  auto prefill = [&](int64_t n) { return h.prefill(n); };
+  auto move = &DisaggByHand::move;
   const predictor::Disaggregation two{1, 1, 2};
   EXPECT_EQ(two.gpus(), 2);
   // A batch of 7 at once: shares of 4 and 3 side by side. The 3-prompt step ends first and its
@@ -2263,17 +2276,12 @@ TEST(Serving, DisaggregatedInstancesByHand) {
 // decodes its share (4 or 3 sequences) once its caches are there. Then two requests 1 us apart:
 // each decode instance decodes its one request alone, where one decode instance batches them.
 TEST(Serving, DisaggregatedDecodeInstancesByHand) {
-  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
-  predictor::KernelPredictor p(trainer::weights_dir());
-  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
-  const GpuSpec& gpu = registry().resolve("H100-SXM");
-  auto prefill = [&](int64_t n) {
-    return predictor::forecast_model(build_serving_graph(m, Mode::kPrefill, n, 1000, DType::kBf16, DType::kBf16, 1), gpu,
-                                     p)
-        .total_ms;
-  };
-  // 1,000 tokens' cache of 131,072 B a token over NVLink (80 % of 450 GB/s) after 5 us.
-  auto move = [](double requests) { return 0.005 + requests * 1000 * 131072 / (0.8 * 450e9) * 1e3; };
+  const DisaggByHand h;
+  const predictor::KernelPredictor& p = h.p;
+  const ModelConfig& m = h.m;
+  const GpuSpec& gpu = h.gpu;
+  auto prefill = [&](int64_t n) { return h.prefill(n); };
+  auto move = &DisaggByHand::move;
   const predictor::Disaggregation two{1, 1, 1, 2};
   EXPECT_EQ(two.replica_gpus(1), 3);
   EXPECT_EQ(two.replica_gpus(4), 9);
