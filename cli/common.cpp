@@ -160,8 +160,8 @@ predictor::SpecRequest SpecOptions::request() const { return predictor::SpecRequ
 void SchedulerOptions::add_to(po::options_description& desc) {
   desc.add_options()("max-batched-tokens", po::value<int64_t>()->notifier([this](int64_t v) { args.max_batched_tokens = v; }),
                      "generate: the engine's token budget per step (vLLM's max_num_batched_tokens, SGLang's "
-                     "chunked_prefill_size): prompts split into chunks beside the decoding sequences; default: no "
-                     "budget, every prompt in the first step")(
+                     "chunked_prefill_size): prompts split into chunks beside the decoding sequences (with "
+                     "--prefill-tp: the prefill instances' budget); default: no budget, every prompt in the first step")(
       "max-seqs", po::value<std::string>()->notifier([this](const std::string& v) { args.max_seqs = v; }),
       "generate: sequences the engine runs at once (vLLM's max_num_seqs, SGLang's max_running_requests), or auto "
       "(as many as the KV room holds); the rest wait for a free slot; default: every request at once")(

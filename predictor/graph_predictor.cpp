@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <limits>
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -1436,16 +1437,16 @@ std::string instance_ratio_text(const Disaggregation& d) {
 void check_disaggregation_options(const std::string& option, const SchedulerLimits& limits, int64_t cached_prefix,
                                   bool spec) {
   // max_seqs_auto is the decode instance's own cap (its KV room).
-  const char* flag = limits.max_batched_tokens > 0 ? "--max-batched-tokens"
-                     : limits.max_seqs > 0         ? "--max-seqs"
-                     : limits.prefill_first        ? "--schedule"
-                     : cached_prefix > 0           ? "--cached-prefix"
-                     : spec                        ? "--spec-draft"
-                                                   : nullptr;
+  // max_batched_tokens is the prefill instances' token budget.
+  const char* flag = limits.max_seqs > 0         ? "--max-seqs"
+                     : limits.prefill_first    ? "--schedule"
+                     : cached_prefix > 0       ? "--cached-prefix"
+                     : spec                    ? "--spec-draft"
+                                               : nullptr;
   if (flag)
     throw ConfigError(option + " with " + flag +
-                      ": not modelled (disaggregated serving runs each prompt whole in one prefill step, without a "
-                      "token budget, sequence cap, cached prefix or draft; the decode instance's KV room is its cap)");
+                      ": not modelled (disaggregated serving has no sequence cap, cached prefix or draft; the decode "
+                      "instance's KV room is its cap)");
 }
 
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
@@ -1539,21 +1540,83 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     return at;
   };
   x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
-  int64_t largest_prefill = 0;
-  if (!scheduled) {
-    // A batch at once: each prefill instance a step of its share of the prompts, side by side;
-    // the moves; then each decode instance's steps, once all of its caches are there.
+  // The prefill instances' steps. Request i goes to prefill instance i mod N; each instance,
+  // whenever idle, runs the prompts sent to it that have arrived, in order of arrival: all of
+  // them whole in one step, or with a token budget (--max-batched-tokens B, the prefill
+  // instances' chunked prefill) at most B prompt tokens a step, the prompt that reaches the
+  // budget split there and continued in its next step. A prompt's cache moves once its last
+  // chunk's step ends. Fills `members` (each instance's requests in order) and returns the
+  // steps that finish prompts, with the prompts each finishes.
+  const int64_t budget = limits.max_batched_tokens > 0 ? limits.max_batched_tokens : 0;
+  std::map<std::vector<std::array<int64_t, 3>>, ModelForecast> chunked;  // a step of prompt chunks
+  const ModelForecast* first_step = nullptr;
+  const ModelForecast* largest_step = nullptr;  // the step of the most prompt tokens
+  int64_t largest_step_tokens = 0, largest_prefill = 0;  // prompts of one step, at most
+  int64_t prefill_steps = 0;
+  auto run_prefills = [&](const std::vector<double>& arrive) {
     std::vector<Step> steps;
-    for (int64_t i = 0; i < std::min(instances, batch); ++i) {
-      const size_t first = members.size();
-      for (int64_t r = i; r < batch; r += instances) members.push_back(static_cast<size_t>(r));
-      const int64_t share = static_cast<int64_t>(members.size() - first);
-      const ModelForecast& step = prefill_step(share);
-      x.prefill_ms += step.total_ms;
-      steps.push_back({step.total_ms, share, first});
-      largest_prefill = std::max(largest_prefill, share);
+    for (int64_t in = 0; in < std::min(instances, batch); ++in) {
+      const size_t from = members.size();
+      for (size_t i = static_cast<size_t>(in); i < arrive.size(); i += static_cast<size_t>(instances))
+        members.push_back(i);
+      double t = 0;
+      int64_t done = 0;  // tokens of members[next]'s prompt that earlier steps ran
+      for (size_t next = from; next < members.size();) {
+        t = std::max(t, arrive[members[next]]);
+        // The step: from the first unfinished prompt, every arrived one, within the budget.
+        std::vector<std::array<int64_t, 3>> chunks;  // {prompts, tokens each, cached before}
+        int64_t left = budget > 0 ? budget : std::numeric_limits<int64_t>::max(), tokens = 0, prompts = 0;
+        size_t j = next;
+        int64_t at = done;
+        while (j < members.size() && arrive[members[j]] <= t && left > 0) {
+          const int64_t c = std::min(seq - at, left);
+          if (!chunks.empty() && chunks.back()[1] == c && chunks.back()[2] == at) ++chunks.back()[0];
+          else chunks.push_back({1, c, at});
+          left -= c, tokens += c, ++prompts;
+          if (at + c < seq) {
+            at += c;
+            break;
+          }
+          ++j, at = 0;
+        }
+        const bool whole = chunks.size() == 1 && chunks[0][1] == seq;
+        const ModelForecast* step = nullptr;
+        if (whole) {
+          step = &prefill_step(chunks[0][0]);
+        } else {
+          auto it = chunked.find(chunks);
+          if (it == chunked.end()) {
+            ServingStep st;
+            for (const auto& c : chunks) st.prefill.push_back({c[0], c[1], c[2]});
+            OpGraph g;
+            try {
+              g = build_serving_step_graph(m, st, dtype, kv_dtype, p, pe, routing_alpha);
+            } catch (const ConfigError& e) {
+              throw ConfigError("the prefill instance (--prefill-tp " + std::to_string(p) + ", --prefill-ep " +
+                                std::to_string(pe) + "): " + e.what());
+            }
+            it = chunked.emplace(chunks, forecast_model(g, gpu, kp, host_gap_us)).first;
+          }
+          step = &it->second;
+        }
+        if (!first_step) first_step = step;
+        if (tokens > largest_step_tokens) largest_step = step, largest_step_tokens = tokens;
+        largest_prefill = std::max(largest_prefill, prompts);
+        t += step->total_ms;
+        x.prefill_ms += step->total_ms;
+        ++prefill_steps;
+        if (j > next) steps.push_back({t, static_cast<int64_t>(j - next), next});
+        next = j, done = at;
+      }
     }
-    f.prefill = prefill_step(largest_prefill);
+    return steps;
+  };
+  if (!scheduled) {
+    // A batch at once: each prefill instance's steps over its share of the prompts (one step
+    // without a budget), the instances side by side; the moves; then each decode instance's
+    // steps, once all of its caches are there.
+    std::vector<Step> steps = run_prefills(std::vector<double>(static_cast<size_t>(batch), 0.0));
+    f.prefill = *largest_step;
     const std::vector<double> ready = receive(std::move(steps));
     // Every request's first token once its decode instance's last cache is there (its share
     // decodes together); its others as that share's forecast has them.
@@ -1582,29 +1645,8 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     // (continuous batching) at their mean context; a request leaves after its gen - 1 decode
     // tokens.
     const std::vector<double> arrive = arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals);
-    // Each prefill instance's requests (request i to instance i mod N), in order of arrival,
-    // and its steps: whenever idle, every prompt of its own that has arrived.
-    std::vector<Step> steps;
-    for (int64_t in = 0; in < instances; ++in) {
-      const size_t from = members.size();
-      for (size_t i = static_cast<size_t>(in); i < arrive.size(); i += static_cast<size_t>(instances))
-        members.push_back(i);
-      double t = 0;
-      for (size_t i = from; i < members.size();) {
-        t = std::max(t, arrive[members[i]]);
-        size_t j = i;
-        while (j < members.size() && arrive[members[j]] <= t) ++j;
-        const int64_t k = static_cast<int64_t>(j - i);
-        const ModelForecast& step = prefill_step(k);
-        if (steps.empty()) f.prefill = step;
-        t += step.total_ms;
-        x.prefill_ms += step.total_ms;
-        steps.push_back({t, k, i});
-        largest_prefill = std::max(largest_prefill, k);
-        i = j;
-      }
-    }
-    const int64_t prefill_steps = static_cast<int64_t>(steps.size());
+    std::vector<Step> steps = run_prefills(arrive);
+    f.prefill = *first_step;
     const std::vector<double> ready = receive(std::move(steps));  // first token, at the decode instance
     const MemoryEstimate room = serving_memory(m, dtype, kv_dtype, par.tp, batch, seq + gen, gpu, 1, 0,
                                                ServingPass{0, 1}, par.dp_attention, {}, par.moe_all_to_all);
@@ -1667,7 +1709,9 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                               par.dp_attention, {}, par.moe_all_to_all);
     set_requests(f, std::move(requests));
   }
-  x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, seq, gpu, 1, 0, ServingPass{0, seq});
+  // A prefill GPU at the largest step: its prompts' caches and pass (at the budget: its tokens).
+  x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, seq, gpu, 1, 0,
+                                    budget > 0 ? ServingPass{largest_step_tokens, 0} : ServingPass{0, seq});
   x.prefill_per_decode = x.decode_ms > 0 ? x.prefill_ms / x.decode_ms : 0;
   f.tokens_per_s = double(batch) * double(gen) / (f.e2e_ms * 1e-3);
   f.disagg = x;
@@ -1826,19 +1870,23 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                     static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link,
                     x.kv_transfer_ms);
     } else {
-      // What the time to first token is made of: one instance's step and move, or N instances'
-      // (a decode instance's first token once its last cache is there; the mean over requests).
-      char why[360];
-      std::snprintf(why, sizeof why,
-                    x.layout.prefill_instances == 1 && x.layout.decode_instances == 1
-                        ? "the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s"
-                    : x.layout.decode_instances == 1
-                        ? "the last cache's arrival: the prefill instances' steps side by side, the largest %.3f; the KV "
-                          "caches' moves one after another as the steps end, %.3f in all: %.2f GB %s"
-                        : "mean over the requests of their decode instance's last cache's arrival: the prefill steps, the "
-                          "largest %.3f; each decode instance's caches one after another as the steps end, %.3f in all: "
-                          "%.2f GB %s",
-                    f.prefill.total_ms, x.kv_transfer_ms, x.kv_transfer_gb, link);
+      // What the time to first token is made of: one instance's step and move, or the steps of
+      // N instances (or one under a token budget) and the moves as they end (with M decode
+      // instances: each one's last cache, the mean over the requests).
+      const Disaggregation& l = x.layout;
+      char why[400];
+      if (l.prefill_instances == 1 && l.decode_instances == 1 && f.limits.max_batched_tokens == 0)
+        std::snprintf(why, sizeof why, "the prefill instance's step %.3f + the KV cache's move %.3f: %.2f GB %s",
+                      f.prefill.total_ms, x.kv_transfer_ms, x.kv_transfer_gb, link);
+      else
+        std::snprintf(why, sizeof why,
+                      "%s: %s, the largest %.3f; the KV caches' moves %sone after another as the steps end, %.3f in "
+                      "all: %.2f GB %s",
+                      l.decode_instances == 1 ? "the last cache's arrival"
+                                              : "mean over the requests of their decode instance's last cache's arrival",
+                      l.prefill_instances > 1 ? "the prefill instances' steps side by side" : "the prefill instance's steps",
+                      f.prefill.total_ms, l.decode_instances == 1 ? "" : "into each decode instance ", x.kv_transfer_ms,
+                      x.kv_transfer_gb, link);
       std::snprintf(buf, sizeof buf,
                     "ttft_ms       %10.3f  (%s)\n"
                     "tpot_ms       %10.3f  (%s)\ne2e_ms        %10.3f\n"

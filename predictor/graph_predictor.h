@@ -451,13 +451,17 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 // cache is there (first come, at most as many as its KV room holds) and every step decodes one token
 // of each running request at their mean context (steps forecast once per sequences and context
 // to 16 tokens); TTFT from arrival to the cache's arrival, TPOT from there to the last token.
-// Not modelled: chunked prefill, a sequence cap, prefill-first scheduling, prefix caching,
-// speculative decoding (ConfigError), routing by load rather than in turn.
+// limits.max_batched_tokens B is the prefill instances' token budget (their chunked prefill):
+// a step runs at most B prompt tokens of the arrived prompts, in order, the prompt that reaches
+// the budget split there and continued next step (its chunk after the cached part, as
+// build_serving_step_graph costs it); a prompt's cache moves when its last chunk's step ends.
+// Not modelled: a sequence cap, prefill-first scheduling, prefix caching, speculative decoding
+// (ConfigError), routing by load rather than in turn.
 // Not measured: no disaggregated serving run is in ../shared.
 // ConfigError "<option> with <flag>: not modelled (...)" for the first option disaggregated
-// serving does not model (--max-batched-tokens, --max-seqs, --schedule, --cached-prefix,
-// --spec-draft); --max-seqs auto is the decode instance's own cap and allowed. `option` names
-// what asked for disaggregation (--prefill-tp, plan's --disaggregate).
+// serving does not model (--max-seqs, --schedule, --cached-prefix, --spec-draft); --max-seqs
+// auto is the decode instance's own cap and --max-batched-tokens the prefill instances' budget,
+// both allowed. `option` names what asked for disaggregation (--prefill-tp, plan's --disaggregate).
 void check_disaggregation_options(const std::string& option, const SchedulerLimits& limits, int64_t cached_prefix = 0,
                                   bool spec = false);
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,

@@ -2174,13 +2174,13 @@ TEST(Serving, DisaggregatedArrivalsByHand) {
   const auto slo = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16, Parallelism{},
                                                      {1, 1}, 0, 0, lim);
   EXPECT_EQ(slo.slo_requests, 3);
-  lim.max_batched_tokens = 2048;
+  lim.max_seqs = 2;
   expect_error<ConfigError>(
       [&] {
         predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16, Parallelism{}, {1, 1}, 0, 0,
                                           lim);
       },
-      {"--prefill-tp", "not modelled"});
+      {"--prefill-tp with --max-seqs", "not modelled"});
 }
 
 namespace {
@@ -2268,6 +2268,49 @@ TEST(Serving, DisaggregatedInstancesByHand) {
         predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16, Parallelism{}, {1, 1, 0});
       },
       {"--prefill-instances: 0 out of range [1, 1024]"});
+}
+
+// A token budget on the prefill instance (--max-batched-tokens 1,500, its chunked prefill), by
+// hand: three prompts of 1,000 at once run as a step of prompt 0 and the first 500 tokens of
+// prompt 1, then a step of prompt 1's other 500 (after its 500 cached) and prompt 2; prompt 0's
+// cache moves after the first step, the other two after the second. Then three requests 1 us
+// apart: prompt 0 alone (the others not yet there), then prompt 1 and 500 of prompt 2, then
+// prompt 2's rest.
+TEST(Serving, DisaggregatedTokenBudgetByHand) {
+  const DisaggByHand h;
+  const predictor::KernelPredictor& p = h.p;
+  const ModelConfig& m = h.m;
+  const GpuSpec& gpu = h.gpu;
+  auto chunks = [&](const std::vector<ServingChunk>& c) {
+    ServingStep st;
+    st.prefill = c;
+    return predictor::forecast_model(build_serving_step_graph(m, st, DType::kBf16, DType::kBf16, 1), gpu, p).total_ms;
+  };
+  auto move = &DisaggByHand::move;
+  predictor::SchedulerLimits lim;
+  lim.max_batched_tokens = 1500;
+  const auto f = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{},
+                                                   {1, 1}, 0, 0, lim);
+  const double s1 = chunks({{1, 1000, 0}, {1, 500, 0}}), s2 = chunks({{1, 500, 500}, {1, 1000, 0}});
+  ASSERT_GT(s2, move(1));
+  EXPECT_NEAR(f.disagg->prefill_ms, s1 + s2, 1e-9);
+  EXPECT_NEAR(f.disagg->kv_transfer_ms, move(1) + move(2), 1e-9);
+  EXPECT_NEAR(f.ttft_ms, s1 + s2 + move(2), 1e-9);  // the batch decodes once every cache is there
+  const auto whole = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16,
+                                                       Parallelism{}, {1, 1});
+  EXPECT_NEAR(f.e2e_ms - f.ttft_ms, whole.e2e_ms - whole.ttft_ms, 1e-9);  // the same decode
+  EXPECT_NEAR(whole.ttft_ms, h.prefill(3) + move(3), 1e-9);
+  lim.request_rate = 1e6;
+  lim.uniform_arrivals = true;
+  const auto rate = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16,
+                                                      Parallelism{}, {1, 1}, 0, 0, lim);
+  const double p1 = h.prefill(1), s3 = chunks({{1, 500, 500}});
+  EXPECT_EQ(rate.prefill_steps, 3);
+  EXPECT_NEAR(rate.disagg->prefill_ms, p1 + s1 + s3, 1e-9);
+  const double r0 = p1 + move(1), r1 = p1 + s1 + move(1) - 0.001, r2 = p1 + s1 + s3 + move(1) - 0.002;
+  ASSERT_LT(r0, p1 + s1);
+  EXPECT_NEAR(rate.ttft_ms, (r0 + r1 + r2) / 3, 1e-9);
+  EXPECT_NEAR(rate.ttft_max_ms, r2, 1e-9);
 }
 
 // Several decode instances (xPyD with y > 1), by hand. A batch of 7 at once on one prefill
