@@ -1484,19 +1484,27 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   f.limits = limits;
   DisaggForecast x;
   x.layout = d;
-  // The prefill instance's step of k prompts (forecast once per k).
-  std::map<int64_t, ModelForecast> prefills;
-  auto prefill_step = [&](int64_t k) -> const ModelForecast& {
-    auto it = prefills.find(k);
-    if (it != prefills.end()) return it->second;
+  // A prefill instance's step, forecast from the graph `build` makes; its layout errors name
+  // --tp and --ep: say which instance's.
+  auto prefill_forecast = [&](const auto& build) {
     OpGraph g;
     try {
-      g = build_serving_graph(m, Mode::kPrefill, k, seq, dtype, kv_dtype, p, pe, routing_alpha);
-    } catch (const ConfigError& e) {  // its layout errors name --tp and --ep: say which instance's
+      g = build();
+    } catch (const ConfigError& e) {
       throw ConfigError("the prefill instance (--prefill-tp " + std::to_string(p) + ", --prefill-ep " +
                         std::to_string(pe) + "): " + e.what());
     }
-    return prefills.emplace(k, forecast_model(g, gpu, kp, host_gap_us)).first->second;
+    return forecast_model(g, gpu, kp, host_gap_us);
+  };
+  // The prefill instance's step of k whole prompts (forecast once per k).
+  std::map<int64_t, ModelForecast> prefills;
+  auto prefill_step = [&](int64_t k) -> const ModelForecast& {
+    auto it = prefills.find(k);
+    if (it == prefills.end())
+      it = prefills.emplace(k, prefill_forecast([&] {
+                       return build_serving_graph(m, Mode::kPrefill, k, seq, dtype, kv_dtype, p, pe, routing_alpha);
+                     })).first;
+    return it->second;
   };
   // A request's whole cache: every KV head (or the MLA latent) of every layer, tp 1's bytes.
   const double windowed = double(windowed_layers(m)), window = double(std::min<int64_t>(seq, m.sliding_window));
@@ -1588,14 +1596,9 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
           if (it == chunked.end()) {
             ServingStep st;
             for (const auto& c : chunks) st.prefill.push_back({c[0], c[1], c[2]});
-            OpGraph g;
-            try {
-              g = build_serving_step_graph(m, st, dtype, kv_dtype, p, pe, routing_alpha);
-            } catch (const ConfigError& e) {
-              throw ConfigError("the prefill instance (--prefill-tp " + std::to_string(p) + ", --prefill-ep " +
-                                std::to_string(pe) + "): " + e.what());
-            }
-            it = chunked.emplace(chunks, forecast_model(g, gpu, kp, host_gap_us)).first;
+            it = chunked.emplace(chunks, prefill_forecast([&] {
+                            return build_serving_step_graph(m, st, dtype, kv_dtype, p, pe, routing_alpha);
+                          })).first;
           }
           step = &it->second;
         }
