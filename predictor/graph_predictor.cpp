@@ -1524,23 +1524,27 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     double end_ms;
     int64_t prompts;
     size_t first;
+    int64_t instance;  // the prefill instance that ran it
   };
   std::vector<size_t> members;
-  // Each decode instance receives one step's caches for it at a time (its links are shared by
-  // the senders), in the order the steps end. Returns when each request's cache is there; sums
-  // the links' busy time into x.kv_transfer_ms.
+  // Each step's caches move in the order the steps end, one destination at a time: a move
+  // starts once the step has ended and both the sending prefill instance's links and the
+  // receiving decode instance's are free (each side's links are shared by its moves). Returns
+  // when each request's cache is there; sums the moves' time into x.kv_transfer_ms.
   auto receive = [&](std::vector<Step> steps) {
     std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.end_ms < b.end_ms; });
     std::vector<double> link_free(static_cast<size_t>(decoders), 0.0), at(static_cast<size_t>(batch), 0.0);
+    std::vector<double> send_free(static_cast<size_t>(instances), 0.0);
     std::vector<int64_t> to(static_cast<size_t>(decoders));
     for (const Step& s : steps) {
       std::fill(to.begin(), to.end(), 0);
       for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q) ++to[members[q] % decoders];
+      double& sender = send_free[static_cast<size_t>(s.instance)];
       for (size_t j = 0; j < to.size(); ++j)
         if (to[j] > 0) {
           const double moved = move_ms(to[j]);
           x.kv_transfer_ms += moved;
-          link_free[j] = std::max(link_free[j], s.end_ms) + moved;
+          link_free[j] = sender = std::max({link_free[j], sender, s.end_ms}) + moved;
         }
       for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q)
         at[members[q]] = link_free[members[q] % decoders];
@@ -1608,7 +1612,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
         t += step->total_ms;
         x.prefill_ms += step->total_ms;
         ++prefill_steps;
-        if (j > next) steps.push_back({t, static_cast<int64_t>(j - next), next});
+        if (j > next) steps.push_back({t, static_cast<int64_t>(j - next), next, in});
         next = j, done = at;
       }
     }

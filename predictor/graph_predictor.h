@@ -438,8 +438,9 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
 // window's tokens in its layers) move over min(prefill, decode) GPU pairs at once: over the
 // node's links at 80 % of interconnect_gbps where every instance fits on one node (the sheet's
 // gpus_per_node), else through each GPU's network port at 80 % of network_gbps, plus the
-// point-to-point latency; each decode instance receives one step's caches for it at a time (its
-// links are shared), in the order the steps end. A batch at once: each decode instance decodes
+// point-to-point latency; the moves go in the order the steps end, each once both the sending
+// prefill instance's links and the receiving decode instance's are free (one move at a time
+// on each side). A batch at once: each decode instance decodes
 // its share (ceil or floor(batch / M)) once its last cache is there, at forecast_generate's
 // TPOT for that share; TTFT = the mean over the requests of their decode instance's last
 // cache's arrival (N = M = 1: the prefill step + the move); e2e = the last instance's end;

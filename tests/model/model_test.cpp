@@ -2314,10 +2314,11 @@ TEST(Serving, DisaggregatedTokenBudgetByHand) {
 }
 
 // Several decode instances (xPyD with y > 1), by hand. A batch of 7 at once on one prefill
-// instance: requests 0, 2, 4, 6 to decode instance 0 and 1, 3, 5 to instance 1; both caches
-// leave when the 7-prompt step ends, each over its own decode instance's links; each instance
-// decodes its share (4 or 3 sequences) once its caches are there. Then two requests 1 us apart:
-// each decode instance decodes its one request alone, where one decode instance batches them.
+// instance: requests 0, 2, 4, 6 to decode instance 0 and 1, 3, 5 to instance 1; when the
+// 7-prompt step ends the prefill GPU sends decode instance 0's four caches, then instance 1's
+// three (its links carry one move at a time); each instance decodes its share (4 or 3
+// sequences) once its caches are there. Then two requests 1 us apart: each decode instance
+// decodes its one request alone, where one decode instance batches them.
 TEST(Serving, DisaggregatedDecodeInstancesByHand) {
   const DisaggByHand h;
   const predictor::KernelPredictor& p = h.p;
@@ -2332,10 +2333,10 @@ TEST(Serving, DisaggregatedDecodeInstancesByHand) {
   ASSERT_TRUE(f.disagg.has_value());
   const auto g4 = predictor::forecast_generate(m, gpu, p, 4, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{});
   const auto g3 = predictor::forecast_generate(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{});
-  const double s7 = prefill(7), t0 = s7 + move(4), t1 = s7 + move(3);
+  const double s7 = prefill(7), t0 = s7 + move(4), t1 = t0 + move(3);
   const double d4 = g4.e2e_ms - g4.prefill.total_ms, d3 = g3.e2e_ms - g3.prefill.total_ms;
   EXPECT_NEAR(f.ttft_ms, (4 * t0 + 3 * t1) / 7, 1e-9);
-  EXPECT_NEAR(f.ttft_max_ms, t0, 1e-9);
+  EXPECT_NEAR(f.ttft_max_ms, t1, 1e-9);
   EXPECT_NEAR(f.tpot_ms, (4 * g4.tpot_ms + 3 * g3.tpot_ms) / 7, 1e-9);
   EXPECT_NEAR(f.e2e_ms, std::max(t0 + d4, t1 + d3), 1e-9);
   EXPECT_NEAR(f.disagg->kv_transfer_ms, move(4) + move(3), 1e-9);
@@ -2344,6 +2345,12 @@ TEST(Serving, DisaggregatedDecodeInstancesByHand) {
   int64_t requests = 0;
   for (const auto& r : f.requests) requests += r.n;
   EXPECT_EQ(requests, 7);
+  // Two prefill and two decode instances, a prompt each: request 0 from prefill 0 to decode 0,
+  // request 1 from prefill 1 to decode 1, the two moves side by side (no link in common).
+  const auto pairs = predictor::forecast_disaggregated(m, gpu, p, 2, 1000, 8, DType::kBf16, DType::kBf16,
+                                                       Parallelism{}, {1, 1, 2, 2});
+  EXPECT_NEAR(pairs.ttft_max_ms, prefill(1) + move(1), 1e-9);
+  EXPECT_NEAR(pairs.disagg->kv_transfer_ms, 2 * move(1), 1e-9);
   // The memory of a decode instance: its largest share's.
   const auto mem4 = predictor::serving_memory(m, DType::kBf16, DType::kBf16, 1, 4, 1008, gpu, 1, 0, {0, 1});
   EXPECT_DOUBLE_EQ(f.memory.total_gb(), mem4.total_gb());
