@@ -650,8 +650,8 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
   if (q.disagg.active())
     engine = std::string(q.disagg.prefill_instances > 1 ? "each prefill instance runs every arrived prompt sent to it"
                                                         : "the prefill instance runs every arrived prompt") +
-             (q.disagg.decode_instances > 1 ? " a step; each decode instance decodes at most its KV room's sequences at once"
-                                            : " a step; the decode instance decodes at most its KV room's sequences at once");
+             " a step; " + (q.disagg.decode_instances > 1 ? "each decode instance" : "the decode instance") +
+             " decodes at most its KV room's sequences at once";
   os << "engine: " << engine << "\n";
   std::snprintf(buf, sizeof buf, "objective: %s for %g %% of the requests\n", q.limits.slo_text().c_str(), attainment);
   os << buf;
