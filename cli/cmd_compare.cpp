@@ -250,7 +250,8 @@ int run_capacity(const Args& args, const GlobalOptions&) {
   add_dp_attention_option(desc, "the rows with tp > 1 take it");
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "the row with tp equal to --ep takes it");
-  add_disaggregation_options(desc, "each row's decode instance (its tp); per-GPU rates and costs count every instance");
+  add_disaggregation_options(desc, "each row's decode instance (its tp); per-GPU rates and costs count every instance",
+                             true);
   add_forecast_path_options(desc, paths);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
@@ -276,9 +277,10 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       routing.empty() ? 0.0 : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
   q.par.dp_attention = vm.count("dp-attention") > 0;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
-  q.disagg = disaggregation_flags(vm);
+  const std::vector<predictor::Disaggregation> layouts = disaggregation_layouts(vm);
+  q.disagg = layouts.front();
   auto rows = predictor::run_capacity(q, predictor::split_list("--gpus", gpus), parse_int_list("--tp", tp, 1, 4096),
-                                      attainment, reg, kp, &prices);
+                                      attainment, reg, kp, &prices, layouts);
   predictor::rank_capacity(rows);
   if (format == "json") std::cout << predictor::capacity_rows_json(rows, target_rate, &prices);
   else std::cout << predictor::capacity_rows_table(rows, target_rate, &prices);

@@ -106,17 +106,34 @@ void add_dp_attention_option(po::options_description& desc, const std::string& w
   desc.add_options()("dp-attention", help.c_str());  // boost copies the text
 }
 
-void add_disaggregation_options(po::options_description& desc, const std::string& which) {
+void add_disaggregation_options(po::options_description& desc, const std::string& which, bool lists) {
   const std::string help = "prefill-decode disaggregation (SGLang's and Dynamo's): the prompts run on a prefill "
                            "instance of this many tensor-parallel GPUs, their KV caches move to " + which;
+  const std::string each = lists ? " (comma-separated: every combination is a row)" : "";
+  const std::string prefill = "with --prefill-tp: this many prefill instances of that layout feed the decode instance "
+                              "(xPyD), each request sent to the next in turn (default 1)" + each;
+  const std::string decode = "with --prefill-tp: this many decode instances of the serving layout (--tp) decode the "
+                             "requests, each request sent to the next in turn (default 1)" + each;
   desc.add_options()("prefill-tp", po::value<int64_t>(), help.c_str())(
-      "prefill-ep", po::value<int64_t>(), "with --prefill-tp, a MoE model: the prefill instance's expert-parallel ranks")(
-      "prefill-instances", po::value<int64_t>(),
-      "with --prefill-tp: this many prefill instances of that layout feed the decode instance (xPyD), each request "
-      "sent to the next in turn (default 1)")(
-      "decode-instances", po::value<int64_t>(),
-      "with --prefill-tp: this many decode instances of the serving layout (--tp) decode the requests, each request "
-      "sent to the next in turn (default 1)");
+      "prefill-ep", po::value<int64_t>(), "with --prefill-tp, a MoE model: the prefill instance's expert-parallel ranks");
+  if (lists)
+    desc.add_options()("prefill-instances", po::value<std::string>(), prefill.c_str())(
+        "decode-instances", po::value<std::string>(), decode.c_str());
+  else
+    desc.add_options()("prefill-instances", po::value<int64_t>(), prefill.c_str())(
+        "decode-instances", po::value<int64_t>(), decode.c_str());
+}
+
+std::vector<predictor::Disaggregation> disaggregation_layouts(const po::variables_map& vm) {
+  auto given = [&](const char* name) {
+    return vm.count(name) ? std::optional<int64_t>(vm[name].as<int64_t>()) : std::nullopt;
+  };
+  auto list = [&](const char* name) {
+    return vm.count(name) ? parse_int_list(std::string("--") + name, vm[name].as<std::string>(), 1, 1024)
+                          : std::vector<int64_t>{};
+  };
+  return predictor::disaggregation_layouts(given("prefill-tp"), given("prefill-ep"), list("prefill-instances"),
+                                           list("decode-instances"));
 }
 
 predictor::Disaggregation disaggregation_flags(const po::variables_map& vm) {

@@ -59,8 +59,12 @@ void add_serving_kv_dtype_option(po::options_description& desc, std::string* dty
 void add_dp_attention_option(po::options_description& desc, const std::string& which);
 // --prefill-tp, --prefill-ep and --prefill-instances (predict, compare, capacity): read with
 // disaggregation_flags(vm); `which` says what the prefill instances stand beside.
-void add_disaggregation_options(po::options_description& desc, const std::string& which);
+// `lists`: --prefill-instances and --decode-instances take comma-separated lists
+// (disaggregation_layouts), as capacity's do.
+void add_disaggregation_options(po::options_description& desc, const std::string& which, bool lists = false);
 predictor::Disaggregation disaggregation_flags(const po::variables_map& vm);
+// Every combination of the listed instance counts (add_disaggregation_options with lists).
+std::vector<predictor::Disaggregation> disaggregation_layouts(const po::variables_map& vm);
 // --moe-a2a none|deepep into *value (predictor::parse_moe_a2a reads it); `which`: the rows or
 // layouts it applies to.
 void add_moe_a2a_option(po::options_description& desc, std::string* value, const std::string& which);

@@ -256,6 +256,20 @@ Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::opti
   return d;
 }
 
+std::vector<Disaggregation> disaggregation_layouts(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
+                                                   const std::vector<int64_t>& prefill_instances,
+                                                   const std::vector<int64_t>& decode_instances) {
+  auto each = [](const std::vector<int64_t>& v) {
+    std::vector<std::optional<int64_t>> o(v.begin(), v.end());
+    if (o.empty()) o.push_back(std::nullopt);
+    return o;
+  };
+  std::vector<Disaggregation> layouts;
+  for (const auto& n : each(prefill_instances))
+    for (const auto& m : each(decode_instances)) layouts.push_back(disaggregation_flags(prefill_tp, prefill_ep, n, m));
+  return layouts;
+}
+
 void check_disaggregation_mode(const Disaggregation& d, const std::string& mode) {
   if (d.active() && mode != "generate")
     throw ConfigError("--prefill-tp applies to --mode generate (a prefill and a decode instance)");

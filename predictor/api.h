@@ -110,6 +110,11 @@ struct SpecRequest {
 Disaggregation disaggregation_flags(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
                                     std::optional<int64_t> prefill_instances = std::nullopt,
                                     std::optional<int64_t> decode_instances = std::nullopt);
+// Every combination of the given prefill and decode instance counts (capacity's lists), each
+// as disaggregation_flags makes it; one layout where both lists are empty.
+std::vector<Disaggregation> disaggregation_layouts(std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
+                                                   const std::vector<int64_t>& prefill_instances,
+                                                   const std::vector<int64_t>& decode_instances);
 // --prefill-tp outside --mode generate: ConfigError (forecast() and compare check it).
 void check_disaggregation_mode(const Disaggregation& d, const std::string& mode);
 // `--moe-a2a` / Python's moe_a2a: "none" (false) or "deepep" (true: Parallelism::moe_all_to_all);

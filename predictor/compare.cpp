@@ -497,7 +497,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
 
 std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::vector<std::string>& gpus,
                                       const std::vector<int64_t>& tps, double attainment_pct, const GpuRegistry& reg,
-                                      const KernelPredictor& kp, const Prices* prices) {
+                                      const KernelPredictor& kp, const Prices* prices,
+                                      const std::vector<Disaggregation>& layouts) {
   if (tps.empty()) throw ConfigError("--tp: no size given");
   check_capacity_request(base, attainment_pct);  // the same for every row: one error, not one a row
   check_dp_attention(base.par.dp_attention, base.mode, *std::max_element(tps.begin(), tps.end()), "a --tp of");
@@ -511,23 +512,27 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
                         "), of 2 or more: DeepEP spreads the experts over every rank");
   }
   std::vector<CapacityRow> rows;
+  const std::vector<Disaggregation> each = layouts.empty() ? std::vector<Disaggregation>{base.disagg} : layouts;
   for (const GpuSpec* gpu : resolve_gpus(gpus, reg)) {
     for (int64_t tp : tps) {
-      CapacityRow r;
-      r.request = base;
-      r.request.gpu = gpu;
-      r.request.par.tp = tp;
-      r.request.par.dp_attention = base.par.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
-      r.request.par.moe_all_to_all = base.par.moe_all_to_all && tp == base.par.ep;  // DeepEP's layout
-      r.usd_per_gpu_hour = prices ? prices->of(gpu->name) : 0.0;
-      r.result.attainment_pct = attainment_pct;
-      r.result.requests = base.batch;
-      try {
-        r.result = find_capacity(r.request, attainment_pct, kp);
-      } catch (const ConfigError& e) {
-        r.error = e.what();
+      for (const Disaggregation& d : each) {
+        CapacityRow r;
+        r.request = base;
+        r.request.disagg = d;
+        r.request.gpu = gpu;
+        r.request.par.tp = tp;
+        r.request.par.dp_attention = base.par.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
+        r.request.par.moe_all_to_all = base.par.moe_all_to_all && tp == base.par.ep;  // DeepEP's layout
+        r.usd_per_gpu_hour = prices ? prices->of(gpu->name) : 0.0;
+        r.result.attainment_pct = attainment_pct;
+        r.result.requests = base.batch;
+        try {
+          r.result = find_capacity(r.request, attainment_pct, kp);
+        } catch (const ConfigError& e) {
+          r.error = e.what();
+        }
+        rows.push_back(std::move(r));
       }
-      rows.push_back(std::move(r));
     }
   }
   return rows;
@@ -573,23 +578,38 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
   const ForecastRequest& q = rows.front().request;
   const bool dpa = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.dp_attention; });
   const bool a2a = std::any_of(rows.begin(), rows.end(), [](const CapacityRow& r) { return r.request.par.moe_all_to_all; });
+  // Rows of several disaggregated layouts (capacity's lists) show each one's in a column.
+  const bool show_pre = std::any_of(rows.begin(), rows.end(), [&](const CapacityRow& r) {
+    return r.request.disagg.prefill_instances != q.disagg.prefill_instances ||
+           r.request.disagg.decode_instances != q.disagg.decode_instances;
+  });
   const std::string disagg =
-      q.disagg.active() ? ", each tp the decode instance beside " + prefill_instances_text(q.disagg) : std::string();
+      !q.disagg.active() ? std::string()
+      : show_pre         ? ", each tp a decode instance's, beside prefill instances of tp " + std::to_string(q.disagg.prefill_tp) +
+                       " (pre: N prefill instances : M decode instances)"
+                         : ", each tp the decode instance beside " + prefill_instances_text(q.disagg);
   std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s%s%s\n",
                 q.model->name.c_str(), static_cast<long long>(q.tokens), static_cast<long long>(q.gen),
                 q.limits.slo_text().c_str(), rows.front().result.attainment_pct, static_cast<long long>(q.batch),
                 dpa ? ", DP attention where tp > 1" : "", a2a ? ", DeepEP where tp = ep" : "", disagg.c_str());
   os << buf;
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
-  std::snprintf(buf, sizeof buf, "%4s %-20s %3s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", "max_rate/s", "per_gpu/s",
-                "ttft_p99_ms", "tpot_p99_ms", target_rate > 0 ? "    GPUs" : "", priced ? "   $/1M requests" : "");
+  std::snprintf(buf, sizeof buf, "%4s %-20s %3s%s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", show_pre ? "   pre" : "",
+                "max_rate/s", "per_gpu/s", "ttft_p99_ms", "tpot_p99_ms", target_rate > 0 ? "    GPUs" : "",
+                priced ? "   $/1M requests" : "");
   os << buf;
   int rank = 0;
   for (const auto& r : rows) {
     const CapacityResult& c = r.result;
+    char pre[32] = "";
+    if (show_pre)
+      std::snprintf(pre, sizeof pre, " %5s",
+                    (std::to_string(r.request.disagg.prefill_instances) + ":" +
+                     std::to_string(r.request.disagg.decode_instances))
+                        .c_str());
     if (!r.error.empty() || c.max_rate_rps <= 0) {
-      std::snprintf(buf, sizeof buf, "%4s %-20s %3lld  %s\n", "-", r.request.gpu->name.c_str(),
-                    static_cast<long long>(r.request.par.tp),
+      std::snprintf(buf, sizeof buf, "%4s %-20s %3lld%s  %s\n", "-", r.request.gpu->name.c_str(),
+                    static_cast<long long>(r.request.par.tp), pre,
                     !r.error.empty() ? ("cannot run: " + r.error).c_str() : "no rate meets the objectives");
       os << buf;
       continue;
@@ -603,9 +623,9 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
       if (per_m > 0) std::snprintf(cost, sizeof cost, " %16.4f", per_m);
       else std::snprintf(cost, sizeof cost, " %16s", "no price");
     }
-    std::snprintf(buf, sizeof buf, "%4d %-20s %3lld %12.3f%s %12.3f %12.3f %12.3f%s%s\n", ++rank, r.request.gpu->name.c_str(),
-                  static_cast<long long>(r.request.par.tp), c.max_rate_rps, c.unbounded ? "+" : " ", r.per_gpu_rps(),
-                  c.at_max->ttft.p99_ms, c.at_max->tpot.p99_ms, fleet, cost);
+    std::snprintf(buf, sizeof buf, "%4d %-20s %3lld%s %12.3f%s %12.3f %12.3f %12.3f%s%s\n", ++rank,
+                  r.request.gpu->name.c_str(), static_cast<long long>(r.request.par.tp), pre, c.max_rate_rps,
+                  c.unbounded ? "+" : " ", r.per_gpu_rps(), c.at_max->ttft.p99_ms, c.at_max->tpot.p99_ms, fleet, cost);
     os << buf;
   }
   if (target_rate > 0) {

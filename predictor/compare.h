@@ -127,9 +127,11 @@ struct CapacityRow {
   // Requests a second one GPU serves within the objectives (capacity / the replica's GPUs).
   double per_gpu_rps() const { return result.max_rate_rps / double(replica_gpus(request)); }
 };
+// `layouts`: the disaggregated layouts to try (each a row per GPU and tp); empty: base.disagg.
 std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::vector<std::string>& gpus,
                                       const std::vector<int64_t>& tps, double attainment_pct, const GpuRegistry& reg,
-                                      const KernelPredictor& kp, const Prices* prices = nullptr);
+                                      const KernelPredictor& kp, const Prices* prices = nullptr,
+                                      const std::vector<Disaggregation>& layouts = {});
 // Ranked: by USD per million requests where every row with a capacity has a price, else by
 // capacity per GPU (highest first); rows that meet no rate, then rows with an error, last.
 void rank_capacity(std::vector<CapacityRow>& rows);

@@ -230,11 +230,16 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
                     const py::object& tp, int64_t ep, const std::string& dtype, const std::string& kv_dtype,
                     const std::string& routing, const std::string& weights, const std::string& gpu_dir,
                     bool dp_attention, const std::string& moe_a2a, std::optional<int64_t> prefill_tp,
-                    std::optional<int64_t> prefill_ep, std::optional<int64_t> prefill_instances,
-                   std::optional<int64_t> decode_instances) {
+                    std::optional<int64_t> prefill_ep, const py::object& prefill_instances,
+                    const py::object& decode_instances) {
   Engine& e = engine(weights, gpu_dir);
   predictor::check_capacity_options(requests, target_rate);
-  const predictor::Disaggregation disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances, decode_instances);
+  // An int or a list each (every combination a row), as --prefill-instances / --decode-instances.
+  auto counts = [](const py::object& o, const char* arg) {
+    return o.is_none() ? std::vector<int64_t>{} : ints(o, arg);
+  };
+  const std::vector<predictor::Disaggregation> layouts = predictor::disaggregation_layouts(
+      prefill_tp, prefill_ep, counts(prefill_instances, "prefill_instances"), counts(decode_instances, "decode_instances"));
   const ModelConfig mc = load_model_config(model, e.models_dir);
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
@@ -243,7 +248,7 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
       cached_prefix, true);
   q.par.dp_attention = dp_attention;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
-  q.disagg = disagg;
+  q.disagg = layouts.front();
   predictor::Prices p;
   p.source = "capacity(prices=...)";
   for (const auto& kv : prices) predictor::add_price(p, kv.first + "=" + std::to_string(kv.second), e.reg);
@@ -252,7 +257,7 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
   std::string out;
   {
     py::gil_scoped_release nogil;
-    auto rows = predictor::run_capacity(q, gpu_names, tps, attainment, e.reg, e.kp, &p);
+    auto rows = predictor::run_capacity(q, gpu_names, tps, attainment, e.reg, e.kp, &p, layouts);
     predictor::rank_capacity(rows);
     out = predictor::capacity_rows_json(rows, target_rate.value_or(0), &p);
   }

@@ -197,6 +197,19 @@ x = xp["disaggregation"]
 assert x["prefill_instances"] == 2 and abs(x["prefill_ms"] - 2 * half["ttft_ms"]) < 1e-9 * x["prefill_ms"], (x, half)
 assert abs(xp["ttft_ms"] - (half["ttft_ms"] + x["kv_transfer_ms"])) < 1e-9 * xp["ttft_ms"], (xp["ttft_ms"], x)
 assert xp["ttft_ms"] < dis["ttft_ms"] and xp["tpot_ms"] == dis["tpot_ms"], (xp["ttft_ms"], dis["ttft_ms"])
+# capacity over lists of instance counts: the CLI's rows; the 1 + 1 row is capacity's of one
+# prefill and one decode instance.
+rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
+                         prefill_tp=1, prefill_instances=[1, 2], decode_instances=[1, 2])
+assert rows == cli("capacity", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "1", "--seq", "1024", "--gen",
+                   "64", "--slo-tpot-ms", "8", "--requests", "40", "--prefill-tp", "1", "--prefill-instances", "1,2",
+                   "--decode-instances", "1,2")["rows"]
+assert sorted((r["prefill_instances"], r["decode_instances"], r["gpus_per_replica"]) for r in rows) == \
+    [(1, 1, 2), (1, 2, 3), (2, 1, 3), (2, 2, 4)], rows
+one = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
+                        prefill_tp=1)
+pair = [r for r in rows if r["prefill_instances"] == 1 and r["decode_instances"] == 1]
+assert pair == one, (pair, one)
 # plan: two prefill and two decode instances of one GPU in a replica forecast as two replicas
 # of one each (a batch at once splits evenly over both).
 rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=4, global_batch=64, mode="generate", seq=1024, gen=256,
