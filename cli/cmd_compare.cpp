@@ -71,7 +71,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   add_dp_attention_option(desc, "the rows with tp > 1 take it");
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "the DP-attention rows with --ep equal to --tp take it");
-  add_disaggregation_options(desc, "each row's decode instance (its tp); GPUs and costs count every instance");
+  add_disaggregation_options(desc, "each row's decode instance (its tp); GPUs and costs count every instance", true);
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast compare --model M[,M2] --gpus G1,G2,...|all [--mode M] [--batch 1,8] [--seq 512,2048] "
@@ -114,7 +114,8 @@ int run_compare(const Args& args, const GlobalOptions&) {
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.dp_attention = vm.count("dp-attention") > 0;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
-  req.disagg = disaggregation_flags(vm);
+  req.disagg_layouts = disaggregation_layouts(vm);
+  req.disagg = req.disagg_layouts.front();
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;
   GpuRegistry reg = load_registry(paths.gpu_dir);

@@ -196,28 +196,31 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                 par.dp_attention = req.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
                 layouts.push_back(par);
               }
+  const std::vector<Disaggregation> disaggs =
+      req.disagg_layouts.empty() ? std::vector<Disaggregation>{req.disagg} : req.disagg_layouts;
   std::vector<CompareRow> rows;
   for (size_t mi = 0; mi < models.size(); ++mi)
     for (const GpuSpec* g : gpus)
       for (int64_t b : req.batches)
         for (int64_t s : req.seqs)
-          for (const Parallelism& par : layouts) {
-            const ModelConfig& m = models[mi];
-            ForecastRequest c;
-            c.model = &m, c.gpu = g, c.mode = mode;
-            c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
-            if (!drafts.empty()) c.spec = req.spec.with(drafts[mi]);
-            c.par = par;
-            // DeepEP's layout: DP attention with ep = tp, on a MoE model's rows.
-            c.par.moe_all_to_all = req.moe_a2a && par.dp_attention && par.ep == par.tp && m.num_experts > 0;
-            c.optimizer_state = req.optimizer_state;
-            c.train_dtype = train_dtype;
-            req.training.apply(c, true);
-            c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
-            c.disagg = req.disagg;                // rows that cannot take it (pp > 1, ...) say why
-            if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
-            rows.push_back(forecast_one(c, kp, prices));
-          }
+          for (const Parallelism& par : layouts)
+            for (const Disaggregation& d : disaggs) {
+              const ModelConfig& m = models[mi];
+              ForecastRequest c;
+              c.model = &m, c.gpu = g, c.mode = mode;
+              c.batch = b, c.tokens = s, c.gen = req.gen, c.limits = req.limits, c.cached_prefix = req.cached_prefix;
+              if (!drafts.empty()) c.spec = req.spec.with(drafts[mi]);
+              c.par = par;
+              // DeepEP's layout: DP attention with ep = tp, on a MoE model's rows.
+              c.par.moe_all_to_all = req.moe_a2a && par.dp_attention && par.ep == par.tp && m.num_experts > 0;
+              c.optimizer_state = req.optimizer_state;
+              c.train_dtype = train_dtype;
+              req.training.apply(c, true);
+              c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
+              c.disagg = d;                         // rows that cannot take it (pp > 1, ...) say why
+              if (serving) c.dtypes = serving_dtypes(m, req.dtype, req.kv_dtype);
+              rows.push_back(forecast_one(c, kp, prices));
+            }
   return rows;
 }
 

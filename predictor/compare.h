@@ -35,6 +35,7 @@ struct CompareRequest {
   bool dp_attention = false;                  // serving: rows with tp > 1 take DP attention (Parallelism::dp_attention)
   bool moe_a2a = false;                       // serving MoE: DP-attention rows with ep = tp take DeepEP (Parallelism::moe_all_to_all)
   Disaggregation disagg;                      // generate: every row's tp the decode instance beside this prefill instance
+  std::vector<Disaggregation> disagg_layouts;  // several instance counts (lists): each a row; empty: disagg alone
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)

@@ -66,6 +66,12 @@ std::vector<int64_t> ints(const py::object& o, const char* arg) {
   return out;
 }
 
+// prefill_instances / decode_instances of compare and capacity: None, an int or a list (every
+// combination a row), as their --prefill-instances / --decode-instances.
+std::vector<int64_t> instance_counts(const py::object& o, const char* arg) {
+  return o.is_none() ? std::vector<int64_t>{} : ints(o, arg);
+}
+
 std::string shape_string(const py::object& o) {
   if (py::isinstance<py::str>(o)) return o.cast<std::string>();
   std::string s;
@@ -173,13 +179,14 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const py::object& vpp, const std::string& expert_dtype, const std::string& spec_draft,
                    std::optional<int64_t> spec_tokens, std::optional<double> spec_accept, bool dp_attention,
                    const std::string& moe_a2a, std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
-                   std::optional<int64_t> prefill_instances,
-                   std::optional<int64_t> decode_instances) {
+                   const py::object& prefill_instances, const py::object& decode_instances) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.dp_attention = dp_attention;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
-  req.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances, decode_instances);
+  req.disagg_layouts = predictor::disaggregation_layouts(prefill_tp, prefill_ep, instance_counts(prefill_instances, "prefill_instances"),
+                                                         instance_counts(decode_instances, "decode_instances"));
+  req.disagg = req.disagg_layouts.front();
   req.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
@@ -234,12 +241,9 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
                     const py::object& decode_instances) {
   Engine& e = engine(weights, gpu_dir);
   predictor::check_capacity_options(requests, target_rate);
-  // An int or a list each (every combination a row), as --prefill-instances / --decode-instances.
-  auto counts = [](const py::object& o, const char* arg) {
-    return o.is_none() ? std::vector<int64_t>{} : ints(o, arg);
-  };
-  const std::vector<predictor::Disaggregation> layouts = predictor::disaggregation_layouts(
-      prefill_tp, prefill_ep, counts(prefill_instances, "prefill_instances"), counts(decode_instances, "decode_instances"));
+  const std::vector<predictor::Disaggregation> layouts =
+      predictor::disaggregation_layouts(prefill_tp, prefill_ep, instance_counts(prefill_instances, "prefill_instances"),
+                                        instance_counts(decode_instances, "decode_instances"));
   const ModelConfig mc = load_model_config(model, e.models_dir);
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,

@@ -197,6 +197,18 @@ x = xp["disaggregation"]
 assert x["prefill_instances"] == 2 and abs(x["prefill_ms"] - 2 * half["ttft_ms"]) < 1e-9 * x["prefill_ms"], (x, half)
 assert abs(xp["ttft_ms"] - (half["ttft_ms"] + x["kv_transfer_ms"])) < 1e-9 * xp["ttft_ms"], (xp["ttft_ms"], x)
 assert xp["ttft_ms"] < dis["ttft_ms"] and xp["tpot_ms"] == dis["tpot_ms"], (xp["ttft_ms"], dis["ttft_ms"])
+# compare over lists of instance counts: the CLI's rows, each as predict forecasts it.
+rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", tp=2, batch=8, seq=1000, gen=16, mode="generate",
+                        prefill_tp=1, prefill_instances=[1, 2], decode_instances=[1, 2])
+assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "2", "--batch", "8", "--seq",
+                   "1000", "--gen", "16", "--mode", "generate", "--prefill-tp", "1", "--prefill-instances", "1,2",
+                   "--decode-instances", "1,2")["rows"]
+assert sorted((r["prefill_instances"], r["decode_instances"], r["gpus"]) for r in rows) == \
+    [(1, 1, 3), (1, 2, 5), (2, 1, 4), (2, 2, 6)], rows
+for r in rows:
+    x = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", tp=2, batch=8, seq=1000, gen=16, mode="generate",
+                         prefill_tp=1, prefill_instances=r["prefill_instances"], decode_instances=r["decode_instances"])
+    assert abs(x["ttft_ms"] - r["ttft_ms"]) < 1e-9 * x["ttft_ms"] and x["disaggregation"]["gpus"] == r["gpus"], (x, r)
 # capacity over lists of instance counts: the CLI's rows; the 1 + 1 row is capacity's of one
 # prefill and one decode instance.
 rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
