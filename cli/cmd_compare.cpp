@@ -114,8 +114,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   req.dp_attention = vm.count("dp-attention") > 0;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
-  req.disagg_layouts = disaggregation_layouts(vm);
-  req.disagg = req.disagg_layouts.front();
+  req.disaggs = disaggregation_layouts(vm);
   req.optimizer_state = optimizer == "adamw";
   req.training = train.args;
   GpuRegistry reg = load_registry(paths.gpu_dir);
@@ -171,8 +170,9 @@ int run_plan(const Args& args, const GlobalOptions&) {
   std::string moe_a2a;
   add_moe_a2a_option(desc, &moe_a2a, "each DP-attention layout with ep equal to tp is also tried with it");
   desc.add_options()("disaggregate",
-                     "generate: also split each replica's GPUs into N prefill instances of tp P and a decode instance "
-                     "of the rest (prefill-decode disaggregation, every N and P), beside the aggregated layouts");
+                     "generate: also split each replica's GPUs into N prefill instances of tp P and M decode "
+                     "instances of the rest (prefill-decode disaggregation, every N, P and M), beside the aggregated "
+                     "layouts");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
@@ -278,10 +278,8 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       routing.empty() ? 0.0 : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
   q.par.dp_attention = vm.count("dp-attention") > 0;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
-  const std::vector<predictor::Disaggregation> layouts = disaggregation_layouts(vm);
-  q.disagg = layouts.front();
   auto rows = predictor::run_capacity(q, predictor::split_list("--gpus", gpus), parse_int_list("--tp", tp, 1, 4096),
-                                      attainment, reg, kp, &prices, layouts);
+                                      disaggregation_layouts(vm), attainment, reg, kp, &prices);
   predictor::rank_capacity(rows);
   if (format == "json") std::cout << predictor::capacity_rows_json(rows, target_rate, &prices);
   else std::cout << predictor::capacity_rows_table(rows, target_rate, &prices);

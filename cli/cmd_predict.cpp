@@ -82,7 +82,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]\n"
                      "         [--max-batched-tokens N] [--max-seqs N|auto] [--schedule mixed|prefill-first] [--cached-prefix P]\n"
                      "         [--spec-draft M --spec-accept A [--spec-tokens K]] [--request-rate R [--arrivals poisson|uniform]]\n"
-                     "         [--prefill-tp P [--prefill-ep E] [--prefill-instances N]]"))
+                     "         [--prefill-tp P [--prefill-ep E] [--prefill-instances N] [--decode-instances M]]"))
     return 0;
   check_format(format, {"table", "json", "csv"});
   if (top < 0) throw ConfigError("--top: expected >= 0, got " + std::to_string(top));

@@ -124,24 +124,25 @@ void add_disaggregation_options(po::options_description& desc, const std::string
         "decode-instances", po::value<int64_t>(), decode.c_str());
 }
 
+namespace {
+// An int64 option's value where given.
+std::optional<int64_t> given_int(const po::variables_map& vm, const char* name) {
+  return vm.count(name) ? std::optional<int64_t>(vm[name].as<int64_t>()) : std::nullopt;
+}
+}  // namespace
+
 std::vector<predictor::Disaggregation> disaggregation_layouts(const po::variables_map& vm) {
-  auto given = [&](const char* name) {
-    return vm.count(name) ? std::optional<int64_t>(vm[name].as<int64_t>()) : std::nullopt;
-  };
   auto list = [&](const char* name) {
     return vm.count(name) ? parse_int_list(std::string("--") + name, vm[name].as<std::string>(), 1, 1024)
                           : std::vector<int64_t>{};
   };
-  return predictor::disaggregation_layouts(given("prefill-tp"), given("prefill-ep"), list("prefill-instances"),
-                                           list("decode-instances"));
+  return predictor::disaggregation_layouts(given_int(vm, "prefill-tp"), given_int(vm, "prefill-ep"),
+                                           list("prefill-instances"), list("decode-instances"));
 }
 
 predictor::Disaggregation disaggregation_flags(const po::variables_map& vm) {
-  auto given = [&](const char* name) {
-    return vm.count(name) ? std::optional<int64_t>(vm[name].as<int64_t>()) : std::nullopt;
-  };
-  return predictor::disaggregation_flags(given("prefill-tp"), given("prefill-ep"), given("prefill-instances"),
-                                         given("decode-instances"));
+  return predictor::disaggregation_flags(given_int(vm, "prefill-tp"), given_int(vm, "prefill-ep"),
+                                         given_int(vm, "prefill-instances"), given_int(vm, "decode-instances"));
 }
 
 void add_moe_a2a_option(po::options_description& desc, std::string* value, const std::string& which) {

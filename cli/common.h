@@ -57,10 +57,10 @@ void add_serving_kv_dtype_option(po::options_description& desc, std::string* dty
 // --dp-attention (predict, compare, plan, capacity): SGLang's DP attention, read with
 // vm.count("dp-attention"); `which` says which of the command's forecasts take it.
 void add_dp_attention_option(po::options_description& desc, const std::string& which);
-// --prefill-tp, --prefill-ep and --prefill-instances (predict, compare, capacity): read with
-// disaggregation_flags(vm); `which` says what the prefill instances stand beside.
-// `lists`: --prefill-instances and --decode-instances take comma-separated lists
-// (disaggregation_layouts), as capacity's do.
+// --prefill-tp, --prefill-ep, --prefill-instances and --decode-instances (predict, compare,
+// capacity): read with disaggregation_flags(vm); `which` says what the prefill instances stand
+// beside. `lists`: the instance counts take comma-separated lists, read with
+// disaggregation_layouts(vm) (compare's and capacity's).
 void add_disaggregation_options(po::options_description& desc, const std::string& which, bool lists = false);
 predictor::Disaggregation disaggregation_flags(const po::variables_map& vm);
 // Every combination of the listed instance counts (add_disaggregation_options with lists).

@@ -168,7 +168,8 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
   check_dp_attention(req.dp_attention, mode, req.tps.empty() ? 0 : *std::max_element(req.tps.begin(), req.tps.end()),
                      "a --tp of");
   check_moe_a2a(req.moe_a2a, req.dp_attention, mode);
-  check_disaggregation_mode(req.disagg, mode);
+  if (req.disaggs.empty()) throw std::logic_error("run_compare: no disaggregation layout (aggregated is one)");
+  for (const Disaggregation& d : req.disaggs) check_disaggregation_mode(d, mode);
   if (req.moe_a2a) {
     if (std::none_of(models.begin(), models.end(), [](const ModelConfig& m) { return m.num_experts > 0; }))
       throw ConfigError("--moe-a2a deepep: no model of the list has experts");
@@ -196,15 +197,13 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
                 par.dp_attention = req.dp_attention && tp > 1;  // a tp 1 row has no group to spread over
                 layouts.push_back(par);
               }
-  const std::vector<Disaggregation> disaggs =
-      req.disagg_layouts.empty() ? std::vector<Disaggregation>{req.disagg} : req.disagg_layouts;
   std::vector<CompareRow> rows;
   for (size_t mi = 0; mi < models.size(); ++mi)
     for (const GpuSpec* g : gpus)
       for (int64_t b : req.batches)
         for (int64_t s : req.seqs)
           for (const Parallelism& par : layouts)
-            for (const Disaggregation& d : disaggs) {
+            for (const Disaggregation& d : req.disaggs) {
               const ModelConfig& m = models[mi];
               ForecastRequest c;
               c.model = &m, c.gpu = g, c.mode = mode;
@@ -499,10 +498,11 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
 }
 
 std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::vector<std::string>& gpus,
-                                      const std::vector<int64_t>& tps, double attainment_pct, const GpuRegistry& reg,
-                                      const KernelPredictor& kp, const Prices* prices,
-                                      const std::vector<Disaggregation>& layouts) {
+                                      const std::vector<int64_t>& tps, const std::vector<Disaggregation>& layouts,
+                                      double attainment_pct, const GpuRegistry& reg, const KernelPredictor& kp,
+                                      const Prices* prices) {
   if (tps.empty()) throw ConfigError("--tp: no size given");
+  if (layouts.empty()) throw std::logic_error("run_capacity: no disaggregation layout (aggregated is one)");
   check_capacity_request(base, attainment_pct);  // the same for every row: one error, not one a row
   check_dp_attention(base.par.dp_attention, base.mode, *std::max_element(tps.begin(), tps.end()), "a --tp of");
   check_moe_a2a(base.par.moe_all_to_all, base.par.dp_attention, base.mode);
@@ -515,10 +515,9 @@ std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::ve
                         "), of 2 or more: DeepEP spreads the experts over every rank");
   }
   std::vector<CapacityRow> rows;
-  const std::vector<Disaggregation> each = layouts.empty() ? std::vector<Disaggregation>{base.disagg} : layouts;
   for (const GpuSpec* gpu : resolve_gpus(gpus, reg)) {
     for (int64_t tp : tps) {
-      for (const Disaggregation& d : each) {
+      for (const Disaggregation& d : layouts) {
         CapacityRow r;
         r.request = base;
         r.request.disagg = d;
@@ -806,10 +805,10 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       if (global_batch % dp || r < 2) continue;
       for (int64_t p = 1; p < r; ++p)
         for (int64_t n = 1; n * p < r; ++n)
-          for (int64_t m : divisors(r - n * p)) {
+          for (int64_t decoders : divisors(r - n * p)) {
             Parallelism layout;
-            layout.dp = dp, layout.tp = (r - n * p) / m;
-            add_variants(layout, {1}, {req.training}, Disaggregation{p, 1, n, m});
+            layout.dp = dp, layout.tp = (r - n * p) / decoders;
+            add_variants(layout, {1}, {req.training}, Disaggregation{p, 1, n, decoders});
           }
     }
   if (rows.empty())

@@ -34,8 +34,8 @@ struct CompareRequest {
   std::vector<int64_t> vpps{1};               // mixed-precision training: model chunks per pipeline rank
   bool dp_attention = false;                  // serving: rows with tp > 1 take DP attention (Parallelism::dp_attention)
   bool moe_a2a = false;                       // serving MoE: DP-attention rows with ep = tp take DeepEP (Parallelism::moe_all_to_all)
-  Disaggregation disagg;                      // generate: every row's tp the decode instance beside this prefill instance
-  std::vector<Disaggregation> disagg_layouts;  // several instance counts (lists): each a row; empty: disagg alone
+  // generate: each a row's disaggregated layout, its tp the decode instances' (default: aggregated)
+  std::vector<Disaggregation> disaggs{Disaggregation{}};
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
@@ -128,11 +128,12 @@ struct CapacityRow {
   // Requests a second one GPU serves within the objectives (capacity / the replica's GPUs).
   double per_gpu_rps() const { return result.max_rate_rps / double(replica_gpus(request)); }
 };
-// `layouts`: the disaggregated layouts to try (each a row per GPU and tp); empty: base.disagg.
+// `layouts`: the disaggregated layouts to try, each a row per GPU and tp (base.disagg is each
+// row's layout in turn; {Disaggregation{}}: aggregated).
 std::vector<CapacityRow> run_capacity(const ForecastRequest& base, const std::vector<std::string>& gpus,
-                                      const std::vector<int64_t>& tps, double attainment_pct, const GpuRegistry& reg,
-                                      const KernelPredictor& kp, const Prices* prices = nullptr,
-                                      const std::vector<Disaggregation>& layouts = {});
+                                      const std::vector<int64_t>& tps, const std::vector<Disaggregation>& layouts,
+                                      double attainment_pct, const GpuRegistry& reg, const KernelPredictor& kp,
+                                      const Prices* prices = nullptr);
 // Ranked: by USD per million requests where every row with a capacity has a price, else by
 // capacity per GPU (highest first); rows that meet no rate, then rows with an error, last.
 void rank_capacity(std::vector<CapacityRow>& rows);
@@ -166,9 +167,9 @@ struct PlanRequest {
   // Serving a MoE model with dp_attention: each DP-attention layout with ep = tp is also tried
   // with DeepEP's all-to-all (Parallelism::moe_all_to_all).
   bool moe_a2a = false;
-  // Generate: also each split of a replica's R GPUs into N prefill instances of tp P and a
-  // decode instance of tp R - N x P (prefill-decode disaggregation, Disaggregation), beside the
-  // aggregated layouts.
+  // Generate: also each split of a replica's R GPUs into N prefill instances of tp P and M
+  // decode instances of tp (R - N x P) / M (prefill-decode disaggregation, Disaggregation),
+  // beside the aggregated layouts.
   bool disaggregate = false;
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that

@@ -1645,12 +1645,11 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     f.memory = serving_memory(m, dtype, kv_dtype, par.tp, decode_share(0), seq + gen, gpu, 1, 0, ServingPass{0, 1},
                               par.dp_attention, {}, par.moe_all_to_all);
   } else {
-    // Requests arriving over time. Each prefill instance, whenever idle, runs every prompt sent
-    // to it that has arrived in one step and sends their caches on; each decode instance takes
-    // each of its requests once its cache is there, at most as many as its KV room holds (first
-    // come, first served), and every step decodes one token of each running request
-    // (continuous batching) at their mean context; a request leaves after its gen - 1 decode
-    // tokens.
+    // Requests arriving over time. The prefill instances run them as they arrive (run_prefills)
+    // and send their caches on; each decode instance takes each of its requests once its cache
+    // is there, at most as many as its KV room holds (first come, first served), and every step
+    // decodes one token of each running request (continuous batching) at their mean context; a
+    // request leaves after its gen - 1 decode tokens.
     const std::vector<double> arrive = arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals);
     std::vector<Step> steps = run_prefills(arrive);
     f.prefill = *first_step;

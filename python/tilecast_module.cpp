@@ -184,9 +184,8 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   predictor::CompareRequest req;
   req.dp_attention = dp_attention;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
-  req.disagg_layouts = predictor::disaggregation_layouts(prefill_tp, prefill_ep, instance_counts(prefill_instances, "prefill_instances"),
-                                                         instance_counts(decode_instances, "decode_instances"));
-  req.disagg = req.disagg_layouts.front();
+  req.disaggs = predictor::disaggregation_layouts(prefill_tp, prefill_ep, instance_counts(prefill_instances, "prefill_instances"),
+                                                  instance_counts(decode_instances, "decode_instances"));
   req.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   req.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   req.models = names(model, "model");
@@ -252,7 +251,6 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
       cached_prefix, true);
   q.par.dp_attention = dp_attention;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
-  q.disagg = layouts.front();
   predictor::Prices p;
   p.source = "capacity(prices=...)";
   for (const auto& kv : prices) predictor::add_price(p, kv.first + "=" + std::to_string(kv.second), e.reg);
@@ -261,7 +259,7 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
   std::string out;
   {
     py::gil_scoped_release nogil;
-    auto rows = predictor::run_capacity(q, gpu_names, tps, attainment, e.reg, e.kp, &p, layouts);
+    auto rows = predictor::run_capacity(q, gpu_names, tps, layouts, attainment, e.reg, e.kp, &p);
     predictor::rank_capacity(rows);
     out = predictor::capacity_rows_json(rows, target_rate.value_or(0), &p);
   }
