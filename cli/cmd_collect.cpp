@@ -47,8 +47,9 @@ int run_collect(const Args& args, const GlobalOptions& g) {
   opt.quiet = g.quiet;
   install_interrupt_handler();
   auto s = collector::run_collect(opt);
-  std::cout << "configs_in_shard,already_written,measured,failed,seconds\n"
-            << s.total << ',' << s.skipped_existing << ',' << s.measured << ',' << s.failed << ',' << s.seconds << "\n";
+  std::cout << "configs_in_shard,already_written,drawn_twice,measured,failed,seconds\n"
+            << s.total << ',' << s.skipped_existing << ',' << s.drawn_twice << ',' << s.measured << ',' << s.failed << ','
+            << s.seconds << "\n";
   return s.interrupted ? 130 : 0;
 }
 

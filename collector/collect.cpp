@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 #include <cstring>
 #include <unistd.h>
 
@@ -382,6 +383,7 @@ CollectSummary run_collect(const CollectOptions& opt) {
   ProgressBar bar(sum.total, "collect", opt.quiet);
   torch::NoGradGuard no_grad;
   const uint64_t stride = static_cast<uint64_t>(sweep.warmup + sweep.repeats + 1);
+  std::unordered_set<std::string> drawn;  // config ids this run has met
   for (int64_t idx = opt.shard.index; idx < n; idx += opt.shard.count) {
     if (interrupted()) {
       sum.interrupted = true;
@@ -390,7 +392,8 @@ CollectSummary run_collect(const CollectOptions& opt) {
     if (opt.limit > 0 && sum.measured + sum.failed >= opt.limit) break;
     const SweepConfig c = sweep_config(sweep, idx);
     if (writer.done(c.id)) {
-      ++sum.skipped_existing;
+      // Written by an earlier run (--resume; counted once), or drawn again by this sweep's sampler.
+      ++(drawn.insert(c.id).second ? sum.skipped_existing : sum.drawn_twice);
       bar.tick();
       continue;
     }
@@ -427,6 +430,8 @@ CollectSummary run_collect(const CollectOptions& opt) {
                              std::to_string(ex.size()) + " external correlations in the timed repeats)");
         const ConfigKernels& ck = it->second;
         times = ck.repeat_ms;
+        // The GPU waited for the host between this op's kernels for over a fifth of its span.
+        if (median_ms(ck.repeat_span_ms) > 1.25 * median_ms(times)) ++sum.host_bound;
         row.kernel_name = ck.main_kernel;
         for (const auto& k : ck.kernels) row.kernels += ";" + k;
         row.has_launch = true;
@@ -461,9 +466,16 @@ CollectSummary run_collect(const CollectOptions& opt) {
       ++sum.failed;
     }
     writer.append(op_family(c.query.op), row);
+    drawn.insert(c.id);
     bar.tick();
   }
   if (!sum.interrupted) bar.finish();
+  if (sum.host_bound > 0) {
+    TC_LOG(Info) << sum.host_bound << " of " << sum.measured
+                 << " configs left the GPU idle between their kernels for over a fifth of their span (the host "
+                    "launching the next kernel later than the GPU finished the last): their latency is the "
+                    "kernels' busy time, without those waits";
+  }
   if (prof && prof->dropped_records() > 0) {
     TC_LOG(Warn) << "CUPTI dropped " << prof->dropped_records() << " activity records";
   }

@@ -20,7 +20,9 @@ struct CollectOptions {
 
 struct CollectSummary {
   int64_t total = 0;      // configs in this shard
-  int64_t skipped_existing = 0;
+  int64_t skipped_existing = 0;  // written by an earlier run (--resume)
+  int64_t drawn_twice = 0;       // identical to a config measured earlier in this run
+  int64_t host_bound = 0;        // measured configs whose kernels waited on the host (collect.cpp)
   int64_t measured = 0, failed = 0;
   double seconds = 0;
   bool interrupted = false;

@@ -13,8 +13,8 @@ std::map<uint64_t, ConfigKernels> group_by_config(const std::vector<KernelRecord
   std::unordered_map<uint32_t, uint64_t> ext_of;
   for (const auto& e : ext) ext_of[e.correlation_id] = e.external_id;
 
-  struct Span { int64_t start = INT64_MAX, end = 0; };
-  std::map<uint64_t, std::map<uint64_t, Span>> spans;  // config -> repeat -> span
+  using Interval = std::pair<int64_t, int64_t>;
+  std::map<uint64_t, std::map<uint64_t, std::vector<Interval>>> runs;  // config -> repeat -> kernels
   std::map<uint64_t, ConfigKernels> out;
   std::map<uint64_t, int64_t> longest;
   for (const auto& k : kernels) {
@@ -26,9 +26,7 @@ std::map<uint64_t, ConfigKernels> group_by_config(const std::vector<KernelRecord
       ++c.dropped;
       continue;
     }
-    Span& s = spans[config][rep];
-    s.start = std::min(s.start, k.start_ns);
-    s.end = std::max(s.end, k.end_ns);
+    runs[config][rep].emplace_back(k.start_ns, k.end_ns);
     if (std::find(c.kernels.begin(), c.kernels.end(), k.name) == c.kernels.end()) c.kernels.push_back(k.name);
     const int64_t dur = k.end_ns - k.start_ns;
     if (!longest.count(config) || dur > longest[config]) {
@@ -41,8 +39,23 @@ std::map<uint64_t, ConfigKernels> group_by_config(const std::vector<KernelRecord
       c.dynamic_smem_bytes = k.dynamic_smem_bytes;
     }
   }
-  for (auto& kv : spans)
-    for (const auto& r : kv.second) out[kv.first].repeat_ms.push_back(ns_to_ms(r.second.end - r.second.start));
+  for (auto& kv : runs)
+    for (auto& r : kv.second) {
+      std::vector<Interval>& v = r.second;
+      std::sort(v.begin(), v.end());
+      // Busy time: the union of the intervals (kernels of two streams may overlap).
+      int64_t busy = 0, cur_start = v.front().first, cur_end = v.front().second;
+      for (const Interval& iv : v) {
+        if (iv.first > cur_end) {
+          busy += cur_end - cur_start;
+          cur_start = iv.first;
+        }
+        cur_end = std::max(cur_end, iv.second);
+      }
+      busy += cur_end - cur_start;  // cur_end: the last kernel's end
+      out[kv.first].repeat_ms.push_back(ns_to_ms(busy));
+      out[kv.first].repeat_span_ms.push_back(ns_to_ms(cur_end - v.front().first));
+    }
   return out;
 }
 

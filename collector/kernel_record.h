@@ -28,7 +28,12 @@ struct ExternalCorrelation {
 
 // What one config's kernels add up to.
 struct ConfigKernels {
-  std::vector<double> repeat_ms;  // per timed repeat: first kernel start -> last kernel end
+  // Per timed repeat: the time the GPU ran this config's kernels (the union of their intervals),
+  // and the span from the first kernel's start to the last one's end. They differ where the
+  // GPU waited between kernels, for the host to launch the next (an eager op of several small
+  // kernels); that wait belongs to the host, not to the GPU, so repeat_ms leaves it out.
+  std::vector<double> repeat_ms;
+  std::vector<double> repeat_span_ms;
   std::string main_kernel;        // the longest kernel (what NeuSight's regexes pick)
   std::vector<std::string> kernels;  // every distinct kernel name, launch order
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};

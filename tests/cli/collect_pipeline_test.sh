@@ -37,7 +37,11 @@ YAML
 # 1. Uninterrupted reference runs.
 "$TC" -q collect --sweep "$SWEEP" --out "$W/ref" --backend cpu > /dev/null
 [ "$(ids "$W/ref" | wc -l)" -eq 200 ] || { echo "reference run: expected 200 rows"; exit 1; }
-"$TC" -q collect --sweep "$LONG" --out "$W/longref" --backend cpu > /dev/null
+"$TC" -q collect --sweep "$LONG" --out "$W/longref" --backend cpu > "$W/longref.csv"
+# Its sampler draws some configs twice: each is measured once and counted as drawn twice.
+IFS=, read -r n_cfg _ twice_ref measured_ref _ _ < <(tail -1 "$W/longref.csv")
+[ "$twice_ref" -gt 0 ] && [ "$((measured_ref + twice_ref))" -eq "$n_cfg" ] && [ "$measured_ref" -eq "$(ids "$W/longref" | wc -l)" ] \
+  || { cat "$W/longref.csv"; echo "summary: measured + drawn_twice must be the sweep's configs, measured its rows"; exit 1; }
 
 # 2. SIGKILL part-way, then resume.
 "$TC" -q collect --sweep "$LONG" --out "$W/run" --backend cpu > /dev/null 2>&1 &
@@ -52,6 +56,10 @@ total=$(ids "$W/longref" | wc -l)
 printf 'ln,0.01,cpu,p1.13.0' >> "$W/run/layernorm.csv"
 "$TC" -q collect --sweep "$LONG" --out "$W/run" --backend cpu --resume > "$W/resume.csv"
 echo "killed after $before of $total rows; resume: $(tail -1 "$W/resume.csv")"
+# The resumed run skips each row written before once, and the same configs drawn twice.
+IFS=, read -r _ skipped twice _ _ _ < <(tail -1 "$W/resume.csv")
+[ "$skipped" -eq "$before" ] && [ "$twice" -eq "$twice_ref" ] \
+  || { cat "$W/resume.csv"; echo "resume summary: expected $before already written and $twice_ref drawn twice"; exit 1; }
 diff <(ids "$W/longref") <(ids "$W/run") || { echo "resumed run differs from the uninterrupted one"; exit 1; }
 [ -z "$(ids "$W/run" | uniq -d)" ] || { echo "duplicate config ids after resume"; exit 1; }
 for f in "$W"/run/*.csv; do

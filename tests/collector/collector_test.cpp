@@ -148,7 +148,8 @@ TEST(KernelRecords, GroupByConfigTwoPass) {
   const ConfigKernels& c = g.at(7);
   ASSERT_EQ(c.repeat_ms.size(), 3u);
   EXPECT_DOUBLE_EQ(c.repeat_ms[0], 2000e-6);
-  EXPECT_DOUBLE_EQ(c.repeat_ms[1], 4000e-6);  // 5000 -> 9000 spans both kernels
+  EXPECT_DOUBLE_EQ(c.repeat_ms[1], 4000e-6);  // 5000 -> 9000: both kernels, back to back
+  EXPECT_EQ(c.repeat_span_ms, c.repeat_ms);     // no kernel waited for the host
   EXPECT_EQ(c.main_kernel, "sgemm_128x64");
   EXPECT_EQ(c.kernels, (std::vector<std::string>{"sgemm_128x64", "splitk_reduce"}));
   EXPECT_EQ(c.dropped, 1);
@@ -159,6 +160,31 @@ TEST(KernelRecords, GroupByConfigTwoPass) {
   int32_t grid[3] = {216, 1, 1}, block[3] = {128, 1, 1};
   EXPECT_DOUBLE_EQ(blocks_per_sm(grid, 108), 2.0);
   EXPECT_DOUBLE_EQ(warps_per_sm(grid, block, 108), 8.0);
+}
+
+TEST(KernelRecords, LatencyIsTheGpusBusyTime) {
+  // Repeat 0: a 1 us cast, then a 3 us GEMM launched 30 us later by a slow host: busy 4 us,
+  // span 34 us. Repeat 1: kernels of two streams overlapping (0-3, 1-2 and 2.5-4 us) and a
+  // last one after a 1 us gap (5-6 us): busy 4 + 1 = 5 us, span 6 us.
+  std::vector<ExternalCorrelation> ext = {{1, 30}, {2, 30}, {3, 31}, {4, 31}, {5, 31}, {6, 31}};
+  auto k = [](uint32_t corr, int64_t s, int64_t e) {
+    KernelRecord r;
+    r.name = "k" + std::to_string(corr);
+    r.correlation_id = corr;
+    r.start_ns = s;
+    r.end_ns = e;
+    return r;
+  };
+  // Records arrive in completion order, not start order.
+  std::vector<KernelRecord> recs = {k(2, 1'031'000, 1'034'000), k(1, 1'000'000, 1'001'000), k(4, 1000, 2000),
+                                    k(3, 0, 3000),  k(6, 5000, 6000), k(5, 2500, 4000)};
+  const ConfigKernels c = group_by_config(recs, ext, 10).at(3);
+  ASSERT_EQ(c.repeat_ms.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.repeat_ms[0], 4000e-6);
+  EXPECT_DOUBLE_EQ(c.repeat_span_ms[0], 34000e-6);
+  EXPECT_DOUBLE_EQ(c.repeat_ms[1], 5000e-6);
+  EXPECT_DOUBLE_EQ(c.repeat_span_ms[1], 6000e-6);
+  EXPECT_EQ(c.main_kernel, "k2");  // the longest: 3 us, the first of two at 3 us to arrive
 }
 
 TEST(DatasetWriter, RowsReadBackThroughTheImporter) {
