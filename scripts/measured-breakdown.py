@@ -13,6 +13,10 @@
   signed JSON
       From `tilecast eval-models --format json`: the mean signed error (forecast / label - 1) of
       the single-GPU labels per GPU and mode.
+  runs A B
+      Two measurements of the same configs (two `tilecast collect` CSVs, matched by config_id, or
+      two `scripts/measure-e2e.py` JSON-lines files, matched by tag): the rows both measured, the
+      median and p90 of |B / A - 1| and the median B / A.
 """
 import argparse
 import csv
@@ -79,6 +83,34 @@ def signed(path):
         print(f"{gpu:20s} {mode:6s} {len(errs):3d} labels  mean signed error {statistics.mean(errs):+6.1f} %")
 
 
+def measured(path):
+    """config_id or tag -> latency (ms) of the rows measured ok."""
+    out = {}
+    with open(path) as f:
+        if path.endswith(".jsonl"):
+            for line in f:
+                r = json.loads(line)
+                if r.get("status") == "ok":
+                    out[r["tag"]] = float(r["e2e_latency"] if "e2e_latency" in r else r["latency_ms"])
+        else:
+            for r in csv.DictReader(f):
+                if r.get("status", "ok") == "ok":
+                    out[r["config_id"]] = float(r["Latency"] if "Latency" in r else r["latency"])
+    return out
+
+
+def runs(path_a, path_b):
+    a, b = measured(path_a), measured(path_b)
+    keys = sorted(a.keys() & b.keys())
+    if not keys:
+        sys.exit(f"{path_a}, {path_b}: no config measured in both")
+    ratios = sorted(b[k] / a[k] for k in keys)
+    dev = sorted(abs(r - 1) for r in ratios)
+    p90 = dev[min(len(dev) - 1, int(0.9 * (len(dev) - 1) + 0.5))]
+    print(f"{len(keys)} rows in both: |B / A - 1| median {100 * statistics.median(dev):.1f} %, "
+          f"p90 {100 * p90:.1f} %; median B / A {statistics.median(ratios):.3f}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -90,12 +122,17 @@ def main():
     d.add_argument("--min-mb", type=float, default=200)
     s = sub.add_parser("signed")
     s.add_argument("json")
+    r = sub.add_parser("runs")
+    r.add_argument("a")
+    r.add_argument("b")
     a = p.parse_args()
     try:
         if a.what == "gemm":
             gemm(a.rows, a.l2_mib)
         elif a.what == "decode-rate":
             decode_rate(a.csv, a.min_mb)
+        elif a.what == "runs":
+            runs(a.a, a.b)
         else:
             signed(a.json)
     except (OSError, KeyError, ValueError) as e:

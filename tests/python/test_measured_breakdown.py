@@ -54,6 +54,23 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("signed", em)
     assert rc == 0 and "2 labels mean signed error +10.0 %" in out, (out, err)
 
+    # Two runs: CSVs matched by config_id (a failed row and a row of one run only left out), JSON
+    # lines by tag. Ratios 1.10, 0.95, 1.00 -> deviations 0, 5, 10 %: median 5 %, p90 10 %.
+    for name, rows_ in (("a.csv", [("x", 1.0, "ok"), ("y", 2.0, "ok"), ("z", 4.0, "ok"), ("w", 1.0, "ok")]),
+                        ("b.csv", [("x", 1.1, "ok"), ("y", 1.9, "ok"), ("z", 4.0, "ok"), ("w", 0, "oom"),
+                                   ("v", 3.0, "ok")])):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write("OPName,Latency,status,config_id\n")
+            f.writelines(f"gemm,{lat},{st},{cid}\n" for cid, lat, st in rows_)
+    rc, out, err = run("runs", os.path.join(tmp, "a.csv"), os.path.join(tmp, "b.csv"))
+    assert rc == 0 and "3 rows in both: |B / A - 1| median 5.0 %, p90 10.0 %; median B / A 1.000" in out, (out, err)
+    for name, lat in (("a.jsonl", 100.0), ("b.jsonl", 80.0)):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(json.dumps({"tag": "m-inf", "status": "ok", "e2e_latency": lat}) + "\n")
+            f.write(json.dumps({"tag": "p", "status": "ok", "latency_ms": lat / 2}) + "\n")
+    rc, out, err = run("runs", os.path.join(tmp, "a.jsonl"), os.path.join(tmp, "b.jsonl"))
+    assert rc == 0 and "2 rows in both: |B / A - 1| median 20.0 %, p90 20.0 %; median B / A 0.800" in out, (out, err)
+
 rc, out, err = run("gemm", "/nonexistent.csv")
 assert rc == 1 and err.count("\n") == 1 and "measured-breakdown.py gemm: FileNotFoundError" in err, (rc, err)
 print("ok: measured-breakdown.py")
