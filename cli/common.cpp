@@ -191,6 +191,9 @@ void SchedulerOptions::add_to(po::options_description& desc) {
       "seed, as vLLM's benchmark sends them); TTFT counts from each arrival; default: all at once")(
       "arrivals", po::value<std::string>()->notifier([this](const std::string& v) { args.arrivals = v; }),
       "generate, --request-rate: poisson (default) or uniform gaps")(
+      "range-ratio", po::value<double>()->notifier([this](double v) { args.range_ratio = v; }),
+      "generate: each request's prompt and output tokens drawn uniformly within this fraction of --seq and --gen "
+      "([0, 1); vLLM's benchmark --random-range-ratio), from a fixed seed; default 0: every request alike")(
       "slo-ttft-ms", po::value<double>()->notifier([this](double v) { args.slo_ttft_ms = v; }),
       "generate: a request's time to first token objective, ms; with --slo-tpot-ms (either or both) the forecast "
       "counts the requests that meet them and their rate (goodput, as vLLM's benchmark --goodput)")(

@@ -507,7 +507,12 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
   auto meets = [&](const GenerateForecast& f) {
     return f.fits() && f.slo_attained_pct() >= attainment_pct - 1e-9;
   };
-  c.lone = at(0, 1);
+  {  // one request of the stated lengths (the range's draws are for the runs of many)
+    ForecastRequest lone = base;
+    lone.mode = "generate", lone.batch = 1, lone.limits.request_rate = 0, lone.limits.range_ratio = 0;
+    ++c.forecasts;
+    c.lone = *forecast(lone, kp).generate;
+  }
   if (!meets(c.lone)) return c;
   double lo = 0, hi = 0;
   std::optional<GenerateForecast> best;
@@ -619,6 +624,7 @@ std::string capacity_json(const ForecastRequest& q, const CapacityResult& c, dou
                       {"max_seqs_auto", q.limits.max_seqs_auto},
                       {"schedule", q.limits.schedule_name()},
                       {"arrivals", q.limits.uniform_arrivals ? "uniform" : "poisson"},
+                      {"range_ratio", q.limits.range_ratio},
                       {"cached_prefix", q.cached_prefix},
                       {"slo_ttft_ms", positive_or_null(q.limits.slo_ttft_ms)},
                       {"slo_tpot_ms", positive_or_null(q.limits.slo_tpot_ms)},
@@ -656,6 +662,11 @@ std::string capacity_table(const ForecastRequest& q, const CapacityResult& c, do
                 q.par.moe_all_to_all ? ", DP attention, DeepEP" : q.par.dp_attention ? ", DP attention" : "",
                 disagg.c_str(), q.limits.uniform_arrivals ? "uniform" : "Poisson", static_cast<long long>(requests));
   os << buf;
+  if (q.limits.range_ratio > 0) {
+    std::snprintf(buf, sizeof buf, "lengths: each request's drawn within %g %% of them (a lone request: as stated)\n",
+                  100 * q.limits.range_ratio);
+    os << buf;
+  }
   std::string engine = q.limits.max_batched_tokens > 0
                            ? std::to_string(q.limits.max_batched_tokens) + " tokens a step"
                            : std::string("whole prompts a step");

@@ -257,6 +257,7 @@ std::string compare_row_json(const CompareRow& r) {
     j["schedule"] = r.limits.schedule_name();
     j["request_rate"] = r.limits.request_rate;
     j["arrivals"] = r.limits.arrivals_name();
+    j["range_ratio"] = r.limits.range_ratio;
     j["prefill_tp"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_tp) : nlohmann::json(nullptr);
     j["prefill_ep"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_ep) : nlohmann::json(nullptr);
     j["prefill_instances"] = r.disagg.active() ? nlohmann::json(r.disagg.prefill_instances) : nlohmann::json(nullptr);

@@ -615,9 +615,15 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
   char buf[512];
   if (f.step.sequences() > 0) {
     std::string chunks;
-    for (const auto& c : f.step.prefill)
-      chunks += std::string(chunks.empty() ? "" : " + ") + std::to_string(c.seqs) + " x " + std::to_string(c.tokens) +
-                (c.prefix > 0 ? " after " + std::to_string(c.prefix) : "");
+    if (f.step.prefill.size() <= 6) {
+      for (const auto& c : f.step.prefill)
+        chunks += std::string(chunks.empty() ? "" : " + ") + std::to_string(c.seqs) + " x " + std::to_string(c.tokens) +
+                  (c.prefix > 0 ? " after " + std::to_string(c.prefix) : "");
+    } else {  // requests of their own lengths: the count and the range, not every chunk
+      int64_t n = 0, lo = std::numeric_limits<int64_t>::max(), hi = 0;
+      for (const auto& c : f.step.prefill) n += c.seqs, lo = std::min(lo, c.tokens), hi = std::max(hi, c.tokens);
+      chunks = std::to_string(n) + " of " + std::to_string(lo) + " to " + std::to_string(hi) + " tokens";
+    }
     std::string decode = f.step.decode_seqs > 0 ? std::to_string(f.step.decode_seqs) + " decoding (" +
                                                       std::to_string(f.step.decode_context) + " cached, mean)"
                                                 : "";
@@ -916,6 +922,25 @@ std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool un
   return t;
 }
 
+std::vector<RequestLength> request_lengths(int64_t batch, int64_t seq, int64_t gen, double range_ratio,
+                                           int64_t min_seq) {
+  std::vector<RequestLength> v(static_cast<size_t>(std::max<int64_t>(batch, 0)), RequestLength{seq, gen});
+  if (!(range_ratio > 0)) return v;
+  std::mt19937_64 rng(1);
+  // An integer in [lo, hi] from 64 random bits (the same draws on every platform; the modulo's
+  // bias is below 2^-40 for ranges under 2^24).
+  auto draw = [&](double length, int64_t least) {
+    const int64_t lo = std::max<int64_t>(least, static_cast<int64_t>(std::floor(length * (1 - range_ratio))));
+    const int64_t hi = std::max<int64_t>(lo, static_cast<int64_t>(std::ceil(length * (1 + range_ratio))));
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  for (RequestLength& r : v) {
+    r.seq = draw(double(seq), min_seq);
+    r.gen = draw(double(gen), 2);
+  }
+  return v;
+}
+
 std::string SchedulerLimits::slo_text() const {
   std::string s;
   char part[64];
@@ -932,6 +957,7 @@ const char* SchedulerArgs::first_given() const {
   if (arrivals) return "--arrivals";
   if (slo_ttft_ms) return "--slo-ttft-ms";
   if (slo_tpot_ms) return "--slo-tpot-ms";
+  if (range_ratio) return "--range-ratio";
   return nullptr;
 }
 
@@ -994,6 +1020,14 @@ SchedulerLimits SchedulerArgs::limits(bool python) const {
   };
   l.slo_ttft_ms = slo(slo_ttft_ms, "--slo-ttft-ms");
   l.slo_tpot_ms = slo(slo_tpot_ms, "--slo-tpot-ms");
+  if (range_ratio) {
+    if (!(*range_ratio >= 0 && *range_ratio < 1)) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", *range_ratio);
+      throw ConfigError(name("--range-ratio") + ": " + v + " out of range [0, 1)");
+    }
+    l.range_ratio = *range_ratio;
+  }
   return l;
 }
 
@@ -1050,34 +1084,41 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     throw ConfigError("--max-batched-tokens: " + std::to_string(max_tokens) + " is below the " + std::to_string(cap) +
                       " sequences that run at once (--batch" + (cap < batch ? ", --max-seqs" : "") +
                       "): each decodes one token a step");
-  const int64_t budget = max_tokens > 0 ? max_tokens : batch * seq + batch;
-  const int64_t prompt_tokens = batch * (seq - cached_prefix);  // to run
+  // Each request's prompt and output tokens (all seq and gen without a range ratio).
+  const std::vector<RequestLength> lengths = request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1);
+  int64_t prompt_tokens = 0;  // to run
+  for (const RequestLength& l : lengths) prompt_tokens += l.seq - cached_prefix;
+  const int64_t budget = max_tokens > 0 ? max_tokens : prompt_tokens + batch * (cached_prefix + 1);
   if ((prompt_tokens + budget - 1) / budget > kMaxPrefillSteps)  // at least that many steps
     throw ConfigError("--max-batched-tokens " + std::to_string(max_tokens) + ": " + std::to_string(batch) +
                       " prompts of " + std::to_string(seq) + " tokens need more than " +
                       std::to_string(kMaxPrefillSteps) + " steps; raise it");
-  // Requests in first-come order, in groups of the same state. A request runs (`started`) from
-  // its first prompt chunk until its last token; its prompt starts at the cached prefix.
+  // Requests in first-come order, in groups of the same state and lengths. A request runs
+  // (`started`) from its first prompt chunk until its last token; its prompt starts at the
+  // cached prefix.
   struct Group {
     int64_t n = 0, prefilled = 0, generated = 0;  // generated: output tokens so far (the first comes with the prompt)
     double first_ms = 0;
     bool started = false;
     double arrival_ms = 0;
+    int64_t seq = 0, gen = 0;  // each request's prompt and output tokens
   };
   if (!(limits.request_rate >= 0 && limits.request_rate <= 1e6))
     throw ConfigError("--request-rate: " + std::to_string(limits.request_rate) + " out of range [0, 1e6] requests a second");
   std::vector<Group> groups;
-  if (limits.request_rate > 0) {
-    for (double a : arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals))
-      groups.push_back({1, cached_prefix, 0, 0, false, a});
+  if (limits.request_rate > 0 || limits.range_ratio > 0) {
+    const std::vector<double> arrivals = arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals);
+    for (size_t i = 0; i < lengths.size(); ++i)
+      groups.push_back({1, cached_prefix, 0, 0, false, arrivals[i], lengths[i].seq, lengths[i].gen});
   } else {
-    groups.push_back({batch, cached_prefix, 0, 0, false, 0});
+    groups.push_back({batch, cached_prefix, 0, 0, false, 0, seq, gen});
   }
   ServingSchedule r;
   double t = 0;
   auto finish = [&](const Group& g) {
     r.e2e_ms = std::max(r.e2e_ms, t);
-    r.requests.push_back({g.n, g.first_ms - g.arrival_ms, gen > 1 ? (t - g.first_ms) / double(gen - 1) : 0.0,
+    r.output_tokens += g.n * g.gen;
+    r.requests.push_back({g.n, g.first_ms - g.arrival_ms, g.gen > 1 ? (t - g.first_ms) / double(g.gen - 1) : 0.0,
                           t - g.arrival_ms});
   };
   auto timed = [&](const ServingStep& st) {
@@ -1105,7 +1146,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     // Prompt tokens to run: a prompt under way, or one arrived, waiting, and a free sequence slot.
     const int64_t free_slots = cap - running();
     const bool prompts_left = std::any_of(groups.begin(), groups.end(), [&](const Group& g) {
-      return (g.started && g.prefilled < seq) || (!g.started && arrived(g) && free_slots > 0);
+      return (g.started && g.prefilled < g.seq) || (!g.started && arrived(g) && free_slots > 0);
     });
     if (prompts_left) {
       if (r.prefill_steps >= kMaxPrefillSteps)
@@ -1114,9 +1155,9 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
       ServingStep st;
       double context_sum = 0;
       for (const Group& g : groups)
-        if (g.prefilled == seq && !limits.prefill_first) {  // prefill-first: the decodes wait
+        if (g.prefilled == g.seq && !limits.prefill_first) {  // prefill-first: the decodes wait
           st.decode_seqs += g.n;
-          context_sum += double(g.n) * double(seq + g.generated - 1);
+          context_sum += double(g.n) * double(g.seq + g.generated - 1);
         }
       if (st.decode_seqs > 0) st.decode_context = std::llround(context_sum / double(st.decode_seqs));
       int64_t left = budget - st.decode_seqs, slots = free_slots;
@@ -1125,31 +1166,31 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
       std::vector<bool> completes;  // per group of `next`: its prompt ends in this step
       for (const Group& g : groups) {
         const bool waiting_group = !g.started;
-        if (g.prefilled == seq || left <= 0 || (waiting_group && (slots <= 0 || !arrived(g)))) {
+        if (g.prefilled == g.seq || left <= 0 || (waiting_group && (slots <= 0 || !arrived(g)))) {
           next.push_back(g);
           completes.push_back(false);
           continue;
         }
-        const int64_t rest = seq - g.prefilled;
+        const int64_t rest = g.seq - g.prefilled;
         const int64_t startable = waiting_group ? std::min(g.n, slots) : g.n;
         const int64_t whole = std::min(startable, left / rest);
         if (whole > 0) {
           st.prefill.push_back({whole, rest, g.prefilled});
           left -= whole * rest;
-          next.push_back({whole, seq, 0, 0, true, g.arrival_ms});
+          next.push_back({whole, g.seq, 0, 0, true, g.arrival_ms, g.seq, g.gen});
           completes.push_back(true);
         }
         int64_t waiting = g.n - whole;
         if (whole < startable && left > 0) {  // one prompt takes what is left of the budget
           st.prefill.push_back({1, left, g.prefilled});
-          next.push_back({1, g.prefilled + left, 0, 0, true, g.arrival_ms});
+          next.push_back({1, g.prefilled + left, 0, 0, true, g.arrival_ms, g.seq, g.gen});
           completes.push_back(false);
           left = 0;
           --waiting;
         }
         if (waiting_group) slots -= g.n - waiting;
         if (waiting > 0) {
-          next.push_back({waiting, g.prefilled, 0, 0, g.started, g.arrival_ms});
+          next.push_back({waiting, g.prefilled, 0, 0, g.started, g.arrival_ms, g.seq, g.gen});
           completes.push_back(false);
         }
       }
@@ -1162,10 +1203,10 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
         if (completes[i]) {  // its first token
           g.generated = 1;
           g.first_ms = t;
-        } else if (g.prefilled == seq && !limits.prefill_first) {  // decoded one token
+        } else if (g.prefilled == g.seq && !limits.prefill_first) {  // decoded one token
           ++g.generated;
         }
-        if (g.generated == gen) {
+        if (g.generated == g.gen) {
           finish(g);
           continue;
         }
@@ -1174,13 +1215,13 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
       continue;
     }
     // Decode only: every running sequence, until the next of them is done.
-    int64_t seqs = 0, k = gen;
+    int64_t seqs = 0, k = std::numeric_limits<int64_t>::max();
     double context_sum = 0;
     for (const Group& g : groups) {
-      if (g.prefilled < seq) continue;  // waiting for a slot
+      if (g.prefilled < g.seq) continue;  // waiting for a slot
       seqs += g.n;
-      context_sum += double(g.n) * double(seq + g.generated - 1);
-      k = std::min(k, gen - g.generated);
+      context_sum += double(g.n) * double(g.seq + g.generated - 1);
+      k = std::min(k, g.gen - g.generated);
     }
     if (seqs == 0) throw std::logic_error("schedule_serving: nothing runs");
     const double context0 = context_sum / double(seqs);
@@ -1210,8 +1251,8 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     r.steps += k;
     std::vector<Group> left;
     for (Group g : groups) {
-      if (g.prefilled == seq) g.generated += k;
-      if (g.generated == gen) finish(g);
+      if (g.prefilled == g.seq) g.generated += k;
+      if (g.generated == g.gen) finish(g);
       else left.push_back(g);
     }
     groups.swap(left);
@@ -1262,7 +1303,8 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   if (!(spec.accept >= 0 && spec.accept <= 1))
     throw ConfigError("--spec-accept: " + std::to_string(spec.accept) + " out of range [0, 1]");
   if (f.limits.any() || par.pp > 1)
-    throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs and --pp");
+    throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs, "
+                      "--request-rate, --range-ratio and --pp");
   if (windowed_layers(m) > 0 || windowed_layers(d) > 0)
     throw ConfigError("--spec-draft: speculative decoding is not modelled for sliding-window models (local attention "
                       "in any layer, chunked included)");
@@ -1352,6 +1394,14 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
   check_generate_lengths(m, seq, gen);
+  if (limits.range_ratio > 0) {  // the longest request drawn must fit the model's positions too
+    int64_t longest = 0;
+    for (const RequestLength& l : request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1))
+      longest = std::max(longest, l.seq + l.gen - 1);
+    if (m.max_positions > 0 && longest > m.max_positions)
+      throw ConfigError("--range-ratio: a request of " + std::to_string(longest) + " positions is drawn; " + m.name +
+                        " has " + std::to_string(m.max_positions));
+  }
   SchedulerLimits lim = limits;
   // The largest pass: one step at the token budget (as vLLM sizes its cache), else every
   // running prompt's uncached rest at once.
@@ -1404,7 +1454,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
   f.steps = s.steps;
   f.prefill_steps = s.prefill_steps;
   f.decode_steps_forecast = s.decode_steps_timed;
-  f.tokens_per_s = double(batch) * gen / (f.e2e_ms * 1e-3);
+  f.tokens_per_s = double(s.output_tokens) / (f.e2e_ms * 1e-3);
   set_requests(f, s.requests);
   // The KV cache of the sequences that run at once.
   const int64_t running = lim.max_seqs > 0 ? std::min(batch, lim.max_seqs) : batch;
@@ -1442,11 +1492,12 @@ void check_disaggregation_options(const std::string& option, const SchedulerLimi
                      : limits.prefill_first    ? "--schedule"
                      : cached_prefix > 0       ? "--cached-prefix"
                      : spec                    ? "--spec-draft"
+                     : limits.range_ratio > 0  ? "--range-ratio"
                                                : nullptr;
   if (flag)
     throw ConfigError(option + " with " + flag +
-                      ": not modelled (disaggregated serving has no sequence cap, cached prefix or draft; the decode "
-                      "instance's KV room is its cap)");
+                      ": not modelled (disaggregated serving has no sequence cap, cached prefix, draft or requests "
+                      "of their own lengths; the decode instance's KV room is its cap)");
 }
 
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
@@ -1754,6 +1805,7 @@ std::string generate_json(const GenerateForecast& f) {
                       {"schedule", f.limits.schedule_name()},
                       {"request_rate", f.limits.request_rate},
                       {"arrivals", f.limits.arrivals_name()},
+                      {"range_ratio", f.limits.range_ratio},
                       {"cached_prefix", f.cached_prefix},
                       {"ttft_ms", f.ttft_ms},
                       {"ttft_max_ms", f.ttft_max_ms},
@@ -1841,6 +1893,11 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
     std::snprintf(rate, sizeof rate, ", %g requests/s (%s arrivals)", f.limits.request_rate, f.limits.arrivals_name());
     budget += rate;
   }
+  if (f.limits.range_ratio > 0) {
+    char range[96];
+    std::snprintf(range, sizeof range, ", lengths drawn within %g %% of them", 100 * f.limits.range_ratio);
+    budget += range;
+  }
   if (!f.spec_draft.empty()) {
     char spec[200];
     std::snprintf(spec, sizeof spec, ", speculative: %s drafts %lld tokens, %.2f accepted (%.2f tokens a round)",
@@ -1923,9 +1980,10 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
     std::snprintf(buf, sizeof buf,
                   "ttft_ms       %10.3f  (mean over the requests; the last %.3f)\ntpot_ms       %10.3f  (mean over the "
                   "requests)\ne2e_ms        %10.3f  (the last request's last token)\n"
-                  "tokens/s      %10.1f  (batch x output tokens / e2e)\nsteps         %10lld  (%lld with prompt tokens)\n",
-                  f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s, static_cast<long long>(f.steps),
-                  static_cast<long long>(f.prefill_steps));
+                  "tokens/s      %10.1f  (%s / e2e)\nsteps         %10lld  (%lld with prompt tokens)\n",
+                  f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s,
+                  f.limits.range_ratio > 0 ? "the requests' output tokens" : "batch x output tokens",
+                  static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps));
   else if (!f.spec_draft.empty())
     std::snprintf(buf, sizeof buf,
                   "ttft_ms       %10.3f  (the target's and the draft's prefill)\ntpot_ms       %10.3f  (rounds of %.3f "

@@ -240,6 +240,10 @@ double serving_weight_bytes(const ModelConfig& m, DType dtype, int64_t tp, bool 
 // first at 0, the gaps drawn from an exponential distribution (a Poisson process, as vLLM's
 // benchmark sends them; `uniform_arrivals`: every gap 1 / rate), from a fixed seed so that a
 // forecast repeats; a request's TTFT counts from its arrival.
+// `range_ratio` (0: every request has --seq prompt and --gen output tokens): each request's
+// prompt and output lengths are drawn uniformly from [L (1 - r), L (1 + r)] around them, as vLLM's
+// serving benchmark draws its random dataset (--random-range-ratio), from a fixed seed
+// (request_lengths).
 // `slo_ttft_ms`, `slo_tpot_ms` (0: none) change no step: service-level objectives on each
 // request, against which forecast_generate counts the requests that meet every one and their
 // rate over the run (goodput, as vLLM's serving benchmark reports it with --goodput).
@@ -250,17 +254,27 @@ struct SchedulerLimits {
   double request_rate = 0;
   bool uniform_arrivals = false;
   double slo_ttft_ms = 0, slo_tpot_ms = 0;
+  double range_ratio = 0;
   bool has_slo() const { return slo_ttft_ms > 0 || slo_tpot_ms > 0; }
   std::string slo_text() const;  // "TTFT <= 200 ms, TPOT <= 30 ms" (the objectives set)
   bool any() const { return binds() || max_seqs_auto; }
   // A limit that makes the schedule differ from one prefill step and the decode steps (with
   // max_seqs_auto resolved into max_seqs by forecast_generate).
-  bool binds() const { return max_batched_tokens > 0 || max_seqs > 0 || request_rate > 0; }
+  bool binds() const { return max_batched_tokens > 0 || max_seqs > 0 || request_rate > 0 || range_ratio > 0; }
   const char* schedule_name() const { return prefill_first ? "prefill-first" : "mixed"; }
   const char* arrivals_name() const { return request_rate > 0 ? (uniform_arrivals ? "uniform" : "poisson") : "together"; }
 };
 // The arrival times (ms) of `batch` requests at `request_rate` requests a second (all 0 at rate 0).
 std::vector<double> arrival_times_ms(int64_t batch, double request_rate, bool uniform);
+// The prompt and output tokens of each of `batch` requests: seq and gen at range_ratio 0, else
+// integers drawn uniformly from [floor(L (1 - r)), ceil(L (1 + r))] for each (vLLM's random
+// dataset), from a fixed seed; prompts of at least min_seq tokens, outputs of at least 2.
+struct RequestLength {
+  int64_t seq = 0, gen = 0;
+  bool operator==(const RequestLength& o) const { return seq == o.seq && gen == o.gen; }
+};
+std::vector<RequestLength> request_lengths(int64_t batch, int64_t seq, int64_t gen, double range_ratio,
+                                           int64_t min_seq = 1);
 // The scheduler's options as a front end reads them (predict, compare, plan and the Python
 // module; unset: not given), checked and turned into SchedulerLimits in one place.
 struct SchedulerArgs {
@@ -270,6 +284,7 @@ struct SchedulerArgs {
   std::optional<double> request_rate;         // requests a second, [0.001, 1e6]
   std::optional<std::string> arrivals;        // with request_rate: poisson (default) | uniform
   std::optional<double> slo_ttft_ms, slo_tpot_ms;  // (0, 1e9] ms
+  std::optional<double> range_ratio;               // [0, 1)
   // The first option given, as its CLI flag (--max-seqs); nullptr when none is.
   const char* first_given() const;
   // The limits; ConfigError naming the option (`python`: as the keyword argument, max_seqs,
@@ -321,6 +336,7 @@ struct ServingSchedule {
   double ttft_max_ms() const { return request_percentile(requests, &RequestTimes::ttft_ms, 100); }
   double tpot_mean_ms() const { return request_mean(requests, &RequestTimes::tpot_ms); }
   double e2e_ms = 0;        // the last request's last token
+  int64_t output_tokens = 0;  // every request's output tokens
   std::vector<RequestTimes> requests;  // every request, in order of completion
   int64_t steps = 0;          // steps in all
   int64_t prefill_steps = 0;  // steps with prompt tokens
@@ -328,6 +344,8 @@ struct ServingSchedule {
 };
 // `cached_prefix`: the first tokens of every prompt are in the cache already (prefix caching):
 // each prompt runs its other seq - cached_prefix tokens, its first chunk after that prefix.
+// With limits.range_ratio each request has its own lengths (request_lengths; prompts longer
+// than the cached prefix), and a decode step's context is the mean over its sequences.
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
                                  const std::function<double(const ServingStep&)>& step_ms, int64_t cached_prefix = 0);
 

@@ -91,11 +91,12 @@ std::optional<std::string> max_seqs_text(const py::object& max_seqs) {
 predictor::SchedulerArgs scheduler_args(std::optional<int64_t> max_batched_tokens, const py::object& max_seqs,
                                         std::optional<std::string> schedule, std::optional<double> request_rate,
                                         std::optional<std::string> arrivals, std::optional<double> slo_ttft_ms,
-                                        std::optional<double> slo_tpot_ms) {
+                                        std::optional<double> slo_tpot_ms, std::optional<double> range_ratio) {
   predictor::SchedulerArgs s;
   s.max_batched_tokens = max_batched_tokens, s.max_seqs = max_seqs_text(max_seqs), s.schedule = std::move(schedule);
   s.request_rate = request_rate, s.arrivals = std::move(arrivals);
   s.slo_ttft_ms = slo_ttft_ms, s.slo_tpot_ms = slo_tpot_ms;
+  s.range_ratio = range_ratio;
   return s;
 }
 
@@ -126,14 +127,15 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    const std::string& expert_dtype, bool dp_attention, const std::string& moe_a2a,
                    std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
                    std::optional<int64_t> prefill_instances,
-                   std::optional<int64_t> decode_instances) {
+                   std::optional<int64_t> decode_instances, std::optional<double> range_ratio) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
   a.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances, decode_instances);
   a.expert_dtype = expert_dtype;
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
   a.cached_prefix = cached_prefix;
-  a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms);
+  a.sched = scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms,
+                           range_ratio);
   a.spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   a.par.ep = ep, a.routing = routing;
   a.host_gap_us = host_gap_us;
@@ -179,7 +181,8 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    const py::object& vpp, const std::string& expert_dtype, const std::string& spec_draft,
                    std::optional<int64_t> spec_tokens, std::optional<double> spec_accept, bool dp_attention,
                    const std::string& moe_a2a, std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
-                   const py::object& prefill_instances, const py::object& decode_instances) {
+                   const py::object& prefill_instances, const py::object& decode_instances,
+                   std::optional<double> range_ratio) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
   req.dp_attention = dp_attention;
@@ -202,7 +205,8 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
   }
   req.gen = gen.value_or(0);
   req.limits =
-      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
+      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms, range_ratio)
+          .limits(true);
   req.cached_prefix = cached_prefix;
   req.dps = ints(dp, "dp"), req.tps = ints(tp, "tp"), req.pps = ints(pp, "pp");
   req.microbatches = ints(microbatches, "microbatches");
@@ -237,7 +241,7 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
                     const std::string& routing, const std::string& weights, const std::string& gpu_dir,
                     bool dp_attention, const std::string& moe_a2a, std::optional<int64_t> prefill_tp,
                     std::optional<int64_t> prefill_ep, const py::object& prefill_instances,
-                    const py::object& decode_instances) {
+                    const py::object& decode_instances, std::optional<double> range_ratio) {
   Engine& e = engine(weights, gpu_dir);
   predictor::check_capacity_options(requests, target_rate);
   const std::vector<predictor::Disaggregation> layouts =
@@ -247,7 +251,8 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
       routing.empty() ? 0.0 : predictor::routing_flag(routing),
-      scheduler_args(max_batched_tokens, max_seqs, schedule, std::nullopt, arrivals, slo_ttft_ms, slo_tpot_ms),
+      scheduler_args(max_batched_tokens, max_seqs, schedule, std::nullopt, arrivals, slo_ttft_ms, slo_tpot_ms,
+                     range_ratio),
       cached_prefix, true);
   q.par.dp_attention = dp_attention;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
@@ -278,14 +283,15 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                 bool sequence_parallel, double train_tokens, const py::object& vpp, const std::string& expert_dtype,
                 const std::string& spec_draft, std::optional<int64_t> spec_tokens, std::optional<double> spec_accept,
-                bool dp_attention, const std::string& moe_a2a, bool disaggregate) {
+                bool dp_attention, const std::string& moe_a2a, bool disaggregate, std::optional<double> range_ratio) {
   Engine& e = engine(weights, gpu_dir);
   const predictor::SpecRequest spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   const predictor::TrainingArgs training = training_args(zero, sequence_parallel, recompute, train_tokens);
   const std::vector<int64_t> vpps = ints(vpp, "vpp");
   const std::string m = predictor::canonical_mode(mode);
   const predictor::SchedulerLimits lim =
-      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms).limits(true);
+      scheduler_args(max_batched_tokens, max_seqs, schedule, request_rate, arrivals, slo_ttft_ms, slo_tpot_ms, range_ratio)
+          .limits(true);
   int64_t tokens = 0;
   if (m == "decode") {
     if (context.is_none() || !seq.is_none()) throw ConfigError("mode decode takes context (not seq)");
@@ -380,7 +386,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("cp") = 1, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
         py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
-        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none());
+        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none(),
+        py::arg("range_ratio") = py::none());
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
@@ -402,7 +409,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
         py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false,
         py::arg("moe_a2a") = "none", py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
-        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none());
+        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none(),
+        py::arg("range_ratio") = py::none());
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",
@@ -414,7 +422,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("dtype") = "", py::arg("kv_dtype") = "", py::arg("routing") = "", py::arg("weights") = "",
         py::arg("gpu_dir") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
         py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
-        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none());
+        py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none(),
+        py::arg("range_ratio") = py::none());
   m.def("plan", &plan,
         "Every dp x tp x pp layout of `gpus` GPUs (serving: replicas x tp x pp, x ep for MoE models), ranked as "
         "`tilecast plan` ranks them: a list of dicts (its --format json rows).",
@@ -429,7 +438,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
         py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false,
-        py::arg("moe_a2a") = "none", py::arg("disaggregate") = false);
+        py::arg("moe_a2a") = "none", py::arg("disaggregate") = false, py::arg("range_ratio") = py::none());
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.def("models", &models, "The bundled model configs, as `tilecast models --format json`.", py::arg("models_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;

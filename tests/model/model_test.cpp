@@ -1756,6 +1756,71 @@ TEST(Serving, ScheduleChunksPromptsBesideDecodingSequences) {
                             {"--cached-prefix: 1000 out of range [0, 999]"});
 }
 
+// Requests of their own lengths (--range-ratio): the draws, then two requests scheduled by hand
+// with the step of 1 ms + 1 ms per 1,000 tokens.
+TEST(Serving, RequestsOfTheirOwnLengthsByHand) {
+  using predictor::RequestLength;
+  using predictor::request_lengths;
+  EXPECT_EQ(request_lengths(3, 100, 8, 0), (std::vector<RequestLength>{{100, 8}, {100, 8}, {100, 8}}));
+  // vLLM's random dataset: integers in [floor(L (1 - r)), ceil(L (1 + r))], a uniform draw.
+  const auto v = request_lengths(20000, 1000, 101, 0.5);
+  EXPECT_EQ(v, request_lengths(20000, 1000, 101, 0.5));  // a fixed seed
+  int64_t seq_lo = 1 << 30, seq_hi = 0, gen_lo = 1 << 30, gen_hi = 0;
+  double seq_sum = 0, gen_sum = 0;
+  for (const RequestLength& l : v) {
+    seq_lo = std::min(seq_lo, l.seq), seq_hi = std::max(seq_hi, l.seq), seq_sum += double(l.seq);
+    gen_lo = std::min(gen_lo, l.gen), gen_hi = std::max(gen_hi, l.gen), gen_sum += double(l.gen);
+  }
+  EXPECT_EQ(seq_lo, 500);  // 20,000 draws reach both ends of 1,001 values
+  EXPECT_EQ(seq_hi, 1500);
+  EXPECT_EQ(gen_lo, 50);   // floor(50.5)
+  EXPECT_EQ(gen_hi, 152);  // ceil(151.5)
+  EXPECT_NEAR(seq_sum / 20000, 1000, 5);  // the mean of a uniform draw over 500..1500; sd 289 / sqrt(20000) = 2
+  EXPECT_NEAR(gen_sum / 20000, 101, 0.5);
+  // Prompts never reach below the cached prefix + 1, outputs below 2.
+  for (const RequestLength& l : request_lengths(1000, 10, 3, 0.9, 6)) {
+    EXPECT_GE(l.seq, 6);
+    EXPECT_GE(l.gen, 2);
+  }
+  predictor::SchedulerArgs args;
+  args.range_ratio = 1;
+  expect_error<ConfigError>([&] { args.limits(); }, {"--range-ratio: 1 out of range [0, 1)"});
+  expect_error<ConfigError>([&] { args.limits(true); }, {"range_ratio: 1 out of range [0, 1)"});
+  args.range_ratio = 0.25;
+  EXPECT_STREQ(args.first_given(), "--range-ratio");
+  const predictor::SchedulerLimits lim = args.limits();
+  EXPECT_TRUE(lim.binds());
+
+  // Two requests at once, no budget: one step of both prompts, their first tokens at its end;
+  // both decode while both run (1.002 ms a step), then the longer alone (1.001 ms).
+  const auto len = request_lengths(2, 1000, 20, 0.25);
+  ASSERT_NE(len[0].gen, len[1].gen) << "the seed's draws: pick another pair of lengths";
+  std::vector<ServingStep> steps;
+  auto step_ms = [&](const ServingStep& st) {
+    steps.push_back(st);
+    return 1.0 + double(st.tokens()) / 1000.0;
+  };
+  const auto s = predictor::schedule_serving(2, 1000, 20, lim, step_ms);
+  ASSERT_EQ(steps[0].prefill.size(), 2u);
+  EXPECT_EQ(steps[0].prefill[0].tokens, len[0].seq);
+  EXPECT_EQ(steps[0].prefill[1].tokens, len[1].seq);
+  const double ttft = 1.0 + double(len[0].seq + len[1].seq) / 1000.0;
+  const int64_t both = std::min(len[0].gen, len[1].gen) - 1, alone = std::abs(len[0].gen - len[1].gen);
+  EXPECT_EQ(s.steps, 1 + both + alone);
+  EXPECT_EQ(s.output_tokens, len[0].gen + len[1].gen);
+  const double short_end = ttft + 1.002 * double(both), long_end = short_end + 1.001 * double(alone);
+  EXPECT_NEAR(s.ttft_mean_ms(), ttft, 1e-9);
+  EXPECT_NEAR(s.e2e_ms, long_end, 1e-9);
+  const int64_t g_short = std::min(len[0].gen, len[1].gen), g_long = std::max(len[0].gen, len[1].gen);
+  EXPECT_NEAR(s.tpot_mean_ms(),
+              ((short_end - ttft) / double(g_short - 1) + (long_end - ttft) / double(g_long - 1)) / 2, 1e-9);
+  // The decode steps' context is the mean of the sequences': each at its prompt + tokens so far.
+  ASSERT_FALSE(steps[1].prefill.size());
+  EXPECT_EQ(steps[1].decode_seqs, 2);
+  EXPECT_EQ(steps[1].decode_context, std::llround(double(len[0].seq + len[1].seq) / 2));
+  EXPECT_EQ(steps.back().decode_seqs, 1);
+}
+
 // Chunked prefill on the bundled weights: a budget no step fills is the forecast without one
 // (the step graph of whole prompts is the prefill graph); chunks of a long prompt attend their
 // prefix, so they cost more than the same chunk alone, and the prompt's chunks together cost at

@@ -425,12 +425,28 @@ assert py[0]["per_gpu_rps"] >= py[-1]["per_gpu_rps"] and py[0]["replicas"] >= 1,
 # The scheduler's keywords are checked as the CLI's flags, named as keywords.
 for kw, msg in ((dict(max_seqs="12x"), "max_seqs: expected auto or a count"),
                 (dict(arrivals="uniform"), "arrivals applies with request_rate only"),
-                (dict(schedule="fifo"), "schedule: expected mixed (vLLM) or prefill-first")):
+                (dict(schedule="fifo"), "schedule: expected mixed (vLLM) or prefill-first"),
+                (dict(range_ratio=1.0), "range_ratio: 1 out of range [0, 1)")):
     try:
         tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", mode="generate", batch=4, seq=100, gen=4, **kw)
         raise SystemExit("FAIL: compare accepted %r" % kw)
     except ValueError as e:
         assert msg in str(e) and "--" not in str(e), e
+# Requests of their own lengths: as the CLI's; a ratio of 0 is every request alike.
+py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=16, seq=512, mode="generate", gen=32,
+                      max_batched_tokens=4096, range_ratio=0.5)
+assert py == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "16", "--seq", "512", "--mode",
+                 "generate", "--gen", "32", "--max-batched-tokens", "4096", "--range-ratio", "0.5")
+alike = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=16, seq=512, mode="generate", gen=32,
+                         max_batched_tokens=4096)
+assert tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=16, seq=512, mode="generate", gen=32,
+                        max_batched_tokens=4096, range_ratio=0.0) == alike
+assert py["range_ratio"] == 0.5 and alike["range_ratio"] == 0.0 and py["ttft_p99_ms"] > py["ttft_p50_ms"], py
+rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", seq=512, gen=32, slo_tpot_ms=20.0, requests=40,
+                         range_ratio=0.25)
+assert rows == cli("capacity", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--seq", "512", "--gen", "32",
+                   "--slo-tpot-ms", "20", "--requests", "40", "--range-ratio", "0.25")["rows"]
+assert rows[0]["range_ratio"] == 0.25 and rows[0]["max_rate_rps"] > 0, rows[0]
 # No LibTorch in this process.
 maps = open("/proc/self/maps").read()
 assert "libtorch" not in maps and "torch" not in sys.modules
