@@ -1372,6 +1372,20 @@ void check_generate_lengths(const ModelConfig& m, int64_t seq, int64_t gen) {
                       std::to_string(m.max_positions));
 }
 
+// check_generate_lengths, and with a range ratio the longest request drawn against the
+// model's positions too.
+void check_request_lengths(const ModelConfig& m, int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
+                           int64_t cached_prefix) {
+  check_generate_lengths(m, seq, gen);
+  if (!(limits.range_ratio > 0) || m.max_positions <= 0) return;
+  int64_t longest = 0;
+  for (const RequestLength& l : request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1))
+    longest = std::max(longest, l.seq + l.gen - 1);
+  if (longest > m.max_positions)
+    throw ConfigError("--range-ratio: a request of " + std::to_string(longest) + " positions is drawn; " + m.name +
+                      " has " + std::to_string(m.max_positions));
+}
+
 // A generate forecast's request fields, before any step.
 GenerateForecast generate_request(const ModelConfig& m, const GpuSpec& gpu, int64_t batch, int64_t seq, int64_t gen,
                                   DType dtype, DType kv_dtype, const SchedulerLimits& limits, int64_t cached_prefix) {
@@ -1393,15 +1407,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
                                    int64_t cached_prefix, const SpecDecoding* spec) {
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
-  check_generate_lengths(m, seq, gen);
-  if (limits.range_ratio > 0) {  // the longest request drawn must fit the model's positions too
-    int64_t longest = 0;
-    for (const RequestLength& l : request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1))
-      longest = std::max(longest, l.seq + l.gen - 1);
-    if (m.max_positions > 0 && longest > m.max_positions)
-      throw ConfigError("--range-ratio: a request of " + std::to_string(longest) + " positions is drawn; " + m.name +
-                        " has " + std::to_string(m.max_positions));
-  }
+  check_request_lengths(m, batch, seq, gen, limits, cached_prefix);
   SchedulerLimits lim = limits;
   // The largest pass: one step at the token budget (as vLLM sizes its cache), else every
   // running prompt's uncached rest at once.
@@ -1492,12 +1498,11 @@ void check_disaggregation_options(const std::string& option, const SchedulerLimi
                      : limits.prefill_first    ? "--schedule"
                      : cached_prefix > 0       ? "--cached-prefix"
                      : spec                    ? "--spec-draft"
-                     : limits.range_ratio > 0  ? "--range-ratio"
                                                : nullptr;
   if (flag)
     throw ConfigError(option + " with " + flag +
-                      ": not modelled (disaggregated serving has no sequence cap, cached prefix, draft or requests "
-                      "of their own lengths; the decode instance's KV room is its cap)");
+                      ": not modelled (disaggregated serving has no sequence cap, cached prefix or draft; the decode "
+                      "instance's KV room is its cap)");
 }
 
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
@@ -1513,10 +1518,13 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
                       ": disaggregated serving is modelled with one pipeline stage a decode instance");
   check_disaggregation_options("--prefill-tp", limits);
-  check_generate_lengths(m, seq, gen);
-  // A batch at once (no cap) takes the closed form below; arrivals, or the decode instance's KV
-  // room as a cap (--max-seqs auto), the schedule after it (arrivals all at 0 without a rate).
-  const bool scheduled = limits.request_rate > 0 || limits.max_seqs_auto;
+  check_request_lengths(m, batch, seq, gen, limits, 0);
+  // A batch at once (no cap) takes the closed form below; arrivals, the decode instance's KV
+  // room as a cap (--max-seqs auto) or requests of their own lengths, the schedule after it
+  // (arrivals all at 0 without a rate).
+  const bool scheduled = limits.request_rate > 0 || limits.max_seqs_auto || limits.range_ratio > 0;
+  // Each request's prompt and output tokens (all seq and gen without a range ratio).
+  const std::vector<RequestLength> len = request_lengths(batch, seq, gen, limits.range_ratio);
   // Request i goes to decode instance i mod M, which in the closed form decodes a share of
   // ceil or floor(batch / M) sequences.
   auto decode_share = [&](int64_t j) { return batch / decoders + (j < batch % decoders ? 1 : 0); };
@@ -1557,16 +1565,19 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
                      })).first;
     return it->second;
   };
-  // A request's whole cache: every KV head (or the MLA latent) of every layer, tp 1's bytes.
-  const double windowed = double(windowed_layers(m)), window = double(std::min<int64_t>(seq, m.sliding_window));
-  const double request_kv_bytes =
-      kv_token_layer_bytes(m, kv_dtype, 1, false) * ((double(m.layers) - windowed) * double(seq) + windowed * window);
+  // A request's whole cache after a prompt of s tokens: every KV head (or the MLA latent) of
+  // every layer, tp 1's bytes.
+  const double windowed = double(windowed_layers(m)), token_layer_bytes = kv_token_layer_bytes(m, kv_dtype, 1, false);
+  auto request_kv_bytes = [&](int64_t s) {
+    const double window = double(std::min<int64_t>(s, m.sliding_window));
+    return token_layer_bytes * ((double(m.layers) - windowed) * double(s) + windowed * window);
+  };
   x.kv_over_network = gpu.gpus_per_node > 0 && d.replica_gpus(par.tp) > gpu.gpus_per_node;
   const double pairs = double(std::min(p, par.tp));
-  // The caches of k prompts of one prefill step, moved together: a point-to-point send of each
-  // GPU pair's share.
-  auto move_ms = [&](int64_t k) {
-    return send_recv_ms(double(k) * request_kv_bytes / pairs, gpu, x.kv_over_network,
+  // The caches of one prefill step's prompts to one decode instance (their bytes), moved
+  // together: a point-to-point send of each GPU pair's share.
+  auto move_ms = [&](double bytes) {
+    return send_recv_ms(bytes / pairs, gpu, x.kv_over_network,
                         "a KV cache sent between a prefill and a decode instance on two nodes");
   };
   // The prefill steps, each its end, its prompts and their first index in `members` (the
@@ -1586,10 +1597,11 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.end_ms < b.end_ms; });
     std::vector<double> link_free(static_cast<size_t>(decoders), 0.0), at(static_cast<size_t>(batch), 0.0);
     std::vector<double> send_free(static_cast<size_t>(instances), 0.0);
-    std::vector<int64_t> to(static_cast<size_t>(decoders));
+    std::vector<double> to(static_cast<size_t>(decoders));  // bytes to each decode instance
     for (const Step& s : steps) {
-      std::fill(to.begin(), to.end(), 0);
-      for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q) ++to[members[q] % decoders];
+      std::fill(to.begin(), to.end(), 0.0);
+      for (size_t q = s.first; q < s.first + static_cast<size_t>(s.prompts); ++q)
+        to[members[q] % decoders] += request_kv_bytes(len[members[q]].seq);
       double& sender = send_free[static_cast<size_t>(s.instance)];
       for (size_t j = 0; j < to.size(); ++j)
         if (to[j] > 0) {
@@ -1602,7 +1614,8 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     }
     return at;
   };
-  x.kv_transfer_gb = double(batch) * request_kv_bytes / 1e9;
+  int64_t output_tokens = 0;
+  for (const RequestLength& l : len) x.kv_transfer_gb += request_kv_bytes(l.seq) / 1e9, output_tokens += l.gen;
   // The prefill instances' steps. Request i goes to prefill instance i mod N; each instance,
   // whenever idle, runs the prompts sent to it that have arrived, in order of arrival: all of
   // them whole in one step, or with a token budget (--max-batched-tokens B, the prefill
@@ -1632,17 +1645,19 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
         size_t j = next;
         int64_t at = done;
         while (j < members.size() && arrive[members[j]] <= t && left > 0) {
-          const int64_t c = std::min(seq - at, left);
+          const int64_t prompt = len[members[j]].seq;
+          const int64_t c = std::min(prompt - at, left);
           if (!chunks.empty() && chunks.back()[1] == c && chunks.back()[2] == at) ++chunks.back()[0];
           else chunks.push_back({1, c, at});
           left -= c, tokens += c, ++prompts;
-          if (at + c < seq) {
+          if (at + c < prompt) {
             at += c;
             break;
           }
           ++j, at = 0;
         }
-        const bool whole = chunks.size() == 1 && chunks[0][1] == seq;
+        // Whole prompts of the stated length: the prefill graph (equal to the step graph's).
+        const bool whole = chunks.size() == 1 && chunks[0][1] == seq && chunks[0][2] == 0;
         const ModelForecast* step = nullptr;
         if (whole) {
           step = &prefill_step(chunks[0][0]);
@@ -1733,7 +1748,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
         if (++decode_steps > kMaxArrivalSteps)
           throw ConfigError("--request-rate: more than 1,000,000 decode steps; raise the rate or lower --batch");
         double context_sum = 0;
-        for (const Running& r : running) context_sum += double(seq + r.decoded);
+        for (const Running& r : running) context_sum += double(len[r.id].seq + r.decoded);
         const int64_t n = static_cast<int64_t>(running.size());
         const int64_t context = (std::llround(context_sum / double(n)) + 8) / 16 * 16;
         auto it = decode_memo.find({n, context});
@@ -1748,12 +1763,13 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
         x.decode_ms += it->second;
         std::vector<Running> still;
         for (Running r : running) {
-          if (++r.decoded < gen - 1) {
+          const int64_t outputs = len[r.id].gen;
+          if (++r.decoded < outputs - 1) {
             still.push_back(r);
             continue;
           }
           const double first = ready[r.id];
-          requests.push_back({1, first - arrive[r.id], (t - first) / double(gen - 1), t - arrive[r.id]});
+          requests.push_back({1, first - arrive[r.id], (t - first) / double(outputs - 1), t - arrive[r.id]});
           f.e2e_ms = std::max(f.e2e_ms, t);
         }
         running.swap(still);
@@ -1770,7 +1786,7 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
   x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, seq, gpu, 1, 0,
                                     budget > 0 ? ServingPass{largest_step_tokens, 0} : ServingPass{0, seq});
   x.prefill_per_decode = x.decode_ms > 0 ? x.prefill_ms / x.decode_ms : 0;
-  f.tokens_per_s = double(batch) * double(gen) / (f.e2e_ms * 1e-3);
+  f.tokens_per_s = double(output_tokens) / (f.e2e_ms * 1e-3);
   f.disagg = x;
   return f;
 }
@@ -1867,6 +1883,13 @@ std::string generate_json(const GenerateForecast& f) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+// What tokens/s counts: every request alike, or each with its own output tokens.
+const char* output_tokens_text(const GenerateForecast& f) {
+  return f.limits.range_ratio > 0 ? "the requests' output tokens" : "batch x output tokens";
+}
+}  // namespace
+
 std::string generate_table(const GenerateForecast& f, int top_ops) {
   std::ostringstream os;
   char buf[640];
@@ -1926,8 +1949,8 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
       std::snprintf(buf, sizeof buf,
                     "ttft_ms       %10.3f  (mean over the requests, from arrival; the last %.3f)\n"
                     "tpot_ms       %10.3f  (mean over the requests)\ne2e_ms        %10.3f  (the last request's last "
-                    "token)\ntokens/s      %10.1f  (batch x output tokens / e2e)\n",
-                    f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s);
+                    "token)\ntokens/s      %10.1f  (%s / e2e)\n",
+                    f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s, output_tokens_text(f));
       os << buf << percentiles();
       std::snprintf(buf, sizeof buf, "steps         %10lld  (%lld prefill steps; %.2f GB of caches moved %s in %.3f ms)\n",
                     static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps), x.kv_transfer_gb, link,
@@ -1982,7 +2005,7 @@ std::string generate_table(const GenerateForecast& f, int top_ops) {
                   "requests)\ne2e_ms        %10.3f  (the last request's last token)\n"
                   "tokens/s      %10.1f  (%s / e2e)\nsteps         %10lld  (%lld with prompt tokens)\n",
                   f.ttft_ms, f.ttft_max_ms, f.tpot_ms, f.e2e_ms, f.tokens_per_s,
-                  f.limits.range_ratio > 0 ? "the requests' output tokens" : "batch x output tokens",
+                  output_tokens_text(f),
                   static_cast<long long>(f.steps), static_cast<long long>(f.prefill_steps));
   else if (!f.spec_draft.empty())
     std::snprintf(buf, sizeof buf,

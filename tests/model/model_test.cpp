@@ -2335,6 +2335,32 @@ TEST(Serving, DisaggregatedInstancesByHand) {
       {"--prefill-instances: 0 out of range [1, 1024]"});
 }
 
+// Requests of their own lengths, disaggregated (one prefill and one decode instance): both
+// prompts in one prefill step (the step graph of their two chunks), their caches' bytes moved
+// by their lengths, then decoded until the longer one's last token.
+TEST(Serving, DisaggregatedRequestsOfTheirOwnLengthsByHand) {
+  const DisaggByHand h;
+  predictor::SchedulerLimits lim;
+  lim.range_ratio = 0.5;
+  const auto len = predictor::request_lengths(2, 1000, 8, 0.5);
+  ASSERT_NE(len[0].seq, len[1].seq);
+  ServingStep st;
+  st.prefill = {{1, len[0].seq, 0}, {1, len[1].seq, 0}};
+  const double step =
+      predictor::forecast_model(build_serving_step_graph(h.m, st, DType::kBf16, DType::kBf16, 1), h.gpu, h.p).total_ms;
+  const int64_t prompt_tokens = len[0].seq + len[1].seq;
+  const double move = 0.005 + double(prompt_tokens) * 131072 / (0.8 * 450e9) * 1e3;
+  const auto f = predictor::forecast_disaggregated(h.m, h.gpu, h.p, 2, 1000, 8, DType::kBf16, DType::kBf16,
+                                                   Parallelism{}, predictor::Disaggregation{1}, 0, 0, lim);
+  ASSERT_TRUE(f.disagg.has_value());
+  EXPECT_NEAR(f.disagg->kv_transfer_gb, double(prompt_tokens) * 131072 / 1e9, 1e-12);
+  EXPECT_NEAR(f.ttft_ms, step + move, 1e-9);
+  EXPECT_NEAR(f.ttft_max_ms, step + move, 1e-9);
+  EXPECT_EQ(f.prefill_steps, 1);
+  EXPECT_EQ(f.steps, 1 + std::max(len[0].gen, len[1].gen) - 1);  // the prefill step, then the decode steps
+  EXPECT_NEAR(f.tokens_per_s * f.e2e_ms * 1e-3, double(len[0].gen + len[1].gen), 1e-9);
+}
+
 // A token budget on the prefill instance (--max-batched-tokens 1,500, its chunked prefill), by
 // hand: three prompts of 1,000 at once run as a step of prompt 0 and the first 500 tokens of
 // prompt 1, then a step of prompt 1's other 500 (after its 500 cached) and prompt 2; prompt 0's
