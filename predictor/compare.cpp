@@ -383,6 +383,18 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
            r.disagg.prefill_instances != rows.front().disagg.prefill_instances ||
            r.disagg.decode_instances != rows.front().disagg.decode_instances;
   });
+  // The pre column: tp P of one prefill instance, NxP of N; ":M" where M decode instances of the
+  // row's tp; as wide as its longest entry and at least "pre".
+  auto pre_text = [](const CompareRow& r) {
+    if (!r.disagg.active()) return std::string("-");
+    return (r.disagg.prefill_instances > 1
+                ? std::to_string(r.disagg.prefill_instances) + "x" + std::to_string(r.disagg.prefill_tp)
+                : std::to_string(r.disagg.prefill_tp)) +
+           (r.disagg.decode_instances > 1 ? ":" + std::to_string(r.disagg.decode_instances) : "");
+  };
+  int pw = 3;
+  if (show_pre)
+    for (const auto& r : rows) pw = std::max(pw, static_cast<int>(pre_text(r).size()));
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -403,7 +415,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
   std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6s %6s %3s %3s %3s%s %3s %12s %s%s%s%12s %14s  %s\n", "rank", "model",
                 "gpu", dw, "dtype", "batch", serving && rows.front().mode == "decode" ? "ctx" : "seq", "dp", "tp", "pp",
                 (std::string(show_ep ? "  ep" : "") + (show_cp ? "  cp" : "") + (show_vpp ? " vpp" : "") + (show_dpa ? " dpa" : "") +
-                 (show_pre ? " pre" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
+                 (show_pre ? " " + std::string(static_cast<size_t>(pw - 3), ' ') + "pre" : "")).c_str(), "mb", "step_ms", serving ? "     ttft_ms      tpot_ms " : "",
                 show_slo ? "goodput/s  met % " : "", show_mfu ? " zero  rc  MFU % " : "", "tokens/s", "memory GB",
                 (std::string(priced ? "  $/1M tokens" : "") + (show_run ? "  run days" : "") +
                  (show_run && priced ? "       run $" : ""))
@@ -418,16 +430,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
     if (show_dpa)
       std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s",
                     r.moe_a2a ? "a2a" : r.dp_attention ? "yes" : "no");
-    if (show_pre) {
-      // tp P of one prefill instance, NxP of N; ":M" where M decode instances of the row's tp.
-      const std::string pre =
-          !r.disagg.active() ? "-"
-          : (r.disagg.prefill_instances > 1
-                 ? std::to_string(r.disagg.prefill_instances) + "x" + std::to_string(r.disagg.prefill_tp)
-                 : std::to_string(r.disagg.prefill_tp)) +
-                (r.disagg.decode_instances > 1 ? ":" + std::to_string(r.disagg.decode_instances) : "");
-      std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s", pre.c_str());
-    }
+    if (show_pre)
+      std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %*s", pw, pre_text(r).c_str());
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), dw, shown_dtype(r).c_str(), (long long)r.batch, (long long)r.seq,
