@@ -447,6 +447,15 @@ rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", seq=512, gen=32,
 assert rows == cli("capacity", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--seq", "512", "--gen", "32",
                    "--slo-tpot-ms", "20", "--requests", "40", "--range-ratio", "0.25")["rows"]
 assert rows[0]["range_ratio"] == 0.25 and rows[0]["max_rate_rps"] > 0, rows[0]
+rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM,A100-SXM4-80GB", mode="generate", batch=32, seq=512, gen=32,
+                        range_ratio=0.5)
+assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM,A100-SXM4-80GB", "--mode", "generate",
+                   "--batch", "32", "--seq", "512", "--gen", "32", "--range-ratio", "0.5")["rows"]
+assert {r["range_ratio"] for r in rows} == {0.5}, rows[:1]
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H100-SXM", gpus=2, global_batch=32, mode="generate", seq=512, gen=32,
+                     range_ratio=0.5)
+assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "2", "--global-batch", "32",
+                   "--mode", "generate", "--seq", "512", "--gen", "32", "--range-ratio", "0.5")["rows"]
 # No LibTorch in this process.
 maps = open("/proc/self/maps").read()
 assert "libtorch" not in maps and "torch" not in sys.modules
