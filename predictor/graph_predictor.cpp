@@ -619,7 +619,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
       for (const auto& c : f.step.prefill)
         chunks += std::string(chunks.empty() ? "" : " + ") + std::to_string(c.seqs) + " x " + std::to_string(c.tokens) +
                   (c.prefix > 0 ? " after " + std::to_string(c.prefix) : "");
-    } else {  // requests of their own lengths: the count and the range, not every chunk
+    } else {  // many chunks (requests of their own lengths, arrivals): their prompts and range
       int64_t n = 0, lo = std::numeric_limits<int64_t>::max(), hi = 0;
       for (const auto& c : f.step.prefill) n += c.seqs, lo = std::min(lo, c.tokens), hi = std::max(hi, c.tokens);
       chunks = std::to_string(n) + " of " + std::to_string(lo) + " to " + std::to_string(hi) + " tokens";
@@ -1783,8 +1783,11 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     set_requests(f, std::move(requests));
   }
   // A prefill GPU at the largest step: its prompts' caches and pass (at the budget: its tokens).
-  x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, seq, gpu, 1, 0,
-                                    budget > 0 ? ServingPass{largest_step_tokens, 0} : ServingPass{0, seq});
+  // (With a range ratio: at the longest prompt drawn.)
+  int64_t longest_prompt = 0;
+  for (const RequestLength& l : len) longest_prompt = std::max(longest_prompt, l.seq);
+  x.prefill_memory = serving_memory(m, dtype, kv_dtype, p, largest_prefill, longest_prompt, gpu, 1, 0,
+                                    budget > 0 ? ServingPass{largest_step_tokens, 0} : ServingPass{0, longest_prompt});
   x.prefill_per_decode = x.decode_ms > 0 ? x.prefill_ms / x.decode_ms : 0;
   f.tokens_per_s = double(output_tokens) / (f.e2e_ms * 1e-3);
   f.disagg = x;
