@@ -1151,7 +1151,10 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     if (prompts_left) {
       if (r.prefill_steps >= kMaxPrefillSteps)
         throw ConfigError("--max-batched-tokens " + std::to_string(max_tokens) + ": more than " +
-                          std::to_string(kMaxPrefillSteps) + " steps with prompt tokens; raise it");
+                          std::to_string(kMaxPrefillSteps) + " steps with prompt tokens; raise it" +
+                          (limits.range_ratio > 0 || limits.request_rate > 0
+                               ? " or lower --batch (requests that finish one by one start prompts in most steps)"
+                               : ""));
       ServingStep st;
       double context_sum = 0;
       for (const Group& g : groups)
