@@ -497,22 +497,18 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
   CapacityResult c;
   c.attainment_pct = attainment_pct;
   c.requests = base.batch;
-  // `batch` requests at `rate` a second (0: together).
-  auto at = [&](double rate, int64_t batch) {
-    ForecastRequest q = base;
-    q.mode = "generate", q.batch = batch, q.limits.request_rate = rate;
+  // q's requests at `rate` a second (0: together).
+  auto at = [&](ForecastRequest q, double rate) {
+    q.mode = "generate", q.limits.request_rate = rate;
     ++c.forecasts;
     return *forecast(q, kp).generate;
   };
   auto meets = [&](const GenerateForecast& f) {
     return f.fits() && f.slo_attained_pct() >= attainment_pct - 1e-9;
   };
-  {  // one request of the stated lengths (the range's draws are for the runs of many)
-    ForecastRequest lone = base;
-    lone.mode = "generate", lone.batch = 1, lone.limits.request_rate = 0, lone.limits.range_ratio = 0;
-    ++c.forecasts;
-    c.lone = *forecast(lone, kp).generate;
-  }
+  ForecastRequest lone = base;  // one request of the stated lengths (the range's draws are for the runs of many)
+  lone.batch = 1, lone.limits.range_ratio = 0;
+  c.lone = at(lone, 0);
   if (!meets(c.lone)) return c;
   double lo = 0, hi = 0;
   std::optional<GenerateForecast> best;
@@ -521,7 +517,7 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
       c.unbounded = true;
       break;
     }
-    GenerateForecast f = at(r, base.batch);
+    GenerateForecast f = at(base, r);
     if (!meets(f)) {
       hi = r;
       break;
@@ -531,7 +527,7 @@ CapacityResult find_capacity(const ForecastRequest& base, double attainment_pct,
   if (hi > 0 && lo > 0) {
     while (hi / lo > 1.01) {
       const double mid = std::sqrt(lo * hi);
-      GenerateForecast f = at(mid, base.batch);
+      GenerateForecast f = at(base, mid);
       if (meets(f)) lo = mid, best = std::move(f);
       else hi = mid;
     }

@@ -1375,16 +1375,13 @@ void check_generate_lengths(const ModelConfig& m, int64_t seq, int64_t gen) {
                       std::to_string(m.max_positions));
 }
 
-// check_generate_lengths, and with a range ratio the longest request drawn against the
-// model's positions too.
-void check_request_lengths(const ModelConfig& m, int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
-                           int64_t cached_prefix) {
+// check_generate_lengths, and the longest of the requests' own lengths (a range ratio's draws)
+// against the model's positions too.
+void check_request_lengths(const ModelConfig& m, int64_t seq, int64_t gen, const std::vector<RequestLength>& lengths) {
   check_generate_lengths(m, seq, gen);
-  if (!(limits.range_ratio > 0) || m.max_positions <= 0) return;
   int64_t longest = 0;
-  for (const RequestLength& l : request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1))
-    longest = std::max(longest, l.seq + l.gen - 1);
-  if (longest > m.max_positions)
+  for (const RequestLength& l : lengths) longest = std::max(longest, l.seq + l.gen - 1);
+  if (m.max_positions > 0 && longest > m.max_positions)
     throw ConfigError("--range-ratio: a request of " + std::to_string(longest) + " positions is drawn; " + m.name +
                       " has " + std::to_string(m.max_positions));
 }
@@ -1410,7 +1407,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
                                    int64_t cached_prefix, const SpecDecoding* spec) {
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
-  check_request_lengths(m, batch, seq, gen, limits, cached_prefix);
+  check_request_lengths(m, seq, gen, request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1));
   SchedulerLimits lim = limits;
   // The largest pass: one step at the token budget (as vLLM sizes its cache), else every
   // running prompt's uncached rest at once.
@@ -1521,13 +1518,13 @@ GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu
     throw ConfigError("--prefill-tp with --pp " + std::to_string(par.pp) +
                       ": disaggregated serving is modelled with one pipeline stage a decode instance");
   check_disaggregation_options("--prefill-tp", limits);
-  check_request_lengths(m, batch, seq, gen, limits, 0);
+  // Each request's prompt and output tokens (all seq and gen without a range ratio).
+  const std::vector<RequestLength> len = request_lengths(batch, seq, gen, limits.range_ratio);
+  check_request_lengths(m, seq, gen, len);
   // A batch at once (no cap) takes the closed form below; arrivals, the decode instance's KV
   // room as a cap (--max-seqs auto) or requests of their own lengths, the schedule after it
   // (arrivals all at 0 without a rate).
   const bool scheduled = limits.request_rate > 0 || limits.max_seqs_auto || limits.range_ratio > 0;
-  // Each request's prompt and output tokens (all seq and gen without a range ratio).
-  const std::vector<RequestLength> len = request_lengths(batch, seq, gen, limits.range_ratio);
   // Request i goes to decode instance i mod M, which in the closed form decodes a share of
   // ceil or floor(batch / M) sequences.
   auto decode_share = [&](int64_t j) { return batch / decoders + (j < batch % decoders ? 1 : 0); };

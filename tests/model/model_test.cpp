@@ -2248,11 +2248,11 @@ TEST(Serving, DisaggregatedArrivalsByHand) {
       {"--prefill-tp with --max-seqs", "not modelled"});
 }
 
-namespace {
-// Llama-3.1-8B with 1,000-token prompts on H100s, tp 1 instances on one node: a prefill step of
-// n prompts, and the move of n requests' caches over one NVLink pair (131,072 B a token at 80 %
-// of 450 GB/s + 5 us).
-struct DisaggByHand {
+// Disaggregated serving by hand. Llama-3.1-8B with 1,000-token prompts on H100s, tp 1
+// instances on one node: a prefill step of n prompts, a step of prompt chunks, and the move of
+// n requests' caches over one NVLink pair (131,072 B a token at 80 % of 450 GB/s + 5 us).
+class Disaggregated : public ::testing::Test {
+ protected:
   predictor::KernelPredictor p{trainer::weights_dir()};
   ModelConfig m = load_model_config("llama-3.1-8b", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
   const GpuSpec& gpu = registry().resolve("H100-SXM");
@@ -2261,21 +2261,19 @@ struct DisaggByHand {
                                      p)
         .total_ms;
   }
+  double chunks(const std::vector<ServingChunk>& c) const {
+    ServingStep st;
+    st.prefill = c;
+    return predictor::forecast_model(build_serving_step_graph(m, st, DType::kBf16, DType::kBf16, 1), gpu, p).total_ms;
+  }
   static double move(double requests) { return 0.005 + requests * 1000 * 131072 / (0.8 * 450e9) * 1e3; }
 };
-}  // namespace
 
 // Several prefill instances (xPyD), by hand. Llama-3.1-8B, prompts of 1,000 tokens, tp 1 prefill
 // instances beside a tp 1 decode instance on one H100 node; a step's caches move over one NVLink
 // pair (131,072 B a token at 80 % of 450 GB/s + 5 us), one step's at a time into the decode
 // instance, in the order the steps end.
-TEST(Serving, DisaggregatedInstancesByHand) {
-  const DisaggByHand h;
-  const predictor::KernelPredictor& p = h.p;
-  const ModelConfig& m = h.m;
-  const GpuSpec& gpu = h.gpu;
-  auto prefill = [&](int64_t n) { return h.prefill(n); };
-  auto move = &DisaggByHand::move;
+TEST_F(Disaggregated, InstancesByHand) {
   const predictor::Disaggregation two{1, 1, 2};
   EXPECT_EQ(two.gpus(), 2);
   // A batch of 7 at once: shares of 4 and 3 side by side. The 3-prompt step ends first and its
@@ -2338,24 +2336,20 @@ TEST(Serving, DisaggregatedInstancesByHand) {
 // Requests of their own lengths, disaggregated (one prefill and one decode instance): both
 // prompts in one prefill step (the step graph of their two chunks), their caches' bytes moved
 // by their lengths, then decoded until the longer one's last token.
-TEST(Serving, DisaggregatedRequestsOfTheirOwnLengthsByHand) {
-  const DisaggByHand h;
+TEST_F(Disaggregated, RequestsOfTheirOwnLengthsByHand) {
   predictor::SchedulerLimits lim;
   lim.range_ratio = 0.5;
   const auto len = predictor::request_lengths(2, 1000, 8, 0.5);
   ASSERT_NE(len[0].seq, len[1].seq);
-  ServingStep st;
-  st.prefill = {{1, len[0].seq, 0}, {1, len[1].seq, 0}};
-  const double step =
-      predictor::forecast_model(build_serving_step_graph(h.m, st, DType::kBf16, DType::kBf16, 1), h.gpu, h.p).total_ms;
+  const double step = chunks({{1, len[0].seq, 0}, {1, len[1].seq, 0}});
   const int64_t prompt_tokens = len[0].seq + len[1].seq;
-  const double move = 0.005 + double(prompt_tokens) * 131072 / (0.8 * 450e9) * 1e3;
-  const auto f = predictor::forecast_disaggregated(h.m, h.gpu, h.p, 2, 1000, 8, DType::kBf16, DType::kBf16,
-                                                   Parallelism{}, predictor::Disaggregation{1}, 0, 0, lim);
+  const double moved = move(double(prompt_tokens) / 1000);  // move() counts requests of 1,000 tokens
+  const auto f = predictor::forecast_disaggregated(m, gpu, p, 2, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{},
+                                                   predictor::Disaggregation{1}, 0, 0, lim);
   ASSERT_TRUE(f.disagg.has_value());
   EXPECT_NEAR(f.disagg->kv_transfer_gb, double(prompt_tokens) * 131072 / 1e9, 1e-12);
-  EXPECT_NEAR(f.ttft_ms, step + move, 1e-9);
-  EXPECT_NEAR(f.ttft_max_ms, step + move, 1e-9);
+  EXPECT_NEAR(f.ttft_ms, step + moved, 1e-9);
+  EXPECT_NEAR(f.ttft_max_ms, step + moved, 1e-9);
   EXPECT_EQ(f.prefill_steps, 1);
   EXPECT_EQ(f.steps, 1 + std::max(len[0].gen, len[1].gen) - 1);  // the prefill step, then the decode steps
   EXPECT_NEAR(f.tokens_per_s * f.e2e_ms * 1e-3, double(len[0].gen + len[1].gen), 1e-9);
@@ -2367,17 +2361,7 @@ TEST(Serving, DisaggregatedRequestsOfTheirOwnLengthsByHand) {
 // cache moves after the first step, the other two after the second. Then three requests 1 us
 // apart: prompt 0 alone (the others not yet there), then prompt 1 and 500 of prompt 2, then
 // prompt 2's rest.
-TEST(Serving, DisaggregatedTokenBudgetByHand) {
-  const DisaggByHand h;
-  const predictor::KernelPredictor& p = h.p;
-  const ModelConfig& m = h.m;
-  const GpuSpec& gpu = h.gpu;
-  auto chunks = [&](const std::vector<ServingChunk>& c) {
-    ServingStep st;
-    st.prefill = c;
-    return predictor::forecast_model(build_serving_step_graph(m, st, DType::kBf16, DType::kBf16, 1), gpu, p).total_ms;
-  };
-  auto move = &DisaggByHand::move;
+TEST_F(Disaggregated, TokenBudgetByHand) {
   predictor::SchedulerLimits lim;
   lim.max_batched_tokens = 1500;
   const auto f = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16, Parallelism{},
@@ -2390,12 +2374,12 @@ TEST(Serving, DisaggregatedTokenBudgetByHand) {
   const auto whole = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16,
                                                        Parallelism{}, {1, 1});
   EXPECT_NEAR(f.e2e_ms - f.ttft_ms, whole.e2e_ms - whole.ttft_ms, 1e-9);  // the same decode
-  EXPECT_NEAR(whole.ttft_ms, h.prefill(3) + move(3), 1e-9);
+  EXPECT_NEAR(whole.ttft_ms, prefill(3) + move(3), 1e-9);
   lim.request_rate = 1e6;
   lim.uniform_arrivals = true;
   const auto rate = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 8, DType::kBf16, DType::kBf16,
                                                       Parallelism{}, {1, 1}, 0, 0, lim);
-  const double p1 = h.prefill(1), s3 = chunks({{1, 500, 500}});
+  const double p1 = prefill(1), s3 = chunks({{1, 500, 500}});
   EXPECT_EQ(rate.prefill_steps, 3);
   EXPECT_NEAR(rate.disagg->prefill_ms, p1 + s1 + s3, 1e-9);
   const double r0 = p1 + move(1), r1 = p1 + s1 + move(1) - 0.001, r2 = p1 + s1 + s3 + move(1) - 0.002;
@@ -2410,13 +2394,7 @@ TEST(Serving, DisaggregatedTokenBudgetByHand) {
 // three (its links carry one move at a time); each instance decodes its share (4 or 3
 // sequences) once its caches are there. Then two requests 1 us apart: each decode instance
 // decodes its one request alone, where one decode instance batches them.
-TEST(Serving, DisaggregatedDecodeInstancesByHand) {
-  const DisaggByHand h;
-  const predictor::KernelPredictor& p = h.p;
-  const ModelConfig& m = h.m;
-  const GpuSpec& gpu = h.gpu;
-  auto prefill = [&](int64_t n) { return h.prefill(n); };
-  auto move = &DisaggByHand::move;
+TEST_F(Disaggregated, DecodeInstancesByHand) {
   const predictor::Disaggregation two{1, 1, 1, 2};
   EXPECT_EQ(two.replica_gpus(1), 3);
   EXPECT_EQ(two.replica_gpus(4), 9);
