@@ -2267,6 +2267,14 @@ class Disaggregated : public ::testing::Test {
     return predictor::forecast_model(build_serving_step_graph(m, st, DType::kBf16, DType::kBf16, 1), gpu, p).total_ms;
   }
   static double move(double requests) { return 0.005 + requests * 1000 * 131072 / (0.8 * 450e9) * 1e3; }
+  // n requests of 1,000 + gen tokens arriving 1 us apart (a million a second, uniform).
+  predictor::GenerateForecast one_us_apart(int64_t n, int64_t gen, const predictor::Disaggregation& d) const {
+    predictor::SchedulerLimits lim;
+    lim.request_rate = 1e6;
+    lim.uniform_arrivals = true;
+    return predictor::forecast_disaggregated(m, gpu, p, n, 1000, gen, DType::kBf16, DType::kBf16, Parallelism{}, d, 0,
+                                             0, lim);
+  }
 };
 
 // Several prefill instances (xPyD), by hand. Llama-3.1-8B, prompts of 1,000 tokens, tp 1 prefill
@@ -2306,11 +2314,7 @@ TEST_F(Disaggregated, InstancesByHand) {
   // instance 1. Instance 0 runs request 0 alone, then request 2 (arrived during that step);
   // instance 1 request 1 from its arrival. The link takes request 0's cache, then request 1's
   // (its step ended 1 us later, while the first moved), then request 2's.
-  predictor::SchedulerLimits lim;
-  lim.request_rate = 1e6;
-  lim.uniform_arrivals = true;
-  const auto burst = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16,
-                                                       Parallelism{}, two, 0, 0, lim);
+  const auto burst = one_us_apart(3, 4, two);
   const double p1 = prefill(1), m1 = move(1);
   ASSERT_GT(p1, 2 * m1);
   ASSERT_GT(m1, 0.001);
@@ -2321,8 +2325,7 @@ TEST_F(Disaggregated, InstancesByHand) {
   EXPECT_NEAR(burst.ttft_ms, (r0 + r1 + r2) / 3, 1e-9);
   EXPECT_NEAR(burst.ttft_max_ms, r2, 1e-9);
   // One instance: request 0 alone, then requests 1 and 2 together (as DisaggregatedArrivalsByHand).
-  const auto burst1 = predictor::forecast_disaggregated(m, gpu, p, 3, 1000, 4, DType::kBf16, DType::kBf16,
-                                                        Parallelism{}, {1, 1}, 0, 0, lim);
+  const auto burst1 = one_us_apart(3, 4, {1, 1});
   EXPECT_EQ(burst1.prefill_steps, 2);
   EXPECT_GT(burst1.ttft_ms, burst.ttft_ms);
   // Refusals.
@@ -2426,11 +2429,7 @@ TEST_F(Disaggregated, DecodeInstancesByHand) {
   // Two requests 1 us apart (uniform arrivals), 7 decode tokens each at a mean context of
   // 1,008 (to 16 tokens): request 0's prompt alone, then request 1's (arrived during that
   // step); each cache over its own instance's links; each instance decodes one sequence.
-  predictor::SchedulerLimits lim;
-  lim.request_rate = 1e6;
-  lim.uniform_arrivals = true;
-  const auto rate = predictor::forecast_disaggregated(m, gpu, p, 2, 1000, 8, DType::kBf16, DType::kBf16,
-                                                      Parallelism{}, two, 0, 0, lim);
+  const auto rate = one_us_apart(2, 8, two);
   const double p1 = prefill(1), m1 = move(1);
   const double d1 = predictor::forecast_model(build_serving_graph(m, Mode::kDecode, 1, 1008, DType::kBf16, DType::kBf16, 1),
                                               gpu, p)
@@ -2442,8 +2441,7 @@ TEST_F(Disaggregated, DecodeInstancesByHand) {
   EXPECT_NEAR(rate.disagg->decode_ms, 14 * d1, 1e-9);
   // One decode instance: request 1 joins request 0's decoding, its steps of two sequences.
   ASSERT_GT(p1 + m1 + 7 * d1, 2 * p1 + m1);
-  const auto one = predictor::forecast_disaggregated(m, gpu, p, 2, 1000, 8, DType::kBf16, DType::kBf16,
-                                                     Parallelism{}, {1, 1}, 0, 0, lim);
+  const auto one = one_us_apart(2, 8, {1, 1});
   EXPECT_GT(one.tpot_ms, rate.tpot_ms);
   // Refusals.
   expect_error<ConfigError>(
