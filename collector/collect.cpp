@@ -442,6 +442,12 @@ CollectSummary run_collect(const CollectOptions& opt) {
         row.dynamic_smem_bytes = ck.dynamic_smem_bytes;
         row.blocks_per_sm = blocks_per_sm(ck.grid, local.num_sms);
         row.warps_per_sm = warps_per_sm(ck.grid, ck.block, local.num_sms);
+        row.busy_ms = median_ms(times);
+        const std::vector<double> calls = prof->call_ms(op, sweep.repeats);
+        row.call_ms = median_ms(calls);
+        // NeuSight's families learned from calls timed alone, host included (its data's
+        // Latency); the LLM-era families from loop means, the GPU's time.
+        if (family_traits(op_family(cq.op)).data == FamilyData::kNeuSight) times = calls;
       } else {
         for (int r = 0; r < sweep.warmup; ++r) op();
         for (int r = 0; r < sweep.repeats; ++r) {
@@ -449,6 +455,7 @@ CollectSummary run_collect(const CollectOptions& opt) {
           op();
           times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
         }
+        row.call_ms = median_ms(times);  // a CPU op's call is its time; no GPU to be busy
       }
       row.kernel_source = kernel_source_of(cq.op, row.kernels);
       row.latency_ms = median_ms(times);

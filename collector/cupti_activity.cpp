@@ -147,6 +147,45 @@ void CuptiProfiler::collect(std::vector<KernelRecord>* kernels, std::vector<Exte
 
 int64_t CuptiProfiler::dropped_records() const { return impl_->sink.dropped.load(); }
 
+std::vector<double> CuptiProfiler::call_ms(const std::function<void()>& op, int calls) {
+  auto check = [](cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw RuntimeError(std::string(what) + ": " + cudaGetErrorString(e));
+  };
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  // Timed as a run without a profiler: CUPTI's records of each API call would add to the host's time.
+  for (auto kind : kActivityKinds) cuptiActivityDisable(kind);
+  struct Events {
+    cudaEvent_t a = nullptr, b = nullptr;
+    ~Events() {
+      if (a) cudaEventDestroy(a);
+      if (b) cudaEventDestroy(b);
+    }
+  } ev;
+  std::vector<double> out;
+  try {
+    check(cudaEventCreate(&ev.a), "cudaEventCreate");
+    check(cudaEventCreate(&ev.b), "cudaEventCreate");
+    for (int i = 0; i < calls; ++i) {
+      // NeuSight's loop: record, one call, record, synchronise (the legacy default stream, LibTorch's).
+      check(cudaEventRecord(ev.a, 0), "cudaEventRecord");
+      op();
+      check(cudaEventRecord(ev.b, 0), "cudaEventRecord");
+      check(cudaEventSynchronize(ev.b), "cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, ev.a, ev.b), "cudaEventElapsedTime");
+      out.push_back(ms);
+    }
+  } catch (...) {
+    for (auto kind : kActivityKinds) cuptiActivityEnable(kind);
+    throw;
+  }
+  for (auto kind : kActivityKinds) {
+    CUptiResult r = cuptiActivityEnable(kind);
+    if (r != CUPTI_SUCCESS) throw RuntimeError("CUPTI: cuptiActivityEnable failed: " + cupti_error(r));
+  }
+  return out;
+}
+
 GpuSpec local_gpu_spec(int device) {
   cudaDeviceProp p{};
   cudaError_t e = cudaGetDeviceProperties(&p, device);

@@ -2,6 +2,7 @@
 // The one seam to CUPTI's Activity API and the CUDA runtime (the only files that include
 // <cupti.h> / <cuda_runtime.h> are cupti_activity.cpp and, without CUPTI, cupti_stub.cpp).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ class CuptiProfiler {
   // cudaDeviceSynchronize + cuptiActivityFlushAll, then moves the records out.
   void collect(std::vector<KernelRecord>* kernels, std::vector<ExternalCorrelation>* ext);
   int64_t dropped_records() const;
+  // `calls` calls of `op`, each timed alone as NeuSight's data are (a CUDA event before and
+  // after it on the default stream, then a synchronise): the host's launch path and the GPU's
+  // work, with this profiler's activity off meanwhile. Milliseconds per call.
+  std::vector<double> call_ms(const std::function<void()>& op, int calls);
 
  private:
   struct Impl;

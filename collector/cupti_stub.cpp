@@ -18,6 +18,9 @@ void CuptiProfiler::push(uint64_t) {}
 void CuptiProfiler::pop() {}
 void CuptiProfiler::collect(std::vector<KernelRecord>*, std::vector<ExternalCorrelation>*) {}
 int64_t CuptiProfiler::dropped_records() const { return 0; }
+std::vector<double> CuptiProfiler::call_ms(const std::function<void()>&, int) {
+  throw NotBuiltError("tilecast was built without the CUDA runtime");
+}
 GpuSpec local_gpu_spec(int) { throw NotBuiltError("tilecast was built without the CUDA runtime"); }
 std::string cuda_version_string() { return ""; }
 

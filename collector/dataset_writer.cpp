@@ -23,6 +23,9 @@ std::string num(double v) {
   return os.str();
 }
 
+// busy_ms / call_ms: empty where the row failed or the backend could not time it.
+std::string timing(bool ok, double ms) { return ok && ms >= 0 ? num(ms) : ""; }
+
 // Cuts a torn final line (no trailing newline) so that appends start on a fresh line.
 void repair_tail(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -49,8 +52,8 @@ std::vector<std::string> collect_header(Family f) {
   if (const AicLayout* l = collected_aic_layout(f)) {
     std::vector<std::string> h = {"framework", "version", "device", "op_name", "kernel_source"};
     h.insert(h.end(), l->columns.begin(), l->columns.end());
-    h.insert(h.end(), {"latency", "Kernels", "latency_spread_ms", "status", "error_message", "tilecast_version",
-                       "config_id"});
+    h.insert(h.end(), {"latency", "Kernels", "latency_spread_ms", "busy_ms", "call_ms", "status", "error_message",
+                       "tilecast_version", "config_id"});
     return h;
   }
   std::vector<std::string> h = {"OPName", "Latency", "Device", "Torch Version", "CUDNN Version",
@@ -59,7 +62,8 @@ std::vector<std::string> collect_header(Family f) {
   if (has_mnk(f)) h.insert(h.end(), {"B", "M", "N", "K"});
   else h.insert(h.end(), {"B", "H"});
   h.insert(h.end(), {"dtype", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes",
-                     "latency_spread_ms", "status", "error_message", "tilecast_version", "config_id"});
+                     "latency_spread_ms", "busy_ms", "call_ms", "status", "error_message", "tilecast_version",
+                     "config_id"});
   return h;
 }
 
@@ -72,8 +76,9 @@ std::string format_row(Family f, const CollectedRow& r) {
     const std::vector<std::string> cols = l->values(q);
     TC_CHECK(cols.size() == l->columns.size(), "aiconfigurator layout: values do not match its columns");
     v.insert(v.end(), cols.begin(), cols.end());
-    v.insert(v.end(), {ok ? num(r.latency_ms) : "", r.kernels, ok ? num(r.latency_spread_ms) : "", r.status,
-                       r.error_message, TILECAST_VERSION, r.config_id});
+    v.insert(v.end(), {ok ? num(r.latency_ms) : "", r.kernels, ok ? num(r.latency_spread_ms) : "",
+                       timing(ok, r.busy_ms), timing(ok, r.call_ms), r.status, r.error_message, TILECAST_VERSION,
+                       r.config_id});
     return csv_join(v) + "\n";
   }
   std::vector<std::string> v = {r.op_name, ok ? num(r.latency_ms) : "", r.device, r.torch_version,
@@ -97,7 +102,7 @@ std::string format_row(Family f, const CollectedRow& r) {
   } else {
     v.insert(v.end(), 3, "");
   }
-  v.push_back(ok ? num(r.latency_spread_ms) : "");
+  v.insert(v.end(), {ok ? num(r.latency_spread_ms) : "", timing(ok, r.busy_ms), timing(ok, r.call_ms)});
   v.insert(v.end(), {r.status, r.error_message, TILECAST_VERSION, r.config_id});
   return csv_join(v) + "\n";
 }

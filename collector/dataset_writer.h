@@ -16,6 +16,9 @@ namespace tilecast::collector {
 struct CollectedRow {
   std::string op_name, device, torch_version, cudnn_version, cuda_version;
   double latency_ms = 0, latency_spread_ms = 0;
+  // The two timings behind latency_ms (collect.cpp says which it is per family); < 0: not measured.
+  double busy_ms = -1;  // the GPU's busy time per repeat (CUPTI): the union of the op's kernels
+  double call_ms = -1;  // one call timed alone, host included (NeuSight's CUDA-event window)
   std::string kernel_name, kernels;  // kernels: ';'-joined
   double warps_per_sm = 0, blocks_per_sm = 0;
   bool has_launch = false;           // grid/block known (CUDA backend)
@@ -27,10 +30,11 @@ struct CollectedRow {
 };
 
 // Header for a family: NeuSight's columns, then dtype, registers_per_thread,
-// static_smem_bytes, dynamic_smem_bytes, latency_spread_ms, status, error_message,
-// tilecast_version, config_id. Attention and MoE use aiconfigurator's layout instead (the
-// columns of ../shared/llm-kernels/aiconfigurator/*_perf.csv, so that one reader takes both),
-// then Kernels, latency_spread_ms, status, error_message, tilecast_version, config_id.
+// static_smem_bytes, dynamic_smem_bytes, latency_spread_ms, busy_ms, call_ms, status,
+// error_message, tilecast_version, config_id. Attention and MoE use aiconfigurator's layout
+// instead (the columns of ../shared/llm-kernels/aiconfigurator/*_perf.csv, so that one reader
+// takes both), then Kernels, latency_spread_ms, busy_ms, call_ms, status, error_message,
+// tilecast_version, config_id.
 std::vector<std::string> collect_header(Family f);
 std::string format_row(Family f, const CollectedRow& r);
 

@@ -30,7 +30,7 @@ const std::set<std::string>& known_columns() {
       "Block z", "CUDA Version", "Kernels", "B", "M", "N", "K", "H", "large",
       // tilecast collector extras
       "dtype", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes",
-      "latency_spread_ms", "status", "error_message", "tilecast_version", "git_commit",
+      "latency_spread_ms", "busy_ms", "call_ms", "status", "error_message", "tilecast_version", "git_commit",
       "collected_at", "config_id"};
   return cols;
 }

@@ -47,17 +47,18 @@ collect_sweep() {
   time "$BUILD/tilecast" collect --sweep "configs/sweeps/$1.yaml" --out "$OUT/$2" --backend cuda
   head -3 "$OUT/$2"/*.csv
 }
-collect_sweep smoke collect
-cat "$OUT/collect/gpu.yaml"
-# The LLM-era runners: BF16/FP16 tensor-core GEMMs, the memory-bound layer ops, attention, MoE.
-collect_sweep llm-gpu collect-llm
-# The sampler over FP32 logits (sequences x vocabulary).
-collect_sweep llm-sampler collect-sampler
-# Serving-size BF16 kernels, for comparing with the forecasts of this GPU
-# (tilecast eval-kernels --data $OUT/collect-validate/gemm.csv ...).
-collect_sweep llm-validate collect-validate
-# FP8 GEMMs (fp8_static: E4M3, per-tensor scales, torch._scaled_mm), on GPUs with FP8 tensor cores.
-collect_sweep llm-validate-fp8 collect-validate-fp8
+# The sweeps, as SWEEP:DIR under $OUT (SWEEPS overrides the list; the smoke sweep also prints
+# the local GPU's spec):
+#   smoke: every FP32 family, small;  llm-gpu: BF16/FP16 tensor-core GEMMs, the memory-bound layer
+#   ops, attention, MoE;  llm-sampler: the sampler over FP32 logits;  llm-validate: serving-size BF16
+#   kernels (tilecast eval-kernels --data $OUT/collect-validate/gemm.csv ...);  llm-validate-fp8:
+#   FP8 GEMMs (fp8_static: E4M3, per-tensor scales, torch._scaled_mm), on GPUs with FP8 tensor cores;
+#   validate-fp32 (not in the default list): NeuSight's FP32 families at NeuSight's sizes.
+SWEEPS="${SWEEPS:-smoke:collect llm-gpu:collect-llm llm-sampler:collect-sampler llm-validate:collect-validate llm-validate-fp8:collect-validate-fp8}"
+for pair in $SWEEPS; do
+  collect_sweep "${pair%%:*}" "${pair#*:}"
+  if [ "${pair%%:*}" = smoke ]; then cat "$OUT/${pair#*:}/gpu.yaml"; fi
+done
 # Whole-model labels (PyTorch + transformers on this machine), when asked: E2E=1.
 if [ "${E2E:-0}" = 1 ]; then
   python3 scripts/measure-e2e.py --out "$OUT/e2e.jsonl"

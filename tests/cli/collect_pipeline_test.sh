@@ -37,6 +37,12 @@ YAML
 # 1. Uninterrupted reference runs.
 "$TC" -q collect --sweep "$SWEEP" --out "$W/ref" --backend cpu > /dev/null
 [ "$(ids "$W/ref" | wc -l)" -eq 200 ] || { echo "reference run: expected 200 rows"; exit 1; }
+# The CPU backend has no GPU to be busy: every row's latency is its call's time (call_ms), busy_ms empty.
+for f in "$W/ref"/*.csv; do
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+           $col["status"] != "ok" || $col["busy_ms"] != "" || $col["call_ms"] != $col["Latency"] || $col["call_ms"] <= 0 { bad++ }
+           END { if (NR < 2 || bad) { print FILENAME ": " bad " of " NR - 1 " rows not timed per call"; exit 1 } }' "$f"
+done
 "$TC" -q collect --sweep "$LONG" --out "$W/longref" --backend cpu > "$W/longref.csv"
 # Its sampler draws some configs twice: each is measured once and counted as drawn twice.
 IFS=, read -r n_cfg _ twice_ref measured_ref _ _ < <(tail -1 "$W/longref.csv")

@@ -8,6 +8,7 @@
 #include "collector/dataset_writer.h"
 #include "collector/kernel_record.h"
 #include "collector/sweep.h"
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/kernel_dataset.h"
 
@@ -203,6 +204,53 @@ TEST(DatasetWriter, RowsReadBackThroughTheImporter) {
   EXPECT_EQ(rows[0].query.h, 8);
   EXPECT_DOUBLE_EQ(rows[0].latency_ms, 0.5);
   expect_error<ConfigError>([&] { DatasetWriter w(dir, {Family::kElementwise}, false); }, {"already exists", "--resume"});
+}
+
+// Both timings behind a GPU row's latency are written beside it: the GPU's busy time and one
+// call timed alone; a failed row and a timing not taken (the CPU backend's busy time) are empty.
+TEST(DatasetWriter, WritesBusyAndCallTimes) {
+  const std::string dir = ::testing::TempDir() + "dw_timings";
+  fs::remove_all(dir);
+  {
+    DatasetWriter w(dir, {Family::kElementwise, Family::kAttnDecode}, false);
+    CollectedRow gpu = row("add/fp32/4,8", 4, 8);
+    gpu.busy_ms = 0.0021;
+    gpu.call_ms = 0.0125;
+    gpu.latency_ms = gpu.call_ms;
+    w.append(Family::kElementwise, gpu);
+    CollectedRow cpu = row("add/fp32/5,8", 5, 8);
+    cpu.call_ms = 0.5;
+    w.append(Family::kElementwise, cpu);
+    CollectedRow failed = gpu;
+    failed.config_id = "add/fp32/6,8";
+    failed.status = "oom";
+    w.append(Family::kElementwise, failed);
+    CollectedRow dec = row("generation_attention/bf16/3x300x32x8x128", 0, 0);
+    dec.dims = {3, 300, 32, 8, 128};
+    dec.dtype = "bf16";
+    dec.busy_ms = 0.25;
+    dec.call_ms = 0.3;
+    w.append(Family::kAttnDecode, dec);
+  }
+  auto read = [](const std::string& path) {
+    CsvReader csv(path);
+    std::vector<std::pair<std::string, std::string>> out;  // (busy_ms, call_ms) per row
+    std::vector<std::string> f;
+    while (csv.next(f)) out.emplace_back(f.at(csv.column("busy_ms")), f.at(csv.column("call_ms")));
+    return out;
+  };
+  const auto e = read(dir + "/elementwise.csv");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0], std::make_pair(std::string("0.0021"), std::string("0.0125")));
+  EXPECT_EQ(e[1], std::make_pair(std::string(""), std::string("0.5")));
+  EXPECT_EQ(e[2], std::make_pair(std::string(""), std::string("")));
+  const auto d = read(dir + "/generation_attention.csv");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0], std::make_pair(std::string("0.25"), std::string("0.3")));
+  // The importer takes the columns (a file it rejected would fail here) and keeps Latency.
+  const auto rows = read_kernel_csv(dir + "/elementwise.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(rows[0].latency_ms, 0.0125);
 }
 
 TEST(DatasetWriter, ResumeCutsATornLineAndSkipsWrittenConfigs) {
