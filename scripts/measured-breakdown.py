@@ -13,6 +13,13 @@
   signed JSON
       From `tilecast eval-models --format json`: the mean signed error (forecast / label - 1) of
       the single-GPU labels per GPU and mode.
+  timings ROWS_CSV DATA_CSV [DATA_CSV ...] [--call-overhead-us 15]
+      From `tilecast eval-kernels --rows-csv ROWS_CSV` over `tilecast collect` CSVs of NeuSight's
+      FP32 families (DATA_CSV, with busy_ms and call_ms): per family and GPU busy time (< 10 us,
+      10-100 us, 0.1-1 ms, >= 1 ms), the rows, the median host time per call (call_ms - busy_ms),
+      the forecast against the call (MAPE, bias) and the in-model forecast (the forecast less
+      --call-overhead-us, at least 2 us: the manifest's value, as `predict` takes it off each
+      kernel) against the busy time.
   runs A B
       Two measurements of the same configs (two `tilecast collect` CSVs, matched by config_id, or
       two `scripts/measure-e2e.py` JSON-lines files, matched by tag): the rows both measured, the
@@ -111,6 +118,40 @@ def runs(path_a, path_b):
           f"p90 {100 * p90:.1f} %; median B / A {statistics.median(ratios):.3f}")
 
 
+FP32_FAMILY = {"bmm": "bmm", "linear": "linear", "softmax": "softmax", "ln": "layernorm"}
+BUSY_BUCKETS = [(0, 0.01, "< 10 us"), (0.01, 0.1, "10-100 us"), (0.1, 1, "0.1-1 ms"), (1, float("inf"), ">= 1 ms")]
+
+
+def timings(rows_path, data_paths, call_overhead_us):
+    forecast = {}
+    with open(rows_path) as f:
+        for r in csv.DictReader(f):
+            forecast[(r["op"], r["shape"])] = float(r["predicted_ms"])
+    groups = defaultdict(list)  # (family, bucket index) -> (host us, forecast / call, in-model / busy)
+    for path in data_paths:
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if r.get("status", "ok") != "ok":
+                    continue
+                dims = [r[c] for c in ("B", "M", "N", "K") if c in r] if "M" in r else [r["B"], r["H"]]
+                key = (r["OPName"], ",".join(dims))
+                if key not in forecast:
+                    continue
+                busy, call, f_ms = float(r["busy_ms"]), float(r["call_ms"]), forecast[key]
+                in_model = max(f_ms - call_overhead_us / 1000, 0.002)
+                bucket = next(i for i, (lo, hi, _) in enumerate(BUSY_BUCKETS) if lo <= busy < hi)
+                groups[(FP32_FAMILY.get(r["OPName"], "elementwise"), bucket)].append(
+                    (1000 * (call - busy), f_ms / call, in_model / busy))
+    if not groups:
+        sys.exit(f"{rows_path}: no row matches the data's (op, shape)")
+    print(f"{'family':12s} {'busy':10s} {'rows':>5s} {'host us':>8s}   forecast / call   "
+          f"in-model / busy (overhead {call_overhead_us:g} us)")
+    for (family, b), v in sorted(groups.items()):
+        host = statistics.median(h for h, _, _ in v)
+        print(f"{family:12s} {BUSY_BUCKETS[b][2]:10s} {len(v):5d} {host:8.1f}   "
+              f"{summary([c for _, c, _ in v])[10:]}   {summary([m for _, _, m in v])[10:]}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -122,6 +163,10 @@ def main():
     d.add_argument("--min-mb", type=float, default=200)
     s = sub.add_parser("signed")
     s.add_argument("json")
+    t = sub.add_parser("timings")
+    t.add_argument("rows")
+    t.add_argument("data", nargs="+")
+    t.add_argument("--call-overhead-us", type=float, default=15)
     r = sub.add_parser("runs")
     r.add_argument("a")
     r.add_argument("b")
@@ -131,6 +176,8 @@ def main():
             gemm(a.rows, a.l2_mib)
         elif a.what == "decode-rate":
             decode_rate(a.csv, a.min_mb)
+        elif a.what == "timings":
+            timings(a.rows, a.data, a.call_overhead_us)
         elif a.what == "runs":
             runs(a.a, a.b)
         else:

@@ -71,6 +71,34 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("runs", os.path.join(tmp, "a.jsonl"), os.path.join(tmp, "b.jsonl"))
     assert rc == 0 and "2 rows in both: |B / A - 1| median 20.0 %, p90 20.0 %; median B / A 0.800" in out, (out, err)
 
+    # timings: two collected linear rows and a softmax row against their forecasts (eval-kernels'
+    # shapes: B,M,N,K and B,H), an unmatched row and a failed one left out.
+    tr = os.path.join(tmp, "trows.csv")
+    with open(tr, "w") as f:
+        f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
+        f.write('X,linear,"1,64,64,64",fp32,0.030,0.036,0,0\n')   # forecast 1.2 x the call
+        f.write('X,linear,"1,128,64,64",fp32,0.040,0.032,0,0\n')  # 0.8 x
+        f.write('X,softmax,"8,512",fp32,0.2,0.25,0,0\n')
+    lin = os.path.join(tmp, "linear.csv")
+    with open(lin, "w") as f:
+        f.write("OPName,Latency,B,M,N,K,busy_ms,call_ms,status\n")
+        # busy 5 us, call 30 us: host 25 us; in model 36 - 15 = 21 us over 5 -> 4.2.
+        f.write("linear,0.030,1,64,64,64,0.005,0.030,ok\n")
+        # busy 8 us, call 40 us: host 32 us; 32 - 15 = 17 us over 8 -> 2.125.
+        f.write("linear,0.040,1,128,64,64,0.008,0.040,ok\n")
+        f.write("linear,0.040,1,256,64,64,0.008,0.040,ok\n")  # no forecast
+        f.write("linear,,1,64,64,64,,,oom\n")
+    smx = os.path.join(tmp, "softmax.csv")
+    with open(smx, "w") as f:
+        # busy 0.19 ms (0.1-1 ms), call 0.2: host 10 us; 0.25 - 0.015 = 0.235 over 0.19.
+        f.write("OPName,Latency,B,H,busy_ms,call_ms,status\nsoftmax,0.2,8,512,0.19,0.2,ok\n")
+    rc, out, err = run("timings", tr, lin, smx)
+    # linear < 10 us: host median (25 + 32) / 2 = 28.5; |0.2| and |0.2| -> 20 %, bias median(1.2, 0.8) = 1.00;
+    # in model |3.2| and |1.125| -> 216.25 % -> 216.2 (round half even), bias (4.2 + 2.125) / 2 = 3.16.
+    assert rc == 0 and "linear < 10 us 2 28.5 MAPE 20.0 % bias 1.00 MAPE 216.2 % bias 3.16" in out, (out, err)
+    assert "softmax 0.1-1 ms 1 10.0 MAPE 25.0 % bias 1.25 MAPE 23.7 % bias 1.24" in out, (out, err)
+    assert out.count("\n") == 2, out  # the header and the two groups
+
 rc, out, err = run("gemm", "/nonexistent.csv")
 assert rc == 1 and err.count("\n") == 1 and "measured-breakdown.py gemm: FileNotFoundError" in err, (rc, err)
 print("ok: measured-breakdown.py")
