@@ -17,7 +17,10 @@ for `tilecast eval-models --labels DIR`.
 
 `--suite prefill` instead times Llama-3.1-8B's BF16 prefill (Hugging Face's eager model, SDPA)
 at serving sizes, and `--compare-prefill JSONL` sets those rows beside `tilecast predict --mode
-prefill`.
+prefill`. `--suite training-bf16` times its BF16 training step the same way (the forward with
+autograd, then backward() of the mean of the logits, not timed itself; no optimizer step), and
+`--compare-training JSONL` sets forward and backward beside `tilecast predict --mode training
+--dtype bf16` (its forward_ms and backward_ms).
 
 Needs torch and transformers (a GPU machine's Python) to measure; tilecast itself does not.
 """
@@ -48,6 +51,12 @@ RUNS = [
 # SDPA attention, logits for each sequence's last token only (as engines compute them). Not an
 # engine: its RMSNorm, RoPE and SiLU run as separate eager kernels, which engines fuse.
 PREFILL_RUNS = [("llama-3.1-8b", b, s) for b, s in [(1, 512), (1, 2048), (1, 8192), (4, 2048), (8, 1024), (16, 512), (8, 4096)]]
+
+
+# BF16 training steps of the same model (--suite training-bf16): parameters and gradients in
+# BF16 (the compute of mixed precision; its FP32 master weights belong to the optimizer, not
+# timed), SDPA attention and its backward, full logits. Eager kernels, as above.
+TRAIN_RUNS = [("llama-3.1-8b", b, s) for b, s in [(1, 1024), (1, 2048), (4, 1024), (2, 2048), (1, 4096), (2, 4096)]]
 
 
 def build(torch, transformers, path, attn="eager"):
@@ -154,30 +163,57 @@ def run(args):
                         row["bwall_latency"] = 0.0
                     else:
                         model.train()  # dropout on, as in NeuSight's training labels
-                        fw_t, bw_t = [], []
-
-                        def step(record):
-                            a, b, b2, c = (torch.cuda.Event(enable_timing=True) for _ in range(4))
-                            a.record()
-                            y = outputs_tensor(model(input_ids=ids))
-                            b.record()
-                            loss = y.float().mean()  # not timed
-                            torch.cuda.synchronize()
-                            b2.record()
-                            loss.backward()
-                            c.record()
-                            torch.cuda.synchronize()
-                            if record:
-                                fw_t.append(a.elapsed_time(b))
-                                bw_t.append(b2.elapsed_time(c))
-
-                        for i in range(7):  # 2 warm-ups, then 5 timed
-                            step(i >= 2)
-                        row["fw_latency"], row["bwall_latency"] = statistics.median(fw_t), statistics.median(bw_t)
-                        row["fw_times"], row["bw_times"] = fw_t, bw_t
+                        fw, bw, row["fw_times"], row["bw_times"] = train_step_times(torch, model, ids)
+                        row["fw_latency"], row["bwall_latency"] = fw, bw
                     row["e2e_latency"] = row["fw_latency"] + row["bwall_latency"]
 
                 append_run(out, {"tag": tag, **common}, body, "e2e_latency")
+
+
+def train_step_times(torch, model, ids):
+    """2 warm-ups, then the median of 5 of the forward (autograd on) and of backward() of the
+    mean of the outputs. Returns (fw ms, bw ms, fw list, bw list)."""
+    fw_t, bw_t = [], []
+    for i in range(7):
+        a, b, b2, c = (torch.cuda.Event(enable_timing=True) for _ in range(4))
+        a.record()
+        y = outputs_tensor(model(input_ids=ids))
+        b.record()
+        loss = y.float().mean()  # not timed
+        torch.cuda.synchronize()
+        b2.record()
+        loss.backward()
+        c.record()
+        torch.cuda.synchronize()
+        if i >= 2:
+            fw_t.append(a.elapsed_time(b))
+            bw_t.append(b2.elapsed_time(c))
+    return statistics.median(fw_t), statistics.median(bw_t), fw_t, bw_t
+
+
+def run_training_bf16(args):
+    import torch
+    import transformers
+
+    common = header(torch, transformers)
+    built = {}
+    with open(args.out, "a") as out:
+        for cfg, batch, seq in TRAIN_RUNS:
+
+            def body(row):
+                if cfg not in built:
+                    m, config = build(torch, transformers, os.path.join(args.models_dir, cfg + ".json"), "sdpa")
+                    built[cfg] = (m.to(torch.bfloat16).train(), config)
+                model, config = built[cfg]
+                model.zero_grad(set_to_none=True)
+                row["attn_implementation"] = getattr(config, "_attn_implementation", None)
+                ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
+                fw, bw, row["fw_times"], row["bw_times"] = train_step_times(torch, model, ids)
+                row["fw_latency"], row["bwall_latency"], row["e2e_latency"] = fw, bw, fw + bw
+
+            row = {"tag": f"{cfg}-train-{seq}-{batch}", "model": cfg, "batch": batch, "seq": seq, "dtype": "bf16",
+                   **common}
+            append_run(out, row, body, "e2e_latency")
 
 
 def run_prefill(args):
@@ -232,6 +268,32 @@ def compare_prefill(src, tilecast, gpu):
         print(f"mean APE {statistics.mean(errs):.1f} % over {len(errs)} runs")
 
 
+def compare_training(src, tilecast, gpu):
+    """Each measured BF16 training step beside `tilecast predict --mode training --dtype bf16`:
+    forward, backward and their sum (the optimizer step, which was not timed, left out)."""
+    import subprocess
+    print(f"{'run':32s} {'tokens':>7s} {'fw_ms':>9s} {'fc':>9s} {'err%':>6s} {'bw_ms':>9s} {'fc':>9s} {'err%':>6s} "
+          f"{'fw+bw':>9s} {'fc':>9s} {'err%':>6s}")
+    errs = []
+    for r in read_lines(src):
+        if r.get("status") != "ok" or "bwall_latency" not in r:
+            continue
+        cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu or r["device"], "--mode", "training",
+               "--batch", str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--format", "json"]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
+        d = json.loads(res.stdout)
+        cells = []
+        for m, f in ((r["fw_latency"], d["forward_ms"]), (r["bwall_latency"], d["backward_ms"]),
+                     (r["e2e_latency"], d["forward_ms"] + d["backward_ms"])):
+            cells.append(f"{m:9.2f} {f:9.2f} {100.0 * (f - m) / m:6.1f}")
+        errs.append(abs(100.0 * (d["forward_ms"] + d["backward_ms"] - r["e2e_latency"]) / r["e2e_latency"]))
+        print(f"{r['tag']:32s} {r['batch'] * r['seq']:7d} {' '.join(cells)}")
+    if errs:
+        print(f"mean APE of forward + backward {statistics.mean(errs):.1f} % over {len(errs)} runs")
+
+
 def to_labels(src, dest):
     """JSON lines -> DIR/<device with underscores>/<tag>.json (NeuSight's label files)."""
     n = 0
@@ -256,21 +318,26 @@ def main():
     p.add_argument("--out", help="JSON-lines file to append to")
     p.add_argument("--models-dir", default=os.path.join(os.path.dirname(__file__), "..", "configs", "models"))
     p.add_argument("--only", help="comma-separated tags to run (default: all)")
-    p.add_argument("--suite", choices=["neusight", "prefill"], default="neusight",
-                   help="neusight: NeuSight's models and label sizes (FP32); prefill: BF16 LLM prefills")
+    p.add_argument("--suite", choices=["neusight", "prefill", "training-bf16"], default="neusight",
+                   help="neusight: NeuSight's models and label sizes (FP32); prefill: BF16 LLM prefills; "
+                        "training-bf16: BF16 LLM training steps (forward + backward)")
     p.add_argument("--to-labels", nargs=2, metavar=("JSONL", "DIR"), help="convert measured lines to label files")
     p.add_argument("--compare-prefill", metavar="JSONL", help="set measured prefills beside tilecast's forecasts")
-    p.add_argument("--tilecast", default="build/tilecast", help="the tilecast binary (--compare-prefill)")
-    p.add_argument("--gpu", help="the GPU to forecast (--compare-prefill; default: each row's device)")
+    p.add_argument("--compare-training", metavar="JSONL",
+                   help="set measured BF16 training steps beside tilecast's forecasts")
+    p.add_argument("--tilecast", default="build/tilecast", help="the tilecast binary (--compare-*)")
+    p.add_argument("--gpu", help="the GPU to forecast (--compare-*; default: each row's device)")
     args = p.parse_args()
     if args.compare_prefill:
         compare_prefill(args.compare_prefill, args.tilecast, args.gpu)
+    elif args.compare_training:
+        compare_training(args.compare_training, args.tilecast, args.gpu)
     elif args.to_labels:
         to_labels(*args.to_labels)
     elif args.out:
-        run_prefill(args) if args.suite == "prefill" else run(args)
+        {"prefill": run_prefill, "training-bf16": run_training_bf16}.get(args.suite, run)(args)
     else:
-        p.error("--out, --to-labels or --compare-prefill")
+        p.error("--out, --to-labels, --compare-prefill or --compare-training")
 
 
 if __name__ == "__main__":

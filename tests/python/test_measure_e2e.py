@@ -2,7 +2,9 @@
 """scripts/measure-e2e.py's parts that need no GPU: --to-labels turns the committed H200 lines
 into exactly the committed label files (a failed run and a prefill line make none), and
 --compare-prefill sets each measured prefill beside `tilecast predict --mode prefill` (the
-forecast column is predict's TTFT, the error its signed difference)."""
+forecast column is predict's TTFT, the error its signed difference), and --compare-training
+each BF16 training step beside `tilecast predict --mode training --dtype bf16` (its forward_ms,
+backward_ms and their sum)."""
 import json
 import os
 import subprocess
@@ -53,4 +55,32 @@ for cols, r in zip(lines, rows):
     assert abs(float(cols[2]) - r["latency_ms"]) < 0.01 and abs(float(cols[3]) - ttft) < 0.01, (cols, ttft)
     assert abs(float(cols[4]) - 100 * (ttft - r["latency_ms"]) / r["latency_ms"]) < 0.1, cols
 assert "mean APE" in p.stdout.splitlines()[-1], p.stdout
-print("ok: measure-e2e.py --to-labels and --compare-prefill")
+# Two hand-made training lines (invented times, the suite's fields) and a failed one, left out.
+with tempfile.TemporaryDirectory() as tmp:
+    src = os.path.join(tmp, "train.jsonl")
+    runs = [(1, 2048, 100.0, 250.0), (2, 2048, 180.0, 420.0)]
+    with open(src, "w") as g:
+        for b, s_, fw, bw in runs:
+            g.write(json.dumps({"tag": f"llama-3.1-8b-train-{s_}-{b}", "model": "llama-3.1-8b", "batch": b, "seq": s_,
+                                "dtype": "bf16", "device": "NVIDIA H200", "status": "ok", "fw_latency": fw,
+                                "bwall_latency": bw, "e2e_latency": fw + bw}) + "\n")
+        g.write(json.dumps({"tag": "llama-3.1-8b-train-4096-2", "status": "error", "error": "OutOfMemoryError"}) + "\n")
+    p = subprocess.run([sys.executable, SCRIPT, "--compare-training", src, "--tilecast", TC], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    lines = [l.split() for l in p.stdout.splitlines()[1:] if l.startswith("llama")]
+    assert len(lines) == 2, p.stdout
+    errs = []
+    for cols, (b, s_, fw, bw) in zip(lines, runs):
+        q = subprocess.run([TC, "predict", "--model", "llama-3.1-8b", "--gpu", "NVIDIA H200", "--mode", "training",
+                            "--dtype", "bf16", "--batch", str(b), "--seq", str(s_), "--format", "json"],
+                           capture_output=True, text=True, check=True)
+        d = json.loads(q.stdout)
+        assert cols[0] == f"llama-3.1-8b-train-{s_}-{b}" and int(cols[1]) == b * s_, cols
+        for i, (m, f) in enumerate(((fw, d["forward_ms"]), (bw, d["backward_ms"]),
+                                    (fw + bw, d["forward_ms"] + d["backward_ms"]))):
+            assert abs(float(cols[2 + 3 * i]) - m) < 0.01 and abs(float(cols[3 + 3 * i]) - f) < 0.01, (i, cols, d)
+            assert abs(float(cols[4 + 3 * i]) - 100 * (f - m) / m) < 0.1, (i, cols)
+        errs.append(abs(100 * (d["forward_ms"] + d["backward_ms"] - fw - bw) / (fw + bw)))
+    assert f"mean APE of forward + backward {sum(errs) / 2:.1f} % over 2 runs" in p.stdout, (p.stdout, errs)
+print("ok: measure-e2e.py --to-labels, --compare-prefill and --compare-training")
