@@ -477,6 +477,9 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
   const int c_block[3] = {csv.column("Block x"), csv.column("Block y"), csv.column("Block z")};
   const int c_b = csv.column("B"), c_m = csv.column("M"), c_n = csv.column("N"),
             c_k = csv.column("K"), c_h = csv.column("H");
+  // tilecast collect wrote the GPU's busy time as Latency for every family until its rows
+  // carried call_ms; NeuSight's families mean one call with the host (its data's Latency).
+  const bool busy_time_latency = csv.column("tilecast_version") >= 0 && csv.column("call_ms") < 0;
 
   std::vector<KernelSample> rows;
   std::vector<std::string> f;
@@ -491,6 +494,11 @@ std::vector<KernelSample> read_kernel_csv(const std::string& path) {
     if (!try_op_kind_from_string(f[c_op], &op))
       throw DataError(where(path, line) + ": column 'OPName': unknown op '" + f[c_op] + "'");
     s.query.op = op;
+    if (busy_time_latency && family_traits(op_family(op)).data == FamilyData::kNeuSight && c_kname >= 0 &&
+        !f[c_kname].empty())
+      throw DataError(where(path, line) + ": column 'Latency': the GPU's busy time (a tilecast collect file "
+                      "without call_ms), not one call with the host as NeuSight's " + family_name(op_family(op)) +
+                      " rows and forecasts mean; collect it again");
     s.latency_ms = parse_double_field(f[c_lat], path, line, "Latency");
     if (s.latency_ms <= 0 || s.latency_ms > kMaxKernelLatencyMs)
       throw DataError(where(path, line) + ": column 'Latency': " + f[c_lat] + " ms outside (0, " +

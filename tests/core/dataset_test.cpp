@@ -70,6 +70,20 @@ TEST(Dataset, BadRowsNameFileLineAndColumn) {
                           {"bf16_softmax.csv:2", "column 'dtype'", "(family softmax) is modelled in fp32"});
   const std::string no_dtype = write("norm_no_dtype.csv", "rmsnorm,0.01,NVIDIA L4,16,4096,");
   expect_error<DataError>([&] { read_kernel_csv(no_dtype); }, {"norm_no_dtype.csv:2", "column 'dtype': required"});
+  // A CUDA row of a NeuSight family from a collect file without call_ms: its Latency is the
+  // GPU's busy time, not NeuSight's quantity (one line). The same file from the CPU backend (no
+  // kernel name) and a dtyped family's row (busy time is its quantity) read as before.
+  auto write_collected = [](const std::string& name, const std::string& row) {
+    const std::string p = ::testing::TempDir() + name;
+    std::ofstream(p) << "OPName,Latency,Device,Kernel Name,B,H,dtype,status,tilecast_version,config_id\n"
+                     << row << "\n";
+    return p;
+  };
+  const std::string busy = write_collected("busy_softmax.csv", "softmax,0.002,NVIDIA L4,softmax_warp_forward,16,4096,fp32,ok,0.1.0,s1");
+  expect_error<DataError>([&] { read_kernel_csv(busy); },
+                          {"busy_softmax.csv:2", "column 'Latency'", "busy time", "softmax", "collect it again"});
+  EXPECT_EQ(read_kernel_csv(write_collected("cpu_softmax.csv", "softmax,0.002,cpu,,16,4096,fp32,ok,0.1.0,s1")).size(), 1u);
+  EXPECT_EQ(read_kernel_csv(write_collected("busy_rmsnorm.csv", "rmsnorm,0.002,NVIDIA L4,k,16,4096,bf16,ok,0.1.0,r1")).size(), 1u);
   const std::string ok = write("bf16_rmsnorm.csv", "rmsnorm,0.01,NVIDIA L4,16,4096,bf16");
   const auto rows = read_kernel_csv(ok);
   ASSERT_EQ(rows.size(), 1u);
