@@ -191,59 +191,50 @@ def train_step_times(torch, model, ids):
     return statistics.median(fw_t), statistics.median(bw_t), fw_t, bw_t
 
 
-def run_training_bf16(args):
+def run_bf16_suite(args, runs, kind, train, measure_row, shown):
+    """One BF16 model per config for every run of a suite (SDPA attention, built at its first
+    run), `measure_row(torch, model, ids, row)` filling each run's row; tags <cfg>-<kind>-<seq>-<batch>."""
     import torch
     import transformers
 
     common = header(torch, transformers)
     built = {}
     with open(args.out, "a") as out:
-        for cfg, batch, seq in TRAIN_RUNS:
+        for cfg, batch, seq in runs:
 
             def body(row):
                 if cfg not in built:
                     m, config = build(torch, transformers, os.path.join(args.models_dir, cfg + ".json"), "sdpa")
-                    built[cfg] = (m.to(torch.bfloat16).train(), config)
+                    m = m.to(torch.bfloat16)
+                    built[cfg] = (m.train() if train else m.eval(), config)
                 model, config = built[cfg]
-                model.zero_grad(set_to_none=True)
                 row["attn_implementation"] = getattr(config, "_attn_implementation", None)
-                ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
-                fw, bw, row["fw_times"], row["bw_times"] = train_step_times(torch, model, ids)
-                row["fw_latency"], row["bwall_latency"], row["e2e_latency"] = fw, bw, fw + bw
+                measure_row(torch, model, torch.randint(0, config.vocab_size, (batch, seq), device="cuda"), row)
 
-            row = {"tag": f"{cfg}-train-{seq}-{batch}", "model": cfg, "batch": batch, "seq": seq, "dtype": "bf16",
+            row = {"tag": f"{cfg}-{kind}-{seq}-{batch}", "model": cfg, "batch": batch, "seq": seq, "dtype": "bf16",
                    **common}
-            append_run(out, row, body, "e2e_latency")
+            append_run(out, row, body, shown)
+
+
+def run_training_bf16(args):
+    def measure_row(torch, model, ids, row):
+        model.zero_grad(set_to_none=True)
+        fw, bw, row["fw_times"], row["bw_times"] = train_step_times(torch, model, ids)
+        row["fw_latency"], row["bwall_latency"], row["e2e_latency"] = fw, bw, fw + bw
+
+    run_bf16_suite(args, TRAIN_RUNS, "train", True, measure_row, "e2e_latency")
 
 
 def run_prefill(args):
-    import torch
-    import transformers
+    def measure_row(torch, model, ids, row):
+        def fw():
+            with torch.no_grad():
+                h = model.model(input_ids=ids)[0]
+                model.lm_head(h[:, -1:])
 
-    common = header(torch, transformers)
-    built = {}  # one model for every run of the suite, built at the first
+        row["latency_ms"], row["times_ms"] = measure(torch, fw)
 
-    with open(args.out, "a") as out:
-        for cfg, batch, seq in PREFILL_RUNS:
-
-            def body(row):
-                if cfg not in built:
-                    m, config = build(torch, transformers, os.path.join(args.models_dir, cfg + ".json"), "sdpa")
-                    built[cfg] = (m.to(torch.bfloat16).eval(), config)
-                model, config = built[cfg]
-                row["attn_implementation"] = getattr(config, "_attn_implementation", None)
-                ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
-
-                def fw():
-                    with torch.no_grad():
-                        h = model.model(input_ids=ids)[0]
-                        model.lm_head(h[:, -1:])
-
-                row["latency_ms"], row["times_ms"] = measure(torch, fw)
-
-            row = {"tag": f"{cfg}-prefill-{seq}-{batch}", "model": cfg, "batch": batch, "seq": seq, "dtype": "bf16",
-                   **common}
-            append_run(out, row, body, "latency_ms")
+    run_bf16_suite(args, PREFILL_RUNS, "prefill", False, measure_row, "latency_ms")
 
 
 def compare_prefill(src, tilecast, gpu):

@@ -4,7 +4,9 @@ into exactly the committed label files (a failed run and a prefill line make non
 --compare-prefill sets each measured prefill beside `tilecast predict --mode prefill` (the
 forecast column is predict's TTFT, the error its signed difference), and --compare-training
 each BF16 training step beside `tilecast predict --mode training --dtype bf16` (its forward_ms,
-backward_ms and their sum)."""
+backward_ms and their sum). The BF16 suites run end to end on stand-in torch and transformers
+modules (a clock that moves 1.5 ms a CUDA event, a model that records its calls): the tags,
+fields and times they write, and a failed run that does not stop the rest."""
 import json
 import os
 import subprocess
@@ -83,4 +85,116 @@ with tempfile.TemporaryDirectory() as tmp:
             assert abs(float(cols[4 + 3 * i]) - 100 * (f - m) / m) < 0.1, (i, cols)
         errs.append(abs(100 * (d["forward_ms"] + d["backward_ms"] - fw - bw) / (fw + bw)))
     assert f"mean APE of forward + backward {sum(errs) / 2:.1f} % over 2 runs" in p.stdout, (p.stdout, errs)
-print("ok: measure-e2e.py --to-labels, --compare-prefill and --compare-training")
+FAKE_TORCH = """
+__version__ = "0-stand-in"
+bfloat16 = "bf16"
+CALLS = []
+class _Ctx:
+    def __enter__(self): return self
+    def __exit__(self, *a): return False
+def device(name): return _Ctx()
+def no_grad(): return _Ctx()
+class _T:
+    def float(self): return self
+    def mean(self): return self
+    def backward(self): CALLS.append("backward")
+    def __getitem__(self, k): return self
+def randint(lo, hi, shape, device=None):
+    if tuple(shape) == (2, 4096):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")
+    CALLS.append(("ids", tuple(shape)))
+    return _T()
+class cuda:
+    clock = [0.0]
+    class Event:
+        def __init__(self, enable_timing=False): self.t = None
+        def record(self):
+            cuda.clock[0] += 1.5
+            self.t = cuda.clock[0]
+        def elapsed_time(self, other): return other.t - self.t
+    @staticmethod
+    def synchronize(): pass
+    @staticmethod
+    def empty_cache(): pass
+    @staticmethod
+    def get_device_name(i): return "Stand-in GPU"
+class backends:
+    class cuda:
+        class matmul:
+            allow_tf32 = True
+    class cudnn:
+        allow_tf32 = True
+        benchmark = False
+"""
+FAKE_TRANSFORMERS = """
+import torch
+__version__ = "0-stand-in"
+class _Config:
+    def __init__(self, **d): self.__dict__.update(d)
+class AutoConfig:
+    @staticmethod
+    def for_model(model_type, **d): return _Config(model_type=model_type, **d)
+class _Out:
+    logits = torch._T()
+class LlamaForCausalLM:
+    @classmethod
+    def _from_config(cls, config, attn_implementation=None):
+        config._attn_implementation = attn_implementation
+        torch.CALLS.append("built")
+        return cls()
+    def float(self): return self
+    def to(self, dtype): return self
+    def train(self):
+        torch.CALLS.append("train")
+        return self
+    def eval(self):
+        torch.CALLS.append("eval")
+        return self
+    def zero_grad(self, set_to_none=True): torch.CALLS.append("zero_grad")
+    def __call__(self, input_ids=None): return _Out()
+    def model(self, input_ids=None): return (torch._T(),)
+    def lm_head(self, h): return h
+def __getattr__(name):  # every other architecture
+    return LlamaForCausalLM
+"""
+with tempfile.TemporaryDirectory() as tmp:
+    for name, text in (("torch", FAKE_TORCH), ("transformers", FAKE_TRANSFORMERS)):
+        os.makedirs(os.path.join(tmp, name))
+        with open(os.path.join(tmp, name, "__init__.py"), "w") as f:
+            f.write(text)
+    env = dict(os.environ, PYTHONPATH=tmp)
+    for suite, n, tag, field, ms in (("prefill", 7, "llama-3.1-8b-prefill-512-1", "latency_ms", 1.5),
+                                     ("training-bf16", 6, "llama-3.1-8b-train-1024-1", "e2e_latency", 3.0)):
+        out = os.path.join(tmp, suite + ".jsonl")
+        p = subprocess.run([sys.executable, SCRIPT, "--suite", suite, "--out", out], capture_output=True, text=True,
+                           env=env)
+        assert p.returncode == 0, (suite, p.stdout, p.stderr)
+        with open(out) as f:
+            rows = [json.loads(l) for l in f]
+        assert len(rows) == n and rows[0]["tag"] == tag and rows[0]["device"] == "Stand-in GPU", (suite, rows[0])
+        ok = [r for r in rows if r["status"] == "ok"]
+        assert all(r["dtype"] == "bf16" and r["attn_implementation"] == "sdpa" and r[field] == ms for r in ok), ok
+        if suite == "prefill":
+            assert len(ok) == 7, rows
+        else:
+            # Forward and backward each one event step (1.5 ms), the 2 x 4,096 run out of memory and
+            # written as such, the runs after it measured.
+            assert all(r["fw_latency"] == 1.5 and r["bwall_latency"] == 1.5 and len(r["bw_times"]) == 5 for r in ok), ok
+            failed = [r for r in rows if r["status"] != "ok"]
+            assert len(ok) == 5 and [r["tag"] for r in failed] == ["llama-3.1-8b-train-4096-2"], rows
+            assert "OutOfMemory" in failed[0]["error"] or "out of memory" in failed[0]["error"], failed
+            c = subprocess.run([sys.executable, SCRIPT, "--compare-training", out, "--tilecast", TC, "--gpu", "H200"],
+                               capture_output=True, text=True)
+            assert c.returncode == 0 and "over 5 runs" in c.stdout, (c.stdout, c.stderr)
+    # NeuSight's suite: an inference and a training run (the forward, then the backward, one event step each).
+    out = os.path.join(tmp, "neusight.jsonl")
+    p = subprocess.run([sys.executable, SCRIPT, "--out", out, "--only", "bert_large-train-512-2,gpt2_large-inf-1024-4"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    with open(out) as f:
+        rows = {r["tag"]: r for r in map(json.loads, f)}
+    assert sorted(rows) == ["bert_large-train-512-2", "gpt2_large-inf-1024-4"], rows
+    t, i = rows["bert_large-train-512-2"], rows["gpt2_large-inf-1024-4"]
+    assert (t["status"], t["fw_latency"], t["bwall_latency"], t["e2e_latency"], t["num_layer"]) == ("ok", 1.5, 1.5, 3.0, 24), t
+    assert (i["status"], i["fw_latency"], i["bwall_latency"], i["e2e_latency"], i["num_layer"]) == ("ok", 1.5, 0.0, 1.5, 36), i
+print("ok: measure-e2e.py --to-labels, --compare-prefill and --compare-training; its three suites on stand-ins")
