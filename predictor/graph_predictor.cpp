@@ -1065,7 +1065,8 @@ LatencyPercentiles request_percentiles(const std::vector<RequestTimes>& requests
 }
 
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
-                                 const std::function<double(const ServingStep&)>& step_ms, int64_t cached_prefix) {
+                                 const std::function<double(const ServingStep&)>& step_ms, int64_t cached_prefix,
+                                 const std::vector<RequestLength>* drawn) {
   if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
   if (seq < 1) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^22]");
   if (gen < 1) throw ConfigError("--gen: " + std::to_string(gen) + " out of range [1, 2^20]");
@@ -1085,7 +1086,10 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
                       " sequences that run at once (--batch" + (cap < batch ? ", --max-seqs" : "") +
                       "): each decodes one token a step");
   // Each request's prompt and output tokens (all seq and gen without a range ratio).
-  const std::vector<RequestLength> lengths = request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1);
+  std::vector<RequestLength> own;
+  if (!drawn) own = request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1);
+  const std::vector<RequestLength>& lengths = drawn ? *drawn : own;
+  TC_CHECK(static_cast<int64_t>(lengths.size()) == batch, "schedule_serving: one length per request");
   int64_t prompt_tokens = 0;  // to run
   for (const RequestLength& l : lengths) prompt_tokens += l.seq - cached_prefix;
   const int64_t budget = max_tokens > 0 ? max_tokens : prompt_tokens + batch * (cached_prefix + 1);
@@ -1407,7 +1411,8 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
                                    int64_t cached_prefix, const SpecDecoding* spec) {
   if (par.dp != 1 || par.microbatches != 1)
     throw std::logic_error("forecast_generate: one replica (dp 1); its microbatches follow from pp");
-  check_request_lengths(m, seq, gen, request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1));
+  const std::vector<RequestLength> lengths = request_lengths(batch, seq, gen, limits.range_ratio, cached_prefix + 1);
+  check_request_lengths(m, seq, gen, lengths);
   SchedulerLimits lim = limits;
   // The largest pass: one step at the token budget (as vLLM sizes its cache), else every
   // running prompt's uncached rest at once.
@@ -1455,7 +1460,7 @@ GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, con
     if (first) f.prefill = std::move(step), first = false;
     else if (st.prefill.empty()) f.last_decode = std::move(step);
     return ms;
-  }, cached_prefix);
+  }, cached_prefix, &lengths);
   f.e2e_ms = s.e2e_ms;
   f.steps = s.steps;
   f.prefill_steps = s.prefill_steps;

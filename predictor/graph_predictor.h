@@ -346,8 +346,11 @@ struct ServingSchedule {
 // each prompt runs its other seq - cached_prefix tokens, its first chunk after that prefix.
 // With limits.range_ratio each request has its own lengths (request_lengths; prompts longer
 // than the cached prefix), and a decode step's context is the mean over its sequences.
+// `drawn`: those lengths as the caller drew them already (request_lengths with the same
+// arguments), so that they are drawn once; nullptr draws them here.
 ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const SchedulerLimits& limits,
-                                 const std::function<double(const ServingStep&)>& step_ms, int64_t cached_prefix = 0);
+                                 const std::function<double(const ServingStep&)>& step_ms, int64_t cached_prefix = 0,
+                                 const std::vector<RequestLength>* drawn = nullptr);
 
 // `generate`: `batch` prompts of `seq` tokens, then gen - 1 decode steps with the context
 // growing from seq to seq + gen - 2 cached tokens, scheduled by schedule_serving (without
