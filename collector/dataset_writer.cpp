@@ -1,5 +1,6 @@
 #include "collector/dataset_writer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -38,6 +39,24 @@ void repair_tail(const std::string& path) {
   if (data.back() == '\n') return;
   const size_t last_nl = data.rfind('\n');
   fs::resize_file(path, last_nl == std::string::npos ? 0 : last_nl + 1);
+}
+
+// Why a file's header is not this version's collect header for `f`: written by another version
+// (the columns it lacks and adds, by name), or not by tilecast collect at all.
+std::string header_mismatch(const std::vector<std::string>& header, Family f) {
+  const std::vector<std::string> want = collect_header(f);
+  if (std::find(header.begin(), header.end(), "tilecast_version") == header.end())
+    return "not a tilecast collect file of " + std::string(family_name(f)) + " rows";
+  auto missing = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::string out;
+    for (const auto& c : a)
+      if (std::find(b.begin(), b.end(), c) == b.end()) out += (out.empty() ? "" : ", ") + c;
+    return out;
+  };
+  const std::string lacks = missing(want, header), adds = missing(header, want);
+  return "written by another tilecast version (its columns differ from this version's" +
+         (lacks.empty() ? "" : "; it lacks " + lacks) + (adds.empty() ? "" : "; it adds " + adds) +
+         (lacks.empty() && adds.empty() ? ": their order" : "") + ")";
 }
 
 }  // namespace
@@ -122,7 +141,7 @@ DatasetWriter::DatasetWriter(const std::string& dir, const std::vector<Family>& 
       if (fs::file_size(path) > 0) {
         CsvReader csv(path);
         if (csv.header() != collect_header(f))
-          throw DataError(path + ":1: header differs from this tilecast version's; cannot resume into it");
+          throw DataError(path + ":1: " + header_mismatch(csv.header(), f) + "; cannot resume into it");
         const int c_id = csv.column("config_id");
         std::vector<std::string> row;
         while (csv.next(row)) done_.insert(row[c_id]);
@@ -180,7 +199,7 @@ int64_t merge_datasets(const std::vector<std::string>& in_dirs, const std::strin
       const std::string path = (fs::path(d) / name).string();
       if (!fs::exists(path)) continue;
       CsvReader csv(path);
-      if (csv.header() != collect_header(f)) throw DataError(path + ":1: not a tilecast collect file");
+      if (csv.header() != collect_header(f)) throw DataError(path + ":1: " + header_mismatch(csv.header(), f));
       if (!out) {
         out = std::make_unique<AtomicFile>((fs::path(out_dir) / name).string());
         out->write(csv_join(collect_header(f)) + "\n");

@@ -277,7 +277,22 @@ TEST(DatasetWriter, ResumeCutsATornLineAndSkipsWrittenConfigs) {
   fs::remove_all(other);
   fs::create_directories(other);
   std::ofstream(other + "/elementwise.csv") << "a,b\n1,2\n";
-  expect_error<DataError>([&] { DatasetWriter x(other, {Family::kElementwise}, true); }, {"header differs"});
+  expect_error<DataError>([&] { DatasetWriter x(other, {Family::kElementwise}, true); },
+                          {"elementwise.csv:1", "not a tilecast collect file of elementwise rows", "cannot resume"});
+  // A file of an earlier version (before busy_ms and call_ms) is named so, with what it lacks.
+  std::vector<std::string> old_header;
+  for (const auto& c : collect_header(Family::kElementwise))
+    if (c != "busy_ms" && c != "call_ms") old_header.push_back(c);
+  std::ofstream(other + "/elementwise.csv") << csv_join(old_header) << "\n";
+  expect_error<DataError>([&] { DatasetWriter x(other, {Family::kElementwise}, true); },
+                          {"written by another tilecast version", "it lacks busy_ms, call_ms", "cannot resume"});
+  const std::string fresh = ::testing::TempDir() + "dw3_fresh", merged = ::testing::TempDir() + "dw3_out";
+  fs::remove_all(fresh);
+  fs::remove_all(merged);
+  { DatasetWriter(fresh, {Family::kElementwise}, false).append(Family::kElementwise, row("d", 4, 4)); }
+  expect_error<DataError>([&] { merge_datasets({fresh, other}, merged); },
+                          {"dw3/elementwise.csv:1", "written by another tilecast version", "it lacks busy_ms, call_ms"});
+  EXPECT_FALSE(fs::exists(merged + "/elementwise.csv")) << "a refused merge writes no output file";
 }
 
 TEST(DatasetWriter, MergeDropsDuplicates) {
