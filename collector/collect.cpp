@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <filesystem>
 #include <fstream>
@@ -384,6 +385,7 @@ CollectSummary run_collect(const CollectOptions& opt) {
   torch::NoGradGuard no_grad;
   const uint64_t stride = static_cast<uint64_t>(sweep.warmup + sweep.repeats + 1);
   std::unordered_set<std::string> drawn;  // config ids this run has met
+  std::map<std::string, std::vector<double>> host_us;  // family -> call_ms - busy_ms per config, us
   for (int64_t idx = opt.shard.index; idx < n; idx += opt.shard.count) {
     if (interrupted()) {
       sum.interrupted = true;
@@ -445,6 +447,7 @@ CollectSummary run_collect(const CollectOptions& opt) {
         row.busy_ms = median_ms(times);
         const std::vector<double> calls = prof->call_ms(op, sweep.repeats);
         row.call_ms = median_ms(calls);
+        host_us[family_name(op_family(cq.op))].push_back(1000.0 * (row.call_ms - row.busy_ms));
         // NeuSight's families learned from calls timed alone, host included (its data's
         // Latency); the LLM-era families from loop means, the GPU's time.
         if (family_traits(op_family(cq.op)).data == FamilyData::kNeuSight) times = calls;
@@ -480,8 +483,11 @@ CollectSummary run_collect(const CollectOptions& opt) {
   if (sum.host_bound > 0) {
     TC_LOG(Info) << sum.host_bound << " of " << sum.measured
                  << " configs left the GPU idle between their kernels for over a fifth of their span (the host "
-                    "launching the next kernel later than the GPU finished the last): their latency is the "
-                    "kernels' busy time, without those waits";
+                    "launching the next kernel later than the GPU finished the last): their busy_ms (the "
+                    "LLM-era families' latency) leaves those waits out, their call_ms holds them";
+  }
+  if (const std::string line = host_time_summary(host_us); !line.empty()) {
+    TC_LOG(Info) << line;
   }
   if (prof && prof->dropped_records() > 0) {
     TC_LOG(Warn) << "CUPTI dropped " << prof->dropped_records() << " activity records";

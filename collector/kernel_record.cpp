@@ -1,6 +1,7 @@
 #include "collector/kernel_record.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <unordered_map>
 
 #include "core/units.h"
@@ -64,6 +65,17 @@ double median_ms(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string host_time_summary(const std::map<std::string, std::vector<double>>& host_us_by_family) {
+  std::string out;
+  for (const auto& [family, us] : host_us_by_family) {
+    if (us.empty()) continue;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s %.1f us (%zu configs)", family.c_str(), median_ms(us), us.size());
+    out += (out.empty() ? "host time per call (call_ms - busy_ms), median: " : ", ") + std::string(buf);
+  }
+  return out;
 }
 
 double spread_ms(std::vector<double> v) {

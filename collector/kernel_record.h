@@ -51,6 +51,10 @@ std::map<uint64_t, ConfigKernels> group_by_config(const std::vector<KernelRecord
 // Median and spread (p90 - p10) of repeat latencies, ms.
 double median_ms(std::vector<double> v);
 double spread_ms(std::vector<double> v);
+// The run's log line on the host's share of a call, from each family's call_ms - busy_ms in
+// microseconds: "host time per call (call_ms - busy_ms), median: bmm 20.5 us (1,296 configs),
+// ..." in the map's order; "" when no config had both timings (the CPU backend).
+std::string host_time_summary(const std::map<std::string, std::vector<double>>& host_us_by_family);
 // NeuSight's "Blocks per SM" and "Warps per SM" columns (kineto's formulas).
 double blocks_per_sm(const int32_t grid[3], int num_sms);
 double warps_per_sm(const int32_t grid[3], const int32_t block[3], int num_sms);

@@ -188,6 +188,15 @@ TEST(KernelRecords, LatencyIsTheGpusBusyTime) {
   EXPECT_EQ(c.main_kernel, "k2");  // the longest: 3 us, the first of two at 3 us to arrive
 }
 
+// The run's log line on the host's share of a call: each family's median (an even count takes
+// the mean of the middle two), in the map's order, families without configs left out.
+TEST(KernelRecords, HostTimeSummary) {
+  EXPECT_EQ(host_time_summary({}), "");
+  EXPECT_EQ(host_time_summary({{"bmm", {}}}), "");
+  EXPECT_EQ(host_time_summary({{"bmm", {30.0, 10.0, 20.0}}, {"elementwise", {9.0, 11.0}}, {"gemm", {}}}),
+            "host time per call (call_ms - busy_ms), median: bmm 20.0 us (3 configs), elementwise 10.0 us (2 configs)");
+}
+
 TEST(DatasetWriter, RowsReadBackThroughTheImporter) {
   std::string dir = ::testing::TempDir() + "dw1";
   fs::remove_all(dir);
