@@ -15,6 +15,18 @@ def cli(*args):
     return json.loads(subprocess.run([tc, *args, "--format", "json"], check=True, capture_output=True, text=True).stdout)
 
 
+def same_as_cli(command, **kw):
+    """tilecast.<command>(**kw), asserted equal to the CLI's `command` given the same options
+    (--name-with-dashes, lists comma-joined; compare's, capacity's and plan's JSON rows); returns it."""
+    py = getattr(tilecast, command.replace("-", "_"))(**kw)
+    args = []
+    for k, v in kw.items():
+        args += ["--" + k.replace("_", "-"), ",".join(map(str, v)) if isinstance(v, list) else str(v)]
+    sh = cli(command, *args)
+    assert py == (sh["rows"] if command in ("compare", "capacity", "plan") else sh), (command, kw)
+    return py
+
+
 # predict: the dict the CLI prints, key for key.
 py = tilecast.predict(model="llama-3.1-8b", gpu="H100-SXM", batch=4, seq=512, mode="generate", gen=16)
 sh = cli("predict", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--batch", "4", "--seq", "512", "--mode",
@@ -198,11 +210,8 @@ assert x["prefill_instances"] == 2 and abs(x["prefill_ms"] - 2 * half["ttft_ms"]
 assert abs(xp["ttft_ms"] - (half["ttft_ms"] + x["kv_transfer_ms"])) < 1e-9 * xp["ttft_ms"], (xp["ttft_ms"], x)
 assert xp["ttft_ms"] < dis["ttft_ms"] and xp["tpot_ms"] == dis["tpot_ms"], (xp["ttft_ms"], dis["ttft_ms"])
 # compare over lists of instance counts: the CLI's rows, each as predict forecasts it.
-rows = tilecast.compare(model="llama-3.1-8b", gpus="H100-SXM", tp=2, batch=8, seq=1000, gen=16, mode="generate",
-                        prefill_tp=1, prefill_instances=[1, 2], decode_instances=[1, 2])
-assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "2", "--batch", "8", "--seq",
-                   "1000", "--gen", "16", "--mode", "generate", "--prefill-tp", "1", "--prefill-instances", "1,2",
-                   "--decode-instances", "1,2")["rows"]
+rows = same_as_cli("compare", model="llama-3.1-8b", gpus="H100-SXM", tp=2, batch=8, seq=1000, gen=16, mode="generate",
+                   prefill_tp=1, prefill_instances=[1, 2], decode_instances=[1, 2])
 assert sorted((r["prefill_instances"], r["decode_instances"], r["gpus"]) for r in rows) == \
     [(1, 1, 3), (1, 2, 5), (2, 1, 4), (2, 2, 6)], rows
 for r in rows:
@@ -211,11 +220,8 @@ for r in rows:
     assert abs(x["ttft_ms"] - r["ttft_ms"]) < 1e-9 * x["ttft_ms"] and x["disaggregation"]["gpus"] == r["gpus"], (x, r)
 # capacity over lists of instance counts: the CLI's rows; the 1 + 1 row is capacity's of one
 # prefill and one decode instance.
-rows = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
-                         prefill_tp=1, prefill_instances=[1, 2], decode_instances=[1, 2])
-assert rows == cli("capacity", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--tp", "1", "--seq", "1024", "--gen",
-                   "64", "--slo-tpot-ms", "8", "--requests", "40", "--prefill-tp", "1", "--prefill-instances", "1,2",
-                   "--decode-instances", "1,2")["rows"]
+rows = same_as_cli("capacity", model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0,
+                   requests=40, prefill_tp=1, prefill_instances=[1, 2], decode_instances=[1, 2])
 assert sorted((r["prefill_instances"], r["decode_instances"], r["gpus_per_replica"]) for r in rows) == \
     [(1, 1, 2), (1, 2, 3), (2, 1, 3), (2, 2, 4)], rows
 one = tilecast.capacity(model="llama-3.1-8b", gpus="H100-SXM", tp=1, seq=1024, gen=64, slo_tpot_ms=8.0, requests=40,
