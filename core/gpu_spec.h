@@ -21,6 +21,11 @@ struct GpuSpec {
   int num_sms = 0;     // SMs (NVIDIA) or CUs (AMD) visible to one device
   int cores_per_sm = 0;           // FP32 lanes per SM
   double boost_clock_mhz = 0;     // boost clock used for the peaks
+  // The clock the sheet states its dense tensor-core peaks at, where it is below the boost
+  // clock: the sheet's tensor peak / (SMs x the SM's tensor FLOP per clock). Hopper's sheets
+  // rate tensor work at 1,830 MHz (H100 SXM) beside FP32 at the 1,980 MHz boost: the clock the
+  // vendor rates a full-SM compute load at. 0 = the boost clock (every other GPU's sheet).
+  double compute_clock_mhz = 0;
   double fp32_peak_gflops = 0;    // FP32 non-tensor (SIMT / vector) peak, GFLOP/s
   double fp32_matrix_peak_gflops = 0;  // AMD: FP32 on matrix cores (0 = none)
   std::map<std::string, double> tensor_peak_gflops;  // dense tensor-core peaks per dtype
@@ -84,8 +89,17 @@ struct GpuSpec {
   // FP32 lanes take more than one clock per warp instruction or it dispatches two per clock,
   // else the loop's FFMA share of issue slots (see gpu_spec.cpp). 1 for AMD and the CPU.
   double fp32_issue_fraction() const;
-  // The FP32 GEMM compute rate tilecast's bounds use: fp32_gemm_peak_gflops() x fp32_issue_fraction().
-  double fp32_simt_gemm_gflops() const { return fp32_gemm_peak_gflops() * fp32_issue_fraction(); }
+  // compute_clock_mhz / boost_clock_mhz where the sheet rates full-SM compute below the boost
+  // clock, else 1.
+  double compute_clock_fraction() const {
+    return compute_clock_mhz > 0 && boost_clock_mhz > 0 ? std::min(1.0, compute_clock_mhz / boost_clock_mhz) : 1.0;
+  }
+  // The FP32 GEMM compute rate tilecast's bounds use: fp32_gemm_peak_gflops() x
+  // fp32_issue_fraction() x compute_clock_fraction() (a SIMT SGEMM keeps every FP32 lane of
+  // every SM busy: a full-SM compute load, at the clock the sheet rates such loads at).
+  double fp32_simt_gemm_gflops() const {
+    return fp32_gemm_peak_gflops() * fp32_issue_fraction() * compute_clock_fraction();
+  }
 };
 
 // Reads one of our YAML specs; unknown keys, missing or out-of-range values throw ConfigError

@@ -107,6 +107,7 @@ TEST(GpuSpec, YamlRoundTrip) {
   EXPECT_EQ(back.tile_reference, h.tile_reference);
   EXPECT_EQ(back.warp_schedulers_per_sm, 4);
   EXPECT_EQ(back.dispatch_per_scheduler, 1);
+  EXPECT_DOUBLE_EQ(back.compute_clock_mhz, 1830);
   EXPECT_EQ(back.interconnect, "nvlink");
   EXPECT_EQ(back.gpus_per_node, 8);
   EXPECT_DOUBLE_EQ(back.network_gbps, 50);
@@ -250,6 +251,48 @@ TEST(GpuSpec, Fp32IssueFractionFollowsTheSmLayout) {
 
 // Twins share the SM design (major compute capability, SM count) and the memory system (DRAM
 // bandwidth within 10 %), whatever the board or revision; numbers from the bundled sheets.
+// Hopper's sheets state their dense tensor peaks at a lower clock than their FP32 peak: the
+// H100 SM does 4,096 dense FP16 FLOP per clock (four tensor cores x 512 FMA, the whitepaper),
+// so 989.4 TFLOPS over 132 SMs is 1,830 MHz, where 67 TFLOPS over 132 x 128 lanes is 1,980.
+// The sheets of the GPUs without the field state both at the boost clock (a power-of-two
+// FLOP per SM per clock at it). Hand-derived: the H100's SIMT SGEMM rate from its SMs, lanes
+// and the two clocks, independent of its fp32_peak_gflops field.
+TEST(GpuSpec, ComputeClockIsTheClockTheSheetRatesTensorPeaksAt) {
+  GpuRegistry reg(gpu_dir());
+  for (const char* name : {"H100-SXM", "H200", "H800", "H100-PCIe"}) {
+    const GpuSpec& g = reg.resolve(name);
+    ASSERT_GT(g.compute_clock_mhz, 0) << name;
+    EXPECT_LT(g.compute_clock_mhz, g.boost_clock_mhz) << name;
+    EXPECT_NEAR(g.tensor_peak_gflops.at("bf16") * 1e3 / (g.num_sms * g.compute_clock_mhz), 4096, 4096 * 0.002) << name;
+    EXPECT_TRUE(cited(g, "compute_clock_mhz")) << name;
+  }
+  const std::map<std::string, double> flop_per_sm_clock = {
+      {"V100-PCIE-32GB", 1024}, {"T4", 1024}, {"A100-PCIE-40GB", 2048}, {"A100-80GB-PCIe", 2048},
+      {"A10", 1024}, {"A40", 1024}, {"L4", 1024}, {"L40S", 1024}};
+  for (const auto& [name, rate] : flop_per_sm_clock) {
+    const GpuSpec& g = reg.resolve(name);
+    EXPECT_EQ(g.compute_clock_mhz, 0) << name;
+    EXPECT_DOUBLE_EQ(g.compute_clock_fraction(), 1.0) << name;
+    EXPECT_NEAR(g.tensor_peak_gflops.at("fp16") * 1e3 / (g.num_sms * g.boost_clock_mhz), rate, rate * 0.015) << name;
+  }
+  const GpuSpec& h100 = reg.resolve("H100-SXM");
+  EXPECT_NEAR(h100.compute_clock_fraction(), 1830.0 / 1980.0, 1e-12);
+  EXPECT_NEAR(h100.fp32_simt_gemm_gflops(), 132 * 128 * 2 * 1.830 * 64.0 / 68.0, 1.0);
+  EXPECT_DOUBLE_EQ(h100.fp32_gemm_peak_gflops(), 66908);  // the plain roofline keeps the sheet's peak
+  // NeuSight's H100 JSON (the same 1,980 MHz) inherits it; one stating another clock does not.
+  const std::string json = R"({"Device":"NVIDIA H100 80GB HBM3","Dev_Mem":80,"Mem_Bw":3430,"Num_Sm":132,)"
+                           R"("Core_Per_SM":128,"Freq":1980,"SingleFLOPs":66908,"L2Cache":50})";
+  EXPECT_DOUBLE_EQ(reg.resolve(write("h100-neusight.json", json)).compute_clock_mhz, 1830);
+  std::string slower = json;
+  slower.replace(slower.find("\"Freq\":1980"), 11, "\"Freq\":1755");
+  EXPECT_EQ(reg.resolve(write("h100-other-clock.json", slower)).compute_clock_mhz, 0);
+  // Above the boost clock: one line naming the file and the field.
+  std::string y = gpu_spec_to_yaml(h100);
+  y.replace(y.find("compute_clock_mhz: 1830"), 23, "compute_clock_mhz: 2100");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("h100-fast-clock.yaml", y)); },
+                            {"h100-fast-clock.yaml", "compute_clock_mhz", "2100"});
+}
+
 TEST(GpuSpec, TwinsShareTheDieAndTheMemorySystem) {
   GpuRegistry reg(gpu_dir());
   auto twins = [&](const char* a, const char* b) { return gpu_twins(reg.resolve(a), reg.resolve(b)); };
