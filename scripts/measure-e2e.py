@@ -237,12 +237,12 @@ def run_prefill(args):
     run_bf16_suite(args, PREFILL_RUNS, "prefill", False, measure_row, "latency_ms")
 
 
-def compare_prefill(src, tilecast, gpu):
-    """Each measured prefill beside `tilecast predict --mode prefill` (TTFT) on GPU (default:
-    the GPU the row was measured on, by its CUDA name)."""
+def prefill_rows(src, tilecast, gpu):
+    """Each measured prefill (status ok) with `tilecast predict --mode prefill`'s TTFT on GPU
+    (default: the GPU the row was measured on, by its CUDA name): tag, tokens, measured_ms,
+    forecast_ms, err_pct (signed)."""
     import subprocess
-    print(f"{'run':32s} {'tokens':>7s} {'measured_ms':>12s} {'forecast_ms':>12s} {'err%':>7s}")
-    errs = []
+    out = []
     for r in read_lines(src):
         if r.get("status") != "ok":
             continue
@@ -252,11 +252,19 @@ def compare_prefill(src, tilecast, gpu):
         if res.returncode != 0:
             sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
         fc = json.loads(res.stdout)["ttft_ms"]
-        err = 100.0 * (fc - r["latency_ms"]) / r["latency_ms"]
-        errs.append(abs(err))
-        print(f"{r['tag']:32s} {r['batch'] * r['seq']:7d} {r['latency_ms']:12.2f} {fc:12.2f} {err:7.1f}")
-    if errs:
-        print(f"mean APE {statistics.mean(errs):.1f} % over {len(errs)} runs")
+        out.append({"tag": r["tag"], "tokens": r["batch"] * r["seq"], "measured_ms": r["latency_ms"], "forecast_ms": fc,
+                    "err_pct": 100.0 * (fc - r["latency_ms"]) / r["latency_ms"]})
+    return out
+
+
+def compare_prefill(src, tilecast, gpu):
+    """prefill_rows as a table, and their mean APE."""
+    print(f"{'run':32s} {'tokens':>7s} {'measured_ms':>12s} {'forecast_ms':>12s} {'err%':>7s}")
+    rows = prefill_rows(src, tilecast, gpu)
+    for r in rows:
+        print(f"{r['tag']:32s} {r['tokens']:7d} {r['measured_ms']:12.2f} {r['forecast_ms']:12.2f} {r['err_pct']:7.1f}")
+    if rows:
+        print(f"mean APE {statistics.mean(abs(r['err_pct']) for r in rows):.1f} % over {len(rows)} runs")
 
 
 def compare_training(src, tilecast, gpu):
