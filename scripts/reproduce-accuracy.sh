@@ -16,4 +16,6 @@ $TC -q eval-kernels --data "$T/bmm.csv" "$T/linear.csv" "$T/elem.csv" "$T/softma
 # Whole models: every single-GPU label, side by side with NeuSight's published errors.
 $TC -q eval-models --labels "$N/labels" > "$O/eval_models.txt"
 $TC -q eval-models --labels "$N/labels" --format json > "$O/eval_models.json"
+# Our own GPU measurements (datasets/measured/sets.json), validation only.
+python3 scripts/eval-measured.py --tilecast "$TC" --json "$O/measured.json" > "$O/measured.md"
 echo "wrote $O"
