@@ -119,6 +119,10 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   else
     std::printf("tile         %g elements/CTA, %d threads/CTA\n", r.launch.elems_per_cta,
                 r.launch.threads_per_cta);
+  if (gemm && q.dtype == DType::kFp32 && spec.fp32_simt_gemm_gflops() < spec.fp32_gemm_peak_gflops())
+    std::printf("fp32 rate    %.6g GFLOP/s: the sheet's %.6g x issue bound %.3f x compute clock %.3f (SIMT SGEMM)\n",
+                spec.fp32_simt_gemm_gflops(), spec.fp32_gemm_peak_gflops(), spec.fp32_issue_fraction(),
+                spec.compute_clock_fraction());
   if (r.fp8_from_bf16)
     std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "
                 "scripts/eval-moe-fp8.py)\n",

@@ -172,6 +172,13 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
   } else if (has_mnk(fam)) {
     j["tile"] = {{"m", r.launch.tile.tm}, {"k", r.launch.tile.tk}, {"split_k", r.launch.tile.split_k},
                  {"from", kind == OpKind::kGemm ? spec.arch + " tensor-core tile" : kp.set_for(spec, fam).tiles().reference_device(spec)}};
+    // A SIMT FP32 GEMM's compute rate: the sheet's peak, its issue bound and the clock the
+    // sheet rates full-SM loads at (GpuSpec::fp32_simt_gemm_gflops).
+    if (q.dtype == DType::kFp32)
+      j["fp32_gemm_rate"] = {{"gflops", spec.fp32_simt_gemm_gflops()},
+                             {"sheet_gflops", spec.fp32_gemm_peak_gflops()},
+                             {"issue_fraction", spec.fp32_issue_fraction()},
+                             {"compute_clock_fraction", spec.compute_clock_fraction()}};
   } else {
     j["tile"] = {{"elems_per_cta", r.launch.elems_per_cta}, {"threads_per_cta", r.launch.threads_per_cta}};
   }

@@ -28,6 +28,10 @@ tc_cli_test(gpus_lists_h100 "NVIDIA H100 80GB HBM3" ${TC} gpus)
 tc_cli_test(gpus_show_by_cuda_name "num_sms: 58" ${TC} gpus --show "NVIDIA L4")
 tc_cli_test(predict_kernel_json "\"latency_ms\"" ${TC} predict-kernel --op bmm --shape 16,512,64,512 --gpu H100-SXM --format json)
 tc_cli_test(predict_kernel_neusight_json "waves" ${TC} predict-kernel --op ln --shape 8192,1024 --gpu ${D}/neusight_device.json)
+# A Hopper SIMT SGEMM's rate, hand-derived: 132 SMs x 128 lanes x 2 FLOP x 1.830 GHz (the clock
+# its sheet rates tensor peaks at) x 64/68 (the issue bound) = 58,201.6 GFLOP/s.
+tc_cli_test(predict_kernel_fp32_rate_hopper "fp32 rate +58201\\.6 GFLOP/s: the sheet's 66908 x issue bound 0\\.941 x compute clock 0\\.924" ${TC} predict-kernel --op linear --shape 1,4096,1024,1024 --gpu H100-SXM)
+tc_cli_test(predict_kernel_fp32_rate_json "\"compute_clock_fraction\": 0\\.924" ${TC} predict-kernel --op bmm --shape 16,512,64,512 --gpu H200 --format json)
 
 tc_cli_fail(unknown_command "unknown command 'frobnicate'" "${TC};frobnicate")
 tc_cli_fail(unknown_gpu "unknown GPU 'H10'.*closest" "${TC};predict-kernel;--op;bmm;--shape;1,2,3,4;--gpu;H10")
