@@ -145,36 +145,30 @@ def main():
             figures = e2e.prefill_rows(s["paths"][0], args.tilecast, None)
         results.append({"name": s["name"], "kind": s["kind"], "what": s["what"], "figures": figures})
 
-    kern = [r for r in results if r["kind"] == "kernels"]
-    if kern:
-        print("| set | op / dtype | rows | MAPE % | p90 APE % | bias | plain roofline MAPE % |")
-        print("|---|---|---|---|---|---|---|")
-        for r in kern:
-            for f in r["figures"]:
-                print(f"| {r['name']} | {f['op']} / {f['dtype']} | {f['rows']:,} | {f['mape_pct']:.1f} | "
-                      f"{f['p90_ape_pct']:.1f} | {f['bias']:.2f} | {f['roofline_mape_pct']:.1f} |")
-        print()
-    models = [r for r in results if r["kind"] in ("labels", "e2e-jsonl")]
-    if models:
-        print("| set | GPU | mode | labels | mean APE % | max APE % | forecasts too fast |")
-        print("|---|---|---|---|---|---|---|")
-        for r in models:
-            for f in r["figures"]:
-                print(f"| {r['name']} | {f['gpu']} | {f['mode']} | {f['labels']} | {f['mean_ape_pct']:.2f} | "
-                      f"{f['max_ape_pct']:.2f} | {f['too_fast']} of {f['labels']} |")
-        print()
-    pre = [r for r in results if r["kind"] == "prefill-jsonl"]
-    if pre:
-        print("| set | runs | mean APE % | from 8,192 tokens: mean APE % | signed errors % |")
-        print("|---|---|---|---|---|")
-        for r in pre:
-            f = r["figures"]
-            big = [abs(x["err_pct"]) for x in f if x["tokens"] >= 8192]
-            mean = sum(abs(x["err_pct"]) for x in f) / len(f) if f else float("nan")
-            signed = ", ".join("%+.1f" % x["err_pct"] for x in f)
-            big_mean = sum(big) / len(big) if big else float("nan")
-            print(f"| {r['name']} | {len(f)} | {mean:.1f} | {big_mean:.1f} | {signed} |")
-        print()
+    def table(header, rows):
+        if rows:
+            print("| " + " | ".join(header) + " |")
+            print("|" + "---|" * len(header))
+            for row in rows:
+                print("| " + " | ".join(row) + " |")
+            print()
+
+    def mean(xs):
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    def of(*kinds):
+        return [r for r in results if r["kind"] in kinds]
+
+    table(["set", "op / dtype", "rows", "MAPE %", "p90 APE %", "bias", "plain roofline MAPE %"],
+          [[r["name"], f"{f['op']} / {f['dtype']}", f"{f['rows']:,}", f"{f['mape_pct']:.1f}", f"{f['p90_ape_pct']:.1f}",
+            f"{f['bias']:.2f}", f"{f['roofline_mape_pct']:.1f}"] for r in of("kernels") for f in r["figures"]])
+    table(["set", "GPU", "mode", "labels", "mean APE %", "max APE %", "forecasts too fast"],
+          [[r["name"], f["gpu"], f["mode"], str(f["labels"]), f"{f['mean_ape_pct']:.2f}", f"{f['max_ape_pct']:.2f}",
+            f"{f['too_fast']} of {f['labels']}"] for r in of("labels", "e2e-jsonl") for f in r["figures"]])
+    table(["set", "runs", "mean APE %", "from 8,192 tokens: mean APE %", "signed errors %"],
+          [[r["name"], str(len(r["figures"])), f"{mean([abs(x['err_pct']) for x in r['figures']]):.1f}",
+            f"{mean([abs(x['err_pct']) for x in r['figures'] if x['tokens'] >= 8192]):.1f}",
+            ", ".join("%+.1f" % x["err_pct"] for x in r["figures"])] for r in of("prefill-jsonl")])
     if args.json:
         tmp = args.json + ".tmp"
         with open(tmp, "w") as g:
