@@ -2,6 +2,7 @@
 // GPU public specifications: the only thing tilecast knows about a target GPU.
 // One YAML per GPU lives in configs/gpus/ (the single source of truth); NeuSight's device
 // JSONs are read too, through an explicit key map.
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <string>
@@ -24,7 +25,8 @@ struct GpuSpec {
   // The clock the sheet states its dense tensor-core peaks at, where it is below the boost
   // clock: the sheet's tensor peak / (SMs x the SM's tensor FLOP per clock). Hopper's sheets
   // rate tensor work at 1,830 MHz (H100 SXM) beside FP32 at the 1,980 MHz boost: the clock the
-  // vendor rates a full-SM compute load at. 0 = the boost clock (every other GPU's sheet).
+  // vendor rates a full-SM compute load at. 0 = the boost clock (sheets that state one clock,
+  // and those whose SM tensor rate is not published with their clocks: Blackwell's).
   double compute_clock_mhz = 0;
   double fp32_peak_gflops = 0;    // FP32 non-tensor (SIMT / vector) peak, GFLOP/s
   double fp32_matrix_peak_gflops = 0;  // AMD: FP32 on matrix cores (0 = none)
