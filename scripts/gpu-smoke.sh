@@ -4,8 +4,8 @@
 # Meant to finish within 10 minutes (on an H200, 2026-12-04, the five collects' `time` lines
 # added up to 35 s; each run of scripts/measure-e2e.py records its seconds in its lines).
 # Output: $OUT (default out/gpu-smoke): collect*/ (<family>.csv, gpu.yaml: the local GPU's spec,
-# run_config.yaml), build.log; with E2E=1 also e2e.jsonl, prefill.jsonl and training-bf16.jsonl
-# (scripts/measure-e2e.py).
+# run_config.yaml), build.log; with E2E=1 also e2e.jsonl, fused.jsonl, prefill.jsonl and
+# training-bf16.jsonl (scripts/measure-e2e.py).
 #
 # Extra CMake prefixes (e.g. yaml-cpp / Boost unpacked from Debian .debs with `dpkg -x`):
 #   EXTRA_PREFIX=/path/to/root/usr scripts/gpu-smoke.sh
@@ -63,6 +63,7 @@ done
 # Whole-model labels (PyTorch + transformers on this machine), when asked: E2E=1.
 if [ "${E2E:-0}" = 1 ]; then
   python3 scripts/measure-e2e.py --out "$OUT/e2e.jsonl"
+  python3 scripts/measure-e2e.py --suite fused --out "$OUT/fused.jsonl"
   python3 scripts/measure-e2e.py --suite prefill --out "$OUT/prefill.jsonl"
   python3 scripts/measure-e2e.py --suite training-bf16 --out "$OUT/training-bf16.jsonl"
 fi

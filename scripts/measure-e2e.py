@@ -15,6 +15,8 @@ optimizer step (as NeuSight's labels). Each is timed with CUDA events: 2 warm-up
 median of 5. `scripts/measure-e2e.py --to-labels OUT DIR` writes DIR/<device folder>/<tag>.json
 for `tilecast eval-models --labels DIR`.
 
+`--suite fused` times NeuSight's fusion labels (BERT-Large and GPT-2-Large inference at their
+sizes) with the model in torch.compile, tags ending `-fusion` as NeuSight's.
 `--suite prefill` instead times Llama-3.1-8B's BF16 prefill (Hugging Face's eager model, SDPA)
 at serving sizes, and `--compare-prefill JSONL` sets those rows beside `tilecast predict --mode
 prefill`. `--suite training-bf16` times its BF16 training step the same way (the forward with
@@ -44,6 +46,14 @@ RUNS = [
     ("gpt3_xl", "gpt3-xl", "train", 2048, [1]),
     ("gpt3_27", "gpt3-2.7b", "train", 2048, [1]),
     ("opt_13", "opt-1.3b", "train", 2048, [1, 2]),
+]
+
+
+# NeuSight's fusion labels (labels/<GPU>/<tag>-fusion.json, --suite fused): the same models in
+# FP32 wrapped in torch.compile (its default mode), inference only, at these sizes.
+FUSED_RUNS = [
+    ("bert_large", "bert-large", "inf", 512, [8, 16]),
+    ("gpt2_large", "gpt2-large", "inf", 1024, [4, 8]),
 ]
 
 
@@ -131,7 +141,9 @@ def header(torch, transformers):
     return {"device": device, "torch": torch.__version__, "transformers": transformers.__version__}
 
 
-def run(args):
+def run(args, runs=RUNS, fused=False):
+    """NeuSight's suite (RUNS), or with `fused` its fusion labels (FUSED_RUNS: the model in
+    torch.compile, tags ending -fusion, a third warm-up for the compilation)."""
     import torch
     import transformers
 
@@ -141,9 +153,9 @@ def run(args):
     common = header(torch, transformers)
     only = set(args.only.split(",")) if args.only else None
     with open(args.out, "a") as out:
-        for tag_model, cfg, mode, seq, batches in RUNS:
+        for tag_model, cfg, mode, seq, batches in runs:
             for batch in batches:
-                tag = f"{tag_model}-{mode}-{seq}-{batch}"
+                tag = f"{tag_model}-{mode}-{seq}-{batch}" + ("-fusion" if fused else "")
                 if only and tag not in only:
                     continue
 
@@ -154,12 +166,15 @@ def run(args):
                     ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
                     if mode == "inf":
                         model.eval()
+                        forward = torch.compile(model) if fused else model
+                        if fused:
+                            row["compiled"] = "torch.compile"
 
                         def fw():
                             with torch.no_grad():
-                                model(input_ids=ids)
+                                forward(input_ids=ids)
 
-                        row["fw_latency"], row["fw_times"] = measure(torch, fw)
+                        row["fw_latency"], row["fw_times"] = measure(torch, fw, warmup=3 if fused else 2)
                         row["bwall_latency"] = 0.0
                     else:
                         model.train()  # dropout on, as in NeuSight's training labels
@@ -317,9 +332,10 @@ def main():
     p.add_argument("--out", help="JSON-lines file to append to")
     p.add_argument("--models-dir", default=os.path.join(os.path.dirname(__file__), "..", "configs", "models"))
     p.add_argument("--only", help="comma-separated tags to run (default: all)")
-    p.add_argument("--suite", choices=["neusight", "prefill", "training-bf16"], default="neusight",
-                   help="neusight: NeuSight's models and label sizes (FP32); prefill: BF16 LLM prefills; "
-                        "training-bf16: BF16 LLM training steps (forward + backward)")
+    p.add_argument("--suite", choices=["neusight", "fused", "prefill", "training-bf16"], default="neusight",
+                   help="neusight: NeuSight's models and label sizes (FP32); fused: its fusion labels' models and "
+                        "sizes in torch.compile; prefill: BF16 LLM prefills; training-bf16: BF16 LLM training steps "
+                        "(forward + backward)")
     p.add_argument("--to-labels", nargs=2, metavar=("JSONL", "DIR"), help="convert measured lines to label files")
     p.add_argument("--compare-prefill", metavar="JSONL", help="set measured prefills beside tilecast's forecasts")
     p.add_argument("--compare-training", metavar="JSONL",
@@ -334,7 +350,9 @@ def main():
     elif args.to_labels:
         to_labels(*args.to_labels)
     elif args.out:
-        {"prefill": run_prefill, "training-bf16": run_training_bf16}.get(args.suite, run)(args)
+        suites = {"prefill": run_prefill, "training-bf16": run_training_bf16,
+                  "fused": lambda a: run(a, FUSED_RUNS, fused=True)}
+        suites.get(args.suite, run)(args)
     else:
         p.error("--out, --to-labels, --compare-prefill or --compare-training")
 

@@ -6,7 +6,8 @@ forecast column is predict's TTFT, the error its signed difference), and --compa
 each BF16 training step beside `tilecast predict --mode training --dtype bf16` (its forward_ms,
 backward_ms and their sum). The BF16 suites run end to end on stand-in torch and transformers
 modules (a clock that moves 1.5 ms a CUDA event, a model that records its calls): the tags,
-fields and times they write, and a failed run that does not stop the rest."""
+fields and times they write, and a failed run that does not stop the rest; the fused suite's
+lines, as labels, are what eval-models scores as fused inference."""
 import json
 import os
 import subprocess
@@ -94,6 +95,8 @@ class _Ctx:
     def __exit__(self, *a): return False
 def device(name): return _Ctx()
 def no_grad(): return _Ctx()
+def compile(model):  # torch.compile: the stand-in model itself
+    return model
 class _T:
     def float(self): return self
     def mean(self): return self
@@ -197,4 +200,26 @@ with tempfile.TemporaryDirectory() as tmp:
     t, i = rows["bert_large-train-512-2"], rows["gpt2_large-inf-1024-4"]
     assert (t["status"], t["fw_latency"], t["bwall_latency"], t["e2e_latency"], t["num_layer"]) == ("ok", 1.5, 1.5, 3.0, 24), t
     assert (i["status"], i["fw_latency"], i["bwall_latency"], i["e2e_latency"], i["num_layer"]) == ("ok", 1.5, 0.0, 1.5, 36), i
-print("ok: measure-e2e.py --to-labels, --compare-prefill and --compare-training; its three suites on stand-ins")
+    # The fused suite: NeuSight's four fusion labels, the model in torch.compile, tags ending
+    # -fusion; as labels (on a known GPU's name) eval-models scores them as fused inference.
+    out = os.path.join(tmp, "fused.jsonl")
+    p = subprocess.run([sys.executable, SCRIPT, "--suite", "fused", "--out", out], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    with open(out) as f:
+        rows = [json.loads(l) for l in f]
+    assert [r["tag"] for r in rows] == ["bert_large-inf-512-8-fusion", "bert_large-inf-512-16-fusion",
+                                        "gpt2_large-inf-1024-4-fusion", "gpt2_large-inf-1024-8-fusion"], rows
+    assert all(r["status"] == "ok" and r["compiled"] == "torch.compile" and r["fw_latency"] == 1.5 and
+               r["bwall_latency"] == 0.0 for r in rows), rows
+    on_h200 = os.path.join(tmp, "fused-h200.jsonl")
+    with open(on_h200, "w") as g:
+        for r in rows:
+            g.write(json.dumps(dict(r, device="NVIDIA H200", fw_latency=60.0, e2e_latency=60.0)) + "\n")
+    labels = os.path.join(tmp, "fused-labels")
+    subprocess.run([sys.executable, SCRIPT, "--to-labels", on_h200, labels], check=True, capture_output=True)
+    assert sorted(os.listdir(os.path.join(labels, "NVIDIA_H200"))) == sorted(r["tag"] + ".json" for r in rows)
+    q = subprocess.run([TC, "-q", "eval-models", "--labels", labels, "--format", "json"], capture_output=True, text=True)
+    assert q.returncode == 0, q.stderr
+    modes = [(g["mode"], g["option"], g["rows"]) for g in json.loads(q.stdout)["by_gpu_mode"]]
+    assert modes == [("inf", "fusion", 4)], modes
+print("ok: measure-e2e.py --to-labels, --compare-prefill and --compare-training; its four suites on stand-ins")
