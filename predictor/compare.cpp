@@ -104,6 +104,14 @@ double price_value(const YAML::Node& n, const std::string& where) {
   return v;
 }
 
+// The `pre` column of compare, plan and capacity: P for one prefill instance of tp P, NxP for N
+// of them, ":M" where M decode instances share them, "-" where the row is not disaggregated.
+std::string pre_text(const Disaggregation& d) {
+  if (!d.active()) return "-";
+  return (d.prefill_instances > 1 ? std::to_string(d.prefill_instances) + "x" + std::to_string(d.prefill_tp)
+                                  : std::to_string(d.prefill_tp)) +
+         (d.decode_instances > 1 ? ":" + std::to_string(d.decode_instances) : "");
+}
 }  // namespace
 
 Prices load_prices(const std::string& path, const GpuRegistry& reg) {
@@ -383,18 +391,10 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
            r.disagg.prefill_instances != rows.front().disagg.prefill_instances ||
            r.disagg.decode_instances != rows.front().disagg.decode_instances;
   });
-  // The pre column: tp P of one prefill instance, NxP of N; ":M" where M decode instances of the
-  // row's tp; as wide as its longest entry and at least "pre".
-  auto pre_text = [](const CompareRow& r) {
-    if (!r.disagg.active()) return std::string("-");
-    return (r.disagg.prefill_instances > 1
-                ? std::to_string(r.disagg.prefill_instances) + "x" + std::to_string(r.disagg.prefill_tp)
-                : std::to_string(r.disagg.prefill_tp)) +
-           (r.disagg.decode_instances > 1 ? ":" + std::to_string(r.disagg.decode_instances) : "");
-  };
+  // The pre column (pre_text), as wide as its longest entry and at least "pre".
   int pw = 3;
   if (show_pre)
-    for (const auto& r : rows) pw = std::max(pw, static_cast<int>(pre_text(r).size()));
+    for (const auto& r : rows) pw = std::max(pw, static_cast<int>(pre_text(r.disagg).size()));
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -431,7 +431,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %3s",
                     r.moe_a2a ? "a2a" : r.dp_attention ? "yes" : "no");
     if (show_pre)
-      std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %*s", pw, pre_text(r).c_str());
+      std::snprintf(ep + std::strlen(ep), sizeof ep - std::strlen(ep), " %*s", pw, pre_text(r.disagg).c_str());
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%4s %-16s %-20s %-*s %6lld %6lld %3lld %3lld %3lld%s %3lld  cannot run: %s\n", "-",
                     r.model.c_str(), r.gpu.c_str(), dw, shown_dtype(r).c_str(), (long long)r.batch, (long long)r.seq,
@@ -593,7 +593,7 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
   const std::string disagg =
       !q.disagg.active() ? std::string()
       : show_pre         ? ", each tp a decode instance's, beside prefill instances of tp " + std::to_string(q.disagg.prefill_tp) +
-                       " (pre: N prefill instances : M decode instances)"
+                       " (pre: NxP N prefill instances of tp P, P one, :M beside M decode instances, as compare's)"
                          : ", each tp the decode instance beside " + prefill_instances_text(q.disagg);
   std::snprintf(buf, sizeof buf, "%s, %lld-token prompts, %lld output tokens, %s for %g %% of %lld requests%s%s%s\n",
                 q.model->name.c_str(), static_cast<long long>(q.tokens), static_cast<long long>(q.gen),
@@ -601,19 +601,20 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
                 dpa ? ", DP attention where tp > 1" : "", a2a ? ", DeepEP where tp = ep" : "", disagg.c_str());
   os << buf;
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
-  std::snprintf(buf, sizeof buf, "%4s %-20s %3s%s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", show_pre ? "   pre" : "",
+  // The pre column (pre_text), as wide as its longest entry and at least "pre".
+  int pw = 3;
+  if (show_pre)
+    for (const auto& r : rows) pw = std::max(pw, static_cast<int>(pre_text(r.request.disagg).size()));
+  std::snprintf(buf, sizeof buf, "%4s %-20s %3s%s%*s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", show_pre ? " " : "",
+                show_pre ? pw : 0, show_pre ? "pre" : "",
                 "max_rate/s", "per_gpu/s", "ttft_p99_ms", "tpot_p99_ms", target_rate > 0 ? "    GPUs" : "",
                 priced ? "   $/1M requests" : "");
   os << buf;
   int rank = 0;
   for (const auto& r : rows) {
     const CapacityResult& c = r.result;
-    char pre[32] = "";
-    if (show_pre)
-      std::snprintf(pre, sizeof pre, " %5s",
-                    (std::to_string(r.request.disagg.prefill_instances) + ":" +
-                     std::to_string(r.request.disagg.decode_instances))
-                        .c_str());
+    char pre[40] = "";
+    if (show_pre) std::snprintf(pre, sizeof pre, " %*s", pw, pre_text(r.request.disagg).c_str());
     if (!r.error.empty() || c.max_rate_rps <= 0) {
       std::snprintf(buf, sizeof buf, "%4s %-20s %3lld%s  %s\n", "-", r.request.gpu->name.c_str(),
                     static_cast<long long>(r.request.par.tp), pre,
