@@ -224,7 +224,11 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"arch", s.arch},
           {"num_sms", s.num_sms},
           {"boost_clock_mhz", s.boost_clock_mhz},
+          // The clock a full-SM load runs at (the boost clock where the sheet states one) and
+          // the SIMT FP32 GEMM rate tilecast's bounds take (GpuSpec::fp32_simt_gemm_gflops).
+          {"compute_clock_mhz", s.boost_clock_mhz * s.compute_clock_fraction()},
           {"fp32_peak_gflops", s.fp32_peak_gflops},
+          {"fp32_simt_gemm_gflops", s.fp32_simt_gemm_gflops()},
           {"tensor_peak_gflops", s.tensor_peak_gflops},
           {"mem_bw_gbps", s.mem_bw_gbps},
           {"mem_gib", s.mem_gib},

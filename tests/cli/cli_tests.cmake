@@ -152,6 +152,9 @@ tc_cli_fail(predict_kernel_attn_fp8_block "--dtype fp8_block: op 'generation_att
 tc_cli_fail(predict_kv_fp8_static "--kv-dtype fp8_static: the KV cache is fp32, fp16, bf16 or fp8" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;128;--kv-dtype;fp8_static")
 tc_cli_fail(predict_kernel_rope_fp8_static "--dtype fp8_static: op 'rope' .family memory_op. is modelled in fp32, fp16, bf16" "${TC};predict-kernel;--op;rope;--shape;16,5120;--dtype;fp8_static;--gpu;H100-SXM")
 tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)
+# The H100 SXM's full-SM clock (its sheet's tensor rating) and SIMT GEMM rate: 132 x 128 x 2 x
+# 1.830 GHz x 64/68 = 58,201.6 GFLOP/s; the A100's at its boost clock, its issue bound 1.
+tc_cli_test(gpus_json_compute_clock "\"compute_clock_mhz\": 1410\\.0,[^}]*\"cuda_name\": \"NVIDIA A100-SXM4-40GB\",[^}]*\"fp32_simt_gemm_gflops\": 19492\\.0,.*\"compute_clock_mhz\": 1830\\.0,[^}]*\"cuda_name\": \"NVIDIA H100 80GB HBM3\",[^}]*\"fp32_simt_gemm_gflops\": 58201\\.6" ${TC} gpus --format json)
 tc_cli_test(gpus_json_node "\"cuda_name\": \"NVIDIA GB200\",[^}]*\"gpus_per_node\": 72,[^}]*\"network_gbps\": 50" ${TC} gpus --format json)
 tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --model gpt2-large --gpu T4 --batch 1 --seq 64 --mode train --format json)
 
