@@ -112,6 +112,13 @@ std::string pre_text(const Disaggregation& d) {
                                   : std::to_string(d.prefill_tp)) +
          (d.decode_instances > 1 ? ":" + std::to_string(d.decode_instances) : "");
 }
+// The pre column's width: its longest entry, at least "pre". `disagg` gives a row's layout.
+template <class Rows, class Disagg>
+int pre_width(const Rows& rows, Disagg disagg) {
+  int w = 3;
+  for (const auto& r : rows) w = std::max(w, static_cast<int>(pre_text(disagg(r)).size()));
+  return w;
+}
 }  // namespace
 
 Prices load_prices(const std::string& path, const GpuRegistry& reg) {
@@ -391,10 +398,7 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
            r.disagg.prefill_instances != rows.front().disagg.prefill_instances ||
            r.disagg.decode_instances != rows.front().disagg.decode_instances;
   });
-  // The pre column (pre_text), as wide as its longest entry and at least "pre".
-  int pw = 3;
-  if (show_pre)
-    for (const auto& r : rows) pw = std::max(pw, static_cast<int>(pre_text(r.disagg).size()));
+  const int pw = pre_width(rows, [](const CompareRow& r) -> const Disaggregation& { return r.disagg; });
   // Generate rows under objectives: goodput (requests a second meeting them) and their share.
   const bool show_slo = serving && rows.front().mode == "generate" && rows.front().limits.has_slo();
   // Mixed-precision training: the model FLOPs utilisation beside the step.
@@ -601,10 +605,7 @@ std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double tar
                 dpa ? ", DP attention where tp > 1" : "", a2a ? ", DeepEP where tp = ep" : "", disagg.c_str());
   os << buf;
   const bool priced = prices && !prices->usd_per_gpu_hour.empty();
-  // The pre column (pre_text), as wide as its longest entry and at least "pre".
-  int pw = 3;
-  if (show_pre)
-    for (const auto& r : rows) pw = std::max(pw, static_cast<int>(pre_text(r.request.disagg).size()));
+  const int pw = pre_width(rows, [](const CapacityRow& r) -> const Disaggregation& { return r.request.disagg; });
   std::snprintf(buf, sizeof buf, "%4s %-20s %3s%s%*s %12s %12s %12s %12s %s%s\n", "rank", "gpu", "tp", show_pre ? " " : "",
                 show_pre ? pw : 0, show_pre ? "pre" : "",
                 "max_rate/s", "per_gpu/s", "ttft_p99_ms", "tpot_p99_ms", target_rate > 0 ? "    GPUs" : "",

@@ -252,21 +252,27 @@ def run_prefill(args):
     run_bf16_suite(args, PREFILL_RUNS, "prefill", False, measure_row, "latency_ms")
 
 
+def predict_json(tilecast, r, gpu, mode):
+    """`tilecast predict --mode MODE` of a measured row's model, batch, seq and dtype on GPU
+    (default: the row's device, by its CUDA name), as JSON; exits naming the command if it fails."""
+    import subprocess
+    cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu or r["device"], "--mode", mode, "--batch",
+           str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--format", "json"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
+    return json.loads(res.stdout)
+
+
 def prefill_rows(src, tilecast, gpu):
     """Each measured prefill (status ok) with `tilecast predict --mode prefill`'s TTFT on GPU
     (default: the GPU the row was measured on, by its CUDA name): tag, tokens, measured_ms,
     forecast_ms, err_pct (signed)."""
-    import subprocess
     out = []
     for r in read_lines(src):
         if r.get("status") != "ok":
             continue
-        cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu or r["device"], "--mode", "prefill", "--batch",
-               str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--format", "json"]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
-        fc = json.loads(res.stdout)["ttft_ms"]
+        fc = predict_json(tilecast, r, gpu, "prefill")["ttft_ms"]
         out.append({"tag": r["tag"], "tokens": r["batch"] * r["seq"], "measured_ms": r["latency_ms"], "forecast_ms": fc,
                     "err_pct": 100.0 * (fc - r["latency_ms"]) / r["latency_ms"]})
     return out
@@ -285,19 +291,13 @@ def compare_prefill(src, tilecast, gpu):
 def compare_training(src, tilecast, gpu):
     """Each measured BF16 training step beside `tilecast predict --mode training --dtype bf16`:
     forward, backward and their sum (the optimizer step, which was not timed, left out)."""
-    import subprocess
     print(f"{'run':32s} {'tokens':>7s} {'fw_ms':>9s} {'fc':>9s} {'err%':>6s} {'bw_ms':>9s} {'fc':>9s} {'err%':>6s} "
           f"{'fw+bw':>9s} {'fc':>9s} {'err%':>6s}")
     errs = []
     for r in read_lines(src):
         if r.get("status") != "ok" or "bwall_latency" not in r:
             continue
-        cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu or r["device"], "--mode", "training",
-               "--batch", str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--format", "json"]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
-        d = json.loads(res.stdout)
+        d = predict_json(tilecast, r, gpu, "training")
         cells = []
         for m, f in ((r["fw_latency"], d["forward_ms"]), (r["bwall_latency"], d["backward_ms"]),
                      (r["e2e_latency"], d["forward_ms"] + d["backward_ms"])):
