@@ -200,10 +200,12 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (!(c.floor_us >= 0 && c.floor_us < 1e6) || !(c.dram_factor >= 0 && c.dram_factor < 1e3) ||
             !(c.sm_cycles_per_byte >= 0 && c.sm_cycles_per_byte < 1e3) ||
             !(c.thread_cycles_per_byte >= 0 && c.thread_cycles_per_byte < 1e6) ||
-            !(c.dram_factor > 0 || c.sm_cycles_per_byte > 0 || c.thread_cycles_per_byte > 0))
+            !(c.floor_us > 0 || c.dram_factor > 0 || c.sm_cycles_per_byte > 0 || c.thread_cycles_per_byte > 0))
+          // A floor alone is what fit_memory_op gives rows whose latency does not grow with
+          // their bytes (a loaded CPU's, say); all four 0 is no model.
           throw ConfigError(path + ": memory_ops: '" + op + "': coefficients out of range (floor_us in [0, 1e6), "
                             "dram_factor and sm_cycles_per_byte in [0, 1e3), thread_cycles_per_byte in [0, 1e6), "
-                            "not all three 0)");
+                            "not all four 0)");
         e.ops[op] = c;
       }
       e.data_hash = n["data_hash"].as<std::string>();

@@ -327,6 +327,18 @@ TEST(MemoryOpConfig, OneFieldAndManifestRoundTrip) {
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "l2_resident_fraction", "0..1"});
   entry(", thread_cycles_per_byte: -3");
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "thread_cycles_per_byte"});
+  // Rows whose latency falls as the bytes grow (a loaded CPU's timings, say): the fit is a floor
+  // alone, and the manifest `train` writes with it loads. All four coefficients 0 is refused.
+  const GpuSpec& l4 = registry().resolve("L4");
+  const MemoryOpCoeffs floor_only = fit_memory_op({{&l4, 1e6, 3e-6}, {&l4, 2e6, 2e-6}, {&l4, 3e6, 1e-6}});
+  ASSERT_GT(floor_only.floor_us, 0);
+  ASSERT_EQ(floor_only.dram_factor + floor_only.sm_cycles_per_byte + floor_only.thread_cycles_per_byte, 0.0);
+  m.memory_ops.ops["sampler"] = floor_only;
+  trainer::save_manifest(dir, m);
+  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("sampler").floor_us, floor_only.floor_us);
+  m.memory_ops.ops["sampler"].floor_us = 0;
+  trainer::save_manifest(dir, m);
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'sampler'", "not all four 0"});
 }
 
 // Predictor-config fields of the prior: one clear line for each misuse.
