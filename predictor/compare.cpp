@@ -289,8 +289,9 @@ std::string compare_row_json(const CompareRow& r) {
     if (r.mode != "decode") j["cached_prefix"] = r.cached_prefix;
     if (!r.spec_draft.empty())
       j["speculative"] = {{"draft", r.spec_draft}, {"tokens", r.spec_tokens}, {"accept", r.spec_accept}};
-    j["ttft_ms"] = r.ttft_ms;
-    j["tpot_ms"] = r.tpot_ms;
+    // A decode step has no first token, a prefill no output tokens after it: null.
+    j["ttft_ms"] = r.has_ttft() ? nlohmann::json(r.ttft_ms) : nlohmann::json(nullptr);
+    j["tpot_ms"] = r.has_tpot() ? nlohmann::json(r.tpot_ms) : nlohmann::json(nullptr);
     if (r.mode == "generate") {
       j["ttft_p99_ms"] = r.ttft_p99_ms;
       j["tpot_p99_ms"] = r.tpot_p99_ms;
@@ -358,7 +359,11 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
     if (!r.spec_draft.empty()) os << csv_escape(r.spec_draft) << ',' << r.spec_tokens << ',' << r.spec_accept << ',';
     else os << ",,,";
     if (r.error.empty()) {
-      os << r.step_ms << ',' << r.ttft_ms << ',' << r.tpot_ms << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
+      os << r.step_ms << ',';
+      if (r.has_ttft()) os << r.ttft_ms;
+      os << ',';
+      if (r.has_tpot()) os << r.tpot_ms;
+      os << ',' << r.tokens_per_s << ',' << r.memory_gb << ','
          << r.gpu_memory_gb << ',' << (r.fits ? "true" : "false") << ','
          << (r.max_sequences >= 0 ? std::to_string(r.max_sequences) : "") << ',';
       if (r.usd_per_hour > 0) os << r.usd_per_hour << ',' << r.usd_per_m_tokens;
@@ -444,7 +449,15 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
       continue;
     }
     char serv[96] = "";
-    if (serving) std::snprintf(serv, sizeof serv, " %12.3f %12.3f", r.ttft_ms, r.tpot_ms);
+    if (serving) {
+      auto cell = [](bool has, double ms) {
+        char c[32];
+        if (has) std::snprintf(c, sizeof c, " %12.3f", ms);
+        else std::snprintf(c, sizeof c, " %12s", "-");
+        return std::string(c);
+      };
+      std::snprintf(serv, sizeof serv, "%s%s", cell(r.has_ttft(), r.ttft_ms).c_str(), cell(r.has_tpot(), r.tpot_ms).c_str());
+    }
     if (show_slo) {
       const size_t n = std::strlen(serv);
       std::snprintf(serv + n, sizeof serv - n, " %9.3f %6.1f", r.goodput_rps, r.slo_attained_pct);

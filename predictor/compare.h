@@ -78,6 +78,10 @@ struct CompareRow {
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving
+  // Which of the two the row's mode has: a first token (prefill, generate), output tokens
+  // after it (decode, generate). The other is null in JSON, empty in CSV, '-' in the table.
+  bool has_ttft() const { return mode == "prefill" || mode == "generate"; }
+  bool has_tpot() const { return mode == "decode" || mode == "generate"; }
   double goodput_rps = 0, slo_attained_pct = 0;  // generate with objectives (limits.has_slo())
   double ttft_p99_ms = 0, tpot_p99_ms = 0;        // generate: over the requests
   double tokens_per_s = 0;  // training/inference: batch x seq per step; prefill: prompt tokens;

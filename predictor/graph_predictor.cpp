@@ -312,6 +312,26 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.step = g.step;
   f.cached_prefix = g.cached_prefix;
   f.host_gap_us = host_gap_us;
+  f.gpu_vendor = gpu.vendor;
+  {
+    std::map<Family, ForecastBasis> by_family;
+    for (size_t i = 0; i < unique.size(); ++i) {
+      const Family fam = op_family(unique[i].op);
+      const KernelPrediction& p = preds[i];
+      auto [it, fresh] = by_family.try_emplace(fam);
+      ForecastBasis& b = it->second;
+      if (fresh) {
+        b.family = family_name(fam);
+        b.trained_on = p.trained_on, b.twin = p.twin, b.vendor_trained = p.vendor_trained;
+        b.training_gpus = p.training_gpus;
+        b.physics = fam == Family::kMemoryOp;
+        b.network_weight = p.corrected ? 1.0 : p.network_weight;
+      }
+      ++b.kernels;
+      if (!p.out_of_range.empty()) ++b.outside_range, b.clamped = b.clamped || p.clamped;
+    }
+    for (auto& kv : by_family) f.basis.push_back(std::move(kv.second));
+  }
   if (!isolated) {
     std::set<Family> families;
     for (const auto& q : unique) families.insert(op_family(q.op));
@@ -501,6 +521,83 @@ void set_training_throughput(ModelForecast& f, const OpGraph& g, const GpuSpec& 
 
 nlohmann::json positive_or_null(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+const char* ForecastBasis::forecast_by() const {
+  if (physics) return "physics";
+  if (network_weight >= 1) return "network";
+  return network_weight > 0 ? "network+fitted_roofline" : "fitted_roofline";
+}
+
+const char* ForecastBasis::gpu_standing() const { return trained_on ? "training" : twin ? "twin" : "unseen"; }
+
+namespace {
+std::string vendor_text(const std::string& vendor) {
+  if (vendor == "amd") return "AMD";
+  if (vendor == "nvidia") return "NVIDIA";
+  return vendor.empty() ? "such" : vendor;
+}
+}  // namespace
+
+std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor) {
+  std::string out;
+  char buf[512];
+  for (const auto& b : basis) {
+    const std::string of = std::to_string(b.training_gpus) + " training GPU" + (b.training_gpus == 1 ? "" : "s");
+    std::string standing = b.trained_on ? "one of its " + of : b.twin ? "a twin of one of its " + of : "not one of its " + of;
+    if (!b.vendor_trained) standing += ", no " + vendor_text(vendor) + " GPU among them";
+    std::string by;
+    if (b.physics)
+      by = "fitted physics";
+    else if (b.network_weight >= 1)
+      by = "network";
+    else if (b.network_weight > 0) {
+      std::snprintf(buf, sizeof buf, "network^%.2f x fitted roofline^%.2f", b.network_weight, 1 - b.network_weight);
+      by = buf;
+    } else
+      by = "fitted roofline alone";
+    std::string range;
+    if (b.outside_range > 0)
+      range = "; " + std::to_string(b.outside_range) + " outside its training range (" +
+              (b.clamped ? "clamped to it" : "extrapolated") + ")";
+    std::snprintf(buf, sizeof buf, "%-13s %s (%lld kernel%s): %s: %s%s\n", out.empty() ? "basis" : "",
+                  b.family.c_str(), static_cast<long long>(b.kernels), b.kernels == 1 ? "" : "s", standing.c_str(),
+                  by.c_str(), range.c_str());
+    out += buf;
+  }
+  return out;
+}
+
+std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, const std::vector<ForecastBasis>& b) {
+  std::vector<ForecastBasis> out = a;
+  for (const auto& x : b) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const ForecastBasis& y) { return y.family == x.family; });
+    if (it == out.end()) {
+      out.push_back(x);
+      continue;
+    }
+    it->kernels += x.kernels;
+    it->outside_range += x.outside_range;
+    it->clamped = it->clamped || x.clamped;
+  }
+  return out;
+}
+
+namespace {
+nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& b : basis)
+    a.push_back({{"family", b.family},
+                 {"kernels", b.kernels},
+                 {"gpu", b.gpu_standing()},
+                 {"training_gpus", b.training_gpus},
+                 {"vendor_in_training", b.vendor_trained},
+                 {"forecast_by", b.forecast_by()},
+                 {"network_weight", b.physics ? nlohmann::json(nullptr) : nlohmann::json(b.network_weight)},
+                 {"outside_training_range", b.outside_range},
+                 {"clamped", b.clamped}});
+  return a;
+}
+}  // namespace
+
 void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
   j["weights_gb"] = m.weights_gb;
   j["kv_cache_gb"] = m.kv_cache_gb;
@@ -553,6 +650,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
     j[f.mode == Mode::kPrefill ? "ttft_ms" : "tpot_ms"] = f.total_ms;
   }
   if (memory) add_memory_json(j, *memory);
+  j["basis"] = basis_json(f.basis);
   j["ops"] = nlohmann::json::array();
   for (const auto& o : f.ops)
     j["ops"].push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count},
@@ -689,6 +787,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
     }
     os << "call overhead " << fams << " per kernel: the host time per call of isolated kernel timings, taken off\n";
   }
+  os << basis_text(f.basis, f.gpu_vendor);
   if (f.par.gpus() > 1) {
     std::snprintf(buf, sizeof buf, "communication %10.3f ms on the critical path (dp %lld, tp %lld, pp %lld, %lld microbatches%s)\n",
                   f.communication_ms, static_cast<long long>(f.par.dp), static_cast<long long>(f.par.tp),
@@ -1886,6 +1985,7 @@ std::string generate_json(const GenerateForecast& f) {
       a.push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count}, {"ms", o.fw_ms * o.count}});
     return a;
   };
+  j["basis"] = basis_json(merge_basis(f.prefill.basis, f.last_decode.basis));  // both steps' kernels
   j["prefill_ops"] = ops(f.prefill);  // the first step's
   j["last_decode_step_ops"] = ops(f.last_decode);  // empty when every step ran prompt tokens
   return j.dump(2) + "\n";

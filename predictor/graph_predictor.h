@@ -22,8 +22,35 @@ struct OpForecast {
   bool unnamed_by_neusight = false;          // GraphOp::unnamed_by_neusight
 };
 
+// What a forecast's kernels of one family rest on (forecast_model sums it over the distinct
+// kernels it forecast): the GPU's standing against the family's training GPUs and how the
+// forecast was made there. Kernels costed otherwise (backward GEMMs at their forward's rate, MLA
+// and mixed-batch decodes by formula, copies, collectives) are not counted.
+struct ForecastBasis {
+  std::string family;
+  int64_t kernels = 0;        // distinct kernels forecast
+  int64_t outside_range = 0;  // of them, with a feature outside the family's training range
+  bool clamped = false;       // ... moved into it (families that clamp) rather than extrapolated
+  bool trained_on = false, twin = false, vendor_trained = true;  // KernelPrediction's
+  int training_gpus = 0;
+  bool physics = false;       // memory_op: a fitted physics model, no network
+  double network_weight = 1;  // the network's share of the log-latency (0: the fitted roofline alone)
+  // "network", "network+fitted_roofline", "fitted_roofline" or "physics".
+  const char* forecast_by() const;
+  // "training", "twin" or "unseen".
+  const char* gpu_standing() const;
+};
+// One line per family, the first headed "basis": "gemm (7 kernels): not one of its 5 training
+// GPUs: network^0.60 x fitted roofline^0.40", with the kernels outside the training range and,
+// where none of the training GPUs is of the GPU's `vendor`, that.
+std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor);
+// The same families of two forecasts (a prefill and a decode step) as one list, kernels added.
+std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, const std::vector<ForecastBasis>& b);
+
 struct ModelForecast {
   std::string model, gpu;
+  std::string gpu_vendor;  // the spec's, for basis_text
+  std::vector<ForecastBasis> basis;  // by family, in family order
   int64_t batch = 0, seq = 0;
   Mode mode = Mode::kInference;
   bool fused = false;

@@ -38,6 +38,14 @@ struct KernelPredictor::Impl {
     std::call_once(amd_once, [&] { amd = std::make_unique<KernelPredictor>(amd_dir); });
     return amd.get();
   }
+  // The recorded spec of a training GPU of any network family in this folder, by CUDA name.
+  const GpuSpec* training_spec(const std::string& cuda_name) const {
+    for (const trainer::FamilyEntry* e : entries)
+      if (e)
+        for (const GpuSpec& s : e->training_gpu_specs)
+          if (s.cuda_name == cuda_name) return &s;
+    return nullptr;
+  }
   std::mutex mu;
   // MemoScope's memo: (GpuSpec address, query) -> forecast; `memo_scopes` open scopes.
   std::mutex memo_mu;
@@ -151,6 +159,30 @@ const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_
 const TileTable& KernelPredictor::tiles() const { return impl_->tile_table(); }
 
 namespace {
+// Where a GPU stands against a family's training GPUs (KernelPrediction::trained_on, ...).
+struct TrainingStanding {
+  bool trained_on = false, twin = false, vendor_trained = true;
+  int training_gpus = 0;
+  void apply(KernelPrediction& r) const {
+    r.trained_on = trained_on;
+    r.twin = twin;
+    r.vendor_trained = vendor_trained;
+    r.training_gpus = training_gpus;
+  }
+};
+// `specs`: those of `names` whose specs the weights record (twins and the vendor are judged
+// on them; none recorded: no twin, and the vendor is not questioned).
+TrainingStanding training_standing(const GpuSpec& gpu, const std::vector<std::string>& names,
+                                   const std::vector<GpuSpec>& specs) {
+  TrainingStanding t;
+  t.training_gpus = static_cast<int>(names.size());
+  t.trained_on = std::find(names.begin(), names.end(), gpu.cuda_name) != names.end();
+  t.twin = !t.trained_on && std::any_of(specs.begin(), specs.end(), [&](const GpuSpec& s) { return gpu_twins(gpu, s); });
+  t.vendor_trained = t.trained_on || specs.empty() ||
+                     std::any_of(specs.begin(), specs.end(), [&](const GpuSpec& s) { return s.vendor == gpu.vendor; });
+  return t;
+}
+
 // A prefill chunk after a cached prefix (chunked prefill) is costed from whole prompts, the
 // only prefills the data times: its queries are the last `chunk` of a prompt of prefix + chunk
 // tokens, so it takes what that prompt takes beyond its first `prefix` tokens, and no less
@@ -441,11 +473,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     // networks are then not even loaded) or as a weighted geometric mean with the network's
     // forecast (a network that extrapolates, shrunk toward the physics).
     const std::string& gate = entry->config.network_gpus;
-    const bool corrected =
-        gate == "all" ||
-        std::find(entry->training_gpus.begin(), entry->training_gpus.end(), gpu.cuda_name) != entry->training_gpus.end() ||
-        (gate == "twins" && std::any_of(entry->training_gpu_specs.begin(), entry->training_gpu_specs.end(),
-                                        [&](const GpuSpec& t) { return gpu_twins(gpu, t); }));
+    const TrainingStanding standing = training_standing(gpu, entry->training_gpus, entry->training_gpu_specs);
+    const bool corrected = gate == "all" || standing.trained_on || (gate == "twins" && standing.twin);
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
     const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
     static const std::vector<DenseMlp> kNoMembers;
@@ -480,6 +509,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.utilisation = r.bound_ms / r.latency_ms;
       r.corrected = corrected;
       r.network_weight = 1 - prior_weight;
+      standing.apply(r);
       if (!ran) {  // no network ran: its training range says nothing about this forecast
         r.out_of_range.clear();
         r.clamped = false;
@@ -494,6 +524,13 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
 
 void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
                                          const GpuSpec& gpu, std::vector<KernelPrediction>& out) const {
+  // The manifest names the fit's GPUs; their specs (twins, vendor) are those the network
+  // families of the same folder record for the same GPUs.
+  const auto& names = impl_->manifest.memory_ops.training_gpus;
+  std::vector<GpuSpec> specs;
+  for (const auto& name : names)
+    if (const GpuSpec* s = impl_->training_spec(name)) specs.push_back(*s);
+  const TrainingStanding standing = training_standing(gpu, names, specs);
   for (size_t i : idx) {
     const KernelQuery& q = queries[i];
     validate_query(q, "query");
@@ -514,6 +551,7 @@ void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries
     r.utilisation = r.base_ms / r.latency_ms;
     r.member_min_ms = r.member_max_ms = r.latency_ms;
     r.stream_ms = r.latency_ms;
+    standing.apply(r);
   }
 }
 

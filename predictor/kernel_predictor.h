@@ -37,6 +37,12 @@ struct KernelPrediction {
   // The network forecast's share of the log-latency: 1 where corrected, else 1 - the family's
   // unseen_prior_weight (0: the fitted roofline alone).
   double network_weight = 1;
+  // Where the GPU stands against the family's training data (ForecastBasis sums it over a
+  // model): one of its `training_gpus` GPUs (`trained_on`), else a twin of one (`twin`, the same
+  // die and memory system: gpu_twins), else unseen; `vendor_trained`: one of them is of the
+  // GPU's vendor (true where the weights do not say).
+  bool trained_on = false, twin = false, vendor_trained = true;
+  int training_gpus = 0;
   // The kernel's time inside a whole model's stream of kernels: latency_ms less its family's
   // call overhead (the host time per call its training data's isolated timings include;
   // manifest `call_overhead_us`), never below min(latency_ms, kMinStreamUs). latency_ms where

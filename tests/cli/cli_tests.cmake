@@ -33,6 +33,12 @@ tc_cli_test(predict_kernel_neusight_json "waves" ${TC} predict-kernel --op ln --
 tc_cli_test(predict_kernel_fp32_rate_hopper "fp32 rate +58201\\.6 GFLOP/s: the sheet's 66908 x issue bound 0\\.941 x compute clock 0\\.924" ${TC} predict-kernel --op linear --shape 1,4096,1024,1024 --gpu H100-SXM)
 tc_cli_test(predict_kernel_fp32_rate_json "\"compute_clock_fraction\": 0\\.924" ${TC} predict-kernel --op bmm --shape 16,512,64,512 --gpu H200 --format json)
 
+# What a whole-model forecast rests on, per family: an AMD GPU's LLM-era kernels come from
+# networks trained on NVIDIA GPUs alone (the manifest's five GEMM training GPUs), and the
+# H200's GEMMs blend the network with the fitted roofline (configs/predictors/gemm.yaml: 0.4).
+tc_cli_test(predict_basis_text "basis +gemm \\(5 kernels\\): not one of its 5 training GPUs, no AMD GPU among them: network\\^0\\.60 x fitted roofline\\^0\\.40" ${TC} predict --model llama-3.1-8b --gpu MI300X --mode decode --batch 8 --context 2048)
+tc_cli_test(predict_basis_json "\"family\": \"gemm\",[^}]*\"forecast_by\": \"network\\+fitted_roofline\",[^}]*\"gpu\": \"unseen\"" ${TC} predict --model llama-3.1-8b --gpu H200 --mode generate --batch 2 --seq 256 --gen 4 --format json)
+
 tc_cli_fail(unknown_command "unknown command 'frobnicate'" "${TC};frobnicate")
 tc_cli_fail(unknown_gpu "unknown GPU 'H10'.*closest" "${TC};predict-kernel;--op;bmm;--shape;1,2,3,4;--gpu;H10")
 tc_cli_fail(negative_dim "dimension M = -2" "${TC};predict-kernel;--op;bmm;--shape;1,-2,3,4;--gpu;T4")

@@ -54,6 +54,24 @@ echo "ok   fp8 on A100 reported in its row"
 head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,dp_attention,moe_a2a,prefill_tp,prefill_ep,prefill_instances,decode_instances,spec_draft,spec_tokens,spec_accept,step_ms" || fail "CSV header"
 sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,0,0,,1,1,1,1,1,1,1,1,balanced,false,none,,,,,,,,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
 echo "ok   decode CSV"
+# A decode step has no first token and a prefill no tokens after it: '-' in the table, an empty
+# CSV field, null in JSON, where a number would read as 0 ms.
+python3 - "$W/d.csv" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    assert r["ttft_ms"] == "" and float(r["tpot_ms"]) == float(r["step_ms"]) > 0, r
+PY
+"$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode prefill --batch 1 --seq 512 --format json > "$W/pj.json"
+"$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1 --context 512 --format json > "$W/dj.json"
+python3 - "$W/pj.json" "$W/dj.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["rows"][0]; d = json.load(open(sys.argv[2]))["rows"][0]
+assert p["tpot_ms"] is None and p["ttft_ms"] == p["step_ms"] > 0, p
+assert d["ttft_ms"] is None and d["tpot_ms"] == d["step_ms"] > 0, d
+PY
+"$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1 --context 512 > "$W/dt.txt"
+grep -Eq "^ +1 llama-3.1-8b +H100-SXM .* +- +[0-9]+\.[0-9]{3} " "$W/dt.txt" || { cat "$W/dt.txt"; fail "decode table: ttft '-'"; }
+echo "ok   no first token in a decode row, no output tokens in a prefill row"
 # --ep: expert parallelism is a serving layout of MoE models; a dense model's ep-2 rows and an
 # eager mode's say why, beside the rows that run.
 "$TC" compare --model llama-3.1-8b,mixtral-8x7b --gpus H100-SXM --mode decode --batch 8 --context 1024 --tp 2 --ep 1,2 \

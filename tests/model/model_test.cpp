@@ -1591,6 +1591,63 @@ TEST(Serving, GenerateSumsPrefillAndDecodeSteps) {
   EXPECT_GT(step(Mode::kDecode, 8000), d1);  // a longer cache costs more
 }
 
+// What a whole-model forecast says it rests on, per kernel family (ForecastBasis). A Llama decode
+// step has, by hand, 5 distinct GEMMs (the QKV, output, gate-up and down projections of every
+// layer, and the LM head over the last token), one decode attention, and 4 memory ops (RMSNorm:
+// the two per layer and the final norm are one shape; RoPE; SiLU-mul; the residual add). The
+// GPU's standing is judged against the training GPUs the bundled manifest lists, and the
+// network's share on an unseen GPU is 1 - the family's unseen_prior_weight.
+TEST(Serving, ForecastBasisPerFamily) {
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const OpGraph g = build_serving_graph(m, Mode::kDecode, 8, 2048, DType::kBf16, DType::kBf16, 1);
+  const auto& fams = p.manifest().families;
+  const trainer::FamilyEntry& gemm = fams.at("gemm");
+  auto basis = [&](const std::string& gpu) {
+    std::map<std::string, predictor::ForecastBasis> by;
+    for (const auto& b : predictor::forecast_model(g, registry().resolve(gpu), p).basis) by[b.family] = b;
+    return by;
+  };
+  const auto h200 = basis("H200");
+  ASSERT_EQ(h200.size(), 3u);
+  EXPECT_EQ(h200.at("gemm").kernels, 5);
+  EXPECT_EQ(h200.at("generation_attention").kernels, 1);
+  EXPECT_EQ(h200.at("memory_op").kernels, 4);
+  // The H200 is none of the GEMM family's training GPUs nor a twin of one: its forecast blends.
+  EXPECT_EQ(std::string(h200.at("gemm").gpu_standing()), "unseen");
+  EXPECT_EQ(h200.at("gemm").training_gpus, static_cast<int>(gemm.training_gpus.size()));
+  EXPECT_NEAR(h200.at("gemm").network_weight, 1 - gemm.config.unseen_prior_weight, 1e-12);
+  EXPECT_EQ(std::string(h200.at("gemm").forecast_by()), "network+fitted_roofline");
+  EXPECT_TRUE(h200.at("gemm").vendor_trained);
+  EXPECT_EQ(std::string(h200.at("memory_op").forecast_by()), "physics");
+  EXPECT_EQ(h200.at("memory_op").training_gpus, static_cast<int>(p.manifest().memory_ops.training_gpus.size()));
+  // A training GPU of every family here: the GEMMs by the network alone.
+  const auto a100 = basis("A100-SXM4-80GB");
+  for (const auto& kv : a100) EXPECT_EQ(std::string(kv.second.gpu_standing()), "training") << kv.first;
+  EXPECT_EQ(std::string(a100.at("gemm").forecast_by()), "network");
+  // The GB200 is a twin of the B200 (the same die and memory system): the GEMM network applies.
+  const auto gb200 = basis("GB200");
+  EXPECT_EQ(std::string(gb200.at("gemm").gpu_standing()), "twin");
+  EXPECT_EQ(std::string(gb200.at("gemm").forecast_by()), "network");
+  // No AMD GPU is among the LLM-era families' training GPUs, and the text says so.
+  const auto mi300 = predictor::forecast_model(g, registry().resolve("MI300X"), p);
+  for (const auto& b : mi300.basis) EXPECT_FALSE(b.vendor_trained) << b.family;
+  const std::string text = predictor::basis_text(mi300.basis, mi300.gpu_vendor);
+  EXPECT_NE(text.find("basis         gemm (5 kernels): not one of its " + std::to_string(gemm.training_gpus.size()) +
+                      " training GPUs, no AMD GPU among them: network^0.60 x fitted roofline^0.40"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("memory_op (4 kernels): not one of its"), std::string::npos) << text;
+  // A prefill and a decode step as one list: the same families, kernels added.
+  const OpGraph pre = build_serving_graph(m, Mode::kPrefill, 8, 2048, DType::kBf16, DType::kBf16, 1);
+  const auto pb = predictor::forecast_model(pre, registry().resolve("H200"), p).basis;
+  const auto merged = predictor::merge_basis(pb, predictor::forecast_model(g, registry().resolve("H200"), p).basis);
+  ASSERT_EQ(merged.size(), 4u);  // context_attention joins
+  for (const auto& b : merged)
+    if (b.family == "gemm") EXPECT_EQ(b.kernels, 10);  // the prefill's five shapes and the decode's
+}
+
 // Continuous batching with a budget, worked by hand with a step that costs 1 ms + 1 ms per
 // 1,000 tokens. Three prompts of 1,000 tokens, 4 output tokens each, 2,048 tokens a step:
 //   step 1: prompts 1 and 2 whole + the first 48 tokens of prompt 3 (2,048 tokens): 3.048 ms;
