@@ -581,7 +581,6 @@ std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, cons
   return out;
 }
 
-namespace {
 nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& b : basis)
@@ -596,7 +595,6 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
                  {"clamped", b.clamped}});
   return a;
 }
-}  // namespace
 
 void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
   j["weights_gb"] = m.weights_gb;

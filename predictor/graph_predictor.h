@@ -44,6 +44,10 @@ struct ForecastBasis {
 // GPUs: network^0.60 x fitted roofline^0.40", with the kernels outside the training range and,
 // where none of the training GPUs is of the GPU's `vendor`, that.
 std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor);
+// JSON `basis`: per family its kernels, `gpu` (training | twin | unseen), training_gpus,
+// vendor_in_training, forecast_by, network_weight (null for physics), outside_training_range,
+// clamped.
+nlohmann::json basis_json(const std::vector<ForecastBasis>& basis);
 // The same families of two forecasts (a prefill and a decode step) as one list, kernels added.
 std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, const std::vector<ForecastBasis>& b);
 

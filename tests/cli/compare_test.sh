@@ -72,6 +72,21 @@ PY
 "$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1 --context 512 > "$W/dt.txt"
 grep -Eq "^ +1 llama-3.1-8b +H100-SXM .* +- +[0-9]+\.[0-9]{3} " "$W/dt.txt" || { cat "$W/dt.txt"; fail "decode table: ttft '-'"; }
 echo "ok   no first token in a decode row, no output tokens in a prefill row"
+# Each row's basis is its predict forecast's: the A100-SXM4-80GB trained every LLM-era family,
+# the H200 none, and the MI300X's vendor is none of theirs.
+"$TC" compare --model llama-3.1-8b --gpus A100-SXM4-80GB,H200,MI300X --mode generate --batch 2 --seq 256 --gen 4 --format json > "$W/bj.json"
+"$TC" predict --model llama-3.1-8b --gpu H200 --mode generate --batch 2 --seq 256 --gen 4 --format json > "$W/bp.json"
+python3 - "$W/bj.json" "$W/bp.json" <<'PY'
+import json, sys
+rows = {r["gpu"]: r for r in json.load(open(sys.argv[1]))["rows"]}; p = json.load(open(sys.argv[2]))
+assert rows["H200"]["basis"] == p["basis"], (rows["H200"]["basis"], p["basis"])
+fams = lambda g: {b["family"]: b for b in rows[g]["basis"]}
+assert set(fams("A100-80GB-SXM")) == {"gemm", "context_attention", "generation_attention", "memory_op"}, fams("A100-80GB-SXM")
+assert all(b["gpu"] == "training" and b["vendor_in_training"] for b in fams("A100-80GB-SXM").values())
+assert all(b["gpu"] == "unseen" and b["vendor_in_training"] for b in fams("H200").values())
+assert all(not b["vendor_in_training"] for b in fams("MI300X").values())
+PY
+echo "ok   compare rows carry their forecast's basis"
 # --ep: expert parallelism is a serving layout of MoE models; a dense model's ep-2 rows and an
 # eager mode's say why, beside the rows that run.
 "$TC" compare --model llama-3.1-8b,mixtral-8x7b --gpus H100-SXM --mode decode --batch 8 --context 1024 --tp 2 --ep 1,2 \
