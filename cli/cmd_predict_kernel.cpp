@@ -138,6 +138,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("note         outside the training range (%s): %s\n",
                 r.clamped ? "clamped to it" : "extrapolated", names.c_str());
   }
+  std::printf("%s", predictor::basis_text({predictor::kernel_basis(op_family(kind), r)}, spec.vendor).c_str());
   std::printf("waves        %lld (%lld CTAs, %d per SM, last wave %.0f%% full)\n",
               static_cast<long long>(r.launch.num_waves), static_cast<long long>(r.launch.num_ctas),
               r.launch.ctas_per_sm, 100 * r.launch.last_wave_fill);

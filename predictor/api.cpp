@@ -149,7 +149,8 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"outside_training_range", r.out_of_range},
                       {"clamped_to_training_range", r.clamped},
                       {"peak_ms", r.peak_ms},
-                      {"raised_to_peak", r.at_peak}};
+                      {"raised_to_peak", r.at_peak},
+                      {"basis", basis_json({kernel_basis(fam, r)})[0]}};
   if (r.prior_ms > 0) {
     j["prior_ms"] = r.prior_ms;
     j["network_correction"] = r.corrected;

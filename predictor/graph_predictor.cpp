@@ -318,17 +318,13 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     for (size_t i = 0; i < unique.size(); ++i) {
       const Family fam = op_family(unique[i].op);
       const KernelPrediction& p = preds[i];
-      auto [it, fresh] = by_family.try_emplace(fam);
+      const ForecastBasis one = kernel_basis(fam, p);
+      auto [it, fresh] = by_family.try_emplace(fam, one);
+      if (fresh) continue;
       ForecastBasis& b = it->second;
-      if (fresh) {
-        b.family = family_name(fam);
-        b.trained_on = p.trained_on, b.twin = p.twin, b.vendor_trained = p.vendor_trained;
-        b.training_gpus = p.training_gpus;
-        b.physics = fam == Family::kMemoryOp;
-        b.network_weight = p.corrected ? 1.0 : p.network_weight;
-      }
       ++b.kernels;
-      if (!p.out_of_range.empty()) ++b.outside_range, b.clamped = b.clamped || p.clamped;
+      b.outside_range += one.outside_range;
+      b.clamped = b.clamped || one.clamped;
     }
     for (auto& kv : by_family) f.basis.push_back(std::move(kv.second));
   }
@@ -520,6 +516,19 @@ void set_training_throughput(ModelForecast& f, const OpGraph& g, const GpuSpec& 
 }
 
 nlohmann::json positive_or_null(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
+  ForecastBasis b;
+  b.family = family_name(fam);
+  b.kernels = 1;
+  b.outside_range = p.out_of_range.empty() ? 0 : 1;
+  b.clamped = !p.out_of_range.empty() && p.clamped;
+  b.trained_on = p.trained_on, b.twin = p.twin, b.vendor_trained = p.vendor_trained;
+  b.training_gpus = p.training_gpus;
+  b.physics = fam == Family::kMemoryOp;
+  b.network_weight = p.corrected ? 1.0 : p.network_weight;
+  return b;
+}
 
 const char* ForecastBasis::forecast_by() const {
   if (physics) return "physics";

@@ -40,6 +40,8 @@ struct ForecastBasis {
   // "training", "twin" or "unseen".
   const char* gpu_standing() const;
 };
+// One kernel's (KernelPrediction's standing, network weight and training range).
+ForecastBasis kernel_basis(Family fam, const KernelPrediction& p);
 // One line per family, the first headed "basis": "gemm (7 kernels): not one of its 5 training
 // GPUs: network^0.60 x fitted roofline^0.40", with the kernels outside the training range and,
 // where none of the training GPUs is of the GPU's `vendor`, that.

@@ -39,6 +39,11 @@ tc_cli_test(predict_kernel_fp32_rate_json "\"compute_clock_fraction\": 0\\.924" 
 tc_cli_test(predict_basis_text "basis +gemm \\(5 kernels\\): not one of its 5 training GPUs, no AMD GPU among them: network\\^0\\.60 x fitted roofline\\^0\\.40" ${TC} predict --model llama-3.1-8b --gpu MI300X --mode decode --batch 8 --context 2048)
 tc_cli_test(predict_basis_json "\"family\": \"gemm\",[^}]*\"forecast_by\": \"network\\+fitted_roofline\",[^}]*\"gpu\": \"unseen\"" ${TC} predict --model llama-3.1-8b --gpu H200 --mode generate --batch 2 --seq 256 --gen 4 --format json)
 
+# One kernel's basis: the A100-PCIE-40GB is one of the five NeuSight training GPUs; the GB200 is
+# a twin of the B200 (148 SMs, compute capability 10, 8 TB/s), so the MoE network applies.
+tc_cli_test(predict_kernel_basis "basis +linear \\(1 kernel\\): one of its 5 training GPUs: network\n" ${TC} predict-kernel --op linear --shape 1,4096,1024,1024 --gpu A100-PCIE-40GB)
+tc_cli_test(predict_kernel_basis_json "\"basis\": {[^}]*\"forecast_by\": \"network\",[^}]*\"gpu\": \"twin\"" ${TC} predict-kernel --op moe --shape 64,4096,14336,2,8 --gpu GB200 --format json)
+
 tc_cli_fail(unknown_command "unknown command 'frobnicate'" "${TC};frobnicate")
 tc_cli_fail(unknown_gpu "unknown GPU 'H10'.*closest" "${TC};predict-kernel;--op;bmm;--shape;1,2,3,4;--gpu;H10")
 tc_cli_fail(negative_dim "dimension M = -2" "${TC};predict-kernel;--op;bmm;--shape;1,-2,3,4;--gpu;T4")
