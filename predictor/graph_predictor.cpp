@@ -551,7 +551,10 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
   char buf[512];
   for (const auto& b : basis) {
     const std::string of = std::to_string(b.training_gpus) + " training GPU" + (b.training_gpus == 1 ? "" : "s");
-    std::string standing = b.trained_on ? "one of its " + of : b.twin ? "a twin of one of its " + of : "not one of its " + of;
+    std::string standing = b.training_gpus == 0 ? std::string("its training GPUs not recorded")
+                           : b.trained_on         ? "one of its " + of
+                           : b.twin               ? "a twin of one of its " + of
+                                                  : "not one of its " + of;
     if (!b.vendor_trained) standing += ", no " + vendor_text(vendor) + " GPU among them";
     std::string by;
     if (b.physics)
