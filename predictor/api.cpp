@@ -240,6 +240,43 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"network_gbps", s.network_gbps}};
 }
 
+nlohmann::json gpus_json(const GpuRegistry& reg, const KernelPredictor& kp) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& s : reg.all()) {
+    nlohmann::json g = gpu_json(s);
+    nlohmann::json t = nlohmann::json::object();
+    for (Family f : kAllFamilies) {
+      const GpuStanding st = kp.standing(s, f);
+      if (st.training_gpus > 0) t[family_name(f)] = st.name();
+    }
+    g["training"] = t;
+    list.push_back(g);
+  }
+  return list;
+}
+
+std::string training_summary(const GpuSpec& gpu, const KernelPredictor& kp) {
+  // NeuSight's five FP32 families share their training GPUs: one group.
+  const std::vector<std::pair<const char*, std::vector<Family>>> groups = {
+      {"fp32", {Family::kBmm, Family::kLinear, Family::kElementwise, Family::kSoftmax, Family::kLayerNorm}},
+      {"gemm", {Family::kGemm}},
+      {"prefill", {Family::kAttnPrefill}},
+      {"decode", {Family::kAttnDecode}},
+      {"moe", {Family::kMoe}},
+      {"memop", {Family::kMemoryOp}}};
+  std::string out;
+  for (const auto& [label, fams] : groups) {
+    bool trained = false, twin = false;
+    for (Family f : fams) {
+      const GpuStanding st = kp.standing(gpu, f);
+      trained = trained || st.trained_on;
+      twin = twin || st.twin;
+    }
+    if (trained || twin) out += std::string(out.empty() ? "" : " ") + label + (trained ? "" : "~");
+  }
+  return out.empty() ? "-" : out;
+}
+
 SpecRequest SpecRequest::from_flags(const std::string& draft, std::optional<int64_t> tokens, std::optional<double> accept) {
   if (tokens.has_value() && draft.empty()) throw ConfigError("--spec-tokens needs --spec-draft");
   return {draft, tokens.value_or(4), accept};

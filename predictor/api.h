@@ -30,6 +30,14 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
 
 // `gpus --format json`: one object per spec.
 nlohmann::json gpu_json(const GpuSpec& s);
+// Every GPU of `reg` as gpu_json gives it, with `training`: for each kernel family of the set
+// that forecasts it (the AMD set's for an AMD GPU), its standing against the family's training
+// GPUs, "training", "twin" or "unseen" (`tilecast gpus --format json`, Python's gpus()).
+nlohmann::json gpus_json(const GpuRegistry& reg, const KernelPredictor& kp);
+// The family groups a GPU is a training GPU of, "~" after one it is only a twin of a training
+// GPU of: "fp32" (NeuSight's five FP32 families), "gemm", "prefill", "decode", "moe", "memop";
+// "-" for none (`tilecast gpus`' column).
+std::string training_summary(const GpuSpec& gpu, const KernelPredictor& kp);
 // `tilecast models --format json`: every bundled config of `models_dir`, with the sizes a
 // forecast reads (ffn: an expert's width for MoE models). ConfigError for a folder without
 // configs, or a bad config (its one line).

@@ -523,8 +523,7 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   b.kernels = 1;
   b.outside_range = p.out_of_range.empty() ? 0 : 1;
   b.clamped = !p.out_of_range.empty() && p.clamped;
-  b.trained_on = p.trained_on, b.twin = p.twin, b.vendor_trained = p.vendor_trained;
-  b.training_gpus = p.training_gpus;
+  b.standing = p.standing;
   b.physics = fam == Family::kMemoryOp;
   b.network_weight = p.corrected ? 1.0 : p.network_weight;
   return b;
@@ -535,8 +534,6 @@ const char* ForecastBasis::forecast_by() const {
   if (network_weight >= 1) return "network";
   return network_weight > 0 ? "network+fitted_roofline" : "fitted_roofline";
 }
-
-const char* ForecastBasis::gpu_standing() const { return trained_on ? "training" : twin ? "twin" : "unseen"; }
 
 namespace {
 std::string vendor_text(const std::string& vendor) {
@@ -550,12 +547,13 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
   std::string out;
   char buf[512];
   for (const auto& b : basis) {
-    const std::string of = std::to_string(b.training_gpus) + " training GPU" + (b.training_gpus == 1 ? "" : "s");
-    std::string standing = b.training_gpus == 0 ? std::string("its training GPUs not recorded")
-                           : b.trained_on         ? "one of its " + of
-                           : b.twin               ? "a twin of one of its " + of
+    const GpuStanding& g = b.standing;
+    const std::string of = std::to_string(g.training_gpus) + " training GPU" + (g.training_gpus == 1 ? "" : "s");
+    std::string standing = g.training_gpus == 0 ? std::string("its training GPUs not recorded")
+                           : g.trained_on         ? "one of its " + of
+                           : g.twin               ? "a twin of one of its " + of
                                                   : "not one of its " + of;
-    if (!b.vendor_trained) standing += ", no " + vendor_text(vendor) + " GPU among them";
+    if (!g.vendor_trained) standing += ", no " + vendor_text(vendor) + " GPU among them";
     std::string by;
     if (b.physics)
       by = "fitted physics";
@@ -598,9 +596,9 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
   for (const auto& b : basis)
     a.push_back({{"family", b.family},
                  {"kernels", b.kernels},
-                 {"gpu", b.gpu_standing()},
-                 {"training_gpus", b.training_gpus},
-                 {"vendor_in_training", b.vendor_trained},
+                 {"gpu", b.standing.name()},
+                 {"training_gpus", b.standing.training_gpus},
+                 {"vendor_in_training", b.standing.vendor_trained},
                  {"forecast_by", b.forecast_by()},
                  {"network_weight", b.physics ? nlohmann::json(nullptr) : nlohmann::json(b.network_weight)},
                  {"outside_training_range", b.outside_range},

@@ -31,14 +31,11 @@ struct ForecastBasis {
   int64_t kernels = 0;        // distinct kernels forecast
   int64_t outside_range = 0;  // of them, with a feature outside the family's training range
   bool clamped = false;       // ... moved into it (families that clamp) rather than extrapolated
-  bool trained_on = false, twin = false, vendor_trained = true;  // KernelPrediction's
-  int training_gpus = 0;
+  GpuStanding standing;       // the GPU against the family's training GPUs (KernelPrediction's)
   bool physics = false;       // memory_op: a fitted physics model, no network
   double network_weight = 1;  // the network's share of the log-latency (0: the fitted roofline alone)
   // "network", "network+fitted_roofline", "fitted_roofline" or "physics".
   const char* forecast_by() const;
-  // "training", "twin" or "unseen".
-  const char* gpu_standing() const;
 };
 // One kernel's (KernelPrediction's standing, network weight and training range).
 ForecastBasis kernel_basis(Family fam, const KernelPrediction& p);

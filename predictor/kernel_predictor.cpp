@@ -159,22 +159,11 @@ const trainer::WeightsManifest& KernelPredictor::manifest() const { return impl_
 const TileTable& KernelPredictor::tiles() const { return impl_->tile_table(); }
 
 namespace {
-// Where a GPU stands against a family's training GPUs (KernelPrediction::trained_on, ...).
-struct TrainingStanding {
-  bool trained_on = false, twin = false, vendor_trained = true;
-  int training_gpus = 0;
-  void apply(KernelPrediction& r) const {
-    r.trained_on = trained_on;
-    r.twin = twin;
-    r.vendor_trained = vendor_trained;
-    r.training_gpus = training_gpus;
-  }
-};
 // `specs`: those of `names` whose specs the weights record (twins and the vendor are judged
 // on them; none recorded: no twin, and the vendor is not questioned).
-TrainingStanding training_standing(const GpuSpec& gpu, const std::vector<std::string>& names,
-                                   const std::vector<GpuSpec>& specs) {
-  TrainingStanding t;
+GpuStanding training_standing(const GpuSpec& gpu, const std::vector<std::string>& names,
+                              const std::vector<GpuSpec>& specs) {
+  GpuStanding t;
   t.training_gpus = static_cast<int>(names.size());
   t.trained_on = std::find(names.begin(), names.end(), gpu.cuda_name) != names.end();
   t.twin = !t.trained_on && std::any_of(specs.begin(), specs.end(), [&](const GpuSpec& s) { return gpu_twins(gpu, s); });
@@ -473,7 +462,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     // networks are then not even loaded) or as a weighted geometric mean with the network's
     // forecast (a network that extrapolates, shrunk toward the physics).
     const std::string& gate = entry->config.network_gpus;
-    const TrainingStanding standing = training_standing(gpu, entry->training_gpus, entry->training_gpu_specs);
+    const GpuStanding standing = training_standing(gpu, entry->training_gpus, entry->training_gpu_specs);
     const bool corrected = gate == "all" || standing.trained_on || (gate == "twins" && standing.twin);
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
     const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
@@ -509,7 +498,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.utilisation = r.bound_ms / r.latency_ms;
       r.corrected = corrected;
       r.network_weight = 1 - prior_weight;
-      standing.apply(r);
+      r.standing = standing;
       if (!ran) {  // no network ran: its training range says nothing about this forecast
         r.out_of_range.clear();
         r.clamped = false;
@@ -522,15 +511,27 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
   return out;
 }
 
-void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
-                                         const GpuSpec& gpu, std::vector<KernelPrediction>& out) const {
+GpuStanding KernelPredictor::memory_op_standing(const GpuSpec& gpu) const {
   // The manifest names the fit's GPUs; their specs (twins, vendor) are those the network
   // families of the same folder record for the same GPUs.
   const auto& names = impl_->manifest.memory_ops.training_gpus;
   std::vector<GpuSpec> specs;
   for (const auto& name : names)
     if (const GpuSpec* s = impl_->training_spec(name)) specs.push_back(*s);
-  const TrainingStanding standing = training_standing(gpu, names, specs);
+  return training_standing(gpu, names, specs);
+}
+
+GpuStanding KernelPredictor::standing(const GpuSpec& gpu, Family f) const {
+  const KernelPredictor& set = set_for(gpu, f);
+  if (!set.has_family(f)) return {false, false, true, 0};
+  if (f == Family::kMemoryOp) return set.memory_op_standing(gpu);
+  const trainer::FamilyEntry* e = set.impl_->entries[static_cast<size_t>(f)];
+  return training_standing(gpu, e->training_gpus, e->training_gpu_specs);
+}
+
+void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
+                                         const GpuSpec& gpu, std::vector<KernelPrediction>& out) const {
+  const GpuStanding standing = memory_op_standing(gpu);
   for (size_t i : idx) {
     const KernelQuery& q = queries[i];
     validate_query(q, "query");
@@ -551,7 +552,7 @@ void KernelPredictor::predict_memory_ops(const std::vector<KernelQuery>& queries
     r.utilisation = r.base_ms / r.latency_ms;
     r.member_min_ms = r.member_max_ms = r.latency_ms;
     r.stream_ms = r.latency_ms;
-    standing.apply(r);
+    r.standing = standing;
   }
 }
 

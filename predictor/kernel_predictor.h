@@ -11,6 +11,16 @@
 
 namespace tilecast::predictor {
 
+// Where a GPU stands against a family's training GPUs: one of them (`trained_on`), else a twin
+// of one (`twin`, the same die and memory system: gpu_twins, judged on the specs the weights
+// record), else unseen; `training_gpus` how many; `vendor_trained`: one of them is of the GPU's
+// vendor (true where the weights record no specs).
+struct GpuStanding {
+  bool trained_on = false, twin = false, vendor_trained = true;
+  int training_gpus = 0;
+  const char* name() const { return trained_on ? "training" : twin ? "twin" : "unseen"; }
+};
+
 struct KernelPrediction {
   double latency_ms = 0;    // forecast
   double roofline_ms = 0;   // plain roofline, for comparison
@@ -37,12 +47,8 @@ struct KernelPrediction {
   // The network forecast's share of the log-latency: 1 where corrected, else 1 - the family's
   // unseen_prior_weight (0: the fitted roofline alone).
   double network_weight = 1;
-  // Where the GPU stands against the family's training data (ForecastBasis sums it over a
-  // model): one of its `training_gpus` GPUs (`trained_on`), else a twin of one (`twin`, the same
-  // die and memory system: gpu_twins), else unseen; `vendor_trained`: one of them is of the
-  // GPU's vendor (true where the weights do not say).
-  bool trained_on = false, twin = false, vendor_trained = true;
-  int training_gpus = 0;
+  // The GPU against the family's training GPUs (ForecastBasis sums it over a model).
+  GpuStanding standing;
   // The kernel's time inside a whole model's stream of kernels: latency_ms less its family's
   // call overhead (the host time per call its training data's isolated timings include;
   // manifest `call_overhead_us`), never below min(latency_ms, kMinStreamUs). latency_ms where
@@ -82,6 +88,10 @@ class KernelPredictor {
   explicit KernelPredictor(const std::string& weights_dir);
   ~KernelPredictor();
   KernelPredictor(KernelPredictor&&) noexcept;
+
+  // The GPU's standing against family `f`'s training GPUs in the set that forecasts it there
+  // (the AMD set's for an AMD GPU where it has the family); training_gpus 0 where no set has it.
+  GpuStanding standing(const GpuSpec& gpu, Family f) const;
 
   // Batched forecast on one GPU: groups queries by family, one MLP call per family. An AMD
   // GPU (spec vendor "amd") is forecast by the AMD predictor set (`<dir>/amd/`, trained on
@@ -132,6 +142,7 @@ class KernelPredictor {
 
  private:
   // memory_op family: fitted physics (floor + bytes at a fraction of DRAM bandwidth).
+  GpuStanding memory_op_standing(const GpuSpec& gpu) const;
   void predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
                           const GpuSpec& gpu, std::vector<KernelPrediction>& out) const;
   std::vector<KernelPrediction> predict_here(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;

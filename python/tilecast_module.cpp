@@ -330,9 +330,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
 
 py::object gpus(const std::string& gpu_dir) {
   Engine& e = engine("", gpu_dir);
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& s : e.reg.all()) list.push_back(predictor::gpu_json(s));
-  return json_to_py(list.dump());
+  return json_to_py(predictor::gpus_json(e.reg, e.kp).dump());
 }
 
 py::object models(const std::string& models_dir) {

@@ -44,6 +44,12 @@ tc_cli_test(predict_basis_json "\"family\": \"gemm\",[^}]*\"forecast_by\": \"net
 tc_cli_test(predict_kernel_basis "basis +linear \\(1 kernel\\): one of its 5 training GPUs: network\n" ${TC} predict-kernel --op linear --shape 1,4096,1024,1024 --gpu A100-PCIE-40GB)
 tc_cli_test(predict_kernel_basis_json "\"basis\": {[^}]*\"forecast_by\": \"network\",[^}]*\"gpu\": \"twin\"" ${TC} predict-kernel --op moe --shape 64,4096,14336,2,8 --gpu GB200 --format json)
 
+# gpus' trained column, against the bundled manifest's training GPUs: the A100-SXM4-80GB trained
+# every LLM-era family, the A40 and RTX 4090 (vidur, LLMServingSim) GEMMs and memory ops, the
+# GB200 none but is a twin of the B200; NeuSight's five FP32 families trained on the P4.
+tc_cli_test(gpus_trained_column "A100-80GB-SXM +NVIDIA A100-SXM4-80GB .* gemm prefill decode moe memop\n.*A40 +NVIDIA A40 .* gemm memop\n.*GB200 +NVIDIA GB200 .* gemm~ prefill~ decode~ moe~\n.*H200 +NVIDIA H200 .* -\n.*P4 +Tesla P4 .* fp32\n" ${TC} gpus)
+tc_cli_test(gpus_training_json "\"name\": \"GB200\",[^{]*{[^}]*},[^{]*\"training\": {[^}]*\"gemm\": \"twin\",[^}]*\"memory_op\": \"unseen\"" ${TC} gpus --format json)
+
 tc_cli_fail(unknown_command "unknown command 'frobnicate'" "${TC};frobnicate")
 tc_cli_fail(unknown_gpu "unknown GPU 'H10'.*closest" "${TC};predict-kernel;--op;bmm;--shape;1,2,3,4;--gpu;H10")
 tc_cli_fail(negative_dim "dimension M = -2" "${TC};predict-kernel;--op;bmm;--shape;1,-2,3,4;--gpu;T4")

@@ -1615,24 +1615,24 @@ TEST(Serving, ForecastBasisPerFamily) {
   EXPECT_EQ(h200.at("generation_attention").kernels, 1);
   EXPECT_EQ(h200.at("memory_op").kernels, 4);
   // The H200 is none of the GEMM family's training GPUs nor a twin of one: its forecast blends.
-  EXPECT_EQ(std::string(h200.at("gemm").gpu_standing()), "unseen");
-  EXPECT_EQ(h200.at("gemm").training_gpus, static_cast<int>(gemm.training_gpus.size()));
+  EXPECT_EQ(std::string(h200.at("gemm").standing.name()), "unseen");
+  EXPECT_EQ(h200.at("gemm").standing.training_gpus, static_cast<int>(gemm.training_gpus.size()));
   EXPECT_NEAR(h200.at("gemm").network_weight, 1 - gemm.config.unseen_prior_weight, 1e-12);
   EXPECT_EQ(std::string(h200.at("gemm").forecast_by()), "network+fitted_roofline");
-  EXPECT_TRUE(h200.at("gemm").vendor_trained);
+  EXPECT_TRUE(h200.at("gemm").standing.vendor_trained);
   EXPECT_EQ(std::string(h200.at("memory_op").forecast_by()), "physics");
-  EXPECT_EQ(h200.at("memory_op").training_gpus, static_cast<int>(p.manifest().memory_ops.training_gpus.size()));
+  EXPECT_EQ(h200.at("memory_op").standing.training_gpus, static_cast<int>(p.manifest().memory_ops.training_gpus.size()));
   // A training GPU of every family here: the GEMMs by the network alone.
   const auto a100 = basis("A100-SXM4-80GB");
-  for (const auto& kv : a100) EXPECT_EQ(std::string(kv.second.gpu_standing()), "training") << kv.first;
+  for (const auto& kv : a100) EXPECT_EQ(std::string(kv.second.standing.name()), "training") << kv.first;
   EXPECT_EQ(std::string(a100.at("gemm").forecast_by()), "network");
   // The GB200 is a twin of the B200 (the same die and memory system): the GEMM network applies.
   const auto gb200 = basis("GB200");
-  EXPECT_EQ(std::string(gb200.at("gemm").gpu_standing()), "twin");
+  EXPECT_EQ(std::string(gb200.at("gemm").standing.name()), "twin");
   EXPECT_EQ(std::string(gb200.at("gemm").forecast_by()), "network");
   // No AMD GPU is among the LLM-era families' training GPUs, and the text says so.
   const auto mi300 = predictor::forecast_model(g, registry().resolve("MI300X"), p);
-  for (const auto& b : mi300.basis) EXPECT_FALSE(b.vendor_trained) << b.family;
+  for (const auto& b : mi300.basis) EXPECT_FALSE(b.standing.vendor_trained) << b.family;
   const std::string text = predictor::basis_text(mi300.basis, mi300.gpu_vendor);
   EXPECT_NE(text.find("basis         gemm (5 kernels): not one of its " + std::to_string(gemm.training_gpus.size()) +
                       " training GPUs, no AMD GPU among them: network^0.60 x fitted roofline^0.40"),
