@@ -65,7 +65,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
       // training/inference: batch x seq per step; prefill: prompt tokens; decode: one per sequence.
       r.tokens_per_s = double(c.batch) * (c.mode == "decode" ? 1 : c.tokens) / (r.step_ms / 1e3);
     }
-    r.basis = f.generate ? merge_basis(f.generate->prefill.basis, f.generate->last_decode.basis) : f.forecast.basis;
+    r.basis = f.generate ? f.generate->basis() : f.forecast.basis;
     r.memory_gb = f.memory.total_gb();  // disaggregated: the decode instance's GPU
     r.fits = f.generate ? f.generate->fits() : f.memory.fits();
     r.max_sequences = f.memory.max_sequences;

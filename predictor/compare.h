@@ -78,7 +78,7 @@ struct CompareRow {
   std::string error;  // non-empty: this combination cannot run (the reason); no numbers
   double step_ms = 0;       // training/inference: step; prefill: TTFT; decode: one step; generate: end to end
   double ttft_ms = 0, tpot_ms = 0;  // serving
-  // What the forecast rests on (ModelForecast::basis; generate: its two steps', merge_basis).
+  // What the forecast rests on (ModelForecast::basis; generate: GenerateForecast::basis).
   std::vector<ForecastBasis> basis;
   // Which of the two the row's mode has: a first token (prefill, generate), output tokens
   // after it (decode, generate). The other is null in JSON, empty in CSV, '-' in the table.

@@ -519,18 +519,17 @@ nlohmann::json positive_or_null(double v) { return v > 0 ? nlohmann::json(v) : n
 
 ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   ForecastBasis b;
-  b.family = family_name(fam);
+  b.family = fam;
   b.kernels = 1;
   b.outside_range = p.out_of_range.empty() ? 0 : 1;
   b.clamped = !p.out_of_range.empty() && p.clamped;
   b.standing = p.standing;
-  b.physics = fam == Family::kMemoryOp;
-  b.network_weight = p.corrected ? 1.0 : p.network_weight;
+  b.network_weight = p.network_weight;  // 1 where the network corrects the GPU
   return b;
 }
 
 const char* ForecastBasis::forecast_by() const {
-  if (physics) return "physics";
+  if (physics()) return "physics";
   if (network_weight >= 1) return "network";
   return network_weight > 0 ? "network+fitted_roofline" : "fitted_roofline";
 }
@@ -555,7 +554,7 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
                                                   : "not one of its " + of;
     if (!g.vendor_trained) standing += ", no " + vendor_text(vendor) + " GPU among them";
     std::string by;
-    if (b.physics)
+    if (b.physics())
       by = "fitted physics";
     else if (b.network_weight >= 1)
       by = "network";
@@ -569,7 +568,7 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
       range = "; " + std::to_string(b.outside_range) + " outside its training range (" +
               (b.clamped ? "clamped to it" : "extrapolated") + ")";
     std::snprintf(buf, sizeof buf, "%-13s %s (%lld kernel%s): %s: %s%s\n", out.empty() ? "basis" : "",
-                  b.family.c_str(), static_cast<long long>(b.kernels), b.kernels == 1 ? "" : "s", standing.c_str(),
+                  family_name(b.family), static_cast<long long>(b.kernels), b.kernels == 1 ? "" : "s", standing.c_str(),
                   by.c_str(), range.c_str());
     out += buf;
   }
@@ -594,13 +593,13 @@ std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, cons
 nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& b : basis)
-    a.push_back({{"family", b.family},
+    a.push_back({{"family", family_name(b.family)},
                  {"kernels", b.kernels},
                  {"gpu", b.standing.name()},
                  {"training_gpus", b.standing.training_gpus},
                  {"vendor_in_training", b.standing.vendor_trained},
                  {"forecast_by", b.forecast_by()},
-                 {"network_weight", b.physics ? nlohmann::json(nullptr) : nlohmann::json(b.network_weight)},
+                 {"network_weight", b.physics() ? nlohmann::json(nullptr) : nlohmann::json(b.network_weight)},
                  {"outside_training_range", b.outside_range},
                  {"clamped", b.clamped}});
   return a;
@@ -1993,7 +1992,7 @@ std::string generate_json(const GenerateForecast& f) {
       a.push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count}, {"ms", o.fw_ms * o.count}});
     return a;
   };
-  j["basis"] = basis_json(merge_basis(f.prefill.basis, f.last_decode.basis));  // both steps' kernels
+  j["basis"] = basis_json(f.basis());
   j["prefill_ops"] = ops(f.prefill);  // the first step's
   j["last_decode_step_ops"] = ops(f.last_decode);  // empty when every step ran prompt tokens
   return j.dump(2) + "\n";

@@ -27,13 +27,13 @@ struct OpForecast {
 // forecast was made there. Kernels costed otherwise (backward GEMMs at their forward's rate, MLA
 // and mixed-batch decodes by formula, copies, collectives) are not counted.
 struct ForecastBasis {
-  std::string family;
+  Family family = Family::kGemm;
   int64_t kernels = 0;        // distinct kernels forecast
   int64_t outside_range = 0;  // of them, with a feature outside the family's training range
   bool clamped = false;       // ... moved into it (families that clamp) rather than extrapolated
   GpuStanding standing;       // the GPU against the family's training GPUs (KernelPrediction's)
-  bool physics = false;       // memory_op: a fitted physics model, no network
   double network_weight = 1;  // the network's share of the log-latency (0: the fitted roofline alone)
+  bool physics() const { return !is_mlp_family(family); }  // memory_op: fitted coefficients, no network
   // "network", "network+fitted_roofline", "fitted_roofline" or "physics".
   const char* forecast_by() const;
 };
@@ -455,6 +455,8 @@ struct GenerateForecast {
   std::optional<DisaggForecast> disagg;
   // Every GPU of the replica fits: the (decode) instance's and, disaggregated, the prefill's.
   bool fits() const { return memory.fits() && (!disagg || disagg->prefill_memory.fits()); }
+  // What its kernels rest on: the prefill's and the last decode step's (merge_basis).
+  std::vector<ForecastBasis> basis() const { return merge_basis(prefill.basis, last_decode.basis); }
 };
 // Speculative decoding with a draft model (vLLM's and SGLang's draft-model speculation): each
 // round the draft decodes `tokens` tokens per sequence one by one, then the target verifies

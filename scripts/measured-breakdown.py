@@ -20,6 +20,11 @@
       the forecast against the call (MAPE, bias) and the in-model forecast (the forecast less
       --call-overhead-us, at least 2 us: the manifest's value, as `predict` takes it off each
       kernel) against the busy time.
+  tokens ROWS_CSV
+      From `tilecast eval-kernels --rows-csv ROWS_CSV`: per device and op, by the shape's first
+      number (tokens for GEMMs, layer ops and MoE) in power-of-two bins (1, 2-3, 4-7, ...): the
+      rows, their share of the device's rows of that op and the share below the bin's top,
+      MAPE and bias.
   runs A B
       Two measurements of the same configs (two `tilecast collect` CSVs, matched by config_id, or
       two `scripts/measure-e2e.py` JSON-lines files, matched by tag): the rows both measured, the
@@ -152,6 +157,23 @@ def timings(rows_path, data_paths, call_overhead_us):
               f"{summary([c for _, c, _ in v])[10:]}   {summary([m for _, _, m in v])[10:]}")
 
 
+def tokens(path):
+    groups = defaultdict(lambda: defaultdict(list))  # (device, op) -> bin -> forecast / measured
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            first = int(r["shape"].split(",")[0])
+            groups[(r["device"], r["op"])][1 << (first.bit_length() - 1)].append(
+                float(r["predicted_ms"]) / float(r["measured_ms"]))
+    for (device, op), bins in sorted(groups.items()):
+        total, below = sum(len(v) for v in bins.values()), 0
+        print(f"{device} / {op}:")
+        for lo in sorted(bins):
+            below += len(bins[lo])
+            label = f"{lo}" if lo == 1 else f"{lo}-{2 * lo - 1}"
+            print(f"  {label:>13s}  {100 * len(bins[lo]) / total:5.1f} % of rows, {100 * below / total:5.1f} % "
+                  f"to here  {summary(bins[lo])}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -167,6 +189,8 @@ def main():
     t.add_argument("rows")
     t.add_argument("data", nargs="+")
     t.add_argument("--call-overhead-us", type=float, default=15)
+    k = sub.add_parser("tokens")
+    k.add_argument("rows")
     r = sub.add_parser("runs")
     r.add_argument("a")
     r.add_argument("b")
@@ -178,6 +202,8 @@ def main():
             decode_rate(a.csv, a.min_mb)
         elif a.what == "timings":
             timings(a.rows, a.data, a.call_overhead_us)
+        elif a.what == "tokens":
+            tokens(a.rows)
         elif a.what == "runs":
             runs(a.a, a.b)
         else:

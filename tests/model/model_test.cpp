@@ -1606,7 +1606,7 @@ TEST(Serving, ForecastBasisPerFamily) {
   const trainer::FamilyEntry& gemm = fams.at("gemm");
   auto basis = [&](const std::string& gpu) {
     std::map<std::string, predictor::ForecastBasis> by;
-    for (const auto& b : predictor::forecast_model(g, registry().resolve(gpu), p).basis) by[b.family] = b;
+    for (const auto& b : predictor::forecast_model(g, registry().resolve(gpu), p).basis) by[family_name(b.family)] = b;
     return by;
   };
   const auto h200 = basis("H200");
@@ -1632,7 +1632,7 @@ TEST(Serving, ForecastBasisPerFamily) {
   EXPECT_EQ(std::string(gb200.at("gemm").forecast_by()), "network");
   // No AMD GPU is among the LLM-era families' training GPUs, and the text says so.
   const auto mi300 = predictor::forecast_model(g, registry().resolve("MI300X"), p);
-  for (const auto& b : mi300.basis) EXPECT_FALSE(b.standing.vendor_trained) << b.family;
+  for (const auto& b : mi300.basis) EXPECT_FALSE(b.standing.vendor_trained) << family_name(b.family);
   const std::string text = predictor::basis_text(mi300.basis, mi300.gpu_vendor);
   EXPECT_NE(text.find("basis         gemm (5 kernels): not one of its " + std::to_string(gemm.training_gpus.size()) +
                       " training GPUs, no AMD GPU among them: network^0.60 x fitted roofline^0.40"),
@@ -1645,7 +1645,7 @@ TEST(Serving, ForecastBasisPerFamily) {
   const auto merged = predictor::merge_basis(pb, predictor::forecast_model(g, registry().resolve("H200"), p).basis);
   ASSERT_EQ(merged.size(), 4u);  // context_attention joins
   for (const auto& b : merged)
-    if (b.family == "gemm") EXPECT_EQ(b.kernels, 10);  // the prefill's five shapes and the decode's
+    if (b.family == Family::kGemm) EXPECT_EQ(b.kernels, 10);  // the prefill's five shapes and the decode's
 }
 
 // Continuous batching with a budget, worked by hand with a step that costs 1 ms + 1 ms per

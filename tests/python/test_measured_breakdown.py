@@ -36,6 +36,22 @@ with tempfile.TemporaryDirectory() as tmp:
     assert "> 1,024 tokens 1 rows MAPE 0.0 % bias 1.00" in out, out
     assert "1 rows, 800 - 800" in out, out
 
+    # tokens: bins by the shape's first number, 1 and 2-3. Ratios 0.5 (1 token); 2.0 and 1.0 (3 and
+    # 2 tokens): MAPE 50 % and (100 + 0) / 2 = 50 %, bias 0.50 and the median 1.50; a third and
+    # two thirds of the op's rows. Another op apart.
+    kr = os.path.join(tmp, "krows.csv")
+    with open(kr, "w") as f:
+        f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
+        f.write('X,rmsnorm,"1,4096",bf16,0.010,0.005,0,0\n')
+        f.write('X,rmsnorm,"3,4096",bf16,0.010,0.020,0,0\n')
+        f.write('X,rmsnorm,"2,4096",bf16,0.010,0.010,0,0\n')
+        f.write('X,rope,"8,4096",bf16,0.010,0.010,0,0\n')
+    rc, out, err = run("tokens", kr)
+    assert rc == 0, err
+    assert "X / rmsnorm:\n1 33.3 % of rows, 33.3 % to here 1 rows MAPE 50.0 % bias 0.50" in out, out
+    assert "2-3 66.7 % of rows, 100.0 % to here 2 rows MAPE 50.0 % bias 1.50" in out, out
+    assert "X / rope:\n8-15 100.0 % of rows, 100.0 % to here 1 rows MAPE 0.0 % bias 1.00" in out, out
+
     dec = os.path.join(tmp, "generation_attention.csv")
     with open(dec, "w") as f:
         f.write("batch_size,step,num_key_value_heads,head_dim,kv_cache_dtype,latency,status\n")
