@@ -17,16 +17,22 @@ def run(*args):
     return p.returncode, "\n".join(" ".join(line.split()) for line in p.stdout.splitlines()), p.stderr
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    rows = os.path.join(tmp, "rows.csv")
-    with open(rows, "w") as f:
+def rows_csv(path, lines):
+    """An `eval-kernels --rows-csv` file of `lines` (device,op,shape,dtype,measured,forecast)."""
+    with open(path, "w") as f:
         f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
+        f.writelines(line + ",0,0\n" for line in lines)
+    return path
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rows = rows_csv(os.path.join(tmp, "rows.csv"), [
         # 16 tokens, 4096 x 4096 bf16 weights (32 MiB: in a 60 MiB L2): forecast 1.5x.
-        f.write('X,gemm,"16,4096,4096",bf16,0.010,0.015,0,0\n')
+        'X,gemm,"16,4096,4096",bf16,0.010,0.015',
         # 16 tokens, 8192 x 8192 bf16 (128 MiB: beyond it): forecast 0.5x.
-        f.write('X,gemm,"16,8192,8192",bf16,0.040,0.020,0,0\n')
+        'X,gemm,"16,8192,8192",bf16,0.040,0.020',
         # 2048 tokens x 4096 x 8192: 2 x 2048 x 4096 x 8192 = 137.4 GFLOP in 0.1718 ms = 800 TFLOP/s.
-        f.write('X,gemm,"2048,4096,8192",bf16,0.17179869184,0.17179869184,0,0\n')
+        'X,gemm,"2048,4096,8192",bf16,0.17179869184,0.17179869184'])
     rc, out, err = run("gemm", rows)
     assert rc == 0, err
     # <= 64 tokens: |0.5| and |-0.5| -> 50 %, median of 1.5 and 0.5 -> 1.00.
@@ -39,13 +45,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # tokens: bins by the shape's first number, 1 and 2-3. Ratios 0.5 (1 token); 2.0 and 1.0 (3 and
     # 2 tokens): MAPE 50 % and (100 + 0) / 2 = 50 %, bias 0.50 and the median 1.50; a third and
     # two thirds of the op's rows. Another op apart.
-    kr = os.path.join(tmp, "krows.csv")
-    with open(kr, "w") as f:
-        f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
-        f.write('X,rmsnorm,"1,4096",bf16,0.010,0.005,0,0\n')
-        f.write('X,rmsnorm,"3,4096",bf16,0.010,0.020,0,0\n')
-        f.write('X,rmsnorm,"2,4096",bf16,0.010,0.010,0,0\n')
-        f.write('X,rope,"8,4096",bf16,0.010,0.010,0,0\n')
+    kr = rows_csv(os.path.join(tmp, "krows.csv"), [
+        'X,rmsnorm,"1,4096",bf16,0.010,0.005', 'X,rmsnorm,"3,4096",bf16,0.010,0.020',
+        'X,rmsnorm,"2,4096",bf16,0.010,0.010', 'X,rope,"8,4096",bf16,0.010,0.010'])
     rc, out, err = run("tokens", kr)
     assert rc == 0, err
     assert "X / rmsnorm:\n1 33.3 % of rows, 33.3 % to here 1 rows MAPE 50.0 % bias 0.50" in out, out
@@ -89,12 +91,10 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # timings: two collected linear rows and a softmax row against their forecasts (eval-kernels'
     # shapes: B,M,N,K and B,H), an unmatched row and a failed one left out.
-    tr = os.path.join(tmp, "trows.csv")
-    with open(tr, "w") as f:
-        f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
-        f.write('X,linear,"1,64,64,64",fp32,0.030,0.036,0,0\n')   # forecast 1.2 x the call
-        f.write('X,linear,"1,128,64,64",fp32,0.040,0.032,0,0\n')  # 0.8 x
-        f.write('X,softmax,"8,512",fp32,0.2,0.25,0,0\n')
+    tr = rows_csv(os.path.join(tmp, "trows.csv"), [
+        'X,linear,"1,64,64,64",fp32,0.030,0.036',   # forecast 1.2 x the call
+        'X,linear,"1,128,64,64",fp32,0.040,0.032',  # 0.8 x
+        'X,softmax,"8,512",fp32,0.2,0.25'])
     lin = os.path.join(tmp, "linear.csv")
     with open(lin, "w") as f:
         f.write("OPName,Latency,B,M,N,K,busy_ms,call_ms,status\n")
