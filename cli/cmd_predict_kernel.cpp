@@ -14,6 +14,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   po::options_description desc("predict-kernel options");
   std::string op, shape, gpu, weights, gpu_dir, format, dtype, kv_dtype, routing;
   int64_t window = 0, moe_tp = 1, moe_ep = 1, prefix = 0, weight_group = 0;
+  bool sustained = false;
   // Each family's dtypes and default, from kFamilyTable.
   std::string dtype_help;
   for (Family f : kAllFamilies)
@@ -41,6 +42,10 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "routing", po::value(&routing)->default_value("balanced"), "moe: balanced or power_law_<a> (e.g. power_law_1.2)")(
       "weight-group", po::value(&weight_group)->default_value(0),
       "moe --dtype int4: weights per 16-bit scale (e.g. 32; 0 = 128, the modelled kernels' groups)")(
+      "sustained", po::bool_switch(&sustained),
+      "the kernel inside seconds of back-to-back tensor-core work (a model's step, as `predict` forecasts "
+      "it), not alone: tensor-core rates at the clock the GPU's sheet rates full-SM loads at where it states "
+      "one (Hopper: 1,830 of 1,980 MHz), which a GPU at its power limit runs at or below")(
       "gpu", po::value(&gpu)->required(), "GPU: YAML/JSON path, name, alias or CUDA device name")(
       "weights", po::value(&weights), "weights folder (default: bundled weights/)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
@@ -53,6 +58,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   predictor::KernelArgs ka;
   ka.op = op, ka.shape = shape, ka.dtype = dtype, ka.kv_dtype = kv_dtype, ka.routing = routing;
   ka.window = window, ka.moe_tp = moe_tp, ka.moe_ep = moe_ep, ka.prefix = prefix, ka.weight_group = weight_group;
+  ka.sustained = sustained;
   const KernelQuery q = predictor::build_kernel_query(ka);
   const OpKind kind = q.op;
   const bool moe = kind == OpKind::kMoe;
@@ -123,6 +129,16 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("fp32 rate    %.6g GFLOP/s: the sheet's %.6g x issue bound %.3f x compute clock %.3f (SIMT SGEMM)\n",
                 spec.fp32_simt_gemm_gflops(), spec.fp32_gemm_peak_gflops(), spec.fp32_issue_fraction(),
                 spec.compute_clock_fraction());
+  if ((kind == OpKind::kGemm || attn || moe) && q.dtype != DType::kFp32 && spec.compute_clock_fraction() < 1) {
+    const double rated_mhz = spec.boost_clock_mhz * spec.compute_clock_fraction();
+    if (q.sustained)
+      std::printf("tensor rate  %.6g GFLOP/s: the sheet's peak, at the %.0f MHz it rates full-SM loads at (--sustained)\n",
+                  gemm_rate_gflops(spec, q.dtype, true), rated_mhz);
+    else
+      std::printf("tensor rate  %.6g GFLOP/s: the sheet's %.6g (rated at %.0f MHz) at the %.0f MHz boost clock a kernel "
+                  "alone runs at (--sustained: inside a model's step)\n",
+                  gemm_rate_gflops(spec, q.dtype), gemm_peak_gflops(spec, q.dtype), rated_mhz, spec.boost_clock_mhz);
+  }
   if (r.fp8_from_bf16)
     std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "
                 "scripts/eval-moe-fp8.py)\n",

@@ -163,8 +163,9 @@ double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
   return it->second;
 }
 
-double gemm_rate_gflops(const GpuSpec& gpu, DType d) {
-  return d == DType::kFp32 ? gpu.fp32_simt_gemm_gflops() : gemm_peak_gflops(gpu, d);
+double gemm_rate_gflops(const GpuSpec& gpu, DType d, bool sustained) {
+  if (d == DType::kFp32) return gpu.fp32_simt_gemm_gflops();
+  return sustained ? gemm_peak_gflops(gpu, d) : gemm_peak_gflops(gpu, d) / gpu.compute_clock_fraction();
 }
 
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d) {
@@ -633,7 +634,7 @@ void tc_gemm_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, L
 void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
   const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                               double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
-  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
   kb.memory_s = transfer_s(tc_gemm_bytes(q), gpu.mem_bw_gbps);
   // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
   kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
@@ -649,7 +650,7 @@ const std::vector<std::string>& tc_gemm_features() {
 }
 void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds& kb, float* out) {
   const double bytes = tc_gemm_bytes(q), l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
-  const double peak = gemm_rate_gflops(gpu, q.dtype);
+  const double peak = gemm_rate_gflops(gpu, q.dtype, q.sustained);
   int i = 0;
   out[i++] = float(lg(s_to_us(compute_s(tc_gemm_flops(q), peak))));
   out[i++] = float(lg(li.tile.tm));
@@ -705,7 +706,7 @@ void decode_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, La
   li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
 }
 void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double, KernelBounds& kb) {
-  const double peak = gemm_rate_gflops(gpu, q.dtype);
+  const double peak = gemm_rate_gflops(gpu, q.dtype, q.sustained);
   // Causal work per CTA grows with its query block's position: the busiest SM gets at
   // least the longest CTA and at least an even share of all (query, key) block pairs.
   // A chunk after a cached prefix is the query blocks pb + 1 .. pb + nb of a longer prompt.
@@ -721,7 +722,7 @@ void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&,
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
 }
 void decode_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double pad, KernelBounds& kb) {
-  kb.compute_s = compute_s(attention_flops(q) * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.compute_s = compute_s(attention_flops(q) * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
   kb.memory_s = transfer_s(attention_bytes(q), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
 }
@@ -733,7 +734,7 @@ const std::vector<std::string>& attention_features() {
 }
 void attention_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
   int i = 0;
-  out[i++] = float(lg(s_to_us(compute_s(attention_flops(q), gemm_rate_gflops(gpu, q.dtype)))));
+  out[i++] = float(lg(s_to_us(compute_s(attention_flops(q), gemm_rate_gflops(gpu, q.dtype, q.sustained)))));
   out[i++] = float(lg(double(li.num_ctas) / gpu.num_sms));
   out[i++] = float(lg(double(q.b)));
   out[i++] = float(lg(double(q.m)));
@@ -781,7 +782,7 @@ void moe_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInf
 void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
   const MoeLoad& l = li.moe;
   const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
-  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
   kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
 }
@@ -794,7 +795,7 @@ const std::vector<std::string>& moe_features() {
 }
 void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds&, float* out) {
   const double l2_bytes = gpu.l2_cache_mb * kBytesPerMib;
-  const double peak = gemm_rate_gflops(gpu, q.dtype);
+  const double peak = gemm_rate_gflops(gpu, q.dtype, q.sustained);
   const MoeLoad& l = li.moe;
   const double f = double(q.n / q.moe_tp);
   int i = 0;
@@ -977,7 +978,7 @@ double mla_decode_bytes(const KernelQuery& q, int64_t value_dim) {
 KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu) {
   double pad = 1;
   KernelBounds kb = wave_frame(gpu, launch_info(q, gpu), &pad);
-  kb.compute_s = compute_s(mla_decode_flops(q, value_dim) * pad, gemm_rate_gflops(gpu, q.dtype));
+  kb.compute_s = compute_s(mla_decode_flops(q, value_dim) * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
   kb.memory_s = transfer_s(mla_decode_bytes(q, value_dim), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
   return kb;
@@ -1076,6 +1077,11 @@ double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu) {
 }
 
 double peak_s(const KernelQuery& q, const GpuSpec& gpu) { return compute_s(query_flops(q), sheet_peak_gflops(q, gpu)); }
+
+double fastest_s(const KernelQuery& q, const GpuSpec& gpu) {
+  const bool tensor = physics(op_family(q.op)).sheet_peak == tensor_sheet_peak && q.dtype != DType::kFp32;
+  return peak_s(q, gpu) * (tensor && !q.sustained ? gpu.compute_clock_fraction() : 1.0);
+}
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
   return std::max(peak_s(q, gpu), transfer_s(query_bytes(q), gpu.mem_bw_gbps));

@@ -52,9 +52,13 @@ double int4_bytes_per_weight(int64_t group);
 // SIMT GEMM peak. A GPU without that tensor path (FP8 before Ada/Hopper) is ConfigError naming
 // GPU and dtype. The plain roofline's compute bound.
 double gemm_peak_gflops(const GpuSpec& gpu, DType d);
-// The rate tilecast's kernel bounds and features use: gemm_peak_gflops, except fp32, which is
-// the issue-bound SIMT SGEMM rate (GpuSpec::fp32_simt_gemm_gflops).
-double gemm_rate_gflops(const GpuSpec& gpu, DType d);
+// The rate tilecast's kernel bounds and features use. fp32: the issue-bound SIMT SGEMM rate
+// (GpuSpec::fp32_simt_gemm_gflops). Tensor cores: the sheet's peak taken at the boost clock, the
+// clock a kernel alone runs at and the one every training GPU's sheet states its peak at (Hopper's
+// sheets rate it at a lower clock: gemm_peak_gflops / GpuSpec::compute_clock_fraction); with
+// `sustained`, inside seconds of back-to-back tensor-core work, the sheet's peak at the clock it
+// rates (a GPU at its board-power limit lowers its clock: docs/accuracy.md, "Burst and sustained").
+double gemm_rate_gflops(const GpuSpec& gpu, DType d, bool sustained = false);
 
 // Shapes follow NeuSight: BMM (B,M,N)x(B,N,K)->(B,M,K); Linear input (M,N) times a (N->K)
 // layer (B = 1); N is always the reduction dim. Vector ops act on a (B,H) tensor, H = last dim.
@@ -79,14 +83,18 @@ struct KernelQuery {
   // moe with int4 weights: elements per 16-bit scale (e.g. Kimi-K2-Thinking's 32); 0 = the
   // modelled kernels' kInt4ModelledGroup (set_weight_group keeps it so)
   int64_t weight_group = 0;
+  // The kernel runs inside a sustained load (a whole model's step), not alone: tensor-core
+  // rates at the clock the GPU's sheet rates full-SM loads at (gemm_rate_gflops).
+  bool sustained = false;
 };
 // Every field of a KernelQuery, in order: two queries with the same key are the same kernel
 // (graph_predictor's dedup, KernelPredictor's memo). Add a field there and here.
 using KernelQueryKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t,
-                                  int64_t, int64_t, int64_t, int64_t, double, int64_t>;
+                                  int64_t, int64_t, int64_t, int64_t, double, int64_t, bool>;
 inline KernelQueryKey query_key(const KernelQuery& q) {
   return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h, static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype),
-          q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha, q.weight_group};
+          q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha, q.weight_group,
+          q.sustained};
 }
 // Causal prefill of `batch` prompts of `seq` tokens; decode of one token per sequence over
 // `ctx` cached tokens. Heads must be a multiple of kv_heads (GQA).
@@ -233,9 +241,12 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
 double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu);
 // Plain roofline (no tiles, no waves): max(flops / sheet peak, bytes / bandwidth), seconds.
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
-// Its compute half: the query's FLOPs at the sheet peak. No kernel runs faster (forecasts are
-// held to it; training leaves out rows that beat it).
+// Its compute half: the query's FLOPs at the sheet peak (training leaves out rows that beat it).
 double peak_s(const KernelQuery& q, const GpuSpec& gpu);
+// The query's FLOPs at the fastest its kernel can run: the sheet peak, taken at the boost clock
+// for a tensor-core kernel alone where the sheet rates its tensor peak at a lower clock (Hopper;
+// gemm_rate_gflops). No kernel runs faster: forecasts are held to it.
+double fastest_s(const KernelQuery& q, const GpuSpec& gpu);
 
 // memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:
 //   latency = floor + dram_factor x max(0, bytes - l2_resident_fraction x L2) / DRAM bandwidth

@@ -121,6 +121,7 @@ KernelQuery build_kernel_query(const KernelArgs& a) {
   } else {
     q.dtype = dt;
   }
+  q.sustained = a.sustained;
   return q;
 }
 
@@ -133,6 +134,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"shape", query_shape_string(q)},
                       {"dtype", dtype_name(q.dtype)},
                       {"gpu", spec.name},
+                      {"sustained", q.sustained},
                       {"latency_ms", r.latency_ms},
                       {"stream_ms", r.stream_ms},
                       {"member_range_ms", {r.member_min_ms, r.member_max_ms}},

@@ -23,6 +23,7 @@ struct KernelArgs {
   int64_t window = 0, moe_tp = 1, moe_ep = 1;
   int64_t prefix = 0;  // attention_prefill: prompt tokens already cached before this chunk
   int64_t weight_group = 0;  // moe, int4: elements per weight scale (0: the modelled kernels' 128)
+  bool sustained = false;    // inside a sustained load (KernelQuery::sustained), not alone
 };
 KernelQuery build_kernel_query(const KernelArgs& a);
 nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction& r, const GpuSpec& gpu,

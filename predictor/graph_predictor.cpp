@@ -214,6 +214,15 @@ void check_host_gap_us(double us) {
     throw ConfigError("--host-gap-us: expected 0..10000 microseconds, got " + std::to_string(us));
 }
 
+namespace {
+// A model's step keeps the tensor cores busy back to back: its kernels at the clock the GPU's
+// sheet rates such loads at, not the boost clock a kernel alone runs at (KernelQuery::sustained).
+KernelQuery in_step(KernelQuery q) {
+  q.sustained = true;
+  return q;
+}
+}  // namespace
+
 ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp, double host_gap_us,
                              bool isolated) {
   check_host_gap_us(host_gap_us);
@@ -229,8 +238,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   auto collect = [&](const std::vector<KernelCall>& calls) {
     for (const auto& c : calls)
       if (c.is_kernel() && !c.at_forward_rate && !varlen(c) && c.mla_value_dim == 0 &&
-          index.emplace(query_key(c.query), unique.size()).second)
-        unique.push_back(c.query);
+          index.emplace(query_key(c.query), unique.size()).second) {
+        unique.push_back(in_step(c.query));
+      }
   };
   for (const auto& op : g.ops) {
     collect(op.fw);
@@ -281,9 +291,9 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
         auto mac = [](const KernelQuery& q) { return double(q.b) * double(q.m) * double(q.n) * double(q.k); };
         ms += time_ms(preds[index.at(query_key(fw_gemm->query))]) * mac(c.query) / mac(fw_gemm->query);
       } else if (c.mla_value_dim > 0) {
-        ms += mla_decode_ms(c.query, c.mla_value_dim, gpu, kp) * c.scale;
+        ms += mla_decode_ms(in_step(c.query), c.mla_value_dim, gpu, kp) * c.scale;
       } else if (varlen(c)) {
-        ms += varlen_decode_ms(c.query, gpu) * c.scale;
+        ms += varlen_decode_ms(in_step(c.query), gpu) * c.scale;
       } else {
         ms += time_ms(preds[index.at(query_key(c.query))]) * c.scale;
       }

@@ -195,7 +195,7 @@ KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const K
   r.member_min_ms = std::max({alone.member_min_ms, read.member_min_ms, whole.member_min_ms - head.member_max_ms});
   r.member_max_ms = std::max({alone.member_max_ms, read.member_max_ms, whole.member_max_ms - head.member_min_ms});
   r.roofline_ms = s_to_ms(roofline_s(q, gpu));
-  r.peak_ms = s_to_ms(peak_s(q, gpu));
+  r.peak_ms = s_to_ms(fastest_s(q, gpu));
   r.at_peak = r.latency_ms < r.peak_ms;
   r.latency_ms = std::max(r.latency_ms, r.peak_ms);
   r.member_min_ms = std::min(std::max(r.member_min_ms, r.peak_ms), r.latency_ms);
@@ -329,7 +329,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
         p.*f *= c;
       // The layer's own physics (a chunk's padding aside, c chunks' of it).
       p.roofline_ms = s_to_ms(roofline_s(queries[i], gpu));
-      p.peak_ms = s_to_ms(peak_s(queries[i], gpu));
+      p.peak_ms = s_to_ms(fastest_s(queries[i], gpu));
       p.moe_chunks = chunks[i];
       p.moe_chunk_tokens = chunked[i].b;
     }
@@ -434,7 +434,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
       r.prior_is_base = prior != nullptr;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
-      r.peak_ms = s_to_ms(peak_s(q, gpu));
+      r.peak_ms = s_to_ms(fastest_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
       if (entry && !entry->feature_min.empty()) {

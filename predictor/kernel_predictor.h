@@ -24,8 +24,9 @@ struct GpuStanding {
 struct KernelPrediction {
   double latency_ms = 0;    // forecast
   double roofline_ms = 0;   // plain roofline, for comparison
-  // The query's FLOPs at the sheet's compute peak: no kernel runs faster, so a network's
-  // forecast below it is raised to it (`at_peak`).
+  // The query's FLOPs at the fastest its kernel can run (fastest_s: the sheet's compute peak,
+  // at the boost clock for a tensor-core kernel alone): a forecast below it is raised to it
+  // (`at_peak`).
   double peak_ms = 0;
   bool at_peak = false;
   double base_ms = 0;       // the bound the MLP's output scales: the wave-quantised roofline, or

@@ -156,11 +156,12 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
 py::object predict_kernel(const std::string& op, const py::object& shape, const std::string& gpu,
                           const std::string& dtype, const std::string& kv_dtype, int64_t window, int64_t moe_tp,
                           int64_t moe_ep, const std::string& routing, const std::string& weights,
-                          const std::string& gpu_dir, int64_t prefix, int64_t weight_group) {
+                          const std::string& gpu_dir, int64_t prefix, int64_t weight_group, bool sustained) {
   Engine& e = engine(weights, gpu_dir);
   predictor::KernelArgs a;
   a.op = op, a.shape = shape_string(shape), a.dtype = dtype, a.kv_dtype = kv_dtype, a.window = window;
   a.moe_tp = moe_tp, a.moe_ep = moe_ep, a.routing = routing, a.prefix = prefix, a.weight_group = weight_group;
+  a.sustained = sustained;
   const KernelQuery q = predictor::build_kernel_query(a);
   const GpuSpec& spec = e.reg.resolve(gpu);
   const auto r = e.kp.predict(q, spec);
@@ -389,7 +390,8 @@ PYBIND11_MODULE(tilecast, m) {
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",
-        py::arg("weights") = "", py::arg("gpu_dir") = "", py::arg("prefix") = 0, py::arg("weight_group") = 0);
+        py::arg("weights") = "", py::arg("gpu_dir") = "", py::arg("prefix") = 0, py::arg("weight_group") = 0,
+        py::arg("sustained") = false);
   m.def("compare", &compare,
         "Every model x GPU x batch x seq x dp x tp x pp (x ep for MoE, x cp and vpp in training) combination: a list of dicts (one per row of "
         "`tilecast compare --format json`), ready for pandas.DataFrame.",

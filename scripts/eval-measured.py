@@ -9,7 +9,11 @@ each holds) and scores every set with the bundled weights:
   labels         tilecast eval-models on a folder of label files: per mode, labels, mean and
                  max APE, and how many forecasts are too fast;
   e2e-jsonl      measure-e2e.py's lines turned into label files (--to-labels), then as labels;
-  prefill-jsonl  measure-e2e.py's prefills beside tilecast predict --mode prefill (TTFT).
+  prefill-jsonl  measure-e2e.py's prefills beside tilecast predict --mode prefill (TTFT);
+  training-jsonl measure-e2e.py's BF16 training steps beside tilecast predict --mode training
+                 (forward + backward);
+  sustained-jsonl measure-sustained.py's GEMMs (a burst of calls, then seconds of them back to
+                 back) beside tilecast predict-kernel, alone and --sustained.
 
 Prints one markdown table per kind, each set as it is scored (progress on stderr), and with
 --json FILE writes the figures (written to a temporary file, then renamed). Nothing here is
@@ -30,7 +34,8 @@ import sys
 import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-KINDS = ("kernels", "labels", "e2e-jsonl", "prefill-jsonl")
+KINDS = ("kernels", "labels", "e2e-jsonl", "prefill-jsonl", "training-jsonl", "sustained-jsonl")
+ONE_PATH = ("labels", "e2e-jsonl", "prefill-jsonl", "training-jsonl", "sustained-jsonl")
 
 
 def fail(msg):
@@ -38,8 +43,8 @@ def fail(msg):
     sys.exit(2)
 
 
-def load_measure_e2e():
-    spec = importlib.util.spec_from_file_location("measure_e2e", os.path.join(ROOT, "scripts", "measure-e2e.py"))
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), os.path.join(ROOT, "scripts", name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -80,7 +85,7 @@ def read_manifest(path):
             ok = os.path.isdir(p) if s["kind"] == "labels" else os.path.isfile(p)
             if not ok:
                 fail(f"{where}: field 'files': {f}: no such {'folder' if s['kind'] == 'labels' else 'file'}")
-        if s["kind"] in ("labels", "e2e-jsonl", "prefill-jsonl") and len(paths) != 1:
+        if s["kind"] in ONE_PATH and len(paths) != 1:
             fail(f"{where}: field 'files': a {s['kind']} set takes one path")
         sets.append({"name": name, "kind": s["kind"], "what": s.get("what", ""), "paths": paths})
     return sets
@@ -129,7 +134,8 @@ def main():
         sets = [s for s in sets if s["name"] in names]
     if args.json and os.path.abspath(args.json) in {os.path.abspath(q) for s in sets for q in s["paths"]}:
         fail(f"--json {args.json}: is one of the measured files")
-    e2e = load_measure_e2e()
+    e2e = load_script("measure-e2e")
+    sustained = load_script("measure-sustained")
     results = []
     for i, s in enumerate(sets):
         print(f"[{i + 1}/{len(sets)}] {s['name']} ({s['kind']})", file=sys.stderr, flush=True)
@@ -141,8 +147,12 @@ def main():
             with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
                 e2e.to_labels(s["paths"][0], tmp)
                 figures = score_labels(args.tilecast, tmp)
-        else:
+        elif s["kind"] == "prefill-jsonl":
             figures = e2e.prefill_rows(s["paths"][0], args.tilecast, None)
+        elif s["kind"] == "training-jsonl":
+            figures = e2e.training_rows(s["paths"][0], args.tilecast, None)
+        else:
+            figures = sustained.gemm_rows(s["paths"][0], args.tilecast)
         results.append({"name": s["name"], "kind": s["kind"], "what": s["what"], "figures": figures})
 
     def table(header, rows):
@@ -169,6 +179,16 @@ def main():
           [[r["name"], str(len(r["figures"])), f"{mean([abs(x['err_pct']) for x in r['figures']]):.1f}",
             f"{mean([abs(x['err_pct']) for x in r['figures'] if x['tokens'] >= 8192]):.1f}",
             ", ".join("%+.1f" % x["err_pct"] for x in r["figures"])] for r in of("prefill-jsonl")])
+    table(["set", "runs", "forward + backward: mean APE %", "from 8,192 tokens: mean APE %", "signed errors %"],
+          [[r["name"], str(len(r["figures"])), f"{mean([abs(x['err_pct']) for x in r['figures']]):.1f}",
+            f"{mean([abs(x['err_pct']) for x in r['figures'] if x['tokens'] >= 8192]):.1f}",
+            ", ".join("%+.1f" % x["err_pct"] for x in r["figures"])] for r in of("training-jsonl")])
+    table(["set", "GEMM (M,in,out)", "burst ms", "sustained ms", "sustained / burst", "SM MHz sustained",
+           "forecast / burst", "--sustained forecast / sustained"],
+          [[r["name"], f["shape"], f"{f['burst_ms']:.4f}", f"{f['sustained_ms']:.4f}",
+            f"{f['sustained_ms'] / f['burst_ms']:.3f}", f"{f['sm_mhz_sustained'] or 0:.0f}",
+            f"{f['forecast_ms'] / f['burst_ms']:.3f}", f"{f['sustained_forecast_ms'] / f['sustained_ms']:.3f}"]
+           for r in of("sustained-jsonl") for f in r["figures"]])
     if args.json:
         tmp = args.json + ".tmp"
         with open(tmp, "w") as g:

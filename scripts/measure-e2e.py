@@ -288,24 +288,36 @@ def compare_prefill(src, tilecast, gpu):
         print(f"mean APE {statistics.mean(abs(r['err_pct']) for r in rows):.1f} % over {len(rows)} runs")
 
 
-def compare_training(src, tilecast, gpu):
-    """Each measured BF16 training step beside `tilecast predict --mode training --dtype bf16`:
-    forward, backward and their sum (the optimizer step, which was not timed, left out)."""
-    print(f"{'run':32s} {'tokens':>7s} {'fw_ms':>9s} {'fc':>9s} {'err%':>6s} {'bw_ms':>9s} {'fc':>9s} {'err%':>6s} "
-          f"{'fw+bw':>9s} {'fc':>9s} {'err%':>6s}")
-    errs = []
+def training_rows(src, tilecast, gpu):
+    """Each measured BF16 training step (status ok) with `tilecast predict --mode training
+    --dtype bf16`'s forward and backward on GPU (default: the row's device): tag, tokens, the
+    measured and forecast forward, backward and their sum (the optimizer step, not timed, left
+    out), err_pct of the sum (signed)."""
+    out = []
     for r in read_lines(src):
         if r.get("status") != "ok" or "bwall_latency" not in r:
             continue
         d = predict_json(tilecast, r, gpu, "training")
-        cells = []
-        for m, f in ((r["fw_latency"], d["forward_ms"]), (r["bwall_latency"], d["backward_ms"]),
-                     (r["e2e_latency"], d["forward_ms"] + d["backward_ms"])):
-            cells.append(f"{m:9.2f} {f:9.2f} {100.0 * (f - m) / m:6.1f}")
-        errs.append(abs(100.0 * (d["forward_ms"] + d["backward_ms"] - r["e2e_latency"]) / r["e2e_latency"]))
-        print(f"{r['tag']:32s} {r['batch'] * r['seq']:7d} {' '.join(cells)}")
-    if errs:
-        print(f"mean APE of forward + backward {statistics.mean(errs):.1f} % over {len(errs)} runs")
+        fc = d["forward_ms"] + d["backward_ms"]
+        out.append({"tag": r["tag"], "tokens": r["batch"] * r["seq"], "fw_ms": r["fw_latency"],
+                    "fw_forecast_ms": d["forward_ms"], "bw_ms": r["bwall_latency"], "bw_forecast_ms": d["backward_ms"],
+                    "measured_ms": r["e2e_latency"], "forecast_ms": fc,
+                    "err_pct": 100.0 * (fc - r["e2e_latency"]) / r["e2e_latency"]})
+    return out
+
+
+def compare_training(src, tilecast, gpu):
+    """training_rows as a table: forward, backward and their sum beside the forecasts."""
+    print(f"{'run':32s} {'tokens':>7s} {'fw_ms':>9s} {'fc':>9s} {'err%':>6s} {'bw_ms':>9s} {'fc':>9s} {'err%':>6s} "
+          f"{'fw+bw':>9s} {'fc':>9s} {'err%':>6s}")
+    rows = training_rows(src, tilecast, gpu)
+    for r in rows:
+        cells = [f"{m:9.2f} {f:9.2f} {100.0 * (f - m) / m:6.1f}"
+                 for m, f in ((r["fw_ms"], r["fw_forecast_ms"]), (r["bw_ms"], r["bw_forecast_ms"]),
+                              (r["measured_ms"], r["forecast_ms"]))]
+        print(f"{r['tag']:32s} {r['tokens']:7d} {' '.join(cells)}")
+    if rows:
+        print(f"mean APE of forward + backward {statistics.mean(abs(r['err_pct']) for r in rows):.1f} % over {len(rows)} runs")
 
 
 def to_labels(src, dest):

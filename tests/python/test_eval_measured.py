@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """scripts/eval-measured.py on the committed manifest (datasets/measured/sets.json): every set
 scored; each kind's figures equal what the tool it wraps gives on its own (eval-kernels' per op
-and dtype, eval-models' per mode on the label folder, measure-e2e.py --compare-prefill's
-table, and the second run's lines turned into labels by --to-labels); the markdown tables carry
-them. Bad manifests and options: one error line naming the field or file, exit status 2, and
+and dtype, eval-models' per mode on the label folder, measure-e2e.py --compare-prefill's and
+--compare-training's tables, measure-sustained.py --compare's, and the e2e lines turned into
+labels by --to-labels); the markdown tables carry them. Bad manifests and options: one error line naming the field or file, exit status 2, and
 no JSON written."""
 import json
 import os
@@ -14,6 +14,7 @@ import tempfile
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "eval-measured.py")
 E2E_SCRIPT = os.path.join(ROOT, "scripts", "measure-e2e.py")
+SUSTAINED_SCRIPT = os.path.join(ROOT, "scripts", "measure-sustained.py")
 MEASURED = os.path.join(ROOT, "datasets", "measured")
 TC = os.path.join(sys.argv[1], "tilecast")
 
@@ -63,10 +64,32 @@ with tempfile.TemporaryDirectory() as tmp:
             ref = tc_json("eval-models", "--labels", folder)
             assert len(g["figures"]) == len(ref["by_gpu_mode"]) > 0, g
             for x, r in zip(g["figures"], ref["by_gpu_mode"]):
-                assert x["mode"] == r["mode"] and x["labels"] == r["rows"], (x, r)
+                assert x["mode"] == r["mode"] + ("-" + r["option"] if r["option"] else "") and x["labels"] == r["rows"], (x, r)
                 assert abs(x["mean_ape_pct"] - r["mean_error_pct"]) < 1e-9, (x, r)
                 assert 0 <= x["too_fast"] <= x["labels"] and x["max_ape_pct"] >= x["mean_ape_pct"], x
                 assert f"| {s['name']} | {x['gpu']} | {x['mode']} | {x['labels']} | {x['mean_ape_pct']:.2f} |" in p.stdout
+        elif s["kind"] == "training-jsonl":
+            c = subprocess.run([sys.executable, E2E_SCRIPT, "--compare-training", paths[0], "--tilecast", TC],
+                               capture_output=True, text=True, check=True)
+            lines = [l.split() for l in c.stdout.splitlines() if l.startswith("llama")]
+            assert len(lines) == len(g["figures"]) > 0, (c.stdout, g)
+            for cols, x in zip(lines, g["figures"]):
+                # run, tokens, fw, fc, err, bw, fc, err, fw+bw, fc, err
+                assert cols[0] == x["tag"] and abs(float(cols[9]) - x["forecast_ms"]) < 0.01, (cols, x)
+                assert abs(float(cols[8]) - x["measured_ms"]) < 0.01 and abs(float(cols[10]) - x["err_pct"]) < 0.1, (cols, x)
+            mean = c.stdout.splitlines()[-1].split()[6]  # "mean APE of forward + backward 22.6 % over 6 runs"
+            assert f"| {s['name']} | {len(lines)} | {mean} |" in p.stdout, (mean, p.stdout)
+        elif s["kind"] == "sustained-jsonl":
+            c = subprocess.run([sys.executable, SUSTAINED_SCRIPT, "--compare", paths[0], "--tilecast", TC],
+                               capture_output=True, text=True, check=True)
+            lines = {l.split()[0]: l.split() for l in c.stdout.splitlines()[1:] if len(l.split()) == 10}
+            assert len(lines) == len(g["figures"]) > 0, (c.stdout, g)
+            for x in g["figures"]:
+                cols = lines[x["shape"]]
+                assert abs(float(cols[6]) - x["forecast_ms"]) < 1e-4 and abs(float(cols[8]) - x["sustained_forecast_ms"]) < 1e-4
+                row = (f"| {s['name']} | {x['shape']} | {cols[1]} | {cols[2]} | {cols[3]} | {cols[4].split('->')[1]} | "
+                       f"{cols[7]} | {cols[9]} |")
+                assert row in p.stdout, (row, p.stdout)
         else:
             c = subprocess.run([sys.executable, E2E_SCRIPT, "--compare-prefill", paths[0], "--tilecast", TC],
                                capture_output=True, text=True, check=True)

@@ -340,7 +340,12 @@ assert good == sorted(good, reverse=True) and "slo_attained_pct" in rows[0], goo
 # predict_kernel: shape as a list or a string.
 k = tilecast.predict_kernel(op="gemm", shape=[64, 4096, 4096], gpu="H100-SXM", dtype="fp8")
 assert k == cli("predict-kernel", "--op", "gemm", "--shape", "64,4096,4096", "--gpu", "H100-SXM", "--dtype", "fp8")
-assert k["dtype"] == "fp8" and k["latency_ms"] > 0
+assert k["dtype"] == "fp8" and k["latency_ms"] > 0 and k["sustained"] is False
+# sustained: the kernel inside a model's step, at the clock the H100's sheet rates its tensor peak at.
+ks = tilecast.predict_kernel(op="gemm", shape="4096,4096,4096", gpu="H100-SXM", sustained=True)
+assert ks == cli("predict-kernel", "--op", "gemm", "--shape", "4096,4096,4096", "--gpu", "H100-SXM", "--sustained")
+assert ks["sustained"] is True
+assert ks["latency_ms"] > tilecast.predict_kernel(op="gemm", shape="4096,4096,4096", gpu="H100-SXM")["latency_ms"]
 # compare: rows like `compare --format json`, ready for a DataFrame.
 rows = tilecast.compare(model="gpt2-large", gpus=["H100-SXM", "L4"], mode="training", batch=[1, 4], seq=1024,
                         prices={"H100-SXM": 3.6})

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""A kernel's time in a short burst and after seconds of back-to-back calls, with the SM clock
+and board power meanwhile, measured on this machine's GPU.
+
+Kernel benchmarks (tilecast's collector, the llm-kernels files) time a few calls: the GPU is at
+its boost clock. A training step or a long prefill keeps the tensor cores busy for seconds, and a
+GPU at its board-power limit lowers its clock. This script times both for a few BF16 GEMMs of
+Llama-3.1-8B's sizes (x[M, in] @ w[in, out]) and one memory-bound copy, sampling `nvidia-smi`
+(SM clock, power) every 100 ms, and writes one JSON line per kernel:
+
+  {"op": "gemm", "m": 8192, "in": 4096, "out": 28672, "burst_ms": ..., "sustained_ms": ...,
+   "sm_mhz_burst": ..., "sm_mhz_sustained": ..., "power_w_sustained": ..., "device": ...}
+
+burst: after 2 s idle, 3 warm-ups, then the median of 20 calls each timed alone with CUDA events.
+sustained: calls back to back for 8 s in chunks of about 50 ms, each chunk timed with CUDA events;
+the median per-call time of the chunks of the last 3 s. The clocks: the median of the samples
+inside each window. `--compare JSONL` sets each GEMM beside `tilecast predict-kernel`.
+Needs torch (a GPU machine's Python) to measure; `--compare` needs only tilecast.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# (op, M tokens, in features, out features) for GEMMs; (op, bytes copied) for the copy.
+KERNELS = [
+    ("gemm", 8192, 4096, 28672),   # gate + up projection, 8,192 tokens
+    ("gemm", 8192, 14336, 4096),   # down projection
+    ("gemm", 4096, 4096, 4096),
+    ("gemm", 1024, 4096, 6144),    # QKV projection, 1,024 tokens
+    ("copy", 1 << 30),             # 1 GiB read + 1 GiB written, BF16
+]
+
+
+def read_samples(path):
+    """nvidia-smi's CSV lines (timestamp, SM MHz, W) -> [(unix time, MHz, W)]."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) != 3:
+                continue
+            try:
+                t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+                out.append((t, float(parts[1]), float(parts[2])))
+            except ValueError:
+                continue
+    return out
+
+
+def window(samples, t0, t1, i):
+    vals = [s[i] for s in samples if t0 <= s[0] <= t1]
+    return statistics.median(vals) if vals else None
+
+
+def measure(args):
+    import torch
+
+    dev = torch.cuda.get_device_name(0)
+    print(f"torch {torch.__version__}, {dev}", flush=True)
+    smi_path = os.path.join(tempfile.mkdtemp(), "smi.csv")
+    smi_file = open(smi_path, "w")
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                            "-lms", "100"], stdout=smi_file, stderr=subprocess.DEVNULL)
+    rows = []
+    try:
+        for kern in KERNELS:
+            if kern[0] == "gemm":
+                _, m, k_in, n_out = kern
+                x = torch.randn(m, k_in, device="cuda", dtype=torch.bfloat16)
+                w = torch.randn(k_in, n_out, device="cuda", dtype=torch.bfloat16)
+                y = torch.empty(m, n_out, device="cuda", dtype=torch.bfloat16)
+
+                def fn():
+                    torch.matmul(x, w, out=y)
+                row = {"op": "gemm", "m": m, "in": k_in, "out": n_out, "dtype": "bf16"}
+                work = 2.0 * m * k_in * n_out  # FLOP
+            else:
+                _, nbytes = kern
+                x = torch.empty(nbytes // 2, device="cuda", dtype=torch.bfloat16).normal_()
+                y = torch.empty_like(x)
+
+                def fn():
+                    y.copy_(x)
+                row = {"op": "copy", "bytes": nbytes, "dtype": "bf16"}
+                work = 2.0 * nbytes  # bytes moved
+            torch.cuda.synchronize()
+            time.sleep(2.0)
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            t0 = time.time()
+            times = []
+            for _ in range(20):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                torch.cuda.synchronize()
+                times.append(a.elapsed_time(b))
+            t1 = time.time()
+            burst = statistics.median(times)
+            per_chunk = max(1, int(50.0 / max(burst, 1e-3)))
+            chunks = []
+            start = time.time()
+            while time.time() - start < args.seconds:
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                for _ in range(per_chunk):
+                    fn()
+                b.record()
+                torch.cuda.synchronize()
+                chunks.append((time.time(), a.elapsed_time(b) / per_chunk))
+            end = time.time()
+            tail = [ms for t, ms in chunks if t >= end - 3.0]
+            row.update({"burst_ms": burst, "burst_times_ms": times, "sustained_ms": statistics.median(tail),
+                        "chunks": len(chunks), "calls_per_chunk": per_chunk,
+                        "burst_window": [t0, t1], "sustained_window": [end - 3.0, end],
+                        "device": dev, "torch": torch.__version__})
+            unit = 1e-9 if row["op"] == "gemm" else 1e-6  # TFLOP/s or GB/s from FLOP or bytes per ms
+            row["burst_rate"] = work / burst * unit
+            row["sustained_rate"] = work / row["sustained_ms"] * unit
+            row["rate_unit"] = "tflops" if row["op"] == "gemm" else "gbps"
+            rows.append(row)
+            print(f"{row['op']} {kern[1:]}: burst {burst:.4f} ms, sustained {row['sustained_ms']:.4f} ms "
+                  f"({row['sustained_ms'] / burst:.3f}x)", flush=True)
+            del x, y
+            torch.cuda.empty_cache()
+    finally:
+        time.sleep(0.3)
+        smi.terminate()
+        smi.wait()
+        smi_file.close()
+    samples = read_samples(smi_path)
+    with open(args.out, "a") as out:
+        for row in rows:
+            b0, b1 = row["burst_window"]
+            s0, s1 = row["sustained_window"]
+            row["sm_mhz_burst"] = window(samples, b0 - 0.1, b1 + 0.1, 1)
+            row["power_w_burst"] = window(samples, b0 - 0.1, b1 + 0.1, 2)
+            row["sm_mhz_sustained"] = window(samples, s0, s1, 1)
+            row["power_w_sustained"] = window(samples, s0, s1, 2)
+            out.write(json.dumps(row) + "\n")
+            print(f"{row['op']}: SM {row['sm_mhz_burst']} -> {row['sm_mhz_sustained']} MHz, "
+                  f"{row['power_w_burst']} -> {row['power_w_sustained']} W", flush=True)
+    if args.samples:
+        with open(smi_path) as src, open(args.samples, "w") as dst:
+            dst.write(src.read())
+
+
+def gemm_rows(src, tilecast, gpu=None):
+    """Each measured GEMM of a JSON-lines file beside `tilecast predict-kernel --op gemm` on GPU
+    (default: the row's device, by its CUDA name): shape, burst_ms, sustained_ms, forecast_ms (a
+    kernel alone), sustained_forecast_ms (--sustained), the clocks and power; exits naming the
+    command if tilecast fails."""
+    with open(src) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    out = []
+    for r in rows:
+        if r.get("op") != "gemm":
+            continue
+        fc = []
+        for extra in ([], ["--sustained"]):
+            cmd = [tilecast, "predict-kernel", "--op", "gemm", "--shape", f"{r['m']},{r['in']},{r['out']}",
+                   "--dtype", r["dtype"], "--gpu", gpu or r["device"], "--format", "json"] + extra
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode != 0:
+                sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
+            fc.append(json.loads(res.stdout)["latency_ms"])
+        out.append({"shape": f"{r['m']},{r['in']},{r['out']}", "burst_ms": r["burst_ms"],
+                    "sustained_ms": r["sustained_ms"], "forecast_ms": fc[0], "sustained_forecast_ms": fc[1],
+                    "sm_mhz_sustained": r.get("sm_mhz_sustained"), "power_w_sustained": r.get("power_w_sustained")})
+    return out
+
+
+def compare(args):
+    """gemm_rows as a table: the forecast of a kernel alone over the burst time, the --sustained
+    forecast over the sustained time; the other kernels' burst and sustained times."""
+    print(f"{'kernel':>20s} {'burst_ms':>9s} {'sust_ms':>9s} {'sust/burst':>10s} {'MHz':>11s} {'W':>9s} "
+          f"{'fc_ms':>9s} {'fc/burst':>8s} {'fc_sust_ms':>10s} {'fc_sust/sust':>12s}")
+    with open(args.compare) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    forecasts = {g["shape"]: g for g in gemm_rows(args.compare, args.tilecast, args.gpu)}
+    for r in rows:
+        shape = f"{r['m']},{r['in']},{r['out']}" if r["op"] == "gemm" else f"{r['op']} {r['bytes'] >> 20} MiB"
+        fc = ""
+        if shape in forecasts:
+            g = forecasts[shape]
+            fc = (f"{g['forecast_ms']:9.4f} {g['forecast_ms'] / r['burst_ms']:8.3f} "
+                  f"{g['sustained_forecast_ms']:10.4f} {g['sustained_forecast_ms'] / r['sustained_ms']:12.3f}")
+        mhz = f"{r['sm_mhz_burst'] or 0:.0f}->{r['sm_mhz_sustained'] or 0:.0f}"
+        watts = f"{r['power_w_burst'] or 0:.0f}->{r['power_w_sustained'] or 0:.0f}"
+        print(f"{shape:>20s} {r['burst_ms']:9.4f} {r['sustained_ms']:9.4f} {r['sustained_ms'] / r['burst_ms']:10.3f} "
+              f"{mhz:>11s} {watts:>9s} {fc}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="sustained.jsonl", help="JSON-lines file to append to")
+    p.add_argument("--seconds", type=float, default=8.0, help="back-to-back seconds per kernel")
+    p.add_argument("--samples", help="also keep nvidia-smi's samples (CSV) here")
+    p.add_argument("--compare", metavar="JSONL", help="set measured GEMMs beside tilecast's forecasts")
+    p.add_argument("--tilecast", default=os.path.join(os.path.dirname(__file__), "..", "build", "tilecast"))
+    p.add_argument("--gpu", help="the GPU to forecast (--compare; default: each row's device)")
+    args = p.parse_args()
+    if args.compare:
+        compare(args)
+    else:
+        if args.seconds < 4:
+            sys.exit("--seconds: at least 4 (the last 3 s are the sustained window)")
+        measure(args)
+
+
+if __name__ == "__main__":
+    main()
