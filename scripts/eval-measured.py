@@ -12,7 +12,7 @@ each holds) and scores every set with the bundled weights:
   prefill-jsonl  measure-e2e.py's prefills beside tilecast predict --mode prefill (TTFT);
   training-jsonl measure-e2e.py's BF16 training steps beside tilecast predict --mode training
                  (forward + backward);
-  sustained-jsonl measure-sustained.py's GEMMs (a burst of calls, then seconds of them back to
+  sustained-jsonl measure-sustained.py's kernels (a burst of calls, then seconds of them back to
                  back) beside tilecast predict-kernel, alone and --sustained.
 
 Prints one markdown table per kind, each set as it is scored (progress on stderr), and with
@@ -152,7 +152,7 @@ def main():
         elif s["kind"] == "training-jsonl":
             figures = e2e.training_rows(s["paths"][0], args.tilecast, None)
         else:
-            figures = sustained.gemm_rows(s["paths"][0], args.tilecast)
+            figures = sustained.forecast_rows(s["paths"][0], args.tilecast)
         results.append({"name": s["name"], "kind": s["kind"], "what": s["what"], "figures": figures})
 
     def table(header, rows):
@@ -183,9 +183,9 @@ def main():
           [[r["name"], str(len(r["figures"])), f"{mean([abs(x['err_pct']) for x in r['figures']]):.1f}",
             f"{mean([abs(x['err_pct']) for x in r['figures'] if x['tokens'] >= 8192]):.1f}",
             ", ".join("%+.1f" % x["err_pct"] for x in r["figures"])] for r in of("training-jsonl")])
-    table(["set", "GEMM (M,in,out)", "burst ms", "sustained ms", "sustained / burst", "SM MHz sustained",
+    table(["set", "kernel (op/dtype:shape)", "burst ms", "sustained ms", "sustained / burst", "SM MHz sustained",
            "forecast / burst", "--sustained forecast / sustained"],
-          [[r["name"], f["shape"], f"{f['burst_ms']:.4f}", f"{f['sustained_ms']:.4f}",
+          [[r["name"], f["kernel"], f"{f['burst_ms']:.4f}", f"{f['sustained_ms']:.4f}",
             f"{f['sustained_ms'] / f['burst_ms']:.3f}", f"{f['sm_mhz_sustained'] or 0:.0f}",
             f"{f['forecast_ms'] / f['burst_ms']:.3f}", f"{f['sustained_forecast_ms'] / f['sustained_ms']:.3f}"]
            for r in of("sustained-jsonl") for f in r["figures"]])

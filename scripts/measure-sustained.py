@@ -27,14 +27,34 @@ import sys
 import tempfile
 import time
 
-# (op, M tokens, in features, out features) for GEMMs; (op, bytes copied) for the copy.
-KERNELS = [
-    ("gemm", 8192, 4096, 28672),   # gate + up projection, 8,192 tokens
-    ("gemm", 8192, 14336, 4096),   # down projection
-    ("gemm", 4096, 4096, 4096),
-    ("gemm", 1024, 4096, 6144),    # QKV projection, 1,024 tokens
-    ("copy", 1 << 30),             # 1 GiB read + 1 GiB written, BF16
-]
+# The kernel sets (--set): ("gemm", dtype, M tokens, in features, out features); ("sdpa", dtype,
+# batch, heads, sequence, head_dim): causal scaled_dot_product_attention; ("copy", dtype, bytes).
+SETS = {
+    # Llama-3.1-8B's BF16 GEMMs and a copy (the committed H200 run, session 51).
+    "bf16": [
+        ("gemm", "bf16", 8192, 4096, 28672),   # gate + up projection, 8,192 tokens
+        ("gemm", "bf16", 8192, 14336, 4096),   # down projection
+        ("gemm", "bf16", 4096, 4096, 4096),
+        ("gemm", "bf16", 1024, 4096, 6144),    # QKV projection, 1,024 tokens
+        ("copy", "bf16", 1 << 30),             # 1 GiB read + 1 GiB written
+    ],
+    # Prefill attention (32 heads of 128) and FP32 SIMT GEMMs (TF32 off, as NeuSight's models).
+    "attention-fp32": [
+        ("sdpa", "bf16", 1, 32, 8192, 128),
+        ("sdpa", "bf16", 8, 32, 2048, 128),
+        ("gemm", "fp32", 8192, 4096, 4096),
+        ("gemm", "fp32", 4096, 1024, 4096),
+    ],
+}
+
+
+def kernel_label(r):
+    """A measured row's kernel as one token: <tilecast op>/<dtype>:<predict-kernel --shape>."""
+    if r["op"] == "gemm":
+        return f"{'gemm' if r['dtype'] != 'fp32' else 'linear'}/{r['dtype']}:{r['m']},{r['in']},{r['out']}"
+    if r["op"] == "sdpa":
+        return f"attention_prefill/{r['dtype']}:{r['batch']},{r['seq']},{r['heads']},{r['heads']},{r['head_dim']}"
+    return f"copy/{r['dtype']}:{r['bytes'] >> 20}MiB"
 
 
 def read_samples(path):
@@ -69,25 +89,36 @@ def measure(args):
                             "-lms", "100"], stdout=smi_file, stderr=subprocess.DEVNULL)
     rows = []
     try:
-        for kern in KERNELS:
+        torch.backends.cuda.matmul.allow_tf32 = False  # FP32 GEMMs on the FP32 lanes
+        for kern in SETS[args.set]:
+            dt = {"bf16": torch.bfloat16, "fp32": torch.float32}[kern[1]]
             if kern[0] == "gemm":
-                _, m, k_in, n_out = kern
-                x = torch.randn(m, k_in, device="cuda", dtype=torch.bfloat16)
-                w = torch.randn(k_in, n_out, device="cuda", dtype=torch.bfloat16)
-                y = torch.empty(m, n_out, device="cuda", dtype=torch.bfloat16)
+                _, dtype, m, k_in, n_out = kern
+                x = torch.randn(m, k_in, device="cuda", dtype=dt)
+                w = torch.randn(k_in, n_out, device="cuda", dtype=dt)
+                y = torch.empty(m, n_out, device="cuda", dtype=dt)
 
                 def fn():
                     torch.matmul(x, w, out=y)
-                row = {"op": "gemm", "m": m, "in": k_in, "out": n_out, "dtype": "bf16"}
+                row = {"op": "gemm", "m": m, "in": k_in, "out": n_out, "dtype": dtype}
                 work = 2.0 * m * k_in * n_out  # FLOP
+            elif kern[0] == "sdpa":
+                _, dtype, b, h, sq, d = kern
+                x = torch.randn(3, b, h, sq, d, device="cuda", dtype=dt)
+                y = None
+
+                def fn():
+                    torch.nn.functional.scaled_dot_product_attention(x[0], x[1], x[2], is_causal=True)
+                row = {"op": "sdpa", "batch": b, "heads": h, "seq": sq, "head_dim": d, "dtype": dtype}
+                work = 4.0 * b * h * d * sq * (sq + 1) / 2  # FLOP, causal
             else:
-                _, nbytes = kern
-                x = torch.empty(nbytes // 2, device="cuda", dtype=torch.bfloat16).normal_()
+                _, dtype, nbytes = kern
+                x = torch.empty(nbytes // 2, device="cuda", dtype=dt).normal_()
                 y = torch.empty_like(x)
 
                 def fn():
                     y.copy_(x)
-                row = {"op": "copy", "bytes": nbytes, "dtype": "bf16"}
+                row = {"op": "copy", "bytes": nbytes, "dtype": dtype}
                 work = 2.0 * nbytes  # bytes moved
             torch.cuda.synchronize()
             time.sleep(2.0)
@@ -122,10 +153,10 @@ def measure(args):
                         "chunks": len(chunks), "calls_per_chunk": per_chunk,
                         "burst_window": [t0, t1], "sustained_window": [end - 3.0, end],
                         "device": dev, "torch": torch.__version__})
-            unit = 1e-9 if row["op"] == "gemm" else 1e-6  # TFLOP/s or GB/s from FLOP or bytes per ms
+            unit = 1e-6 if row["op"] == "copy" else 1e-9  # GB/s or TFLOP/s from bytes or FLOP per ms
             row["burst_rate"] = work / burst * unit
             row["sustained_rate"] = work / row["sustained_ms"] * unit
-            row["rate_unit"] = "tflops" if row["op"] == "gemm" else "gbps"
+            row["rate_unit"] = "gbps" if row["op"] == "copy" else "tflops"
             rows.append(row)
             print(f"{row['op']} {kern[1:]}: burst {burst:.4f} ms, sustained {row['sustained_ms']:.4f} ms "
                   f"({row['sustained_ms'] / burst:.3f}x)", flush=True)
@@ -153,49 +184,52 @@ def measure(args):
             dst.write(src.read())
 
 
-def gemm_rows(src, tilecast, gpu=None):
-    """Each measured GEMM of a JSON-lines file beside `tilecast predict-kernel --op gemm` on GPU
-    (default: the row's device, by its CUDA name): shape, burst_ms, sustained_ms, forecast_ms (a
-    kernel alone), sustained_forecast_ms (--sustained), the clocks and power; exits naming the
-    command if tilecast fails."""
+def forecast_rows(src, tilecast, gpu=None):
+    """Each measured kernel of a JSON-lines file that tilecast forecasts (GEMMs, attention; not
+    the copy) beside `tilecast predict-kernel` on GPU (default: the row's device, by its CUDA
+    name): kernel (kernel_label), burst_ms, sustained_ms, forecast_ms (a kernel alone),
+    sustained_forecast_ms (--sustained), the sustained clock and power; exits naming the command
+    if tilecast fails."""
     with open(src) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     out = []
     for r in rows:
-        if r.get("op") != "gemm":
+        if r.get("op") not in ("gemm", "sdpa"):
             continue
+        label = kernel_label(r)
+        op, shape = label.split(":")[0].split("/")[0], label.split(":")[1]
         fc = []
         for extra in ([], ["--sustained"]):
-            cmd = [tilecast, "predict-kernel", "--op", "gemm", "--shape", f"{r['m']},{r['in']},{r['out']}",
-                   "--dtype", r["dtype"], "--gpu", gpu or r["device"], "--format", "json"] + extra
+            cmd = [tilecast, "predict-kernel", "--op", op, "--shape", shape, "--dtype", r["dtype"], "--gpu",
+                   gpu or r["device"], "--format", "json"] + extra
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
                 sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
             fc.append(json.loads(res.stdout)["latency_ms"])
-        out.append({"shape": f"{r['m']},{r['in']},{r['out']}", "burst_ms": r["burst_ms"],
-                    "sustained_ms": r["sustained_ms"], "forecast_ms": fc[0], "sustained_forecast_ms": fc[1],
-                    "sm_mhz_sustained": r.get("sm_mhz_sustained"), "power_w_sustained": r.get("power_w_sustained")})
+        out.append({"kernel": label, "burst_ms": r["burst_ms"], "sustained_ms": r["sustained_ms"], "forecast_ms": fc[0],
+                    "sustained_forecast_ms": fc[1], "sm_mhz_sustained": r.get("sm_mhz_sustained"),
+                    "power_w_sustained": r.get("power_w_sustained")})
     return out
 
 
 def compare(args):
-    """gemm_rows as a table: the forecast of a kernel alone over the burst time, the --sustained
-    forecast over the sustained time; the other kernels' burst and sustained times."""
-    print(f"{'kernel':>20s} {'burst_ms':>9s} {'sust_ms':>9s} {'sust/burst':>10s} {'MHz':>11s} {'W':>9s} "
+    """forecast_rows as a table: the forecast of a kernel alone over the burst time, the
+    --sustained forecast over the sustained time; the copy's burst and sustained times."""
+    print(f"{'kernel':>40s} {'burst_ms':>9s} {'sust_ms':>9s} {'sust/burst':>10s} {'MHz':>11s} {'W':>9s} "
           f"{'fc_ms':>9s} {'fc/burst':>8s} {'fc_sust_ms':>10s} {'fc_sust/sust':>12s}")
     with open(args.compare) as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    forecasts = {g["shape"]: g for g in gemm_rows(args.compare, args.tilecast, args.gpu)}
+    forecasts = {g["kernel"]: g for g in forecast_rows(args.compare, args.tilecast, args.gpu)}
     for r in rows:
-        shape = f"{r['m']},{r['in']},{r['out']}" if r["op"] == "gemm" else f"{r['op']} {r['bytes'] >> 20} MiB"
+        label = kernel_label(r)
         fc = ""
-        if shape in forecasts:
-            g = forecasts[shape]
+        if label in forecasts:
+            g = forecasts[label]
             fc = (f"{g['forecast_ms']:9.4f} {g['forecast_ms'] / r['burst_ms']:8.3f} "
                   f"{g['sustained_forecast_ms']:10.4f} {g['sustained_forecast_ms'] / r['sustained_ms']:12.3f}")
         mhz = f"{r['sm_mhz_burst'] or 0:.0f}->{r['sm_mhz_sustained'] or 0:.0f}"
         watts = f"{r['power_w_burst'] or 0:.0f}->{r['power_w_sustained'] or 0:.0f}"
-        print(f"{shape:>20s} {r['burst_ms']:9.4f} {r['sustained_ms']:9.4f} {r['sustained_ms'] / r['burst_ms']:10.3f} "
+        print(f"{label:>40s} {r['burst_ms']:9.4f} {r['sustained_ms']:9.4f} {r['sustained_ms'] / r['burst_ms']:10.3f} "
               f"{mhz:>11s} {watts:>9s} {fc}")
 
 
@@ -203,6 +237,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="sustained.jsonl", help="JSON-lines file to append to")
     p.add_argument("--seconds", type=float, default=8.0, help="back-to-back seconds per kernel")
+    p.add_argument("--set", choices=sorted(SETS), default="bf16", help="the kernels to time (SETS)")
     p.add_argument("--samples", help="also keep nvidia-smi's samples (CSV) here")
     p.add_argument("--compare", metavar="JSONL", help="set measured GEMMs beside tilecast's forecasts")
     p.add_argument("--tilecast", default=os.path.join(os.path.dirname(__file__), "..", "build", "tilecast"))

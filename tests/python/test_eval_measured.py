@@ -85,9 +85,9 @@ with tempfile.TemporaryDirectory() as tmp:
             lines = {l.split()[0]: l.split() for l in c.stdout.splitlines()[1:] if len(l.split()) == 10}
             assert len(lines) == len(g["figures"]) > 0, (c.stdout, g)
             for x in g["figures"]:
-                cols = lines[x["shape"]]
+                cols = lines[x["kernel"]]
                 assert abs(float(cols[6]) - x["forecast_ms"]) < 1e-4 and abs(float(cols[8]) - x["sustained_forecast_ms"]) < 1e-4
-                row = (f"| {s['name']} | {x['shape']} | {cols[1]} | {cols[2]} | {cols[3]} | {cols[4].split('->')[1]} | "
+                row = (f"| {s['name']} | {x['kernel']} | {cols[1]} | {cols[2]} | {cols[3]} | {cols[4].split('->')[1]} | "
                        f"{cols[7]} | {cols[9]} |")
                 assert row in p.stdout, (row, p.stdout)
         else:

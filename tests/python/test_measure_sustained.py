@@ -4,7 +4,8 @@ it cannot read, such as [N/A], left out) and their medians inside a window, hand
 --compare on the committed H200 lines: each GEMM's forecasts are `tilecast predict-kernel`'s,
 alone and with --sustained (slower on the H200, whose sheet rates its tensor peak at 1,830 of
 its 1,980 MHz; the same on an A100, whose sheet rates it at the boost clock), the copy has none.
-Too short a --seconds is one error line."""
+The other set's kernels map to predict-kernel's attention_prefill and linear. Too short a
+--seconds is one error line."""
 import importlib.util
 import json
 import os
@@ -39,29 +40,33 @@ with tempfile.TemporaryDirectory() as tmp:
     assert ms.window(s, t0 + 1, t0 + 2, 1) is None
 
 
-def kernel_ms(shape, gpu, *extra):
-    p = subprocess.run([TC, "predict-kernel", "--op", "gemm", "--shape", shape, "--dtype", "bf16", "--gpu", gpu,
+def kernel_ms(op, shape, dtype, gpu, *extra):
+    p = subprocess.run([TC, "predict-kernel", "--op", op, "--shape", shape, "--dtype", dtype, "--gpu", gpu,
                         "--format", "json"] + list(extra), capture_output=True, text=True, check=True)
     return json.loads(p.stdout)["latency_ms"]
 
 
-with open(LINES) as f:
-    rows = [json.loads(l) for l in f if l.strip()]
-gemms = [r for r in rows if r["op"] == "gemm"]
-assert len(gemms) == 4 and len(rows) == 5, rows
-for gpu in (None, "A100-SXM4-80GB"):
-    p = subprocess.run([sys.executable, SCRIPT, "--compare", LINES, "--tilecast", TC] + (["--gpu", gpu] if gpu else []),
+def compare(path, gpu=None):
+    p = subprocess.run([sys.executable, SCRIPT, "--compare", path, "--tilecast", TC] + (["--gpu", gpu] if gpu else []),
                        capture_output=True, text=True)
     assert p.returncode == 0, (p.stdout, p.stderr)
-    table = [l.split() for l in p.stdout.splitlines()[1:]]
-    assert len(table) == 5, p.stdout
+    return [l.split() for l in p.stdout.splitlines()[1:]]
+
+
+with open(LINES) as f:
+    rows = [json.loads(l) for l in f if l.strip()]
+assert [r["op"] for r in rows] == ["gemm"] * 4 + ["copy"], rows
+for gpu in (None, "A100-SXM4-80GB"):
+    table = compare(LINES, gpu)
+    assert len(table) == 5, table
     for cols, r in zip(table, rows):
         if r["op"] != "gemm":
-            assert cols[:2] == ["copy", "1024"] and len(cols) == 8, cols  # no forecast columns
+            assert cols[0] == "copy/bf16:1024MiB" and len(cols) == 6, cols  # no forecast columns
             continue
         shape = f"{r['m']},{r['in']},{r['out']}"
-        alone, sustained = kernel_ms(shape, gpu or r["device"]), kernel_ms(shape, gpu or r["device"], "--sustained")
-        assert cols[0] == shape and abs(float(cols[1]) - r["burst_ms"]) < 1e-4, cols
+        dev = gpu or r["device"]
+        alone, sustained = kernel_ms("gemm", shape, "bf16", dev), kernel_ms("gemm", shape, "bf16", dev, "--sustained")
+        assert cols[0] == "gemm/bf16:" + shape and abs(float(cols[1]) - r["burst_ms"]) < 1e-4, cols
         assert abs(float(cols[3]) - r["sustained_ms"] / r["burst_ms"]) < 1e-3, cols
         assert abs(float(cols[6]) - alone) < 1e-4 and abs(float(cols[7]) - alone / r["burst_ms"]) < 1e-3, cols
         assert abs(float(cols[8]) - sustained) < 1e-4, cols
@@ -70,6 +75,28 @@ for gpu in (None, "A100-SXM4-80GB"):
             assert sustained > alone * 1.01, (shape, alone, sustained)
         else:
             assert sustained == alone, (shape, alone, sustained)
+
+# The other set's kernels (hand-made lines, invented times): attention as attention_prefill with
+# as many KV heads as heads, FP32 GEMMs as NeuSight's linear (no --sustained effect: FP32 SIMT
+# GEMMs are at the rated clock either way).
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "more.jsonl")
+    common = {"device": "NVIDIA H200", "sm_mhz_burst": 1980, "sm_mhz_sustained": 1500, "power_w_burst": 150,
+              "power_w_sustained": 690}
+    with open(path, "w") as f:
+        f.write(json.dumps(dict(common, op="sdpa", batch=1, heads=32, seq=8192, head_dim=128, dtype="bf16",
+                                burst_ms=2.0, sustained_ms=2.5)) + "\n")
+        f.write(json.dumps(dict(common, op="gemm", m=8192, **{"in": 4096}, out=4096, dtype="fp32",
+                                burst_ms=6.0, sustained_ms=6.6)) + "\n")
+    table = compare(path)
+    assert [c[0] for c in table] == ["attention_prefill/bf16:1,8192,32,32,128", "linear/fp32:8192,4096,4096"], table
+    a_alone = kernel_ms("attention_prefill", "1,8192,32,32,128", "bf16", "H200")
+    a_sust = kernel_ms("attention_prefill", "1,8192,32,32,128", "bf16", "H200", "--sustained")
+    l_ms = kernel_ms("linear", "8192,4096,4096", "fp32", "H200")
+    assert abs(float(table[0][6]) - a_alone) < 1e-4 and abs(float(table[0][8]) - a_sust) < 1e-4, table[0]
+    assert a_sust > a_alone, (a_alone, a_sust)
+    assert abs(float(table[1][6]) - l_ms) < 1e-4 and abs(float(table[1][8]) - l_ms) < 1e-4, table[1]
+    assert abs(float(table[1][9]) - l_ms / 6.6) < 1e-3, table[1]
 
 p = subprocess.run([sys.executable, SCRIPT, "--seconds", "3", "--out", os.devnull], capture_output=True, text=True)
 assert p.returncode == 1 and p.stderr.strip() == "--seconds: at least 4 (the last 3 s are the sustained window)", p.stderr
