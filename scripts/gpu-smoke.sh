@@ -5,7 +5,8 @@
 # added up to 35 s; each run of scripts/measure-e2e.py records its seconds in its lines).
 # Output: $OUT (default out/gpu-smoke): collect*/ (<family>.csv, gpu.yaml: the local GPU's spec,
 # run_config.yaml), build.log; with E2E=1 also e2e.jsonl, fused.jsonl, prefill.jsonl and
-# training-bf16.jsonl (scripts/measure-e2e.py).
+# training-bf16.jsonl (scripts/measure-e2e.py), sustained.jsonl and clocks-sustained.csv
+# (scripts/measure-sustained.py: kernels alone, then back to back, with the SM clock and power).
 #
 # Extra CMake prefixes (e.g. yaml-cpp / Boost unpacked from Debian .debs with `dpkg -x`):
 #   EXTRA_PREFIX=/path/to/root/usr scripts/gpu-smoke.sh
@@ -66,4 +67,5 @@ if [ "${E2E:-0}" = 1 ]; then
   python3 scripts/measure-e2e.py --suite fused --out "$OUT/fused.jsonl"
   python3 scripts/measure-e2e.py --suite prefill --out "$OUT/prefill.jsonl"
   python3 scripts/measure-e2e.py --suite training-bf16 --out "$OUT/training-bf16.jsonl"
+  python3 scripts/measure-sustained.py --out "$OUT/sustained.jsonl" --samples "$OUT/clocks-sustained.csv"
 fi
