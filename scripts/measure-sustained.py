@@ -19,6 +19,7 @@ Needs torch (a GPU machine's Python) to measure; `--compare` needs only tilecast
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import statistics
@@ -57,6 +58,14 @@ def kernel_label(r):
     return f"copy/{r['dtype']}:{r['bytes'] >> 20}MiB"
 
 
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"),
+                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def read_samples(path):
     """nvidia-smi's CSV lines (timestamp, SM MHz, W) -> [(unix time, MHz, W)]."""
     out = []
@@ -81,6 +90,7 @@ def window(samples, t0, t1, i):
 def measure(args):
     import torch
 
+    e2e = load_script("measure-e2e")
     dev = torch.cuda.get_device_name(0)
     print(f"torch {torch.__version__}, {dev}", flush=True)
     smi_path = os.path.join(tempfile.mkdtemp(), "smi.csv")
@@ -122,20 +132,9 @@ def measure(args):
                 work = 2.0 * nbytes  # bytes moved
             torch.cuda.synchronize()
             time.sleep(2.0)
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize()
             t0 = time.time()
-            times = []
-            for _ in range(20):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                fn()
-                b.record()
-                torch.cuda.synchronize()
-                times.append(a.elapsed_time(b))
+            burst, times = e2e.measure(torch, fn, warmup=3, repeats=20)  # each call timed alone
             t1 = time.time()
-            burst = statistics.median(times)
             per_chunk = max(1, int(50.0 / max(burst, 1e-3)))
             chunks = []
             start = time.time()

@@ -23,6 +23,14 @@ def run(*args):
     return subprocess.run([sys.executable, SCRIPT, "--tilecast", TC] + list(args), capture_output=True, text=True)
 
 
+def compared(flag, path):
+    """measure-e2e.py's --compare-prefill or --compare-training table of path: its rows, split,
+    and its last line (the mean), split."""
+    c = subprocess.run([sys.executable, E2E_SCRIPT, flag, path, "--tilecast", TC], capture_output=True, text=True,
+                       check=True)
+    return [l.split() for l in c.stdout.splitlines() if l.startswith("llama")], c.stdout.splitlines()[-1].split()
+
+
 def tc_json(*args):
     p = subprocess.run([TC, "-q"] + list(args) + ["--format", "json"], capture_output=True, text=True, check=True)
     return json.loads(p.stdout)
@@ -69,15 +77,13 @@ with tempfile.TemporaryDirectory() as tmp:
                 assert 0 <= x["too_fast"] <= x["labels"] and x["max_ape_pct"] >= x["mean_ape_pct"], x
                 assert f"| {s['name']} | {x['gpu']} | {x['mode']} | {x['labels']} | {x['mean_ape_pct']:.2f} |" in p.stdout
         elif s["kind"] == "training-jsonl":
-            c = subprocess.run([sys.executable, E2E_SCRIPT, "--compare-training", paths[0], "--tilecast", TC],
-                               capture_output=True, text=True, check=True)
-            lines = [l.split() for l in c.stdout.splitlines() if l.startswith("llama")]
-            assert len(lines) == len(g["figures"]) > 0, (c.stdout, g)
+            lines, last = compared("--compare-training", paths[0])
+            assert len(lines) == len(g["figures"]) > 0, (lines, g)
             for cols, x in zip(lines, g["figures"]):
                 # run, tokens, fw, fc, err, bw, fc, err, fw+bw, fc, err
                 assert cols[0] == x["tag"] and abs(float(cols[9]) - x["forecast_ms"]) < 0.01, (cols, x)
                 assert abs(float(cols[8]) - x["measured_ms"]) < 0.01 and abs(float(cols[10]) - x["err_pct"]) < 0.1, (cols, x)
-            mean = c.stdout.splitlines()[-1].split()[6]  # "mean APE of forward + backward 22.6 % over 6 runs"
+            mean = last[6]  # "mean APE of forward + backward 22.6 % over 6 runs"
             assert f"| {s['name']} | {len(lines)} | {mean} |" in p.stdout, (mean, p.stdout)
         elif s["kind"] == "sustained-jsonl":
             c = subprocess.run([sys.executable, SUSTAINED_SCRIPT, "--compare", paths[0], "--tilecast", TC],
@@ -91,14 +97,12 @@ with tempfile.TemporaryDirectory() as tmp:
                        f"{cols[7]} | {cols[9]} |")
                 assert row in p.stdout, (row, p.stdout)
         else:
-            c = subprocess.run([sys.executable, E2E_SCRIPT, "--compare-prefill", paths[0], "--tilecast", TC],
-                               capture_output=True, text=True, check=True)
-            lines = [l.split() for l in c.stdout.splitlines() if l.startswith("llama")]
-            assert len(lines) == len(g["figures"]) > 0, (c.stdout, g)
+            lines, last = compared("--compare-prefill", paths[0])
+            assert len(lines) == len(g["figures"]) > 0, (lines, g)
             for cols, x in zip(lines, g["figures"]):
                 assert cols[0] == x["tag"] and abs(float(cols[3]) - x["forecast_ms"]) < 0.01, (cols, x)
                 assert abs(float(cols[4]) - x["err_pct"]) < 0.1, (cols, x)
-            mean = c.stdout.splitlines()[-1].split()[2]  # "mean APE 23.0 % over 7 runs"
+            mean = last[2]  # "mean APE 23.0 % over 7 runs"
             assert f"| {s['name']} | {len(lines)} | {mean} |" in p.stdout, (mean, p.stdout)
 
     # --only scores the named sets alone.
