@@ -684,7 +684,7 @@ uint64_t fnv1a(const char* data, size_t n, uint64_t h = kFnvOffset) {
 
 Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu, double compute_slack) {
   constexpr double kSlack = 1.5;
-  const double compute_ms = 1e3 * peak_s(q, gpu);
+  const double compute_ms = 1e3 * fastest_s(q, gpu);  // a row is a kernel alone: at its boost clock
   if (latency_ms * compute_slack < compute_ms) return Implausible::kCompute;
   const double beyond_l2 = std::max(0.0, query_bytes(q) - gpu.l2_cache_mb * kBytesPerMib);
   if (latency_ms * kSlack < 1e3 * transfer_s(beyond_l2, gpu.mem_bw_gbps)) return Implausible::kMemory;

@@ -103,8 +103,8 @@ struct LibraryFilterCounts {
 };
 
 // Why a measured latency cannot be the kernel its row describes, from physics alone:
-// kCompute: more than `compute_slack` times faster than the dtype's compute roofline (e.g. L40S
-// prefill of 16,384 tokens in 0.05 ms); kMemory: more than 1.5x faster than reading, at the
+// kCompute: more than `compute_slack` times faster than the dtype's compute roofline at the
+// clock a kernel alone runs at (fastest_s; e.g. L40S prefill of 16,384 tokens in 0.05 ms); kMemory: more than 1.5x faster than reading, at the
 // DRAM bandwidth, the bytes that do not fit in L2 (a benchmark that repeats one call may serve
 // up to the L2's size from cache, never more: e.g. L40S decode rows of 1 GB of KV cache in 27
 // us). Evaluation counts rows with the default slack of 1.5 as implausible (the tables'

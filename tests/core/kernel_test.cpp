@@ -292,6 +292,13 @@ TEST(Kernel, ImplausibleRowsFromPhysics) {
   EXPECT_EQ(implausible_row(p, 0.05, l40s), Implausible::kCompute);
   EXPECT_EQ(implausible_row(p, 4.0, l40s), Implausible::kCompute);
   EXPECT_EQ(implausible_row(p, 4.1, l40s), Implausible::kNone);
+  // A row is a kernel alone, at the boost clock: on the H100 SXM (989.4 TFLOP/s rated at 1,830
+  // MHz) a 4096^3 BF16 GEMM is 0.13891 ms at the rated peak and 0.12839 ms at the 1,980 MHz
+  // boost clock; with no slack, 0.130 ms is possible and 0.127 ms is not.
+  const GpuSpec& h100 = reg.resolve("H100-SXM");
+  const auto g = gemm_q(4096, 4096, 4096, DType::kBf16);
+  EXPECT_EQ(implausible_row(g, 0.130, h100, kTrainingComputeSlack), Implausible::kNone);
+  EXPECT_EQ(implausible_row(g, 0.127, h100, kTrainingComputeSlack), Implausible::kCompute);
 }
 
 // The memory_op fit recovers known coefficients from rows generated on two GPUs whose DRAM
