@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -129,15 +130,25 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("fp32 rate    %.6g GFLOP/s: the sheet's %.6g x issue bound %.3f x compute clock %.3f (SIMT SGEMM)\n",
                 spec.fp32_simt_gemm_gflops(), spec.fp32_gemm_peak_gflops(), spec.fp32_issue_fraction(),
                 spec.compute_clock_fraction());
-  if ((kind == OpKind::kGemm || attn || moe) && q.dtype != DType::kFp32 && spec.compute_clock_fraction() < 1) {
+  // The tensor rate where a kernel alone and one inside a model's step differ (Hopper's rated
+  // clock, or a measured sustained clock in the spec).
+  if ((kind == OpKind::kGemm || attn || moe) && q.dtype != DType::kFp32 &&
+      (spec.compute_clock_fraction() < 1 || spec.sustained_clock_fraction() < 1)) {
     const double rated_mhz = spec.boost_clock_mhz * spec.compute_clock_fraction();
+    const double sustained_mhz = spec.boost_clock_mhz * spec.sustained_clock_fraction();
+    const auto mhz = [](double v) { return std::to_string(static_cast<long long>(std::lround(v))); };
+    const std::string in_step =
+        spec.sustained_clock_mhz > 0
+            ? "the " + mhz(sustained_mhz) + " MHz the spec's sustained_clock_mhz measured for sustained tensor-core work"
+            : "the " + mhz(rated_mhz) + " MHz the sheet rates full-SM loads at";
     if (q.sustained)
-      std::printf("tensor rate  %.6g GFLOP/s: the sheet's peak, at the %.0f MHz it rates full-SM loads at (--sustained)\n",
-                  gemm_rate_gflops(spec, q.dtype, true), rated_mhz);
+      std::printf("tensor rate  %.6g GFLOP/s: the peak at %s (--sustained)\n", gemm_rate_gflops(spec, q.dtype, true),
+                  in_step.c_str());
     else
       std::printf("tensor rate  %.6g GFLOP/s: the sheet's %.6g (rated at %.0f MHz) at the %.0f MHz boost clock a kernel "
-                  "alone runs at (--sustained: inside a model's step)\n",
-                  gemm_rate_gflops(spec, q.dtype), gemm_peak_gflops(spec, q.dtype), rated_mhz, spec.boost_clock_mhz);
+                  "alone runs at (--sustained: inside a model's step, at %s)\n",
+                  gemm_rate_gflops(spec, q.dtype), gemm_peak_gflops(spec, q.dtype), rated_mhz, spec.boost_clock_mhz,
+                  in_step.c_str());
   }
   if (r.fp8_from_bf16)
     std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "

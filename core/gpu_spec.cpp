@@ -118,6 +118,8 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   if (s.dispatch_per_scheduler != 0) check_range(s.dispatch_per_scheduler, 1, 4, "dispatch_per_scheduler", origin);
   // At most the boost clock: it is stated only where the sheet rates tensor peaks below it.
   if (s.compute_clock_mhz != 0) check_range(s.compute_clock_mhz, 10, s.boost_clock_mhz, "compute_clock_mhz", origin);
+  if (s.sustained_clock_mhz != 0)
+    check_range(s.sustained_clock_mhz, 10, s.boost_clock_mhz, "sustained_clock_mhz", origin);
   if (s.warp_schedulers_per_sm != 0 && s.cores_per_sm % s.warp_schedulers_per_sm != 0)
     throw ConfigError(origin + ": field 'warp_schedulers_per_sm': " + std::to_string(s.warp_schedulers_per_sm) +
                       " does not divide cores_per_sm (" + std::to_string(s.cores_per_sm) + ")");
@@ -138,7 +140,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "mem_bw_gbps",   "mem_gib",  "mem_gb",  "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
       "interconnect_gbps", "interconnect", "interconnect_mesh_peers", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler", "compute_clock_mhz",
-      "inband_ecc"};
+      "sustained_clock_mhz", "inband_ecc"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps",
@@ -200,6 +202,8 @@ GpuSpec load_gpu_yaml(const std::string& path) {
     s.dispatch_per_scheduler = get_scalar<int>(root["dispatch_per_scheduler"], "dispatch_per_scheduler", path);
   if (root["compute_clock_mhz"])
     s.compute_clock_mhz = get_scalar<double>(root["compute_clock_mhz"], "compute_clock_mhz", path);
+  if (root["sustained_clock_mhz"])
+    s.sustained_clock_mhz = get_scalar<double>(root["sustained_clock_mhz"], "sustained_clock_mhz", path);
   if (root["tile_reference"])
     s.tile_reference = get_scalar<std::string>(root["tile_reference"], "tile_reference", path);
   if (root["notes"]) s.notes = get_scalar<std::string>(root["notes"], "notes", path);
@@ -308,6 +312,7 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
   if (s.dispatch_per_scheduler > 0)
     out << YAML::Key << "dispatch_per_scheduler" << YAML::Value << s.dispatch_per_scheduler;
   if (s.compute_clock_mhz > 0) out << YAML::Key << "compute_clock_mhz" << YAML::Value << s.compute_clock_mhz;
+  if (s.sustained_clock_mhz > 0) out << YAML::Key << "sustained_clock_mhz" << YAML::Value << s.sustained_clock_mhz;
   if (s.compute_capability > 0) {
     char cc[16];
     std::snprintf(cc, sizeof cc, "%.1f", s.compute_capability);

@@ -28,6 +28,12 @@ struct GpuSpec {
   // vendor rates a full-SM compute load at. 0 = the boost clock (sheets that state one clock,
   // and those whose SM tensor rate is not published with their clocks: Blackwell's).
   double compute_clock_mhz = 0;
+  // The SM clock a lab measured during seconds of back-to-back tensor-core work (a GPU at its
+  // board-power limit lowers its clock; scripts/measure-sustained.py, the median of its
+  // `sm_mhz_sustained`), for whole-model forecasts. 0 = not measured: the sheet's rated clock
+  // (compute_clock_mhz), else the boost clock. No bundled spec states one: it is a
+  // measurement of one board, not a sheet's figure.
+  double sustained_clock_mhz = 0;
   double fp32_peak_gflops = 0;    // FP32 non-tensor (SIMT / vector) peak, GFLOP/s
   double fp32_matrix_peak_gflops = 0;  // AMD: FP32 on matrix cores (0 = none)
   std::map<std::string, double> tensor_peak_gflops;  // dense tensor-core peaks per dtype
@@ -95,6 +101,12 @@ struct GpuSpec {
   // clock, else 1.
   double compute_clock_fraction() const {
     return compute_clock_mhz > 0 && boost_clock_mhz > 0 ? std::min(1.0, compute_clock_mhz / boost_clock_mhz) : 1.0;
+  }
+  // sustained_clock_mhz / boost_clock_mhz where measured, else compute_clock_fraction(): the
+  // clock of tensor-core work inside a model's step (gemm_rate_gflops' `sustained`).
+  double sustained_clock_fraction() const {
+    return sustained_clock_mhz > 0 && boost_clock_mhz > 0 ? std::min(1.0, sustained_clock_mhz / boost_clock_mhz)
+                                                          : compute_clock_fraction();
   }
   // The FP32 GEMM compute rate tilecast's bounds use: fp32_gemm_peak_gflops() x
   // fp32_issue_fraction() x compute_clock_fraction() (a SIMT SGEMM keeps every FP32 lane of

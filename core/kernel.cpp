@@ -165,7 +165,8 @@ double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
 
 double gemm_rate_gflops(const GpuSpec& gpu, DType d, bool sustained) {
   if (d == DType::kFp32) return gpu.fp32_simt_gemm_gflops();
-  return sustained ? gemm_peak_gflops(gpu, d) : gemm_peak_gflops(gpu, d) / gpu.compute_clock_fraction();
+  const double at_boost = gemm_peak_gflops(gpu, d) / gpu.compute_clock_fraction();
+  return sustained ? at_boost * gpu.sustained_clock_fraction() : at_boost;
 }
 
 KernelQuery gemm_q(int64_t m, int64_t n, int64_t k, DType d) {
@@ -1080,7 +1081,8 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu) { return compute_s(query
 
 double fastest_s(const KernelQuery& q, const GpuSpec& gpu) {
   const bool tensor = physics(op_family(q.op)).sheet_peak == tensor_sheet_peak && q.dtype != DType::kFp32;
-  return peak_s(q, gpu) * (tensor && !q.sustained ? gpu.compute_clock_fraction() : 1.0);
+  if (!tensor) return peak_s(q, gpu);
+  return peak_s(q, gpu) * gpu.compute_clock_fraction() / (q.sustained ? gpu.sustained_clock_fraction() : 1.0);
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {

@@ -56,8 +56,9 @@ double gemm_peak_gflops(const GpuSpec& gpu, DType d);
 // (GpuSpec::fp32_simt_gemm_gflops). Tensor cores: the sheet's peak taken at the boost clock, the
 // clock a kernel alone runs at and the one every training GPU's sheet states its peak at (Hopper's
 // sheets rate it at a lower clock: gemm_peak_gflops / GpuSpec::compute_clock_fraction); with
-// `sustained`, inside seconds of back-to-back tensor-core work, the sheet's peak at the clock it
-// rates (a GPU at its board-power limit lowers its clock: docs/accuracy.md, "Burst and sustained").
+// `sustained`, inside seconds of back-to-back tensor-core work, the peak at the clock the sheet
+// rates, or at the spec's measured sustained_clock_mhz (a GPU at its board-power limit lowers its
+// clock: docs/accuracy.md, "Burst and sustained").
 double gemm_rate_gflops(const GpuSpec& gpu, DType d, bool sustained = false);
 
 // Shapes follow NeuSight: BMM (B,M,N)x(B,N,K)->(B,M,K); Linear input (M,N) times a (N->K)

@@ -230,6 +230,8 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           // The clock a full-SM load runs at (the boost clock where the sheet states one) and
           // the SIMT FP32 GEMM rate tilecast's bounds take (GpuSpec::fp32_simt_gemm_gflops).
           {"compute_clock_mhz", s.boost_clock_mhz * s.compute_clock_fraction()},
+          // The clock of tensor-core work inside a model's step: measured, or the rated one.
+          {"sustained_clock_mhz", s.boost_clock_mhz * s.sustained_clock_fraction()},
           {"fp32_peak_gflops", s.fp32_peak_gflops},
           {"fp32_simt_gemm_gflops", s.fp32_simt_gemm_gflops()},
           {"tensor_peak_gflops", s.tensor_peak_gflops},

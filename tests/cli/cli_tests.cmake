@@ -158,9 +158,13 @@ tc_cli_test(predict_kernel_raised_to_peak_json "\"raised_to_peak\": true" ${TC} 
 # 989,400 x 1,980 / 1,830 = 1.0705e+06 GFLOP/s at its 1,980 MHz boost. An A100's sheet is rated
 # at its boost clock: no line.
 tc_cli_test(predict_kernel_tensor_rate_alone "tensor rate  1\\.0705e\\+06 GFLOP/s: the sheet's 989400 \\(rated at 1830 MHz\\) at the 1980 MHz boost clock" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --gpu H200)
-tc_cli_test(predict_kernel_tensor_rate_sustained "tensor rate  989400 GFLOP/s: the sheet's peak, at the 1830 MHz it rates full-SM loads at \\(--sustained\\)" ${TC} predict-kernel --op attention_prefill --shape 1,4096,32,8,128 --gpu H200 --sustained)
+tc_cli_test(predict_kernel_tensor_rate_sustained "tensor rate  989400 GFLOP/s: the peak at the 1830 MHz the sheet rates full-SM loads at \\(--sustained\\)" ${TC} predict-kernel --op attention_prefill --shape 1,4096,32,8,128 --gpu H200 --sustained)
 tc_cli_test(predict_kernel_sustained_json "\"sustained\": true" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --gpu H200 --sustained --format json)
 tc_cli_test(predict_kernel_no_tensor_rate_at_boost "ampere tensor-core tile, from the spec's architecture\\)\nbasis" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --gpu A100-SXM4-80GB --sustained)
+# A lab's measured sustained clock (tests/data/h200_measured_clock.yaml: the H200's spec with
+# sustained_clock_mhz 1450) is the step's: 989,400 x 1,980 / 1,830 x 1,450 / 1,980 = 783,951 GFLOP/s.
+tc_cli_test(predict_kernel_tensor_rate_measured "tensor rate  783951 GFLOP/s: the peak at the 1450 MHz the spec's sustained_clock_mhz measured for sustained tensor-core work \\(--sustained\\)" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --gpu ${D}/h200_measured_clock.yaml --sustained)
+tc_cli_test(gpus_show_sustained_clock "sustained_clock_mhz: 1450" ${TC} gpus --show ${D}/h200_measured_clock.yaml)
 tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8_static --gpu L40S)
 tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8_static;--gpu;A100-SXM4-40GB")
 # Decode attention forecasts a GPU its networks were not trained on by the fitted roofline

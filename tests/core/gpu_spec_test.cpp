@@ -293,6 +293,31 @@ TEST(GpuSpec, ComputeClockIsTheClockTheSheetRatesTensorPeaksAt) {
                             {"h100-fast-clock.yaml", "compute_clock_mhz", "2100"});
 }
 
+// A measured sustained clock (scripts/measure-sustained.py) is a spec field a lab adds to its
+// own GPU's YAML: none of the bundled specs states one, so a model's step runs at the rated
+// clock (Hopper) or the boost clock; stated, it is the step's clock, written back by
+// gpu_spec_to_yaml, and above the boost clock or at 0 MHz it is one line naming the field.
+TEST(GpuSpec, SustainedClockIsMeasuredNotStated) {
+  GpuRegistry reg(gpu_dir());
+  for (const GpuSpec& g : reg.all()) {
+    EXPECT_EQ(g.sustained_clock_mhz, 0) << g.name;
+    EXPECT_DOUBLE_EQ(g.sustained_clock_fraction(), g.compute_clock_fraction()) << g.name;
+  }
+  std::string y = gpu_spec_to_yaml(reg.resolve("H200"));
+  y += "sustained_clock_mhz: 1450\n";
+  const GpuSpec measured = load_gpu_yaml(write("h200-measured.yaml", y));
+  EXPECT_DOUBLE_EQ(measured.sustained_clock_fraction(), 1450.0 / 1980.0);
+  EXPECT_DOUBLE_EQ(measured.compute_clock_fraction(), 1830.0 / 1980.0);  // the sheet's rating stays
+  EXPECT_NE(gpu_spec_to_yaml(measured).find("sustained_clock_mhz: 1450"), std::string::npos);
+  std::string fast = y;
+  fast.replace(fast.find("sustained_clock_mhz: 1450"), 25, "sustained_clock_mhz: 2100");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("h200-fast.yaml", fast)); },
+                            {"h200-fast.yaml", "sustained_clock_mhz", "2100"});
+  std::string negative = y;
+  negative.replace(negative.find("sustained_clock_mhz: 1450"), 25, "sustained_clock_mhz: -5");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("h200-neg.yaml", negative)); }, {"h200-neg.yaml", "sustained_clock_mhz"});
+}
+
 TEST(GpuSpec, TwinsShareTheDieAndTheMemorySystem) {
   GpuRegistry reg(gpu_dir());
   auto twins = [&](const char* a, const char* b) { return gpu_twins(reg.resolve(a), reg.resolve(b)); };

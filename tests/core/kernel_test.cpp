@@ -142,6 +142,12 @@ TEST(Kernel, TensorCoreGemmLaunchAndBounds) {
   EXPECT_EQ(kernel_bounds(q, at_boost, launch_info(q, at_boost)).compute_s,
             kernel_bounds(in_load, at_boost, launch_info(in_load, at_boost)).compute_s);
   EXPECT_EQ(fastest_s(q, at_boost), fastest_s(in_load, at_boost));
+  // A measured sustained clock (1,450 MHz) in the spec is the step's: 0.13240 x 1980 / 1450 ms.
+  GpuSpec measured = h100;
+  measured.sustained_clock_mhz = 1450;
+  EXPECT_NEAR(kernel_bounds(in_load, measured, li).compute_s, 1.3240e-4 * 1980 / 1450, 2e-7);
+  EXPECT_NEAR(kernel_bounds(q, measured, li).compute_s, 1.3240e-4, 1e-7);
+  EXPECT_NEAR(fastest_s(in_load, measured), 2.0 * 4096 * 4096 * 4096 / (989.4e12 * 1450 / 1830), 1e-12);
   // FP32 SIMT GEMMs are at the rated clock either way (GpuSpec::fp32_simt_gemm_gflops).
   KernelQuery fp32 = gemm_q(4096, 4096, 4096, DType::kFp32), fp32_in_load = fp32;
   fp32_in_load.sustained = true;

@@ -2778,3 +2778,29 @@ TEST(Serving, MlaDecodeAndMemoryByHand) {
               predictor::mla_decode_ms(in_step(attention_decode_q(4, 1001, 16, 1, 576, DType::kBf16, DType::kBf16)), 512, h100, p),
               1e-12);
 }
+
+// A lab's measured sustained clock (GpuSpec::sustained_clock_mhz, 1,450 MHz on an H200 at its
+// power limit: docs/accuracy.md, "Burst and sustained") slows a model's compute-bound steps and
+// leaves its memory-bound ones: Llama-3.1-8B's prefill of 8 x 2,048 tokens (GEMMs and attention
+// at the tensor rate) against one decode step of 8 sequences (weights and KV cache read at the
+// DRAM rate, which the clock does not set). A kernel alone is forecast the same either way.
+TEST(Serving, MeasuredSustainedClockSlowsComputeBoundSteps) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const ModelConfig m = load_model_config("llama-3.1-8b", std::string(TILECAST_SOURCE_DIR) + "/configs/models");
+  const GpuSpec& h200 = registry().resolve("H200");
+  GpuSpec measured = h200;
+  measured.sustained_clock_mhz = 1450;
+  auto total = [&](Mode mode, int64_t batch, int64_t len, const GpuSpec& gpu) {
+    return predictor::forecast_model(build_serving_graph(m, mode, batch, len, DType::kBf16, DType::kBf16, 1), gpu, p)
+        .total_ms;
+  };
+  const double prefill = total(Mode::kPrefill, 8, 2048, measured) / total(Mode::kPrefill, 8, 2048, h200);
+  const double decode = total(Mode::kDecode, 8, 2048, measured) / total(Mode::kDecode, 8, 2048, h200);
+  // Between no change and the clock ratio 1,830 / 1,450 = 1.262 (not every kernel is compute-bound).
+  EXPECT_GT(prefill, 1.05);
+  EXPECT_LT(prefill, 1830.0 / 1450);
+  EXPECT_LT(decode, 1.02);
+  EXPECT_GE(decode, 1.0);
+  const KernelQuery g = gemm_q(16384, 4096, 14336, DType::kBf16);
+  EXPECT_EQ(p.predict(g, measured).latency_ms, p.predict(g, h200).latency_ms);
+}
