@@ -137,18 +137,18 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     const double rated_mhz = spec.boost_clock_mhz * spec.compute_clock_fraction();
     const double sustained_mhz = spec.boost_clock_mhz * spec.sustained_clock_fraction();
     const auto mhz = [](double v) { return std::to_string(static_cast<long long>(std::lround(v))); };
-    const std::string in_step =
+    const std::string step_clock =
         spec.sustained_clock_mhz > 0
             ? "the " + mhz(sustained_mhz) + " MHz the spec's sustained_clock_mhz measured for sustained tensor-core work"
             : "the " + mhz(rated_mhz) + " MHz the sheet rates full-SM loads at";
     if (q.sustained)
       std::printf("tensor rate  %.6g GFLOP/s: the peak at %s (--sustained)\n", gemm_rate_gflops(spec, q.dtype, true),
-                  in_step.c_str());
+                  step_clock.c_str());
     else
       std::printf("tensor rate  %.6g GFLOP/s: the sheet's %.6g (rated at %.0f MHz) at the %.0f MHz boost clock a kernel "
                   "alone runs at (--sustained: inside a model's step, at %s)\n",
                   gemm_rate_gflops(spec, q.dtype), gemm_peak_gflops(spec, q.dtype), rated_mhz, spec.boost_clock_mhz,
-                  in_step.c_str());
+                  step_clock.c_str());
   }
   if (r.fp8_from_bf16)
     std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "

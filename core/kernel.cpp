@@ -1081,8 +1081,7 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu) { return compute_s(query
 
 double fastest_s(const KernelQuery& q, const GpuSpec& gpu) {
   const bool tensor = physics(op_family(q.op)).sheet_peak == tensor_sheet_peak && q.dtype != DType::kFp32;
-  if (!tensor) return peak_s(q, gpu);
-  return peak_s(q, gpu) * gpu.compute_clock_fraction() / (q.sustained ? gpu.sustained_clock_fraction() : 1.0);
+  return tensor ? compute_s(query_flops(q), gemm_rate_gflops(gpu, q.dtype, q.sustained)) : peak_s(q, gpu);
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {

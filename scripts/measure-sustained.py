@@ -4,9 +4,10 @@ and board power meanwhile, measured on this machine's GPU.
 
 Kernel benchmarks (tilecast's collector, the llm-kernels files) time a few calls: the GPU is at
 its boost clock. A training step or a long prefill keeps the tensor cores busy for seconds, and a
-GPU at its board-power limit lowers its clock. This script times both for a few BF16 GEMMs of
-Llama-3.1-8B's sizes (x[M, in] @ w[in, out]) and one memory-bound copy, sampling `nvidia-smi`
-(SM clock, power) every 100 ms, and writes one JSON line per kernel:
+GPU at its board-power limit lowers its clock. This script times both for a set of kernels
+(--set bf16: BF16 GEMMs of Llama-3.1-8B's sizes, x[M, in] @ w[in, out], and a memory-bound copy;
+--set attention-fp32: causal SDPA prefills and FP32 GEMMs), sampling `nvidia-smi` (SM clock,
+power) every 100 ms, and appends one JSON line per kernel:
 
   {"op": "gemm", "m": 8192, "in": 4096, "out": 28672, "burst_ms": ..., "sustained_ms": ...,
    "sm_mhz_burst": ..., "sm_mhz_sustained": ..., "power_w_sustained": ..., "device": ...}
@@ -14,8 +15,15 @@ Llama-3.1-8B's sizes (x[M, in] @ w[in, out]) and one memory-bound copy, sampling
 burst: after 2 s idle, 3 warm-ups, then the median of 20 calls each timed alone with CUDA events.
 sustained: calls back to back for 8 s in chunks of about 50 ms, each chunk timed with CUDA events;
 the median per-call time of the chunks of the last 3 s. The clocks: the median of the samples
-inside each window. `--compare JSONL` sets each GEMM beside `tilecast predict-kernel`.
-Needs torch (a GPU machine's Python) to measure; `--compare` needs only tilecast.
+inside each window. The lines are written when the set ends or is interrupted (Ctrl-C, SIGTERM):
+the clocks come from nvidia-smi's file, read once its sampling stops.
+
+`--compare JSONL` sets each GEMM and attention kernel beside `tilecast predict-kernel` (alone
+and --sustained). `--clocks CSV` summarises nvidia-smi samples (this script's, or `nvidia-smi
+--query-gpu=timestamp,clocks.sm,...,power.draw,... --format=csv`): SM MHz and W over a window
+(--start/--end, nvidia-smi's local timestamps), or with --lines JSONL each kernel's clock in the
+first half second of its back-to-back calls.
+Needs torch (a GPU machine's Python) to measure; the other modes need no GPU.
 """
 import argparse
 import datetime
@@ -23,6 +31,7 @@ import importlib.util
 import json
 import os
 import statistics
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,18 +75,31 @@ def load_script(name):
     return mod
 
 
+def parse_time(text):
+    """nvidia-smi's local timestamp ("2026/12/04 17:55:38.163"; seconds' fraction optional)."""
+    for fmt in ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S"):
+        try:
+            return datetime.datetime.strptime(text.strip(), fmt).timestamp()
+        except ValueError:
+            pass
+    raise ValueError(f"not a timestamp like 2026/12/04 17:55:38: {text!r}")
+
+
 def read_samples(path):
-    """nvidia-smi's CSV lines (timestamp, SM MHz, W) -> [(unix time, MHz, W)]."""
+    """nvidia-smi's CSV lines -> [(unix time, SM MHz, W)]: this script's (timestamp, SM, power;
+    no units) or the e2e runs' (timestamp, SM, memory clock, power, utilisation; with units).
+    A line it cannot read (a header, [N/A]) is left out."""
     out = []
     with open(path) as f:
         for line in f:
             parts = [p.strip() for p in line.split(",")]
-            if len(parts) != 3:
+            if len(parts) not in (3, 5):
                 continue
             try:
-                t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-                out.append((t, float(parts[1]), float(parts[2])))
-            except ValueError:
+                t = parse_time(parts[0])
+                sm, watts = (float(parts[i].split()[0]) for i in ((1, 2) if len(parts) == 3 else (1, 3)))
+                out.append((t, sm, watts))
+            except (ValueError, IndexError):
                 continue
     return out
 
@@ -98,6 +120,11 @@ def measure(args):
     smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits",
                             "-lms", "100"], stdout=smi_file, stderr=subprocess.DEVNULL)
     rows = []
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)  # `timeout` ends a run: keep what it measured
     try:
         torch.backends.cuda.matmul.allow_tf32 = False  # FP32 GEMMs on the FP32 lanes
         for kern in SETS[args.set]:
@@ -166,6 +193,12 @@ def measure(args):
         smi.terminate()
         smi.wait()
         smi_file.close()
+        write_rows(args, rows, smi_path)
+
+
+def write_rows(args, rows, smi_path):
+    """Appends the measured rows, with their windows' clocks and power, to --out (and keeps the
+    samples in --samples)."""
     samples = read_samples(smi_path)
     with open(args.out, "a") as out:
         for row in rows:
@@ -232,17 +265,52 @@ def compare(args):
               f"{mhz:>11s} {watts:>9s} {fc}")
 
 
+def clocks(args):
+    """--clocks: the samples' SM MHz and W over --start..--end, or each kernel's clock in the
+    first 0.5 s after its burst (--lines: its back-to-back calls begin as the burst ends)."""
+    samples = read_samples(args.clocks)
+    if not samples:
+        sys.exit(f"--clocks {args.clocks}: no nvidia-smi samples in it")
+    if args.lines:
+        with open(args.lines) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        for r in rows:
+            t1 = r["burst_window"][1]
+            onset = [(round(t - t1, 2), int(sm)) for t, sm, _ in samples if t1 <= t <= t1 + 0.5]
+            print(f"{kernel_label(r):>40s} SM MHz after the burst (s: MHz): "
+                  + ", ".join(f"{dt}: {sm}" for dt, sm in onset))
+        return
+    t0 = parse_time(args.start) if args.start else float("-inf")
+    t1 = parse_time(args.end) if args.end else float("inf")
+    inside = [s for s in samples if t0 <= s[0] <= t1]
+    if not inside:
+        sys.exit(f"--clocks {args.clocks}: no sample between --start and --end")
+    for name, i in (("SM MHz", 1), ("W", 2)):
+        vals = [s[i] for s in inside]
+        print(f"{name:7s} min {min(vals):8.1f}  median {statistics.median(vals):8.1f}  max {max(vals):8.1f}"
+              f"  ({len(vals)} samples)")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="sustained.jsonl", help="JSON-lines file to append to")
     p.add_argument("--seconds", type=float, default=8.0, help="back-to-back seconds per kernel")
     p.add_argument("--set", choices=sorted(SETS), default="bf16", help="the kernels to time (SETS)")
     p.add_argument("--samples", help="also keep nvidia-smi's samples (CSV) here")
-    p.add_argument("--compare", metavar="JSONL", help="set measured GEMMs beside tilecast's forecasts")
+    p.add_argument("--compare", metavar="JSONL", help="set measured kernels beside tilecast's forecasts")
     p.add_argument("--tilecast", default=os.path.join(os.path.dirname(__file__), "..", "build", "tilecast"))
     p.add_argument("--gpu", help="the GPU to forecast (--compare; default: each row's device)")
+    p.add_argument("--clocks", metavar="CSV", help="summarise nvidia-smi samples")
+    p.add_argument("--start", help="--clocks: first timestamp (e.g. '2026/12/04 17:55:38')")
+    p.add_argument("--end", help="--clocks: last timestamp")
+    p.add_argument("--lines", metavar="JSONL", help="--clocks: each kernel's clock after its burst")
     args = p.parse_args()
-    if args.compare:
+    if args.clocks:
+        try:
+            clocks(args)
+        except (OSError, ValueError) as e:
+            sys.exit(f"--clocks: {e}")
+    elif args.compare:
         compare(args)
     else:
         if args.seconds < 4:
