@@ -35,6 +35,10 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "inference is fp32; training is fp32 (eager) unless bf16|fp16|fp8 (mixed precision, Megatron-LM style, the "
       "decoder LLMs; fp8: Transformer Engine's FP8 GEMMs, BF16 otherwise)")(
       "fusion", "model torch.compile fusion (inference)")(
+      "hf-eager",
+      "prefill and mixed-precision training (bf16|fp16, one GPU or --dp): the model as Hugging Face transformers "
+      "runs it without compilation (attn_implementation sdpa): RMSNorm, RoPE and SiLU-mul as their separate PyTorch "
+      "kernels, separate q/k/v and gate/up projections; llama, mistral, qwen2, qwen3, phi3")(
       "optimizer", po::value(&a.optimizer)->default_value("adamw"),
       "training: adamw (its step time apart, its two FP32 moments in memory) or none (forward and backward "
       "only, as NeuSight's training labels were measured)")(
@@ -75,8 +79,8 @@ int run_predict(const Args& args, const GlobalOptions&) {
                      "tilecast predict --model M --gpu G --batch N --seq S [--mode inference|training] "
                      "[--fusion] [--format table|json|csv]\n"
                      "       tilecast predict --model M --gpu G --mode training --dtype bf16|fp16|fp8 --batch N --seq S "
-                     "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K [--vpp V]] [--ep N] [--cp N] [--recompute full]\n"
-                     "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P]\n"
+                     "[--dp D] [--zero 1] [--tp N [--sequence-parallel]] [--pp P --microbatches K [--vpp V]] [--ep N] [--cp N] [--recompute full] [--hf-eager]\n"
+                     "       tilecast predict --model M --gpu G --mode prefill --batch B --seq S [--dtype D] [--tp N] [--pp P] [--hf-eager]\n"
                      "       tilecast predict --model M --gpu G --mode decode --batch B --context L [--dtype D] [--tp N] [--pp P] "
                      "[--ep N] [--routing R] [--dp-attention [--moe-a2a deepep]]\n"
                      "       tilecast predict --model M --gpu G --mode generate --batch B --seq S --gen T [--dtype D] [--tp N] [--pp P]\n"
@@ -94,6 +98,7 @@ int run_predict(const Args& args, const GlobalOptions&) {
   a.cached_prefix = sched.cached_prefix;
   a.spec = spec.request();
   a.fusion = vm.count("fusion") > 0;
+  a.hf_eager = vm.count("hf-eager") > 0;
   a.par.dp_attention = vm.count("dp-attention") > 0;
   a.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);
   a.disagg = disaggregation_flags(vm);

@@ -1176,6 +1176,148 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
          vec_q(OpKind::kSampler, attention_share(logits_rows, tp, dp_attention), m.vocab, DType::kFp32));
 }
 
+// ---- Hugging Face transformers' eager decoder in BF16/FP16 (--hf-eager) --------------------
+// One kernel eager PyTorch launches: its DRAM traffic per element of the tensor it runs over,
+// `act` elements in the activation dtype plus `f32` bytes of FP32; `per_row`: over one value a
+// row (an RMSNorm's variance and its reciprocal square root). Backward lists follow the
+// autograd formulas (derivatives.yaml) of each forward kernel.
+struct EagerPass {
+  const char* what;
+  double act;
+  double f32;
+  bool per_row = false;
+};
+using EagerPasses = std::vector<EagerPass>;
+
+// LlamaRMSNorm: x.to(float32); variance = x.pow(2).mean(-1); x * rsqrt(variance + eps);
+// weight * x.to(dtype).
+const EagerPasses kEagerRmsNormFw = {
+    {"to(float32)", 1, 4},      {"pow(2)", 0, 8},          {"mean(-1)", 0, 4},    {"+ eps", 0, 8, true},
+    {"rsqrt", 0, 8, true},      {"x * rsqrt", 0, 8},       {"to(dtype)", 1, 4},   {"weight * x", 2, 0}};
+const EagerPasses kEagerRmsNormBw = {
+    {"weight * x: grad x", 2, 0},           {"weight * x: grad weight (product)", 3, 0},
+    {"weight * x: grad weight (sum)", 1, 0}, {"to(dtype): to(float32)", 1, 4},
+    {"x * rsqrt: grad x", 0, 8},            {"x * rsqrt: grad rsqrt (product)", 0, 12},
+    {"x * rsqrt: grad rsqrt (sum)", 0, 4},  {"rsqrt: result.pow(3)", 0, 8, true},
+    {"rsqrt: * grad", 0, 12, true},         {"rsqrt: * -0.5", 0, 8, true},
+    {"mean: expand / H", 0, 4},             {"pow(2): x.pow(1)", 0, 8},
+    {"pow(2): * 2", 0, 8},                  {"pow(2): * grad", 0, 12},
+    {"x's two gradients summed", 0, 12},    {"to(float32): to(dtype)", 1, 4}};
+// apply_rotary_pos_emb on q or k: x * cos + rotate_half(x) * sin, rotate_half = cat(-x2, x1)
+// (cos and sin broadcast over the heads: per token, not counted). Backward: both products'
+// gradients, the negation's (half), the two halves' slice_backward (zeros, then the half
+// copied in), the three gradients of x summed (two adds).
+const EagerPasses kEagerRopeFw = {{"x * cos", 2, 0}, {"-x2 (half)", 1, 0}, {"cat", 2, 0}, {"* sin", 2, 0}, {"+", 3, 0}};
+const EagerPasses kEagerRopeBw = {{"* sin: grad", 2, 0},         {"-x2: grad (half)", 1, 0},
+                                  {"x1: slice_backward", 2, 0},  {"x2: slice_backward", 2, 0},
+                                  {"* cos: grad", 2, 0},         {"gradients summed", 3, 0},
+                                  {"gradients summed", 3, 0}};
+// act_fn(gate) * up (SiLU); backward: the product's two gradients and silu_backward.
+const EagerPasses kEagerSiluMulFw = {{"silu(gate)", 2, 0}, {"* up", 3, 0}};
+const EagerPasses kEagerSiluMulBw = {{"* up: grad gate", 3, 0}, {"* up: grad up", 3, 0}, {"silu_backward", 3, 0}};
+// A copy in the activation dtype: the attention output's transpose(1, 2).contiguous() (its
+// backward hands SDPA a strided gradient, no kernel), DynamicCache's torch.cat of new keys or
+// values onto its empty cache (backward: views).
+const EagerPasses kEagerCopy = {{"copy", 2, 0}};
+// transformers' ForCausalLMLoss: logits.float(), cross_entropy (log_softmax, nll_loss of one
+// value a row); backward: nll_loss's gradient (zeros, scattered), log_softmax's, to(dtype).
+const EagerPasses kEagerLossFw = {{"logits.float()", 1, 4}, {"log_softmax", 0, 8}, {"nll_loss", 0, 8, true}};
+const EagerPasses kEagerLossBw = {{"nll_loss: grad", 0, 4}, {"log_softmax: grad", 0, 12}, {"float(): to(dtype)", 1, 4}};
+
+// check_hf_eager_model's decoder on `t` tokens, `attention` each layer's SDPA call, the LM head
+// over `logits_rows` of them. Training (`backward`): every kernel's gradient kernels, the loss
+// over every token's logits, each layer's forward again in its backward where `recompute`
+// (transformers' gradient checkpointing). Inference: the first token sampled.
+void add_hf_eager_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t logits_rows, const KernelQuery& attention,
+                         DType act, bool backward, bool recompute) {
+  const ArchSpec& a = *find_arch(m.model_type);  // check_hf_eager_model
+  const double e = dtype_size(act);
+  const int64_t h = m.hidden, hd = m.head_dim, heads = m.heads, kv = m.kv_heads, f = m.ffn;
+  Builder b(g);
+  auto passes = [&](std::vector<KernelCall>& out, const EagerPasses& ps, int64_t rows, int64_t width) {
+    for (const EagerPass& p : ps)
+      out.push_back(KernelCall::kernel(eager_pass_q(rows, p.per_row ? 1 : width, p.act * e + p.f32, act)));
+  };
+  auto eager = [&](const std::string& name, int64_t rows, int64_t width, const EagerPasses& fw, const EagerPasses& bw) {
+    GraphOp& o = b.op(name, "memory_op");
+    passes(o.fw, fw, rows, width);
+    if (backward) passes(o.bw, bw, rows, width);
+  };
+  auto rmsnorm = [&](const std::string& name, int64_t rows, int64_t width) {
+    eager(name, rows, width, kEagerRmsNormFw, kEagerRmsNormBw);
+  };
+  auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out) {
+    GraphOp& o = b.op(name, "gemm");
+    o.fw.push_back(KernelCall::kernel(gemm_q(rows, in, out, act)));
+    if (!backward) return;
+    o.bw.push_back(KernelCall::kernel(gemm_q(rows, out, in, act)));  // dx = dy W
+    o.bw.push_back(KernelCall::kernel(gemm_q(out, rows, in, act)));  // dW = dy^T x
+  };
+  auto residual = [&](const std::string& name) {
+    GraphOp& o = b.op(name, "memory_op");
+    o.fw.push_back(KernelCall::kernel(vec_q(OpKind::kResidualAdd, t, h, act)));
+    if (backward) o.bw.push_back(KernelCall::kernel(vec_q(OpKind::kResidualAdd, t, h, act)));  // the fork's sum
+  };
+  b.set_prefix(a.model);
+  {
+    GraphOp& o = b.op(a.tokens, "memory");
+    o.fw.push_back(KernelCall::mem(2 * e * double(t) * h));
+    if (backward) o.bw.push_back(KernelCall::mem(3 * e * double(t) * h));  // dy read, its rows' gradients updated
+  }
+  b.set_count(m.layers);
+  b.set_prefix(a.layers);
+  const size_t first_layer_op = g.ops.size();
+  const AttnNames& s = a.self_attn;
+  const std::string p = s.prefix;
+  rmsnorm(s.norm, t, h);
+  if (*s.qkv) {
+    gemm(s.qkv, t, h, (heads + 2 * kv) * hd);
+  } else {
+    gemm(s.q, t, h, heads * hd);
+    gemm(s.k, t, h, kv * hd);
+    gemm(s.v, t, h, kv * hd);
+  }
+  if (m.qk_norm) {
+    rmsnorm(p + "q_norm", t * heads, hd);
+    rmsnorm(p + "k_norm", t * kv, hd);
+  }
+  eager(p + "rotary_q", t, heads * hd, kEagerRopeFw, kEagerRopeBw);
+  eager(p + "rotary_k", t, kv * hd, kEagerRopeFw, kEagerRopeBw);
+  // transformers' DynamicCache, which LlamaModel fills in training too unless gradient
+  // checkpointing turns use_cache off: keys and values each concatenated onto the empty cache.
+  if (!recompute) eager(p + "past_key_values.update", t, kv * hd, {kEagerCopy[0], kEagerCopy[0]}, {});
+  {
+    GraphOp& o = b.op(p + "sdpa", "attention");
+    o.fw.push_back(KernelCall::kernel(attention));
+    if (backward) o.bw.push_back(KernelCall::kernel_scaled(attention, 2.5));  // as build_llm_training_graph's
+  }
+  eager(p + "attn_output.contiguous", t, heads * hd, kEagerCopy, {});
+  gemm(s.out_proj, t, heads * hd, h);
+  residual(s.residual);
+  rmsnorm(a.ffn_norm, t, h);
+  const std::string fp = a.ffn_prefix;
+  if (*a.gate) {
+    gemm(fp + a.gate, t, h, f);
+    gemm(fp + a.up, t, h, f);
+  } else {  // Phi-3's gate_up_proj, chunked into its halves (views)
+    gemm(fp + a.up, t, h, 2 * f);
+  }
+  eager(fp + "act_fn", t, f, kEagerSiluMulFw, kEagerSiluMulBw);
+  gemm(fp + a.down, t, f, h);
+  residual(a.residual_2);
+  if (recompute)
+    for (size_t i = first_layer_op; i < g.ops.size(); ++i) g.ops[i].bw.insert(g.ops[i].bw.begin(), g.ops[i].fw.begin(), g.ops[i].fw.end());
+  b.set_count(1);
+  b.set_prefix(a.model);
+  rmsnorm(a.final_norm, t, h);
+  b.set_prefix("");
+  gemm("lm_head", logits_rows, h, m.vocab);
+  if (backward)
+    eager("loss", t, m.vocab, kEagerLossFw, kEagerLossBw);
+  else
+    b.op("sampler", "memory_op").fw.push_back(KernelCall::kernel(vec_q(OpKind::kSampler, logits_rows, m.vocab, DType::kFp32)));
+}
+
 // The graph's account of the model's local attention (its outputs state it).
 void set_attention_window(OpGraph& g, const ModelConfig& m) {
   g.sliding_window = m.sliding_window;
@@ -1349,7 +1491,7 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
 }
 
 OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
-                                 const Parallelism& par, bool recompute) {
+                                 const Parallelism& par, bool recompute, bool hf_eager) {
   const std::string mode = std::string("--mode training --dtype ") + dtype_name(dtype);
   if (!is_llm_family(m.model_type))
     throw ConfigError(mode + ": mixed-precision training covers the decoder families (" + model_type_list(true) +
@@ -1390,6 +1532,15 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
                       " layers do not split evenly into " + std::to_string(par.pp) +
                       " stages (Megatron-LM needs num_layers divisible by the pipeline size)");
   check_virtual_pipeline(m, par);
+  if (hf_eager) {
+    if (dtype == DType::kFp8)
+      throw ConfigError("--hf-eager: Hugging Face's eager training runs in bf16 or fp16; fp8 is Transformer Engine's "
+                        "recipe (without --hf-eager)");
+    if (par.tp != 1 || par.pp != 1 || par.cp != 1 || par.ep != 1 || par.sequence_parallel || par.zero != 0)
+      throw ConfigError("--hf-eager: one GPU or data parallelism (--dp, --microbatches) only; --tp, --pp, --cp, --ep, "
+                        "--sequence-parallel and --zero are Megatron-LM's layouts");
+    check_hf_eager_model(m, seq);
+  }
   OpGraph g;
   g.model = m.name;
   g.batch = batch;
@@ -1408,6 +1559,13 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   g.kv_dtype = act;
   if (mm == DType::kFp8) g.fp8_weight_parameters = fp8_training_gemm_parameters(m) / double(par.tp);
   set_attention_window(g, m);
+  if (hf_eager) {
+    g.hf_eager = true;
+    const int64_t t = g.micro_batch * seq;
+    add_hf_eager_layers(g, m, t, t, attention_prefill_q(g.micro_batch, seq, m.heads, m.kv_heads, m.head_dim, act, act),
+                        act, true, recompute);
+    return g;
+  }
   const double e = dtype_size(act);
   // Context parallelism: every op but attention sees the rank's seq / cp tokens of each sequence.
   const int64_t t = g.micro_batch * seq / par.cp, h = m.hidden, hd = m.head_dim, heads = m.heads / tp, kv = m.kv_heads / tp;
@@ -1586,6 +1744,56 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
       o.bw.push_back(KernelCall::mem(2 * e * double(t) * vocab));
     }
   }
+  return g;
+}
+
+void check_hf_eager_model(const ModelConfig& m, int64_t seq) {
+  const ArchSpec* a = find_arch(m.model_type);
+  const char* why = nullptr;
+  if (!a || !is_llm_family(m.model_type)) why = "covers the dense decoder families";
+  else if (m.num_experts > 0) why = "is not built for routed experts (transformers' eager MoE loops over its experts)";
+  else if (is_mla(m)) why = "is not built for multi-head latent attention";
+  else if (m.sandwich_norms || m.embed_scale || m.attn_softcap > 0 || m.final_softcap > 0)
+    why = "is not built for Gemma's sandwich norms, embedding scale and soft-caps";
+  else if (m.chunked_attention) why = "is not built for Llama 4's chunked attention";
+  else if (a->ffn != FfnKind::kSwiGlu) why = "covers SwiGLU decoders";
+  if (why)
+    throw ConfigError("--hf-eager of " + m.name + " (" + m.model_type + "): Hugging Face's eager graph " + why +
+                      " (llama, mistral, qwen2, qwen3, phi3)");
+  if (windowed_layers(m) > 0 && seq > m.sliding_window)
+    throw ConfigError("--hf-eager of " + m.name + ": --seq " + std::to_string(seq) + " exceeds its sliding window of " +
+                      std::to_string(m.sliding_window) +
+                      " tokens, where transformers hands SDPA a materialised mask (not modelled)");
+}
+
+KernelQuery eager_pass_q(int64_t rows, int64_t width, double bytes_per_elem, DType act) {
+  TC_CHECK(rows >= 1 && width >= 1 && bytes_per_elem > 0, "eager pass of a positive size");
+  const double w = std::round(bytes_per_elem * double(width) / (3.0 * dtype_size(act)));
+  return vec_q(OpKind::kResidualAdd, rows, std::max<int64_t>(1, static_cast<int64_t>(w)), act);
+}
+
+OpGraph build_hf_eager_prefill_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype) {
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    throw ConfigError(std::string("--hf-eager: Hugging Face's eager prefill is modelled in bf16 or fp16, not ") +
+                      dtype_name(dtype));
+  if (!is_llm_family(m.model_type))
+    throw ConfigError("--hf-eager of " + m.name + " (" + m.model_type + "): Hugging Face's eager graph covers the "
+                      "dense decoder families (llama, mistral, qwen2, qwen3, phi3)");
+  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
+  if (seq < 1 || seq > (1 << 22)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^22]");
+  if (m.max_positions > 0 && seq > m.max_positions)
+    throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " + std::to_string(m.max_positions) +
+                      " positions");
+  check_hf_eager_model(m, seq);
+  OpGraph g = serving_graph_of(m, Mode::kPrefill, dtype, dtype, 1, 1, 0, false, false);
+  g.hf_eager = true;
+  g.batch = batch;
+  g.micro_batch = batch;
+  g.seq = seq;
+  g.context = seq;
+  add_hf_eager_layers(g, m, batch * seq, batch,
+                      attention_prefill_q(batch, seq, m.heads, m.kv_heads, m.head_dim, dtype, dtype), dtype, false,
+                      false);
   return g;
 }
 

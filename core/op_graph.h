@@ -208,6 +208,9 @@ struct OpGraph {
   bool chunked_window = false; // the window is Llama 4's aligned chunks (ModelConfig::chunked_attention)
   ServingStep step;  // build_serving_step_graph: the step it is (empty for every other graph)
   int64_t cached_prefix = 0;  // build_serving_graph's prefill: prompt tokens already cached
+  // The model as Hugging Face transformers runs it eagerly (build_hf_eager_prefill_graph,
+  // build_llm_training_graph's hf_eager), not an engine's fused kernels.
+  bool hf_eager = false;
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a
@@ -319,8 +322,35 @@ OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, 
 // docs/model-graphs.md) and the LM head in BF16 (training_storage_dtype);
 // g.fp8_weight_parameters for the weights' casts.
 // ConfigError for other model types, fp32/fp8_block/fp8_static, sizes or layouts out of range.
+// `hf_eager`: the model as Hugging Face transformers trains it without compilation (bf16/fp16,
+// attn_implementation "sdpa"; data parallelism, microbatches and recompute, its gradient
+// checkpointing, only): the layers check_hf_eager_model describes, the LM head over every token
+// and transformers' ForCausalLMLoss (logits.float(), log_softmax, nll_loss) with their backward.
 OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
-                                 const Parallelism& par, bool recompute = false);
+                                 const Parallelism& par, bool recompute = false, bool hf_eager = false);
+// Whether transformers' eager decoder is built for m with prompts of `seq` tokens: the eager
+// decoder (LlamaForCausalLM and its kin: llama, mistral, qwen2,
+// qwen3, phi3) in bf16/fp16 with attn_implementation "sdpa", on one GPU (`--hf-eager`;
+// docs/model-graphs.md, "Hugging Face eager"): every module's own PyTorch kernels instead of an
+// engine's fused ones. RMSNorm is its eight kernels (to FP32, pow, mean, + eps, rsqrt, x *
+// rsqrt, back to the dtype, x weight), RoPE five on q and five on k (x cos, neg, cat, x sin,
+// +), SiLU-mul two, the attention output's transpose a copy, q/k/v and gate/up separate GEMMs
+// where the model's modules are (Phi-3's fused ones stay fused), the residual adds their own
+// kernels, K and V concatenated into the DynamicCache, SDPA as the `context_attention` family;
+// backward (`backward`) each kernel's autograd formula (RMSNorm 16 kernels, RoPE 7 a tensor,
+// SiLU-mul 3). Every elementwise kernel is costed by the memory_op family's residual add
+// over the same bytes (eager_pass_q). ConfigError naming --hf-eager for models it does not
+// build (MoE, MLA, Gemma's sandwich norms and soft-caps, Llama 4's chunked attention) and for
+// a sliding window shorter than the prompt (SDPA then takes a materialised mask).
+void check_hf_eager_model(const ModelConfig& m, int64_t seq);
+// An eager elementwise kernel over `rows` x `width` elements moving `bytes_per_elem` bytes
+// each: the memory_op family's residual add (two reads, one write in `act`) of the same bytes.
+KernelQuery eager_pass_q(int64_t rows, int64_t width, double bytes_per_elem, DType act);
+// The prefill of `batch` prompts of `seq` tokens in Hugging Face's eager model (no_grad, its
+// DynamicCache filled, logits of each prompt's last token, the first token sampled): the time
+// to first token of `model.generate` without an engine. ConfigError as check_hf_eager_model, and
+// for dtypes other than bf16/fp16.
+OpGraph build_hf_eager_prefill_graph(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype);
 // ConfigError naming --pp unless 1 <= pp <= layers.
 void check_pipeline_stages(int64_t layers, int64_t pp);
 // Parameters on one training rank: `parameters` split tp x pp ways by a replica, of which the

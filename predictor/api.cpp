@@ -382,6 +382,7 @@ PredictResult run_predict(const PredictArgs& a, const GpuRegistry& reg, const Ke
   r.par = a.par;
   r.disagg = a.disagg;
   r.fusion = a.fusion;
+  r.hf_eager = a.hf_eager;
   r.optimizer_state = a.optimizer == "adamw";
   r.host_gap_us = a.host_gap_us;  // validated by forecast_model
   if (serving) {
@@ -466,6 +467,9 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
                                                             : "--train-tokens") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   const bool training = q.mode == "training", mixed_training = training && q.train_dtype != DType::kFp32;
+  if (q.hf_eager && !(mixed_training || q.mode == "prefill"))
+    throw ConfigError("--hf-eager applies to --mode prefill and --mode training --dtype bf16|fp16 (--mode " + q.mode +
+                      (training || q.mode == "inference" ? " in fp32 is eager PyTorch already)" : ")"));
   if ((q.par.cp != 1 || q.par.vpp != 1) && !mixed_training)
     throw ConfigError(std::string(q.par.cp != 1 ? "--cp" : "--vpp") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
@@ -490,6 +494,15 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
       return r;
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
+    if (q.hf_eager) {
+      if (q.par.tp != 1 || q.par.pp != 1 || q.par.ep != 1 || q.par.dp_attention || q.cached_prefix != 0 ||
+          d.kv != d.gemm)
+        throw ConfigError("--hf-eager: Hugging Face's eager prefill runs on one GPU, its cache in the model's dtype "
+                          "(no --tp, --pp, --ep, --dp-attention, --cached-prefix or --kv-dtype)");
+      r.forecast = forecast_model(build_hf_eager_prefill_graph(mc, q.batch, q.tokens, d.gemm), spec, kp, q.host_gap_us);
+      r.memory = serving_memory(mc, d.gemm, d.kv, 1, q.batch, q.tokens, spec, 1, 0, ServingPass{0, q.tokens});
+      return r;
+    }
     r.forecast = forecast_model(build_serving_graph(mc, phase, q.batch, q.tokens, d.gemm, d.kv, q.par.tp, q.par.ep,
                                                     q.routing_alpha, q.par.pp, q.cached_prefix, q.par.dp_attention,
                                                     q.par.moe_all_to_all),
@@ -505,7 +518,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
   if (q.routing_alpha > 0) throw ConfigError("--routing does not apply to --mode " + q.mode);
   if (mixed_training) {
     if (q.fusion) throw ConfigError("--fusion applies to eager FP32 inference, not mixed-precision training");
-    const OpGraph g = build_llm_training_graph(mc, q.batch, q.tokens, q.train_dtype, q.par, q.recompute);
+    const OpGraph g = build_llm_training_graph(mc, q.batch, q.tokens, q.train_dtype, q.par, q.recompute, q.hf_eager);
     r.forecast = forecast_model(g, spec, kp, q.host_gap_us);
     if (!q.optimizer_state) r.forecast.optimizer_ms = 0;
     r.forecast.recompute = q.recompute;

@@ -152,6 +152,7 @@ struct PredictArgs {
   Parallelism par;
   Disaggregation disagg;                       // generate: a prefill instance beside par's (--prefill-tp)
   bool fusion = false;
+  bool hf_eager = false;                       // prefill, mixed-precision training: Hugging Face's eager model
   std::string optimizer = "adamw";             // training: adamw | none
   TrainingArgs training;                       // mixed-precision training
   double host_gap_us = 0;                      // host time per kernel launch (forecast_model)
@@ -181,6 +182,9 @@ struct ForecastRequest {
   std::optional<SpecDecoding> spec;  // generate: speculative decoding (SpecRequest::with)
   Disaggregation disagg;             // generate: prefill-decode disaggregation (forecast_disaggregated)
   bool fusion = false;
+  // prefill and mixed-precision training: the model as Hugging Face transformers runs it
+  // eagerly (build_hf_eager_prefill_graph, build_llm_training_graph's hf_eager).
+  bool hf_eager = false;
   bool optimizer_state = true;
   // training: fp32 (eager FP32 PyTorch, NeuSight's setting) or bf16/fp16 (mixed precision,
   // build_llm_training_graph), with each layer recomputed in the backward where `recompute`.

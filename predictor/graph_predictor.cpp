@@ -308,6 +308,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   f.seq = g.seq;
   f.mode = g.mode;
   f.fused = g.fused;
+  f.hf_eager = g.hf_eager;
   f.par = g.par;
   f.micro_batch = g.micro_batch;
   f.dtype = g.dtype;
@@ -634,7 +635,7 @@ void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
 std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) {
   nlohmann::json j = {{"model", f.model},       {"gpu", f.gpu},
                       {"batch", f.batch},       {"seq", f.seq},
-                      {"mode", mode_name(f.mode)}, {"fusion", f.fused},
+                      {"mode", mode_name(f.mode)}, {"fusion", f.fused}, {"hf_eager", f.hf_eager},
                       {"forward_ms", f.forward_ms}, {"backward_ms", f.backward_ms},
                       {"optimizer_ms", f.optimizer_ms}, {"communication_ms", f.communication_ms},
                       {"total_ms", f.total_ms},
@@ -694,6 +695,11 @@ std::string forecast_csv(const ModelForecast& f) {
 }
 
 namespace {
+// What ran the model where not an engine's or Megatron-LM's fused kernels.
+std::string hf_eager_suffix(const ModelForecast& f) {
+  return f.hf_eager ? ", Hugging Face eager (transformers' modules, SDPA; unfused kernels)" : "";
+}
+
 // ", experts D", ", DP attention", ", ep N" and ", routing power_law_a" where a serving
 // forecast's layout differs from the default (experts in the GEMMs' dtype, attention split by
 // tp, balanced routing), and
@@ -752,12 +758,15 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                   f.gpu.c_str(), mode_name(f.mode), static_cast<long long>(f.batch),
                   f.mode == Mode::kPrefill ? "prompt" : "cached context", static_cast<long long>(f.context),
                   dtype_name(f.dtype), dtype_name(f.kv_dtype), static_cast<long long>(f.par.tp),
-                  (serving_layout_suffix(f) + cached_prefix_suffix(f.cached_prefix)).c_str());
+                  (serving_layout_suffix(f) + cached_prefix_suffix(f.cached_prefix) + hf_eager_suffix(f)).c_str());
   else
-    std::snprintf(buf, sizeof buf, "%s on %s, batch %lld, seq %lld, %s%s, %s\n", f.model.c_str(), f.gpu.c_str(),
+    std::snprintf(buf, sizeof buf, "%s on %s, batch %lld, seq %lld, %s%s, %s%s\n", f.model.c_str(), f.gpu.c_str(),
                   static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
-                  f.fused ? " (fused)" : "", dtype_name(f.dtype));
+                  f.fused ? " (fused)" : "", dtype_name(f.dtype), hf_eager_suffix(f).c_str());
   os << buf;
+  if (f.hf_eager && memory)
+    os << "(memory as an engine's layers hold it: Hugging Face's eager modules keep more, their FP32 norm copies and "
+          "unfused activations)\n";
   if (memory) os << memory_summary(*memory);
   if (f.step.sequences() > 0)
     std::snprintf(buf, sizeof buf, "step_ms       %10.3f\n", f.total_ms);

@@ -57,6 +57,7 @@ struct ModelForecast {
   int64_t batch = 0, seq = 0;
   Mode mode = Mode::kInference;
   bool fused = false;
+  bool hf_eager = false;  // Hugging Face's eager modules (OpGraph::hf_eager), not an engine's kernels
   double forward_ms = 0;
   double backward_ms = 0;   // backward kernels + gradient accumulation (what loss.backward() runs)
   double optimizer_ms = 0;  // AdamW step, reported apart (not in total_ms)

@@ -127,9 +127,10 @@ py::object predict(const std::string& model, const std::string& gpu, int64_t bat
                    const std::string& expert_dtype, bool dp_attention, const std::string& moe_a2a,
                    std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
                    std::optional<int64_t> prefill_instances,
-                   std::optional<int64_t> decode_instances, std::optional<double> range_ratio) {
+                   std::optional<int64_t> decode_instances, std::optional<double> range_ratio, bool hf_eager) {
   Engine& e = engine(weights, gpu_dir);
   predictor::PredictArgs a;
+  a.hf_eager = hf_eager;
   a.disagg = predictor::disaggregation_flags(prefill_tp, prefill_ep, prefill_instances, decode_instances);
   a.expert_dtype = expert_dtype;
   a.training = training_args(zero, sequence_parallel, recompute, train_tokens);
@@ -386,7 +387,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("expert_dtype") = "", py::arg("dp_attention") = false, py::arg("moe_a2a") = "none",
         py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
         py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none(),
-        py::arg("range_ratio") = py::none());
+        py::arg("range_ratio") = py::none(), py::arg("hf_eager") = false);
   m.def("predict_kernel", &predict_kernel, "One kernel; the dict `tilecast predict-kernel --format json` prints.",
         py::arg("op"), py::arg("shape"), py::arg("gpu"), py::arg("dtype") = "", py::arg("kv_dtype") = "",
         py::arg("window") = 0, py::arg("moe_tp") = 1, py::arg("moe_ep") = 1, py::arg("routing") = "balanced",

@@ -9,9 +9,10 @@ each holds) and scores every set with the bundled weights:
   labels         tilecast eval-models on a folder of label files: per mode, labels, mean and
                  max APE, and how many forecasts are too fast;
   e2e-jsonl      measure-e2e.py's lines turned into label files (--to-labels), then as labels;
-  prefill-jsonl  measure-e2e.py's prefills beside tilecast predict --mode prefill (TTFT);
+  prefill-jsonl  measure-e2e.py's prefills beside tilecast predict --mode prefill --hf-eager
+                 (TTFT; the rows ran Hugging Face's eager model);
   training-jsonl measure-e2e.py's BF16 training steps beside tilecast predict --mode training
-                 (forward + backward);
+                 --hf-eager (forward + backward);
   sustained-jsonl measure-sustained.py's kernels (a burst of calls, then seconds of them back to
                  back) beside tilecast predict-kernel, alone and --sustained.
 

@@ -19,10 +19,10 @@ for `tilecast eval-models --labels DIR`.
 sizes) with the model in torch.compile, tags ending `-fusion` as NeuSight's.
 `--suite prefill` instead times Llama-3.1-8B's BF16 prefill (Hugging Face's eager model, SDPA)
 at serving sizes, and `--compare-prefill JSONL` sets those rows beside `tilecast predict --mode
-prefill`. `--suite training-bf16` times its BF16 training step the same way (the forward with
+prefill --hf-eager` (the forecast of that eager model, not of an engine). `--suite training-bf16` times its BF16 training step the same way (the forward with
 autograd, then backward() of the mean of the logits, not timed itself; no optimizer step), and
 `--compare-training JSONL` sets forward and backward beside `tilecast predict --mode training
---dtype bf16` (its forward_ms and backward_ms).
+--dtype bf16 --hf-eager` (its forward_ms and backward_ms).
 
 Needs torch and transformers (a GPU machine's Python) to measure; tilecast itself does not.
 """
@@ -253,11 +253,12 @@ def run_prefill(args):
 
 
 def predict_json(tilecast, r, gpu, mode):
-    """`tilecast predict --mode MODE` of a measured row's model, batch, seq and dtype on GPU
-    (default: the row's device, by its CUDA name), as JSON; exits naming the command if it fails."""
+    """`tilecast predict --mode MODE --hf-eager` of a measured row's model, batch, seq and dtype on
+    GPU (default: the row's device, by its CUDA name), as JSON; exits naming the command if it
+    fails. --hf-eager: the rows ran Hugging Face's eager model (build() above), not an engine."""
     import subprocess
     cmd = [tilecast, "predict", "--model", r["model"], "--gpu", gpu or r["device"], "--mode", mode, "--batch",
-           str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--format", "json"]
+           str(r["batch"]), "--seq", str(r["seq"]), "--dtype", r["dtype"], "--hf-eager", "--format", "json"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: {res.stderr.strip()}")
@@ -265,7 +266,7 @@ def predict_json(tilecast, r, gpu, mode):
 
 
 def prefill_rows(src, tilecast, gpu):
-    """Each measured prefill (status ok) with `tilecast predict --mode prefill`'s TTFT on GPU
+    """Each measured prefill (status ok) with `tilecast predict --mode prefill --hf-eager`'s TTFT on GPU
     (default: the GPU the row was measured on, by its CUDA name): tag, tokens, measured_ms,
     forecast_ms, err_pct (signed)."""
     out = []
@@ -289,7 +290,7 @@ def compare_prefill(src, tilecast, gpu):
 
 
 def training_rows(src, tilecast, gpu):
-    """Each measured BF16 training step (status ok) with `tilecast predict --mode training
+    """Each measured BF16 training step (status ok) with `tilecast predict --mode training --hf-eager
     --dtype bf16`'s forward and backward on GPU (default: the row's device): tag, tokens, the
     measured and forecast forward, backward and their sum (the optimizer step, not timed, left
     out), err_pct of the sum (signed)."""

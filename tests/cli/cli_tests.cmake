@@ -164,6 +164,13 @@ tc_cli_test(predict_kernel_no_tensor_rate_at_boost "ampere tensor-core tile, fro
 # A lab's measured sustained clock (tests/data/h200_measured_clock.yaml: the H200's spec with
 # sustained_clock_mhz 1450) is the step's: 989,400 x 1,980 / 1,830 x 1,450 / 1,980 = 783,951 GFLOP/s.
 tc_cli_test(predict_kernel_tensor_rate_measured "tensor rate  783951 GFLOP/s: the peak at the 1450 MHz the spec's sustained_clock_mhz measured for sustained tensor-core work \\(--sustained\\)" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --gpu ${D}/h200_measured_clock.yaml --sustained)
+# Hugging Face's eager model (--hf-eager): stated in the header, the JSON, and refused where it is not built.
+tc_cli_test(predict_hf_eager_prefill "prefill, batch 2, prompt 512, bf16 \\(KV cache bf16\\), tp 1, Hugging Face eager \\(transformers' modules, SDPA; unfused kernels\\)\n\\(memory as an engine's layers hold it" ${TC} predict --model llama-3.1-8b --gpu H200 --mode prefill --batch 2 --seq 512 --hf-eager)
+tc_cli_test(predict_hf_eager_training_json "\"hf_eager\": true" ${TC} predict --model llama-3.1-8b --gpu H200 --mode training --dtype bf16 --batch 2 --seq 512 --hf-eager --format json)
+tc_cli_fail(predict_hf_eager_decode "--hf-eager applies to --mode prefill and --mode training --dtype bf16\\|fp16 \\(--mode decode\\)" "${TC};predict;--model;llama-3.1-8b;--gpu;H200;--mode;decode;--batch;2;--context;512;--hf-eager")
+tc_cli_fail(predict_hf_eager_fp32_training "--mode training in fp32 is eager PyTorch already" "${TC};predict;--model;llama-3.1-8b;--gpu;H200;--mode;training;--batch;2;--seq;512;--hf-eager")
+tc_cli_fail(predict_hf_eager_moe "--hf-eager of mixtral-8x7b \\(mixtral\\): Hugging Face's eager graph is not built for routed experts" "${TC};predict;--model;mixtral-8x7b;--gpu;H200;--mode;prefill;--batch;1;--seq;512;--hf-eager")
+tc_cli_fail(predict_hf_eager_tp "--hf-eager: Hugging Face's eager prefill runs on one GPU" "${TC};predict;--model;llama-3.1-8b;--gpu;H200;--mode;prefill;--batch;1;--seq;512;--tp;2;--hf-eager")
 tc_cli_test(gpus_show_sustained_clock "sustained_clock_mhz: 1450" ${TC} gpus --show ${D}/h200_measured_clock.yaml)
 tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8_static --gpu L40S)
 tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict-kernel;--op;gemm;--shape;64,4096,4096;--dtype;fp8_static;--gpu;A100-SXM4-40GB")

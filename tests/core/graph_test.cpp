@@ -1903,3 +1903,141 @@ TEST(ServingGraph, Llama4ChunkedAttentionByHand) {
   expect_error<ConfigError>([&] { load(R"(["sliding_attention", "full_attention", "full_attention", "full_attention"])"); },
                             {"l.json", "'layer_types'", "sliding_attention", "chunked_attention"});
 }
+
+// ---- Hugging Face's eager decoder (--hf-eager) ----------------------------------------------
+namespace {
+// Kernels of one pass of `g` whose op is named `name` (each op once), and their bytes.
+struct OpPass {
+  int64_t kernels = 0;
+  double bytes = 0;
+};
+OpPass op_pass(const OpGraph& g, const std::string& name, bool backward) {
+  OpPass p;
+  for (const auto& op : g.ops)
+    if (op.name == name)
+      for (const auto& c : backward ? op.bw : op.fw)
+        if (c.is_kernel()) ++p.kernels, p.bytes += query_bytes(c.query);
+  return p;
+}
+int64_t launches(const OpGraph& g, bool backward) {
+  int64_t n = 0;
+  for (const auto& op : g.ops)
+    for (const auto& c : backward ? op.bw : op.fw)
+      if (c.collective == Collective::kNone) n += op.count;
+  return n;
+}
+}  // namespace
+
+// Llama-3.1-8B trained in BF16 as transformers' eager LlamaForCausalLM runs it, 2 x 512 tokens:
+// separate q, k, v, gate and up projections; per layer, counted from modeling_llama.py and
+// autograd's formulas (docs/model-graphs.md, "Hugging Face eager"): two RMSNorms of 8 kernels
+// forward (to FP32, pow, mean, + eps, rsqrt, x * rsqrt, to BF16, x weight) and 16 backward,
+// RoPE on q and on k 5 each (x cos, neg, cat, x sin, +) and 7 backward, K and V concatenated
+// into the DynamicCache (2), the attention output's transpose copied (1), SiLU and the product
+// (2; backward 3), two residual adds: 33 elementwise kernels forward, 51 backward. Bytes of the
+// input norm's forward in BF16 an element: 2 + 4, 4 + 4, 4, 4 + 4, 4 + 2, 2 + 2 = 36 (nine
+// times the fused kernel's 4), plus its two per-row FP32 ops.
+TEST(HfEagerGraph, LlamaTrainingKernelsByHand) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  const OpGraph g = build_llm_training_graph(m, 2, 512, DType::kBf16, {}, false, true);
+  EXPECT_TRUE(g.hf_eager);
+  auto fw = pass_kernels(g, false), bw = pass_kernels(g, true);
+  EXPECT_EQ(fw["gemm(1024,4096,4096)"], 2 * 32);    // q_proj and o_proj
+  EXPECT_EQ(fw["gemm(1024,4096,1024)"], 2 * 32);    // k_proj and v_proj
+  EXPECT_EQ(fw["gemm(1024,4096,14336)"], 2 * 32);   // gate_proj and up_proj
+  EXPECT_EQ(fw["gemm(1024,14336,4096)"], 32);       // down_proj
+  EXPECT_EQ(fw["gemm(1024,4096,128256)"], 1);       // every token's logits
+  EXPECT_EQ(bw["gemm(14336,1024,4096)"], 2 * 32);   // gate and up weight gradients
+  EXPECT_EQ(fw["context_attention(2,512,32,8,128)"], 32);
+  EXPECT_EQ(fw["gemm(1024,4096,6144)"], 0);         // no fused QKV
+  // The GEMM FLOPs are the fused graph's (the same weights), backward twice the forward.
+  auto gemm_flops = [](const OpGraph& x, bool backward) {
+    double f = 0;
+    for (const auto& op : x.ops)
+      for (const auto& c : backward ? op.bw : op.fw)
+        if (c.is_kernel() && c.query.op == OpKind::kGemm) f += query_flops(c.query) * double(op.count);
+    return f;
+  };
+  const OpGraph fused = build_llm_training_graph(m, 2, 512, DType::kBf16, {});
+  EXPECT_DOUBLE_EQ(gemm_flops(g, false), gemm_flops(fused, false));
+  EXPECT_DOUBLE_EQ(gemm_flops(g, true), 2 * gemm_flops(g, false));
+  // Elementwise kernels (memory_op) per pass: 33 / 51 a layer, the final norm 8 / 16, the loss 3 / 3.
+  int64_t fw_mem = 0, bw_mem = 0;
+  for (const auto& op : g.ops)
+    if (op.kind == "memory_op") {
+      fw_mem += int64_t(op.fw.size()) * op.count;
+      bw_mem += int64_t(op.bw.size()) * op.count;
+    }
+  EXPECT_EQ(fw_mem, 33 * 32 + 8 + 3);
+  EXPECT_EQ(bw_mem, 51 * 32 + 16 + 3);
+  // Every launch of the forward: those, 7 GEMMs and SDPA a layer, the embedding and the head.
+  EXPECT_EQ(launches(g, false), (33 + 7 + 1) * 32 + 8 + 3 + 1 + 1);
+  const OpPass norm = op_pass(g, "model.layers.input_layernorm", false);
+  EXPECT_EQ(norm.kernels, 8);
+  EXPECT_NEAR(norm.bytes, 36.0 * 1024 * 4096, 16.0 * 1024);  // the per-row ops: 8 B a row each
+  EXPECT_EQ(op_pass(g, "model.layers.input_layernorm", true).kernels, 16);
+  EXPECT_EQ(op_pass(g, "model.layers.self_attn.rotary_q", true).kernels, 7);
+  EXPECT_EQ(op_pass(g, "model.layers.mlp.act_fn", true).kernels, 3);
+  // Gradient checkpointing: each layer's forward again in its backward, and no cache to fill.
+  const OpGraph r = build_llm_training_graph(m, 2, 512, DType::kBf16, {}, true, true);
+  EXPECT_EQ(pass_kernels(r, true)["context_attention(2,512,32,8,128)"], 64);
+  EXPECT_EQ(op_pass(r, "model.layers.self_attn.past_key_values.update", false).kernels, 0);
+  EXPECT_EQ(op_pass(r, "model.layers.input_layernorm", true).kernels, 8 + 16);
+}
+
+// The prefill: the same layers forward, the logits of each prompt's last token, the first token
+// sampled: 41 launches a layer (33 elementwise, 7 GEMMs, SDPA), the embedding, the final norm's
+// 8, the head and the sampler, whatever the sizes.
+TEST(HfEagerGraph, PrefillAndModelVariants) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  for (auto [b, s] : {std::pair<int64_t, int64_t>{1, 512}, {4, 2048}}) {
+    const OpGraph g = build_hf_eager_prefill_graph(m, b, s, DType::kBf16);
+    EXPECT_EQ(g.mode, Mode::kPrefill);
+    EXPECT_TRUE(g.hf_eager);
+    EXPECT_EQ(launches(g, false), 41 * 32 + 1 + 8 + 1 + 1) << b << "x" << s;
+    EXPECT_EQ(launches(g, true), 0);
+    EXPECT_EQ(pass_kernels(g, false)["gemm(" + std::to_string(b) + ",4096,128256)"], 1);
+  }
+  // Phi-4's fused qkv_proj and gate_up_proj stay one GEMM each; Qwen3's q and k norms are
+  // eager RMSNorms over every head's row.
+  ModelConfig phi = load_model_config("phi-4", models_dir());
+  const OpGraph p = build_hf_eager_prefill_graph(phi, 1, 256, DType::kBf16);
+  EXPECT_EQ(op_pass(p, "model.layers.self_attn.qkv_proj", false).kernels, 1);
+  EXPECT_EQ(op_pass(p, "model.layers.mlp.gate_up_proj", false).kernels, 1);
+  EXPECT_EQ(op_pass(p, "model.layers.self_attn.q_proj", false).kernels, 0);
+  ModelConfig qwen = load_model_config("qwen3-32b", models_dir());
+  const OpGraph q = build_hf_eager_prefill_graph(qwen, 1, 256, DType::kBf16);
+  const OpPass qn = op_pass(q, "model.layers.self_attn.q_norm", false);
+  EXPECT_EQ(qn.kernels, 8);
+  EXPECT_NEAR(qn.bytes, 36.0 * 256 * qwen.heads * qwen.head_dim, 16.0 * 256 * qwen.heads);
+}
+
+TEST(HfEagerGraph, RefusesWhatItDoesNotBuild) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kFp8, {}, false, true); },
+                            {"--hf-eager", "bf16 or fp16"});
+  Parallelism p;
+  p.tp = 2;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kBf16, p, false, true); },
+                            {"--hf-eager", "one GPU or data parallelism"});
+  p = {};
+  p.zero = 1;
+  expect_error<ConfigError>([&] { build_llm_training_graph(m, 1, 16, DType::kBf16, p, false, true); }, {"--zero"});
+  expect_error<ConfigError>([&] { build_hf_eager_prefill_graph(m, 1, 16, DType::kFp8); }, {"--hf-eager", "not fp8"});
+  for (const char* name : {"mixtral-8x7b", "deepseek-v2-lite"})
+    expect_error<ConfigError>([&] { build_hf_eager_prefill_graph(load_model_config(name, models_dir()), 1, 16, DType::kBf16); },
+                              {"--hf-eager of", "routed experts"});
+  expect_error<ConfigError>(
+      [&] { build_hf_eager_prefill_graph(load_model_config("gemma-2-9b", models_dir()), 1, 16, DType::kBf16); },
+      {"--hf-eager of gemma-2-9b", "Gemma's sandwich norms"});
+  expect_error<ConfigError>(
+      [&] { build_hf_eager_prefill_graph(load_model_config("gpt2-large", models_dir()), 1, 16, DType::kBf16); },
+      {"--hf-eager of", "dense decoder families"});
+  // Mistral 7B's 4,096-token window: a longer prompt is refused, a shorter one runs causal.
+  ModelConfig mistral = load_model_config("mistral-7b-v0.1", models_dir());
+  expect_error<ConfigError>([&] { build_hf_eager_prefill_graph(mistral, 1, 8192, DType::kBf16); },
+                            {"--seq 8192", "sliding window of 4096", "materialised mask"});
+  EXPECT_EQ(pass_kernels(build_hf_eager_prefill_graph(mistral, 1, 4096, DType::kBf16), false)
+                ["context_attention(1,4096,32,8,128)"],
+            32);
+}

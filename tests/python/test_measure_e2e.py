@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """scripts/measure-e2e.py's parts that need no GPU: --to-labels turns the committed H200 lines
 into exactly the committed label files (a failed run and a prefill line make none), and
---compare-prefill sets each measured prefill beside `tilecast predict --mode prefill` (the
-forecast column is predict's TTFT, the error its signed difference), and --compare-training
-each BF16 training step beside `tilecast predict --mode training --dtype bf16` (its forward_ms,
-backward_ms and their sum). The BF16 suites run end to end on stand-in torch and transformers
+--compare-prefill sets each measured prefill beside `tilecast predict --mode prefill --hf-eager`
+(the forecast column is predict's TTFT of Hugging Face's eager model, which the rows ran; the
+error its signed difference), and --compare-training each BF16 training step beside `tilecast
+predict --mode training --dtype bf16 --hf-eager` (its forward_ms, backward_ms and their sum). The BF16 suites run end to end on stand-in torch and transformers
 modules (a clock that moves 1.5 ms a CUDA event, a model that records its calls): the tags,
 fields and times they write, and a failed run that does not stop the rest; the fused suite's
 lines, as labels, are what eval-models scores as fused inference."""
@@ -52,7 +52,8 @@ with open(PREFILL) as f:
 assert len(lines) == len(rows) == 7, p.stdout
 for cols, r in zip(lines, rows):
     q = subprocess.run([TC, "predict", "--model", r["model"], "--gpu", "H200", "--mode", "prefill", "--batch",
-                        str(r["batch"]), "--seq", str(r["seq"]), "--format", "json"], capture_output=True, text=True, check=True)
+                        str(r["batch"]), "--seq", str(r["seq"]), "--hf-eager", "--format", "json"], capture_output=True,
+                       text=True, check=True)
     ttft = json.loads(q.stdout)["ttft_ms"]
     assert cols[0] == r["tag"] and int(cols[1]) == r["batch"] * r["seq"], cols
     assert abs(float(cols[2]) - r["latency_ms"]) < 0.01 and abs(float(cols[3]) - ttft) < 0.01, (cols, ttft)
@@ -76,7 +77,7 @@ with tempfile.TemporaryDirectory() as tmp:
     errs = []
     for cols, (b, s_, fw, bw) in zip(lines, runs):
         q = subprocess.run([TC, "predict", "--model", "llama-3.1-8b", "--gpu", "NVIDIA H200", "--mode", "training",
-                            "--dtype", "bf16", "--batch", str(b), "--seq", str(s_), "--format", "json"],
+                            "--dtype", "bf16", "--batch", str(b), "--seq", str(s_), "--hf-eager", "--format", "json"],
                            capture_output=True, text=True, check=True)
         d = json.loads(q.stdout)
         assert cols[0] == f"llama-3.1-8b-train-{s_}-{b}" and int(cols[1]) == b * s_, cols

@@ -346,6 +346,12 @@ ks = tilecast.predict_kernel(op="gemm", shape="4096,4096,4096", gpu="H100-SXM", 
 assert ks == cli("predict-kernel", "--op", "gemm", "--shape", "4096,4096,4096", "--gpu", "H100-SXM", "--sustained")
 assert ks["sustained"] is True
 assert ks["latency_ms"] > tilecast.predict_kernel(op="gemm", shape="4096,4096,4096", gpu="H100-SXM")["latency_ms"]
+# hf_eager: Hugging Face's eager model, as `predict --hf-eager`; slower than the engine's fused kernels.
+he = tilecast.predict(model="llama-3.1-8b", gpu="H200", batch=2, seq=1024, mode="prefill", hf_eager=True)
+assert he == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H200", "--batch", "2", "--seq", "1024", "--mode",
+                 "prefill", "--hf-eager")
+assert he["hf_eager"] is True and he["ttft_ms"] > tilecast.predict(model="llama-3.1-8b", gpu="H200", batch=2, seq=1024,
+                                                                   mode="prefill")["ttft_ms"]
 # compare: rows like `compare --format json`, ready for a DataFrame.
 rows = tilecast.compare(model="gpt2-large", gpus=["H100-SXM", "L4"], mode="training", batch=[1, 4], seq=1024,
                         prices={"H100-SXM": 3.6})
