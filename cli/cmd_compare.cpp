@@ -57,6 +57,9 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "(default 1)")(
       "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
+      "hf-eager",
+      "prefill and mixed-precision training: the model as Hugging Face transformers runs it without compilation "
+      "(predict --hf-eager); rows with --tp, --pp or other layouts say why they cannot")(
       "price", po::value(&price_items)->multitoken(), "GPU=USD_PER_GPU_HOUR (repeatable): adds $/hour and $/1M tokens")(
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (your prices, your date)")(
       "sort", po::value(&sort)->default_value("time"), "time|throughput|cost|goodput (fitting rows first; goodput: generate with --slo-ttft-ms/--slo-tpot-ms)")(
@@ -116,6 +119,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
   req.disaggs = disaggregation_layouts(vm);
   req.optimizer_state = optimizer == "adamw";
+  req.hf_eager = vm.count("hf-eager") > 0;
   req.training = train.args;
   GpuRegistry reg = load_registry(paths.gpu_dir);
   predictor::Prices prices;

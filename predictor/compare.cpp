@@ -33,6 +33,7 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.dp = c.par.dp, r.tp = c.par.tp, r.pp = c.par.pp, r.microbatches = c.par.microbatches, r.ep = c.par.ep;
   r.cp = c.par.cp, r.vpp = c.par.vpp, r.dp_attention = c.par.dp_attention, r.moe_a2a = c.par.moe_all_to_all;
   r.zero = c.par.zero, r.recompute = c.recompute;
+  r.hf_eager = c.hf_eager;
   r.routing_alpha = c.routing_alpha;
   r.limits = c.limits;
   r.cached_prefix = c.cached_prefix;
@@ -229,6 +230,7 @@ std::vector<CompareRow> run_compare(const CompareRequest& req, const GpuRegistry
               // DeepEP's layout: DP attention with ep = tp, on a MoE model's rows.
               c.par.moe_all_to_all = req.moe_a2a && par.dp_attention && par.ep == par.tp && m.num_experts > 0;
               c.optimizer_state = req.optimizer_state;
+              c.hf_eager = req.hf_eager;  // rows that cannot take it (tp > 1, decode) say why
               c.train_dtype = train_dtype;
               req.training.apply(c, true);
               c.routing_alpha = req.routing_alpha;  // rows that cannot take it say why
@@ -305,6 +307,7 @@ std::string compare_row_json(const CompareRow& r) {
     }
   }
   j["tokens_per_s"] = r.tokens_per_s;
+  j["hf_eager"] = r.hf_eager;
   if (r.mixed_training()) {
     j["mfu_pct"] = r.mfu_pct;
     if (r.pp > 1) j["pipeline_bubble_ms"] = r.pipeline_bubble_ms;
@@ -517,6 +520,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices* pri
                   static_cast<long long>(any.spec_tokens), any.spec_accept);
     os << line << names << ")\n";
   }
+  if (std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.hf_eager; }))
+    os << "(Hugging Face eager: transformers' modules with SDPA, each kernel unfused, as predict --hf-eager)\n";
   if (priced) os << "prices: " << prices->source << (prices->date.empty() ? "" : ", " + prices->date) << "\n";
   return os.str();
 }

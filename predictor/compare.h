@@ -39,6 +39,7 @@ struct CompareRequest {
   double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
+  bool hf_eager = false;                      // prefill, mixed-precision training: Hugging Face's eager model
 };
 
 // USD per GPU-hour, keyed by the registry's canonical GPU name; the file's date and source.
@@ -59,6 +60,7 @@ void add_price(Prices& p, const std::string& arg, const GpuRegistry& reg);
 
 struct CompareRow {
   std::string model, gpu, mode, dtype;
+  bool hf_eager = false;  // Hugging Face's eager model (ForecastRequest::hf_eager)
   std::string expert_dtype;  // serving a MoE model: its experts' dtype (empty otherwise)
   int64_t batch = 0, seq = 0, gen = 0, dp = 1, tp = 1, pp = 1, microbatches = 1;
   int64_t ep = 1;  // MoE: the experts split over ep ranks (serving: of each tp group; training: of dp)

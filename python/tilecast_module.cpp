@@ -184,9 +184,10 @@ py::object compare(const py::object& model, const py::object& gpus, const std::s
                    std::optional<int64_t> spec_tokens, std::optional<double> spec_accept, bool dp_attention,
                    const std::string& moe_a2a, std::optional<int64_t> prefill_tp, std::optional<int64_t> prefill_ep,
                    const py::object& prefill_instances, const py::object& decode_instances,
-                   std::optional<double> range_ratio) {
+                   std::optional<double> range_ratio, bool hf_eager) {
   Engine& e = engine(weights, gpu_dir);
   predictor::CompareRequest req;
+  req.hf_eager = hf_eager;
   req.dp_attention = dp_attention;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
   req.disaggs = predictor::disaggregation_layouts(prefill_tp, prefill_ep, instance_counts(prefill_instances, "prefill_instances"),
@@ -411,7 +412,7 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false,
         py::arg("moe_a2a") = "none", py::arg("prefill_tp") = py::none(), py::arg("prefill_ep") = py::none(),
         py::arg("prefill_instances") = py::none(), py::arg("decode_instances") = py::none(),
-        py::arg("range_ratio") = py::none());
+        py::arg("range_ratio") = py::none(), py::arg("hf_eager") = false);
   m.def("capacity", &capacity,
         "Per GPU x tp, the highest request rate one replica serves with `attainment` % of `requests` requests "
         "within the objectives, ranked as `tilecast capacity` ranks them: a list of dicts (its --format json rows).",

@@ -170,6 +170,7 @@ tc_cli_test(predict_hf_eager_training_json "\"hf_eager\": true" ${TC} predict --
 tc_cli_fail(predict_hf_eager_decode "--hf-eager applies to --mode prefill and --mode training --dtype bf16\\|fp16 \\(--mode decode\\)" "${TC};predict;--model;llama-3.1-8b;--gpu;H200;--mode;decode;--batch;2;--context;512;--hf-eager")
 tc_cli_fail(predict_hf_eager_fp32_training "--mode training in fp32 is eager PyTorch already" "${TC};predict;--model;llama-3.1-8b;--gpu;H200;--mode;training;--batch;2;--seq;512;--hf-eager")
 tc_cli_fail(predict_hf_eager_moe "--hf-eager of mixtral-8x7b \\(mixtral\\): Hugging Face's eager graph is not built for routed experts" "${TC};predict;--model;mixtral-8x7b;--gpu;H200;--mode;prefill;--batch;1;--seq;512;--hf-eager")
+tc_cli_test(compare_hf_eager "   1 llama-3.1-8b +H100-SXM .*\n   - llama-3.1-8b +H100-SXM .* cannot run: --hf-eager: one GPU or data parallelism.*\\(Hugging Face eager: transformers' modules with SDPA" ${TC} compare --model llama-3.1-8b --gpus H100-SXM --mode training --dtype bf16 --batch 2 --seq 512 --tp 1,2 --hf-eager)
 tc_cli_fail(predict_hf_eager_tp "--hf-eager: Hugging Face's eager prefill runs on one GPU" "${TC};predict;--model;llama-3.1-8b;--gpu;H200;--mode;prefill;--batch;1;--seq;512;--tp;2;--hf-eager")
 tc_cli_test(gpus_show_sustained_clock "sustained_clock_mhz: 1450" ${TC} gpus --show ${D}/h200_measured_clock.yaml)
 tc_cli_test(predict_kernel_gemm_fp8_static "shape +16,4096,14336 .fp8_static." ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8_static --gpu L40S)

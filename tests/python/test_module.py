@@ -352,6 +352,11 @@ assert he == cli("predict", "--model", "llama-3.1-8b", "--gpu", "H200", "--batch
                  "prefill", "--hf-eager")
 assert he["hf_eager"] is True and he["ttft_ms"] > tilecast.predict(model="llama-3.1-8b", gpu="H200", batch=2, seq=1024,
                                                                    mode="prefill")["ttft_ms"]
+rows = tilecast.compare(model="llama-3.1-8b", gpus=["H200", "L40S"], mode="training", dtype="bf16", batch=2, seq=1024,
+                        hf_eager=True)
+assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H200,L40S", "--mode", "training", "--dtype", "bf16",
+                   "--batch", "2", "--seq", "1024", "--hf-eager")["rows"]
+assert all(r["hf_eager"] for r in rows) and {r["gpu"] for r in rows} == {"H200", "L40S"}, rows
 # compare: rows like `compare --format json`, ready for a DataFrame.
 rows = tilecast.compare(model="gpt2-large", gpus=["H100-SXM", "L4"], mode="training", batch=[1, 4], seq=1024,
                         prices={"H100-SXM": 3.6})
