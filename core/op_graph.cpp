@@ -655,15 +655,22 @@ void build_transformer(Builder& b, const ArchSpec& a, const ModelConfig& m, int6
   }
 }
 
+// --batch in [1, 65536], --seq in [1, 2^max_seq_log2] and within m's positions; ConfigError
+// naming the flag otherwise.
+void check_batch_and_seq(const ModelConfig& m, int64_t batch, int64_t seq, int max_seq_log2) {
+  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
+  if (seq < 1 || seq > (int64_t{1} << max_seq_log2))
+    throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^" + std::to_string(max_seq_log2) + "]");
+  if (m.max_positions > 0 && seq > m.max_positions)
+    throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " + std::to_string(m.max_positions) +
+                      " positions");
+}
+
 }  // namespace
 
 OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mode,
                        const Parallelism& par) {
-  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
-  if (seq < 1 || seq > (1 << 20)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^20]");
-  if (m.max_positions > 0 && seq > m.max_positions)
-    throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " +
-                      std::to_string(m.max_positions) + " positions");
+  check_batch_and_seq(m, batch, seq, 20);
   for (int64_t v : {par.dp, par.tp, par.pp, par.microbatches})
     if (v < 1 || v > 4096) throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
   if (batch % (par.dp * par.microbatches) != 0)
@@ -1501,11 +1508,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
   if (dtype != DType::kBf16 && dtype != DType::kFp16 && dtype != DType::kFp8)
     throw ConfigError(mode + ": mixed-precision training runs in bf16, fp16 or fp8 (fp32 is the eager FP32 training of "
                       "NeuSight's data)");
-  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
-  if (seq < 1 || seq > (1 << 20)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^20]");
-  if (m.max_positions > 0 && seq > m.max_positions)
-    throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " + std::to_string(m.max_positions) +
-                      " positions");
+  check_batch_and_seq(m, batch, seq, 20);
   for (int64_t v : {par.dp, par.tp, par.pp, par.microbatches})
     if (v < 1 || v > 4096)
       throw ConfigError("--dp/--tp/--pp/--microbatches: " + std::to_string(v) + " out of range [1, 4096]");
@@ -1779,11 +1782,7 @@ OpGraph build_hf_eager_prefill_graph(const ModelConfig& m, int64_t batch, int64_
   if (!is_llm_family(m.model_type))
     throw ConfigError("--hf-eager of " + m.name + " (" + m.model_type + "): Hugging Face's eager graph covers the "
                       "dense decoder families (llama, mistral, qwen2, qwen3, phi3)");
-  if (batch < 1 || batch > 65536) throw ConfigError("--batch: " + std::to_string(batch) + " out of range [1, 65536]");
-  if (seq < 1 || seq > (1 << 22)) throw ConfigError("--seq: " + std::to_string(seq) + " out of range [1, 2^22]");
-  if (m.max_positions > 0 && seq > m.max_positions)
-    throw ConfigError("--seq: " + std::to_string(seq) + " exceeds " + m.name + "'s " + std::to_string(m.max_positions) +
-                      " positions");
+  check_batch_and_seq(m, batch, seq, 22);  // a prompt, as the serving graphs take it
   check_hf_eager_model(m, seq);
   OpGraph g = serving_graph_of(m, Mode::kPrefill, dtype, dtype, 1, 1, 0, false, false);
   g.hf_eager = true;
