@@ -77,7 +77,8 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 }
 
 MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
-                                   const Parallelism& par, const GpuSpec& gpu, bool optimizer_state, bool recompute) {
+                                   const Parallelism& par, const GpuSpec& gpu, bool optimizer_state, bool recompute,
+                                   bool hf_eager) {
   check_layout(par, batch, seq);
   MemoryEstimate r;
   r.capacity_gb = gpu.mem_gb();
@@ -113,10 +114,17 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   const double attention = is_mla(m) ? (2 * a * d + 2 * a * vd) / tp + 2.0 * double(m.q_lora_rank + m.kv_lora_rank) +
                                            double(m.qk_rope_dim)
                                      : ((a + 2 * kv) * d + a * d) / tp;
-  const double per_token_layer = e * (2 * h / norm_share + attention + 2 * f / tp) +
-                                 (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * vd / tp : 0) +
-                                 4 * a / tp +
-                                 (m.sandwich_norms ? 2 * e * h / norm_share : 0);  // the two post-norms' inputs
+  double per_token_layer = e * (2 * h / norm_share + attention + 2 * f / tp) +
+                           (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * vd / tp : 0) +
+                           4 * a / tp +
+                           (m.sandwich_norms ? 2 * e * h / norm_share : 0);  // the two post-norms' inputs
+  if (hf_eager) {  // one GPU or data parallelism (build_llm_training_graph refuses the rest)
+    r.weights_gb = e * params / 1e9;
+    r.gradients_gb = e * params / 1e9;
+    r.optimizer_gb = optimizer_state ? 2 * e * params / 1e9 : 0;
+    per_token_layer = 2 * (4 + 2 * e) * h + (m.qk_norm ? (4 + e) * (a + kv) * d : 0) + e * ((a + 2 * kv) * d + 2 * a * d) +
+                      4 * a + 4 * e * f;
+  }
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
   const double t1 = micro_seqs * double(seq) / double(par.cp);                  // one microbatch's tokens
   // Held by the first pipeline rank: its layers' activations of the microbatches in flight (with

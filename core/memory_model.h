@@ -80,9 +80,20 @@ MemoryEstimate training_memory(const ModelConfig& m, int64_t batch, int64_t seq,
 // it recomputes. The first pipeline rank holds the microbatches pipeline_in_flight counts (1F1B:
 // min(pp, microbatches); more with the interleaved schedule); the last adds
 // the logits and their FP32 softmax for the loss (one microbatch).
+// `hf_eager` (build_llm_training_graph's): Hugging Face's eager model with its parameters in
+// `dtype` (model.to(dtype), as build_llm_training_graph's hf_eager graph runs it) and torch's
+// AdamW: weights, gradients and both moments in the dtype (2 + 2 + 4 B a parameter in BF16; no
+// FP32 master copy). Saved per token and layer (autograd's saved tensors): each RMSNorm's FP32
+// input (4h, which pow and x * rsqrt share), its copy in the dtype before the weight and its
+// output, the projections' input (2 e h); Qwen3's q/k norms the same over (a + kv) d without the
+// output; SDPA's q, k, v and output and o_proj's contiguous copy of that output ((a + 2 kv) d +
+// 2 a d) and SDPA's FP32 log-sum-exp (4a); SiLU's input, its output, up and the down
+// projection's input (4F); the logits and their FP32 log-softmax as above. (transformers'
+// Trainer with bf16=True on FP32 parameters instead keeps FP32 weights, gradients and moments,
+// 16 B a parameter, plus autocast's BF16 copies: not modelled.)
 MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t seq, DType dtype,
                                    const Parallelism& par, const GpuSpec& gpu, bool optimizer_state = true,
-                                   bool recompute = false);
+                                   bool recompute = false, bool hf_eager = false);
 MemoryEstimate inference_memory(const ModelConfig& m, int64_t batch, int64_t seq, const Parallelism& par,
                                 const GpuSpec& gpu);
 

@@ -524,7 +524,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     r.forecast.recompute = q.recompute;
     set_training_throughput(r.forecast, g, spec);
     r.forecast.train_tokens = q.train_tokens;
-    r.memory = llm_training_memory(mc, q.batch, q.tokens, q.train_dtype, q.par, spec, q.optimizer_state, q.recompute);
+    r.memory =
+        llm_training_memory(mc, q.batch, q.tokens, q.train_dtype, q.par, spec, q.optimizer_state, q.recompute, q.hf_eager);
     return r;
   }
 

@@ -479,8 +479,11 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     };
     // ZeRO-3 gathers each layer's weights again for the backward: 1.5x the all-reduce's traffic
     // (a reduce-scatter and two all-gathers, each half of it).
-    const double ar = weights_all_reduce_ms(4.0) * (par.zero == 3 ? 1.5 : 1.0);
-    const double last_bucket = reduce_ms(std::min(4.0 * dense / weight_split, 25e6));
+    // Megatron-LM reduces FP32 main gradients; Hugging Face's eager model under DDP its
+    // parameters' own (BF16/FP16) gradients.
+    const double grad_bytes = g.hf_eager ? dtype_size(g.dtype) : 4.0;
+    const double ar = weights_all_reduce_ms(grad_bytes) * (par.zero == 3 ? 1.5 : 1.0);
+    const double last_bucket = reduce_ms(std::min(grad_bytes * dense / weight_split, 25e6));
     const double hide_bw = par.microbatches > 1 ? last_microbatch_bw : f.backward_ms;
     if (g.dtype != DType::kFp32 && (par.zero == 1 || par.zero == 2)) {
       // Megatron-LM's distributed optimizer (--overlap-grad-reduce, --overlap-param-gather): the
@@ -509,6 +512,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   // ZeRO 1-3: each data-parallel rank steps its shard of the parameters.
   f.optimizer_ms =
       g.mode == Mode::kTraining ? adamw_step_ms(rank_parameters(g.parameters, g.expert_parameters, par, par.zero >= 1), gpu) : 0;
+  // Hugging Face's eager model steps its parameters and moments in their own dtype, not FP32.
+  if (g.hf_eager) f.optimizer_ms *= dtype_size(g.dtype) / 4.0;
   return f;
 }
 
@@ -764,9 +769,9 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                   static_cast<long long>(f.batch), static_cast<long long>(f.seq), mode_name(f.mode),
                   f.fused ? " (fused)" : "", dtype_name(f.dtype), hf_eager_suffix(f).c_str());
   os << buf;
-  if (f.hf_eager && memory)
-    os << "(memory as an engine's layers hold it: Hugging Face's eager modules keep more, their FP32 norm copies and "
-          "unfused activations)\n";
+  if (f.hf_eager && memory && f.mode == Mode::kPrefill)
+    os << "(memory: the pass's activations as an engine's layers hold them; Hugging Face's eager modules keep a few "
+          "more, their FP32 norm copies and SiLU's output)\n";
   if (memory) os << memory_summary(*memory);
   if (f.step.sequences() > 0)
     std::snprintf(buf, sizeof buf, "step_ms       %10.3f\n", f.total_ms);

@@ -126,6 +126,35 @@ TEST(Memory, Llama8bMixedPrecisionTrainingByHand) {
   EXPECT_THROW(llm_training_memory(m, 8, 2048, DType::kBf16, p, h100), ConfigError);
 }
 
+// Hugging Face's eager model (hf_eager), Llama-3.1-8B in BF16 parameters, one H100, 2,048 tokens:
+// weights, gradients and AdamW's two moments all in BF16, 2 + 2 + 4 B a parameter. Saved a token
+// and layer, from autograd's saved tensors: two RMSNorms x (FP32 input 4 x 4096 + the BF16 copy
+// before the weight 2 x 4096 + the output 2 x 4096) = 65,536; SDPA's q, k, v and output and
+// o_proj's contiguous copy, 2 x (48 x 128 + 2 x 32 x 128) = 28,672, its FP32 log-sum-exp 4 x 32
+// = 128; SiLU's input and output, up, and down's input, 4 x 2 x 14,336 = 114,688: 209,024 B
+// (the engine's 139,392). x 2048 x 32 = 13,698,596,864, + the embedding output 16,777,216 +
+// the logits and their FP32 log-softmax 1,576,009,728 = 15,291,383,808 bytes. Gradient
+// checkpointing: 32 x 2048 x 2 x 4096 + one layer's 209,024 x 2048 + the same two =
+// 2,557,739,008.
+TEST(Memory, Llama8bHfEagerTrainingByHand) {
+  const ModelConfig m = model("llama-3.1-8b");
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const auto r = llm_training_memory(m, 1, 2048, DType::kBf16, {}, h100, true, false, true);
+  EXPECT_DOUBLE_EQ(r.weights_gb, 2 * 8030261248.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.gradients_gb, 2 * 8030261248.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.optimizer_gb, 4 * 8030261248.0 / 1e9);
+  EXPECT_NEAR(r.activations_gb, 15291383808.0 / 1e9, 1e-9);
+  EXPECT_NEAR(llm_training_memory(m, 1, 2048, DType::kBf16, {}, h100, true, true, true).activations_gb,
+              2557739008.0 / 1e9, 1e-9);
+  EXPECT_DOUBLE_EQ(llm_training_memory(m, 1, 2048, DType::kBf16, {}, h100, false, false, true).optimizer_gb, 0);
+  // Qwen3-32B adds its q and k norms' FP32 inputs and BF16 copies, (4 + 2) x (64 + 8) x 128 =
+  // 55,296 B a token and layer: 2 x 8 x 5120 + 55,296 + 2 x (80 x 128 + 128 x 128) + 4 x 64 +
+  // 8 x 25,600 = 395,520; x 1024 tokens x 64 layers + 2 x 1024 x 5120 + 6 x 1024 x 151,936.
+  const ModelConfig q = model("qwen3-32b");
+  EXPECT_NEAR(llm_training_memory(q, 1, 1024, DType::kBf16, {}, h100, true, false, true).activations_gb,
+              (395520.0 * 1024 * 64 + 2.0 * 1024 * 5120 + 6.0 * 1024 * 151936) / 1e9, 1e-9);
+}
+
 // FP8 training (Transformer Engine): BF16 weights plus an FP8 copy and transpose of each FP8
 // GEMM's weight; the FP8 GEMMs' saved inputs in FP8. Llama-3.1-8B, one H100, 2,048 tokens.
 TEST(Memory, Llama8bFp8TrainingByHand) {
