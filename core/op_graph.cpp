@@ -1763,8 +1763,10 @@ void check_hf_eager_model(const ModelConfig& m, int64_t seq) {
   if (why)
     throw ConfigError("--hf-eager of " + m.name + " (" + m.model_type + "): Hugging Face's eager graph " + why +
                       " (llama, mistral, qwen2, qwen3, phi3)");
-  if (windowed_layers(m) > 0 && seq > m.sliding_window)
-    throw ConfigError("--hf-eager of " + m.name + ": --seq " + std::to_string(seq) + " exceeds its sliding window of " +
+  // transformers skips the mask (SDPA's is_causal) only while the keys are fewer than the
+  // window (masking_utils' _ignore_causal_mask_sdpa: kv_length < local_attention_size).
+  if (windowed_layers(m) > 0 && seq >= m.sliding_window)
+    throw ConfigError("--hf-eager of " + m.name + ": --seq " + std::to_string(seq) + " reaches its sliding window of " +
                       std::to_string(m.sliding_window) +
                       " tokens, where transformers hands SDPA a materialised mask (not modelled)");
 }

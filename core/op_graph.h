@@ -341,7 +341,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
 // SiLU-mul 3). Every elementwise kernel is costed by the memory_op family's residual add
 // over the same bytes (eager_pass_q). ConfigError naming --hf-eager for models it does not
 // build (MoE, MLA, Gemma's sandwich norms and soft-caps, Llama 4's chunked attention) and for
-// a sliding window shorter than the prompt (SDPA then takes a materialised mask).
+// a prompt as long as a sliding window or longer (SDPA then takes a materialised mask).
 void check_hf_eager_model(const ModelConfig& m, int64_t seq);
 // An eager elementwise kernel over `rows` x `width` elements moving `bytes_per_elem` bytes
 // each: the memory_op family's residual add (two reads, one write in `act`) of the same bytes.

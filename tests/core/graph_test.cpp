@@ -2033,11 +2033,12 @@ TEST(HfEagerGraph, RefusesWhatItDoesNotBuild) {
   expect_error<ConfigError>(
       [&] { build_hf_eager_prefill_graph(load_model_config("gpt2-large", models_dir()), 1, 16, DType::kBf16); },
       {"--hf-eager of", "dense decoder families"});
-  // Mistral 7B's 4,096-token window: a longer prompt is refused, a shorter one runs causal.
+  // Mistral 7B's 4,096-token window: transformers masks a prompt of 4,096 tokens or more
+  // (refused), a shorter one runs SDPA's causal kernel with no window.
   ModelConfig mistral = load_model_config("mistral-7b-v0.1", models_dir());
-  expect_error<ConfigError>([&] { build_hf_eager_prefill_graph(mistral, 1, 8192, DType::kBf16); },
-                            {"--seq 8192", "sliding window of 4096", "materialised mask"});
-  EXPECT_EQ(pass_kernels(build_hf_eager_prefill_graph(mistral, 1, 4096, DType::kBf16), false)
-                ["context_attention(1,4096,32,8,128)"],
+  expect_error<ConfigError>([&] { build_hf_eager_prefill_graph(mistral, 1, 4096, DType::kBf16); },
+                            {"--seq 4096", "reaches its sliding window of 4096", "materialised mask"});
+  EXPECT_EQ(pass_kernels(build_hf_eager_prefill_graph(mistral, 1, 4095, DType::kBf16), false)
+                ["context_attention(1,4095,32,8,128)"],
             32);
 }
