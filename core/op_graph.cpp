@@ -1313,7 +1313,10 @@ void add_hf_eager_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t lo
   gemm(fp + a.down, t, f, h);
   residual(a.residual_2);
   if (recompute)
-    for (size_t i = first_layer_op; i < g.ops.size(); ++i) g.ops[i].bw.insert(g.ops[i].bw.begin(), g.ops[i].fw.begin(), g.ops[i].fw.end());
+    for (size_t i = first_layer_op; i < g.ops.size(); ++i) {
+      GraphOp& op = g.ops[i];
+      op.bw.insert(op.bw.begin(), op.fw.begin(), op.fw.end());
+    }
   b.set_count(1);
   b.set_prefix(a.model);
   rmsnorm(a.final_norm, t, h);
@@ -1322,7 +1325,8 @@ void add_hf_eager_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t lo
   if (backward)
     eager("loss", t, m.vocab, kEagerLossFw, kEagerLossBw);
   else
-    b.op("sampler", "memory_op").fw.push_back(KernelCall::kernel(vec_q(OpKind::kSampler, logits_rows, m.vocab, DType::kFp32)));
+    b.op("sampler", "memory_op")
+        .fw.push_back(KernelCall::kernel(vec_q(OpKind::kSampler, logits_rows, m.vocab, DType::kFp32)));
 }
 
 // The graph's account of the model's local attention (its outputs state it).
