@@ -1,7 +1,7 @@
 // Hugging Face config.json -> ModelConfig -> operator graphs: eager training, and for the decoder
 // families the serving graphs (prefill, a prompt chunk after a cached prefix beside decodes,
-// decode) and the mixed-precision training graph, each built on its own (a refusal of one is not
-// a refusal of the others).
+// decode), the mixed-precision training graph and Hugging Face's eager graphs, each built on its
+// own (a refusal of one is not a refusal of the others).
 #include "core/model_config.h"
 #include "core/op_graph.h"
 #include "fuzz/fuzz_util.h"
@@ -25,6 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       build_serving_step_graph(m, step, DType::kBf16, DType::kBf16, 1);
     });
     fuzz::expect_only_tilecast_errors([&] { build_llm_training_graph(m, 2, 16, DType::kBf16, {}); });
+    // Hugging Face's eager model (--hf-eager): refused for what it does not build, never a crash.
+    fuzz::expect_only_tilecast_errors([&] { build_llm_training_graph(m, 2, 16, DType::kBf16, {}, false, true); });
+    fuzz::expect_only_tilecast_errors([&] { build_hf_eager_prefill_graph(m, 2, 16, DType::kBf16); });
   });
   return 0;
 }
