@@ -96,9 +96,10 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   // FP8: Transformer Engine keeps each GEMM weight's FP8 copy and its transpose (1 B each).
   const double fp8_copies = fp8 ? 2.0 * rank_parameters(fp8_training_gemm_parameters(m), 0, par, par.zero >= 3) : 0;
   r.weights_gb = (e * on_rank(3) + fp8_copies) / 1e9;
-  r.gradients_gb = 4 * on_rank(2) / 1e9;
-  // FP32 master weights, exp_avg, exp_avg_sq.
-  r.optimizer_gb = optimizer_state ? 12 * on_rank(1) / 1e9 : 0;
+  // FP32 main gradients; FP32 master weights, exp_avg, exp_avg_sq. Hugging Face's eager model:
+  // gradients and the two moments in the parameters' dtype, no master copy.
+  r.gradients_gb = (hf_eager ? e : 4) * on_rank(2) / 1e9;
+  r.optimizer_gb = optimizer_state ? (hf_eager ? 2 * e : 12) * on_rank(1) / 1e9 : 0;
   const double tp = double(par.tp), h = m.hidden, a = m.heads, kv = kv_heads_of(m), d = m.head_dim;
   // Sequence parallelism splits the norms' inputs and outputs over the tp ranks too.
   const double norm_share = par.sequence_parallel ? tp : 1.0;
@@ -114,17 +115,14 @@ MemoryEstimate llm_training_memory(const ModelConfig& m, int64_t batch, int64_t 
   const double attention = is_mla(m) ? (2 * a * d + 2 * a * vd) / tp + 2.0 * double(m.q_lora_rank + m.kv_lora_rank) +
                                            double(m.qk_rope_dim)
                                      : ((a + 2 * kv) * d + a * d) / tp;
-  double per_token_layer = e * (2 * h / norm_share + attention + 2 * f / tp) +
-                           (gemm_in + ffn_in) * h / norm_share + ffn_in * f / tp + (fp8 ? a * vd / tp : 0) +
-                           4 * a / tp +
-                           (m.sandwich_norms ? 2 * e * h / norm_share : 0);  // the two post-norms' inputs
-  if (hf_eager) {  // one GPU or data parallelism (build_llm_training_graph refuses the rest)
-    r.weights_gb = e * params / 1e9;
-    r.gradients_gb = e * params / 1e9;
-    r.optimizer_gb = optimizer_state ? 2 * e * params / 1e9 : 0;
-    per_token_layer = 2 * (4 + 2 * e) * h + (m.qk_norm ? (4 + e) * (a + kv) * d : 0) + e * ((a + 2 * kv) * d + 2 * a * d) +
-                      4 * a + 4 * e * f;
-  }
+  // Hugging Face's eager model (one GPU or data parallelism: build_llm_training_graph refuses the
+  // rest) saves what autograd keeps of its unfused modules (the header's list).
+  const double per_token_layer =
+      hf_eager ? 2 * (4 + 2 * e) * h + (m.qk_norm ? (4 + e) * (a + kv) * d : 0) + e * ((a + 2 * kv) * d + 2 * a * d) +
+                     4 * a + 4 * e * f
+               : e * (2 * h / norm_share + attention + 2 * f / tp) + (gemm_in + ffn_in) * h / norm_share +
+                     ffn_in * f / tp + (fp8 ? a * vd / tp : 0) + 4 * a / tp +
+                     (m.sandwich_norms ? 2 * e * h / norm_share : 0);  // the two post-norms' inputs
   const double micro_seqs = double(batch) / double(par.dp) / double(par.microbatches);
   const double t1 = micro_seqs * double(seq) / double(par.cp);                  // one microbatch's tokens
   // Held by the first pipeline rank: its layers' activations of the microbatches in flight (with

@@ -1223,9 +1223,10 @@ const EagerPasses kEagerRopeBw = {{"* sin: grad", 2, 0},         {"-x2: grad (ha
 const EagerPasses kEagerSiluMulFw = {{"silu(gate)", 2, 0}, {"* up", 3, 0}};
 const EagerPasses kEagerSiluMulBw = {{"* up: grad gate", 3, 0}, {"* up: grad up", 3, 0}, {"silu_backward", 3, 0}};
 // A copy in the activation dtype: the attention output's transpose(1, 2).contiguous() (its
-// backward hands SDPA a strided gradient, no kernel), DynamicCache's torch.cat of new keys or
-// values onto its empty cache (backward: views).
+// backward hands SDPA a strided gradient, no kernel); DynamicCache's torch.cat of the new keys,
+// and of the new values, onto its empty cache (backward: views).
 const EagerPasses kEagerCopy = {{"copy", 2, 0}};
+const EagerPasses kEagerCacheCat = {{"cat(keys)", 2, 0}, {"cat(values)", 2, 0}};
 // transformers' ForCausalLMLoss: logits.float(), cross_entropy (log_softmax, nll_loss of one
 // value a row); backward: nll_loss's gradient (zeros, scattered), log_softmax's, to(dtype).
 const EagerPasses kEagerLossFw = {{"logits.float()", 1, 4}, {"log_softmax", 0, 8}, {"nll_loss", 0, 8, true}};
@@ -1292,7 +1293,7 @@ void add_hf_eager_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t lo
   eager(p + "rotary_k", t, kv * hd, kEagerRopeFw, kEagerRopeBw);
   // transformers' DynamicCache, which LlamaModel fills in training too unless gradient
   // checkpointing turns use_cache off: keys and values each concatenated onto the empty cache.
-  if (!recompute) eager(p + "past_key_values.update", t, kv * hd, {kEagerCopy[0], kEagerCopy[0]}, {});
+  if (!recompute) eager(p + "past_key_values.update", t, kv * hd, kEagerCacheCat, {});
   {
     GraphOp& o = b.op(p + "sdpa", "attention");
     o.fw.push_back(KernelCall::kernel(attention));
@@ -1785,11 +1786,8 @@ OpGraph build_hf_eager_prefill_graph(const ModelConfig& m, int64_t batch, int64_
   if (dtype != DType::kBf16 && dtype != DType::kFp16)
     throw ConfigError(std::string("--hf-eager: Hugging Face's eager prefill is modelled in bf16 or fp16, not ") +
                       dtype_name(dtype));
-  if (!is_llm_family(m.model_type))
-    throw ConfigError("--hf-eager of " + m.name + " (" + m.model_type + "): Hugging Face's eager graph covers the "
-                      "dense decoder families (llama, mistral, qwen2, qwen3, phi3)");
-  check_batch_and_seq(m, batch, seq, 22);  // a prompt, as the serving graphs take it
   check_hf_eager_model(m, seq);
+  check_batch_and_seq(m, batch, seq, 22);  // a prompt, as the serving graphs take it
   OpGraph g = serving_graph_of(m, Mode::kPrefill, dtype, dtype, 1, 1, 0, false, false);
   g.hf_eager = true;
   g.batch = batch;

@@ -211,6 +211,10 @@ struct OpGraph {
   // The model as Hugging Face transformers runs it eagerly (build_hf_eager_prefill_graph,
   // build_llm_training_graph's hf_eager), not an engine's fused kernels.
   bool hf_eager = false;
+  // Bytes of a gradient, and of each value the optimizer keeps, a parameter: FP32 (Megatron-LM's
+  // main gradients and AdamW state; the eager FP32 graphs), but the parameters' own dtype in
+  // Hugging Face's eager model (its parameters in BF16/FP16, torch's AdamW on them).
+  double state_bytes() const { return hf_eager ? dtype_size(dtype) : 4.0; }
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a

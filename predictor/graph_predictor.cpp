@@ -182,11 +182,11 @@ double mla_decode_ms(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu
   return s_to_ms(fitted_roofline_s(mla_decode_bounds(q, value_dim, gpu), it->second.prior));
 }
 
-double adamw_step_ms(double parameters, const GpuSpec& gpu) {
-  // Reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq (7 x 4 B),
+double adamw_step_ms(double parameters, const GpuSpec& gpu, double value_bytes) {
+  // Reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq (7 values),
   // plus the foreach implementation's intermediate (sqrt(v)/bias-corrected denominators):
-  // about 3 more passes. 40 B per parameter at DRAM bandwidth.
-  return s_to_ms(transfer_s(40.0 * parameters, gpu.mem_bw_gbps));
+  // about 3 more passes. 10 values per parameter (40 B in FP32) at DRAM bandwidth.
+  return s_to_ms(transfer_s(10.0 * value_bytes * parameters, gpu.mem_bw_gbps));
 }
 
 double graph_sum_ms(const OpGraph& g, const GpuSpec& gpu, const std::function<double(const KernelQuery&)>& kernel_ms) {
@@ -481,7 +481,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     // (a reduce-scatter and two all-gathers, each half of it).
     // Megatron-LM reduces FP32 main gradients; Hugging Face's eager model under DDP its
     // parameters' own (BF16/FP16) gradients.
-    const double grad_bytes = g.hf_eager ? dtype_size(g.dtype) : 4.0;
+    const double grad_bytes = g.state_bytes();
     const double ar = weights_all_reduce_ms(grad_bytes) * (par.zero == 3 ? 1.5 : 1.0);
     const double last_bucket = reduce_ms(std::min(grad_bytes * dense / weight_split, 25e6));
     const double hide_bw = par.microbatches > 1 ? last_microbatch_bw : f.backward_ms;
@@ -510,10 +510,10 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   }
   f.total_ms = f.forward_ms + f.backward_ms + pipeline_comm + dp_exposed;
   // ZeRO 1-3: each data-parallel rank steps its shard of the parameters.
-  f.optimizer_ms =
-      g.mode == Mode::kTraining ? adamw_step_ms(rank_parameters(g.parameters, g.expert_parameters, par, par.zero >= 1), gpu) : 0;
-  // Hugging Face's eager model steps its parameters and moments in their own dtype, not FP32.
-  if (g.hf_eager) f.optimizer_ms *= dtype_size(g.dtype) / 4.0;
+  f.optimizer_ms = g.mode == Mode::kTraining
+                      ? adamw_step_ms(rank_parameters(g.parameters, g.expert_parameters, par, par.zero >= 1), gpu,
+                                      g.state_bytes())
+                      : 0;
   return f;
 }
 

@@ -202,8 +202,9 @@ double varlen_decode_ms(const KernelQuery& decode, const GpuSpec& gpu);
 double mla_decode_ms(const KernelQuery& q, int64_t value_dim, const GpuSpec& gpu, const KernelPredictor& kp);
 
 // AdamW (PyTorch's foreach implementation): a memory-bound pass over parameters, gradients
-// and both moments; 1 GB = 1e9 bytes. Seconds -> ms.
-double adamw_step_ms(double parameters, const GpuSpec& gpu);
+// and both moments, each value `value_bytes` (FP32's 4 unless OpGraph::state_bytes says
+// otherwise); 1 GB = 1e9 bytes. Seconds -> ms.
+double adamw_step_ms(double parameters, const GpuSpec& gpu, double value_bytes = 4.0);
 
 // Memory one GPU of a tp group holds while serving (1 GB = 1e9 bytes): weights (GEMM weights
 // in the GEMM dtype, embeddings and norms in the activation dtype, all split over tp except
