@@ -89,7 +89,8 @@ void add_host_gap_option(po::options_description& desc, double* us) {
   desc.add_options()("host-gap-us", po::value(us)->default_value(0)->notifier(predictor::check_host_gap_us),
                      "host time added per kernel launch in whole-model forecasts, us (eager dispatch when the GPU "
                      "waits for the host; 0: none, as fitted on the training GPUs' labels by "
-                     "scripts/fit-host-gap.sh)");
+                     "scripts/fit-host-gap.sh); an eager forward is held to its kernel calls at the call overhead "
+                     "either way (host_floor_ms)");
 }
 
 void add_serving_kv_dtype_option(po::options_description& desc, std::string* dtype) {

@@ -558,6 +558,27 @@ void attention_layer(Builder& b, const AttnNames& s, ScaleKind scale, MaskKind m
   b.eltwise(s.residual, OpKind::kAdd, t, h, true);
 }
 
+// T5's position bias (T5Attention.compute_bias), built once per stack by its first layer and
+// added to the scores of every layer: the bucketed (seq, seq, heads) gather, then `position_bias
+// + mask`, which broadcasts it over the batch (the padding mask; the decoder's causal one). In
+// training the one bias tensor all `layers` layers add gets the sum of their score gradients,
+// which autograd adds as they arrive (layers - 1 kernels), then sums over the batch and
+// scatters into the bucket table. A decoder's cross-attention adds a bias of its own in every
+// layer: zeros (no relative bias, no gradient) plus the encoder's mask.
+void t5_position_bias(Builder& b, const ModelConfig& m, int64_t batch, int64_t seq, int64_t layers, bool decoder) {
+  const int64_t heads = m.heads / b.tp(), rows = batch * heads * seq;
+  const double bias_bytes = kF32 * double(heads) * seq * seq;
+  // Backward: the batch sum (reads batch x bias, writes bias), the gather's scatter (reads the
+  // gradient and the int64 bucket of every (query, key) pair).
+  b.mem("relative_position_bias", 2 * bias_bytes, kF32 * double(batch + 1) * heads * seq * seq + bias_bytes + 8.0 * seq * seq);
+  GraphOp& mask = b.eltwise("position_bias_mask", OpKind::kAdd, rows, seq);
+  if (b.training())
+    for (int64_t i = 1; i < layers; ++i) mask.bw.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, rows, seq)));
+  if (!decoder) return;
+  b.mem("cross_position_bias", bias_bytes, 0);  // torch.zeros
+  b.eltwise("cross_position_bias_mask", OpKind::kAdd, rows, seq);
+}
+
 // One stack of layers ("" for decoder-only and encoder-only models, "encoder"/"decoder" for
 // encoder-decoder ones): its embeddings, its layers (dense ones first, then the sparse ones of
 // an every-n-th MoE), its final norm.
@@ -585,12 +606,12 @@ void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t ba
   if (m.embed_scale) b.eltwise("embed_scale", OpKind::kMulU, t, h);  // Gemma: x sqrt(hidden)
   if (*a.embed_norm) b.layernorm(a.embed_norm, t, h);
   if (hidden_dropout && *a.embed_dropout) b.dropout(a.embed_dropout, t, h);
-  if (a.pos == PosKind::kRelativeBias) {  // T5: the bucketed bias of every head, once per stack
-    b.set_prefix(a.model + sp);
-    b.mem("relative_position_bias", kF32 * 2.0 * m.heads * seq * seq, 0);
-  }
   // Layers: every `step`-th one routed when the config has experts (step 0: all of them).
   const int64_t layers = decoder ? m.decoder_layers : m.layers;
+  if (a.pos == PosKind::kRelativeBias) {
+    b.set_prefix(a.model + sp);
+    t5_position_bias(b, m, batch, seq, layers, decoder);
+  }
   const int64_t step = decoder ? m.decoder_sparse_step : m.encoder_sparse_step;
   const int64_t sparse = m.num_experts == 0 ? 0 : step > 0 ? layers / step : moe_layers(m);
   for (const bool is_sparse : {false, true}) {
@@ -602,9 +623,10 @@ void build_stack(Builder& b, const ArchSpec& a, const ModelConfig& m, int64_t ba
     if (a.pre_norm) b.layernorm(a.self_attn.norm, t, h);
     attention_layer(b, a.self_attn, a.scale, a.mask, rotary, a.bias, m, batch, seq, seq);
     if (!a.pre_norm) b.layernorm(a.self_attn.norm, t, h);
-    if (decoder) {  // cross-attention over the encoder's tokens (no mask: unpadded batches)
+    if (decoder) {  // cross-attention over the encoder's tokens (T5: plus its zero bias and mask)
       b.layernorm(a.cross_attn.norm, t, h);
-      attention_layer(b, a.cross_attn, a.scale, MaskKind::kNone, rotary, a.bias, m, batch, seq, seq);
+      const MaskKind cross = a.mask == MaskKind::kPositionBias ? MaskKind::kPositionBias : MaskKind::kNone;
+      attention_layer(b, a.cross_attn, a.scale, cross, rotary, a.bias, m, batch, seq, seq);
     }
     if (a.pre_norm) b.layernorm(a.ffn_norm, t, h);
     ffn(b, a, m, batch, t, is_sparse, count);

@@ -215,6 +215,12 @@ struct OpGraph {
   // main gradients and AdamW state; the eager FP32 graphs), but the parameters' own dtype in
   // Hugging Face's eager model (its parameters in BF16/FP16, torch's AdamW on them).
   double state_bytes() const { return hf_eager ? dtype_size(dtype) : 4.0; }
+  // Eager PyTorch, whose host issues the kernels one call at a time: NeuSight's FP32 inference
+  // and training graphs and Hugging Face's eager model (not a fused graph, a serving engine or
+  // Megatron-LM's mixed-precision step).
+  bool eager() const {
+    return hf_eager || (!fused && (mode == Mode::kInference || (mode == Mode::kTraining && dtype == DType::kFp32)));
+  }
 };
 
 // Throws ConfigError for non-positive batch/seq, seq above the model's positions, or a

@@ -343,7 +343,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   os << "model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,"
         "dp_attention,moe_a2a,prefill_tp,prefill_ep,prefill_instances,decode_instances,spec_draft,spec_tokens,spec_accept,step_ms,ttft_ms,"
         "tpot_ms,tokens_per_s,"
-        "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,train_days,"
+        "memory_gb,gpu_memory_gb,fits,max_sequences,usd_per_hour,usd_per_m_tokens,mfu_pct,zero,recompute,hf_eager,train_days,"
         "train_usd,error\n";
   for (const auto& r : rows) {
     // routing: serving rows only (an empty field for the eager modes, which have none).
@@ -377,13 +377,14 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
       os << ',';
       if (r.mixed_training()) os << r.mfu_pct << ',' << r.zero << ',' << (r.recompute ? "full" : "none");
       else os << ",,";
-      os << ',';
+      // Hugging Face's eager model: said for the modes that take --hf-eager, empty elsewhere.
+      os << ',' << (r.hf_eager ? "true" : r.mode == "prefill" || r.mixed_training() ? "false" : "") << ',';
       if (r.train_days > 0) os << r.train_days;
       os << ',';
       if (r.train_usd > 0) os << r.train_usd;
       os << ",\n";
     } else {
-      os << ",,,,," << r.gpu_memory_gb << ",,,,,,,,,," << csv_escape(r.error) << '\n';
+      os << ",,,,," << r.gpu_memory_gb << ",,,,,,,,,,," << csv_escape(r.error) << '\n';
     }
   }
   return os.str();

@@ -371,7 +371,26 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
     }
     f.ops.push_back(o);
   }
-  const double all_fw = pro_fw + layer_fw * g.layers + epi_fw;
+  double all_fw = pro_fw + layer_fw * g.layers + epi_fw;
+  // Eager PyTorch: the host issues every kernel (and copy), one call at a time, so a forward
+  // cannot end before the host has made its calls, each taking the host time per call that the
+  // training GPUs' isolated eager timings hold (the FP32 families' call_overhead_us, fitted on
+  // their whole-model labels). A lower bound: the host runs ahead under long kernels, so only a
+  // forward with too little GPU work per call in all is held to it. The backward's kernels come
+  // from autograd's C++ engine and are left as they are; tensor and pipeline layouts (Megatron-LM,
+  // not eager modules) have no floor.
+  if (g.eager() && !isolated && par.tp == 1 && par.pp == 1) {
+    f.host_call_us = kp.call_overhead_us(gpu, Family::kLinear);
+    double calls = 0;  // the forward's kernel calls, one microbatch
+    for (const auto& op : g.ops)
+      for (const auto& c : op.fw) calls += c.collective == Collective::kNone ? double(op.count) : 0.0;
+    const double host_ms = calls * f.host_call_us * 1e-3;
+    if (host_ms > all_fw) {
+      f.host_floor_ms = (host_ms - all_fw) * par.microbatches;
+      f.ops.push_back(OpForecast{"(eager host)", "host", par.microbatches, host_ms - all_fw, 0, 0, false});
+      all_fw = host_ms;
+    }
+  }
   const double all_bw = pro_bw + layer_bw * g.layers + epi_bw;
   f.communication_ms = comm_in_ops * par.microbatches;
   f.kernel_launches = launches * par.microbatches;
@@ -645,6 +664,7 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
                       {"optimizer_ms", f.optimizer_ms}, {"communication_ms", f.communication_ms},
                       {"total_ms", f.total_ms},
                       {"kernel_launches", f.kernel_launches}, {"host_gap_us", f.host_gap_us},
+                      {"host_call_us", f.host_call_us}, {"host_floor_ms", f.host_floor_ms},
                       {"call_overhead_us", f.call_overhead_us},
                       {"dtype", dtype_name(f.dtype)},
                       {"parallel", {{"dp", f.par.dp}, {"tp", f.par.tp}, {"pp", f.par.pp}, {"cp", f.par.cp},
@@ -784,6 +804,13 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
   os << buf;
   if (f.mode == Mode::kTraining) {
     std::snprintf(buf, sizeof buf, "optimizer_ms  %10.3f  (AdamW step, not in total_ms)\n", f.optimizer_ms);
+    os << buf;
+  }
+  if (f.host_floor_ms > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "host floor    %10.3f ms in forward_ms: its kernel calls at %g us of host time each (eager "
+                  "PyTorch; the training GPUs' isolated timings) outlast its kernels\n",
+                  f.host_floor_ms, f.host_call_us);
     os << buf;
   }
   if (f.pipeline_bubble_ms > 0 && f.mixed_training()) {

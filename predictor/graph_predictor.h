@@ -77,6 +77,11 @@ struct ModelForecast {
   int64_t cached_prefix = 0;  // serving prefill: prompt tokens already cached (OpGraph::cached_prefix)
   int64_t kernel_launches = 0;  // kernels (and copies) one step launches on one GPU, all microbatches
   double host_gap_us = 0;       // host time added per launch (see forecast_model)
+  // Eager graphs (OpGraph::eager): the host time per kernel call the forward cannot beat (the
+  // FP32 families' call_overhead_us; 0: not eager, or a layout without the floor), and what the
+  // floor added to forward_ms (0 where the forward's kernels outlast the host's calls).
+  double host_call_us = 0;
+  double host_floor_ms = 0;
   // By family, the host time per call taken off each of its kernels (the weights manifests'
   // call_overhead_us, KernelPrediction::stream_ms); only families of the graph with one.
   std::map<std::string, double> call_overhead_us;
@@ -113,7 +118,10 @@ inline bool is_serving(Mode m) { return m == Mode::kPrefill || m == Mode::kDecod
 // training GPUs' whole-model labels by scripts/fit-host-gap.sh, any gap made them worse.
 // Each kernel costs its stream time (KernelPrediction::stream_ms: its isolated latency less the
 // call overhead of its family's training data); `isolated`: its isolated latency instead, as
-// NeuSight's per-op labels time each node alone.
+// NeuSight's per-op labels time each node alone. An eager graph's forward (OpGraph::eager, one
+// GPU or data parallelism) takes at least its kernel calls times the host time per call (the
+// FP32 families' call_overhead_us): the host issues them one at a time (ModelForecast::
+// host_floor_ms; an op "(eager host)" of kind "host" carries it).
 ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelPredictor& kp,
                              double host_gap_us = 0, bool isolated = false);
 // A per-kernel baseline summed over a single-GPU graph the way forecast_model sums forecasts

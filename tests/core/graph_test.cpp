@@ -62,6 +62,30 @@ ShapeCount theirs(const std::string& path, bool backward) {
   }
   return c;
 }
+// Forward (or backward) kernels of one vector op and shape in a graph, each op times its count.
+int64_t vector_kernels(const OpGraph& g, OpKind kind, int64_t rows, int64_t h, bool backward) {
+  int64_t n = 0;
+  for (const auto& op : g.ops)
+    for (const auto& call : backward ? op.bw : op.fw)
+      if (call.is_kernel() && call.query.op == kind && call.query.b == rows && call.query.h == h) n += op.count;
+  return n;
+}
+
+// Forward ops `[kind, (dims)]` in a NeuSight parsed graph's FwOps cells ("16384,512").
+int theirs_vector(const std::string& path, const std::string& kind, const std::string& dims) {
+  CsvReader csv(path);
+  const int col = csv.column("FwOps");
+  std::vector<std::string> f;
+  int n = 0;
+  const std::regex item(R"(\['([A-Za-z]+)', \(([0-9, ]+)\)\])");
+  while (csv.next(f))
+    for (auto it = std::sregex_iterator(f[col].begin(), f[col].end(), item); it != std::sregex_iterator(); ++it) {
+      std::string d = (*it)[2];
+      d.erase(std::remove(d.begin(), d.end(), ' '), d.end());
+      n += (*it)[1] == kind && d == dims;
+    }
+  return n;
+}
 }  // namespace
 
 TEST(ModelConfig, BundledModelsLoad) {
@@ -183,6 +207,25 @@ TEST(OpGraph, FusionKeepsGemmsAndMergesVectorRuns) {
     if (op.name.find("gelu.mul+") != std::string::npos) ++gelu_runs;
   EXPECT_EQ(gelu_runs, 1);
   expect_error<ConfigError>([&] { fuse_op_graph(build_op_graph(m, 1, 16, Mode::kTraining)); }, {"inference"});
+}
+
+// NeuSight's parsed Switch graph is the whole model (every layer its own node): its score-sized
+// adds and softmaxes against ours, each op times its count.
+TEST(OpGraph, SwitchScoreKernelsMatchNeuSightsParsedGraph) {
+  const std::string root = neusight_dir();
+  TC_REQUIRE_NEUSIGHT(root);
+  ModelConfig m = load_model_config("switch-xl4", models_dir());
+  for (const char* tag : {"switchxl4-inf-512-1", "switchxl4-train-512-1"}) {
+    const Mode mode = std::string(tag).find("train") != std::string::npos ? Mode::kTraining : Mode::kInference;
+    const OpGraph g = build_op_graph(m, 1, 512, mode);
+    const std::string path = root + "/opgraphs/" + tag + ".csv";
+    // 32 heads x 512 queries of 512 keys.
+    const int adds = theirs_vector(path, "VECadd", "16384,512"), softmaxes = theirs_vector(path, "VECsoftmax", "16384,512");
+    EXPECT_EQ(adds, 75) << tag;
+    EXPECT_EQ(softmaxes, 72) << tag;
+    EXPECT_EQ(vector_kernels(g, OpKind::kAdd, 16384, 512, false), adds) << tag;
+    EXPECT_EQ(vector_kernels(g, OpKind::kSoftmax, 16384, 512, false), softmaxes) << tag;
+  }
 }
 
 // Our graphs against NeuSight's parsed ones: same GEMM, softmax and layer-norm shapes, once
@@ -447,6 +490,13 @@ TEST(OpGraph, SwitchEncoderDecoderFromTheArchTable) {
   EXPECT_EQ(by_name["decoder.dense_layer.cross_attn.k"], std::make_pair(int64_t{12}, std::string("Linear(1024,1024,4096)")));
   EXPECT_EQ(by_name.count("encoder.dense_layer.cross_attn.k"), 0u);
   EXPECT_EQ(by_name["decoder.sparse_layer.cross_attn.scores"], std::make_pair(int64_t{12}, std::string("BMM(64,512,128,512)")));
+  // Score-sized adds (2 x 32 x 512 rows of 512): the position bias in every self-attention
+  // layer (24 + 24) and, as T5 runs it, a zero bias in every cross-attention layer (24); the
+  // mask added to each bias once (encoder, decoder self, decoder cross: 3). 75.
+  EXPECT_EQ(vector_kernels(g, OpKind::kAdd, 2 * 32 * 512, 512, false), 24 + 24 + 24 + 3);
+  // Training: the one self-attention bias of a stack gets 24 layers' gradients, summed by
+  // 23 adds; the cross-attention's zeros have no gradient.
+  EXPECT_EQ(vector_kernels(build_op_graph(m, 2, 512, Mode::kTraining), OpKind::kAdd, 2 * 32 * 512, 512, true), 2 * 23);
   // T5 norms (costed as layer norms): 2 per encoder layer, 3 per decoder layer, 1 per stack.
   int64_t norms = 0;
   for (const auto& op : g.ops)

@@ -2812,6 +2812,52 @@ TEST(Serving, MeasuredSustainedClockSlowsComputeBoundSteps) {
 // moving 9x the fused kernel's bytes) take longer than the fused ones (whose fits, vidur's and
 // vLLM's kernels, cost more a byte than the plain residual add that costs the eager ones) and
 // make the difference.
+// An eager forward cannot beat its host: one 512-token prompt of Llama-3.1-8B in Hugging Face's
+// eager model is 1,323 kernel calls (41 a layer x 32, the embedding, the final norm's 8, the last
+// token's head and the sampler) whose H200 kernels take less than the calls' host time, so the
+// forward is the calls at the FP32 families' host time per call; at 8 x 2,048 tokens the kernels
+// outlast it and nothing is added. The FP32 eager graphs of NeuSight's labels keep their sums
+// (a label size on a training GPU), and so do graphs that are not eager.
+TEST(BundledWeights, AnEagerForwardTakesAtLeastItsHostCalls) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
+  predictor::KernelPredictor p(dir);
+  const std::string models = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  const ModelConfig m = load_model_config("llama-3.1-8b", models);
+  const GpuSpec& h200 = registry().resolve("H200");
+  const double call_us = p.call_overhead_us(h200, Family::kLinear);
+  ASSERT_GT(call_us, 0);
+  auto kernels_ms = [](const predictor::ModelForecast& f) {
+    double ms = 0;
+    for (const auto& op : f.ops)
+      if (op.kind != "host") ms += (op.fw_ms + op.bw_ms + op.acc_ms) * double(op.count);
+    return ms;
+  };
+  const auto small = predictor::forecast_model(build_hf_eager_prefill_graph(m, 1, 512, DType::kBf16), h200, p);
+  EXPECT_EQ(small.kernel_launches, 1323);
+  EXPECT_LT(kernels_ms(small), 1323 * call_us * 1e-3);
+  EXPECT_NEAR(small.total_ms, 1323 * call_us * 1e-3, 1e-9);
+  EXPECT_NEAR(small.host_floor_ms, small.total_ms - kernels_ms(small), 1e-9);
+  EXPECT_EQ(small.ops.back().kind, "host");
+  // Per-op timings of nodes run alone (NeuSight's per-op labels) have no floor.
+  const auto alone = predictor::forecast_model(build_hf_eager_prefill_graph(m, 1, 512, DType::kBf16), h200, p, 0, true);
+  EXPECT_EQ(alone.host_floor_ms, 0);
+  const auto large = predictor::forecast_model(build_hf_eager_prefill_graph(m, 8, 2048, DType::kBf16), h200, p);
+  EXPECT_EQ(large.host_floor_ms, 0);
+  EXPECT_NEAR(large.total_ms, kernels_ms(large), 1e-9 * large.total_ms);
+  // The same prompt through an engine's graph (not eager): no floor, far below the host's calls.
+  const auto engine = predictor::forecast_model(
+      build_serving_graph(m, Mode::kPrefill, 1, 512, DType::kBf16, DType::kBf16, 1), h200, p);
+  EXPECT_EQ(engine.host_floor_ms, 0);
+  EXPECT_EQ(engine.host_call_us, 0);
+  // BERT-Large's FP32 training step at a label size on the V100: its kernels outlast its calls.
+  const ModelConfig bert = load_model_config("bert-large", models);
+  const auto v100 = predictor::forecast_model(build_op_graph(bert, 2, 512, Mode::kTraining),
+                                              registry().resolve("V100-PCIE-32GB"), p);
+  EXPECT_GT(v100.host_call_us, 0);
+  EXPECT_EQ(v100.host_floor_ms, 0);
+}
+
 TEST(BundledWeights, HfEagerPrefillIsTheEnginesPlusItsUnfusedKernels) {
   const std::string dir = trainer::weights_dir();
   ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
