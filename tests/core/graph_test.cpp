@@ -326,6 +326,24 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
                                                   // 27.23 B; 256000 x 3584 + 42 x (3584 x 4096 x 2 +
                                                   // 3584 x 2048 x 2 + 3 x 3584 x 14336 + 4 x 3584) +
                                                   // 3584: 9.24 B, as the model cards state.
+                                                  // Llama 2 (multi-head): 2 x 32000 x 4096 + 32 x
+                                                  // (4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096) + 4096:
+                                                  // 6.74 B.
+                                                  {"llama-2-7b", 6738415616.0},
+                                                  // Llama 3.2 (tied embeddings, counted once): 128256 x
+                                                  // 2048 + 16 x (2 x 2048^2 + 2 x 2048 x 512 + 3 x 2048 x
+                                                  // 8192 + 2 x 2048) + 2048: 1.24 B; 128256 x 3072 + 28 x
+                                                  // (2 x 3072^2 + 2 x 3072 x 1024 + 3 x 3072 x 8192 + 2 x
+                                                  // 3072) + 3072: 3.21 B.
+                                                  {"llama-3.2-1b", 1235814400.0},
+                                                  {"llama-3.2-3b", 3212749824.0},
+                                                  // Qwen2.5 (q/k/v biases): 2 x 152064 x 3584 + 28 x (2 x
+                                                  // 3584^2 + 2 x 3584 x 512 + 4608 + 3 x 3584 x 18944 + 2 x
+                                                  // 3584) + 3584: 7.62 B; 2 x 152064 x 8192 + 80 x (2 x
+                                                  // 8192^2 + 2 x 8192 x 1024 + 10240 + 3 x 8192 x 29568 + 2
+                                                  // x 8192) + 8192: 72.71 B.
+                                                  {"qwen2.5-7b", 7615616512.0},
+                                                  {"qwen2.5-72b", 72706203648.0},
                                                   {"gemma-2-27b", 27227128320.0},
                                                   {"gemma-2-9b", 9241705984.0},
                                                   // gpt-oss (untied; q/k/v/o biases, 64 sinks, router
@@ -364,7 +382,8 @@ TEST(ModelConfig, LlmFamiliesParameterCounts) {
   for (const auto& c : cases) {
     ModelConfig m = load_model_config(c.first, models_dir());
     EXPECT_DOUBLE_EQ(model_parameters(m), c.second) << c.first;
-    EXPECT_EQ(m.torch_dtype, "bfloat16") << c.first;
+    // Llama 2's checkpoints were published in FP16, every later family's in BF16.
+    EXPECT_EQ(m.torch_dtype, std::string(c.first) == "llama-2-7b" ? "float16" : "bfloat16") << c.first;
   }
 }
 
