@@ -48,6 +48,10 @@ tc_cli_test(predict_kernel_basis_json "\"basis\": {[^}]*\"forecast_by\": \"netwo
 # every LLM-era family, the A40 and RTX 4090 (vidur, LLMServingSim) GEMMs and memory ops, the
 # GB200 none but is a twin of the B200; NeuSight's five FP32 families trained on the P4.
 tc_cli_test(gpus_trained_column "A100-80GB-SXM +NVIDIA A100-SXM4-80GB .* gemm prefill decode moe memop\n.*A40 +NVIDIA A40 .* gemm memop\n.*GB200 +NVIDIA GB200 .* gemm~ prefill~ decode~ moe~\n.*H200 +NVIDIA H200 .* -\n.*P4 +Tesla P4 .* fp32\n" ${TC} gpus)
+# The A100-SXM4-40GB is the A100-PCIE-40GB's die and memory system (108 SMs, compute capability 8,
+# 1,555 GB/s): a twin of an FP32 training GPU, in gpus and in a forecast's basis.
+tc_cli_test(gpus_fp32_twin "A100-SXM4-40GB +NVIDIA A100-SXM4-40GB .* fp32~\n" ${TC} gpus)
+tc_cli_test(predict_kernel_basis_fp32_twin "basis +bmm \\(1 kernel\\): a twin of one of its 5 training GPUs: network\n" ${TC} predict-kernel --op bmm --shape 8,512,64,512 --gpu A100-SXM4-40GB)
 tc_cli_test(gpus_training_json "\"name\": \"GB200\",[^{]*{[^}]*},[^{]*\"training\": {[^}]*\"gemm\": \"twin\",[^}]*\"memory_op\": \"unseen\"" ${TC} gpus --format json)
 
 tc_cli_fail(unknown_command "unknown command 'frobnicate'" "${TC};frobnicate")
