@@ -176,7 +176,10 @@ int run_plan(const Args& args, const GlobalOptions&) {
   desc.add_options()("disaggregate",
                      "generate: also split each replica's GPUs into N prefill instances of tp P and M decode "
                      "instances of the rest (prefill-decode disaggregation, every N, P and M), beside the aggregated "
-                     "layouts");
+                     "layouts")(
+      "hf-eager",
+      "prefill and mixed-precision training: the model as Hugging Face transformers runs it without compilation "
+      "(predict --hf-eager), on one GPU or data parallelism; other layouts are listed as unable to run");
   po::variables_map vm;
   if (!parse_options(args, desc, vm,
                      "tilecast plan --model M --gpu G --gpus N --global-batch B --seq S [--mode training]\n"
@@ -213,6 +216,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
   req.dp_attention = vm.count("dp-attention") > 0;
   req.moe_a2a = predictor::parse_moe_a2a(moe_a2a);
   req.disaggregate = vm.count("disaggregate") > 0;
+  req.hf_eager = vm.count("hf-eager") > 0;
   if (!routing.empty()) req.routing_alpha = predictor::routing_flag(routing);
   std::vector<predictor::CompareRow> skipped;
   auto rows = predictor::run_plan(req, reg, kp, paths.models(), &prices, &skipped);

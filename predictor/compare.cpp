@@ -718,6 +718,7 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
     c.par = par;
     c.optimizer_state = req.optimizer_state;
     c.train_dtype = train_dtype;
+    c.hf_eager = req.hf_eager;
     training.apply(c, true);
     c.routing_alpha = req.routing_alpha;
     if (serving) {
@@ -802,15 +803,22 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       for (int64_t tp : divisors(gpus / dp / cp)) {
         const int64_t pp = gpus / dp / cp / tp;
         // Serving layouts: replicas of tp x pp groups (the engines choose the microbatches).
+        // Training: the microbatches a replica's batch splits into: a pipeline's, or on one
+        // stage gradient accumulation, tried only until a count fits (it trades time for
+        // activation memory, so more than that is not a layout anyone would pick).
         std::vector<int64_t> mbs{1};
-        if (pp > 1 && !serving) {
+        if (!serving && mode == "training") {
           mbs.clear();
           for (int64_t mb : divisors(global_batch / dp))
             if (mb <= 64) mbs.push_back(mb);
         }
         Parallelism layout;
         layout.dp = dp, layout.tp = tp, layout.pp = pp, layout.cp = cp;
+        const auto first_row = static_cast<std::ptrdiff_t>(rows.size());  // this layout's rows start here
         for (int64_t mb : mbs) {
+          if (pp == 1 && mb > 1 &&
+              std::any_of(rows.begin() + first_row, rows.end(), [](const CompareRow& r) { return r.fits; }))
+            break;
           layout.microbatches = mb;
           // The interleaved schedules the request lists, where Megatron-LM allows them.
           std::vector<int64_t> vpps{1};

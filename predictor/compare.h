@@ -151,7 +151,8 @@ std::string capacity_rows_json(const std::vector<CapacityRow>& rows, double targ
 std::string capacity_rows_table(const std::vector<CapacityRow>& rows, double target_rate_rps, const Prices* prices);
 
 // `plan`: every dp x tp x pp with dp * tp * pp == gpus and microbatch counts that divide the
-// per-replica batch, for one model on one GPU type and a global batch.
+// per-replica batch (on one pipeline stage, gradient accumulation: the counts from 1 up to the
+// first whose layout fits), for one model on one GPU type and a global batch.
 struct PlanRequest {
   std::string model, gpu;                 // a name or config.json path; a GPU type
   std::string mode = "training";          // training|inference|prefill|decode|generate
@@ -179,6 +180,9 @@ struct PlanRequest {
   // decode instances of tp (R - N x P) / M (prefill-decode disaggregation, Disaggregation),
   // beside the aggregated layouts.
   bool disaggregate = false;
+  // Prefill and mixed-precision training: Hugging Face's eager model (ForecastRequest::hf_eager)
+  // on every layout; those it cannot run on (tp, pp, cp, ep, ZeRO) are set aside with the reason.
+  bool hf_eager = false;
 };
 // The rows of run_compare, ranked by step time with the fitting layouts first; layouts that
 // cannot run are left out of them and, when `skipped` is given, appended there (their rows

@@ -286,7 +286,8 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
                 std::optional<double> slo_tpot_ms, const py::object& zero, const std::string& recompute,
                 bool sequence_parallel, double train_tokens, const py::object& vpp, const std::string& expert_dtype,
                 const std::string& spec_draft, std::optional<int64_t> spec_tokens, std::optional<double> spec_accept,
-                bool dp_attention, const std::string& moe_a2a, bool disaggregate, std::optional<double> range_ratio) {
+                bool dp_attention, const std::string& moe_a2a, bool disaggregate, std::optional<double> range_ratio,
+                bool hf_eager) {
   Engine& e = engine(weights, gpu_dir);
   const predictor::SpecRequest spec = predictor::SpecRequest::from_flags(spec_draft, spec_tokens, spec_accept);
   const predictor::TrainingArgs training = training_args(zero, sequence_parallel, recompute, train_tokens);
@@ -317,6 +318,7 @@ py::object plan(const std::string& model, const std::string& gpu, int64_t gpus, 
     req.limits = lim;
     req.cached_prefix = cached_prefix;
     req.spec = spec;
+    req.hf_eager = hf_eager;
     req.optimizer_state = optimizer == "adamw";
     req.training = training;
     req.vpps = vpps;
@@ -440,7 +442,8 @@ PYBIND11_MODULE(tilecast, m) {
         py::arg("sequence_parallel") = false, py::arg("train_tokens") = 0.0, py::arg("vpp") = 1,
         py::arg("expert_dtype") = "", py::arg("spec_draft") = "", py::arg("spec_tokens") = py::none(),
         py::arg("spec_accept") = py::none(), py::arg("dp_attention") = false,
-        py::arg("moe_a2a") = "none", py::arg("disaggregate") = false, py::arg("range_ratio") = py::none());
+        py::arg("moe_a2a") = "none", py::arg("disaggregate") = false, py::arg("range_ratio") = py::none(),
+        py::arg("hf_eager") = false);
   m.def("gpus", &gpus, "The GPU specs, as `tilecast gpus --format json`.", py::arg("gpu_dir") = "");
   m.def("models", &models, "The bundled model configs, as `tilecast models --format json`.", py::arg("models_dir") = "");
   m.attr("__version__") = TILECAST_VERSION;

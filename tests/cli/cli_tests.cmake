@@ -290,6 +290,11 @@ tc_cli_fail(predict_expert_dtype_dense "--expert-dtype int4: llama-3.1-8b has no
 tc_cli_fail(predict_expert_dtype_eager "--expert-dtype does not apply to --mode inference" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--mode;inference;--batch;1;--seq;100;--expert-dtype;int4")
 tc_cli_fail(predict_expert_dtype_tf32 "--expert-dtype tf32: op 'moe' \\(family moe\\) is modelled in" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--expert-dtype;tf32")
 tc_cli_fail(compare_expert_dtype_dense "--expert-dtype int4: llama-3.1-8b has no experts" "${TC};compare;--model;llama-3.1-8b;--gpus;H100-SXM;--mode;decode;--batch;1;--context;100;--expert-dtype;int4")
+# plan --hf-eager: Hugging Face's eager model on every layout; only data parallelism runs it. Llama-3.1-8B,
+# 8 sequences of 2,048 a GPU, needs 186.6 GB on an H200 (151 GB): gradient accumulation is tried
+# until a count fits (2 microbatches, 125.4 GB) and no further, so two rows; the other layouts
+# are listed with the reason.
+tc_cli_test(plan_hf_eager_accumulates_until_it_fits "   1 llama-3\\.1-8b +H200 +bf16 +64 +2048 +8 +1 +1 +2 [^\n]* 125\\.4/151 *\n   2 llama-3\\.1-8b +H200 +bf16 +64 +2048 +8 +1 +1 +1 [^\n]*186\\.6/151 +NO\n\\(memory GB[^\n]*\n\\(Hugging Face eager: [^\n]*\nlayouts that cannot run \\([0-9]+\\):\n[^\n]*--hf-eager: one GPU or data parallelism" ${TC} plan --model llama-3.1-8b --gpu H200 --gpus 8 --global-batch 64 --seq 2048 --dtype bf16 --hf-eager)
 tc_cli_fail(plan_expert_dtype_training "--expert-dtype does not apply to --mode training" "${TC};plan;--model;mixtral-8x7b;--gpu;H100-SXM;--gpus;8;--global-batch;64;--seq;1024;--dtype;bf16;--expert-dtype;int4")
 tc_cli_test(plan_expert_dtype_json "\"expert_dtype\": \"int4\"" ${TC} plan --model mixtral-8x7b --gpu H100-SXM --gpus 2 --global-batch 16 --mode decode --context 1024 --expert-dtype int4 --format json)
 tc_cli_fail(predict_nvfp4_hopper "GPU 'H100-SXM' has no fp4 tensor-core peak in its spec \\(FP4 tensor cores start with Blackwell\\)" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--dtype;nvfp4")

@@ -357,6 +357,11 @@ rows = tilecast.compare(model="llama-3.1-8b", gpus=["H200", "L40S"], mode="train
 assert rows == cli("compare", "--model", "llama-3.1-8b", "--gpus", "H200,L40S", "--mode", "training", "--dtype", "bf16",
                    "--batch", "2", "--seq", "1024", "--hf-eager")["rows"]
 assert all(r["hf_eager"] for r in rows) and {r["gpu"] for r in rows} == {"H200", "L40S"}, rows
+# plan(hf_eager=True): the same rows as `plan --hf-eager`, data parallelism and accumulation only.
+rows = tilecast.plan(model="llama-3.1-8b", gpu="H200", gpus=8, global_batch=64, seq=2048, dtype="bf16", hf_eager=True)
+assert rows == cli("plan", "--model", "llama-3.1-8b", "--gpu", "H200", "--gpus", "8", "--global-batch", "64", "--seq",
+                   "2048", "--dtype", "bf16", "--hf-eager")["rows"]
+assert [(r["dp"], r["tp"], r["pp"], r["microbatches"], r["fits"]) for r in rows] == [(8, 1, 1, 2, True), (8, 1, 1, 1, False)], rows
 # compare: rows like `compare --format json`, ready for a DataFrame.
 rows = tilecast.compare(model="gpt2-large", gpus=["H100-SXM", "L4"], mode="training", batch=[1, 4], seq=1024,
                         prices={"H100-SXM": 3.6})
