@@ -803,11 +803,12 @@ std::vector<CompareRow> run_plan(const PlanRequest& req, const GpuRegistry& reg,
       for (int64_t tp : divisors(gpus / dp / cp)) {
         const int64_t pp = gpus / dp / cp / tp;
         // Serving layouts: replicas of tp x pp groups (the engines choose the microbatches).
-        // Training: the microbatches a replica's batch splits into: a pipeline's, or on one
-        // stage gradient accumulation, tried only until a count fits (it trades time for
-        // activation memory, so more than that is not a layout anyone would pick).
+        // Eager inference and training: the microbatches a replica's batch splits into: a
+        // pipeline's, or in training on one stage gradient accumulation, tried only until a
+        // count fits (it trades time for activation memory, so more than that is not a layout
+        // anyone would pick).
         std::vector<int64_t> mbs{1};
-        if (!serving && mode == "training") {
+        if (!serving && (pp > 1 || mode == "training")) {
           mbs.clear();
           for (int64_t mb : divisors(global_batch / dp))
             if (mb <= 64) mbs.push_back(mb);
