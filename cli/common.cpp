@@ -78,7 +78,8 @@ void CallOverheadOption::add_to(po::options_description& desc) {
   desc.add_options()("call-overhead-us", po::value<double>()->notifier([this](double v) { us = v; }),
                      "host time per call that the FP32 families' isolated kernel timings include, taken off each "
                      "of their kernels in a whole model, us (default: the weights manifests' call_overhead_us; 0: "
-                     "sum the isolated timings; fitted by scripts/fit-host-gap.sh)");
+                     "sum the isolated timings; fitted by scripts/fit-host-gap.sh); also the host time per call an "
+                     "eager forward is held to (host_floor_ms)");
 }
 
 void CallOverheadOption::apply(predictor::KernelPredictor& kp) const {
