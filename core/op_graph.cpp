@@ -1563,13 +1563,14 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
                       " stages (Megatron-LM needs num_layers divisible by the pipeline size)");
   check_virtual_pipeline(m, par);
   if (hf_eager) {
+    // The model first: a family the eager graph does not build is refused whatever the layout.
+    check_hf_eager_model(m, seq);
     if (dtype == DType::kFp8)
       throw ConfigError("--hf-eager: Hugging Face's eager training runs in bf16 or fp16; fp8 is Transformer Engine's "
                         "recipe (without --hf-eager)");
     if (par.tp != 1 || par.pp != 1 || par.cp != 1 || par.ep != 1 || par.sequence_parallel || par.zero != 0)
       throw ConfigError("--hf-eager: one GPU or data parallelism (--dp, --microbatches) only; --tp, --pp, --cp, --ep, "
                         "--sequence-parallel and --zero are Megatron-LM's layouts");
-    check_hf_eager_model(m, seq);
   }
   OpGraph g;
   g.model = m.name;

@@ -495,6 +495,7 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     if (q.hf_eager) {
+      check_hf_eager_model(mc, q.tokens);  // the model first, whatever the layout
       if (q.par.tp != 1 || q.par.pp != 1 || q.par.ep != 1 || q.par.dp_attention || q.cached_prefix != 0 ||
           d.kv != d.gemm)
         throw ConfigError("--hf-eager: Hugging Face's eager prefill runs on one GPU, its cache in the model's dtype "

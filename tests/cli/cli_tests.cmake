@@ -295,6 +295,9 @@ tc_cli_fail(compare_expert_dtype_dense "--expert-dtype int4: llama-3.1-8b has no
 # until a count fits (2 microbatches, 125.4 GB) and no further, so two rows; the other layouts
 # are listed with the reason.
 tc_cli_test(plan_hf_eager_accumulates_until_it_fits "   1 llama-3\\.1-8b +H200 +bf16 +64 +2048 +8 +1 +1 +2 [^\n]* 125\\.4/151 *\n   2 llama-3\\.1-8b +H200 +bf16 +64 +2048 +8 +1 +1 +1 [^\n]*186\\.6/151 +NO\n\\(memory GB[^\n]*\n\\(Hugging Face eager: [^\n]*\nlayouts that cannot run \\([0-9]+\\):\n[^\n]*--hf-eager: one GPU or data parallelism" ${TC} plan --model llama-3.1-8b --gpu H200 --gpus 8 --global-batch 64 --seq 2048 --dtype bf16 --hf-eager)
+# A model the eager graph does not build is refused for that, not for the first layout tried.
+tc_cli_fail(plan_hf_eager_moe "plan: no layout of 2 GPUs runs the model with the global batch 8; the first: --hf-eager of mixtral-8x7b \\(mixtral\\): Hugging Face's eager graph is not built for routed experts" "${TC};plan;--model;mixtral-8x7b;--gpu;H200;--gpus;2;--global-batch;8;--seq;512;--dtype;bf16;--hf-eager")
+tc_cli_fail(predict_hf_eager_moe_tp "--hf-eager of mixtral-8x7b \\(mixtral\\): Hugging Face's eager graph is not built for routed experts" "${TC};predict;--model;mixtral-8x7b;--gpu;H200;--mode;prefill;--batch;1;--seq;512;--tp;2;--hf-eager")
 tc_cli_fail(plan_expert_dtype_training "--expert-dtype does not apply to --mode training" "${TC};plan;--model;mixtral-8x7b;--gpu;H100-SXM;--gpus;8;--global-batch;64;--seq;1024;--dtype;bf16;--expert-dtype;int4")
 tc_cli_test(plan_expert_dtype_json "\"expert_dtype\": \"int4\"" ${TC} plan --model mixtral-8x7b --gpu H100-SXM --gpus 2 --global-batch 16 --mode decode --context 1024 --expert-dtype int4 --format json)
 tc_cli_fail(predict_nvfp4_hopper "GPU 'H100-SXM' has no fp4 tensor-core peak in its spec \\(FP4 tensor cores start with Blackwell\\)" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--dtype;nvfp4")
