@@ -209,6 +209,21 @@ TEST(OpGraph, FusionKeepsGemmsAndMergesVectorRuns) {
   expect_error<ConfigError>([&] { fuse_op_graph(build_op_graph(m, 1, 16, Mode::kTraining)); }, {"inference"});
 }
 
+// Which graphs eager PyTorch issues from the host call by call (the host floor's scope): NeuSight's
+// FP32 inference and training and Hugging Face's eager model; not torch.compile's fused graph,
+// a serving engine's step or Megatron-LM's mixed-precision one.
+TEST(OpGraph, EagerGraphsAreTheHostIssuedOnes) {
+  const ModelConfig gpt2 = load_model_config("gpt2-large", models_dir());
+  const ModelConfig llama = load_model_config("llama-3.1-8b", models_dir());
+  EXPECT_TRUE(build_op_graph(gpt2, 1, 128, Mode::kInference).eager());
+  EXPECT_TRUE(build_op_graph(gpt2, 1, 128, Mode::kTraining).eager());
+  EXPECT_FALSE(fuse_op_graph(build_op_graph(gpt2, 1, 128, Mode::kInference)).eager());
+  EXPECT_FALSE(build_serving_graph(llama, Mode::kPrefill, 1, 128, DType::kBf16, DType::kBf16, 1).eager());
+  EXPECT_FALSE(build_llm_training_graph(llama, 1, 128, DType::kBf16, {}).eager());
+  EXPECT_TRUE(build_llm_training_graph(llama, 1, 128, DType::kBf16, {}, false, true).eager());
+  EXPECT_TRUE(build_hf_eager_prefill_graph(llama, 1, 128, DType::kBf16).eager());
+}
+
 // NeuSight's parsed Switch graph is the whole model (every layer its own node): its score-sized
 // adds and softmaxes against ours, each op times its count.
 TEST(OpGraph, SwitchScoreKernelsMatchNeuSightsParsedGraph) {
