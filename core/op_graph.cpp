@@ -570,7 +570,7 @@ void t5_position_bias(Builder& b, const ModelConfig& m, int64_t batch, int64_t s
   const double bias_bytes = kF32 * double(heads) * seq * seq;
   // Backward: the batch sum (reads batch x bias, writes bias), the gather's scatter (reads the
   // gradient and the int64 bucket of every (query, key) pair).
-  b.mem("relative_position_bias", 2 * bias_bytes, kF32 * double(batch + 1) * heads * seq * seq + bias_bytes + 8.0 * seq * seq);
+  b.mem("relative_position_bias", 2 * bias_bytes, double(batch + 2) * bias_bytes + 8.0 * seq * seq);
   GraphOp& mask = b.eltwise("position_bias_mask", OpKind::kAdd, rows, seq);
   if (b.training())
     for (int64_t i = 1; i < layers; ++i) mask.bw.push_back(KernelCall::kernel(vec_q(OpKind::kAdd, rows, seq)));

@@ -495,12 +495,13 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     }
     const Mode phase = q.mode == "prefill" ? Mode::kPrefill : Mode::kDecode;
     if (q.hf_eager) {
-      check_hf_eager_model(mc, q.tokens);  // the model first, whatever the layout
+      // The graph first: its builder refuses a model it does not build, whatever the layout.
+      const OpGraph g = build_hf_eager_prefill_graph(mc, q.batch, q.tokens, d.gemm);
       if (q.par.tp != 1 || q.par.pp != 1 || q.par.ep != 1 || q.par.dp_attention || q.cached_prefix != 0 ||
           d.kv != d.gemm)
         throw ConfigError("--hf-eager: Hugging Face's eager prefill runs on one GPU, its cache in the model's dtype "
                           "(no --tp, --pp, --ep, --dp-attention, --cached-prefix or --kv-dtype)");
-      r.forecast = forecast_model(build_hf_eager_prefill_graph(mc, q.batch, q.tokens, d.gemm), spec, kp, q.host_gap_us);
+      r.forecast = forecast_model(g, spec, kp, q.host_gap_us);
       r.memory = serving_memory(mc, d.gemm, d.kv, 1, q.batch, q.tokens, spec, 1, 0, ServingPass{0, q.tokens});
       return r;
     }

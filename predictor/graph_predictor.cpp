@@ -350,12 +350,16 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   // all-reduces inside each part (for the communication on the critical path).
   double layer_fw = 0, layer_bw = 0, pro_fw = 0, pro_bw = 0, epi_fw = 0, epi_bw = 0;
   double layer_comm = 0, pro_comm = 0, epi_comm = 0;
+  int64_t fw_launches = 0;  // the forward's kernel calls, one microbatch (the eager floor below)
   bool seen_layer = false;
   for (const auto& op : g.ops) {
     const KernelCall* fw_gemm = !op.fw.empty() && op.fw.front().is_kernel() ? &op.fw.front() : nullptr;
     const double comm_before = comm_in_ops;
-    OpForecast o{op.name, op.kind, op.count, cost(op.fw, op.count, nullptr), cost(op.bw, op.count, fw_gemm),
-                 cost(op.acc, op.count, nullptr), op.unnamed_by_neusight};
+    const int64_t launches_before = launches;
+    const double fw_ms = cost(op.fw, op.count, nullptr);
+    fw_launches += launches - launches_before;
+    OpForecast o{op.name, op.kind, op.count, fw_ms, cost(op.bw, op.count, fw_gemm), cost(op.acc, op.count, nullptr),
+                 op.unnamed_by_neusight};
     const double comm = comm_in_ops - comm_before;
     const bool in_layer = g.layers > 1 && (op.count % g.layers == 0 || op.layer_subset);
     const double fw = o.fw_ms * o.count, bw = (o.bw_ms + o.acc_ms) * o.count;
@@ -381,10 +385,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
   // not eager modules) have no floor.
   if (g.eager() && !isolated && par.tp == 1 && par.pp == 1) {
     f.host_call_us = kp.call_overhead_us(gpu, Family::kLinear);
-    double calls = 0;  // the forward's kernel calls, one microbatch
-    for (const auto& op : g.ops)
-      for (const auto& c : op.fw) calls += c.collective == Collective::kNone ? double(op.count) : 0.0;
-    const double host_ms = calls * f.host_call_us * 1e-3;
+    const double host_ms = double(fw_launches) * f.host_call_us * 1e-3;
     if (host_ms > all_fw) {
       f.host_floor_ms = (host_ms - all_fw) * par.microbatches;
       f.ops.push_back(OpForecast{"(eager host)", "host", par.microbatches, host_ms - all_fw, 0, 0, false});
