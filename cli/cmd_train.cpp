@@ -13,7 +13,7 @@ namespace tilecast::cli {
 int run_train(const Args& args, const GlobalOptions& g) {
   po::options_description desc("train options");
   std::string data, out, cfg_dir, gpu_dir;
-  std::vector<std::string> families, collected, exclude;
+  std::vector<std::string> families, collected, added, exclude;
   std::string llm_dir, vendor;
   int epochs = 0;
   int64_t seed = -1;
@@ -26,6 +26,9 @@ int run_train(const Args& args, const GlobalOptions& g) {
                      "NeuSight data root (default: $TILECAST_NEUSIGHT_DIR or ../shared/neusight)")(
       "data", po::value(&collected)->multitoken(),
       "train on folders written by `tilecast collect` instead (their gpu.yaml joins the GPU list)")(
+      "add-data", po::value(&added)->multitoken(),
+      "train on the default data plus folders written by `tilecast collect` (a lab's own GPU beside the training "
+      "GPUs; their gpu.yaml joins the GPU list)")(
       "out", po::value(&out)->required(),
       "weights folder to write; replaced only when the whole run succeeds (weights/ needs --force)")(
       "family", po::value(&families)->multitoken(),
@@ -47,7 +50,7 @@ int run_train(const Args& args, const GlobalOptions& g) {
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "force", "allow --out onto the bundled weights/ or onto a non-empty folder that is not a weights folder");
   po::variables_map vm;
-  if (!parse_options(args, desc, vm, "tilecast train --out DIR [--family F ...] [--epochs N] [--data DIR ...]"))
+  if (!parse_options(args, desc, vm, "tilecast train --out DIR [--family F ...] [--epochs N] [--data DIR ... | --add-data DIR ...]"))
     return 0;
   if (vm.count("epochs") && (epochs < 1 || epochs > 1000000))
     throw ConfigError("--epochs: expected 1..1000000, got " + std::to_string(epochs));
@@ -71,8 +74,11 @@ int run_train(const Args& args, const GlobalOptions& g) {
   opt.max_rows = max_rows;
   opt.quiet = g.quiet;
   opt.data_dirs = collected;
+  opt.added_dirs = added;
   GpuRegistry reg = load_registry(gpu_dir);
-  for (const auto& d : collected) {
+  std::vector<std::string> folders = collected;
+  folders.insert(folders.end(), added.begin(), added.end());
+  for (const auto& d : folders) {
     const auto spec = std::filesystem::path(d) / "gpu.yaml";
     if (std::filesystem::exists(spec) && !reg.find(load_gpu_yaml(spec.string()).cuda_name))
       reg.add(load_gpu_yaml(spec.string()));

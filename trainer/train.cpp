@@ -274,11 +274,19 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   // weights, onto a foreign folder (the full input check, with the data roots, follows below).
   {
     std::vector<std::string> given = opt.data_dirs;
+    given.insert(given.end(), opt.added_dirs.begin(), opt.added_dirs.end());
     given.push_back(opt.predictor_config_dir);
     check_output_not_input(opt.out_dir, given, "--out");
     check_weights_out(opt.out_dir, opt.force);
   }
-  if (amd && collected) throw ConfigError("--vendor amd trains on NeuSight's AMD data; --data folders carry their own GPU");
+  for (const auto& d : opt.added_dirs)
+    if (!fs::is_directory(d)) throw ConfigError(d + ": --add-data: not a folder (one written by tilecast collect)");
+  if (collected && !opt.added_dirs.empty())
+    throw ConfigError("--data and --add-data: --data trains on the collected folders alone, --add-data adds them to "
+                      "the default training data; give one of them");
+  if (amd && (collected || !opt.added_dirs.empty()))
+    throw ConfigError(std::string("--vendor amd trains on NeuSight's AMD data; ") + (collected ? "--data" : "--add-data") +
+                      " folders carry their own GPU");
   if (amd)
     for (Family f : fams)
       if (is_llm_kernel_family(f))
@@ -292,24 +300,51 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     throw ConfigError(opt.llm_dir + ": LLM kernel data not found (pass --llm-dir or set TILECAST_LLM_KERNELS_DIR)");
   // Collected data: the families present; NeuSight's: its five, plus the LLM-era families
   // from ../shared/llm-kernels when that folder is there.
-  auto files_for = [&](Family f) {
-    if (is_llm_kernel_family(f) && !collected) {
+  // --add-data: the collected folders' files join the default ones, family by family.
+  auto collected_files = [](const std::vector<std::string>& dirs, Family f) {
+    std::vector<std::string> files;
+    for (const auto& d : dirs) {
+      fs::path p = fs::path(d) / (std::string(family_name(f)) + ".csv");
+      if (fs::exists(p)) files.push_back(p.string());
+    }
+    return files;
+  };
+  auto default_files = [&](Family f) {
+    if (is_llm_kernel_family(f)) {
       if (!llm_present || amd) return std::vector<std::string>{};
       if (f == Family::kMemoryOp && !fs::is_directory(fs::path(opt.llm_dir) / "vidur")) return std::vector<std::string>{};
       return llm_training_files(opt.llm_dir, f);
     }
-    if (!collected) return training_files(opt.neusight_dir, f, opt.vendor);
-    std::vector<std::string> files;
-    for (const auto& d : opt.data_dirs) {
-      fs::path p = fs::path(d) / (std::string(family_name(f)) + ".csv");
-      if (fs::exists(p)) files.push_back(p.string());
-    }
+    return training_files(opt.neusight_dir, f, opt.vendor);
+  };
+  auto files_for = [&](Family f) {
+    if (collected) return collected_files(opt.data_dirs, f);
+    std::vector<std::string> files = default_files(f);
+    const std::vector<std::string> added = collected_files(opt.added_dirs, f);
+    // Added rows are meant to join the default training GPUs' (forecasts and the manifest say
+    // "trained on"); with no default data for the family they would train it alone.
+    if (files.empty() && !added.empty())
+      throw ConfigError(added.front() + ": --add-data adds to the default training data, and family " +
+                        family_name(f) + " has none here (" +
+                        (is_llm_kernel_family(f) ? opt.llm_dir + ": LLM-era kernel data" : opt.neusight_dir) +
+                        " not found); --data trains on the collected folders alone");
+    files.insert(files.end(), added.begin(), added.end());
     return files;
   };
   if (fams.empty())
     for (Family f : kAllFamilies)
       if (!files_for(f).empty()) fams.push_back(f);
   if (fams.empty()) throw ConfigError("no training data: no <family>.csv in the --data folders");
+  if (!opt.added_dirs.empty()) {
+    size_t added = 0;
+    for (Family f : fams) added += collected_files(opt.added_dirs, f).size();
+    if (added == 0) {
+      std::string names;
+      for (Family f : fams) names += (names.empty() ? "" : " ") + std::string(family_name(f));
+      throw ConfigError(opt.added_dirs.front() + ": --add-data: no <family>.csv of the families trained (" + names +
+                        ") in the added folders");
+    }
+  }
 
   // The tile table always comes from all GEMM training rows, so that every family's
   // checkpoint sees the same tiles the predictor will use.
@@ -343,6 +378,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
   }
   // Outputs never overwrite inputs; the weights folder is replaced only by a finished run.
   std::vector<std::string> inputs = opt.data_dirs;
+  inputs.insert(inputs.end(), opt.added_dirs.begin(), opt.added_dirs.end());
   if (!collected) inputs.push_back(opt.neusight_dir);
   if (!collected && llm_present) inputs.push_back(opt.llm_dir);
   inputs.push_back(opt.predictor_config_dir);
@@ -437,6 +473,13 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                  rows.end());
       TC_LOG(Info) << family_name(fam) << ": left out " << before - rows.size() << " rows of the excluded GPUs";
     }
+    if (!opt.added_dirs.empty()) {
+      std::map<std::string, size_t> per_gpu;
+      for (const auto& r : rows) ++per_gpu[r.device];
+      std::string each;
+      for (const auto& kv : per_gpu) each += (each.empty() ? "" : ", ") + kv.first + " " + std::to_string(kv.second);
+      TC_LOG(Info) << family_name(fam) << ": rows per GPU (default data and --add-data): " << each;
+    }
     if (rows.size() < 4) {
       std::string names;
       for (const auto& f : files) names += (names.empty() ? "" : ", ") + f;
@@ -499,7 +542,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     e.train_seconds = seconds;
     r.seconds = seconds;
     e.data_hash = files_hash(files);
-    if (collected || is_llm_kernel_family(fam) || !opt.exclude_gpus.empty()) {
+    if (collected || !opt.added_dirs.empty() || is_llm_kernel_family(fam) || !opt.exclude_gpus.empty()) {
       for (const auto& r : rows)
         if (std::find(e.training_gpus.begin(), e.training_gpus.end(), r.device) == e.training_gpus.end())
           e.training_gpus.push_back(r.device);

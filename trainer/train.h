@@ -53,6 +53,7 @@ struct TrainOptions {
   std::vector<std::string> exclude_gpus;  // device names left out (leave-one-GPU-out studies)
   std::string vendor = "nvidia";    // nvidia | amd: which training GPUs (the AMD predictor set: MI100, MI210)
   std::vector<std::string> data_dirs;  // instead: folders written by `tilecast collect`
+  std::vector<std::string> added_dirs; // besides the default data: folders written by `tilecast collect`
   std::string out_dir;              // weights folder to write
   std::string predictor_config_dir; // configs/predictors
   std::vector<Family> families;     // empty = all five
@@ -64,10 +65,11 @@ struct TrainOptions {
   bool quiet = false;
 };
 
-// Loads NeuSight's training CSVs (five training GPUs only) or the collected folders, builds
-// the tile table and trains the families in turn, in a staging folder (WeightsStaging) that
-// replaces out_dir only when every family succeeded. An interrupted run leaves out_dir as it
-// was and keeps what it finished in OUT.interrupted.
+// Loads NeuSight's training CSVs (five training GPUs only) and the LLM-era data, or the
+// collected folders instead (data_dirs), or both (added_dirs: a lab's own GPUs beside the
+// default training GPUs), builds the tile table and trains the families in turn, in a staging
+// folder (WeightsStaging) that replaces out_dir only when every family succeeded. An
+// interrupted run leaves out_dir as it was and keeps what it finished in OUT.interrupted.
 std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistry& gpus);
 
 // Writes the torch-free network file (`.tcmlp`) of every checkpoint in the weights folder

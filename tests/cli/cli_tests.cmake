@@ -76,6 +76,11 @@ tc_cli_fail(predict_seq_too_long "exceeds" "${TC};predict;--model;gpt2-large;--g
 tc_cli_fail(predict_bad_mode "--mode" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--mode;serve")
 tc_cli_fail(predict_training_fusion "inference only" "${TC};predict;--model;gpt2-large;--gpu;T4;--batch;1;--seq;16;--mode;training;--fusion")
 tc_cli_fail(eval_models_missing_dir "labels folder not found" "${TC};eval-models;--labels;/nonexistent")
+# train --add-data (a lab's collected folders beside the default data): with --data, with the
+# AMD set, or naming no folder, one line each (the rest: cli.collect_pipeline).
+tc_cli_fail(train_data_and_add_data "--data and --add-data: --data trains on the collected folders alone, --add-data adds them to the default training data; give one of them" "${TC};train;--data;${D}/labels;--add-data;${D}/labels;--out;${CMAKE_CURRENT_BINARY_DIR}/add_data_out")
+tc_cli_fail(train_add_data_amd "--vendor amd trains on NeuSight's AMD data; --add-data folders carry their own GPU" "${TC};train;--vendor;amd;--add-data;${D}/labels;--out;${CMAKE_CURRENT_BINARY_DIR}/add_data_out")
+tc_cli_fail(train_add_data_missing "/nonexistent/run: --add-data: not a folder \\(one written by tilecast collect\\)" "${TC};train;--add-data;/nonexistent/run;--out;${CMAKE_CURRENT_BINARY_DIR}/add_data_out")
 
 # Collector (CPU backend): resume after SIGKILL, Ctrl-C, shards + merge, train -> predict.
 add_test(NAME cli.collect_pipeline COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/collect_pipeline_test.sh ${TC})

@@ -101,6 +101,31 @@ diff <(ids "$W/ref") <(ids "$W/merged") || { echo "merged shards differ from the
 "$TC" -q train --data "$W/ref" --out "$W/weights" --epochs 2 > "$W/train.csv"
 grep -q '^softmax,' "$W/train.csv"
 "$TC" predict-kernel --weights "$W/weights" --gpu "$W/ref/gpu.yaml" --op bmm --shape 4,64,64,64 --format json | grep -q latency_ms
+# 6b. --add-data: the collected GPU joins the default training GPUs (NeuSight's five for the FP32
+#     families, the LLM-era data's for the others) instead of replacing them. Needs the shared
+#     data; without it this part says so and is skipped.
+NS="${TILECAST_NEUSIGHT_DIR:-$SRC/../shared/neusight}"
+LLM="${TILECAST_LLM_KERNELS_DIR:-$SRC/../shared/llm-kernels}"
+manifest_gpus() {  # weights family: the family's training_gpus line
+  awk -v f="  $2:" '$0 == f { on = 1; next } on && /^  [a-z_]+:$/ { on = 0 } on && /training_gpus:/ { print; exit }' "$1/manifest.yaml"
+}
+if [ -d "$NS/kernels" ]; then
+  "$TC" train --neusight-dir "$NS" --add-data "$W/ref" --family softmax --epochs 1 --out "$W/added" > "$W/added.csv" 2> "$W/added.log"
+  grep -q "softmax: rows per GPU (default data and --add-data): NVIDIA A100-PCIE-40GB [0-9]*, .*Tesla V100-PCIE-32GB [0-9]*, cpu 24$" "$W/added.log" \
+    || { cat "$W/added.log"; echo "--add-data: expected the five NeuSight GPUs' rows and the 24 collected ones"; exit 1; }
+  [ "$(manifest_gpus "$W/added" softmax)" = "    training_gpus: [Tesla P4, Tesla P100-PCIE-16GB, Tesla V100-PCIE-32GB, Tesla T4, NVIDIA A100-PCIE-40GB, cpu]" ] \
+    || { manifest_gpus "$W/added" softmax; echo "--add-data: manifest training GPUs"; exit 1; }
+  "$TC" predict-kernel --weights "$W/added" --gpu "$W/ref/gpu.yaml" --op softmax --shape 64,1024 | grep -q "one of its 6 training GPUs: network" \
+    || { echo "--add-data: the collected GPU is not a training GPU of the forecast"; exit 1; }
+  "$TC" predict-kernel --weights "$W/added" --gpu H100-SXM --op softmax --shape 64,1024 | grep -q "not one of its 6 training GPUs" \
+    || { echo "--add-data: the H100 should be unseen"; exit 1; }
+  # A folder without the trained families' files is refused, not silently ignored.
+  set +e; "$TC" train --neusight-dir "$NS" --add-data "$W/ref" --family gemm --out "$W/added2" 2> "$W/added2.err"; rc=$?; set -e
+  [ "$rc" = 1 ] && [ "$(wc -l < "$W/added2.err")" = 1 ] && grep -q -- "--add-data: no <family>.csv of the families trained (gemm) in the added folders" "$W/added2.err" \
+    || { cat "$W/added2.err"; echo "--add-data without the family's file: expected one error line (got $rc)"; exit 1; }
+else
+  echo "skipped train --add-data (FP32 families): no NeuSight data at $NS"
+fi
 # 7. The LLM-era families: tensor-core GEMM, memory-op, attention (prefill, decode) and MoE
 #    runners on the CPU backend (fp32), trained and forecast like the others. Attention and MoE
 #    rows are written in aiconfigurator's layout, the one the bundled LLM data has.
@@ -131,6 +156,17 @@ awk -F, 'NR > 1 && ($7 != 1 || $8 % $9 != 0) { bad = 1 } END { exit bad }' "$W/l
   | grep -q '"family": "generation_attention"' || { echo "no decode forecast from collected data"; exit 1; }
 "$TC" predict-kernel --weights "$W/llm_weights" --gpu "$W/llm/gpu.yaml" --op moe --dtype fp32 --shape 32,128,128,2,4 --format json \
   | grep -q '"family": "moe"' || { echo "no moe forecast from collected data"; exit 1; }
+# --add-data for an LLM-era family: the collected decode rows beside the three training GPUs'.
+if [ -d "$LLM/aiconfigurator" ]; then
+  "$TC" train --llm-dir "$LLM" --add-data "$W/llm" --family generation_attention --epochs 1 --max-rows 2000 \
+    --out "$W/llm_added" > /dev/null 2> "$W/llm_added.log"
+  grep -q "generation_attention: rows per GPU (default data and --add-data): NVIDIA A100-SXM4-80GB [0-9]*, NVIDIA B200 [0-9]*, NVIDIA L40S [0-9]*, cpu 16$" "$W/llm_added.log" \
+    || { cat "$W/llm_added.log"; echo "--add-data (decode): expected the three GPUs' rows and the 16 collected ones"; exit 1; }
+  manifest_gpus "$W/llm_added" generation_attention | grep -q "NVIDIA A100-SXM4-80GB.*NVIDIA L40S.*NVIDIA B200.*cpu\]" \
+    || { manifest_gpus "$W/llm_added" generation_attention; echo "--add-data (decode): manifest training GPUs"; exit 1; }
+else
+  echo "skipped train --add-data (LLM-era families): no LLM kernel data at $LLM"
+fi
 # A MoE sweep whose top-k can exceed its experts is refused in one line.
 printf 'name: x\nfamilies:\n  moe:\n    t: [1, 2]\n    h: {values: [64]}\n    f: {values: [64]}\n    topk: {values: [2, 8]}\n    experts: {values: [4]}\n' > "$W/moe.yaml"
 set +e; "$TC" collect --sweep "$W/moe.yaml" --out "$W/moe" --backend cpu 2> "$W/moe.err"; rc=$?; set -e
