@@ -99,6 +99,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     if (r.corrected)
       std::printf("prior_ms     %.6g (the family's fitted roofline%s)\n", r.prior_ms,
                   r.prior_is_base ? ", which the network corrects" : "");
+    else if (r.network_weight > 0 && r.composite_weight > 0)
+      std::printf("prior_ms     %.6g (the family's fitted roofline; this GPU is not one the network was trained on, nor "
+                  "a twin: the forecast is the weighted geometric mean of the network's (weight %.2f), this (%.2f) and "
+                  "the stacked GEMMs below (%.2f))\n",
+                  r.prior_ms, r.network_weight, 1 - r.network_weight - r.composite_weight, r.composite_weight);
     else if (r.network_weight > 0)
       std::printf("prior_ms     %.6g (the family's fitted roofline; this GPU is not one the network was trained on, nor "
                   "a twin: the forecast is the geometric mean of the network's (weight %.2f) and this)\n",
@@ -154,6 +159,10 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("fp8          %.2f us + %.4f x the BF16 layer's %.6g ms (%s: FP8 at its BF16's pace on half the work; "
                 "scripts/eval-moe-fp8.py)\n",
                 predictor::kTritonFp8MoeFloorUs, predictor::kTritonFp8MoeFactor, r.bf16_ms, moe_library(spec, q.dtype));
+  if (r.composite_weight > 0)
+    std::printf("gemms        %.6g ms: the %slayer as two stacked GEMMs (gate_up, down) forecast by the gemm family, "
+                "weight %.2f in the forecast (an unseen GPU)\n",
+                r.composite_ms, r.fp8_from_bf16 ? "BF16 " : "", r.composite_weight);
   if (r.moe_chunks > 1)
     std::printf("chunks       %lld x %lld tokens, one after another (the family was trained on at most %lld tokens; "
                 "at the top of that range the data's latency nearly doubles with the tokens)\n",

@@ -303,6 +303,19 @@ MoeLoad moe_load(const KernelQuery& q) {
   return memo.load;
 }
 
+bool moe_gemm_composite(const KernelQuery& q, KernelQuery* gate_up, KernelQuery* down) {
+  if (q.op != OpKind::kMoe) return false;
+  if (q.dtype != DType::kBf16 && q.dtype != DType::kFp16 && q.dtype != DType::kFp8 && q.dtype != DType::kFp8Block)
+    return false;
+  const MoeLoad l = moe_load(q);
+  const int64_t hit = std::max<int64_t>(1, std::llround(l.hit));
+  const int64_t rows = std::max<int64_t>(1, std::llround(l.tokens / l.hit));
+  const int64_t f = q.n / q.moe_tp;
+  *gate_up = gemm_q(rows, q.h, hit * 2 * f, q.dtype);
+  *down = gemm_q(rows, f, hit * q.h, q.dtype);
+  return true;
+}
+
 const char* attention_library(const GpuSpec& gpu) { return trtllm_kernels(gpu) ? "trtllm_mha" : "flash_attention"; }
 
 const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu) {

@@ -133,6 +133,12 @@ struct MoeLoad {
   int tm = 64;
 };
 MoeLoad moe_load(const KernelQuery& q);
+// A fused MoE layer on one rank read as two stacked dense GEMMs (gemm_q), with the layer's FLOPs
+// and weight bytes: gate_up of (tokens / experts hit) rows x hidden in x (hit x 2 x inter / tp)
+// out, and down of the same rows x inter / tp in x (hit x hidden) out (hit and rows rounded to
+// whole numbers, at least 1). Only for the dtypes the gemm family runs (bf16, fp16, fp8,
+// fp8_block): false otherwise (the 4-bit weight formats, fp32).
+bool moe_gemm_composite(const KernelQuery& moe, KernelQuery* gate_up, KernelQuery* down);
 // The kernel library a query's forecast assumes on this GPU (attention_library, moe_library),
 // or nullptr for families measured with one library.
 const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu);

@@ -162,6 +162,10 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["library"] = attention_library(spec);
   } else if (kind == OpKind::kMoe) {
     if (r.fp8_from_bf16) j["fp8_from_bf16_ms"] = r.bf16_ms;
+    if (r.composite_weight > 0) {  // the layer as two stacked GEMMs (of its BF16 twin where fp8_from_bf16)
+      j["gemm_composite_ms"] = r.composite_ms;
+      j["gemm_composite_weight"] = r.composite_weight;
+    }
     j["chunks"] = r.moe_chunks;  // > 1: forecast as equal chunks within the trained tokens
     if (r.moe_chunks > 1) j["chunk_tokens"] = r.moe_chunk_tokens;
     const MoeLoad& l = r.launch.moe;

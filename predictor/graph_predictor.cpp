@@ -561,12 +561,14 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   b.clamped = !p.out_of_range.empty() && p.clamped;
   b.standing = p.standing;
   b.network_weight = p.network_weight;  // 1 where the network corrects the GPU
+  b.composite_weight = p.composite_weight;
   return b;
 }
 
 const char* ForecastBasis::forecast_by() const {
   if (physics()) return "physics";
   if (network_weight >= 1) return "network";
+  if (composite_weight > 0) return "network+fitted_roofline+gemm_composite";
   return network_weight > 0 ? "network+fitted_roofline" : "fitted_roofline";
 }
 
@@ -594,7 +596,11 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
       by = "fitted physics";
     else if (b.network_weight >= 1)
       by = "network";
-    else if (b.network_weight > 0) {
+    else if (b.composite_weight > 0) {
+      std::snprintf(buf, sizeof buf, "network^%.2f x fitted roofline^%.2f x stacked GEMMs^%.2f", b.network_weight,
+                    1 - b.network_weight - b.composite_weight, b.composite_weight);
+      by = buf;
+    } else if (b.network_weight > 0) {
       std::snprintf(buf, sizeof buf, "network^%.2f x fitted roofline^%.2f", b.network_weight, 1 - b.network_weight);
       by = buf;
     } else
@@ -636,6 +642,7 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
                  {"vendor_in_training", b.standing.vendor_trained},
                  {"forecast_by", b.forecast_by()},
                  {"network_weight", b.physics() ? nlohmann::json(nullptr) : nlohmann::json(b.network_weight)},
+                 {"gemm_composite_weight", b.composite_weight},
                  {"outside_training_range", b.outside_range},
                  {"clamped", b.clamped}});
   return a;

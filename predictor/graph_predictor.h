@@ -33,8 +33,10 @@ struct ForecastBasis {
   bool clamped = false;       // ... moved into it (families that clamp) rather than extrapolated
   GpuStanding standing;       // the GPU against the family's training GPUs (KernelPrediction's)
   double network_weight = 1;  // the network's share of the log-latency (0: the fitted roofline alone)
+  double composite_weight = 0;  // moe: the stacked GEMMs' share (KernelPrediction::composite_weight)
   bool physics() const { return !is_mlp_family(family); }  // memory_op: fitted coefficients, no network
-  // "network", "network+fitted_roofline", "fitted_roofline" or "physics".
+  // "network", "network+fitted_roofline", "network+fitted_roofline+gemm_composite",
+  // "fitted_roofline" or "physics".
   const char* forecast_by() const;
 };
 // One kernel's (KernelPrediction's standing, network weight and training range).

@@ -325,7 +325,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
       for (double KernelPrediction::*f : {&KernelPrediction::latency_ms, &KernelPrediction::base_ms,
                                           &KernelPrediction::bound_ms, &KernelPrediction::prior_ms,
                                           &KernelPrediction::member_min_ms, &KernelPrediction::member_max_ms,
-                                          &KernelPrediction::stream_ms, &KernelPrediction::bf16_ms})
+                                          &KernelPrediction::stream_ms, &KernelPrediction::bf16_ms,
+                                          &KernelPrediction::composite_ms})
         p.*f *= c;
       // The layer's own physics (a chunk's padding aside, c chunks' of it).
       p.roofline_ms = s_to_ms(roofline_s(queries[i], gpu));
@@ -365,6 +366,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
     p.clamped = b.clamped;
     p.corrected = b.corrected;
     p.network_weight = b.network_weight;
+    p.composite_weight = b.composite_weight;  // the BF16 layer's composite (composite_ms: of it)
+    p.composite_ms = b.composite_ms;
     p.stream_ms = std::max(p.latency_ms - (b.latency_ms - b.stream_ms), std::min(p.latency_ms, kMinStreamUs * 1e-3));
   }
   return out;
@@ -507,8 +510,46 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.member_max_ms = std::max(blend_ms(hi[j]), r.peak_ms);
       r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
     }
+    if (fam == Family::kMoe && !corrected && entry->config.gemm_composite_weight > 0)
+      blend_gemm_composite(queries, idx, gpu, entry->config.gemm_composite_weight, overhead_ms, out);
   }
   return out;
+}
+
+void KernelPredictor::blend_gemm_composite(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
+                                           const GpuSpec& gpu, double w, double overhead_ms,
+                                           std::vector<KernelPrediction>& out) const {
+  // The layers' two stacked GEMMs, forecast together by the gemm family (on this GPU, which it
+  // may not have been trained on either: its own network + fitted roofline blend).
+  std::vector<KernelQuery> gemms;
+  std::vector<size_t> of;  // out index of each pair
+  for (size_t i : idx) {
+    KernelQuery up, down;
+    if (!moe_gemm_composite(queries[i], &up, &down)) continue;
+    gemms.push_back(up);
+    gemms.push_back(down);
+    of.push_back(i);
+  }
+  if (of.empty()) return;
+  if (!has_family(Family::kGemm))
+    throw ConfigError("no trained weights for family 'gemm' in the weights folder: the moe family's "
+                      "gemm_composite_weight forecasts a MoE layer on an unseen GPU with it (run `tilecast train --family gemm`)");
+  const std::vector<KernelPrediction> g = predict_here(gemms, gpu);
+  for (size_t j = 0; j < of.size(); ++j) {
+    KernelPrediction& r = out[of[j]];
+    const double c_ms = g[2 * j].latency_ms + g[2 * j + 1].latency_ms;
+    const auto raw = [&](double ms) { return std::exp((1 - w) * std::log(ms) + w * std::log(c_ms)); };
+    const auto blend = [&](double ms) { return std::max(raw(ms), r.peak_ms); };
+    r.composite_ms = c_ms;
+    r.composite_weight = w;
+    r.network_weight *= 1 - w;
+    r.at_peak = raw(r.latency_ms) < r.peak_ms;
+    r.latency_ms = blend(r.latency_ms);
+    r.member_min_ms = blend(r.member_min_ms);
+    r.member_max_ms = blend(r.member_max_ms);
+    r.utilisation = r.bound_ms / r.latency_ms;
+    r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
+  }
 }
 
 GpuStanding KernelPredictor::memory_op_standing(const GpuSpec& gpu) const {

@@ -48,6 +48,10 @@ struct KernelPrediction {
   // The network forecast's share of the log-latency: 1 where corrected, else 1 - the family's
   // unseen_prior_weight (0: the fitted roofline alone).
   double network_weight = 1;
+  // moe on a GPU outside network_gpus (config gemm_composite_weight > 0): the layer's two stacked
+  // GEMMs forecast by the gemm family (moe_gemm_composite), and their share of the log-latency
+  // (the network's and the fitted roofline's shares are then scaled by 1 - it). 0: none.
+  double composite_ms = 0, composite_weight = 0;
   // The GPU against the family's training GPUs (ForecastBasis sums it over a model).
   GpuStanding standing;
   // The kernel's time inside a whole model's stream of kernels: latency_ms less its family's
@@ -147,6 +151,11 @@ class KernelPredictor {
   void predict_memory_ops(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
                           const GpuSpec& gpu, std::vector<KernelPrediction>& out) const;
   std::vector<KernelPrediction> predict_here(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
+  // MoE forecasts out[idx] on a GPU outside the family's network_gpus: blended in log space with
+  // weight w with their layers' two stacked GEMMs (moe_gemm_composite) as the gemm family
+  // forecasts them; dtypes the gemm family does not run keep their forecast.
+  void blend_gemm_composite(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx, const GpuSpec& gpu,
+                            double w, double overhead_ms, std::vector<KernelPrediction>& out) const;
   // predict_here on this set or its AMD set, by family (predict's AMD rule).
   std::vector<KernelPrediction> predict_by_set(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_unmemoised(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;

@@ -13,6 +13,10 @@
 # UNSEEN_PRIOR_WEIGHT=w (with EVAL_ONLY=1) first sets the family's `unseen_prior_weight` to w in
 # each fold's manifest under OUT (the fold must have been trained with `network_gpus` set), so
 # one training run scores several blends (docs/accuracy.md, MoE); copy OUT first to keep it.
+# GEMM_COMPOSITE_WEIGHT=w (with EVAL_ONLY=1) does the same for MoE's `gemm_composite_weight`
+# (the layer as two stacked GEMMs of the gemm family on an unseen GPU). A MoE fold retrains the
+# gemm family without the left-out GPU too, so that those GEMMs are forecast by networks that
+# never saw it either.
 # RESUME=1 keeps every fold already scored under OUT (after an interruption; same arguments).
 # A fold counts as trained once its train CSV is in place and as scored once its eval JSON
 # is: both are written to a temporary name and renamed.
@@ -22,8 +26,8 @@ cd "$(dirname "$0")/.."
 OUT="${1:-out/llm-loo}"; shift || true
 TC=./build/tilecast
 LLM="${TILECAST_LLM_KERNELS_DIR:-../shared/llm-kernels}"
-if [ -n "${UNSEEN_PRIOR_WEIGHT:-}" ] && [ "${EVAL_ONLY:-0}" != 1 ]; then
-  echo "eval-llm-loo: UNSEEN_PRIOR_WEIGHT re-scores trained folds: set EVAL_ONLY=1 too" >&2
+if [ -n "${UNSEEN_PRIOR_WEIGHT:-}${GEMM_COMPOSITE_WEIGHT:-}" ] && [ "${EVAL_ONLY:-0}" != 1 ]; then
+  echo "eval-llm-loo: UNSEEN_PRIOR_WEIGHT and GEMM_COMPOSITE_WEIGHT re-score trained folds: set EVAL_ONLY=1 too" >&2
   exit 2
 fi
 mkdir -p "$OUT"
@@ -52,9 +56,14 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
       if [ -n "${UNSEEN_PRIOR_WEIGHT:-}" ]; then
         set_unseen_prior_weight "$w/manifest.yaml" "$fam" "$UNSEEN_PRIOR_WEIGHT" || exit 1
       fi
+      if [ -n "${GEMM_COMPOSITE_WEIGHT:-}" ] && [ "$fam" = moe ]; then
+        set_family_config "$w/manifest.yaml" moe gemm_composite_weight "$GEMM_COMPOSITE_WEIGHT" || exit 1
+      fi
     else
       rm -rf "$w" "$trained" "$scored"; cp -r weights "$w"
-      to_file "$trained" "$TC" -q train --family "$fam" --llm-dir "$LLM" --exclude-gpu "$dev" --out "$w" "$@"
+      fams=("$fam")
+      [ "$fam" = moe ] && fams=(gemm moe)
+      to_file "$trained" "$TC" -q train --family "${fams[@]}" --llm-dir "$LLM" --exclude-gpu "$dev" --out "$w" "$@"
     fi
     mapfile -t files < <(files_of "$fam" "$gpu")
     data=()

@@ -47,26 +47,30 @@ for dev, fams in sorted(r.get("by_device_op", {}).items()):
 PY
 }
 
-# Sets family FAM's `unseen_prior_weight` to W in a weights manifest, in place (temporary file
+# Sets family FAM's config key KEY (unseen_prior_weight, gemm_composite_weight: the weights of
+# the blends on GPUs outside network_gpus) to W in a weights manifest, in place (temporary file
 # and rename). The family's entry is the block under "  FAM:" (two-space keys are the
-# families). Its line is rewritten; a family trained with `network_gpus` but the default weight
-# 1 (which the manifest does not write) gets the line after its `network_gpus` line; a family
+# families). Its line is rewritten; a family trained with `network_gpus` but the key's default
+# (which the manifest does not write) gets the line after its `network_gpus` line; a family
 # without `network_gpus` (its network serves every GPU) is an error and leaves the manifest
 # unchanged.
-set_unseen_prior_weight() {  # manifest family weight
-  local m=$1 fam=$2 wt=$3
+set_family_config() {  # manifest family key value
+  local m=$1 fam=$2 key=$3 wt=$4
   local has
-  has=$(awk -v fam="$fam:" '/^  [A-Za-z0-9_]+:$/ { infam = ($1 == fam) }
-      infam && /^      unseen_prior_weight: / { n++ } END { print n + 0 }' "$m")
-  if ! awk -v fam="$fam:" -v wt="$wt" -v has="$has" '
+  has=$(awk -v fam="$fam:" -v key="$key:" '/^  [A-Za-z0-9_]+:$/ { infam = ($1 == fam) }
+      infam && $1 == key && /^      [a-z_]+: / { n++ } END { print n + 0 }' "$m")
+  if ! awk -v fam="$fam:" -v key="$key" -v wt="$wt" -v has="$has" '
       /^  [A-Za-z0-9_]+:$/ { infam = ($1 == fam) }
-      infam && has > 0 && /^      unseen_prior_weight: / { sub(/unseen_prior_weight: .*/, "unseen_prior_weight: " wt); done = 1 }
+      infam && has > 0 && $1 == key ":" && /^      [a-z_]+: / { sub(/: .*/, ": " wt); done = 1 }
       { print }
-      infam && has == 0 && /^      network_gpus: / { print "      unseen_prior_weight: " wt; done = 1 }
+      infam && has == 0 && /^      network_gpus: / { print "      " key ": " wt; done = 1 }
       END { if (!done) exit 3 }' "$m" > "$m.tmp"; then
     rm -f "$m.tmp"
-    echo "$m: family '$fam' has no unseen_prior_weight (train it with network_gpus set)" >&2
+    echo "$m: family '$fam' has no $key (train it with network_gpus set)" >&2
     return 1
   fi
   mv "$m.tmp" "$m"
+}
+set_unseen_prior_weight() {  # manifest family weight
+  set_family_config "$1" "$2" unseen_prior_weight "$3"
 }

@@ -13,7 +13,7 @@ so the left-out GPU's MoE rows are forecast by GEMM networks that never saw it.
 Per left-out GPU and dtype (bfloat16, fp8_block; the rows of the kernel library the spec
 selects, as training keeps them; distinct shapes, the last row of a shape measured twice),
 prints the MAPE of:
-  - the composite alone (ratio 1);
+  - the composite alone (ratio 1), with its bias (median composite / measured);
   - the composite times the median measured / composite ratio of the other GPUs' rows of the
     same library (the B200's TRT-LLM library has no other GPU) or of all;
   - `by shape`: the composite times the same shape's measured / composite ratio on each other GPU
@@ -22,7 +22,8 @@ prints the MAPE of:
 The MoE family's own leave-one-GPU-out figures are in docs/accuracy.md. With `--moe-loo DIR`
 (`FAMILIES=moe bash scripts/eval-llm-loo.sh DIR`: the MoE family's fold weights), a second table
 blends the two on the left-out GPU, the family's fold forecast ^ (1 - w) x the composite ^ w, for
-w = 0, 0.25, 0.5, 0.75 and 1, with the mean over the cells.
+w = 0, 0.25, 0.5, 0.75 and 1, with the mean over the cells (fold weights whose MoE forecast
+blends the GEMMs already, gemm_composite_weight > 0, are refused: set it to 0 in a copy).
 
   scripts/moe-from-gemm.py OUT [--moe-loo DIR] [--stride N] [--llm-dir ../shared/llm-kernels] [--build build]
 """
@@ -106,7 +107,7 @@ def main():
                 return math.exp(statistics.median(logs)) if logs else None
 
             same, every = ratio([g for g in others if LIB[g] == LIB[fold]]), ratio(others)
-            cells = [f"{mape(pairs):.1f} %"]
+            cells = [f"{mape(pairs):.1f} % (bias {statistics.median(c / m for m, c in pairs):.2f})"]
             cells += [f"{mape(pairs, s):.1f} % (x {s:.2f})" if s else "-" for s in (same, every)]
             each = []
             for g in others:
@@ -129,8 +130,12 @@ def main():
                     r = dict(zip(SHAPE, key))
                     fam = t.predict_kernel(op="moe", shape=[int(r[k]) for k in SHAPE[1:6]], gpu=GPUS[fold],
                                            dtype=DTYPES[d], moe_tp=int(r["moe_tp_size"]), moe_ep=int(r["moe_ep_size"]),
-                                           routing=r["distribution"], weights=mw)["latency_ms"]
-                    trip.append((m, fam, c))
+                                           routing=r["distribution"], weights=mw)
+                    if fam.get("gemm_composite_weight", 0) > 0:
+                        sys.exit(f"moe-from-gemm: {mw}: its MoE forecast blends the GEMMs already (gemm_composite_weight "
+                                 f"{fam['gemm_composite_weight']}); score a copy with it at 0 (scripts/llm-files.sh "
+                                 "set_family_config MANIFEST moe gemm_composite_weight 0)")
+                    trip.append((m, fam["latency_ms"], c))
                 blends.append((fold, d, trip))
     if blends:
         ws = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -35,6 +35,12 @@ std::string config_conflict(const PredictorConfig& c) {
     return "field 'prior_floor' needs a fitted roofline ('prior: true' or network_gpus other than all)";
   if (c.unseen_prior_weight != 1.0 && c.network_gpus == "all")
     return "field 'unseen_prior_weight' needs network_gpus 'trained' or 'twins' (with 'all' no GPU is unseen)";
+  if (!(c.gemm_composite_weight >= 0 && c.gemm_composite_weight < 1))
+    return "field 'gemm_composite_weight': value " + std::to_string(c.gemm_composite_weight) + " outside [0, 1)";
+  if (c.gemm_composite_weight > 0 && c.family != Family::kMoe)
+    return "field 'gemm_composite_weight' applies to family moe only";
+  if (c.gemm_composite_weight > 0 && c.network_gpus == "all")
+    return "field 'gemm_composite_weight' needs network_gpus 'trained' or 'twins' (with 'all' no GPU is unseen)";
   return "";
 }
 
@@ -43,7 +49,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
       "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "prior_cap_memory", "ignore_features", "network_gpus",
-      "unseen_prior_weight"};
+      "unseen_prior_weight", "gemm_composite_weight"};
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
   c.origin = path;
@@ -75,6 +81,8 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["network_gpus"]) c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
   if (root["unseen_prior_weight"])
     c.unseen_prior_weight = field<double>(root["unseen_prior_weight"], "unseen_prior_weight", path);
+  if (root["gemm_composite_weight"])
+    c.gemm_composite_weight = field<double>(root["gemm_composite_weight"], "gemm_composite_weight", path);
   if (root["ignore_features"]) {
     c.ignore_features = field<std::vector<std::string>>(root["ignore_features"], "ignore_features", path);
     const auto& names = feature_names(c.family);
@@ -125,6 +133,8 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   if (c.prior_cap_memory) out << YAML::Key << "prior_cap_memory" << YAML::Value << true;
   if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
   if (c.unseen_prior_weight != 1.0) out << YAML::Key << "unseen_prior_weight" << YAML::Value << c.unseen_prior_weight;
+  if (c.gemm_composite_weight > 0)
+    out << YAML::Key << "gemm_composite_weight" << YAML::Value << c.gemm_composite_weight;
   if (!c.ignore_features.empty()) out << YAML::Key << "ignore_features" << YAML::Value << YAML::Flow << c.ignore_features;
   out << YAML::EndMap;
   return out.c_str();

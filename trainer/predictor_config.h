@@ -48,6 +48,12 @@ struct PredictorConfig {
   // bmm and linear, not bundled: better kernel rows, worse whole models in leave-one-GPU-out,
   // docs/accuracy.md). Needs network_gpus other than all.
   double unseen_prior_weight = 1.0;
+  // moe only: on a GPU outside network_gpus, the weight in log space of the layer read as two
+  // stacked GEMMs forecast by the gemm family (gate_up: tokens / experts hit rows x hidden x
+  // hit x 2 x inter / tp; down: the same rows x inter / tp x hit x hidden; moe_gemm_composite,
+  // core/kernel.h), the network + fitted roofline blend taking the rest. 0 (the default): none.
+  // Chosen by leave-one-GPU-out (docs/accuracy.md, "A fused MoE layer as two stacked GEMMs").
+  double gemm_composite_weight = 0;
   // Features the network does not see (their column is 0 in training and forecasting): e.g.
   // the absolute times, which place every row on its own GPU's scale, so that the network's
   // correction of the prior depends on the shape and the launch only.

@@ -92,6 +92,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["prior_cap_memory"]) e.config.prior_cap_memory = c["prior_cap_memory"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
+        if (c["gemm_composite_weight"]) e.config.gemm_composite_weight = c["gemm_composite_weight"].as<double>();
         if (const std::string why = config_conflict(e.config); !why.empty())
           throw ConfigError(path + ": family '" + name + "': config: " + why);
         if (c["ignore_features"]) e.config.ignore_features = c["ignore_features"].as<std::vector<std::string>>();

@@ -17,7 +17,15 @@ diff <(sed 's/unseen_prior_weight: .*//' "$SRC/weights/manifest.yaml") <(sed 's/
 [ "$(grep -c . "$m")" = "$before" ] || { echo "FAIL: line count changed"; exit 1; }
 [ "$(grep -c '^      unseen_prior_weight: 0.5$' "$m")" = 1 ] || { echo "FAIL: moe's weight not set"; exit 1; }
 out=$("$TC" predict-kernel --weights "$tmp/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
-grep -q '"network_weight": 0.5' <<<"$out" || { echo "FAIL: forecast does not use 0.5: $out"; exit 1; }
+# The bundled MoE also gives the stacked GEMMs 0.25 (gemm_composite_weight): the network keeps
+# 0.5 of the other 0.75.
+grep -q '"network_weight": 0.375' <<<"$out" || { echo "FAIL: forecast does not use 0.5: $out"; exit 1; }
+# eval-llm-loo.sh GEMM_COMPOSITE_WEIGHT: the same edit of another key, rewritten in place.
+set_family_config "$m" moe gemm_composite_weight 0.5
+[ "$(grep -c . "$m")" = "$before" ] || { echo "FAIL: composite weight: line count changed"; exit 1; }
+out=$("$TC" predict-kernel --weights "$tmp/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
+grep -q '"network_weight": 0.25' <<<"$out" && grep -q '"gemm_composite_weight": 0.5' <<<"$out" \
+  || { echo "FAIL: forecast does not use composite weight 0.5: $out"; exit 1; }
 # Decode is trained with network_gpus (twins) at the default weight 1, which the manifest does not
 # write: the line is inserted after network_gpus, and an unseen GPU's decode forecast follows it.
 grep -q "unseen_prior_weight" <(awk '/^  generation_attention:$/{f=1;next} /^  [A-Za-z0-9_]+:$/{f=0} f' "$m") \

@@ -588,3 +588,31 @@ TEST(Kernel, FittedRooflineInClockCycles) {
   EXPECT_GT(loss(us), 3 * loss(cyc));
   std::printf("mean |log| loss: cycles %.4f, microseconds %.4f\n", loss(cyc), loss(us));
 }
+
+// moe_gemm_composite: Mixtral's layer (hidden 4,096, inter 14,336, top-2 of 8) on 4,096 tokens,
+// balanced: every expert hit (1 - (3/4)^4096 = 1 to double precision), 8,192 routed tokens, 1,024
+// rows an expert. Hand-derived GEMMs: gate_up 1,024 x 4,096 -> 8 x 2 x 14,336 = 229,376 out,
+// down 1,024 x 14,336 -> 8 x 4,096 = 32,768 out; their FLOPs, 2 x 1,024 x (4,096 x 229,376 +
+// 14,336 x 32,768) = (32,768 + 16,384) x 4,096 x 14,336, equal the layer's 6 x 8,192 x 4,096 x
+// 14,336. With tp 2 the inter width halves; the 4-bit weight formats have no GEMM twin.
+TEST(Kernel, MoeAsTwoStackedGemms) {
+  KernelQuery up, down;
+  const KernelQuery mixtral = moe_q(4096, 4096, 14336, 2, 8, 1, 1, DType::kBf16);
+  ASSERT_TRUE(moe_gemm_composite(mixtral, &up, &down));
+  EXPECT_EQ(up.op, OpKind::kGemm);
+  EXPECT_EQ(query_dims(up), (std::vector<int64_t>{1024, 4096, 229376}));
+  EXPECT_EQ(query_dims(down), (std::vector<int64_t>{1024, 14336, 32768}));
+  EXPECT_EQ(up.dtype, DType::kBf16);
+  EXPECT_DOUBLE_EQ(query_flops(up) + query_flops(down), 6.0 * 8192 * 4096 * 14336);
+  const KernelQuery tp2 = moe_q(4096, 4096, 14336, 2, 8, 2, 1, DType::kFp8Block);
+  ASSERT_TRUE(moe_gemm_composite(tp2, &up, &down));
+  EXPECT_EQ(query_dims(up), (std::vector<int64_t>{1024, 4096, 114688}));
+  EXPECT_EQ(query_dims(down), (std::vector<int64_t>{1024, 7168, 32768}));
+  EXPECT_EQ(down.dtype, DType::kFp8Block);
+  // One token, top-2 of 8: two experts hit, one row each.
+  ASSERT_TRUE(moe_gemm_composite(moe_q(1, 4096, 14336, 2, 8, 1, 1, DType::kBf16), &up, &down));
+  EXPECT_EQ(query_dims(up), (std::vector<int64_t>{1, 4096, 57344}));
+  EXPECT_FALSE(moe_gemm_composite(moe_q(64, 2048, 768, 8, 128, 1, 1, DType::kInt4), &up, &down));
+  EXPECT_FALSE(moe_gemm_composite(moe_q(64, 2048, 768, 8, 128, 1, 1, DType::kMxfp4), &up, &down));
+  EXPECT_FALSE(moe_gemm_composite(gemm_q(64, 2048, 768, DType::kBf16), &up, &down));
+}

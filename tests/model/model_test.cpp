@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <functional>
 #include <limits>
 #include <random>
@@ -2886,4 +2887,52 @@ TEST(BundledWeights, HfEagerPrefillIsTheEnginesPlusItsUnfusedKernels) {
                 1e-6 * eager.total_ms)
         << name;
   }
+}
+
+// The bundled MoE family on an unseen GPU takes 0.25 of its forecast from the layer as two
+// stacked GEMMs (config gemm_composite_weight): those are exactly the gemm family's own forecasts
+// of moe_gemm_composite's two queries, and the forecast lies between the network + fitted
+// roofline blend and them. A training GPU (the B200) and a 4-bit expert format get none.
+TEST(BundledWeights, MoeOnAnUnseenGpuLeansOnItsStackedGemms) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
+  predictor::KernelPredictor p(dir);
+  const GpuSpec& h100 = registry().resolve("H100-SXM");
+  const KernelQuery q = moe_q(4096, 4096, 14336, 2, 8, 1, 1, DType::kBf16);
+  KernelQuery up, down;
+  ASSERT_TRUE(moe_gemm_composite(q, &up, &down));
+  const auto r = p.predict(q, h100);
+  const auto g = p.predict(std::vector<KernelQuery>{up, down}, h100);
+  EXPECT_DOUBLE_EQ(r.composite_weight, 0.25);
+  EXPECT_NEAR(r.composite_ms, g[0].latency_ms + g[1].latency_ms, 1e-12);
+  EXPECT_NEAR(r.network_weight, 0.8 * 0.75, 1e-12);  // unseen_prior_weight 0.2, then 0.25 to the GEMMs
+  // Without the GEMMs (a copy of the weights with the weight at 0) the forecast is the other end.
+  const fs::path tmp = fs::temp_directory_path() / "tc_moe_composite";
+  fs::remove_all(tmp);
+  fs::copy(dir, tmp, fs::copy_options::recursive);
+  {
+    std::ifstream in(tmp / "manifest.yaml");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    const std::string key = "      gemm_composite_weight: 0.25\n";
+    const size_t at = text.find(key);
+    ASSERT_NE(at, std::string::npos);
+    text.erase(at, key.size());
+    std::ofstream(tmp / "manifest.yaml") << text;
+  }
+  predictor::KernelPredictor without(tmp.string());
+  const auto w0 = without.predict(q, h100);
+  fs::remove_all(tmp);
+  EXPECT_EQ(w0.composite_weight, 0);
+  EXPECT_GT(r.latency_ms, std::min(w0.latency_ms, r.composite_ms));
+  EXPECT_LT(r.latency_ms, std::max(w0.latency_ms, r.composite_ms));
+  // A training GPU: the network alone.
+  const auto b200 = p.predict(q, registry().resolve("B200"));
+  EXPECT_EQ(b200.composite_weight, 0);
+  EXPECT_EQ(b200.network_weight, 1);
+  // int4 experts: no GEMM of that format.
+  const auto int4 = p.predict(moe_q(64, 2048, 768, 8, 128, 1, 1, DType::kInt4), h100);
+  EXPECT_EQ(int4.composite_weight, 0);
+  EXPECT_NEAR(int4.network_weight, 0.8, 1e-12);
 }
