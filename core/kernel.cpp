@@ -313,6 +313,14 @@ bool moe_gemm_composite(const KernelQuery& q, KernelQuery* gate_up, KernelQuery*
   const int64_t f = q.n / q.moe_tp;
   *gate_up = gemm_q(rows, q.h, hit * 2 * f, q.dtype);
   *down = gemm_q(rows, f, hit * q.h, q.dtype);
+  // Stacked, the experts' weights can exceed one query's limits where each expert's do not (a
+  // layer of thousands of wide experts): no GEMM twin then.
+  try {
+    validate_query(*gate_up, "gate_up");
+    validate_query(*down, "down");
+  } catch (const DataError&) {
+    return false;
+  }
   return true;
 }
 

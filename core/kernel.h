@@ -137,7 +137,8 @@ MoeLoad moe_load(const KernelQuery& q);
 // and weight bytes: gate_up of (tokens / experts hit) rows x hidden in x (hit x 2 x inter / tp)
 // out, and down of the same rows x inter / tp in x (hit x hidden) out (hit and rows rounded to
 // whole numbers, at least 1). Only for the dtypes the gemm family runs (bf16, fp16, fp8,
-// fp8_block): false otherwise (the 4-bit weight formats, fp32).
+// fp8_block): false otherwise (the 4-bit weight formats, fp32), and where the stacked GEMMs
+// exceed validate_query's limits though the layer does not.
 bool moe_gemm_composite(const KernelQuery& moe, KernelQuery* gate_up, KernelQuery* down);
 // The kernel library a query's forecast assumes on this GPU (attention_library, moe_library),
 // or nullptr for families measured with one library.

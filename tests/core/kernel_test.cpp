@@ -615,4 +615,10 @@ TEST(Kernel, MoeAsTwoStackedGemms) {
   EXPECT_FALSE(moe_gemm_composite(moe_q(64, 2048, 768, 8, 128, 1, 1, DType::kInt4), &up, &down));
   EXPECT_FALSE(moe_gemm_composite(moe_q(64, 2048, 768, 8, 128, 1, 1, DType::kMxfp4), &up, &down));
   EXPECT_FALSE(moe_gemm_composite(gemm_q(64, 2048, 768, DType::kBf16), &up, &down));
+  // 4,096 experts of 16,384 x 16,384, about 3,500 of them hit by 1,000 tokens x top-8: each
+  // expert's weights pass the layer's checks, the stacked gate_up's (16,384 in x ~3,500 x 2 x
+  // 16,384 out, ~1.9e12 > 2^40) do not.
+  const KernelQuery wide = moe_q(1000, 16384, 16384, 8, 4096, 1, 1, DType::kBf16);
+  EXPECT_NO_THROW(validate_query(wide, "moe"));
+  EXPECT_FALSE(moe_gemm_composite(wide, &up, &down));
 }
