@@ -162,7 +162,11 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["library"] = attention_library(spec);
   } else if (kind == OpKind::kMoe) {
     if (r.fp8_from_bf16) j["fp8_from_bf16_ms"] = r.bf16_ms;
-    if (r.composite_weight > 0) {  // the layer as two stacked GEMMs (of its BF16 twin where fp8_from_bf16)
+    // The layer as two stacked GEMMs (moe_gemm_composite), whether or not the forecast uses them;
+    // their time and weight where it does (of its BF16 twin where fp8_from_bf16).
+    KernelQuery up, down;
+    if (moe_gemm_composite(q, &up, &down)) j["stacked_gemms"] = {query_shape_string(up), query_shape_string(down)};
+    if (r.composite_weight > 0) {
       j["gemm_composite_ms"] = r.composite_ms;
       j["gemm_composite_weight"] = r.composite_weight;
     }

@@ -57,6 +57,12 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
         set_unseen_prior_weight "$w/manifest.yaml" "$fam" "$UNSEEN_PRIOR_WEIGHT" || exit 1
       fi
       if [ -n "${GEMM_COMPOSITE_WEIGHT:-}" ] && [ "$fam" = moe ]; then
+        # The fold's gemm family must not have seen the left-out GPU (folds trained before
+        # session 54 retrained moe alone).
+        if ! grep -q '^gemm,' "$trained"; then
+          echo "eval-llm-loo: GEMM_COMPOSITE_WEIGHT: the fold without $dev did not retrain gemm ($trained): train it again" >&2
+          exit 1
+        fi
         set_family_config "$w/manifest.yaml" moe gemm_composite_weight "$GEMM_COMPOSITE_WEIGHT" || exit 1
       fi
     else

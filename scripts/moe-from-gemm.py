@@ -5,9 +5,9 @@ A fused MoE layer on one rank runs a grouped gate_up GEMM and a grouped down GEM
 experts its tokens hit. Read as two stacked GEMMs, gate_up is m = tokens / experts hit rows
 (the mean expert's), in-features = hidden, out-features = hit x 2 x inter / tp, and down is the
 same rows over inter / tp in and hit x hidden out: the layer's FLOPs and weight bytes exactly
-(tokens on the rank and experts hit as tilecast's MoE model counts them, `predict_kernel`'s
-`tokens_on_rank` and `experts_hit`). Each is forecast by the GEMM family of a leave-one-GPU-out
-fold (`FAMILIES=gemm bash scripts/eval-llm-loo.sh OUT` leaves `OUT/gemm-weights-without-<GPU>`),
+(tokens on the rank and experts hit as tilecast's MoE model counts them; `predict_kernel`'s
+`stacked_gemms`, moe_gemm_composite in core/kernel.h). Each is forecast by the GEMM family of a
+leave-one-GPU-out fold (`FAMILIES=gemm bash scripts/eval-llm-loo.sh OUT` leaves `OUT/gemm-weights-without-<GPU>`),
 so the left-out GPU's MoE rows are forecast by GEMM networks that never saw it.
 
 Per left-out GPU and dtype (bfloat16, fp8_block; the rows of the kernel library the spec
@@ -47,17 +47,16 @@ def rows_of(llm, gpu, stride):
 
 
 def composite_ms(t, r, spec, weights):
-    """The two stacked GEMMs' forecast, ms."""
-    T, H, F = int(r["num_tokens"]), int(r["hidden_size"]), int(r["inter_size"])
-    k, E, tp, ep = int(r["topk"]), int(r["num_experts"]), int(r["moe_tp_size"]), int(r["moe_ep_size"])
+    """The two stacked GEMMs' forecast, ms: the shapes tilecast's MoE forecast names
+    (`stacked_gemms`, moe_gemm_composite), each forecast by the gemm family of `weights`."""
     dt = DTYPES[r["moe_dtype"]]
-    m = t.predict_kernel(op="moe", shape=[T, H, F, k, E], gpu=spec, dtype=dt, moe_tp=tp, moe_ep=ep,
-                         routing=r["distribution"], weights=weights)
-    hit = max(1, round(m["experts_hit"]))
-    rows, f = max(1, round(m["tokens_on_rank"] / m["experts_hit"])), F // tp
-    gate_up = t.predict_kernel(op="gemm", shape=[rows, H, hit * 2 * f], gpu=spec, dtype=dt, weights=weights)
-    down = t.predict_kernel(op="gemm", shape=[rows, f, hit * H], gpu=spec, dtype=dt, weights=weights)
-    return gate_up["latency_ms"] + down["latency_ms"]
+    m = t.predict_kernel(op="moe", shape=[int(r[k]) for k in SHAPE[1:6]], gpu=spec, dtype=dt,
+                         moe_tp=int(r["moe_tp_size"]), moe_ep=int(r["moe_ep_size"]), routing=r["distribution"],
+                         weights=weights)
+    if "stacked_gemms" not in m:  # beyond one GEMM query's limits: no twin
+        return None
+    return sum(t.predict_kernel(op="gemm", shape=s, gpu=spec, dtype=dt, weights=weights)["latency_ms"]
+               for s in m["stacked_gemms"])
 
 
 def mape(pairs, scale=1.0):
@@ -93,7 +92,9 @@ def main():
         res = collections.defaultdict(dict)
         for g, rows in data.items():
             for r in rows:
-                res[(g, r["moe_dtype"])][tuple(r[c] for c in SHAPE)] = (float(r["latency"]), composite_ms(t, r, GPUS[g], w))
+                c = composite_ms(t, r, GPUS[g], w)
+                if c is not None:
+                    res[(g, r["moe_dtype"])][tuple(r[k] for k in SHAPE)] = (float(r["latency"]), c)
         print(f"  fold without {fold}: {sum(len(v) for v in res.values())} rows forecast", file=sys.stderr)
         others = [g for g in GPUS if g != fold]
         for d in DTYPES:
