@@ -96,7 +96,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.bound_ms);
   if (r.prior_ms > 0) {
-    if (r.corrected)
+    if (r.fallback)
+      std::printf("prior_ms     %.6g (the fitted roofline of the fallback library's own rows (%s), alone, on the whole causal "
+                  "triangle at the BF16 rate, the work that kernel does; no network learns them)\n",
+                  r.prior_ms, attention_library(q, spec));
+    else if (r.corrected)
       std::printf("prior_ms     %.6g (the family's fitted roofline%s)\n", r.prior_ms,
                   r.prior_is_base ? ", which the network corrects" : "");
     else if (r.network_weight > 0 && r.composite_weight > 0)
@@ -115,7 +119,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   if (attn)
     std::printf("tasks        %lld CTAs (%s; %s)\n", static_cast<long long>(r.launch.num_ctas),
                 kind == OpKind::kAttnPrefill ? "sequence x head x 128-query block" : "sequence x KV head x KV split",
-                attention_library(spec));
+                attention_library(q, spec));
   else if (kind == OpKind::kGemm)
     std::printf("tile         %dx%d split_k=%d (%s tensor-core tile, from the spec's architecture)\n",
                 r.launch.tile.tm, r.launch.tile.tk, r.launch.tile.split_k, spec.arch.c_str());

@@ -324,10 +324,30 @@ bool moe_gemm_composite(const KernelQuery& q, KernelQuery* gate_up, KernelQuery*
   return true;
 }
 
-const char* attention_library(const GpuSpec& gpu) { return trtllm_kernels(gpu) ? "trtllm_mha" : "flash_attention"; }
+namespace {
+// A head_dim TRT-LLM's context (prefill) attention kernels are built for.
+bool trtllm_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+}  // namespace
+
+const char* attention_library(const KernelQuery& q, const GpuSpec& gpu) {
+  if (!trtllm_kernels(gpu)) return "flash_attention";
+  if (q.op == OpKind::kAttnPrefill && q.window > 0 && !trtllm_head_dim(q.n)) return "triton";
+  return "trtllm_mha";
+}
+
+bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu) {
+  return is_attention(op_family(q.op)) && std::string(attention_library(q, gpu)) == "triton";
+}
+
+KernelQuery fallback_physics_query(const KernelQuery& q) {
+  KernelQuery whole = q;
+  whole.window = 0;
+  if (is_fp8(whole.dtype)) whole.dtype = DType::kBf16;
+  return whole;
+}
 
 const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu) {
-  if (is_attention(op_family(q.op))) return attention_library(gpu);
+  if (is_attention(op_family(q.op))) return attention_library(q, gpu);
   if (q.op == OpKind::kMoe) return moe_library(gpu, q.dtype);
   return nullptr;
 }
@@ -774,9 +794,10 @@ void attention_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
 
 // Prefill: the attention features and the kernel library the spec selects (TRT-LLM MHA on
 // datacenter Blackwell, FlashAttention elsewhere; training keeps only that library's rows, so
-// the row's library and the spec's agree). Leave one GPU out, plausible rows, seeds 0 / 1: the
-// four cells' mean 48.7 / 48.2 -> 47.5 / 47.6 %, no cell worse by more than 0.6 points
-// (docs/accuracy.md, "The kernel library as a prefill feature").
+// the row's library and the spec's agree; the Triton fallback's rows train no network:
+// fallback_attention). Leave one GPU out, plausible rows, seeds 0 / 1: the four cells' mean
+// 48.7 / 48.2 -> 47.5 / 47.6 %, no cell worse by more than 0.6 points (docs/accuracy.md, "The
+// kernel library as a prefill feature").
 const std::vector<std::string>& prefill_features() {
   static const std::vector<std::string> v = [] {
     auto f = attention_features();
@@ -1039,7 +1060,7 @@ double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, doubl
 }
 
 FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s,
-                            bool in_cycles, double max_eta_memory) {
+                            bool in_cycles, double max_eta_memory, double min_eta) {
   if (bounds.size() != measured_s.size() || bounds.empty())
     throw DataError("fit_roofline: needs one measured latency per row, and at least one row");
   constexpr size_t kMaxRows = 50000;
@@ -1066,7 +1087,11 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
   // weighing each GPU equally instead was worse on every decode fold (docs/accuracy.md).
   // In cycles the grids span twice the numbers (about 2,000 cycles per microsecond).
   const double unit = in_cycles ? 2.0 : 1.0;
-  const std::vector<double> floors = grid(0.1 * unit, 100 * unit, 121), etas = grid(0.05, 1, 101);
+  if (!(min_eta > 0 && min_eta < 1)) throw DataError("fit_roofline: min_eta must be in (0, 1)");
+  // 101 points from 0.05 (the default) to 1; a lower start keeps that spacing (100 steps per
+  // factor of 20), so that the default grid is the one every family was fitted on.
+  const int n_eta = 1 + static_cast<int>(std::lround(100 * std::log(1 / min_eta) / std::log(20.0)));
+  const std::vector<double> floors = grid(0.1 * unit, 100 * unit, 121), etas = grid(min_eta, 1, n_eta);
   std::vector<double> waves = grid(0.01 * unit, 100 * unit, 121);
   waves.insert(waves.begin(), 0.0);
   const double eta_memory0 = std::min(0.7, max_eta_memory);

@@ -107,9 +107,23 @@ KernelQuery attention_decode_q(int64_t batch, int64_t ctx, int64_t heads, int64_
 // prompt already cached (attention_prefill_q when prefix is 0).
 KernelQuery attention_chunk_q(int64_t batch, int64_t chunk, int64_t prefix, int64_t heads, int64_t kv_heads,
                               int64_t head_dim, DType dtype, DType kv_dtype, int64_t window = 0);
-// The attention library a GPU runs in SGLang, from its architecture (never from the row):
-// "trtllm_mha" on datacenter Blackwell (compute capability 10.x), "flash_attention" elsewhere.
-const char* attention_library(const GpuSpec& gpu);
+// The attention library a GPU runs in SGLang for a query, from its architecture and the query's
+// shape (never from the row): "trtllm_mha" on datacenter Blackwell (compute capability 10.x),
+// "flash_attention" elsewhere; on datacenter Blackwell a windowed prefill whose head_dim
+// TRT-LLM's kernels lack (they have 64, 128 and 256) falls back to "triton" (the B200's rows:
+// every windowed head_dim-192 prefill is Triton's, every other prefill and decode TRT-LLM's).
+const char* attention_library(const KernelQuery& q, const GpuSpec& gpu);
+// Whether that choice is a fallback (Triton's prefill on datacenter Blackwell), not the GPU's
+// own attention library. No network learns such rows (they run 20-100x below the family's
+// fitted roofline, and mixed in they made the networks worse on the GPUs left out); a fitted
+// roofline of their own (the manifest's `fallback_prior`) forecasts them, on the work their
+// kernel does (fallback_physics_query).
+bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu);
+// The work the fallback kernel does for a query: Triton's prefill on Blackwell computes (nearly)
+// the whole causal triangle whatever the window (the B200's rows: 1.1-1.3x apart between windows
+// of 128 and 1,024 keys), and an FP8 query at the BF16 rate (its FP8 rows take 0.83-0.94x its
+// BF16 rows' time): the query without its window, in BF16 (the KV cache's type kept).
+KernelQuery fallback_physics_query(const KernelQuery& q);
 // A fused MoE layer on one rank: `tokens` tokens pick `topk` of `experts` experts; each expert
 // is gate_up (hidden -> 2 x inter) and down (inter -> hidden). aiconfigurator's layout.
 KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, int64_t experts, int64_t moe_tp,
@@ -218,6 +232,7 @@ KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const Gp
 // rates:
 //   latency = floor + waves x wave + max(compute / eta_compute, memory / eta_memory) + quant / eta_memory.
 // Four numbers shared by every GPU of the family; the network learns the residual on top.
+constexpr double kMinFittedEta = 0.05;  // fit_roofline's lowest efficiency, by default
 struct FittedRoofline {
   double floor_us = 0, wave_us = 0;
   double eta_compute = 1, eta_memory = 1;  // achieved fraction of the sheet's peak and bandwidth
@@ -240,9 +255,10 @@ double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, doubl
 // measured seconds, same length, measured > 0): coordinate search over log grids (floor
 // 0.1-100 us, wave 0 or 0.01-100 us, eta 0.05-1; with `in_cycles` floor 0.2-200 and wave 0 or
 // 0.02-200 thousand cycles), from at most 50,000 evenly spaced rows; eta_memory at most
-// `max_eta_memory`. Deterministic.
+// `max_eta_memory`; the efficiencies' grid from `min_eta` (a fallback kernel library's rows run
+// at a few % of the peak: 0.005) to 1. Deterministic.
 FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::vector<double>& measured_s,
-                            bool in_cycles = false, double max_eta_memory = 1);
+                            bool in_cycles = false, double max_eta_memory = 1, double min_eta = kMinFittedEta);
 
 // The compute peak the spec sheet states for the query's family and dtype (GFLOP/s): the
 // dtype's tensor peak for the LLM-era families, the FP32 GEMM or vector peak otherwise.

@@ -159,7 +159,9 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["network_weight"] = r.network_weight;
   }
   if (is_attention(fam)) {
-    j["library"] = attention_library(spec);
+    j["library"] = attention_library(q, spec);
+    // A fallback library's forecast: its own fitted roofline alone (KernelPrediction::fallback).
+    j["fallback_prior"] = r.fallback;
   } else if (kind == OpKind::kMoe) {
     if (r.fp8_from_bf16) j["fp8_from_bf16_ms"] = r.bf16_ms;
     // The layer as two stacked GEMMs (moe_gemm_composite), whether or not the forecast uses them;

@@ -48,6 +48,9 @@ struct KernelEvalReport {
   std::map<std::string, ErrorStats> by_op;         // family name
   std::map<std::string, ErrorStats> by_device;     // CUDA device name
   std::map<std::string, ErrorStats> by_op_dtype;   // "gemm/bf16", "softmax/fp32", ...
+  // The kernel library each row's forecast assumes on its GPU (kernel_library: the attention
+  // and MoE families), "context_attention/triton", ...; families measured with one library have none.
+  std::map<std::string, ErrorStats> by_library;
   std::map<std::string, std::map<std::string, ErrorStats>> by_device_op;
 };
 

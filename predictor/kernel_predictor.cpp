@@ -512,6 +512,27 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     }
     if (fam == Family::kMoe && !corrected && entry->config.gemm_composite_weight > 0)
       blend_gemm_composite(queries, idx, gpu, entry->config.gemm_composite_weight, overhead_ms, out);
+    // A fallback library's queries: the fallback's own fitted roofline alone, on the work it does.
+    if (entry->has_fallback_prior) {
+      std::vector<float> scratch(static_cast<size_t>(nf));
+      for (size_t i : idx) {
+        if (!fallback_attention(queries[i], gpu)) continue;
+        KernelPrediction& r = out[i];
+        const KernelBounds kb = featurize(fallback_physics_query(queries[i]), gpu, tiles, scratch.data()).bounds;
+        r.fallback = true;
+        r.prior_ms = s_to_ms(fitted_roofline_s(kb, entry->fallback_prior));
+        r.base_ms = r.prior_ms;
+        r.prior_is_base = false;
+        r.at_peak = r.prior_ms < r.peak_ms;
+        r.latency_ms = r.member_min_ms = r.member_max_ms = std::max(r.prior_ms, r.peak_ms);
+        r.utilisation = r.bound_ms / r.latency_ms;
+        r.corrected = false;
+        r.network_weight = 0;
+        r.out_of_range.clear();
+        r.clamped = false;
+        r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
+      }
+    }
   }
   return out;
 }

@@ -66,6 +66,10 @@ struct KernelPrediction {
   // kTritonFp8MoeFloorUs + kTritonFp8MoeFactor x bf16_ms (at least peak_ms).
   bool fp8_from_bf16 = false;
   double bf16_ms = 0;
+  // attention: a fallback kernel library's query (fallback_attention: Triton's prefill on
+  // datacenter Blackwell), forecast by the family's `fallback_prior` alone on the work the
+  // fallback does (fallback_physics_query); prior_ms is that forecast, no network runs.
+  bool fallback = false;
   // moe: a layer of more tokens than the family was trained on (moe_trained_tokens), forecast
   // as `moe_chunks` equal chunks of `moe_chunk_tokens` tokens, one after another; 1 otherwise.
   int64_t moe_chunks = 1, moe_chunk_tokens = 0;

@@ -98,7 +98,7 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
 }
 
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                   const GpuRegistry& gpus, bool in_cycles, bool cap_memory) {
+                                   const GpuRegistry& gpus, bool in_cycles, bool cap_memory, double min_eta) {
   std::vector<KernelBounds> bounds;
   std::vector<double> measured_s;
   std::vector<float> scratch;
@@ -121,7 +121,7 @@ FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const 
                  << " rows beyond 4x its L2";
     cap = std::max(cap, median);
   }
-  return fit_roofline(bounds, measured_s, in_cycles, cap > 0 ? std::min(cap, 1.0) : 1.0);
+  return fit_roofline(bounds, measured_s, in_cycles, cap > 0 ? std::min(cap, 1.0) : 1.0, min_eta);
 }
 
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
@@ -480,6 +480,20 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       for (const auto& kv : per_gpu) each += (each.empty() ? "" : ", ") + kv.first + " " + std::to_string(kv.second);
       TC_LOG(Info) << family_name(fam) << ": rows per GPU (default data and --add-data): " << each;
     }
+    // Rows of a fallback kernel library (Triton's prefill on datacenter Blackwell) train no
+    // network: their own fitted roofline, on the work their kernel does, forecasts them
+    // (fallback_attention; docs/accuracy.md, "Triton's prefill on Blackwell").
+    std::vector<KernelSample> fallback_rows;
+    if (is_attention(fam)) {
+      auto fb = std::stable_partition(rows.begin(), rows.end(), [&](const KernelSample& s) {
+        return !fallback_attention(s.query, row_gpu(s, gpus));
+      });
+      for (auto it = fb; it != rows.end(); ++it) {
+        fallback_rows.push_back(*it);
+        fallback_rows.back().query = fallback_physics_query(it->query);
+      }
+      rows.erase(fb, rows.end());
+    }
     if (rows.size() < 4) {
       std::string names;
       for (const auto& f : files) names += (names.empty() ? "" : ", ") + f;
@@ -510,6 +524,16 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << (cycles ? e.prior.floor_kcycles : e.prior.floor_us) << unit << ", "
                    << (cycles ? e.prior.wave_kcycles : e.prior.wave_us) << unit << " per wave, "
                    << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
+      if (!fallback_rows.empty()) {
+        e.fallback_prior = fit_family_roofline(fallback_rows, tiles, gpus, cycles, false, 0.005);
+        e.has_fallback_prior = true;
+        TC_LOG(Info) << family_name(fam) << ": fitted roofline of the " << fallback_rows.size()
+                     << " rows of a fallback library (Triton's prefill on Blackwell, no network): floor "
+                     << (cycles ? e.fallback_prior.floor_kcycles : e.fallback_prior.floor_us) << unit << ", "
+                     << (cycles ? e.fallback_prior.wave_kcycles : e.fallback_prior.wave_us) << unit << " per wave, "
+                     << e.fallback_prior.eta_compute << " of the compute peak, " << e.fallback_prior.eta_memory
+                     << " of DRAM bandwidth";
+      }
     }
     for (int member = 0; member < cfg.ensemble; ++member) {
       // Members differ only in seed: initialisation, shuffling and validation split.

@@ -39,8 +39,10 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 // forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles; `cap_memory`:
 // the DRAM efficiency at most the largest per-GPU median of time at DRAM speed / measured over
 // the rows whose bytes exceed 4x the GPU's L2 (GPUs with at least 20 such rows; none: no cap).
+// `min_eta`: fit_roofline's.
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                   const GpuRegistry& gpus, bool in_cycles = false, bool cap_memory = false);
+                                   const GpuRegistry& gpus, bool in_cycles = false, bool cap_memory = false,
+                                   double min_eta = kMinFittedEta);
 
 // The per-launch floor of a family's rows: for each GPU the 1st percentile of its measured
 // latencies (a robust minimum), then the median over GPUs; ms.

@@ -21,6 +21,38 @@ namespace tilecast::trainer {
 
 namespace {
 std::string manifest_path(const std::string& dir) { return (fs::path(dir) / "manifest.yaml").string(); }
+
+// A fitted roofline of a family entry (its `prior`, or the `fallback_prior` of a fallback kernel
+// library), range-checked.
+FittedRoofline read_prior(const YAML::Node& p, const std::string& path, const std::string& name, const char* key) {
+  FittedRoofline r;
+  r.floor_us = p["floor_us"].as<double>();
+  r.wave_us = p["wave_us"].as<double>();
+  r.eta_compute = p["eta_compute"].as<double>();
+  r.eta_memory = p["eta_memory"].as<double>();
+  if (p["floor_kcycles"]) r.floor_kcycles = p["floor_kcycles"].as<double>();
+  if (p["wave_kcycles"]) r.wave_kcycles = p["wave_kcycles"].as<double>();
+  const std::string where = path + ": family '" + name + "': " + key;
+  if (!(r.floor_kcycles >= 0 && r.floor_kcycles < 1e6) || !(r.wave_kcycles >= 0 && r.wave_kcycles < 1e6))
+    throw ConfigError(where + " out of range (floor_kcycles and wave_kcycles in [0, 1e6))");
+  if (!(r.floor_us >= 0 && r.floor_us < 1e6) || !(r.wave_us >= 0 && r.wave_us < 1e6) ||
+      !(r.eta_compute > 0 && r.eta_compute <= 10) || !(r.eta_memory > 0 && r.eta_memory <= 10))
+    throw ConfigError(where + " out of range (floor_us and wave_us in [0, 1e6), eta_compute and eta_memory in (0, 10])");
+  return r;
+}
+
+void write_prior(YAML::Emitter& out, const char* key, const FittedRoofline& p) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "floor_us" << YAML::Value << p.floor_us;
+  out << YAML::Key << "wave_us" << YAML::Value << p.wave_us;
+  out << YAML::Key << "eta_compute" << YAML::Value << p.eta_compute;
+  if (p.floor_kcycles > 0 || p.wave_kcycles > 0) {
+    out << YAML::Key << "floor_kcycles" << YAML::Value << p.floor_kcycles;
+    out << YAML::Key << "wave_kcycles" << YAML::Value << p.wave_kcycles;
+  }
+  out << YAML::Key << "eta_memory" << YAML::Value << p.eta_memory;
+  out << YAML::EndMap;
+}
 }  // namespace
 
 WeightsManifest load_manifest(const std::string& dir, const std::set<std::string>& replaced) {
@@ -101,21 +133,10 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           if (!(e.launch_floor_us >= 0 && e.launch_floor_us < 1e6))
             throw ConfigError(path + ": family '" + name + "': launch_floor_us out of range [0, 1e6)");
         }
-        if (n["prior"]) {
-          const YAML::Node p = n["prior"];
-          e.prior.floor_us = p["floor_us"].as<double>();
-          e.prior.wave_us = p["wave_us"].as<double>();
-          e.prior.eta_compute = p["eta_compute"].as<double>();
-          e.prior.eta_memory = p["eta_memory"].as<double>();
-          if (p["floor_kcycles"]) e.prior.floor_kcycles = p["floor_kcycles"].as<double>();
-          if (p["wave_kcycles"]) e.prior.wave_kcycles = p["wave_kcycles"].as<double>();
-          if (!(e.prior.floor_kcycles >= 0 && e.prior.floor_kcycles < 1e6) ||
-              !(e.prior.wave_kcycles >= 0 && e.prior.wave_kcycles < 1e6))
-            throw ConfigError(path + ": family '" + name + "': prior out of range (floor_kcycles and wave_kcycles in [0, 1e6))");
-          if (!(e.prior.floor_us >= 0 && e.prior.floor_us < 1e6) || !(e.prior.wave_us >= 0 && e.prior.wave_us < 1e6) || !(e.prior.eta_compute > 0 && e.prior.eta_compute <= 10) ||
-              !(e.prior.eta_memory > 0 && e.prior.eta_memory <= 10))
-            throw ConfigError(path + ": family '" + name + "': prior out of range (floor_us and wave_us in [0, 1e6), eta_compute and "
-                              "eta_memory in (0, 10])");
+        if (n["prior"]) e.prior = read_prior(n["prior"], path, name, "prior");
+        if (n["fallback_prior"]) {
+          e.fallback_prior = read_prior(n["fallback_prior"], path, name, "fallback_prior");
+          e.has_fallback_prior = true;
         }
         if (e.config.fits_roofline() != static_cast<bool>(n["prior"]))
           throw ConfigError(path + ": family '" + name + "': config (prior, network_gpus) and the 'prior' entry disagree");
@@ -277,18 +298,8 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "trained_at" << YAML::Value << e.trained_at;
     if (e.holdout_shapes_pct > 0) out << YAML::Key << "holdout_shapes_pct" << YAML::Value << e.holdout_shapes_pct;
     if (e.launch_floor_us > 0) out << YAML::Key << "launch_floor_us" << YAML::Value << e.launch_floor_us;
-    if (e.has_prior()) {
-      out << YAML::Key << "prior" << YAML::Value << YAML::BeginMap;
-      out << YAML::Key << "floor_us" << YAML::Value << e.prior.floor_us;
-      out << YAML::Key << "wave_us" << YAML::Value << e.prior.wave_us;
-      out << YAML::Key << "eta_compute" << YAML::Value << e.prior.eta_compute;
-      if (e.prior.floor_kcycles > 0 || e.prior.wave_kcycles > 0) {
-        out << YAML::Key << "floor_kcycles" << YAML::Value << e.prior.floor_kcycles;
-        out << YAML::Key << "wave_kcycles" << YAML::Value << e.prior.wave_kcycles;
-      }
-      out << YAML::Key << "eta_memory" << YAML::Value << e.prior.eta_memory;
-      out << YAML::EndMap;
-    }
+    if (e.has_prior()) write_prior(out, "prior", e.prior);
+    if (e.has_fallback_prior) write_prior(out, "fallback_prior", e.fallback_prior);
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

@@ -44,6 +44,11 @@ struct FamilyEntry {
   // and/or which forecasts the GPUs outside config.network_gpus (config.unseen_prior_weight).
   bool has_prior() const { return config.fits_roofline(); }
   FittedRoofline prior;
+  // The fitted roofline of a fallback kernel library's rows (fallback_attention: Triton's
+  // prefill on datacenter Blackwell), which forecasts such queries alone, on the whole causal
+  // triangle; no network is trained on them. Absent when training had none of those rows.
+  bool has_fallback_prior = false;
+  FittedRoofline fallback_prior;
 };
 
 // The memory_op family: physics coefficients per op (no network), fitted by `train`.

@@ -536,3 +536,8 @@ tc_cli_fail(capacity_dp_attention_tp1 "--dp-attention needs a --tp of 2 or more"
 # models --format json: the MTP layers a config states (DeepSeek-V3's one; --spec-draft mtp needs them).
 tc_cli_test(models_json_mtp "\"mtp_layers\": 1,\n +\"name\": \"deepseek-v3\"" ${TC} models --format json)
 tc_cli_test(models_json_no_mtp "\"mtp_layers\": 0,\n +\"name\": \"kimi-k2-thinking\"" ${TC} models --format json)
+# SGLang's Triton fallback on datacenter Blackwell (a windowed prefill of head_dim 192): the
+# fallback's own fitted roofline alone; TRT-LLM's head dims keep the network.
+tc_cli_test(predict_kernel_triton_fallback "prior_ms +[0-9.]+ \\(the fitted roofline of the fallback library's own rows \\(triton\\), alone, on the whole causal triangle at the BF16 rate.*\ntasks +4096 CTAs \\(sequence x head x 128-query block; triton\\)\nbasis +context_attention \\(1 kernel\\): a twin of one of its 3 training GPUs: fitted roofline alone" ${TC} predict-kernel --op attention_prefill --shape 4,4096,32,8,192 --window 1024 --gpu GB200)
+tc_cli_test(predict_kernel_triton_fallback_json "\"fallback_prior\": true,.*\"library\": \"triton\"" ${TC} predict-kernel --op attention_prefill --shape 4,4096,32,8,192 --window 1024 --gpu B200 --format json)
+tc_cli_test(predict_kernel_trtllm_head_dim "tasks +[0-9]+ CTAs \\(sequence x head x 128-query block; trtllm_mha\\)\nbasis +context_attention \\(1 kernel\\): a twin of one of its 3 training GPUs: network\n" ${TC} predict-kernel --op attention_prefill --shape 4,4096,32,8,128 --window 1024 --gpu GB200)

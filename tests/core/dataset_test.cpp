@@ -416,6 +416,43 @@ TEST(Dataset, MoeLibraryPerDtype) {
                                             "sglang_fused_moe_triton/mxfp4", "torch_eager_loop/int4"}));
 }
 
+// Prefill rows per shape on datacenter Blackwell: TRT-LLM's kernels for the head dims they are
+// built for (64, 128, 256), SGLang's Triton fallback for a windowed head_dim 192 (the B200's
+// rows: aiconfigurator measured those with Triton only); a Triton row of a shape TRT-LLM runs
+// goes, as does a TRT-LLM row of a windowed head_dim 192. Decode and other GPUs: one library.
+TEST(Dataset, PrefillLibraryPerShapeOnBlackwell) {
+  static GpuRegistry reg(gpu_dir());
+  std::vector<KernelSample> rows;
+  auto add = [&](const char* device, const char* lib, int64_t hd, int64_t window, bool decode = false) {
+    KernelSample s;
+    s.query = decode ? attention_decode_q(8, 1024, 32, 8, hd, DType::kBf16, DType::kBf16, window)
+                     : attention_prefill_q(8, 1024, 32, 8, hd, DType::kBf16, DType::kBf16, window);
+    s.device = device, s.library = lib, s.latency_ms = 5;
+    rows.push_back(s);
+  };
+  add("NVIDIA B200", "trtllm_mha", 128, 1024);
+  add("NVIDIA B200", "triton", 128, 1024);      // goes: TRT-LLM runs head_dim 128
+  add("NVIDIA B200", "triton", 192, 1024);      // kept: the fallback
+  add("NVIDIA B200", "trtllm_mha", 192, 128);   // goes: not what SGLang runs there
+  add("NVIDIA B200", "trtllm_mha", 192, 0);     // kept: full attention stays TRT-LLM's
+  add("NVIDIA B200", "trtllm_mha", 192, 1024, true);  // kept: decode is TRT-LLM's
+  add("NVIDIA L40S", "flash_attention", 192, 1024);
+  const LibraryFilterCounts n = filter_spec_library(rows, reg);
+  EXPECT_EQ(n.other_library, 2);
+  std::vector<std::string> kept;
+  for (const auto& s : rows)
+    kept.push_back(s.library + "/" + std::to_string(s.query.n) + "/w" + std::to_string(s.query.window));
+  EXPECT_EQ(kept, (std::vector<std::string>{"trtllm_mha/128/w1024", "triton/192/w1024", "trtllm_mha/192/w0",
+                                            "trtllm_mha/192/w1024", "flash_attention/192/w1024"}));
+  // The choice itself, on a twin and on a GPU without TRT-LLM kernels.
+  const KernelQuery win192 = attention_prefill_q(1, 4096, 32, 8, 192, DType::kBf16, DType::kBf16, 1024);
+  EXPECT_STREQ(attention_library(win192, reg.resolve("GB200")), "triton");
+  EXPECT_STREQ(attention_library(win192, reg.resolve("H100-SXM")), "flash_attention");
+  EXPECT_STREQ(attention_library(attention_prefill_q(1, 4096, 32, 8, 256, DType::kBf16, DType::kBf16, 1024),
+                                 reg.resolve("GB200")),
+               "trtllm_mha");
+}
+
 // vidur's per-layer mlp.csv (the GPU from the folder name) and LLMServingSim's dense.csv +
 // meta.yaml: small generated fixtures in the sources' layouts.
 TEST(Dataset, ReadsVidurAndLlmServingSimLayouts) {

@@ -537,6 +537,16 @@ TEST(Kernel, FittedRooflineRecoversGeneratingNumbers) {
   EXPECT_LE(capped.eta_memory, 0.5);
   EXPECT_GT(capped.eta_memory, 0.48);
   EXPECT_NEAR(capped.eta_compute, 0.6, 0.03);
+  // Rows at 2 % of the peak (a fallback library's): the default grid stops at 0.05, a lower
+  // `min_eta` reaches them.
+  std::vector<double> slow;
+  const FittedRoofline slow_truth{7.0, 0.5, 0.02, 0.03};
+  for (const auto& kb : b) slow.push_back(fitted_roofline_s(kb, slow_truth));
+  EXPECT_DOUBLE_EQ(fit_roofline(b, slow).eta_compute, kMinFittedEta);
+  const FittedRoofline low = fit_roofline(b, slow, false, 1, 0.005);
+  EXPECT_NEAR(low.eta_compute, 0.02, 0.001);
+  EXPECT_NEAR(low.eta_memory, 0.03, 0.0015);
+  expect_error<DataError>([&] { fit_roofline(b, slow, false, 1, 0); }, {"fit_roofline", "min_eta"});
   y[3] = 0;
   expect_error<DataError>([&] { fit_roofline(b, y); }, {"fit_roofline", "row 3", "> 0"});
   expect_error<DataError>([&] { fit_roofline({}, {}); }, {"fit_roofline", "at least one row"});

@@ -2936,3 +2936,64 @@ TEST(BundledWeights, MoeOnAnUnseenGpuLeansOnItsStackedGemms) {
   EXPECT_EQ(int4.composite_weight, 0);
   EXPECT_NEAR(int4.network_weight, 0.8, 1e-12);
 }
+
+// SGLang's Triton fallback on datacenter Blackwell (a windowed prefill of a head_dim TRT-LLM's
+// kernels lack): forecast by the manifest's fallback_prior alone, on the work that kernel does
+// (the whole causal triangle, at the BF16 rate), so the window and FP8 do not change it much;
+// the B200's twins alike; FlashAttention GPUs and TRT-LLM's head dims keep the network; a
+// weights folder without a fallback_prior (trained without Blackwell rows) keeps the network too.
+TEST(BundledWeights, TritonPrefillFallbackOnBlackwell) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(dir + "/manifest.yaml")) << "bundled weights missing from " << dir;
+  ASSERT_TRUE(trainer::load_manifest(dir).families.at("context_attention").has_fallback_prior);
+  predictor::KernelPredictor p(dir);
+  const GpuSpec& b200 = registry().resolve("B200");
+  auto prefill = [](int64_t hd, int64_t window, DType d) {
+    return attention_prefill_q(4, 4096, 32, 8, hd, d, d, window);
+  };
+  const auto w1024 = p.predict(prefill(192, 1024, DType::kBf16), b200);
+  EXPECT_TRUE(w1024.fallback);
+  EXPECT_EQ(w1024.network_weight, 0);
+  EXPECT_DOUBLE_EQ(w1024.latency_ms, w1024.prior_ms);
+  EXPECT_DOUBLE_EQ(p.predict(prefill(192, 128, DType::kBf16), b200).latency_ms, w1024.latency_ms);
+  const auto fp8 = p.predict(prefill(192, 1024, DType::kFp8), b200);
+  EXPECT_TRUE(fp8.fallback);
+  EXPECT_NEAR(fp8.latency_ms / w1024.latency_ms, 1.0, 0.1);  // the KV cache's bytes halve, not the FLOPs' rate
+  // The network's forecast of TRT-LLM's head_dim 128 over the same window is far faster.
+  const auto trt = p.predict(prefill(128, 1024, DType::kBf16), b200);
+  EXPECT_FALSE(trt.fallback);
+  EXPECT_EQ(trt.network_weight, 1);
+  EXPECT_LT(trt.latency_ms * 10, w1024.latency_ms);
+  EXPECT_TRUE(p.predict(prefill(192, 1024, DType::kBf16), registry().resolve("GB200")).fallback);
+  const auto h100 = p.predict(prefill(192, 1024, DType::kBf16), registry().resolve("H100-SXM"));
+  EXPECT_FALSE(h100.fallback);
+  EXPECT_GT(h100.network_weight, 0);
+  // Without the fallback_prior (as in a fold trained without the B200): TRT-LLM's path.
+  const fs::path tmp = fs::temp_directory_path() / "tc_no_fallback_prior";
+  fs::remove_all(tmp);
+  fs::copy(dir, tmp, fs::copy_options::recursive);
+  {
+    std::ifstream in(tmp / "manifest.yaml");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    const size_t at = text.find("    fallback_prior:\n");
+    ASSERT_NE(at, std::string::npos);
+    const size_t end = text.find("eta_memory", at);
+    text.erase(at, text.find('\n', end) + 1 - at);
+    std::ofstream(tmp / "manifest.yaml") << text;
+  }
+  const auto plain = predictor::KernelPredictor(tmp.string()).predict(prefill(192, 1024, DType::kBf16), b200);
+  fs::remove_all(tmp);
+  EXPECT_FALSE(plain.fallback);
+  EXPECT_EQ(plain.network_weight, 1);
+  EXPECT_LT(plain.latency_ms * 10, w1024.latency_ms);
+  // eval-kernels splits its rows by the library their forecast assumes (a generated fixture in
+  // aiconfigurator's layout: two TRT-LLM rows, three of head_dim 192 with a window).
+  const auto rep = predictor::eval_kernels({data_path("aic_b200_prefill_libraries.csv")}, p, registry(), nullptr, true);
+  ASSERT_EQ(rep.by_library.size(), 2u);
+  EXPECT_EQ(rep.by_library.at("context_attention/triton").rows, 3);
+  EXPECT_EQ(rep.by_library.at("context_attention/trtllm_mha").rows, 2);
+  EXPECT_TRUE(predictor::eval_kernels({data_path("aiconfigurator_gemm_small.csv")}, p, registry(), nullptr, true)
+                  .by_library.empty());
+}
