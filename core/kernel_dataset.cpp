@@ -773,6 +773,10 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
   return n;
 }
 
+bool fallback_library_row(const KernelSample& s, const GpuSpec& gpu) {
+  return fallback_attention(s.query, gpu) && s.library == attention_library(s.query, gpu);
+}
+
 bool shape_held_out(const KernelQuery& q, int percent) {
   // fp8_static hashes as fp8, as before it was a dtype of its own: the held-out sets stay those
   // every recorded figure was measured on.

@@ -116,6 +116,10 @@ constexpr double kTrainingComputeSlack = 1.0;
 Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu,
                             double compute_slack = 1.5);
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
+// A row of a fallback kernel library that says it ran it (fallback_attention, and the row's
+// library is that one): training fits such rows a roofline of their own and no network. A lab's
+// own collect run of the same shapes (another library, its GPU's only rows) is not one.
+bool fallback_library_row(const KernelSample& s, const GpuSpec& gpu);
 
 // Full-attention rows (window_size 0) that are not full attention, judged by their own file: a
 // kernel attending to every cached key does all the work of the same shape with a sliding

@@ -482,11 +482,12 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     }
     // Rows of a fallback kernel library (Triton's prefill on datacenter Blackwell) train no
     // network: their own fitted roofline, on the work their kernel does, forecasts them
-    // (fallback_attention; docs/accuracy.md, "Triton's prefill on Blackwell").
+    // (fallback_library_row; docs/accuracy.md, "Triton's prefill on Blackwell"). Only rows that
+    // say they ran it: a lab's own collect run of such shapes (SDPA) stays with the network.
     std::vector<KernelSample> fallback_rows;
     if (is_attention(fam)) {
       auto fb = std::stable_partition(rows.begin(), rows.end(), [&](const KernelSample& s) {
-        return !fallback_attention(s.query, row_gpu(s, gpus));
+        return !fallback_library_row(s, row_gpu(s, gpus));
       });
       for (auto it = fb; it != rows.end(); ++it) {
         fallback_rows.push_back(*it);

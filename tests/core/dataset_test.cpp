@@ -444,6 +444,14 @@ TEST(Dataset, PrefillLibraryPerShapeOnBlackwell) {
     kept.push_back(s.library + "/" + std::to_string(s.query.n) + "/w" + std::to_string(s.query.window));
   EXPECT_EQ(kept, (std::vector<std::string>{"trtllm_mha/128/w1024", "triton/192/w1024", "trtllm_mha/192/w0",
                                             "trtllm_mha/192/w1024", "flash_attention/192/w1024"}));
+  // Training fits the kept Triton row a roofline of its own; a lab's own SDPA row of that shape
+  // on a B200 (its only rows) stays with the network.
+  const GpuSpec& b200 = reg.resolve("B200");
+  EXPECT_TRUE(fallback_library_row(rows[1], b200));
+  KernelSample lab = rows[1];
+  lab.library = "torch_sdpa";
+  EXPECT_FALSE(fallback_library_row(lab, b200));
+  EXPECT_FALSE(fallback_library_row(rows[0], b200));
   // The choice itself, on a twin and on a GPU without TRT-LLM kernels.
   const KernelQuery win192 = attention_prefill_q(1, 4096, 32, 8, 192, DType::kBf16, DType::kBf16, 1024);
   EXPECT_STREQ(attention_library(win192, reg.resolve("GB200")), "triton");
