@@ -2889,6 +2889,29 @@ TEST(BundledWeights, HfEagerPrefillIsTheEnginesPlusItsUnfusedKernels) {
   }
 }
 
+namespace {
+// A copy of the weights folder `dir` at `name` under the temp folder, its manifest's lines from
+// the first holding `first` up to and including the next holding `last` (the same line when
+// `last` is empty) taken out; "" when `first` is not in the manifest.
+std::string weights_copy_without(const std::string& dir, const char* name, const std::string& first,
+                                 const std::string& last = "") {
+  const fs::path tmp = fs::temp_directory_path() / name;
+  fs::remove_all(tmp);
+  fs::copy(dir, tmp, fs::copy_options::recursive);
+  std::ifstream in(tmp / "manifest.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const size_t at = text.find(first);
+  if (at == std::string::npos) return "";
+  const size_t begin = text.rfind('\n', at) + 1;
+  const size_t end = text.find('\n', last.empty() ? at : text.find(last, at)) + 1;
+  text.erase(begin, end - begin);
+  std::ofstream(tmp / "manifest.yaml") << text;
+  return tmp.string();
+}
+}  // namespace
+
 // The bundled MoE family on an unseen GPU takes 0.25 of its forecast from the layer as two
 // stacked GEMMs (config gemm_composite_weight): those are exactly the gemm family's own forecasts
 // of moe_gemm_composite's two queries, and the forecast lies between the network + fitted
@@ -2907,21 +2930,9 @@ TEST(BundledWeights, MoeOnAnUnseenGpuLeansOnItsStackedGemms) {
   EXPECT_NEAR(r.composite_ms, g[0].latency_ms + g[1].latency_ms, 1e-12);
   EXPECT_NEAR(r.network_weight, 0.8 * 0.75, 1e-12);  // unseen_prior_weight 0.2, then 0.25 to the GEMMs
   // Without the GEMMs (a copy of the weights with the weight at 0) the forecast is the other end.
-  const fs::path tmp = fs::temp_directory_path() / "tc_moe_composite";
-  fs::remove_all(tmp);
-  fs::copy(dir, tmp, fs::copy_options::recursive);
-  {
-    std::ifstream in(tmp / "manifest.yaml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    const std::string key = "      gemm_composite_weight: 0.25\n";
-    const size_t at = text.find(key);
-    ASSERT_NE(at, std::string::npos);
-    text.erase(at, key.size());
-    std::ofstream(tmp / "manifest.yaml") << text;
-  }
-  predictor::KernelPredictor without(tmp.string());
+  const std::string tmp = weights_copy_without(dir, "tc_moe_composite", "      gemm_composite_weight: 0.25\n");
+  ASSERT_FALSE(tmp.empty());
+  predictor::KernelPredictor without(tmp);
   const auto w0 = without.predict(q, h100);
   fs::remove_all(tmp);
   EXPECT_EQ(w0.composite_weight, 0);
@@ -2969,21 +2980,9 @@ TEST(BundledWeights, TritonPrefillFallbackOnBlackwell) {
   EXPECT_FALSE(h100.fallback);
   EXPECT_GT(h100.network_weight, 0);
   // Without the fallback_prior (as in a fold trained without the B200): TRT-LLM's path.
-  const fs::path tmp = fs::temp_directory_path() / "tc_no_fallback_prior";
-  fs::remove_all(tmp);
-  fs::copy(dir, tmp, fs::copy_options::recursive);
-  {
-    std::ifstream in(tmp / "manifest.yaml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    const size_t at = text.find("    fallback_prior:\n");
-    ASSERT_NE(at, std::string::npos);
-    const size_t end = text.find("eta_memory", at);
-    text.erase(at, text.find('\n', end) + 1 - at);
-    std::ofstream(tmp / "manifest.yaml") << text;
-  }
-  const auto plain = predictor::KernelPredictor(tmp.string()).predict(prefill(192, 1024, DType::kBf16), b200);
+  const std::string tmp = weights_copy_without(dir, "tc_no_fallback_prior", "    fallback_prior:\n", "eta_memory");
+  ASSERT_FALSE(tmp.empty());
+  const auto plain = predictor::KernelPredictor(tmp).predict(prefill(192, 1024, DType::kBf16), b200);
   fs::remove_all(tmp);
   EXPECT_FALSE(plain.fallback);
   EXPECT_EQ(plain.network_weight, 1);
