@@ -329,14 +329,13 @@ namespace {
 bool trtllm_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
 }  // namespace
 
-const char* attention_library(const KernelQuery& q, const GpuSpec& gpu) {
-  if (!trtllm_kernels(gpu)) return "flash_attention";
-  if (q.op == OpKind::kAttnPrefill && q.window > 0 && !trtllm_head_dim(q.n)) return "triton";
-  return "trtllm_mha";
+bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu) {
+  return trtllm_kernels(gpu) && q.op == OpKind::kAttnPrefill && q.window > 0 && !trtllm_head_dim(q.n);
 }
 
-bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu) {
-  return is_attention(op_family(q.op)) && std::string(attention_library(q, gpu)) == "triton";
+const char* attention_library(const KernelQuery& q, const GpuSpec& gpu) {
+  if (!trtllm_kernels(gpu)) return "flash_attention";
+  return fallback_attention(q, gpu) ? "triton" : "trtllm_mha";
 }
 
 KernelQuery fallback_physics_query(const KernelQuery& q) {

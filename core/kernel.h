@@ -120,9 +120,10 @@ const char* attention_library(const KernelQuery& q, const GpuSpec& gpu);
 // kernel does (fallback_physics_query).
 bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu);
 // The work the fallback kernel does for a query: Triton's prefill on Blackwell computes (nearly)
-// the whole causal triangle whatever the window (the B200's rows: 1.1-1.3x apart between windows
-// of 128 and 1,024 keys), and an FP8 query at the BF16 rate (its FP8 rows take 0.83-0.94x its
-// BF16 rows' time): the query without its window, in BF16 (the KV cache's type kept).
+// the whole causal triangle whatever the window (the B200's rows: t(1,024-key window) /
+// t(128) 1.00 / 1.09 / 1.29 at the 10th / 50th / 90th percentile), and an FP8 query at the BF16
+// rate (FP8 / BF16 time 0.83 / 0.90 / 0.94; scripts/llm-data-checks.py, check 6): the query
+// without its window, in BF16 (the KV cache's type kept).
 KernelQuery fallback_physics_query(const KernelQuery& q);
 // A fused MoE layer on one rank: `tokens` tokens pick `topk` of `experts` experts; each expert
 // is gate_up (hidden -> 2 x inter) and down (inter -> hidden). aiconfigurator's layout.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Five checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Six checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -32,6 +32,13 @@ with 1.25; pairs of equal latencies (one measurement filed twice) are counted ap
 gemm_dtype, over the shapes with m, n and k all >= 4,096: the median TFLOP/s (2 m n k / latency)
 and its fraction of the sheet's dense tensor peak for the dtype (configs/gpus
 `tensor_peak_gflops`: bfloat16 -> bf16, fp8 / fp8_static / fp8_block -> fp8, nvfp4 -> fp4).
+
+6. Which prefill rows are SGLang's Triton fallback, and what work does it do? Per prefill file:
+the rows per kernel library, head_dim and whether windowed; and over the Triton rows, per pair
+of the same shape, t(window 1,024) / t(window 128) (a kernel that honours the window takes far
+longer at 1,024 keys on long prompts) and t(FP8 attention, FP8 cache) / t(BF16, BF16) (a kernel
+that computes FP8 at the FP8 rate takes about half): 10th, 50th and 90th percentiles
+(tilecast's `fallback_physics_query`, core/kernel.h).
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
@@ -194,6 +201,29 @@ def main():
         path = os.path.join(root, gpu, "gemm_perf.csv")
         if os.path.exists(path):
             gemm_peak_fractions(path, peaks, a.gpu_dir)
+    print("\ngpu,library,head_dim,windowed,rows")
+    triton = {}
+    for gpu in sorted(os.listdir(root)):
+        path = os.path.join(root, gpu, "context_attention_perf.csv")
+        if not os.path.exists(path):
+            continue
+        counts = collections.Counter()
+        for r in csv.DictReader(open(path)):
+            win = int(r.get("window_size") or 0)
+            counts[(r["kernel_source"], int(r["head_dim"]), win > 0)] += 1
+            if r["kernel_source"] == "triton":
+                key = (r["batch_size"], r["isl"], r["num_heads"], r["num_key_value_heads"], r["head_dim"])
+                triton.setdefault(gpu, {})[key + (win, r["attn_dtype"], r["kv_cache_dtype"])] = float(r["latency"])
+        for (lib, hd, w), n in sorted(counts.items()):
+            print(f"{gpu},{lib},{hd},{'yes' if w else 'no'},{n}")
+    print("\ngpu,triton_ratio,pairs,ratio_p10,ratio_p50,ratio_p90")
+    for gpu, t in sorted(triton.items()):
+        windows = [v / t[k[:5] + (128,) + k[6:]] for k, v in t.items() if k[5] == 1024 and k[:5] + (128,) + k[6:] in t]
+        fp8 = [v / t[k[:6] + ("bfloat16", "bfloat16")] for k, v in t.items()
+               if k[6:] == ("fp8", "fp8") and k[:6] + ("bfloat16", "bfloat16") in t]
+        for name, v in (("window_1024_over_128", windows), ("fp8_over_bf16", fp8)):
+            if v:
+                print(f"{gpu},{name},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -517,6 +517,11 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << each << ")";
     }
     e.launch_floor_us = floor_ms * 1e3;
+    if (!fallback_rows.empty() && !cfg.fits_roofline()) {
+      TC_LOG(Warn) << family_name(fam) << ": left out " << fallback_rows.size()
+                   << " rows of a fallback library (Triton's prefill on Blackwell): the config fits no roofline "
+                      "to forecast them with (prior: true), so they are forecast on the GPU's own library's path";
+    }
     if (cfg.fits_roofline()) {  // the network's base (prior), or the forecast on unseen GPUs
       const bool cycles = cfg.prior_floor == "cycles";
       e.prior = fit_family_roofline(rows, tiles, gpus, cycles, cfg.prior_cap_memory);

@@ -39,6 +39,24 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = out.split("gpu,gemm_dtype,shapes_all_dims_ge_4096,tflops_p50,peak_fraction_p50\n")[1].splitlines()
     assert lines[:2] == ["B200,bfloat16,2,1350,0.60", "B200,fp8,1,2250,0.50"], out
 
+    # Check 6 on hand-made prefill rows: a TRT-LLM row, and Triton rows of one shape at windows
+    # 128 and 1,024 (1.5 and 1.8 ms: ratio 1.20) in BF16 / BF16 and FP8 / FP8 (1.35 ms at 128:
+    # 0.90 of BF16).
+    attn = "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim," \
+           "beam_width,attn_dtype,kv_cache_dtype,step,window_size,latency\n"
+    with open(os.path.join(gpu, "context_attention_perf.csv"), "w") as f:
+        f.write(attn)
+        f.write("SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,1,4096,32,8,128,1,bfloat16,bfloat16,0,0,0.2\n")
+        f.write("SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,128,1.5\n")
+        f.write("SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,1024,1.8\n")
+        f.write("SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,fp8,fp8,0,128,1.35\n")
+    rc, out, err = run(tmp)
+    assert rc == 0, (rc, err)
+    libs = out.split("gpu,library,head_dim,windowed,rows\n")[1].split("\n\n")[0].splitlines()
+    assert libs == ["B200,triton,192,yes,3", "B200,trtllm_mha,128,no,1"], out
+    ratios = out.split("gpu,triton_ratio,pairs,ratio_p10,ratio_p50,ratio_p90\n")[1].splitlines()
+    assert ratios[:2] == ["B200,window_1024_over_128,1,1.20,1.20,1.20", "B200,fp8_over_bf16,1,0.90,0.90,0.90"], out
+
     # A device no sheet names.
     with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
         f.write(HEADER)
