@@ -160,7 +160,8 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
   }
   if (is_attention(fam)) {
     j["library"] = attention_library(q, spec);
-    // A fallback library's forecast: its own fitted roofline alone (KernelPrediction::fallback).
+    // A fallback library's forecast: its own fitted roofline, corrected by its own network where
+    // the weights have one (network_weight; KernelPrediction::fallback).
     j["fallback_prior"] = r.fallback;
   } else if (kind == OpKind::kMoe) {
     if (r.fp8_from_bf16) j["fp8_from_bf16_ms"] = r.bf16_ms;

@@ -586,10 +586,11 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
   for (const auto& b : basis) {
     const GpuStanding& g = b.standing;
     const std::string of = std::to_string(g.training_gpus) + " training GPU" + (g.training_gpus == 1 ? "" : "s");
+    const bool one = g.training_gpus == 1;
     std::string standing = g.training_gpus == 0 ? std::string("its training GPUs not recorded")
-                           : g.trained_on         ? "one of its " + of
-                           : g.twin               ? "a twin of one of its " + of
-                                                  : "not one of its " + of;
+                           : g.trained_on         ? (one ? "its training GPU" : "one of its " + of)
+                           : g.twin               ? (one ? "a twin of its training GPU" : "a twin of one of its " + of)
+                                                  : (one ? "not its training GPU" : "not one of its " + of);
     if (!g.vendor_trained) standing += ", no " + vendor_text(vendor) + " GPU among them";
     std::string by;
     if (b.physics())

@@ -28,6 +28,7 @@ struct KernelPredictor::Impl {
   std::vector<const trainer::FamilyEntry*> entries;  // by Family index; nullptr if absent
   int64_t moe_trained_tokens = 0;  // KernelPredictor::moe_trained_tokens of this set
   std::vector<std::optional<std::vector<DenseMlp>>> models;  // by Family index, once loaded
+  std::vector<std::optional<std::vector<DenseMlp>>> fallback_models;  // their fallback networks, likewise
   // <dir>/amd: the AMD predictor set, if bundled; opened at the first AMD forecast (an NVIDIA
   // forecast does not read its manifest).
   std::string amd_dir;
@@ -58,31 +59,46 @@ struct KernelPredictor::Impl {
     if (!tiles) tiles = TileTable::load(tile_path);
     return *tiles;
   }
+  // The members listed (the family's or its fallback network's), each checked against its
+  // sha256 and layer widths.
+  template <class Members>
+  std::vector<DenseMlp> load(const Members& e) const {
+    std::vector<DenseMlp> ms;
+    for (size_t i = 0; i < e.net_files.size(); ++i) {
+      const std::string path = (fs::path(dir) / e.net_files[i]).string();
+      std::string bytes;
+      try {
+        bytes = read_file(path);
+      } catch (const DataError& err) {
+        throw ConfigError(err.what());
+      }
+      // A flipped byte or a file copied in from elsewhere is refused before it is parsed.
+      if (sha256_hex(bytes) != e.net_sha256[i])
+        throw ConfigError(path + ": sha256 differs from manifest.yaml (corrupt or replaced network file; "
+                          "restore it or retrain)");
+      DenseMlp m = DenseMlp::parse(bytes, path);
+      if (m.layer_widths() != e.layer_widths[i])
+        throw ConfigError(path + ": layer widths differ from manifest.yaml's 'layer_widths'");
+      ms.push_back(std::move(m));
+    }
+    return ms;
+  }
   const std::vector<DenseMlp>& members(Family f) {
     std::lock_guard<std::mutex> lock(mu);
     auto& slot = models[static_cast<size_t>(f)];
-    if (slot) return *slot;
-    std::vector<DenseMlp> ms;
-    if (const trainer::FamilyEntry* e = entries[static_cast<size_t>(f)]) {
-      for (size_t i = 0; i < e->net_files.size(); ++i) {
-        const std::string path = (fs::path(dir) / e->net_files[i]).string();
-        std::string bytes;
-        try {
-          bytes = read_file(path);
-        } catch (const DataError& err) {
-          throw ConfigError(err.what());
-        }
-        // A flipped byte or a file copied in from elsewhere is refused before it is parsed.
-        if (sha256_hex(bytes) != e->net_sha256[i])
-          throw ConfigError(path + ": sha256 differs from manifest.yaml (corrupt or replaced network file; "
-                            "restore it or retrain)");
-        DenseMlp m = DenseMlp::parse(bytes, path);
-        if (m.layer_widths() != e->layer_widths[i])
-          throw ConfigError(path + ": layer widths differ from manifest.yaml's 'layer_widths'");
-        ms.push_back(std::move(m));
-      }
+    if (!slot) {
+      const trainer::FamilyEntry* e = entries[static_cast<size_t>(f)];
+      slot = e ? load(*e) : std::vector<DenseMlp>{};
     }
-    slot = std::move(ms);
+    return *slot;
+  }
+  const std::vector<DenseMlp>& fallback_members(Family f) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& slot = fallback_models[static_cast<size_t>(f)];
+    if (!slot) {
+      const trainer::FamilyEntry* e = entries[static_cast<size_t>(f)];
+      slot = e ? load(e->fallback_network) : std::vector<DenseMlp>{};
+    }
     return *slot;
   }
 };
@@ -94,16 +110,18 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
   if (!fs::exists(impl_->tile_path)) throw ConfigError(impl_->tile_path + ": tile table missing from weights folder");
   impl_->entries.assign(static_cast<size_t>(Family::kCount), nullptr);
   impl_->models.resize(static_cast<size_t>(Family::kCount));
+  impl_->fallback_models.resize(static_cast<size_t>(Family::kCount));
   for (const auto& kv : impl_->manifest.families) {
     const auto& e = kv.second;
     if (e.net_files.empty())
       throw ConfigError((fs::path(dir) / "manifest.yaml").string() + ": family '" + kv.first +
                         "' has no torch-free network files ('net_files'; weights written before tilecast 0.2): "
                         "run `tilecast export-weights --weights " + dir + "`");
-    for (const auto& f : e.net_files) {
-      const std::string path = (fs::path(dir) / f).string();
-      if (!fs::exists(path)) throw ConfigError(path + ": network file listed in manifest.yaml is missing");
-    }
+    for (const auto* files : {&e.net_files, &e.fallback_network.net_files})
+      for (const auto& f : *files) {
+        const std::string path = (fs::path(dir) / f).string();
+        if (!fs::exists(path)) throw ConfigError(path + ": network file listed in manifest.yaml is missing");
+      }
     impl_->entries[static_cast<size_t>(e.config.family)] = &e;
   }
   // The moe family's range of log2_tokens, read once (predict() consults it for every batch).
@@ -408,7 +426,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     by_family[static_cast<size_t>(op_family(queries[i].op))].push_back(i);
 
   for (Family fam : kAllFamilies) {
-    const auto& idx = by_family[static_cast<size_t>(fam)];
+    auto& idx = by_family[static_cast<size_t>(fam)];
     if (idx.empty()) continue;
     if (fam == Family::kMemoryOp) {
       predict_memory_ops(queries, idx, gpu, out);
@@ -417,6 +435,15 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     const trainer::FamilyEntry* entry = impl_->entries[static_cast<size_t>(fam)];
     static const TileTable kNoTiles;  // only the NeuSight GEMM families look tiles up (featurize)
     const TileTable& tiles = is_gemm(fam) ? impl_->tile_table() : kNoTiles;
+    // A fallback library's queries: its own fitted roofline (and network), not the family's.
+    if (entry && entry->has_fallback_prior) {
+      const auto fb = std::stable_partition(idx.begin(), idx.end(),
+                                            [&](size_t i) { return !fallback_attention(queries[i], gpu); });
+      const std::vector<size_t> fb_idx(fb, idx.end());
+      idx.erase(fb, idx.end());
+      if (!fb_idx.empty()) predict_fallback(queries, fb_idx, gpu, *entry, tiles, out);
+      if (idx.empty()) continue;
+    }
     const int64_t nf = static_cast<int64_t>(num_features(fam));
     std::vector<float> x(idx.size() * nf);
     float* xp = x.data();
@@ -512,29 +539,82 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     }
     if (fam == Family::kMoe && !corrected && entry->config.gemm_composite_weight > 0)
       blend_gemm_composite(queries, idx, gpu, entry->config.gemm_composite_weight, overhead_ms, out);
-    // A fallback library's queries: the fallback's own fitted roofline alone, on the work it does.
-    if (entry->has_fallback_prior) {
-      std::vector<float> scratch(static_cast<size_t>(nf));
-      for (size_t i : idx) {
-        if (!fallback_attention(queries[i], gpu)) continue;
-        KernelPrediction& r = out[i];
-        const KernelBounds kb = featurize(fallback_physics_query(queries[i]), gpu, tiles, scratch.data()).bounds;
-        r.fallback = true;
-        r.prior_ms = s_to_ms(fitted_roofline_s(kb, entry->fallback_prior));
-        r.base_ms = r.prior_ms;
-        r.prior_is_base = false;
-        r.at_peak = r.prior_ms < r.peak_ms;
-        r.latency_ms = r.member_min_ms = r.member_max_ms = std::max(r.prior_ms, r.peak_ms);
-        r.utilisation = r.bound_ms / r.latency_ms;
-        r.corrected = false;
-        r.network_weight = 0;
-        r.out_of_range.clear();
-        r.clamped = false;
-        r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
-      }
-    }
   }
   return out;
+}
+
+void KernelPredictor::predict_fallback(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,
+                                       const GpuSpec& gpu, const trainer::FamilyEntry& entry, const TileTable& tiles,
+                                       std::vector<KernelPrediction>& out) const {
+  const Family fam = entry.config.family;
+  const size_t nf = num_features(fam);
+  const auto& fbn = entry.fallback_network;
+  // The family's gate, judged on the GPUs of the fallback's rows (the B200: its twins are
+  // corrected, under network_gpus twins; every GPU is under all).
+  const std::string& gate = entry.config.network_gpus;
+  // Without a network of its own: the family's standing (its fitted roofline came from them).
+  const GpuStanding standing = training_standing(
+      gpu, entry.has_fallback_network() ? fbn.training_gpus : entry.training_gpus, entry.training_gpu_specs);
+  const bool corrected = entry.has_fallback_network() &&
+                         (gate == "all" || standing.trained_on || (gate == "twins" && standing.twin));
+  const double prior_weight = !entry.has_fallback_network() ? 1.0 : corrected ? 0.0 : entry.config.unseen_prior_weight;
+  static const std::vector<DenseMlp> kNoMembers;
+  const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->fallback_members(fam) : kNoMembers;
+  const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
+  const auto& names = feature_names(fam);
+  std::vector<float> x(idx.size() * nf), scratch(nf);
+  for (size_t j = 0; j < idx.size(); ++j) {
+    const KernelQuery& q = queries[idx[j]];
+    validate_query(q, "query");
+    KernelPrediction& r = out[idx[j]];
+    float* row = x.data() + j * nf;
+    const PreparedKernel p = featurize(q, gpu, tiles, row);  // the features as asked
+    const KernelBounds kb = featurize(fallback_physics_query(q), gpu, tiles, scratch.data()).bounds;
+    r.launch = p.launch;
+    r.bound_ms = s_to_ms(p.bounds.base_s);
+    r.roofline_ms = s_to_ms(roofline_s(q, gpu));
+    r.peak_ms = s_to_ms(fastest_s(q, gpu));
+    r.fallback = true;
+    r.prior_ms = s_to_ms(network_base_s(kb, &entry.fallback_prior, 0.0, &r.bound));
+    r.base_ms = r.prior_ms;
+    r.prior_is_base = !members.empty();
+    r.corrected = corrected;
+    r.network_weight = members.empty() ? 0.0 : 1 - prior_weight;
+    r.standing = standing;
+    if (!members.empty())  // the fallback network's training range: reported and clamped
+      for (size_t c = 0; c < nf; ++c) {
+        const double v = row[c];
+        if (v < fbn.feature_min[c] - 1e-6 || v > fbn.feature_max[c] + 1e-6) {
+          r.out_of_range.push_back(names[c]);
+          r.clamped = true;
+          row[c] = static_cast<float>(std::min(std::max(v, fbn.feature_min[c]), fbn.feature_max[c]));
+        }
+      }
+  }
+  const size_t n = idx.size();
+  std::vector<float> om(n);
+  std::vector<double> o(n, 0.0), lo(n, 0.0), hi(n, 0.0);
+  for (size_t k = 0; k < members.size(); ++k) {
+    members[k].forward(x.data(), static_cast<int64_t>(n), om.data());
+    for (size_t j = 0; j < n; ++j) {
+      const double v = std::min(std::max(static_cast<double>(om[j]), kMinLogSlowdown), kMaxLogSlowdown);
+      o[j] += v / static_cast<double>(members.size());
+      lo[j] = k ? std::min(lo[j], v) : v;
+      hi[j] = k ? std::max(hi[j], v) : v;
+    }
+  }
+  for (size_t j = 0; j < n; ++j) {
+    KernelPrediction& r = out[idx[j]];
+    const double w = members.empty() ? 1.0 : prior_weight;  // the fitted roofline's share in log space
+    const auto blend_ms = [&](double log_slowdown) { return r.prior_ms * std::exp((1 - w) * log_slowdown); };
+    const double ms = blend_ms(o[j]);
+    r.at_peak = ms < r.peak_ms;
+    r.latency_ms = std::max(ms, r.peak_ms);
+    r.member_min_ms = std::max(blend_ms(lo[j]), r.peak_ms);
+    r.member_max_ms = std::max(blend_ms(hi[j]), r.peak_ms);
+    r.utilisation = r.bound_ms / r.latency_ms;
+    r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
+  }
 }
 
 void KernelPredictor::blend_gemm_composite(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx,

@@ -67,8 +67,10 @@ struct KernelPrediction {
   bool fp8_from_bf16 = false;
   double bf16_ms = 0;
   // attention: a fallback kernel library's query (fallback_attention: Triton's prefill on
-  // datacenter Blackwell), forecast by the family's `fallback_prior` alone on the work the
-  // fallback does (fallback_physics_query); prior_ms is that forecast, no network runs.
+  // datacenter Blackwell), forecast by the family's `fallback_prior` on the work the fallback
+  // does (fallback_physics_query; prior_ms, the base), corrected by the fallback library's own
+  // network where the weights have one (network_weight 1), else that alone (network_weight 0).
+  // The family's own network does not run for it.
   bool fallback = false;
   // moe: a layer of more tokens than the family was trained on (moe_trained_tokens), forecast
   // as `moe_chunks` equal chunks of `moe_chunk_tokens` tokens, one after another; 1 otherwise.
@@ -160,6 +162,11 @@ class KernelPredictor {
   // forecasts them; dtypes the gemm family does not run keep their forecast.
   void blend_gemm_composite(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx, const GpuSpec& gpu,
                             double w, double overhead_ms, std::vector<KernelPrediction>& out) const;
+  // Attention queries of a fallback kernel library (fallback_attention) out[idx]: the family's
+  // fallback_prior on the work that kernel does, corrected by the fallback network where the
+  // weights have one (its gate: the family's network_gpus, judged on the fallback's rows' GPUs).
+  void predict_fallback(const std::vector<KernelQuery>& queries, const std::vector<size_t>& idx, const GpuSpec& gpu,
+                        const trainer::FamilyEntry& entry, const TileTable& tiles, std::vector<KernelPrediction>& out) const;
   // predict_here on this set or its AMD set, by family (predict's AMD rule).
   std::vector<KernelPrediction> predict_by_set(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_unmemoised(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;

@@ -37,7 +37,8 @@ const GpuSpec& row_gpu(const KernelSample& s, const GpuRegistry& gpus) {
 }
 
 Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector<int64_t>& idx, Family family,
-                     const TileTable& tiles, const GpuRegistry& gpus, const FittedRoofline* prior, double floor_ms) {
+                     const TileTable& tiles, const GpuRegistry& gpus, const FittedRoofline* prior, double floor_ms,
+                     bool fallback_base) {
   const int64_t nf = static_cast<int64_t>(num_features(family));
   const int64_t n = static_cast<int64_t>(idx.size());
   Tensors t;
@@ -49,7 +50,12 @@ Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector
   float* y = t.y_ms.data_ptr<float>();
   for (int64_t i = 0; i < n; ++i) {
     const KernelSample& s = samples[idx[i]];
-    PreparedKernel p = featurize(s.query, row_gpu(s, gpus), tiles, x + i * nf);
+    const GpuSpec& gpu = row_gpu(s, gpus);
+    PreparedKernel p = featurize(s.query, gpu, tiles, x + i * nf);
+    if (fallback_base) {  // the base on the work the fallback kernel does; the features as asked
+      std::vector<float> scratch(static_cast<size_t>(nf));
+      p.bounds = featurize(fallback_physics_query(s.query), gpu, tiles, scratch.data()).bounds;
+    }
     base[i] = static_cast<float>(s_to_ms(network_base_s(p.bounds, prior, floor_ms * 1e-3)));
     y[i] = static_cast<float>(s.latency_ms);
   }
@@ -126,7 +132,8 @@ FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const 
 
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
                           const TileTable& tiles, const GpuRegistry& gpus,
-                          const std::string& out_file, bool quiet, double floor_ms, const FittedRoofline* prior) {
+                          const std::string& out_file, bool quiet, double floor_ms, const FittedRoofline* prior,
+                          bool fallback_base) {
   const auto t0 = std::chrono::steady_clock::now();
   FamilyResult r;
   r.family = cfg.family;
@@ -145,8 +152,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   if (idx.size() < 4) throw DataError(std::string("too few rows to train ") + family_name(cfg.family));
   const int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(idx.size() * cfg.val_fraction));
   std::vector<int64_t> val_idx(idx.begin(), idx.begin() + n_val), train_idx(idx.begin() + n_val, idx.end());
-  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus, prior, floor_ms);
-  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus, prior, floor_ms);
+  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus, prior, floor_ms, fallback_base);
+  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus, prior, floor_ms, fallback_base);
   for (size_t c : feature_columns(cfg.family, cfg.ignore_features)) {
     tr.x.select(1, static_cast<int64_t>(c)).zero_();
     va.x.select(1, static_cast<int64_t>(c)).zero_();
@@ -166,7 +173,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 
   fs::create_directories(fs::path(out_file).parent_path().empty() ? "." : fs::path(out_file).parent_path());
   double best = std::numeric_limits<double>::infinity();
-  ProgressBar bar(cfg.epochs, std::string("train ") + family_name(cfg.family), quiet, true);
+  ProgressBar bar(cfg.epochs, std::string("train ") + family_name(cfg.family) + (fallback_base ? " (fallback)" : ""),
+                  quiet, true);
   const int64_t n = r.rows_train;
   int64_t samples_seen = 0;
   double train_s = 0;
@@ -489,10 +497,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       auto fb = std::stable_partition(rows.begin(), rows.end(), [&](const KernelSample& s) {
         return !fallback_library_row(s, row_gpu(s, gpus));
       });
-      for (auto it = fb; it != rows.end(); ++it) {
-        fallback_rows.push_back(*it);
-        fallback_rows.back().query = fallback_physics_query(it->query);
-      }
+      fallback_rows.assign(std::make_move_iterator(fb), std::make_move_iterator(rows.end()));
       rows.erase(fb, rows.end());
     }
     if (rows.size() < 4) {
@@ -531,10 +536,12 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << (cycles ? e.prior.wave_kcycles : e.prior.wave_us) << unit << " per wave, "
                    << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
       if (!fallback_rows.empty()) {
-        e.fallback_prior = fit_family_roofline(fallback_rows, tiles, gpus, cycles, false, 0.005);
+        std::vector<KernelSample> physics = fallback_rows;  // the work the fallback kernel does
+        for (auto& s : physics) s.query = fallback_physics_query(s.query);
+        e.fallback_prior = fit_family_roofline(physics, tiles, gpus, cycles, false, 0.005);
         e.has_fallback_prior = true;
         TC_LOG(Info) << family_name(fam) << ": fitted roofline of the " << fallback_rows.size()
-                     << " rows of a fallback library (Triton's prefill on Blackwell, no network): floor "
+                     << " rows of a fallback library (Triton's prefill on Blackwell; the base of a network of their own from " << kMinFallbackNetworkRows << " rows up): floor "
                      << (cycles ? e.fallback_prior.floor_kcycles : e.fallback_prior.floor_us) << unit << ", "
                      << (cycles ? e.fallback_prior.wave_kcycles : e.fallback_prior.wave_us) << unit << " per wave, "
                      << e.fallback_prior.eta_compute << " of the compute peak, " << e.fallback_prior.eta_memory
@@ -553,6 +560,38 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       add_member(e, dir, file, net_file_for(file), r.layer_widths);
       e.member_val_mape_pct.push_back(r.val_mape_pct);
       if (r.interrupted) break;
+    }
+    // The fallback rows' own network, correcting their fitted roofline (members as the family's;
+    // a few rows train none: the roofline alone forecasts them).
+    if (e.has_fallback_prior && !r.interrupted && fallback_rows.size() >= kMinFallbackNetworkRows) {
+      TC_LOG(Info) << family_name(fam) << ": training the fallback library's network on " << fallback_rows.size()
+                   << " rows";
+      auto& fbn = e.fallback_network;
+      for (int member = 0; member < cfg.ensemble; ++member) {
+        PredictorConfig mc = cfg;
+        mc.seed = cfg.seed + static_cast<uint64_t>(member);
+        const std::string file =
+            std::string(family_name(fam)) + ".fallback" + (member ? ".s" + std::to_string(member) : "") + ".pt";
+        const std::string path = (fs::path(dir) / file).string();
+        const FamilyResult f = train_family(mc, fallback_rows, tiles, gpus, path, opt.quiet, 0, &e.fallback_prior, true);
+        seconds += f.seconds;
+        if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
+        add_member(fbn, dir, file, net_file_for(file), f.layer_widths);
+        fbn.member_val_mape_pct.push_back(f.val_mape_pct);
+        fbn.feature_min = f.feature_min;
+        fbn.feature_max = f.feature_max;
+        fbn.rows_train = f.rows_train;
+        fbn.rows_val = f.rows_val;
+        TC_LOG(Info) << family_name(fam) << ": fallback network member " << member << ": best val MAPE "
+                     << f.val_mape_pct << "% (" << f.rows_val << " validation rows)";
+        if (f.interrupted) {
+          r.interrupted = true;
+          break;
+        }
+      }
+      for (const auto& s : fallback_rows)
+        if (std::find(fbn.training_gpus.begin(), fbn.training_gpus.end(), s.device) == fbn.training_gpus.end())
+          fbn.training_gpus.push_back(s.device);
     }
     e.features = feature_names(fam);
     // Forecasts clamp to the training range (extrapolation guard): the LLM-era families, and
@@ -654,21 +693,25 @@ int export_networks(const std::string& dir) {
   WeightsManifest m = load_manifest(dir);
   int written = 0;
   for (auto& kv : m.families) {
-    FamilyEntry& e = kv.second;
-    e.net_files.clear();
-    e.net_sha256.clear();
-    for (size_t i = 0; i < e.files.size(); ++i) {
-      const std::string pt = (fs::path(dir) / e.files[i]).string();
-      if (!fs::exists(pt)) throw ConfigError(pt + ": checkpoint listed in manifest.yaml is missing");
-      if (sha256_file(pt) != e.sha256[i])
-        throw ConfigError(pt + ": sha256 differs from manifest.yaml (corrupt or replaced checkpoint; restore it "
-                          "or retrain)");
-      const std::string net = net_file_for(e.files[i]);
-      to_dense(load_checkpoint(pt, e.layer_widths[i])).save((fs::path(dir) / net).string());
-      e.net_files.push_back(net);
-      e.net_sha256.push_back(sha256_file((fs::path(dir) / net).string()));
-      ++written;
-    }
+    // The family's members, then its fallback network's (both keep their checkpoints' order).
+    const auto convert = [&](auto& m) {
+      m.net_files.clear();
+      m.net_sha256.clear();
+      for (size_t i = 0; i < m.files.size(); ++i) {
+        const std::string pt = (fs::path(dir) / m.files[i]).string();
+        if (!fs::exists(pt)) throw ConfigError(pt + ": checkpoint listed in manifest.yaml is missing");
+        if (sha256_file(pt) != m.sha256[i])
+          throw ConfigError(pt + ": sha256 differs from manifest.yaml (corrupt or replaced checkpoint; restore it "
+                            "or retrain)");
+        const std::string net = net_file_for(m.files[i]);
+        to_dense(load_checkpoint(pt, m.layer_widths[i])).save((fs::path(dir) / net).string());
+        m.net_files.push_back(net);
+        m.net_sha256.push_back(sha256_file((fs::path(dir) / net).string()));
+        ++written;
+      }
+    };
+    convert(kv.second);
+    if (kv.second.has_fallback_network()) convert(kv.second.fallback_network);
   }
   save_manifest(dir, m);
   return written;

@@ -33,7 +33,12 @@ struct FamilyResult {
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& samples,
                           const TileTable& tiles, const GpuRegistry& gpus,
                           const std::string& out_file, bool quiet = false, double floor_ms = 0,
-                          const FittedRoofline* prior = nullptr);
+                          const FittedRoofline* prior = nullptr, bool fallback_base = false);
+// `fallback_base`: the rows are a fallback library's (fallback_attention); the base is computed
+// on the work that kernel does (fallback_physics_query), the features on the query as asked.
+// The fewest rows of a fallback library that train a network of their own (fewer: its fitted
+// roofline alone forecasts them).
+constexpr size_t kMinFallbackNetworkRows = 200;
 
 // The fitted roofline (fit_roofline) of a family's training rows, their bounds computed as a
 // forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles; `cap_memory`:

@@ -138,6 +138,31 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           e.fallback_prior = read_prior(n["fallback_prior"], path, name, "fallback_prior");
           e.has_fallback_prior = true;
         }
+        if (const YAML::Node f = n["fallback_network"]) {
+          const std::string fn = path + ": family '" + name + "': fallback_network: field ";
+          if (!e.has_fallback_prior) throw ConfigError(fn + "'fallback_prior' missing (the base the network corrects)");
+          auto& fb = e.fallback_network;
+          for (const auto& v : f["files"]) fb.files.push_back(v.as<std::string>());
+          for (const auto& v : f["sha256"]) fb.sha256.push_back(v.as<std::string>());
+          for (const auto& v : f["net_files"]) fb.net_files.push_back(v.as<std::string>());
+          for (const auto& v : f["net_sha256"]) fb.net_sha256.push_back(v.as<std::string>());
+          for (const auto& w : f["layer_widths"]) fb.layer_widths.push_back(w.as<std::vector<int64_t>>());
+          for (const auto& v : f["member_val_mape_pct"]) fb.member_val_mape_pct.push_back(v.as<double>());
+          for (const auto& g : f["training_gpus"]) fb.training_gpus.push_back(g.as<std::string>());
+          fb.feature_min = f["feature_min"].as<std::vector<double>>();
+          fb.feature_max = f["feature_max"].as<std::vector<double>>();
+          fb.rows_train = f["rows_train"].as<int64_t>();
+          fb.rows_val = f["rows_val"].as<int64_t>();
+          if (fb.files.empty()) throw ConfigError(fn + "'files' is empty");
+          if (fb.sha256.size() != fb.files.size() || fb.net_files.size() != fb.files.size() ||
+              fb.net_sha256.size() != fb.files.size() || fb.layer_widths.size() != fb.files.size())
+            throw ConfigError(fn + "'sha256'/'net_files'/'net_sha256'/'layer_widths': one entry per file expected");
+          if (fb.feature_min.size() != e.features.size() || fb.feature_max.size() != e.features.size())
+            throw ConfigError(fn + "'feature_min'/'feature_max': one value per feature expected");
+          for (const auto& w : fb.layer_widths)
+            if (w.size() < 2 || w.front() != static_cast<int64_t>(e.features.size()) || w.back() != 1)
+              throw ConfigError(fn + "'layer_widths': [features, hidden..., 1] expected");
+        }
         if (e.config.fits_roofline() != static_cast<bool>(n["prior"]))
           throw ConfigError(path + ": family '" + name + "': config (prior, network_gpus) and the 'prior' entry disagree");
         e.rows_train = n["rows_train"].as<int64_t>();
@@ -300,6 +325,24 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     if (e.launch_floor_us > 0) out << YAML::Key << "launch_floor_us" << YAML::Value << e.launch_floor_us;
     if (e.has_prior()) write_prior(out, "prior", e.prior);
     if (e.has_fallback_prior) write_prior(out, "fallback_prior", e.fallback_prior);
+    if (e.has_fallback_network()) {
+      const auto& fb = e.fallback_network;
+      out << YAML::Key << "fallback_network" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "files" << YAML::Value << YAML::Flow << fb.files;
+      out << YAML::Key << "sha256" << YAML::Value << fb.sha256;
+      out << YAML::Key << "net_files" << YAML::Value << YAML::Flow << fb.net_files;
+      out << YAML::Key << "net_sha256" << YAML::Value << fb.net_sha256;
+      out << YAML::Key << "layer_widths" << YAML::Value << YAML::BeginSeq;
+      for (const auto& w : fb.layer_widths) out << YAML::Flow << w;
+      out << YAML::EndSeq;
+      out << YAML::Key << "feature_min" << YAML::Value << YAML::Flow << fb.feature_min;
+      out << YAML::Key << "feature_max" << YAML::Value << YAML::Flow << fb.feature_max;
+      out << YAML::Key << "rows_train" << YAML::Value << fb.rows_train;
+      out << YAML::Key << "rows_val" << YAML::Value << fb.rows_val;
+      out << YAML::Key << "member_val_mape_pct" << YAML::Value << YAML::Flow << fb.member_val_mape_pct;
+      out << YAML::Key << "training_gpus" << YAML::Value << YAML::Flow << fb.training_gpus;
+      out << YAML::EndMap;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
@@ -332,13 +375,26 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
   write_file_atomic(manifest_path(dir), std::string(out.c_str()) + "\n");
 }
 
-void add_member(FamilyEntry& e, const std::string& dir, const std::string& file, const std::string& net_file,
-                const std::vector<int64_t>& layer_widths) {
+namespace {
+template <class Members>
+void append_member(Members& e, const std::string& dir, const std::string& file, const std::string& net_file,
+                   const std::vector<int64_t>& layer_widths) {
   e.files.push_back(file);
   e.sha256.push_back(sha256_file((fs::path(dir) / file).string()));
   e.net_files.push_back(net_file);
   e.net_sha256.push_back(sha256_file((fs::path(dir) / net_file).string()));
   e.layer_widths.push_back(layer_widths);
+}
+}  // namespace
+
+void add_member(FamilyEntry& e, const std::string& dir, const std::string& file, const std::string& net_file,
+                const std::vector<int64_t>& layer_widths) {
+  append_member(e, dir, file, net_file, layer_widths);
+}
+
+void add_member(FamilyEntry::FallbackNetwork& e, const std::string& dir, const std::string& file,
+                const std::string& net_file, const std::vector<int64_t>& layer_widths) {
+  append_member(e, dir, file, net_file, layer_widths);
 }
 
 std::string net_file_for(const std::string& checkpoint_file) {

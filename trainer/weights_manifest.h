@@ -49,6 +49,19 @@ struct FamilyEntry {
   // triangle; no network is trained on them. Absent when training had none of those rows.
   bool has_fallback_prior = false;
   FittedRoofline fallback_prior;
+  // The network of those rows (trained on them alone, with fallback_prior as the base it
+  // corrects; features of the query as asked, the base on the work the fallback does), members
+  // as for the family's own network. Empty: fallback_prior alone forecasts them.
+  struct FallbackNetwork {
+    std::vector<std::string> files, sha256, net_files, net_sha256;
+    std::vector<std::vector<int64_t>> layer_widths;
+    std::vector<double> member_val_mape_pct;
+    std::vector<double> feature_min, feature_max;  // its training range (forecasts clamp to it)
+    int64_t rows_train = 0, rows_val = 0;
+    std::vector<std::string> training_gpus;  // of its rows (each also one of the family's)
+  };
+  FallbackNetwork fallback_network;
+  bool has_fallback_network() const { return !fallback_network.files.empty(); }
 };
 
 // The memory_op family: physics coefficients per op (no network), fitted by `train`.
@@ -78,6 +91,8 @@ constexpr double kMaxCallOverheadUs = 1000;  // the range of call_overhead_us: 0
 // their sha256s and the layer widths.
 void add_member(FamilyEntry& e, const std::string& dir, const std::string& file, const std::string& net_file,
                 const std::vector<int64_t>& layer_widths);
+void add_member(FamilyEntry::FallbackNetwork& e, const std::string& dir, const std::string& file,
+                const std::string& net_file, const std::vector<int64_t>& layer_widths);
 // The torch-free network file of a checkpoint: "bmm.s1.pt" -> "bmm.s1.tcmlp".
 std::string net_file_for(const std::string& checkpoint_file);
 
