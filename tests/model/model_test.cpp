@@ -360,6 +360,9 @@ TEST(FallbackNetwork, CorrectsTheFallbackRooflineOnItsOwnRows) {
   fs::remove(dir + "/context_attention.fallback.tcmlp");
   expect_error<ConfigError>([&] { predictor::KernelPredictor{dir}; },
                             {"context_attention.fallback.tcmlp", "missing"});
+  // `export-weights` writes it again from its checkpoint, with the family's own network.
+  EXPECT_EQ(trainer::export_networks(dir), 2);
+  EXPECT_DOUBLE_EQ(predictor::KernelPredictor(dir).predict(q(1024), b200).latency_ms, n1024.latency_ms);
 }
 
 // The manifest's call_overhead_us round-trips, and a bad entry is one line naming the field.
