@@ -117,7 +117,7 @@ Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSp
                             double compute_slack = 1.5);
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
 // A row of a fallback kernel library that says it ran it (fallback_attention, and the row's
-// library is that one): training fits such rows a roofline of their own and no network. A lab's
+// library is that one): training fits such rows a roofline and a network of their own. A lab's
 // own collect run of the same shapes (another library, its GPU's only rows) is not one.
 bool fallback_library_row(const KernelSample& s, const GpuSpec& gpu);
 

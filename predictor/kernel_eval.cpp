@@ -105,6 +105,7 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
                                &rep.by_device[s.device], &rep.by_device_op[s.device][fam]})
           st->add(f, roof, y, ok, prior);
         if (const char* lib = kernel_library(s.query, *gpu)) rep.by_library[fam + "/" + lib].add(f, roof, y, ok, prior);
+        if (!s.library.empty()) rep.by_row_library[fam + "/" + s.library].add(f, roof, y, ok, prior);
         if (rows_out) {
           const double li_ms = li ? li->kernel_ms(s.device, s.query) : -1;
           rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), dtype_name(s.query.dtype), y,
@@ -149,6 +150,8 @@ std::string eval_report_json(const KernelEvalReport& r) {
   for (const auto& kv : r.by_op_dtype) j["by_op_dtype"][kv.first] = stats_json(kv.second);
   j["by_library"] = nlohmann::json::object();
   for (const auto& kv : r.by_library) j["by_library"][kv.first] = stats_json(kv.second);
+  j["by_row_library"] = nlohmann::json::object();
+  for (const auto& kv : r.by_row_library) j["by_row_library"][kv.first] = stats_json(kv.second);
   j["by_device"] = nlohmann::json::object();
   for (const auto& kv : r.by_device) j["by_device"][kv.first] = stats_json(kv.second);
   j["by_device_op"] = nlohmann::json::object();
@@ -185,6 +188,10 @@ std::string eval_report_table(const KernelEvalReport& r) {
     os << "-- by op family and the kernel library its forecast assumes on the row's GPU\n";
     for (const auto& kv : r.by_library) line(kv.first, kv.second);
   }
+  if (!r.by_row_library.empty()) {
+    os << "-- by op family and the kernel library the row ran (its kernel_source)\n";
+    for (const auto& kv : r.by_row_library) line(kv.first, kv.second);
+  }
   os << "-- by device\n";
   for (const auto& kv : r.by_device) line(kv.first, kv.second);
   os << "-- by device and op family\n";
@@ -210,6 +217,7 @@ std::string eval_report_csv(const KernelEvalReport& r) {
   for (const auto& kv : r.by_op) line("op", kv.first, kv.second);
   for (const auto& kv : r.by_op_dtype) line("op_dtype", kv.first, kv.second);
   for (const auto& kv : r.by_library) line("library", kv.first, kv.second);
+  for (const auto& kv : r.by_row_library) line("row_library", kv.first, kv.second);
   for (const auto& kv : r.by_device) line("device", kv.first, kv.second);
   for (const auto& d : r.by_device_op)
     for (const auto& kv : d.second) line("device_op", d.first + " / " + kv.first, kv.second);

@@ -51,6 +51,11 @@ struct KernelEvalReport {
   // The kernel library each row's forecast assumes on its GPU (kernel_library: the attention
   // and MoE families), "context_attention/triton", ...; families measured with one library have none.
   std::map<std::string, ErrorStats> by_library;
+  // The library each row says it ran, as its file names it (aiconfigurator's kernel_source;
+  // "vidur" and "vllm" for those sources' layer ops), "moe/sglang_fused_moe_triton", ...: where
+  // it differs from by_library, rows of a library the forecast does not assume (the B200's
+  // Triton MoE rows, forecast on TRT-LLM's path). Rows without one (NeuSight's) have none.
+  std::map<std::string, ErrorStats> by_row_library;
   std::map<std::string, std::map<std::string, ErrorStats>> by_device_op;
 };
 

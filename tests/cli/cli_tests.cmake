@@ -151,6 +151,10 @@ tc_cli_fail(unknown_dtype "--dtype: unknown dtype 'int3'" "${TC};predict-kernel;
 tc_cli_fail(fp16_on_fp32_family "--dtype fp16: op 'softmax' .family softmax. is modelled in fp32 .NeuSight's FP32 data" "${TC};predict-kernel;--op;softmax;--shape;64,64;--dtype;fp16;--gpu;H100-SXM")
 tc_cli_fail(eval_aic_unknown_op "aic_unknown_op.csv:2: column .op_name.: .allreduce. is not modelled" "${TC};eval-kernels;--data;${D}/bad/aic_unknown_op.csv")
 tc_cli_test(eval_aic_moe_json "\"moe/bf16\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aic_moe_small.csv --format json)
+# The rows' own library (kernel_source) beside the one the forecast assumes: the B200's Triton MoE
+# rows (shapes its TRT-LLM MoE rows lack) are forecast on TRT-LLM's path (a generated fixture).
+tc_cli_test(eval_row_library "kernel library its forecast assumes on the row's GPU\nmoe/sglang_flashinfer_trtllm_moe +3 [^\n]*\n-- by op family and the kernel library the row ran \\(its kernel_source\\)\nmoe/sglang_flashinfer_trtllm_moe +2 [^\n]*\nmoe/sglang_fused_moe_triton +1 " ${TC} eval-kernels --data ${D}/aic_b200_moe_libraries.csv)
+tc_cli_test(eval_row_library_json "\"by_row_library\": {\n +\"moe/sglang_flashinfer_trtllm_moe\": {[^}]*\"rows\": 2[^}]*},\n +\"moe/sglang_fused_moe_triton\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aic_b200_moe_libraries.csv --format json)
 # Two L40S decode rows copied from aiconfigurator: 2.1 GB of KV cache "read" in 27 us is
 # counted implausible (beyond DRAM for the bytes L2 cannot hold); the windowed row is not.
 tc_cli_test(eval_aic_implausible_json "\"generation_attention/bf16\": {[^}]*\"implausible_rows\": 1,[^}]*\"rows\": 2" ${TC} eval-kernels --data ${D}/aic_decode_implausible.csv --format json)
