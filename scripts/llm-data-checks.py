@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Six checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Seven checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -39,6 +39,13 @@ of the same shape, t(window 1,024) / t(window 128) (a kernel that honours the wi
 longer at 1,024 keys on long prompts) and t(FP8 attention, FP8 cache) / t(BF16, BF16) (a kernel
 that computes FP8 at the FP8 rate takes about half): 10th, 50th and 90th percentiles
 (tilecast's `fallback_physics_query`, core/kernel.h).
+
+7. Which MoE rows ran which kernel library, and could a forecast tell them apart from the
+shape? Per moe file: the rows per moe_dtype and kernel_source; the shapes (every column but
+the library and the latency) that two libraries share; and, where a GPU ran more than one
+library, each model shape (hidden_size, inter_size, topk, num_experts) with the library and rows
+of each dtype (SGLang picks the B200's MoE library per model: `moe_library` can only follow the
+GPU's spec).
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
@@ -224,6 +231,32 @@ def main():
         for name, v in (("window_1024_over_128", windows), ("fp8_over_bf16", fp8)):
             if v:
                 print(f"{gpu},{name},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
+    print("\ngpu,moe_dtype,library,rows")
+    multi = {}
+    for gpu in sorted(os.listdir(root)):
+        path = os.path.join(root, gpu, "moe_perf.csv")
+        if not os.path.exists(path):
+            continue
+        counts, shapes, models = collections.Counter(), collections.defaultdict(set), collections.Counter()
+        for r in csv.DictReader(open(path)):
+            lib, dt = r["kernel_source"], r["moe_dtype"]
+            counts[(dt, lib)] += 1
+            shapes[lib].add(tuple(v for c, v in r.items() if c not in ("kernel_source", "latency", "version")))
+            models[(r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"], dt, lib)] += 1
+        for (dt, lib), n in sorted(counts.items()):
+            print(f"{gpu},{dt},{lib},{n}")
+        if len(shapes) > 1:
+            libs = sorted(shapes)
+            shared = [(x, y, len(shapes[x] & shapes[y])) for i, x in enumerate(libs) for y in libs[i + 1:]]
+            multi[gpu] = (shared, models)
+    print("\ngpu,library_a,library_b,shared_shapes")
+    for gpu, (shared, _) in sorted(multi.items()):
+        for x, y, n in shared:
+            print(f"{gpu},{x},{y},{n}")
+    print("\ngpu,hidden_size,inter_size,topk,num_experts,moe_dtype,library,rows")
+    for gpu, (_, models) in sorted(multi.items()):
+        for k, n in sorted(models.items(), key=lambda kv: tuple(int(x) for x in kv[0][:4]) + kv[0][4:]):
+            print(f"{gpu},{','.join(k)},{n}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

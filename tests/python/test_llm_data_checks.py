@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6 and 7; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -56,6 +56,35 @@ with tempfile.TemporaryDirectory() as tmp:
     assert libs == ["B200,triton,192,yes,3", "B200,trtllm_mha,128,no,1"], out
     ratios = out.split("gpu,triton_ratio,pairs,ratio_p10,ratio_p50,ratio_p90\n")[1].splitlines()
     assert ratios[:2] == ["B200,window_1024_over_128,1,1.20,1.20,1.20", "B200,fp8_over_bf16,1,0.90,0.90,0.90"], out
+
+    # Check 7 on hand-made MoE rows: two libraries, one shape each (none shared), and a third
+    # row of the TRT-LLM model shape in FP8.
+    moe = "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk," \
+          "num_experts,moe_tp_size,moe_ep_size,distribution,latency\n"
+    with open(os.path.join(gpu, "moe_perf.csv"), "w") as f:
+        f.write(moe)
+        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,bfloat16,64,2048,768,8,128,1,1,balanced,0.05\n")
+        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,fp8_block,64,2048,768,8,128,1,1,balanced,0.04\n")
+        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_fused_moe_triton,bfloat16,64,4096,14336,2,8,1,1,balanced,0.3\n")
+    rc, out, err = run(tmp)
+    assert rc == 0, (rc, err)
+    section = lambda head: out.split(head + "\n")[1].split("\n\n")[0].splitlines()
+    assert section("gpu,moe_dtype,library,rows") == [
+        "B200,bfloat16,sglang_flashinfer_trtllm_moe,1", "B200,bfloat16,sglang_fused_moe_triton,1",
+        "B200,fp8_block,sglang_flashinfer_trtllm_moe,1"], out
+    assert section("gpu,library_a,library_b,shared_shapes") == [
+        "B200,sglang_flashinfer_trtllm_moe,sglang_fused_moe_triton,0"], out
+    assert section("gpu,hidden_size,inter_size,topk,num_experts,moe_dtype,library,rows") == [
+        "B200,2048,768,8,128,bfloat16,sglang_flashinfer_trtllm_moe,1",
+        "B200,2048,768,8,128,fp8_block,sglang_flashinfer_trtllm_moe,1",
+        "B200,4096,14336,2,8,bfloat16,sglang_fused_moe_triton,1"], out
+    # A Triton row of the TRT-LLM row's very shape: one shared.
+    with open(os.path.join(gpu, "moe_perf.csv"), "a") as f:
+        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_fused_moe_triton,bfloat16,64,2048,768,8,128,1,1,balanced,0.09\n")
+    rc, out, err = run(tmp)
+    assert rc == 0 and section("gpu,library_a,library_b,shared_shapes") == [
+        "B200,sglang_flashinfer_trtllm_moe,sglang_fused_moe_triton,1"], (rc, out)
+    os.remove(os.path.join(gpu, "moe_perf.csv"))
 
     # A device no sheet names.
     with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
