@@ -52,6 +52,14 @@ GPU's spec).
 import argparse, collections, csv, glob, os, re, statistics, sys
 
 
+def family_files(root, fam):
+    """(GPU folder, path) of each GPU's <fam>_perf.csv under root, in name order."""
+    for gpu in sorted(os.listdir(root)):
+        path = os.path.join(root, gpu, f"{fam}_perf.csv")
+        if os.path.exists(path):
+            yield gpu, path
+
+
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(p / 100 * len(v)))]
@@ -159,17 +167,11 @@ def main():
     if not os.path.isdir(root):
         sys.exit(f"llm-data-checks.py: {root}: no such folder (set --llm-dir)")
     print("gpu,window_size,kv_cache_dtype,shapes,ratio_p10,ratio_p50,ratio_p90")
-    for gpu in sorted(os.listdir(root)):
-        path = os.path.join(root, gpu, "generation_attention_perf.csv")
-        if not os.path.exists(path):
-            continue
+    for gpu, path in family_files(root, "generation_attention"):
         for (win, kvd), v in sorted(scaling(path).items()):
             print(f"{gpu},{win},{kvd},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
     print("\ngpu,m_bucket,shapes,fp8_minus_fp8_static_us_p50,fp8_static_over_fp8_p50")
-    for gpu in sorted(os.listdir(root)):
-        path = os.path.join(root, gpu, "gemm_perf.csv")
-        if not os.path.exists(path):
-            continue
+    for gpu, path in family_files(root, "gemm"):
         by_shape = collections.defaultdict(dict)
         for r in csv.DictReader(open(path)):
             if r["gemm_dtype"] in ("fp8", "fp8_static"):
@@ -183,10 +185,7 @@ def main():
     clocks = boost_clocks_mhz(a.gpu_dir)
     print("\nfamily,gpu,rows,latency_p1_us,boost_clock_mhz,latency_p1_kcycles")
     for fam in ("gemm", "context_attention", "generation_attention", "moe"):
-        for gpu in sorted(os.listdir(root)):
-            path = os.path.join(root, gpu, f"{fam}_perf.csv")
-            if not os.path.exists(path):
-                continue
+        for gpu, path in family_files(root, fam):
             rows = list(csv.DictReader(open(path)))
             lat = sorted(1e3 * float(r["latency"]) for r in rows)
             device = rows[0]["device"]
@@ -196,24 +195,17 @@ def main():
             print(f"{fam},{gpu},{len(lat)},{p1:.2f},{clocks[device]:.0f},{p1 * clocks[device] / 1e3:.1f}")
     print("\nfamily,gpu,library,window,pairs,equal_latency_pairs,ratio_p50,ratio_p90")
     for fam in ("context_attention", "generation_attention"):
-        for gpu in sorted(os.listdir(root)):
-            path = os.path.join(root, gpu, f"{fam}_perf.csv")
-            if os.path.exists(path):
-                for lib, pooled in window_pairs(path, fam, gpu):
-                    if pooled:
-                        print(f"{fam},{gpu},{lib},all,{len(pooled)},,{statistics.median(pooled):.2f},{pct(pooled, 90):.2f}")
+        for gpu, path in family_files(root, fam):
+            for lib, pooled in window_pairs(path, fam, gpu):
+                if pooled:
+                    print(f"{fam},{gpu},{lib},all,{len(pooled)},,{statistics.median(pooled):.2f},{pct(pooled, 90):.2f}")
     peaks = tensor_peaks_gflops(a.gpu_dir)
     print("\ngpu,gemm_dtype,shapes_all_dims_ge_4096,tflops_p50,peak_fraction_p50")
-    for gpu in sorted(os.listdir(root)):
-        path = os.path.join(root, gpu, "gemm_perf.csv")
-        if os.path.exists(path):
-            gemm_peak_fractions(path, peaks, a.gpu_dir)
+    for gpu, path in family_files(root, "gemm"):
+        gemm_peak_fractions(path, peaks, a.gpu_dir)
     print("\ngpu,library,head_dim,windowed,rows")
     triton = {}
-    for gpu in sorted(os.listdir(root)):
-        path = os.path.join(root, gpu, "context_attention_perf.csv")
-        if not os.path.exists(path):
-            continue
+    for gpu, path in family_files(root, "context_attention"):
         counts = collections.Counter()
         for r in csv.DictReader(open(path)):
             win = int(r.get("window_size") or 0)
@@ -233,10 +225,7 @@ def main():
                 print(f"{gpu},{name},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
     print("\ngpu,moe_dtype,library,rows")
     multi = {}
-    for gpu in sorted(os.listdir(root)):
-        path = os.path.join(root, gpu, "moe_perf.csv")
-        if not os.path.exists(path):
-            continue
+    for gpu, path in family_files(root, "moe"):
         counts, shapes, models = collections.Counter(), collections.defaultdict(set), collections.Counter()
         for r in csv.DictReader(open(path)):
             lib, dt = r["kernel_source"], r["moe_dtype"]
