@@ -96,17 +96,14 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.bound_ms);
   if (r.prior_ms > 0) {
-    if (r.fallback && r.network_weight > 0)
+    if (r.fallback)
       std::printf("prior_ms     %.6g (the fitted roofline of the fallback library's own rows (%s), on the whole causal "
                   "triangle at the BF16 rate, the work that kernel does; %s)\n",
                   r.prior_ms, attention_library(q, spec),
-                  r.network_weight >= 1 ? "which that library's own network corrects"
-                                        : "blended with that library's own network, this GPU being neither its "
-                                          "training GPU nor a twin");
-    else if (r.fallback)
-      std::printf("prior_ms     %.6g (the fitted roofline of the fallback library's own rows (%s), alone, on the whole causal "
-                  "triangle at the BF16 rate, the work that kernel does; no network of that library here)\n",
-                  r.prior_ms, attention_library(q, spec));
+                  r.network_weight >= 1  ? "which that library's own network corrects"
+                  : r.network_weight > 0 ? "blended with that library's own network, this GPU being neither its "
+                                           "training GPU nor a twin"
+                                         : "alone: no network of that library here");
     else if (r.corrected)
       std::printf("prior_ms     %.6g (the family's fitted roofline%s)\n", r.prior_ms,
                   r.prior_is_base ? ", which the network corrects" : "");

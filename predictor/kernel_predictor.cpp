@@ -17,6 +17,57 @@ namespace fs = std::filesystem;
 
 namespace tilecast::predictor {
 
+namespace {
+// Whether a family's network corrects forecasts on a GPU of this standing (config network_gpus:
+// all, trained, twins).
+bool network_corrects(const std::string& gate, const GpuStanding& s) {
+  return gate == "all" || s.trained_on || (gate == "twins" && s.twin);
+}
+
+// Features of one row outside the training range [lo, hi]: named in r.out_of_range and, with
+// `clamp`, moved into it (a ReLU network extrapolates linearly in log space).
+void check_training_range(float* row, const std::vector<double>& lo, const std::vector<double>& hi,
+                          const std::vector<std::string>& names, bool clamp, KernelPrediction& r) {
+  for (size_t c = 0; c < names.size(); ++c) {
+    const double v = row[c];
+    if (v < lo[c] - 1e-6 || v > hi[c] + 1e-6) {
+      r.out_of_range.push_back(names[c]);
+      r.clamped = clamp;
+      if (clamp) row[c] = static_cast<float>(std::min(std::max(v, lo[c]), hi[c]));
+    }
+  }
+}
+
+// An ensemble's output over n rows of features: per row the mean of the members' log-slowdowns
+// (each clamped to [kMinLogSlowdown, kMaxLogSlowdown]; the mean is a geometric mean of their
+// latencies) and their range; all 0 without members.
+struct EnsembleOutput {
+  std::vector<double> mean, lo, hi;
+};
+EnsembleOutput run_ensemble(const std::vector<DenseMlp>& members, const float* x, size_t n) {
+  EnsembleOutput e{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  std::vector<float> om(n);
+  for (size_t k = 0; k < members.size(); ++k) {
+    members[k].forward(x, static_cast<int64_t>(n), om.data());
+    for (size_t j = 0; j < n; ++j) {
+      const double v = std::min(std::max(static_cast<double>(om[j]), kMinLogSlowdown), kMaxLogSlowdown);
+      e.mean[j] += v / static_cast<double>(members.size());
+      e.lo[j] = k ? std::min(e.lo[j], v) : v;
+      e.hi[j] = k ? std::max(e.hi[j], v) : v;
+    }
+  }
+  return e;
+}
+
+// In log space: (1 - w) x the network's forecast (base x exp(log_slowdown)) + w x the fitted
+// roofline alone (prior).
+double blend_ms(double base_ms, double prior_ms, double w, double log_slowdown) {
+  if (w <= 0) return base_ms * std::exp(log_slowdown);
+  if (w >= 1) return prior_ms;
+  return std::exp((1 - w) * (std::log(base_ms) + log_slowdown) + w * std::log(prior_ms));
+}
+}  // namespace
+
 // Networks and the tile table are read when a forecast first needs them (a forecast of
 // one GEMM reads one family's files, not all 26 MB): the manifest and the presence of every
 // listed file are checked up front; a file's sha256 and format when it is read.
@@ -467,20 +518,9 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.peak_ms = s_to_ms(fastest_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
-      if (entry && !entry->feature_min.empty()) {
-        const auto& lo = entry->feature_min;
-        const auto& hi = entry->feature_max;
-        const auto& names = feature_names(fam);
-        float* row = xp + j * nf;
-        for (int64_t c = 0; c < nf; ++c) {
-          const double v = row[c];
-          if (v < lo[c] - 1e-6 || v > hi[c] + 1e-6) {
-            r.out_of_range.push_back(names[c]);
-            r.clamped = entry->clamp_features;
-            if (entry->clamp_features) row[c] = static_cast<float>(std::min(std::max(v, lo[c]), hi[c]));
-          }
-        }
-      }
+      if (entry && !entry->feature_min.empty())
+        check_training_range(xp + j * nf, entry->feature_min, entry->feature_max, feature_names(fam),
+                             entry->clamp_features, r);
     }
     // After featurising, so that a query the GPU cannot run (FP8 on an A100) says so first.
     if (!entry)
@@ -493,36 +533,19 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     // forecast (a network that extrapolates, shrunk toward the physics).
     const std::string& gate = entry->config.network_gpus;
     const GpuStanding standing = training_standing(gpu, entry->training_gpus, entry->training_gpu_specs);
-    const bool corrected = gate == "all" || standing.trained_on || (gate == "twins" && standing.twin);
+    const bool corrected = network_corrects(gate, standing);
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
     const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
     static const std::vector<DenseMlp> kNoMembers;
     const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->members(fam) : kNoMembers;
-    // Ensemble: mean of the members' log-slowdowns (a geometric mean of their latencies).
-    const size_t n = idx.size();
-    std::vector<float> om(n);
     const bool ran = !members.empty();
-    std::vector<double> o(n, 0.0), lo(n, ran ? kMaxLogSlowdown : 0.0), hi(n, ran ? kMinLogSlowdown : 0.0);
-    for (const DenseMlp& m : members) {
-      m.forward(xp, n, om.data());
-      for (size_t j = 0; j < n; ++j) {
-        const double v = std::min(std::max(static_cast<double>(om[j]), kMinLogSlowdown), kMaxLogSlowdown);
-        o[j] += v / static_cast<double>(members.size());
-        lo[j] = std::min(lo[j], v);
-        hi[j] = std::max(hi[j], v);
-      }
-    }
-    for (size_t j = 0; j < n; ++j) {
+    const EnsembleOutput o = run_ensemble(members, xp, idx.size());
+    for (size_t j = 0; j < idx.size(); ++j) {
       KernelPrediction& r = out[idx[j]];
-      // In log space: (1 - w) x the network's forecast + w x the fitted roofline.
-      const auto blend_ms = [&](double log_slowdown) {
-        if (prior_weight <= 0) return r.base_ms * std::exp(log_slowdown);
-        if (prior_weight >= 1) return r.prior_ms;
-        return std::exp((1 - prior_weight) * (std::log(r.base_ms) + log_slowdown) + prior_weight * std::log(r.prior_ms));
-      };
+      const auto blend = [&](double log_slowdown) { return blend_ms(r.base_ms, r.prior_ms, prior_weight, log_slowdown); };
       // No kernel beats the sheet's compute peak (the data's rows that do are measurement
       // artefacts, left out of training): a network's forecast below it is raised to it.
-      r.latency_ms = blend_ms(o[j]);
+      r.latency_ms = blend(o.mean[j]);
       r.at_peak = r.latency_ms < r.peak_ms;
       r.latency_ms = std::max(r.latency_ms, r.peak_ms);
       r.utilisation = r.bound_ms / r.latency_ms;
@@ -533,8 +556,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
         r.out_of_range.clear();
         r.clamped = false;
       }
-      r.member_min_ms = std::max(blend_ms(lo[j]), r.peak_ms);
-      r.member_max_ms = std::max(blend_ms(hi[j]), r.peak_ms);
+      r.member_min_ms = std::max(blend(o.lo[j]), r.peak_ms);
+      r.member_max_ms = std::max(blend(o.hi[j]), r.peak_ms);
       r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
     }
     if (fam == Family::kMoe && !corrected && entry->config.gemm_composite_weight > 0)
@@ -555,8 +578,7 @@ void KernelPredictor::predict_fallback(const std::vector<KernelQuery>& queries, 
   // Without a network of its own: the family's standing (its fitted roofline came from them).
   const GpuStanding standing = training_standing(
       gpu, entry.has_fallback_network() ? fbn.training_gpus : entry.training_gpus, entry.training_gpu_specs);
-  const bool corrected = entry.has_fallback_network() &&
-                         (gate == "all" || standing.trained_on || (gate == "twins" && standing.twin));
+  const bool corrected = entry.has_fallback_network() && network_corrects(gate, standing);
   const double prior_weight = !entry.has_fallback_network() ? 1.0 : corrected ? 0.0 : entry.config.unseen_prior_weight;
   static const std::vector<DenseMlp> kNoMembers;
   const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->fallback_members(fam) : kNoMembers;
@@ -582,36 +604,18 @@ void KernelPredictor::predict_fallback(const std::vector<KernelQuery>& queries, 
     r.network_weight = members.empty() ? 0.0 : 1 - prior_weight;
     r.standing = standing;
     if (!members.empty())  // the fallback network's training range: reported and clamped
-      for (size_t c = 0; c < nf; ++c) {
-        const double v = row[c];
-        if (v < fbn.feature_min[c] - 1e-6 || v > fbn.feature_max[c] + 1e-6) {
-          r.out_of_range.push_back(names[c]);
-          r.clamped = true;
-          row[c] = static_cast<float>(std::min(std::max(v, fbn.feature_min[c]), fbn.feature_max[c]));
-        }
-      }
+      check_training_range(row, fbn.feature_min, fbn.feature_max, names, true, r);
   }
-  const size_t n = idx.size();
-  std::vector<float> om(n);
-  std::vector<double> o(n, 0.0), lo(n, 0.0), hi(n, 0.0);
-  for (size_t k = 0; k < members.size(); ++k) {
-    members[k].forward(x.data(), static_cast<int64_t>(n), om.data());
-    for (size_t j = 0; j < n; ++j) {
-      const double v = std::min(std::max(static_cast<double>(om[j]), kMinLogSlowdown), kMaxLogSlowdown);
-      o[j] += v / static_cast<double>(members.size());
-      lo[j] = k ? std::min(lo[j], v) : v;
-      hi[j] = k ? std::max(hi[j], v) : v;
-    }
-  }
-  for (size_t j = 0; j < n; ++j) {
+  const EnsembleOutput o = run_ensemble(members, x.data(), idx.size());
+  const double w = members.empty() ? 1.0 : prior_weight;  // the fitted roofline's share in log space
+  for (size_t j = 0; j < idx.size(); ++j) {
     KernelPrediction& r = out[idx[j]];
-    const double w = members.empty() ? 1.0 : prior_weight;  // the fitted roofline's share in log space
-    const auto blend_ms = [&](double log_slowdown) { return r.prior_ms * std::exp((1 - w) * log_slowdown); };
-    const double ms = blend_ms(o[j]);
+    const auto blend = [&](double log_slowdown) { return blend_ms(r.prior_ms, r.prior_ms, w, log_slowdown); };
+    const double ms = blend(o.mean[j]);
     r.at_peak = ms < r.peak_ms;
     r.latency_ms = std::max(ms, r.peak_ms);
-    r.member_min_ms = std::max(blend_ms(lo[j]), r.peak_ms);
-    r.member_max_ms = std::max(blend_ms(hi[j]), r.peak_ms);
+    r.member_min_ms = std::max(blend(o.lo[j]), r.peak_ms);
+    r.member_max_ms = std::max(blend(o.hi[j]), r.peak_ms);
     r.utilisation = r.bound_ms / r.latency_ms;
     r.stream_ms = std::max(r.latency_ms - overhead_ms, std::min(r.latency_ms, kMinStreamUs * 1e-3));
   }

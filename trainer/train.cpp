@@ -77,6 +77,14 @@ double mape_pct(Mlp& model, const Tensors& t, int batch) {
   return n ? 100.0 * sum / static_cast<double>(n) : 0.0;
 }
 
+// The rows' devices, each once, in order of first appearance.
+std::vector<std::string> devices_of(const std::vector<KernelSample>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows)
+    if (std::find(out.begin(), out.end(), r.device) == out.end()) out.push_back(r.device);
+  return out;
+}
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   char buf[32];
@@ -548,50 +556,43 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                      << " of DRAM bandwidth";
       }
     }
-    for (int member = 0; member < cfg.ensemble; ++member) {
-      // Members differ only in seed: initialisation, shuffling and validation split.
-      PredictorConfig mc = cfg;
-      mc.seed = cfg.seed + static_cast<uint64_t>(member);
-      const std::string file = std::string(family_name(fam)) + (member ? ".s" + std::to_string(member) : "") + ".pt";
-      const std::string path = (fs::path(dir) / file).string();
-      r = train_family(mc, rows, tiles, gpus, path, opt.quiet, floor_ms, cfg.prior ? &e.prior : nullptr);
-      seconds += r.seconds;
-      if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
-      add_member(e, dir, file, net_file_for(file), r.layer_widths);
-      e.member_val_mape_pct.push_back(r.val_mape_pct);
-      if (r.interrupted) break;
-    }
+    // cfg.ensemble members into `m` (the family's, or its fallback network's), checkpoints
+    // <family><suffix>[.sN].pt; members differ only in seed: initialisation, shuffling and
+    // validation split. Returns the last member's result (its `interrupted` ends the loop).
+    const auto train_members = [&](auto& m, const std::vector<KernelSample>& data, const std::string& suffix,
+                                   double floor, const FittedRoofline* base, bool fallback_base) {
+      FamilyResult last;
+      for (int member = 0; member < cfg.ensemble; ++member) {
+        PredictorConfig mc = cfg;
+        mc.seed = cfg.seed + static_cast<uint64_t>(member);
+        const std::string file =
+            std::string(family_name(fam)) + suffix + (member ? ".s" + std::to_string(member) : "") + ".pt";
+        const std::string path = (fs::path(dir) / file).string();
+        last = train_family(mc, data, tiles, gpus, path, opt.quiet, floor, base, fallback_base);
+        seconds += last.seconds;
+        if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
+        add_member(m, dir, file, net_file_for(file), last.layer_widths);
+        m.member_val_mape_pct.push_back(last.val_mape_pct);
+        if (last.interrupted) break;
+      }
+      return last;
+    };
+    r = train_members(e, rows, "", floor_ms, cfg.prior ? &e.prior : nullptr, false);
     // The fallback rows' own network, correcting their fitted roofline (members as the family's;
     // a few rows train none: the roofline alone forecasts them).
     if (e.has_fallback_prior && !r.interrupted && fallback_rows.size() >= kMinFallbackNetworkRows) {
       TC_LOG(Info) << family_name(fam) << ": training the fallback library's network on " << fallback_rows.size()
                    << " rows";
       auto& fbn = e.fallback_network;
-      for (int member = 0; member < cfg.ensemble; ++member) {
-        PredictorConfig mc = cfg;
-        mc.seed = cfg.seed + static_cast<uint64_t>(member);
-        const std::string file =
-            std::string(family_name(fam)) + ".fallback" + (member ? ".s" + std::to_string(member) : "") + ".pt";
-        const std::string path = (fs::path(dir) / file).string();
-        const FamilyResult f = train_family(mc, fallback_rows, tiles, gpus, path, opt.quiet, 0, &e.fallback_prior, true);
-        seconds += f.seconds;
-        if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
-        add_member(fbn, dir, file, net_file_for(file), f.layer_widths);
-        fbn.member_val_mape_pct.push_back(f.val_mape_pct);
-        fbn.feature_min = f.feature_min;
-        fbn.feature_max = f.feature_max;
-        fbn.rows_train = f.rows_train;
-        fbn.rows_val = f.rows_val;
-        TC_LOG(Info) << family_name(fam) << ": fallback network member " << member << ": best val MAPE "
-                     << f.val_mape_pct << "% (" << f.rows_val << " validation rows)";
-        if (f.interrupted) {
-          r.interrupted = true;
-          break;
-        }
-      }
-      for (const auto& s : fallback_rows)
-        if (std::find(fbn.training_gpus.begin(), fbn.training_gpus.end(), s.device) == fbn.training_gpus.end())
-          fbn.training_gpus.push_back(s.device);
+      const FamilyResult f = train_members(fbn, fallback_rows, ".fallback", 0, &e.fallback_prior, true);
+      fbn.feature_min = f.feature_min;
+      fbn.feature_max = f.feature_max;
+      fbn.rows_train = f.rows_train;
+      fbn.rows_val = f.rows_val;
+      TC_LOG(Info) << family_name(fam) << ": fallback network: best val MAPE of the last member " << f.val_mape_pct
+                   << "% (" << f.rows_val << " validation rows)";
+      r.interrupted = f.interrupted;
+      fbn.training_gpus = devices_of(fallback_rows);
     }
     e.features = feature_names(fam);
     // Forecasts clamp to the training range (extrapolation guard): the LLM-era families, and
@@ -612,9 +613,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     r.seconds = seconds;
     e.data_hash = files_hash(files);
     if (collected || !opt.added_dirs.empty() || is_llm_kernel_family(fam) || !opt.exclude_gpus.empty()) {
-      for (const auto& r : rows)
-        if (std::find(e.training_gpus.begin(), e.training_gpus.end(), r.device) == e.training_gpus.end())
-          e.training_gpus.push_back(r.device);
+      e.training_gpus = devices_of(rows);
     } else {
       e.training_gpus = training_gpus(opt.vendor);
     }

@@ -41,6 +41,30 @@ FittedRoofline read_prior(const YAML::Node& p, const std::string& path, const st
   return r;
 }
 
+// A network's members (a family's, or its fallback network's): checkpoints, torch-free copies,
+// their checksums and layer widths; absent lists read as empty (the callers check them).
+template <class Members>
+void read_members(const YAML::Node& n, Members& m) {
+  for (const auto& f : n["files"]) m.files.push_back(f.as<std::string>());
+  for (const auto& f : n["sha256"]) m.sha256.push_back(f.as<std::string>());
+  for (const auto& f : n["net_files"]) m.net_files.push_back(f.as<std::string>());
+  for (const auto& f : n["net_sha256"]) m.net_sha256.push_back(f.as<std::string>());
+  for (const auto& w : n["layer_widths"]) m.layer_widths.push_back(w.as<std::vector<int64_t>>());
+}
+
+template <class Members>
+void write_members(YAML::Emitter& out, const Members& m) {
+  out << YAML::Key << "files" << YAML::Value << YAML::Flow << m.files;
+  out << YAML::Key << "sha256" << YAML::Value << m.sha256;
+  if (!m.net_files.empty()) {
+    out << YAML::Key << "net_files" << YAML::Value << YAML::Flow << m.net_files;
+    out << YAML::Key << "net_sha256" << YAML::Value << m.net_sha256;
+  }
+  out << YAML::Key << "layer_widths" << YAML::Value << YAML::BeginSeq;
+  for (const auto& w : m.layer_widths) out << YAML::Flow << w;
+  out << YAML::EndSeq;
+}
+
 void write_prior(YAML::Emitter& out, const char* key, const FittedRoofline& p) {
   out << YAML::Key << key << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "floor_us" << YAML::Value << p.floor_us;
@@ -82,14 +106,12 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         current = name;
         const YAML::Node n = kv.second;
         FamilyEntry e;
-        for (const auto& f : n["files"]) e.files.push_back(f.as<std::string>());
+        read_members(n, e);
         if (e.files.empty()) throw ConfigError(path + ": family '" + name + "': field 'files' is empty");
         for (const auto& f : n["features"]) e.features.push_back(f.as<std::string>());
         const std::string fam = path + ": family '" + name + "': field ";
         if (!n["sha256"] || !n["layer_widths"])
           throw ConfigError(fam + "'sha256'/'layer_widths' missing (weights from an older tilecast: retrain)");
-        for (const auto& f : n["sha256"]) e.sha256.push_back(f.as<std::string>());
-        for (const auto& w : n["layer_widths"]) e.layer_widths.push_back(w.as<std::vector<int64_t>>());
         if (n["feature_min"]) e.feature_min = n["feature_min"].as<std::vector<double>>();
         if (n["feature_max"]) e.feature_max = n["feature_max"].as<std::vector<double>>();
         if (n["clamp_features"]) e.clamp_features = n["clamp_features"].as<bool>();
@@ -98,12 +120,9 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           throw ConfigError(fam + "'feature_min'/'feature_max': one value per feature expected");
         if (e.sha256.size() != e.files.size() || e.layer_widths.size() != e.files.size())
           throw ConfigError(fam + "'sha256'/'layer_widths': one entry per file expected");
-        if (n["net_files"] || n["net_sha256"]) {
-          for (const auto& f : n["net_files"]) e.net_files.push_back(f.as<std::string>());
-          for (const auto& f : n["net_sha256"]) e.net_sha256.push_back(f.as<std::string>());
-          if (e.net_files.size() != e.files.size() || e.net_sha256.size() != e.files.size())
-            throw ConfigError(fam + "'net_files'/'net_sha256': one entry per file expected");
-        }
+        if ((n["net_files"] || n["net_sha256"]) &&
+            (e.net_files.size() != e.files.size() || e.net_sha256.size() != e.files.size()))
+          throw ConfigError(fam + "'net_files'/'net_sha256': one entry per file expected");
         e.config.family = family_from_string(name);
         const YAML::Node c = n["config"];
         e.config.num_layers = c["num_layers"].as<int>();
@@ -142,11 +161,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           const std::string fn = path + ": family '" + name + "': fallback_network: field ";
           if (!e.has_fallback_prior) throw ConfigError(fn + "'fallback_prior' missing (the base the network corrects)");
           auto& fb = e.fallback_network;
-          for (const auto& v : f["files"]) fb.files.push_back(v.as<std::string>());
-          for (const auto& v : f["sha256"]) fb.sha256.push_back(v.as<std::string>());
-          for (const auto& v : f["net_files"]) fb.net_files.push_back(v.as<std::string>());
-          for (const auto& v : f["net_sha256"]) fb.net_sha256.push_back(v.as<std::string>());
-          for (const auto& w : f["layer_widths"]) fb.layer_widths.push_back(w.as<std::vector<int64_t>>());
+          read_members(f, fb);
           for (const auto& v : f["member_val_mape_pct"]) fb.member_val_mape_pct.push_back(v.as<double>());
           for (const auto& g : f["training_gpus"]) fb.training_gpus.push_back(g.as<std::string>());
           fb.feature_min = f["feature_min"].as<std::vector<double>>();
@@ -284,15 +299,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
   for (const auto& kv : m.families) {
     const FamilyEntry& e = kv.second;
     out << YAML::Key << kv.first << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "files" << YAML::Value << YAML::Flow << e.files;
-    out << YAML::Key << "sha256" << YAML::Value << e.sha256;
-    if (!e.net_files.empty()) {
-      out << YAML::Key << "net_files" << YAML::Value << YAML::Flow << e.net_files;
-      out << YAML::Key << "net_sha256" << YAML::Value << e.net_sha256;
-    }
-    out << YAML::Key << "layer_widths" << YAML::Value << YAML::BeginSeq;
-    for (const auto& w : e.layer_widths) out << YAML::Flow << w;
-    out << YAML::EndSeq;
+    write_members(out, e);
     out << YAML::Key << "features" << YAML::Value << YAML::Flow << e.features;
     if (!e.feature_min.empty()) {
       out << YAML::Key << "feature_min" << YAML::Value << YAML::Flow << e.feature_min;
@@ -328,13 +335,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     if (e.has_fallback_network()) {
       const auto& fb = e.fallback_network;
       out << YAML::Key << "fallback_network" << YAML::Value << YAML::BeginMap;
-      out << YAML::Key << "files" << YAML::Value << YAML::Flow << fb.files;
-      out << YAML::Key << "sha256" << YAML::Value << fb.sha256;
-      out << YAML::Key << "net_files" << YAML::Value << YAML::Flow << fb.net_files;
-      out << YAML::Key << "net_sha256" << YAML::Value << fb.net_sha256;
-      out << YAML::Key << "layer_widths" << YAML::Value << YAML::BeginSeq;
-      for (const auto& w : fb.layer_widths) out << YAML::Flow << w;
-      out << YAML::EndSeq;
+      write_members(out, fb);
       out << YAML::Key << "feature_min" << YAML::Value << YAML::Flow << fb.feature_min;
       out << YAML::Key << "feature_max" << YAML::Value << YAML::Flow << fb.feature_max;
       out << YAML::Key << "rows_train" << YAML::Value << fb.rows_train;
