@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "core/error.h"
@@ -336,6 +337,11 @@ bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu) {
 const char* attention_library(const KernelQuery& q, const GpuSpec& gpu) {
   if (!trtllm_kernels(gpu)) return "flash_attention";
   return fallback_attention(q, gpu) ? "triton" : "trtllm_mha";
+}
+
+bool sglang_window_zero_is_self(const KernelQuery& q, const GpuSpec& gpu) {
+  if (!is_attention(op_family(q.op)) || q.window != 0) return false;
+  return std::strcmp(attention_library(q, gpu), "flash_attention") == 0 || q.op == OpKind::kAttnPrefill;
 }
 
 KernelQuery fallback_physics_query(const KernelQuery& q) {

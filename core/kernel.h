@@ -125,6 +125,15 @@ bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu);
 // rate (FP8 / BF16 time 0.83 / 0.90 / 0.94; scripts/llm-data-checks.py, check 6): the query
 // without its window, in BF16 (the KV cache's type kept).
 KernelQuery fallback_physics_query(const KernelQuery& q);
+// What a window of 0 in an SGLang row measured (aiconfigurator's `window_size` column, where a
+// file has one): SGLang hands its attention backend the window as written, -1 meaning none. Its
+// FlashAttention backend (FA2 on Ampere and Ada, FA3 on Hopper) makes a window w > -1 the pair
+// (w, 0), both ends inclusive, so 0 is each query's own key alone, and TRT-LLM's context
+// (prefill) kernels take it alike; TRT-LLM's decode kernel takes it as no window. True where the
+// GPU's library (attention_library) and the op take it as the query's own key alone: the
+// training files bear it out (`python3 scripts/llm-data-checks.py`, check 4; docs/accuracy.md,
+// "What SGLang's window 0 measured").
+bool sglang_window_zero_is_self(const KernelQuery& q, const GpuSpec& gpu);
 // A fused MoE layer on one rank: `tokens` tokens pick `topk` of `experts` experts; each expert
 // is gate_up (hidden -> 2 x inter) and down (inter -> hidden). aiconfigurator's layout.
 KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, int64_t experts, int64_t moe_tp,

@@ -54,9 +54,16 @@ bool parse_ax_b(const std::string& s, size_t pos, int* a, int* b) {
 
 }  // namespace
 
-bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int* tile2) {
+namespace {
+std::string lower(const std::string& text) {
   std::string s;
-  for (char c : kernel_name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : text) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+}  // namespace
+
+bool parse_tile_from_kernel_name(const std::string& kernel_name, int* tile1, int* tile2) {
+  const std::string s = lower(kernel_name);
   for (const char* marker : {"_mt", "sgemm_", "tilesize"}) {
     size_t pos = 0;
     while ((pos = s.find(marker, pos)) != std::string::npos) {
@@ -173,6 +180,7 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
   const int c_dev = csv.column("device"), c_op = csv.column("op_name"), c_lat = csv.column("latency");
   const int c_src = csv.column("kernel_source");
   const int c_status = csv.column("status");  // `tilecast collect` files: failed configs have no latency
+  const int c_fw = csv.column("framework");
   std::vector<KernelSample> rows;
   std::map<std::pair<Family, std::string>, int64_t> skipped;  // rows not modelled, by family and what
   std::string known;
@@ -187,6 +195,7 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
     if (!layout)
       throw DataError(where(path, line) + ": column 'op_name': '" + f[c_op] + "' is not modelled (" + known + " are)");
     const CsvAicRow row(csv, f, line);
+    const bool sglang = c_fw >= 0 && lower(f[c_fw]) == "sglang";
     KernelSample s;
     std::string skip;
     if (!layout->parse(row, &s.query, &skip)) {
@@ -202,6 +211,7 @@ std::vector<KernelSample> read_aiconfigurator_csv(CsvReader& csv) {
     s.device = f[c_dev];
     if (s.device.empty()) throw DataError(where(path, line) + ": column 'device' is empty");
     if (c_src >= 0) s.library = f[c_src];
+    s.sglang_window_zero = sglang && is_attention(layout->family) && row.has("window_size") && s.query.window == 0;
     rows.push_back(std::move(s));
   }
   for (const auto& kv : skipped)
@@ -726,6 +736,19 @@ std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
   for (size_t i = 0; i < rows.size(); ++i)
     out[i] = rows[i].query.window == 0 && flagged.count({rows[i].device, rows[i].query.op, rows[i].library});
   return out;
+}
+
+int64_t resolve_sglang_window_zero(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {
+  int64_t n = 0;
+  for (auto& s : rows) {
+    if (!s.sglang_window_zero) continue;
+    const GpuSpec* g = gpus.find(s.device);
+    if (g && sglang_window_zero_is_self(s.query, *g)) {
+      s.query.window = 1;
+      ++n;
+    }
+  }
+  return n;
 }
 
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {

@@ -15,6 +15,9 @@ struct KernelSample {
   double latency_ms = 0;    // measured latency (label)
   std::string kernel_name;  // measured kernel (empty if unknown); never used to forecast
   std::string library;      // aiconfigurator's kernel_source (training keeps the spec's choice)
+  // An SGLang attention row whose file has a window_size column and whose window is 0: what it
+  // measured depends on the GPU's library (sglang_window_zero_is_self, resolve_sglang_window_zero).
+  bool sglang_window_zero = false;
   int64_t grid[3] = {0, 0, 0};
   int64_t block[3] = {0, 0, 0};
   bool has_tile = false;  // measured_tile parsed from the kernel name + grid
@@ -116,6 +119,12 @@ constexpr double kTrainingComputeSlack = 1.0;
 Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu,
                             double compute_slack = 1.5);
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
+
+// Gives the SGLang window-0 rows that measured each query attending to its own key alone
+// (sglang_window_zero_is_self on the row's GPU) that window: 1 key. Returns how many it changed;
+// rows of a GPU without a spec are left as they are. eval-kernels forecasts what the rows ran;
+// training leaves them out (not_full_attention flags them, unresolved).
+int64_t resolve_sglang_window_zero(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
 // A row of a fallback kernel library that says it ran it (fallback_attention, and the row's
 // library is that one): training fits such rows a roofline and a network of their own. A lab's
 // own collect run of the same shapes (another library, its GPU's only rows) is not one.

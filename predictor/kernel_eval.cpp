@@ -65,17 +65,21 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
   ProgressBar bar(static_cast<int64_t>(files.size()), "eval-kernels", quiet || files.size() < 2);
   for (const auto& file : files) {
     std::vector<KernelSample> samples = read_kernel_csv(file);
-    // Full-attention rows that ran no slower than the same shapes with a short window are not
-    // the kernel they describe, judged over the whole file: held-out scoring leaves them out with
-    // the rows training leaves out (filter_spec_library); otherwise they count as implausible.
+    // SGLang's window-0 rows are forecast as what they ran (resolve_sglang_window_zero). Other
+    // full-attention rows that ran no slower than the same shapes with a short window are not the
+    // kernel they describe, judged over the whole file: held-out scoring leaves them out with the
+    // rows training leaves out (filter_spec_library, which leaves the SGLang ones out too);
+    // otherwise they count as implausible.
     std::vector<bool> partial;
     if (holdout_shapes_pct > 0) {
       filter_spec_library(samples, gpus);
       samples.erase(std::remove_if(samples.begin(), samples.end(),
                                    [&](const KernelSample& s) { return !shape_held_out(s.query, holdout_shapes_pct); }),
                     samples.end());
+      resolve_sglang_window_zero(samples, gpus);
       partial.assign(samples.size(), false);
     } else {
+      resolve_sglang_window_zero(samples, gpus);
       partial = not_full_attention(samples);
     }
     // One batched forecast per device.
@@ -106,6 +110,7 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
           st->add(f, roof, y, ok, prior);
         if (const char* lib = kernel_library(s.query, *gpu)) rep.by_library[fam + "/" + lib].add(f, roof, y, ok, prior);
         if (!s.library.empty()) rep.by_row_library[fam + "/" + s.library].add(f, roof, y, ok, prior);
+        if (s.sglang_window_zero && s.query.window > 0) rep.sglang_window_zero.add(f, roof, y, ok, prior);
         if (rows_out) {
           const double li_ms = li ? li->kernel_ms(s.device, s.query) : -1;
           rows_out->push_back({s.device, op_name(s.query.op), query_shape_string(s.query), dtype_name(s.query.dtype), y,
@@ -152,6 +157,7 @@ std::string eval_report_json(const KernelEvalReport& r) {
   for (const auto& kv : r.by_library) j["by_library"][kv.first] = stats_json(kv.second);
   j["by_row_library"] = nlohmann::json::object();
   for (const auto& kv : r.by_row_library) j["by_row_library"][kv.first] = stats_json(kv.second);
+  j["sglang_window_zero"] = stats_json(r.sglang_window_zero);
   j["by_device"] = nlohmann::json::object();
   for (const auto& kv : r.by_device) j["by_device"][kv.first] = stats_json(kv.second);
   j["by_device_op"] = nlohmann::json::object();
@@ -192,6 +198,10 @@ std::string eval_report_table(const KernelEvalReport& r) {
     os << "-- by op family and the kernel library the row ran (its kernel_source)\n";
     for (const auto& kv : r.by_row_library) line(kv.first, kv.second);
   }
+  if (r.sglang_window_zero.rows > 0) {
+    os << "-- SGLang rows of window 0 (each query attended to its own key alone; forecast so)\n";
+    line("sglang window 0", r.sglang_window_zero);
+  }
   os << "-- by device\n";
   for (const auto& kv : r.by_device) line(kv.first, kv.second);
   os << "-- by device and op family\n";
@@ -218,6 +228,7 @@ std::string eval_report_csv(const KernelEvalReport& r) {
   for (const auto& kv : r.by_op_dtype) line("op_dtype", kv.first, kv.second);
   for (const auto& kv : r.by_library) line("library", kv.first, kv.second);
   for (const auto& kv : r.by_row_library) line("row_library", kv.first, kv.second);
+  if (r.sglang_window_zero.rows > 0) line("sglang_window_zero", "self_only", r.sglang_window_zero);
   for (const auto& kv : r.by_device) line("device", kv.first, kv.second);
   for (const auto& d : r.by_device_op)
     for (const auto& kv : d.second) line("device_op", d.first + " / " + kv.first, kv.second);

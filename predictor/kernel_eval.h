@@ -57,6 +57,9 @@ struct KernelEvalReport {
   // Triton MoE rows, forecast on TRT-LLM's path). Rows without one (NeuSight's) have none.
   std::map<std::string, ErrorStats> by_row_library;
   std::map<std::string, std::map<std::string, ErrorStats>> by_device_op;
+  // SGLang rows of window 0 that measured each query attending to its own key alone
+  // (resolve_sglang_window_zero), forecast as such; also counted in every group above.
+  ErrorStats sglang_window_zero;
 };
 
 struct KernelEvalRow {

@@ -460,7 +460,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // the attention they describe (implausible_row: beyond the compute roofline, or beyond DRAM
     // for the bytes that L2 cannot hold; not_full_attention: window-0 rows of a file whose
     // window-0 rows run as fast as its windowed ones) are measurement artefacts, left out of
-    // training (forecasts never see the row).
+    // training (forecasts never see the row). SGLang's window-0 rows among them measured each
+    // query against its own key alone (resolve_sglang_window_zero; eval-kernels forecasts them
+    // so): trained on as such, leave one GPU out got worse (docs/accuracy.md, "What SGLang's
+    // window 0 measured"), so they stay out.
     {
       const LibraryFilterCounts n = filter_spec_library(rows, gpus);
       if (n.other_library + n.impossible_compute + n.impossible_memory + n.not_full_attention > 0) {

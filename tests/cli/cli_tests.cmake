@@ -155,9 +155,18 @@ tc_cli_test(eval_aic_moe_json "\"moe/bf16\": {[^}]*\"rows\": 1" ${TC} eval-kerne
 # rows (shapes its TRT-LLM MoE rows lack) are forecast on TRT-LLM's path (a generated fixture).
 tc_cli_test(eval_row_library "kernel library its forecast assumes on the row's GPU\nmoe/sglang_flashinfer_trtllm_moe +3 [^\n]*\n-- by op family and the kernel library the row ran \\(its kernel_source\\)\nmoe/sglang_flashinfer_trtllm_moe +2 [^\n]*\nmoe/sglang_fused_moe_triton +1 " ${TC} eval-kernels --data ${D}/aic_b200_moe_libraries.csv)
 tc_cli_test(eval_row_library_json "\"by_row_library\": {\n +\"moe/sglang_flashinfer_trtllm_moe\": {[^}]*\"rows\": 2[^}]*},\n +\"moe/sglang_fused_moe_triton\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aic_b200_moe_libraries.csv --format json)
-# Two L40S decode rows copied from aiconfigurator: 2.1 GB of KV cache "read" in 27 us is
-# counted implausible (beyond DRAM for the bytes L2 cannot hold); the windowed row is not.
-tc_cli_test(eval_aic_implausible_json "\"generation_attention/bf16\": {[^}]*\"implausible_rows\": 1,[^}]*\"rows\": 2" ${TC} eval-kernels --data ${D}/aic_decode_implausible.csv --format json)
+# SGLang's window 0 (generated rows): the L40S's FlashAttention prefill and the B200's TRT-LLM
+# prefill of window 0 ran each query against its own key alone and are forecast so (2 rows);
+# the B200's TRT-LLM decode took window 0 as none and stays full attention.
+tc_cli_test(eval_sglang_window_zero "-- SGLang rows of window 0 \\(each query attended to its own key alone; forecast so\\)\nsglang window 0 +2 " ${TC} eval-kernels --data ${D}/aic_sglang_window_zero.csv)
+tc_cli_test(eval_sglang_window_zero_json "\"sglang_window_zero\": {[^}]*\"implausible_rows\": 0,[^}]*\"rows\": 2\n" ${TC} eval-kernels --data ${D}/aic_sglang_window_zero.csv --format json)
+# Two L40S decode rows copied from aiconfigurator: the window-0 one, 64 sequences of 8,192
+# cached tokens in 27 us, was SGLang's window 0 (each query against its own key) and is forecast
+# so, plausible; read as full attention (aic_decode_beyond_dram.csv: the same latencies in a file
+# without a window_size column, as the A100's files are), 2.1 GB of KV cache "read" in 27 us is
+# counted implausible (beyond DRAM for the bytes L2 cannot hold) and 0.41 ms for 64 x 1,024 is not.
+tc_cli_test(eval_aic_sglang_window_zero_plausible_json "\"generation_attention/bf16\": {[^}]*\"implausible_rows\": 0,[^}]*\"rows\": 2[^}]*}.*\"sglang_window_zero\": {[^}]*\"rows\": 1\n" ${TC} eval-kernels --data ${D}/aic_decode_implausible.csv --format json)
+tc_cli_test(eval_aic_implausible_json "\"generation_attention/bf16\": {[^}]*\"implausible_rows\": 1,[^}]*\"rows\": 2" ${TC} eval-kernels --data ${D}/aic_decode_beyond_dram.csv --format json)
 tc_cli_test(eval_aic_gemm_json "\"gemm/fp8_block\": {[^}]*\"rows\": 1" ${TC} eval-kernels --data ${D}/aiconfigurator_gemm_small.csv --format json)
 tc_cli_test(predict_kernel_gemm_json "\"dtype\": \"fp8\"" ${TC} predict-kernel --op gemm --shape 16,4096,14336 --dtype fp8 --gpu H100-SXM --format json)
 # Split-K in the table output: 96 tokens x 512 outputs are 4 tiles on the A100's 108 SMs; the

@@ -390,6 +390,62 @@ TEST(Dataset, FullAttentionNoSlowerThanItsWindowIsFlagged) {
   for (const auto& s : rows) EXPECT_FALSE(s.device == "A" && s.query.window == 0);
 }
 
+// SGLang's window 0 is a window of no keys to the left, each query's own key alone, on its
+// FlashAttention backend (prefill and decode) and TRT-LLM's prefill; TRT-LLM's decode takes it as
+// no window. The reader marks an SGLang attention row of window 0 only where its file has a
+// window_size column (the A100's files have none and ran full attention; a collect file is not
+// SGLang's); resolve_sglang_window_zero gives the marked rows the window their GPU's library
+// ran (1 key) and leaves every other row as read.
+TEST(Dataset, SglangWindowZeroIsEachQuerysOwnKey) {
+  static GpuRegistry reg(gpu_dir());
+  const std::string head = "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,"
+                           "num_key_value_heads,head_dim,beam_width,attn_dtype,kv_cache_dtype,step";
+  auto write = [](const std::string& name, const std::string& text) {
+    const std::string p = ::testing::TempDir() + name;
+    std::ofstream(p) << text;
+    return p;
+  };
+  const std::string windowed = write(
+      "sglang_windows.csv",
+      head + ",window_size,latency\n"
+             "SGLang,0.5.12,NVIDIA L40S,context_attention,flash_attention,1,4096,32,8,128,1,bfloat16,bfloat16,0,0,0.05\n"
+             "SGLang,0.5.12,NVIDIA L40S,context_attention,flash_attention,1,4096,32,8,128,1,bfloat16,bfloat16,0,128,0.05\n"
+             "SGLang,0.5.12,NVIDIA L40S,generation_attention,flash_attention,8,1,32,8,128,1,bfloat16,bfloat16,4095,0,0.03\n"
+             "SGLang,0.5.10,NVIDIA B200,context_attention,trtllm_mha,1,4096,32,8,128,1,bfloat16,bfloat16,0,0,0.02\n"
+             "SGLang,0.5.10,NVIDIA B200,generation_attention,trtllm_mha,8,1,32,8,128,1,bfloat16,bfloat16,4095,0,0.02\n"
+             "SGLang,0.5.14,NVIDIA H100 80GB HBM3,context_attention,flash_attention,2,2048,32,8,128,1,bfloat16,bfloat16,0,0,0.03\n"
+             "SGLang,0.5.14,NVIDIA H100 80GB HBM3,generation_attention,flash_attention,8,1,32,8,128,1,bfloat16,bfloat16,1023,0,0.01\n");
+  std::vector<KernelSample> rows = read_kernel_csv(windowed);
+  ASSERT_EQ(rows.size(), 7u);
+  const std::vector<bool> marked = {true, false, true, true, true, true, true};
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].sglang_window_zero, marked[i]) << "row " << i;
+  EXPECT_EQ(resolve_sglang_window_zero(rows, reg), 5);
+  // L40S prefill and decode, B200 prefill, H100 (FlashAttention by its spec) prefill and decode:
+  // one key each; the windowed row keeps its 128 and the B200's decode stays full attention.
+  const std::vector<int64_t> window = {1, 128, 1, 1, 0, 1, 1};
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].query.window, window[i]) << "row " << i;
+  // A 4,096-token prompt whose queries attend to themselves alone does 4,096 query-key products
+  // per head, where full causal attention does 4096 x 4097 / 2.
+  const KernelQuery full = attention_prefill_q(1, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
+  EXPECT_NEAR(query_flops(full) / query_flops(rows[0].query), 4097.0 / 2, 1e-6 * 4097.0 / 2);
+  // Nothing to resolve: a file without the column (the A100's) and a collect file of window 0.
+  const std::string no_column = write(
+      "sglang_no_window.csv",
+      head + ",latency\nSGLang,0.5.10,NVIDIA A100-SXM4-80GB,context_attention,flash_attention,1,4096,32,8,128,1,"
+             "bfloat16,bfloat16,0,2.9\n");
+  const std::string collected = write(
+      "collect_window.csv",
+      head + ",window_size,latency\ntilecast-collect,p2.11.0,NVIDIA L40S,context_attention,flash_attention,1,4096,32,"
+             "8,128,1,bf16,bf16,0,0,1.2\n");
+  for (const std::string& path : {no_column, collected}) {
+    std::vector<KernelSample> r = read_kernel_csv(path);
+    ASSERT_EQ(r.size(), 1u) << path;
+    EXPECT_FALSE(r[0].sglang_window_zero) << path;
+    EXPECT_EQ(resolve_sglang_window_zero(r, reg), 0) << path;
+    EXPECT_EQ(r[0].query.window, 0) << path;
+  }
+}
+
 // Training keeps, per GPU, the MoE rows of the library its spec implies for each row's dtype:
 // on the L40S Triton for BF16 and MXFP4, Marlin for INT4 (its BF16 Marlin rows, and MXFP4 rows
 // of a Triton variant, go); a GPU without rows of that library keeps its own (a lab's collect).
