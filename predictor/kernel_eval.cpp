@@ -182,7 +182,8 @@ std::string eval_report_table(const KernelEvalReport& r) {
   os << "-- bias: median forecast / measured (< 1: forecasts too fast)\n";
   os << "-- implausible: rows physics rules out (beyond the compute roofline, or beyond DRAM for the\n"
         "   bytes L2 cannot hold, by 1.5x; full attention no slower than the same shapes with a 16x\n"
-        "   shorter window); plausible%: MAPE over the other rows\n";
+        "   shorter window, except SGLang's window-0 rows, forecast as they ran: see below);\n"
+        "   plausible%: MAPE over the other rows\n";
   os << "-- headline: rows on GPUs the family was trained on, and on GPUs it never saw\n";
   line("training GPUs", r.training_gpus);
   line("unseen GPUs", r.unseen_gpus);
