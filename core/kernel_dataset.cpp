@@ -753,6 +753,19 @@ int64_t resolve_sglang_window_zero(std::vector<KernelSample>& rows, const GpuReg
 
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {
   LibraryFilterCounts n;
+  std::map<std::string, const GpuSpec*> spec_of;  // one registry lookup per device, not per row
+  auto spec = [&](const std::string& device) {
+    auto it = spec_of.find(device);
+    return it != spec_of.end() ? it->second : spec_of.emplace(device, gpus.find(device)).first->second;
+  };
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [&](const KernelSample& s) {
+                              const GpuSpec* g = s.sglang_window_zero ? spec(s.device) : nullptr;
+                              const bool own_key = g && sglang_window_zero_is_self(s.query, *g);
+                              n.sglang_own_key += own_key;
+                              return own_key;
+                            }),
+             rows.end());
   {
     const std::vector<bool> partial = not_full_attention(rows);
     std::vector<KernelSample> kept;
@@ -765,11 +778,6 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
     }
     rows.swap(kept);
   }
-  std::map<std::string, const GpuSpec*> spec_of;  // one registry lookup per device, not per row
-  auto spec = [&](const std::string& device) {
-    auto it = spec_of.find(device);
-    return it != spec_of.end() ? it->second : spec_of.emplace(device, gpus.find(device)).first->second;
-  };
   // (device, library) pairs with rows: a library the spec implies for a query (the family's, for
   // MoE its dtype's too) is kept as the only one where the device has rows of it.
   std::set<std::pair<std::string, std::string>> has_spec_library;

@@ -99,10 +99,14 @@ std::string files_hash(const std::vector<std::string>& paths);
 // Several kernel libraries measured the same shapes on one GPU (B200 attention: trtllm_mha and
 // Triton; B200 MoE: flashinfer and Triton): keeps, per GPU, the rows of the library its spec
 // implies (kernel_library) when it has any, else all of its rows (a lab's own collect run);
-// drops attention rows that implausible_row calls impossible (measurement artefacts). Rows of
-// GPUs without a spec are kept. Returns what it removed.
+// drops attention rows that implausible_row calls impossible (measurement artefacts), SGLang's
+// window-0 rows that ran each query against its own key alone (sglang_window_zero_is_self: not
+// the full attention a window of 0 means here, and trained on as 1-key windows they made leave
+// one GPU out worse) and other full-attention rows no faster than their windowed twins
+// (not_full_attention). Rows of GPUs without a spec are kept. Returns what it removed.
 struct LibraryFilterCounts {
-  int64_t other_library = 0, impossible_compute = 0, impossible_memory = 0, not_full_attention = 0;
+  int64_t other_library = 0, impossible_compute = 0, impossible_memory = 0, sglang_own_key = 0,
+          not_full_attention = 0;
 };
 
 // Why a measured latency cannot be the kernel its row describes, from physics alone:
@@ -123,7 +127,7 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
 // Gives the SGLang window-0 rows that measured each query attending to its own key alone
 // (sglang_window_zero_is_self on the row's GPU) that window: 1 key. Returns how many it changed;
 // rows of a GPU without a spec are left as they are. eval-kernels forecasts what the rows ran;
-// training leaves them out (not_full_attention flags them, unresolved).
+// training leaves them out (filter_spec_library).
 int64_t resolve_sglang_window_zero(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
 // A row of a fallback kernel library that says it ran it (fallback_attention, and the row's
 // library is that one): training fits such rows a roofline and a network of their own. A lab's

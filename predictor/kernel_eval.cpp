@@ -67,16 +67,14 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
     std::vector<KernelSample> samples = read_kernel_csv(file);
     // SGLang's window-0 rows are forecast as what they ran (resolve_sglang_window_zero). Other
     // full-attention rows that ran no slower than the same shapes with a short window are not the
-    // kernel they describe, judged over the whole file: held-out scoring leaves them out with the
-    // rows training leaves out (filter_spec_library, which leaves the SGLang ones out too);
-    // otherwise they count as implausible.
+    // kernel they describe, judged over the whole file. Held-out scoring leaves both out with the
+    // rows training leaves out (filter_spec_library); otherwise the latter count as implausible.
     std::vector<bool> partial;
     if (holdout_shapes_pct > 0) {
       filter_spec_library(samples, gpus);
       samples.erase(std::remove_if(samples.begin(), samples.end(),
                                    [&](const KernelSample& s) { return !shape_held_out(s.query, holdout_shapes_pct); }),
                     samples.end());
-      resolve_sglang_window_zero(samples, gpus);
       partial.assign(samples.size(), false);
     } else {
       resolve_sglang_window_zero(samples, gpus);

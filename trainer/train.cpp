@@ -460,15 +460,16 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // the attention they describe (implausible_row: beyond the compute roofline, or beyond DRAM
     // for the bytes that L2 cannot hold; not_full_attention: window-0 rows of a file whose
     // window-0 rows run as fast as its windowed ones) are measurement artefacts, left out of
-    // training (forecasts never see the row). SGLang's window-0 rows among them measured each
-    // query against its own key alone (resolve_sglang_window_zero; eval-kernels forecasts them
+    // training (forecasts never see the row). So are SGLang's window-0 rows that measured each
+    // query against its own key alone (sglang_window_zero_is_self; eval-kernels forecasts them
     // so): trained on as such, leave one GPU out got worse (docs/accuracy.md, "What SGLang's
-    // window 0 measured"), so they stay out.
+    // window 0 measured").
     {
       const LibraryFilterCounts n = filter_spec_library(rows, gpus);
-      if (n.other_library + n.impossible_compute + n.impossible_memory + n.not_full_attention > 0) {
+      if (n.other_library + n.impossible_compute + n.impossible_memory + n.sglang_own_key + n.not_full_attention > 0) {
         TC_LOG(Info) << family_name(fam) << ": left out " << n.other_library
-                     << " rows of another kernel library than the spec's choice, " << n.not_full_attention
+                     << " rows of another kernel library than the spec's choice, " << n.sglang_own_key
+                     << " SGLang window-0 rows of each query against its own key alone, " << n.not_full_attention
                      << " full-attention rows no slower than their windowed twins, " << n.impossible_compute
                      << " faster than the compute roofline (the sheet peak) and " << n.impossible_memory
                      << " faster than 1.5x DRAM for the bytes beyond L2";

@@ -428,6 +428,16 @@ TEST(Dataset, SglangWindowZeroIsEachQuerysOwnKey) {
   // per head, where full causal attention does 4096 x 4097 / 2.
   const KernelQuery full = attention_prefill_q(1, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
   EXPECT_NEAR(query_flops(full) / query_flops(rows[0].query), 4097.0 / 2, 1e-6 * 4097.0 / 2);
+  // Training leaves those five out, twins or not (not_full_attention needs ten windowed pairs to
+  // judge a file): the windowed row and the B200's full-attention decode stay.
+  std::vector<KernelSample> train = read_kernel_csv(windowed);
+  const LibraryFilterCounts n = filter_spec_library(train, reg);
+  EXPECT_EQ(n.sglang_own_key, 5);
+  EXPECT_EQ(n.not_full_attention, 0);
+  ASSERT_EQ(train.size(), 2u);
+  EXPECT_EQ(train[0].query.window, 128);
+  EXPECT_EQ(train[1].device, "NVIDIA B200");
+  EXPECT_EQ(train[1].query.op, OpKind::kAttnDecode);
   // Nothing to resolve: a file without the column (the A100's) and a collect file of window 0.
   const std::string no_column = write(
       "sglang_no_window.csv",
