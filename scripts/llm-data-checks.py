@@ -26,7 +26,11 @@ cycles at the boost clock of the GPU's sheet in configs/gpus/ (`prior_floor: cyc
 attention file, kernel library and window w: over the pairs whose span (prompt length, or
 context in decode) is >= 16 w, the median and 90th percentile of t(window 0) / t(window w), and
 the pooled median that tilecast's `not_full_attention` rule (core/kernel_dataset.h) compares
-with 1.25; pairs of equal latencies (one measurement filed twice) are counted apart.
+with 1.25; pairs of equal latencies (one measurement filed twice) are counted apart. Where it
+is below, the window-0 rows are SGLang's window 0 taken as written: each query against its own
+key alone (FlashAttention, TRT-LLM's prefill), which eval-kernels forecasts them as and training
+leaves out (sglang_window_zero_is_self, core/kernel.h; docs/accuracy.md, "What SGLang's window 0
+measured": with --rows-csv, --by window_size shows those rows' forecasts).
 
 5. What share of its sheet's tensor peak does each GPU's GEMM reach? For every gemm file, per
 gemm_dtype, over the shapes with m, n and k all >= 4,096: the median TFLOP/s (2 m n k / latency)
