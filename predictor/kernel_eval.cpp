@@ -227,7 +227,7 @@ std::string eval_report_csv(const KernelEvalReport& r) {
   for (const auto& kv : r.by_op_dtype) line("op_dtype", kv.first, kv.second);
   for (const auto& kv : r.by_library) line("library", kv.first, kv.second);
   for (const auto& kv : r.by_row_library) line("row_library", kv.first, kv.second);
-  if (r.sglang_window_zero.rows > 0) line("sglang_window_zero", "self_only", r.sglang_window_zero);
+  if (r.sglang_window_zero.rows > 0) line("sglang_window_zero", "own_key", r.sglang_window_zero);
   for (const auto& kv : r.by_device) line("device", kv.first, kv.second);
   for (const auto& d : r.by_device_op)
     for (const auto& kv : d.second) line("device_op", d.first + " / " + kv.first, kv.second);

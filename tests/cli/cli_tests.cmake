@@ -159,6 +159,7 @@ tc_cli_test(eval_row_library_json "\"by_row_library\": {\n +\"moe/sglang_flashin
 # prefill of window 0 ran each query against its own key alone and are forecast so (2 rows);
 # the B200's TRT-LLM decode took window 0 as none and stays full attention.
 tc_cli_test(eval_sglang_window_zero "-- SGLang rows of window 0 \\(each query attended to its own key alone; forecast so\\)\nsglang window 0 +2 " ${TC} eval-kernels --data ${D}/aic_sglang_window_zero.csv)
+tc_cli_test(eval_sglang_window_zero_csv "\nsglang_window_zero,\"own_key\",2," ${TC} eval-kernels --data ${D}/aic_sglang_window_zero.csv --format csv)
 tc_cli_test(eval_sglang_window_zero_json "\"sglang_window_zero\": {[^}]*\"implausible_rows\": 0,[^}]*\"rows\": 2\n" ${TC} eval-kernels --data ${D}/aic_sglang_window_zero.csv --format json)
 # Two L40S decode rows copied from aiconfigurator: the window-0 one, 64 sequences of 8,192
 # cached tokens in 27 us, was SGLang's window 0 (each query against its own key) and is forecast
