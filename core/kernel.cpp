@@ -339,7 +339,7 @@ const char* attention_library(const KernelQuery& q, const GpuSpec& gpu) {
   return fallback_attention(q, gpu) ? "triton" : "trtllm_mha";
 }
 
-bool sglang_window_zero_is_self(const KernelQuery& q, const GpuSpec& gpu) {
+bool sglang_window_zero_is_own_key(const KernelQuery& q, const GpuSpec& gpu) {
   if (!is_attention(op_family(q.op)) || q.window != 0) return false;
   return std::strcmp(attention_library(q, gpu), "flash_attention") == 0 || q.op == OpKind::kAttnPrefill;
 }

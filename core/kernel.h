@@ -133,7 +133,7 @@ KernelQuery fallback_physics_query(const KernelQuery& q);
 // GPU's library (attention_library) and the op take it as the query's own key alone: the
 // training files bear it out (`python3 scripts/llm-data-checks.py`, check 4; docs/accuracy.md,
 // "What SGLang's window 0 measured").
-bool sglang_window_zero_is_self(const KernelQuery& q, const GpuSpec& gpu);
+bool sglang_window_zero_is_own_key(const KernelQuery& q, const GpuSpec& gpu);
 // A fused MoE layer on one rank: `tokens` tokens pick `topk` of `experts` experts; each expert
 // is gate_up (hidden -> 2 x inter) and down (inter -> hidden). aiconfigurator's layout.
 KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, int64_t experts, int64_t moe_tp,

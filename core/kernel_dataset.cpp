@@ -738,12 +738,29 @@ std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
   return out;
 }
 
+namespace {
+// One registry lookup per device, not per row.
+class SpecOf {
+ public:
+  explicit SpecOf(const GpuRegistry& gpus) : gpus_(gpus) {}
+  const GpuSpec* operator()(const std::string& device) {
+    auto it = spec_.find(device);
+    return it != spec_.end() ? it->second : spec_.emplace(device, gpus_.find(device)).first->second;
+  }
+
+ private:
+  const GpuRegistry& gpus_;
+  std::map<std::string, const GpuSpec*> spec_;
+};
+}  // namespace
+
 int64_t resolve_sglang_window_zero(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {
+  SpecOf spec(gpus);
   int64_t n = 0;
   for (auto& s : rows) {
     if (!s.sglang_window_zero) continue;
-    const GpuSpec* g = gpus.find(s.device);
-    if (g && sglang_window_zero_is_self(s.query, *g)) {
+    const GpuSpec* g = spec(s.device);
+    if (g && sglang_window_zero_is_own_key(s.query, *g)) {
       s.query.window = 1;
       ++n;
     }
@@ -753,15 +770,11 @@ int64_t resolve_sglang_window_zero(std::vector<KernelSample>& rows, const GpuReg
 
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus) {
   LibraryFilterCounts n;
-  std::map<std::string, const GpuSpec*> spec_of;  // one registry lookup per device, not per row
-  auto spec = [&](const std::string& device) {
-    auto it = spec_of.find(device);
-    return it != spec_of.end() ? it->second : spec_of.emplace(device, gpus.find(device)).first->second;
-  };
+  SpecOf spec(gpus);
   rows.erase(std::remove_if(rows.begin(), rows.end(),
                             [&](const KernelSample& s) {
                               const GpuSpec* g = s.sglang_window_zero ? spec(s.device) : nullptr;
-                              const bool own_key = g && sglang_window_zero_is_self(s.query, *g);
+                              const bool own_key = g && sglang_window_zero_is_own_key(s.query, *g);
                               n.sglang_own_key += own_key;
                               return own_key;
                             }),

@@ -16,7 +16,7 @@ struct KernelSample {
   std::string kernel_name;  // measured kernel (empty if unknown); never used to forecast
   std::string library;      // aiconfigurator's kernel_source (training keeps the spec's choice)
   // An SGLang attention row whose file has a window_size column and whose window is 0: what it
-  // measured depends on the GPU's library (sglang_window_zero_is_self, resolve_sglang_window_zero).
+  // measured depends on the GPU's library (sglang_window_zero_is_own_key, resolve_sglang_window_zero).
   bool sglang_window_zero = false;
   int64_t grid[3] = {0, 0, 0};
   int64_t block[3] = {0, 0, 0};
@@ -100,7 +100,7 @@ std::string files_hash(const std::vector<std::string>& paths);
 // Triton; B200 MoE: flashinfer and Triton): keeps, per GPU, the rows of the library its spec
 // implies (kernel_library) when it has any, else all of its rows (a lab's own collect run);
 // drops attention rows that implausible_row calls impossible (measurement artefacts), SGLang's
-// window-0 rows that ran each query against its own key alone (sglang_window_zero_is_self: not
+// window-0 rows that ran each query against its own key alone (sglang_window_zero_is_own_key: not
 // the full attention a window of 0 means here, and trained on as 1-key windows they made leave
 // one GPU out worse) and other full-attention rows no faster than their windowed twins
 // (not_full_attention). Rows of GPUs without a spec are kept. Returns what it removed.
@@ -125,7 +125,7 @@ Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSp
 LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const GpuRegistry& gpus);
 
 // Gives the SGLang window-0 rows that measured each query attending to its own key alone
-// (sglang_window_zero_is_self on the row's GPU) that window: 1 key. Returns how many it changed;
+// (sglang_window_zero_is_own_key on the row's GPU) that window: 1 key. Returns how many it changed;
 // rows of a GPU without a spec are left as they are. eval-kernels forecasts what the rows ran;
 // training leaves them out (filter_spec_library).
 int64_t resolve_sglang_window_zero(std::vector<KernelSample>& rows, const GpuRegistry& gpus);

@@ -29,7 +29,7 @@ the pooled median that tilecast's `not_full_attention` rule (core/kernel_dataset
 with 1.25; pairs of equal latencies (one measurement filed twice) are counted apart. Where it
 is below, the window-0 rows are SGLang's window 0 taken as written: each query against its own
 key alone (FlashAttention, TRT-LLM's prefill), which eval-kernels forecasts them as and training
-leaves out (sglang_window_zero_is_self, core/kernel.h; docs/accuracy.md, "What SGLang's window 0
+leaves out (sglang_window_zero_is_own_key, core/kernel.h; docs/accuracy.md, "What SGLang's window 0
 measured": with --rows-csv, --by window_size shows those rows' forecasts).
 
 5. What share of its sheet's tensor peak does each GPU's GEMM reach? For every gemm file, per

@@ -461,7 +461,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // for the bytes that L2 cannot hold; not_full_attention: window-0 rows of a file whose
     // window-0 rows run as fast as its windowed ones) are measurement artefacts, left out of
     // training (forecasts never see the row). So are SGLang's window-0 rows that measured each
-    // query against its own key alone (sglang_window_zero_is_self; eval-kernels forecasts them
+    // query against its own key alone (sglang_window_zero_is_own_key; eval-kernels forecasts them
     // so): trained on as such, leave one GPU out got worse (docs/accuracy.md, "What SGLang's
     // window 0 measured").
     {
