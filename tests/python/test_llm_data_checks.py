@@ -84,7 +84,26 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(tmp)
     assert rc == 0 and section("gpu,library_a,library_b,shared_shapes") == [
         "B200,sglang_flashinfer_trtllm_moe,sglang_fused_moe_triton,1"], (rc, out)
-    os.remove(os.path.join(gpu, "moe_perf.csv"))
+    # --rows-csv on a MoE file: eval-kernels names int4_wo and w4a16_mxfp4 int4 and mxfp4 and
+    # skips w4a8_mxfp4_mxfp8 (no model); its rows (written here by hand, as it writes them) are
+    # matched to the file's by latency, op and dtype and grouped by the file's moe_dtype.
+    moe_file = os.path.join(gpu, "moe_perf.csv")
+    with open(moe_file, "w") as f:
+        f.write(moe)
+        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,int4_wo,64,2048,768,8,128,1,1,balanced,0.02\n")
+        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,64,2048,768,8,128,1,1,balanced,0.03\n")
+        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a16_mxfp4,64,2048,768,8,128,1,1,balanced,0.04\n")
+    rows_csv = os.path.join(tmp, "moe_rows.csv")
+    with open(rows_csv, "w") as f:
+        f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
+        f.write('NVIDIA B200,moe,"64,2048,768,8,128",int4,0.02,0.025,0.01,0.02\n')
+        f.write('NVIDIA B200,moe,"64,2048,768,8,128",mxfp4,0.04,0.03,0.01,0.04\n')
+    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", tmp, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
+                        "--rows-csv", rows_csv, "--data", moe_file, "--by", "moe_dtype"], capture_output=True, text=True)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert p.stdout.split("moe_dtype,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
+        "int4_wo,1,25.0,1.25", "w4a16_mxfp4,1,25.0,0.75"], p.stdout
+    os.remove(moe_file)
 
     # A device no sheet names.
     with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
