@@ -791,8 +791,15 @@ void attention_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   out[i++] = float(lg(double(q.n)));
   out[i++] = float(dtype_size(q.dtype));
   out[i++] = float(dtype_size(q.kv_dtype));
-  const double span = q.op == OpKind::kAttnDecode ? double(q.ctx) : double(q.m);
-  out[i++] = q.window > 0 ? float(std::min(1.0, double(q.window) / span)) : 1.f;
+  // Prefill's window in whole 128-key blocks, as its kernels walk the keys (and as
+  // prefill_bounds counts its work): a 1-key window (SGLang's window 0,
+  // resolve_sglang_window_zero) visits a block as a 128-key one does. Every window of the
+  // training data is a multiple of 128, so the trained networks saw the same values. Decode
+  // reads the keys it attends, block or not.
+  const bool decode = q.op == OpKind::kAttnDecode;
+  const double span = decode ? double(q.ctx) : double(q.m);
+  const double window_keys = decode ? double(q.window) : double(ceil_div(q.window, kAttnQueryBlock) * kAttnQueryBlock);
+  out[i++] = q.window > 0 ? float(std::min(1.0, window_keys / span)) : 1.f;
   // No bytes / L2 feature: it was measured worse in leave-one-GPU-out for decode (A100
   // 56.3 -> 59.9 %, L40S 756 -> 970 %; docs/accuracy.md).
 }
