@@ -794,8 +794,8 @@ void attention_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   // Prefill's window in whole 128-key blocks, as its kernels walk the keys (and as
   // prefill_bounds counts its work): a 1-key window (SGLang's window 0,
   // resolve_sglang_window_zero) visits a block as a 128-key one does. Every window of the
-  // training data is a multiple of 128, so the trained networks saw the same values. Decode
-  // reads the keys it attends, block or not.
+  // training data is a multiple of 128, so the trained networks saw the same values (and
+  // kFeatureSchemaVersion stays). Decode reads the keys it attends, block or not.
   const bool decode = q.op == OpKind::kAttnDecode;
   const double span = decode ? double(q.ctx) : double(q.m);
   const double window_keys = decode ? double(q.window) : double(ceil_div(q.window, kAttnQueryBlock) * kAttnQueryBlock);

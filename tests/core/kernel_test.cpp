@@ -244,6 +244,23 @@ TEST(Kernel, AttentionWorkAndTasks) {
   std::vector<float> f(num_features(Family::kAttnPrefill));
   featurize(p, h100, TileTable{}, f.data());
   for (size_t i = 0; i < f.size(); ++i) EXPECT_TRUE(std::isfinite(f[i])) << feature_names(Family::kAttnPrefill)[i];
+  // The window fraction: a prefill's window in whole 128-key blocks over the prompt (1 and 128
+  // keys over 4,096 tokens: 128 / 4,096; 129 keys: 256 / 4,096; none: 1); a decode's keys over
+  // its context (1 and 128 of 4,096 cached tokens: 1 / 4,096 and 128 / 4,096).
+  auto fraction = [&](const KernelQuery& q) {
+    const Family fam = op_family(q.op);
+    std::vector<float> v(num_features(fam));
+    featurize(q, h100, TileTable{}, v.data());
+    return v[feature_columns(fam, {"window_fraction"}).at(0)];
+  };
+  auto pre = [](int64_t window) { return attention_prefill_q(1, 4096, 32, 8, 128, DType::kBf16, DType::kBf16, window); };
+  auto dec = [](int64_t window) { return attention_decode_q(8, 4096, 32, 8, 128, DType::kBf16, DType::kBf16, window); };
+  EXPECT_FLOAT_EQ(fraction(pre(1)), 128.f / 4096);
+  EXPECT_FLOAT_EQ(fraction(pre(128)), 128.f / 4096);
+  EXPECT_FLOAT_EQ(fraction(pre(129)), 256.f / 4096);
+  EXPECT_FLOAT_EQ(fraction(pre(0)), 1.f);
+  EXPECT_FLOAT_EQ(fraction(dec(1)), 1.f / 4096);
+  EXPECT_FLOAT_EQ(fraction(dec(128)), 128.f / 4096);
 }
 
 // FP8 activation quantisation, hand-derived on the L40S (864 GB/s) for 16 tokens x 4,096
