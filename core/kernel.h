@@ -126,9 +126,9 @@ bool fallback_attention(const KernelQuery& q, const GpuSpec& gpu);
 // without its window, in BF16 (the KV cache's type kept).
 KernelQuery fallback_physics_query(const KernelQuery& q);
 // What a window of 0 in an SGLang row measured (aiconfigurator's `window_size` column, where a
-// file has one): SGLang hands its attention backend the window as written, -1 meaning none. Its
-// FlashAttention backend (FA2 on Ampere and Ada, FA3 on Hopper) makes a window w > -1 the pair
-// (w, 0), both ends inclusive, so 0 is each query's own key alone, and TRT-LLM's context
+// file has one): FlashAttention (FA2, FA3) takes a window as the keys (left, right) a query may
+// see, both ends inclusive, -1 meaning no limit, and SGLang's FlashAttention backend passes a
+// window w > -1 as (w, 0); 0 as written is each query's own key alone. TRT-LLM's context
 // (prefill) kernels take it alike; TRT-LLM's decode kernel takes it as no window. True where the
 // GPU's library (attention_library) and the op take it as the query's own key alone: the
 // training files bear it out (`python3 scripts/llm-data-checks.py`, check 4; docs/accuracy.md,
