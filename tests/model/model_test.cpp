@@ -73,14 +73,31 @@ trainer::PredictorConfig tiny_config(Family f) {
   return c;
 }
 
-// Writes a complete weights folder with a tiny elementwise model.
-std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* result = nullptr, double floor_ms = 0) {
-  std::string dir = ::testing::TempDir() + name;
+// An empty weights folder `name` under the test's temp dir holding `tiles`.
+std::string fresh_weights_dir(const std::string& name, const TileTable& tiles) {
+  const std::string dir = ::testing::TempDir() + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
+  tiles.save(dir + "/tiles.csv");
+  return dir;
+}
+
+// A manifest entry of one network, `<family>.pt` / `.tcmlp` in `dir`, trained with `cfg`.
+trainer::FamilyEntry one_network_entry(const std::string& dir, Family family, const trainer::PredictorConfig& cfg,
+                                       const std::vector<int64_t>& layer_widths) {
+  trainer::FamilyEntry e;
+  const std::string stem = family_name(family);
+  trainer::add_member(e, dir, stem + ".pt", stem + ".tcmlp", layer_widths);
+  e.features = feature_names(family);
+  e.config = cfg;
+  return e;
+}
+
+// Writes a complete weights folder with a tiny elementwise model.
+std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* result = nullptr, double floor_ms = 0) {
   TileTable tiles;
   tiles.add_samples(read_kernel_csv(data_path("bmm_small.csv")));
-  tiles.save(dir + "/tiles.csv");
+  const std::string dir = fresh_weights_dir(name, tiles);
   auto cfg = tiny_config(Family::kElementwise);
   cfg.launch_floor = floor_ms > 0;
   auto r = trainer::train_family(cfg, synthetic_rows(150, 7), tiles, registry(), dir + "/elementwise.pt", true,
@@ -88,10 +105,7 @@ std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* res
   if (result) *result = r;
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
-  trainer::FamilyEntry e;
-  trainer::add_member(e, dir, "elementwise.pt", "elementwise.tcmlp", r.layer_widths);
-  e.features = feature_names(Family::kElementwise);
-  e.config = cfg;
+  trainer::FamilyEntry e = one_network_entry(dir, Family::kElementwise, cfg, r.layer_widths);
   e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
   e.launch_floor_us = floor_ms * 1e3;
   m.families["elementwise"] = e;
@@ -148,10 +162,7 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   EXPECT_NEAR(fit.eta_memory, 0.8, 0.04);
   EXPECT_LT(fit.wave_us, 0.1);
 
-  const std::string dir = ::testing::TempDir() + "prior_weights";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  no_tiles.save(dir + "/tiles.csv");
+  const std::string dir = fresh_weights_dir("prior_weights", no_tiles);
   auto cfg = tiny_config(Family::kElementwise);
   cfg.prior = true;
   cfg.network_gpus = "trained";
@@ -163,12 +174,9 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   EXPECT_EQ(r.feature_max.at(mem_col), 0.0);
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
-  trainer::FamilyEntry e;
-  trainer::add_member(e, dir, "elementwise.pt", "elementwise.tcmlp", r.layer_widths);
-  e.features = feature_names(Family::kElementwise);
+  trainer::FamilyEntry e = one_network_entry(dir, Family::kElementwise, cfg, r.layer_widths);
   e.feature_min = r.feature_min;
   e.feature_max = r.feature_max;
-  e.config = cfg;
   e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
   ASSERT_TRUE(e.has_prior());  // network_gpus: trained fits the roofline
   e.prior = fit;
@@ -285,10 +293,7 @@ TEST(FallbackNetwork, CorrectsTheFallbackRooflineOnItsOwnRows) {
   for (auto& s : physics) s.query = fallback_physics_query(s.query);
   const FittedRoofline fit = trainer::fit_family_roofline(physics, no_tiles, registry(), false, false, 0.005);
 
-  const std::string dir = ::testing::TempDir() + "fallback_network_weights";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  no_tiles.save(dir + "/tiles.csv");
+  const std::string dir = fresh_weights_dir("fallback_network_weights", no_tiles);
   auto cfg = tiny_config(Family::kAttnPrefill);
   cfg.prior = true;
   cfg.epochs = 60;
@@ -298,10 +303,7 @@ TEST(FallbackNetwork, CorrectsTheFallbackRooflineOnItsOwnRows) {
                                         &fit, true);
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
-  trainer::FamilyEntry e;
-  trainer::add_member(e, dir, "context_attention.pt", "context_attention.tcmlp", main.layer_widths);
-  e.features = feature_names(Family::kAttnPrefill);
-  e.config = cfg;
+  trainer::FamilyEntry e = one_network_entry(dir, Family::kAttnPrefill, cfg, main.layer_widths);
   e.training_gpus = {b200.cuda_name};
   e.training_gpu_specs = {b200};
   e.prior = fit;

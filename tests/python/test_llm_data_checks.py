@@ -19,6 +19,12 @@ def row(device, dtype, m, n, k, tflops):
     return f"SGLang,0.5,{device},gemm,sglang,{dtype},{m},{n},{k},{2.0 * m * n * k / (tflops * 1e12) * 1e3!r}\n"
 
 
+def write(path, header, *lines):
+    """A CSV file: the header line, then each line with its newline."""
+    with open(path, "w") as f:
+        f.write(header + "".join(line if line.endswith("\n") else line + "\n" for line in lines))
+
+
 def run(llm_dir):
     p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", llm_dir, "--gpu-dir", os.path.join(ROOT, "configs", "gpus")],
                        capture_output=True, text=True)
@@ -28,12 +34,11 @@ def run(llm_dir):
 with tempfile.TemporaryDirectory() as tmp:
     gpu = os.path.join(tmp, "aiconfigurator", "B200")
     os.makedirs(gpu)
-    with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
-        f.write(HEADER)
-        f.write(row("NVIDIA B200", "bfloat16", 4096, 4096, 4096, 1125))
-        f.write(row("NVIDIA B200", "bfloat16", 8192, 4096, 4096, 1575))
-        f.write(row("NVIDIA B200", "bfloat16", 16, 4096, 4096, 10))  # a small shape: not counted
-        f.write(row("NVIDIA B200", "fp8", 4096, 8192, 4096, 2250))
+    write(os.path.join(gpu, "gemm_perf.csv"), HEADER,
+          row("NVIDIA B200", "bfloat16", 4096, 4096, 4096, 1125),
+          row("NVIDIA B200", "bfloat16", 8192, 4096, 4096, 1575),
+          row("NVIDIA B200", "bfloat16", 16, 4096, 4096, 10),  # a small shape: not counted
+          row("NVIDIA B200", "fp8", 4096, 8192, 4096, 2250))
     rc, out, err = run(tmp)
     assert rc == 0, (rc, err)
     lines = out.split("gpu,gemm_dtype,shapes_all_dims_ge_4096,tflops_p50,peak_fraction_p50\n")[1].splitlines()
@@ -44,12 +49,11 @@ with tempfile.TemporaryDirectory() as tmp:
     # 0.90 of BF16).
     attn = "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim," \
            "beam_width,attn_dtype,kv_cache_dtype,step,window_size,latency\n"
-    with open(os.path.join(gpu, "context_attention_perf.csv"), "w") as f:
-        f.write(attn)
-        f.write("SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,1,4096,32,8,128,1,bfloat16,bfloat16,0,0,0.2\n")
-        f.write("SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,128,1.5\n")
-        f.write("SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,1024,1.8\n")
-        f.write("SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,fp8,fp8,0,128,1.35\n")
+    write(os.path.join(gpu, "context_attention_perf.csv"), attn,
+          "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,1,4096,32,8,128,1,bfloat16,bfloat16,0,0,0.2",
+          "SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,128,1.5",
+          "SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,1024,1.8",
+          "SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,fp8,fp8,0,128,1.35")
     rc, out, err = run(tmp)
     assert rc == 0, (rc, err)
     libs = out.split("gpu,library,head_dim,windowed,rows\n")[1].split("\n\n")[0].splitlines()
@@ -61,11 +65,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # row of the TRT-LLM model shape in FP8.
     moe = "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk," \
           "num_experts,moe_tp_size,moe_ep_size,distribution,latency\n"
-    with open(os.path.join(gpu, "moe_perf.csv"), "w") as f:
-        f.write(moe)
-        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,bfloat16,64,2048,768,8,128,1,1,balanced,0.05\n")
-        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,fp8_block,64,2048,768,8,128,1,1,balanced,0.04\n")
-        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_fused_moe_triton,bfloat16,64,4096,14336,2,8,1,1,balanced,0.3\n")
+    moe_rows = ["SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,bfloat16,64,2048,768,8,128,1,1,balanced,0.05",
+                "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,fp8_block,64,2048,768,8,128,1,1,balanced,0.04",
+                "SGLang,0.5,NVIDIA B200,moe,sglang_fused_moe_triton,bfloat16,64,4096,14336,2,8,1,1,balanced,0.3"]
+    write(os.path.join(gpu, "moe_perf.csv"), moe, *moe_rows)
     rc, out, err = run(tmp)
     assert rc == 0, (rc, err)
     section = lambda head: out.split(head + "\n")[1].split("\n\n")[0].splitlines()
@@ -79,8 +82,8 @@ with tempfile.TemporaryDirectory() as tmp:
         "B200,2048,768,8,128,fp8_block,sglang_flashinfer_trtllm_moe,1",
         "B200,4096,14336,2,8,bfloat16,sglang_fused_moe_triton,1"], out
     # A Triton row of the TRT-LLM row's very shape: one shared.
-    with open(os.path.join(gpu, "moe_perf.csv"), "a") as f:
-        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_fused_moe_triton,bfloat16,64,2048,768,8,128,1,1,balanced,0.09\n")
+    write(os.path.join(gpu, "moe_perf.csv"), moe, *moe_rows,
+          "SGLang,0.5,NVIDIA B200,moe,sglang_fused_moe_triton,bfloat16,64,2048,768,8,128,1,1,balanced,0.09")
     rc, out, err = run(tmp)
     assert rc == 0 and section("gpu,library_a,library_b,shared_shapes") == [
         "B200,sglang_flashinfer_trtllm_moe,sglang_fused_moe_triton,1"], (rc, out)
@@ -88,16 +91,14 @@ with tempfile.TemporaryDirectory() as tmp:
     # skips w4a8_mxfp4_mxfp8 (no model); its rows (written here by hand, as it writes them) are
     # matched to the file's by latency, op and dtype and grouped by the file's moe_dtype.
     moe_file = os.path.join(gpu, "moe_perf.csv")
-    with open(moe_file, "w") as f:
-        f.write(moe)
-        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,int4_wo,64,2048,768,8,128,1,1,balanced,0.02\n")
-        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,64,2048,768,8,128,1,1,balanced,0.03\n")
-        f.write("SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a16_mxfp4,64,2048,768,8,128,1,1,balanced,0.04\n")
+    write(moe_file, moe,
+          "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,int4_wo,64,2048,768,8,128,1,1,balanced,0.02",
+          "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,64,2048,768,8,128,1,1,balanced,0.03",
+          "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a16_mxfp4,64,2048,768,8,128,1,1,balanced,0.04")
     rows_csv = os.path.join(tmp, "moe_rows.csv")
-    with open(rows_csv, "w") as f:
-        f.write("device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n")
-        f.write('NVIDIA B200,moe,"64,2048,768,8,128",int4,0.02,0.025,0.01,0.02\n')
-        f.write('NVIDIA B200,moe,"64,2048,768,8,128",mxfp4,0.04,0.03,0.01,0.04\n')
+    write(rows_csv, "device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n",
+          'NVIDIA B200,moe,"64,2048,768,8,128",int4,0.02,0.025,0.01,0.02',
+          'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4,0.04,0.03,0.01,0.04')
     p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", tmp, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
                         "--rows-csv", rows_csv, "--data", moe_file, "--by", "moe_dtype"], capture_output=True, text=True)
     assert p.returncode == 0, (p.returncode, p.stderr)
@@ -106,9 +107,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.remove(moe_file)
 
     # A device no sheet names.
-    with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
-        f.write(HEADER)
-        f.write(row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
+    write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
     rc, out, err = run(tmp)
     assert rc != 0 and "NVIDIA Imaginary GPU" in err and len(err.strip().splitlines()) == 1, (rc, err)
 print("ok")
