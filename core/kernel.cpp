@@ -325,6 +325,13 @@ bool moe_gemm_composite(const KernelQuery& q, KernelQuery* gate_up, KernelQuery*
   return true;
 }
 
+double moe_other_rank_bytes(const KernelQuery& q, const GpuSpec& gpu) {
+  if (q.op != OpKind::kMoe || q.moe_ep <= 1 || q.moe_dispatched || trtllm_kernels(gpu)) return 0;
+  const double other_pairs = std::max(0.0, double(q.b) * q.topk - moe_load(q).tokens);
+  constexpr double kIntermediateBytes = 2;  // BF16 intermediates, whatever the weights' dtype
+  return other_pairs * kIntermediateBytes * (5.0 * double(q.n / q.moe_tp) + 2.0 * double(q.h));
+}
+
 namespace {
 // A head_dim TRT-LLM's context (prefill) attention kernels are built for.
 bool trtllm_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
@@ -684,8 +691,8 @@ void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
   kb.memory_s = transfer_s(tc_gemm_bytes(q), gpu.mem_bw_gbps);
   // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
-  kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
-  kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.quant_s;
+  kb.serial_memory_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.serial_memory_s;
 }
 // SynPerf-style demand features: times and ratios, never raw spec numbers.
 const std::vector<std::string>& tc_gemm_features() {
@@ -714,7 +721,7 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
   out[i++] = float(weight_bytes_per_elem(q.dtype));  // `dtype_bytes`: of an operand element, scales included
   out[i++] = q.dtype == DType::kFp8Block || q.dtype == DType::kNvfp4 ? 1.f : 0.f;
   // Share of the bound spent quantising the activation, and the quantising kernels' launches.
-  out[i++] = float(kb.quant_s / std::max(kb.base_s, 1e-12));
+  out[i++] = float(kb.serial_memory_s / std::max(kb.base_s, 1e-12));
   out[i++] = float(activation_quant_launches(q.dtype));
   out[i++] = alignment(q.m, 4);
   out[i++] = alignment(q.k, 4);
@@ -887,7 +894,7 @@ struct FamilyPhysics {
   // leave-one-GPU-out: mean MAPE 46.8 -> 55.8 % over the four MoE folds of
   // scripts/eval-llm-loo.sh --epochs 10); else one CTA per SM per wave (tiled GEMMs, attention).
   bool occupancy_bound;
-  // compute_s, memory_s, quant_s, base_s; `pad` charges the last, partial wave in full.
+  // compute_s, memory_s, serial_memory_s, base_s; `pad` charges the last, partial wave in full.
   void (*bounds)(const KernelQuery&, const GpuSpec&, const LaunchInfo&, double pad, KernelBounds&);
   double (*sheet_peak)(const KernelQuery&, const GpuSpec&);  // the plain roofline's compute peak
   const std::vector<std::string>& (*features)();             // the network's inputs, in order
@@ -974,7 +981,7 @@ std::string query_shape_string(const KernelQuery& q) {
   for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dims[i];
   if (q.op == OpKind::kMoe) {
     if (q.moe_tp > 1) os << ",tp" << q.moe_tp;
-    if (q.moe_ep > 1) os << ",ep" << q.moe_ep;
+    if (q.moe_ep > 1) os << ",ep" << q.moe_ep << (q.moe_dispatched ? ",dispatched" : "");
     if (q.routing_alpha > 0) os << ",a" << q.routing_alpha;
     if (q.weight_group > 0) os << ",g" << q.weight_group;
   } else if (is_attention(op_family(q.op))) {
@@ -1056,14 +1063,14 @@ double prior_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
 
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
   return prior_fixed_s(kb, p) + std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory) +
-         kb.quant_s / p.eta_memory;
+         kb.serial_memory_s / p.eta_memory;
 }
 
 double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound) {
   double c = kb.compute_s, m = kb.memory_s, launch = floor_s, base = std::max(kb.base_s, floor_s);
   if (prior) {
     c /= prior->eta_compute;
-    m = (kb.memory_s + kb.quant_s) / prior->eta_memory;
+    m = (kb.memory_s + kb.serial_memory_s) / prior->eta_memory;
     launch = prior_fixed_s(kb, *prior);
     base = fitted_roofline_s(kb, *prior);
   }
@@ -1140,6 +1147,10 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu) { return compute_s(query
 double fastest_s(const KernelQuery& q, const GpuSpec& gpu) {
   const bool tensor = physics(op_family(q.op)).sheet_peak == tensor_sheet_peak && q.dtype != DType::kFp32;
   return tensor ? compute_s(query_flops(q), gemm_rate_gflops(gpu, q.dtype, q.sustained)) : peak_s(q, gpu);
+}
+
+double forecast_floor_s(const KernelQuery& q, const GpuSpec& gpu) {
+  return std::max(fastest_s(q, gpu), transfer_s(moe_other_rank_bytes(q, gpu), gpu.mem_bw_gbps));
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {

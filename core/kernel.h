@@ -87,15 +87,18 @@ struct KernelQuery {
   // The kernel runs inside a sustained load (a whole model's step), not alone: tensor-core
   // rates at the clock the GPU's sheet rates full-SM loads at (gemm_rate_gflops).
   bool sustained = false;
+  // moe: the rank's kernel sees only the pairs dispatched to its experts (DeepEP's all-to-all),
+  // none routed to other ranks (moe_other_rank_bytes 0).
+  bool moe_dispatched = false;
 };
 // Every field of a KernelQuery, in order: two queries with the same key are the same kernel
 // (graph_predictor's dedup, KernelPredictor's memo). Add a field there and here.
 using KernelQueryKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t,
-                                  int64_t, int64_t, int64_t, int64_t, double, int64_t, bool>;
+                                  int64_t, int64_t, int64_t, int64_t, double, int64_t, bool, bool>;
 inline KernelQueryKey query_key(const KernelQuery& q) {
   return {static_cast<int>(q.op), q.b, q.m, q.n, q.k, q.h, static_cast<int>(q.dtype), static_cast<int>(q.kv_dtype),
           q.ctx, q.window, q.prefix, q.experts, q.topk, q.moe_tp, q.moe_ep, q.routing_alpha, q.weight_group,
-          q.sustained};
+          q.sustained, q.moe_dispatched};
 }
 // Causal prefill of `batch` prompts of `seq` tokens; decode of one token per sequence over
 // `ctx` cached tokens. Heads must be a multiple of kv_heads (GQA).
@@ -164,6 +167,15 @@ MoeLoad moe_load(const KernelQuery& q);
 // fp8_block): false otherwise (the 4-bit weight formats, fp32), and where the stacked GEMMs
 // exceed validate_query's limits though the layer does not.
 bool moe_gemm_composite(const KernelQuery& moe, KernelQuery* gate_up, KernelQuery* down);
+// Bytes a rank of an expert-parallel MoE layer moves for the (token, expert) pairs routed to
+// other ranks' experts, where SGLang runs Triton's fused_moe or Marlin's MoE kernel (every GPU
+// but datacenter Blackwell: moe_library): the top-k ids of other ranks' experts map to -1, the
+// grouped gate_up and down GEMMs write zero rows for those pairs (2 x inter / tp and hidden
+// BF16 values), SiLU-mul reads and writes their intermediate rows as any other, and the top-k
+// sum reads their down rows: 2 x (5 x inter / tp + 2 x hidden) bytes a pair. The work grows
+// with the layer's global tokens, not the rank's. 0 at EP 1, for TRT-LLM's MoE, which routes
+// only a rank's own pairs, and for a layer behind DeepEP's dispatch (q.moe_dispatched).
+double moe_other_rank_bytes(const KernelQuery& q, const GpuSpec& gpu);
 // The kernel library a query's forecast assumes on this GPU (attention_library, moe_library),
 // or nullptr for families measured with one library.
 const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu);
@@ -218,8 +230,11 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
 struct KernelBounds {
   double compute_s = 0;  // wave-quantised compute time at FP32 peak
   double memory_s = 0;   // compulsory bytes at DRAM bandwidth
-  double quant_s = 0;    // FP8 GEMMs: quantising the activation before the matmul
-  double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
+  // Memory-bound passes before or after the main kernel, at DRAM bandwidth: an FP8 GEMM's
+  // activation quantisation; a Triton or Marlin MoE layer's rows routed to other ranks
+  // (moe_other_rank_bytes).
+  double serial_memory_s = 0;
+  double base_s = 0;     // max of the two, + serial_memory_s: latency at 100 % utilisation
   double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
   double us_per_kcycle = 0;  // microseconds per 1,000 SM clock cycles (1e3 / boost clock, MHz)
 };
@@ -281,6 +296,10 @@ double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 // for a tensor-core kernel alone where the sheet rates its tensor peak at a lower clock (Hopper;
 // gemm_rate_gflops). No kernel runs faster: forecasts are held to it.
 double fastest_s(const KernelQuery& q, const GpuSpec& gpu);
+// fastest_s, and for a Triton or Marlin MoE layer at EP > 1 the passes over the pairs routed to
+// other ranks at DRAM bandwidth (moe_other_rank_bytes), if longer: the floor of a forecast on a
+// GPU the family's network does not correct (KernelPredictor).
+double forecast_floor_s(const KernelQuery& q, const GpuSpec& gpu);
 
 // memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:
 //   latency = floor + dram_factor x max(0, bytes - l2_resident_fraction x L2) / DRAM bandwidth

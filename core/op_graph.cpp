@@ -1061,8 +1061,8 @@ void serving_shared_experts(Builder& b, const ModelConfig& m, int64_t rows, int6
 // A MoE layer under DeepEP (Parallelism::moe_all_to_all), on the busiest rank: the router and
 // the shared experts (whole on every rank, SGLang's under DeepEP) on its `ta` own tokens; the
 // dispatch of their copies to the ranks holding their experts; the rank's E / ep experts over
-// what the group's `t` tokens route to them, the kernel the tp-split layout runs with ep = tp;
-// the combine of the experts' outputs back to their tokens' ranks. No all-reduce.
+// what the group's `t` tokens route to them, the kernel the tp-split layout runs with ep = tp
+// but dispatched (no pass over other ranks' pairs: moe_other_rank_bytes); the combine of the experts' outputs back to their tokens' ranks. No all-reduce.
 void deepep_moe(Builder& b, const ModelConfig& m, const OpGraph& g, int64_t t, int64_t ta, int64_t ep, DType act) {
   b.op("mlp.gate", "gemm").fw.push_back(KernelCall::kernel(gemm_q(ta, m.hidden, m.num_experts, act)));
   serving_shared_experts(b, m, ta, 1, g.dtype, act);
@@ -1076,7 +1076,9 @@ void deepep_moe(Builder& b, const ModelConfig& m, const OpGraph& g, int64_t t, i
     b.op(name, "communication").fw.push_back(KernelCall::deepep(bytes, ep, expert_routing(m), low_latency));
   };
   exchange("mlp.dispatch", values * dispatch_elem);
-  b.op("mlp.experts", "moe").fw.push_back(KernelCall::kernel(serving_experts_q(m, g, t, 1, ep)));
+  KernelQuery experts = serving_experts_q(m, g, t, 1, ep);
+  experts.moe_dispatched = true;  // the dispatch brought only the rank's own pairs
+  b.op("mlp.experts", "moe").fw.push_back(KernelCall::kernel(experts));
   exchange("mlp.combine", values * e);
 }
 

@@ -252,6 +252,14 @@ GpuStanding training_standing(const GpuSpec& gpu, const std::vector<std::string>
 struct ChunkParts {
   size_t whole = 0, head = 0, alone = 0, read = 0;  // indices among the expanded queries
 };
+// The floor a forecast is raised to: the compute peak, and on a GPU the family's network does
+// not correct (neither trained on nor a twin) a Triton or Marlin MoE layer's passes over the
+// pairs routed to other ranks (forecast_floor_s). A training GPU's own rows can beat those
+// passes (the A100's, timed under another SGLang version): there the network's forecast stands.
+double floor_ms(const KernelQuery& q, const GpuSpec& gpu, bool corrected) {
+  return s_to_ms(corrected ? fastest_s(q, gpu) : forecast_floor_s(q, gpu));
+}
+
 KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const KernelPrediction& whole,
                                const KernelPrediction& head, const KernelPrediction& alone,
                                const KernelPrediction& read) {
@@ -264,7 +272,7 @@ KernelPrediction compose_chunk(const KernelQuery& q, const GpuSpec& gpu, const K
   r.member_min_ms = std::max({alone.member_min_ms, read.member_min_ms, whole.member_min_ms - head.member_max_ms});
   r.member_max_ms = std::max({alone.member_max_ms, read.member_max_ms, whole.member_max_ms - head.member_min_ms});
   r.roofline_ms = s_to_ms(roofline_s(q, gpu));
-  r.peak_ms = s_to_ms(fastest_s(q, gpu));
+  r.peak_ms = floor_ms(q, gpu, whole.corrected);
   r.at_peak = r.latency_ms < r.peak_ms;
   r.latency_ms = std::max(r.latency_ms, r.peak_ms);
   r.member_min_ms = std::min(std::max(r.member_min_ms, r.peak_ms), r.latency_ms);
@@ -399,7 +407,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
         p.*f *= c;
       // The layer's own physics (a chunk's padding aside, c chunks' of it).
       p.roofline_ms = s_to_ms(roofline_s(queries[i], gpu));
-      p.peak_ms = s_to_ms(fastest_s(queries[i], gpu));
+      p.peak_ms = floor_ms(queries[i], gpu, p.corrected);
       p.moe_chunks = chunks[i];
       p.moe_chunk_tokens = chunked[i].b;
     }
@@ -515,7 +523,6 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
       r.prior_is_base = prior != nullptr;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
-      r.peak_ms = s_to_ms(fastest_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
       // families, the AMD set), clamped to it (a ReLU network extrapolates linearly in log space).
       if (entry && !entry->feature_min.empty())
@@ -546,6 +553,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       // No kernel beats the sheet's compute peak (the data's rows that do are measurement
       // artefacts, left out of training): a network's forecast below it is raised to it.
       r.latency_ms = blend(o.mean[j]);
+      r.peak_ms = floor_ms(queries[idx[j]], gpu, corrected);
       r.at_peak = r.latency_ms < r.peak_ms;
       r.latency_ms = std::max(r.latency_ms, r.peak_ms);
       r.utilisation = r.bound_ms / r.latency_ms;
@@ -595,7 +603,7 @@ void KernelPredictor::predict_fallback(const std::vector<KernelQuery>& queries, 
     r.launch = p.launch;
     r.bound_ms = s_to_ms(p.bounds.base_s);
     r.roofline_ms = s_to_ms(roofline_s(q, gpu));
-    r.peak_ms = s_to_ms(fastest_s(q, gpu));
+    r.peak_ms = floor_ms(q, gpu, corrected);
     r.fallback = true;
     r.prior_ms = s_to_ms(network_base_s(kb, &entry.fallback_prior, 0.0, &r.bound));
     r.base_ms = r.prior_ms;

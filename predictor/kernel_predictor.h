@@ -25,8 +25,9 @@ struct KernelPrediction {
   double latency_ms = 0;    // forecast
   double roofline_ms = 0;   // plain roofline, for comparison
   // The query's FLOPs at the fastest its kernel can run (fastest_s: the sheet's compute peak,
-  // at the boost clock for a tensor-core kernel alone): a forecast below it is raised to it
-  // (`at_peak`).
+  // at the boost clock for a tensor-core kernel alone), or on a GPU the network does not correct
+  // a Triton / Marlin MoE layer's passes over other ranks' pairs where longer
+  // (forecast_floor_s): a forecast below it is raised to it (`at_peak`).
   double peak_ms = 0;
   bool at_peak = false;
   double base_ms = 0;       // the bound the MLP's output scales: the wave-quantised roofline, or

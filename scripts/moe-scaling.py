@@ -15,6 +15,11 @@ latency(T tokens, ep) / latency(T / ep tokens, ep 1), two layers of the same wor
 (T x top-k / ep expert assignments), the first with 1/ep of the experts and every token of the
 group routed (SGLang's expert-parallel kernels), by ep and by whether T / ep reaches 1,024 tokens.
 
+Last, the pairs a rank of Triton's or Marlin's MoE passes for other ranks' experts
+(moe_other_rank_bytes, core/kernel.h; the floor under a forecast since session 58): per GPU,
+library and ep >= 8, the measured latency over those passes' time at the spec's DRAM bandwidth,
+BF16 layers at >= 2,048 tokens, balanced routing.
+
   scripts/moe-scaling.py [--llm-dir ../shared/llm-kernels]
 """
 import argparse, collections, csv, os, statistics, sys
@@ -81,3 +86,46 @@ for gpu in gpus:
                 if v:
                     print(f"| {gpu} | {lib} | {ep} | {'>= 1024' if big else '< 1024'} | {len(v)} | "
                           f"{statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | {quantile(v, 0.9):.2f} |")
+
+# The pairs routed to other ranks (moe_other_rank_bytes, core/kernel.h): on a rank of SGLang's
+# Triton or Marlin MoE at ep > 1, every (token, expert) pair of the group whose expert another
+# rank holds still passes the layer's buffers: zero gate_up (2 x inter / tp) and down (hidden)
+# rows written, SiLU-mul's read and write, the top-k sum's read, 2 x (5 x inter / tp + 2 x
+# hidden) BF16 bytes a pair. Their time at the spec's DRAM bandwidth against the measured
+# latency, BF16 layers at >= 2,048 tokens, balanced routing (rank 0's experts take
+# min(T, T x top-k / E) pairs each): a ratio near 1 where the passes are most of the layer (a
+# rank of one expert), far below 1 for TRT-LLM's kernels, which route only the rank's own pairs.
+gpu_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gpus")
+bandwidth_gbps = {}
+for name in os.listdir(gpu_dir):
+    spec = {}
+    for line in open(os.path.join(gpu_dir, name)):
+        key, _, value = line.partition(":")
+        if key in ("cuda_name", "mem_bw_gbps"):
+            spec[key] = value.strip().strip('"')
+    if len(spec) == 2:
+        bandwidth_gbps[spec["cuda_name"]] = float(spec["mem_bw_gbps"])
+
+print()
+print("| GPU | library | ep | layer timings (>= 2,048 tokens) | median measured / other ranks' passes at DRAM bandwidth | p10 | p90 |")
+print("|---|---|---|---|---|---|---|")
+for gpu in gpus:
+    bw = bandwidth_gbps.get("NVIDIA " + gpu)
+    if bw is None:
+        sys.exit(f"moe-scaling.py: no spec in configs/gpus with cuda_name 'NVIDIA {gpu}'")
+    lat = data[gpu]
+    for lib in sorted({k[0] for k in lat}):
+        by_ep = collections.defaultdict(list)
+        for (l, (h, f, k, e, tp, ep)), by in lat.items():
+            if l != lib or ep < 8:
+                continue
+            for t, ms in by.items():
+                if t < 2048:
+                    continue
+                other = t * k - min(t, t * k / e) * (e // ep)
+                passes_ms = other * 2 * (5 * f / tp + 2 * h) / (bw * 1e9) * 1e3
+                by_ep[ep].append(ms / passes_ms)
+        for ep in sorted(by_ep):
+            v = sorted(by_ep[ep])
+            print(f"| {gpu} | {lib} | {ep} | {len(v)} | {statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | "
+                  f"{quantile(v, 0.9):.2f} |")

@@ -267,6 +267,16 @@ tc_cli_test(predict_kernel_moe_one_token "experts +8\\.0 hit, 8\\.0 tokens on th
 tc_cli_test(predict_kernel_moe_int4_group "shape +16,7168,2048,8,384,tp8,g32 \\(int4\\)\ngpu +H200 \\(NVIDIA H200\\)\nlatency_ms +0\\.[0-9]+" ${TC} predict-kernel --op moe --shape 16,7168,2048,8,384 --moe-tp 8 --dtype int4 --weight-group 32 --gpu H200)
 tc_cli_fail(predict_kernel_moe_group_dtype "--weight-group applies to --dtype int4" "${TC};predict-kernel;--op;moe;--shape;16,7168,2048,8,384;--dtype;fp8;--weight-group;32;--gpu;H200")
 tc_cli_fail(predict_kernel_moe_group_divides "--shape: a weight scale group \\(48\\) applies to int4 experts, 16-1024 elements dividing" "${TC};predict-kernel;--op;moe;--shape;16,7168,2048,8,384;--dtype;int4;--weight-group;48;--gpu;H200")
+# The pairs a Triton rank passes for other ranks (moe_other_rank_bytes), by hand: 16,384 tokens x
+# top-8 of 128 at ep 128, rank 0's one expert taking 1,024 pairs, the other 130,048 at 2 x (5 x
+# 1,536 + 2 x 4,096) = 31,744 bytes: 4,128,243,712 bytes, 1.23158 ms at the H100 SXM's 3,352 GB/s,
+# the floor the forecast is raised to; none on the B200, whose TRT-LLM kernels route only a rank's
+# own pairs.
+tc_cli_test(predict_kernel_moe_other_ranks "latency_ms +1\\.23158 [^\n]*raised to the other ranks' passes \\(below\\), which the forecast beat\n.*other ranks +4\\.128 GB, 1\\.232 ms at DRAM bandwidth: [^\n]*sglang_fused_moe_triton" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu H100-SXM)
+tc_cli_test(predict_kernel_moe_other_ranks_json "\"other_rank_gb\": 4\\.128243712,[ \n]*\"other_rank_ms\": 1\\.2315[0-9]*,.*\"raised_to_peak\": true" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu H100-SXM --format json)
+tc_cli_test(predict_kernel_moe_other_ranks_trtllm "\"library\": \"sglang_flashinfer_trtllm_moe\",.*\"other_rank_gb\": 0\\.0," ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu B200 --format json)
+# On the L40S, a training GPU, the passes (4.778 ms at 864 GB/s) are reported, not a floor.
+tc_cli_test(predict_kernel_moe_other_ranks_trained "other ranks +4\\.128 GB, 4\\.778 ms at DRAM bandwidth: [^\n]*not a floor here" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu L40S)
 tc_cli_test(predict_kernel_moe_skewed "busiest expert" ${TC} predict-kernel --op moe --shape 512,7168,2048,8,256 --moe-ep 8 --routing power_law_1.2 --dtype fp8_block --gpu B300)
 tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced or power_law_<a>" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,2,8;--routing;zipf;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_topk "top-k 9 exceeds the 8 experts" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,9,8;--gpu;H100-SXM")

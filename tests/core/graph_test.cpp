@@ -1758,7 +1758,11 @@ TEST(ServingGraph, DeepEpByHand) {
   EXPECT_EQ(k["gemm(3,2048,5632)"], 26);   // shared gate_up, whole
   EXPECT_EQ(k["gemm(3,2816,2048)"], 26);   // shared down, whole
   EXPECT_EQ(k["silu_mul(3,2816)"], 26);
-  EXPECT_EQ(k["moe(5,2048,1408,6,64,ep2)"], 26);
+  // Dispatched: the rank's kernel sees only its own pairs (no pass over the other rank's,
+  // moe_other_rank_bytes 0), unlike expert parallelism without DeepEP (Mixtral's `tp2,ep2`
+  // layer above, whose kernel passes the pairs routed to the other rank).
+  EXPECT_EQ(k["moe(5,2048,1408,6,64,ep2,dispatched)"], 26);
+  EXPECT_EQ(k.count("moe(5,2048,1408,6,64,ep2)"), 0u);
   EXPECT_EQ(k["gemm(5,2048,10944)"], 1);   // the dense layer's gate_up over the gathered tokens
   EXPECT_EQ(k.count("gemm(5,2048,2816)"), 0u);  // no tp-split shared expert
   int dispatch = 0, combine = 0;

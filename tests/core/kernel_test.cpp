@@ -649,3 +649,44 @@ TEST(Kernel, MoeAsTwoStackedGemms) {
   EXPECT_NO_THROW(validate_query(wide, "moe"));
   EXPECT_FALSE(moe_gemm_composite(wide, &up, &down));
 }
+
+// The rows a Triton or Marlin MoE rank moves for pairs routed to other ranks, hand-derived:
+// 16,384 tokens x top-8 of 128 experts (4,096 hidden, 1,536 inter) at EP 128, balanced: rank 0's
+// one expert takes 16,384 x 8 / 128 = 1,024 pairs, the other 130,048 pairs move 2 x (5 x 1,536
+// + 2 x 4,096) = 31,744 BF16 bytes each (zero gate_up and down rows, SiLU-mul's read and write,
+// the top-k sum's read): 4,128,243,712 bytes, 4.778 ms at the L40S's 864 GB/s, below which no
+// forecast goes. TRT-LLM's kernels (the B200), EP 1 and a layer behind DeepEP's dispatch move
+// none; at TP 2 the intermediate rows halve.
+TEST(Kernel, MoeOtherRankRows) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  const GpuSpec& b200 = reg.resolve("B200");
+  const KernelQuery ep128 = moe_q(16384, 4096, 1536, 8, 128, 1, 128, DType::kBf16);
+  EXPECT_DOUBLE_EQ(moe_other_rank_bytes(ep128, l40s), 130048.0 * 31744);
+  EXPECT_DOUBLE_EQ(moe_other_rank_bytes(ep128, b200), 0.0);
+  EXPECT_DOUBLE_EQ(moe_other_rank_bytes(moe_q(16384, 4096, 1536, 8, 128, 1, 1, DType::kBf16), l40s), 0.0);
+  KernelQuery dispatched = ep128;
+  dispatched.moe_dispatched = true;
+  EXPECT_DOUBLE_EQ(moe_other_rank_bytes(dispatched, l40s), 0.0);
+  EXPECT_NE(query_key(dispatched), query_key(ep128));
+  EXPECT_EQ(query_shape_string(dispatched), "16384,4096,1536,8,128,ep128,dispatched");
+  EXPECT_DOUBLE_EQ(moe_other_rank_bytes(moe_q(16384, 4096, 1536, 8, 128, 2, 128, DType::kBf16), l40s),
+                   130048.0 * 2 * (5 * 768 + 2 * 4096));
+  // The weights' dtype does not change the BF16 intermediates (int4 runs Marlin's kernel).
+  EXPECT_DOUBLE_EQ(moe_other_rank_bytes(moe_q(16384, 4096, 1536, 8, 128, 1, 128, DType::kInt4), l40s),
+                   130048.0 * 31744);
+  // The floor: the passes where they exceed the compute peak (1,024 pairs of 37.7 MFLOP each
+  // take 0.107 ms at 362 TFLOP/s), the compute peak where there are none.
+  EXPECT_NEAR(forecast_floor_s(ep128, l40s), 4128243712.0 / 864e9, 1e-12);
+  EXPECT_LT(fastest_s(ep128, l40s), 2e-4);
+  EXPECT_DOUBLE_EQ(forecast_floor_s(ep128, b200), fastest_s(ep128, b200));
+  EXPECT_DOUBLE_EQ(forecast_floor_s(dispatched, l40s), fastest_s(dispatched, l40s));
+  // The bound the network scales is the layer's own work, without the passes.
+  const KernelBounds kb = kernel_bounds(ep128, l40s, launch_info(ep128, l40s));
+  EXPECT_DOUBLE_EQ(kb.serial_memory_s, 0.0);
+  EXPECT_LT(kb.base_s, 1e-3);
+  // Not the attention or GEMM families.
+  EXPECT_DOUBLE_EQ(moe_other_rank_bytes(gemm_q(64, 4096, 4096, DType::kBf16), l40s), 0.0);
+  EXPECT_DOUBLE_EQ(forecast_floor_s(gemm_q(64, 4096, 4096, DType::kBf16), l40s),
+                   fastest_s(gemm_q(64, 4096, 4096, DType::kBf16), l40s));
+}
