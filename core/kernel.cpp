@@ -691,8 +691,8 @@ void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
   kb.memory_s = transfer_s(tc_gemm_bytes(q), gpu.mem_bw_gbps);
   // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
-  kb.serial_memory_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
-  kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.serial_memory_s;
+  kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
+  kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.quant_s;
 }
 // SynPerf-style demand features: times and ratios, never raw spec numbers.
 const std::vector<std::string>& tc_gemm_features() {
@@ -721,7 +721,7 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
   out[i++] = float(weight_bytes_per_elem(q.dtype));  // `dtype_bytes`: of an operand element, scales included
   out[i++] = q.dtype == DType::kFp8Block || q.dtype == DType::kNvfp4 ? 1.f : 0.f;
   // Share of the bound spent quantising the activation, and the quantising kernels' launches.
-  out[i++] = float(kb.serial_memory_s / std::max(kb.base_s, 1e-12));
+  out[i++] = float(kb.quant_s / std::max(kb.base_s, 1e-12));
   out[i++] = float(activation_quant_launches(q.dtype));
   out[i++] = alignment(q.m, 4);
   out[i++] = alignment(q.k, 4);
@@ -894,7 +894,7 @@ struct FamilyPhysics {
   // leave-one-GPU-out: mean MAPE 46.8 -> 55.8 % over the four MoE folds of
   // scripts/eval-llm-loo.sh --epochs 10); else one CTA per SM per wave (tiled GEMMs, attention).
   bool occupancy_bound;
-  // compute_s, memory_s, serial_memory_s, base_s; `pad` charges the last, partial wave in full.
+  // compute_s, memory_s, quant_s, base_s; `pad` charges the last, partial wave in full.
   void (*bounds)(const KernelQuery&, const GpuSpec&, const LaunchInfo&, double pad, KernelBounds&);
   double (*sheet_peak)(const KernelQuery&, const GpuSpec&);  // the plain roofline's compute peak
   const std::vector<std::string>& (*features)();             // the network's inputs, in order
@@ -1063,14 +1063,14 @@ double prior_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
 
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
   return prior_fixed_s(kb, p) + std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory) +
-         kb.serial_memory_s / p.eta_memory;
+         kb.quant_s / p.eta_memory;
 }
 
 double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound) {
   double c = kb.compute_s, m = kb.memory_s, launch = floor_s, base = std::max(kb.base_s, floor_s);
   if (prior) {
     c /= prior->eta_compute;
-    m = (kb.memory_s + kb.serial_memory_s) / prior->eta_memory;
+    m = (kb.memory_s + kb.quant_s) / prior->eta_memory;
     launch = prior_fixed_s(kb, *prior);
     base = fitted_roofline_s(kb, *prior);
   }

@@ -230,11 +230,8 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
 struct KernelBounds {
   double compute_s = 0;  // wave-quantised compute time at FP32 peak
   double memory_s = 0;   // compulsory bytes at DRAM bandwidth
-  // Memory-bound passes before or after the main kernel, at DRAM bandwidth: an FP8 GEMM's
-  // activation quantisation; a Triton or Marlin MoE layer's rows routed to other ranks
-  // (moe_other_rank_bytes).
-  double serial_memory_s = 0;
-  double base_s = 0;     // max of the two, + serial_memory_s: latency at 100 % utilisation
+  double quant_s = 0;    // FP8 GEMMs: quantising the activation before the matmul
+  double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
   double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
   double us_per_kcycle = 0;  // microseconds per 1,000 SM clock cycles (1e3 / boost clock, MHz)
 };

@@ -1062,7 +1062,8 @@ void serving_shared_experts(Builder& b, const ModelConfig& m, int64_t rows, int6
 // the shared experts (whole on every rank, SGLang's under DeepEP) on its `ta` own tokens; the
 // dispatch of their copies to the ranks holding their experts; the rank's E / ep experts over
 // what the group's `t` tokens route to them, the kernel the tp-split layout runs with ep = tp
-// but dispatched (no pass over other ranks' pairs: moe_other_rank_bytes); the combine of the experts' outputs back to their tokens' ranks. No all-reduce.
+// but dispatched (no pass over other ranks' pairs: moe_other_rank_bytes); the combine of the
+// experts' outputs back to their tokens' ranks. No all-reduce.
 void deepep_moe(Builder& b, const ModelConfig& m, const OpGraph& g, int64_t t, int64_t ta, int64_t ep, DType act) {
   b.op("mlp.gate", "gemm").fw.push_back(KernelCall::kernel(gemm_q(ta, m.hidden, m.num_experts, act)));
   serving_shared_experts(b, m, ta, 1, g.dtype, act);

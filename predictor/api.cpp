@@ -182,10 +182,12 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["busiest_expert_tokens"] = l.max_load_if_hit;
     // The rows of pairs routed to other ranks' experts that Triton's and Marlin's kernels still
     // pass through (moe_other_rank_bytes; 0 at EP 1, for TRT-LLM's and behind DeepEP's
-    // dispatch), at DRAM bandwidth: no forecast goes below it (forecast_floor_s).
+    // dispatch), at DRAM bandwidth: the forecast's floor on a GPU the network does not correct
+    // (forecast_floor_s), reported only on one it does.
     const double other = moe_other_rank_bytes(q, spec);
     j["other_rank_gb"] = other / kBytesPerGb;
     j["other_rank_ms"] = s_to_ms(transfer_s(other, spec.mem_bw_gbps));
+    j["other_rank_floor"] = other > 0 && !r.corrected;
   } else if (fam == Family::kMemoryOp) {
     j["model"] = kMemoryOpModelSummary;
     j["l2_resident_bytes"] = r.l2_resident_bytes;

@@ -273,7 +273,7 @@ tc_cli_fail(predict_kernel_moe_group_divides "--shape: a weight scale group \\(4
 # the floor the forecast is raised to; none on the B200, whose TRT-LLM kernels route only a rank's
 # own pairs.
 tc_cli_test(predict_kernel_moe_other_ranks "latency_ms +1\\.23158 [^\n]*raised to the other ranks' passes \\(below\\), which the forecast beat\n.*other ranks +4\\.128 GB, 1\\.232 ms at DRAM bandwidth: [^\n]*sglang_fused_moe_triton" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu H100-SXM)
-tc_cli_test(predict_kernel_moe_other_ranks_json "\"other_rank_gb\": 4\\.128243712,[ \n]*\"other_rank_ms\": 1\\.2315[0-9]*,.*\"raised_to_peak\": true" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu H100-SXM --format json)
+tc_cli_test(predict_kernel_moe_other_ranks_json "\"other_rank_floor\": true,[ \n]*\"other_rank_gb\": 4\\.128243712,[ \n]*\"other_rank_ms\": 1\\.2315[0-9]*,.*\"raised_to_peak\": true" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu H100-SXM --format json)
 tc_cli_test(predict_kernel_moe_other_ranks_trtllm "\"library\": \"sglang_flashinfer_trtllm_moe\",.*\"other_rank_gb\": 0\\.0," ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu B200 --format json)
 # On the L40S, a training GPU, the passes (4.778 ms at 864 GB/s) are reported, not a floor.
 tc_cli_test(predict_kernel_moe_other_ranks_trained "other ranks +4\\.128 GB, 4\\.778 ms at DRAM bandwidth: [^\n]*not a floor here" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu L40S)

@@ -682,9 +682,7 @@ TEST(Kernel, MoeOtherRankRows) {
   EXPECT_DOUBLE_EQ(forecast_floor_s(ep128, b200), fastest_s(ep128, b200));
   EXPECT_DOUBLE_EQ(forecast_floor_s(dispatched, l40s), fastest_s(dispatched, l40s));
   // The bound the network scales is the layer's own work, without the passes.
-  const KernelBounds kb = kernel_bounds(ep128, l40s, launch_info(ep128, l40s));
-  EXPECT_DOUBLE_EQ(kb.serial_memory_s, 0.0);
-  EXPECT_LT(kb.base_s, 1e-3);
+  EXPECT_LT(kernel_bounds(ep128, l40s, launch_info(ep128, l40s)).base_s, 1e-3);
   // Not the attention or GEMM families.
   EXPECT_DOUBLE_EQ(moe_other_rank_bytes(gemm_q(64, 4096, 4096, DType::kBf16), l40s), 0.0);
   EXPECT_DOUBLE_EQ(forecast_floor_s(gemm_q(64, 4096, 4096, DType::kBf16), l40s),
