@@ -53,7 +53,9 @@ GPU's spec).
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
-import argparse, collections, csv, glob, os, re, statistics, sys
+import argparse, collections, csv, os, re, statistics, sys
+
+from gpu_sheets import DEFAULT_DIR, sheet_fields
 
 
 def family_files(root, fam):
@@ -111,19 +113,6 @@ def window_pairs(path, fam, gpu):
         yield lib, [x for (l, _), v in per.items() if l == lib for x in v]
 
 
-def sheet_fields(gpu_dir, pattern):
-    """CUDA device name -> the first group of `pattern` (a regex over one top-level line) in each
-    sheet of gpu_dir that has both."""
-    found = {}
-    for path in glob.glob(os.path.join(gpu_dir, "*.yaml")):
-        text = open(path).read()
-        name = re.search(r'^cuda_name:\s*"?([^"\n]+)"?\s*$', text, re.M)
-        field = re.search(pattern, text, re.M)
-        if name and field:
-            found[name.group(1).strip()] = field.group(1)
-    return found
-
-
 def boost_clocks_mhz(gpu_dir):
     """CUDA device name -> boost_clock_mhz."""
     return {n: float(v) for n, v in sheet_fields(gpu_dir, r"^boost_clock_mhz:\s*([0-9.]+)").items()}
@@ -163,7 +152,7 @@ def main():
     ap.add_argument("--rows-csv")
     ap.add_argument("--by", default="window_size", help="--rows-csv: columns of --data to group by, comma-separated")
     ap.add_argument("--data")
-    ap.add_argument("--gpu-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gpus"))
+    ap.add_argument("--gpu-dir", default=DEFAULT_DIR)
     a = ap.parse_args()
     if bool(a.rows_csv) != bool(a.data):
         sys.exit("llm-data-checks.py: --rows-csv and --data go together")

@@ -12,31 +12,23 @@ memory_op model's fourth term (core/kernel.h).
 
   scripts/memop-rates.py --rows-csv R [--rows-csv R2 ...] [--min-tokens 1024] [--gpu-dir configs/gpus]
 """
-import argparse, collections, csv, glob, os, re, statistics, sys
+import argparse, collections, csv, os, statistics, sys
+
+from gpu_sheets import DEFAULT_DIR, sheet_numbers
 
 OPS = ("rmsnorm", "silu_mul", "rope", "residual_add")
 
 
 def sheets(gpu_dir):
     """CUDA device name -> the sheet's numbers this script needs."""
-    out = {}
-    for path in glob.glob(os.path.join(gpu_dir, "*.yaml")):
-        text = open(path).read()
-        def field(k, pat=r"([0-9.]+)"):
-            m = re.search(rf"^{k}:\s*{pat}", text, re.M)
-            return m.group(1).strip() if m else None
-        name = field("cuda_name", r'"?([^"\n]+)"?\s*$')
-        vals = {k: field(k) for k in ("num_sms", "boost_clock_mhz", "mem_bw_gbps", "max_threads_per_sm")}
-        if name and all(vals.values()):
-            out[name] = {k: float(v) for k, v in vals.items()}
-    return out
+    return sheet_numbers(gpu_dir, ("num_sms", "boost_clock_mhz", "mem_bw_gbps", "max_threads_per_sm"))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows-csv", action="append", required=True)
     ap.add_argument("--min-tokens", type=int, default=1024)
-    ap.add_argument("--gpu-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gpus"))
+    ap.add_argument("--gpu-dir", default=DEFAULT_DIR)
     a = ap.parse_args()
     specs = sheets(a.gpu_dir)
     rates = collections.defaultdict(list)

@@ -24,6 +24,8 @@ BF16 layers at >= 2,048 tokens, balanced routing.
 """
 import argparse, collections, csv, os, statistics, sys
 
+import gpu_sheets
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
 a = ap.parse_args()
@@ -95,16 +97,7 @@ for gpu in gpus:
 # latency, BF16 layers at >= 2,048 tokens, balanced routing (rank 0's experts take
 # min(T, T x top-k / E) pairs each): a ratio near 1 where the passes are most of the layer (a
 # rank of one expert), far below 1 for TRT-LLM's kernels, which route only the rank's own pairs.
-gpu_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gpus")
-bandwidth_gbps = {}
-for name in os.listdir(gpu_dir):
-    spec = {}
-    for line in open(os.path.join(gpu_dir, name)):
-        key, _, value = line.partition(":")
-        if key in ("cuda_name", "mem_bw_gbps"):
-            spec[key] = value.strip().strip('"')
-    if len(spec) == 2:
-        bandwidth_gbps[spec["cuda_name"]] = float(spec["mem_bw_gbps"])
+bandwidth_gbps = {n: v["mem_bw_gbps"] for n, v in gpu_sheets.sheet_numbers(gpu_sheets.DEFAULT_DIR, ("mem_bw_gbps",)).items()}
 
 print()
 print("| GPU | library | ep | layer timings (>= 2,048 tokens) | median measured / other ranks' passes at DRAM bandwidth | p10 | p90 |")
