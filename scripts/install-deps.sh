@@ -14,6 +14,7 @@ PKGS=(
   libgtest-dev            # tests
   pybind11-dev python3-dev  # the Python module (`import tilecast`, python/)
   python3-matplotlib      # plots of scripts/reproduce-paper.sh
+  python3-yaml            # scripts/check-doc-figures.py reads docs/quoted-forecasts.yaml
   libssl-dev              # SHA-256 of weights checkpoints (OpenSSL libcrypto)
   clang libclang-rt-14-dev  # sanitizer + libFuzzer build of the core (scripts/sanitize-fuzz.sh)
 )

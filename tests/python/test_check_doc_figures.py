@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""scripts/check-doc-figures.py against a stand-in tilecast (a script printing fixed output) and
+hand-written documents: a quote that matches passes; a doc quoting 12.3 where the build prints
+12.346 -> "12.35" is stale, exit 1, the line naming the doc, the new text and the doc's old one;
+a table line quoted as printed passes whatever its spacing; a list entry without `doc`, a
+command that fails and a quote naming a field the JSON lacks stop with exit 2 and one line."""
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                      "check-doc-figures.py")
+
+FAKE = """#!/usr/bin/env python3
+import json, sys
+args = sys.argv[1:]
+if "--fail" in args:
+    print("tilecast: --gpu: unknown GPU 'X'", file=sys.stderr); sys.exit(3)
+if args[-2:] == ["--format", "json"]:
+    print(json.dumps({"tpot_ms": 12.346, "memory": {"kv_cache_gb": 1.5}, "rows": [{"rate": 1234.5}]}))
+else:
+    print("model   on   GPU")
+    print("tpot_ms       12.346  (mean decode step)")
+"""
+
+
+def run(root, checks, fake):
+    return subprocess.run([sys.executable, SCRIPT, "--root", root, "--tilecast", fake,
+                           "--checks", checks], capture_output=True, text=True)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        fake = os.path.join(d, "tilecast")
+        write(fake, FAKE)
+        os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+        checks = os.path.join(d, "checks.yaml")
+        write(checks, """
+- doc: doc.md
+  runs: {a: predict --model m --gpu g}
+  quote: 'a step of {a[tpot_ms]:.2f} ms, {a[memory][kv_cache_gb]:.2f} GB of
+    cache, {a[rows][0][rate]:,.1f} requests'
+- doc: doc.md
+  run: predict --model m --gpu g
+  lines: 2
+""")
+        # Line breaks and spacing differ from the output's; the figures are the build's.
+        write(os.path.join(d, "doc.md"), "Intro.\nIt takes a step of 12.35 ms, 1.50\nGB of cache, "
+              "1,234.5 requests.\n\n```\nmodel on GPU\ntpot_ms 12.346 (mean decode step)\n```\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+        assert "2 quotes in 1 documents, 0 stale" in r.stdout, r.stdout
+
+        # The doc quotes an older forecast: stale, named, with what the doc has there.
+        write(os.path.join(d, "doc.md"), "It takes a step of 12.30 ms, 1.50 GB of cache, 1,234.5 "
+              "requests.\n```\nmodel on GPU\ntpot_ms 12.300 (mean decode step)\n```\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+        lines = [l for l in r.stdout.splitlines() if "stale:" in l]
+        assert len(lines) == 2, r.stdout
+        assert lines[0].startswith('doc.md: stale: the build prints "a step of 12.35 ms, 1.50 GB of '
+                                   'cache, 1,234.5 requests"'), lines[0]
+        assert 'the doc has "a step of 12.30 ms' in lines[0], lines[0]
+        assert 'the build prints "tpot_ms 12.346 (mean decode step)"' in lines[1], lines[1]
+        assert "2 quotes in 1 documents, 2 stale" in r.stdout, r.stdout
+
+        # Bad lists, failing commands, unknown fields: exit 2, one line on stderr.
+        write(checks, "- run: predict\n  lines: 1\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 2 and "check 1: needs a 'doc'" in r.stderr, (r.returncode, r.stderr)
+        write(checks, "- doc: doc.md\n  runs: {a: predict --fail}\n  quote: '{a[tpot_ms]}'\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 2 and "exited 3: tilecast: --gpu: unknown GPU 'X'" in r.stderr, r.stderr
+        write(checks, "- doc: doc.md\n  runs: {a: predict}\n  quote: '{a[ttft_ms]:.1f}'\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 2 and "no such field" in r.stderr and "ttft_ms" in r.stderr, r.stderr
+        write(checks, "- doc: missing.md\n  runs: {a: predict}\n  quote: '{a[tpot_ms]:.1f}'\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 2 and "missing.md: cannot read it" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    print("check-doc-figures: ok")
+
+
+if __name__ == "__main__":
+    main()
