@@ -649,6 +649,34 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
   return a;
 }
 
+namespace {
+// Every operator's time (forward, backward and accumulation, times its count): with pipeline
+// stages the work of every stage and microbatch, which overlap in the step.
+double ops_work_ms(const ModelForecast& f) {
+  double ms = 0;
+  for (const auto& o : f.ops) ms += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
+  return ms;
+}
+
+struct KindShare {
+  std::string kind;
+  double ms = 0;
+  double pct = 0;  // of the step; of the work (ops_work_ms) with pipeline stages
+};
+// The operators' time by kind, largest first: the table's "by kind" rows and JSON's `by_kind`.
+std::vector<KindShare> kind_shares(const ModelForecast& f) {
+  std::map<std::string, double> by_kind;
+  for (const auto& o : f.ops) by_kind[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
+  const double share_of = f.par.pp > 1 ? ops_work_ms(f) : f.total_ms;
+  std::vector<KindShare> out;
+  for (const auto& kv : by_kind) out.push_back({kv.first, kv.second, share_of > 0 ? 100 * kv.second / share_of : 0});
+  std::stable_sort(out.begin(), out.end(), [](const KindShare& a, const KindShare& b) {
+    return a.ms != b.ms ? a.ms > b.ms : a.kind > b.kind;
+  });
+  return out;
+}
+}  // namespace
+
 void add_memory_json(nlohmann::json& j, const MemoryEstimate& m) {
   j["weights_gb"] = m.weights_gb;
   j["kv_cache_gb"] = m.kv_cache_gb;
@@ -703,6 +731,11 @@ std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory) 
   }
   if (memory) add_memory_json(j, *memory);
   j["basis"] = basis_json(f.basis);
+  // The table's "by kind" rows: each kind's ms (every op of it, all stages and microbatches)
+  // and its % of the step, or of that work where pipeline stages overlap (`by_kind_pct_of`).
+  j["by_kind"] = nlohmann::json::object();
+  for (const auto& k : kind_shares(f)) j["by_kind"][k.kind] = {{"ms", k.ms}, {"pct", k.pct}};
+  j["by_kind_pct_of"] = f.par.pp > 1 ? "work" : "step";
   j["ops"] = nlohmann::json::array();
   for (const auto& o : f.ops)
     j["ops"].push_back({{"name", o.name}, {"kind", o.kind}, {"count", o.count},
@@ -865,14 +898,7 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                       .c_str());
     os << buf;
   }
-  std::map<std::string, double> by_kind;
-  double work_ms = 0;
-  for (const auto& o : f.ops) {
-    by_kind[o.kind] += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
-    work_ms += (o.fw_ms + o.bw_ms + o.acc_ms) * o.count;
-  }
-  // With pipeline stages the ops' times add up the work of every stage and microbatch, which
-  // overlap in time: their shares are of that work, not of the step.
+  const double work_ms = ops_work_ms(f);
   const bool staged = f.par.pp > 1;
   const double share_of = staged ? work_ms : f.total_ms;
   if (staged) {
@@ -882,13 +908,9 @@ std::string forecast_table(const ModelForecast& f, int top_ops, const MemoryEsti
                   static_cast<long long>(f.par.pp), static_cast<long long>(f.par.microbatches), work_ms);
     os << buf;
   }
-  std::vector<std::pair<double, std::string>> kinds;
-  for (const auto& kv : by_kind) kinds.emplace_back(kv.second, kv.first);
-  std::sort(kinds.rbegin(), kinds.rend());
   os << "\nby kind          ms        %\n";
-  for (const auto& k : kinds) {
-    std::snprintf(buf, sizeof buf, "%-12s %10.3f %7.1f%%\n", k.second.c_str(), k.first,
-                  share_of > 0 ? 100 * k.first / share_of : 0);
+  for (const auto& k : kind_shares(f)) {
+    std::snprintf(buf, sizeof buf, "%-12s %10.3f %7.1f%%\n", k.kind.c_str(), k.ms, k.pct);
     os << buf;
   }
   std::vector<const OpForecast*> ops;

@@ -538,7 +538,8 @@ std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 
 // `memory`: what one GPU holds (weights, KV cache, gradients, optimizer state, activations)
-// and the fit verdict beside the times.
+// and the fit verdict beside the times. `by_kind` holds the table's "by kind" rows ({kind: {ms,
+// pct}}), `by_kind_pct_of` whether the % is of the step or, with pipeline stages, of the work.
 std::string forecast_json(const ModelForecast& f, const MemoryEstimate* memory = nullptr);
 // The memory keys of every JSON forecast: weights_gb, kv_cache_gb, gradients_gb, optimizer_gb,
 // activations_gb, memory_gb (their sum, per GPU), gpu_memory_gb (the spec's), fits.

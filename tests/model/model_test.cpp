@@ -2867,6 +2867,34 @@ TEST(Serving, PerLayerWindowsAreTheMeanOfTheTwoKinds) {
       {"--spec-draft", "sliding-window"});
 }
 
+// The JSON's `by_kind` against hand sums: two GEMM ops (2 x (3 ms forward + 1 ms backward) = 8
+// ms; 1 x (2 ms forward + 0.5 ms accumulation) = 2.5 ms) and one attention op (4 x 0.5 ms), a
+// step of 14 ms (communication beside them): gemm 10.5 ms = 75 %, attention 2 ms = 14.2857 % of
+// the step, largest first as the table prints them; with pipeline stages the shares are of the
+// ops' work, 12.5 ms (`by_kind_pct_of` "work": 84 % and 16 %), as the table says of its rows.
+TEST(Serving, ByKindJsonByHand) {
+  predictor::ModelForecast f;
+  f.model = "m";
+  f.gpu = "H100-SXM";
+  f.mode = Mode::kTraining;
+  f.total_ms = 14;
+  f.ops = {{"a.gemm", "gemm", 2, 3, 1, 0}, {"b.attn", "attention", 4, 0.5, 0, 0}, {"c.gemm", "gemm", 1, 2, 0, 0.5}};
+  auto j = nlohmann::json::parse(predictor::forecast_json(f));
+  EXPECT_EQ(j["by_kind_pct_of"], "step");
+  EXPECT_DOUBLE_EQ(j["by_kind"]["gemm"]["ms"].get<double>(), 10.5);
+  EXPECT_NEAR(j["by_kind"]["gemm"]["pct"].get<double>(), 75, 1e-12);
+  EXPECT_DOUBLE_EQ(j["by_kind"]["attention"]["ms"].get<double>(), 2);
+  EXPECT_NEAR(j["by_kind"]["attention"]["pct"].get<double>(), 100 / 7.0, 1e-12);
+  EXPECT_EQ(j["by_kind"].size(), 2u);
+  const std::string text = predictor::forecast_table(f);
+  EXPECT_NE(text.find("gemm             10.500    75.0%\nattention         2.000    14.3%\n"), std::string::npos) << text;
+  f.par.pp = 2;
+  j = nlohmann::json::parse(predictor::forecast_json(f));
+  EXPECT_EQ(j["by_kind_pct_of"], "work");
+  EXPECT_NEAR(j["by_kind"]["gemm"]["pct"].get<double>(), 84, 1e-12);
+  EXPECT_NEAR(j["by_kind"]["attention"]["pct"].get<double>(), 16, 1e-12);
+}
+
 // MLA decode under the decode family's fitted roofline, by hand: 64 sequences over 32,768
 // latents of 576 (values 512), 16 heads, BF16 on the H100-SXM. One CTA per sequence, the cache
 // split min(32,768 / 256, 2 x 132 SMs / 64) = 5 ways: 320 CTAs, 3 waves; the latents read once,
