@@ -15,6 +15,11 @@ latency(T tokens, ep) / latency(T / ep tokens, ep 1), two layers of the same wor
 (T x top-k / ep expert assignments), the first with 1/ep of the experts and every token of the
 group routed (SGLang's expert-parallel kernels), by ep and by whether T / ep reaches 1,024 tokens.
 
+Then, how a rank's latency falls with the group's size at large layers: per GPU, library and
+ep, the median of latency(T, ep) / latency(T, ep 1) over BF16 layers at >= 4,096 tokens
+(balanced routing). The A100's file (SGLang 0.5.10) keeps the ep-1 time through ep 8 and halves
+from there; the L40S's and B200's (0.5.14) fall from ep 2 (docs/accuracy.md, "Fused MoE").
+
 Last, the pairs a rank of Triton's or Marlin's MoE passes for other ranks' experts
 (moe_other_rank_bytes, core/kernel.h; the floor under a forecast since session 58): per GPU,
 library and ep >= 8, the measured latency over those passes' time at the spec's DRAM bandwidth,
@@ -88,6 +93,25 @@ for gpu in gpus:
                 if v:
                     print(f"| {gpu} | {lib} | {ep} | {'>= 1024' if big else '< 1024'} | {len(v)} | "
                           f"{statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | {quantile(v, 0.9):.2f} |")
+
+print()
+print("| GPU | library | ep | layer timings (>= 4,096 tokens) | median latency(T, ep) / latency(T, ep 1) | p10 | p90 |")
+print("|---|---|---|---|---|---|---|")
+for gpu in gpus:
+    lat = data[gpu]
+    for lib in sorted({k[0] for k in lat}):
+        by_ep = collections.defaultdict(list)
+        for (l, layer), by in lat.items():
+            one = lat.get((lib, layer[:5] + (1,)))
+            if l != lib or layer[5] == 1 or not one:
+                continue
+            for t, ms in by.items():
+                if t >= 4096 and t in one:
+                    by_ep[layer[5]].append(ms / one[t])
+        for ep in sorted(by_ep):
+            v = sorted(by_ep[ep])
+            print(f"| {gpu} | {lib} | {ep} | {len(v)} | {statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | "
+                  f"{quantile(v, 0.9):.2f} |")
 
 # The pairs routed to other ranks (moe_other_rank_bytes, core/kernel.h): on a rank of SGLang's
 # Triton or Marlin MoE at ep > 1, every (token, expert) pair of the group whose expert another

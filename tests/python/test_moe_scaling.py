@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""scripts/moe-scaling.py on a hand-made aiconfigurator folder: its third table, the measured
+"""scripts/moe-scaling.py on a hand-made aiconfigurator folder. Its third table, latency(T, ep) /
+latency(T, ep 1) at >= 4,096 tokens: a layer at 4,096 tokens taking 4 ms at ep 8 and 10 ms at
+ep 1 reads 0.40. Its last table, the measured
 latency over the time of the pairs a Triton rank passes for other ranks' experts at the spec's
 DRAM bandwidth. One L40S layer (4,096 x 1,536, top-8 of 128) at 2,048 tokens: at ep 128 rank 0's
 one expert takes min(2,048, 2,048 x 8 / 128) = 128 pairs, the other 16,256 pairs move
@@ -36,13 +38,19 @@ def main():
             f.write(row("L40S", 2048, 64, 1.5 * 511967232 / 864e9 * 1e3))
             f.write(row("L40S", 1024, 128, 100.0))  # under 2,048 tokens: left out
             f.write(row("L40S", 2048, 4, 100.0))    # ep < 8: left out
+            # The third table: at 4,096 tokens ep 8 takes 4 ms against ep 1's 10 ms: 0.40.
+            f.write(row("L40S", 4096, 1, 10.0))
+            f.write(row("L40S", 4096, 8, 4.0))
         r = run(d)
         assert r.returncode == 0, r.stderr
-        lines = [l for l in r.stdout.splitlines() if l.startswith("| L40S | sglang_fused_moe_triton | ")]
-        third = [l for l in lines if l.count("|") == 8]
-        assert "| L40S | sglang_fused_moe_triton | 128 | 1 | 2.00 | 2.00 | 2.00 |" in third, r.stdout
-        assert "| L40S | sglang_fused_moe_triton | 64 | 1 | 1.50 | 1.50 | 1.50 |" in third, r.stdout
-        assert not any(l.startswith("| L40S | sglang_fused_moe_triton | 4 |") for l in third), r.stdout
+        tables = [t.splitlines() for t in r.stdout.strip().split("\n\n")]
+        assert len(tables) == 4, r.stdout
+        against_ep1 = [l for l in tables[2] if l.startswith("| L40S | sglang_fused_moe_triton | ")]
+        assert against_ep1 == ["| L40S | sglang_fused_moe_triton | 8 | 1 | 0.40 | 0.40 | 0.40 |"], r.stdout
+        passes = [l for l in tables[3] if l.startswith("| L40S | sglang_fused_moe_triton | ")]
+        assert "| L40S | sglang_fused_moe_triton | 128 | 1 | 2.00 | 2.00 | 2.00 |" in passes, r.stdout
+        assert "| L40S | sglang_fused_moe_triton | 64 | 1 | 1.50 | 1.50 | 1.50 |" in passes, r.stdout
+        assert not any(l.startswith("| L40S | sglang_fused_moe_triton | 4 |") for l in passes), r.stdout
 
         other = os.path.join(d, "aiconfigurator", "NoSuchGPU")
         os.makedirs(other)
