@@ -126,6 +126,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     else
       std::printf("prior_ms     %.6g (the family's fitted roofline; alone: the network corrects only the GPUs it was "
                   "trained on, or their twins where the family's network_gpus says so)\n", r.prior_ms);
+    if (r.prior_cta_ns > 0)
+      std::printf("cta cost     %.4g ns a CTA (%s's, fitted on its training rows): past the floor, %lld CTAs take at "
+                  "least %.6g ms\n",
+                  r.prior_cta_ns, kernel_library(q, spec), static_cast<long long>(r.launch.num_ctas),
+                  double(r.launch.num_ctas) * r.prior_cta_ns * 1e-6);
   }
   if (attn)
     std::printf("tasks        %lld CTAs (%s; %s)\n", static_cast<long long>(r.launch.num_ctas),

@@ -1013,6 +1013,7 @@ namespace {
 KernelBounds wave_frame(const GpuSpec& gpu, const LaunchInfo& li, double* pad) {
   KernelBounds kb;
   kb.waves = double(li.num_waves);
+  kb.ctas = double(li.num_ctas);
   kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
   const double slots = double(gpu.num_sms) * li.ctas_per_sm;
   *pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
@@ -1062,8 +1063,13 @@ double prior_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
 }  // namespace
 
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
-  return prior_fixed_s(kb, p) + std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory) +
-         kb.quant_s / p.eta_memory;
+  const double roofline = std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory);
+  const double fitted = prior_fixed_s(kb, p) + roofline + kb.quant_s / p.eta_memory;
+  if (p.cta_ns <= 0) return fitted;
+  // The library's cost per CTA bounds what follows the floor: the waves and the roofline.
+  const double floor_s = (p.floor_us + p.floor_kcycles * kb.us_per_kcycle) * 1e-6;
+  const double run_s = prior_fixed_s(kb, p) - floor_s + roofline;
+  return fitted + std::max(0.0, kb.ctas * p.cta_ns * 1e-9 - run_s);
 }
 
 double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound) {

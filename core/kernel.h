@@ -233,6 +233,7 @@ struct KernelBounds {
   double quant_s = 0;    // FP8 GEMMs: quantising the activation before the matmul
   double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
   double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
+  double ctas = 1;       // CTAs launched (LaunchInfo::num_ctas), for FittedRoofline::cta_ns
   double us_per_kcycle = 0;  // microseconds per 1,000 SM clock cycles (1e3 / boost clock, MHz)
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
@@ -262,9 +263,16 @@ struct FittedRoofline {
   // cycles`): the same number of cycles takes longer on a slower-clocked GPU. A fit sets
   // either these or the microsecond pair, never both.
   double floor_kcycles = 0, wave_kcycles = 0;
+  // A kernel library's cost per CTA, nanoseconds whatever the GPU (0: none): past the floor,
+  // the launch takes at least CTAs x cta_ns. FlashAttention's decode at one cached token costs
+  // 37 ns a (sequence, KV head) CTA on the A100 and on the L40S alike, neither a cost per wave
+  // in microseconds nor in cycles (docs/accuracy.md, "What a decode CTA costs, by library").
+  // Set per library from its rows (FamilyEntry::library_cta_ns), never fitted with the rest.
+  double cta_ns = 0;
   bool operator==(const FittedRoofline& o) const {
     return floor_us == o.floor_us && wave_us == o.wave_us && eta_compute == o.eta_compute &&
-           eta_memory == o.eta_memory && floor_kcycles == o.floor_kcycles && wave_kcycles == o.wave_kcycles;
+           eta_memory == o.eta_memory && floor_kcycles == o.floor_kcycles && wave_kcycles == o.wave_kcycles &&
+           cta_ns == o.cta_ns;
   }
 };
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);

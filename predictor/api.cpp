@@ -157,6 +157,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["prior_ms"] = r.prior_ms;
     j["network_correction"] = r.corrected;
     j["network_weight"] = r.network_weight;
+    j["prior_cta_ns"] = r.prior_cta_ns;  // the library's cost per CTA in prior_ms (0: none)
   }
   if (is_attention(fam)) {
     j["library"] = attention_library(q, spec);

@@ -503,6 +503,11 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       if (!fb_idx.empty()) predict_fallback(queries, fb_idx, gpu, *entry, tiles, out);
       if (idx.empty()) continue;
     }
+    // Where the network does not correct (see below), the fitted roofline takes the GPU's
+    // kernel library's cost per CTA where training fitted one (library_cta_ns).
+    const GpuStanding standing =
+        entry ? training_standing(gpu, entry->training_gpus, entry->training_gpu_specs) : GpuStanding{};
+    const bool corrected = entry && network_corrects(entry->config.network_gpus, standing);
     const int64_t nf = static_cast<int64_t>(num_features(fam));
     std::vector<float> x(idx.size() * nf);
     float* xp = x.data();
@@ -521,6 +526,14 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       const FittedRoofline* prior = entry && entry->config.prior ? &entry->prior : nullptr;
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
+      if (entry && !corrected && !entry->library_cta_ns.empty()) {
+        const auto lib = entry->library_cta_ns.find(kernel_library(q, gpu));
+        if (lib != entry->library_cta_ns.end()) {
+          FittedRoofline alone = entry->prior;
+          alone.cta_ns = r.prior_cta_ns = lib->second;
+          r.prior_ms = s_to_ms(fitted_roofline_s(p.bounds, alone));
+        }
+      }
       r.prior_is_base = prior != nullptr;
       r.roofline_ms = s_to_ms(roofline_s(q, gpu));
       // A feature outside the training range is reported and, where the family clamps (LLM-era
@@ -538,9 +551,6 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     // (unseen_prior_weight 1: leave-one-GPU-out says the correction does not carry over; the
     // networks are then not even loaded) or as a weighted geometric mean with the network's
     // forecast (a network that extrapolates, shrunk toward the physics).
-    const std::string& gate = entry->config.network_gpus;
-    const GpuStanding standing = training_standing(gpu, entry->training_gpus, entry->training_gpu_specs);
-    const bool corrected = network_corrects(gate, standing);
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
     const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
     static const std::vector<DenseMlp> kNoMembers;

@@ -35,6 +35,9 @@ struct KernelPrediction {
   double bound_ms = 0;      // the wave-quantised roofline (max of the compute and memory bounds)
   double prior_ms = 0;      // the fitted roofline alone (families that fit one; else 0)
   bool prior_is_base = false;  // config `prior`: the network corrects that fitted roofline
+  // The GPU's kernel library's cost per CTA (ns) in prior_ms, where the fitted roofline forecasts
+  // alone (FamilyEntry::library_cta_ns); 0: none.
+  double prior_cta_ns = 0;
   double utilisation = 0;   // wave-quantised roofline / latency_ms
   double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
   const char* bound = "";   // "compute" | "memory" | "launch" (below a fitted floor)

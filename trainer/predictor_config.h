@@ -36,6 +36,12 @@ struct PredictorConfig {
   // over their rows whose bytes exceed 4x their L2 (bytes the cache cannot serve); else up to
   // 1. Tried for decode in leave-one-GPU-out, not bundled (docs/accuracy.md).
   bool prior_cap_memory = false;
+  // Fit, per kernel library of the training rows (kernel_library: e.g. FlashAttention on the A100
+  // and L40S, TRT-LLM's on the B200), a cost per CTA in nanoseconds beside the shared fitted
+  // roofline (FittedRoofline::cta_ns; the manifest's library_cta_ns). It applies where the
+  // fitted roofline forecasts alone (a GPU outside network_gpus) and the spec's library has one;
+  // the networks' base stays the shared fit. Decode (docs/accuracy.md).
+  bool prior_cta_by_library = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":

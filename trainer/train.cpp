@@ -111,6 +111,41 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
   return m % 2 ? p1[m / 2] : 0.5 * (p1[m / 2 - 1] + p1[m / 2]);
 }
 
+std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                                 const GpuRegistry& gpus, const FittedRoofline& prior) {
+  struct Row {
+    KernelBounds kb;
+    double measured_s;
+  };
+  std::map<std::string, std::vector<Row>> by_library;
+  std::vector<float> scratch;
+  for (const auto& s : rows) {
+    const GpuSpec& gpu = row_gpu(s, gpus);
+    scratch.resize(num_features(op_family(s.query.op)));
+    by_library[kernel_library(s.query, gpu)].push_back({featurize(s.query, gpu, tiles, scratch.data()).bounds,
+                                                        s.latency_ms * 1e-3});
+  }
+  std::map<std::string, double> out;
+  for (const auto& [library, lib_rows] : by_library) {
+    if (lib_rows.size() < 1000) continue;
+    auto loss = [&](double ns) {
+      FittedRoofline p = prior;
+      p.cta_ns = ns;
+      double sum = 0;
+      for (const Row& r : lib_rows) sum += std::abs(std::log(fitted_roofline_s(r.kb, p) / r.measured_s));
+      return sum / double(lib_rows.size());
+    };
+    double best_ns = 0, best = loss(0);
+    for (int k = 0; k < 121; ++k) {
+      const double ns = std::pow(10.0, 3.0 * k / 120.0);  // 1 ns to 1 us
+      const double l = loss(ns);
+      if (l < best) best = l, best_ns = ns;
+    }
+    if (best_ns > 0) out[library] = best_ns;
+  }
+  return out;
+}
+
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                    const GpuRegistry& gpus, bool in_cycles, bool cap_memory, double min_eta) {
   std::vector<KernelBounds> bounds;
@@ -547,6 +582,16 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << (cycles ? e.prior.floor_kcycles : e.prior.floor_us) << unit << ", "
                    << (cycles ? e.prior.wave_kcycles : e.prior.wave_us) << unit << " per wave, "
                    << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
+      if (cfg.prior_cta_by_library) {
+        e.library_cta_ns = fit_library_cta_ns(rows, tiles, gpus, e.prior);
+        for (const auto& [library, ns] : e.library_cta_ns) {
+          TC_LOG(Info) << family_name(fam) << ": " << library << " costs " << ns
+                       << " ns a CTA (the fitted roofline's floor where it forecasts alone)";
+        }
+        if (e.library_cta_ns.empty()) {
+          TC_LOG(Info) << family_name(fam) << ": no library's cost per CTA lowers the fit";
+        }
+      }
       if (!fallback_rows.empty()) {
         std::vector<KernelSample> physics = fallback_rows;  // the work the fallback kernel does
         for (auto& s : physics) s.query = fallback_physics_query(s.query);

@@ -40,6 +40,12 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 // roofline alone forecasts them).
 constexpr size_t kMinFallbackNetworkRows = 200;
 
+// config.prior_cta_by_library: per kernel library (kernel_library of each row's query on its
+// GPU) with at least 1,000 rows, the cost per CTA in nanoseconds (FittedRoofline::cta_ns; a log
+// grid of 121 points from 1 to 1,000) that minimises the mean |log(fitted / measured)| over the
+// library's rows with `prior`'s other numbers held; kept only where it lowers that mean.
+std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                                 const GpuRegistry& gpus, const FittedRoofline& prior);
 // The fitted roofline (fit_roofline) of a family's training rows, their bounds computed as a
 // forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles; `cap_memory`:
 // the DRAM efficiency at most the largest per-GPU median of time at DRAM speed / measured over

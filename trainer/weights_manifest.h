@@ -44,6 +44,10 @@ struct FamilyEntry {
   // and/or which forecasts the GPUs outside config.network_gpus (config.unseen_prior_weight).
   bool has_prior() const { return config.fits_roofline(); }
   FittedRoofline prior;
+  // config.prior_cta_by_library: per kernel library of the training rows, its cost per CTA in
+  // nanoseconds (FittedRoofline::cta_ns), which the fitted roofline takes where it forecasts
+  // alone and the GPU's library is one of these. Empty: none.
+  std::map<std::string, double> library_cta_ns;
   // The fitted roofline of a fallback kernel library's rows (fallback_attention: Triton's
   // prefill on datacenter Blackwell), which forecasts such queries alone, on the whole causal
   // triangle; no network is trained on them. Absent when training had none of those rows.

@@ -214,6 +214,13 @@ tc_cli_fail(gemm_fp8_static_on_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak
 # and memory; the B300, its Blackwell Ultra revision) with them; the RTX 4090 is not the L40S's twin.
 tc_cli_test(predict_kernel_decode_unseen_prior_alone "prior_ms +[0-9.e-]+ .the family's fitted roofline; alone: the network corrects only the GPUs it was trained on" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu H100-SXM)
 tc_cli_test(predict_kernel_decode_unseen_json "\"network_correction\": false" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu H100-SXM --format json)
+# FlashAttention's cost per CTA (the bundled manifest's library_cta_ns, fitted on the A100's and
+# the L40S's rows; tied to the bundled weights): 2,048 sequences x 8 KV heads at one cached token
+# are 16,384 CTAs, at 42.17 ns at least 0.690908 ms past the floor on the H100 (FlashAttention by
+# its spec, unseen by the decode networks); none on the B300 (TRT-LLM's, a twin of the B200).
+tc_cli_test(predict_kernel_decode_cta_cost "cta cost +42.17 ns a CTA \\(flash_attention's, fitted on its training rows\\): past the floor, 16384 CTAs take at least 0.690908 ms" ${TC} predict-kernel --op attention_decode --shape 2048,2,32,8,128 --gpu H100-SXM)
+tc_cli_test(predict_kernel_decode_cta_cost_json "\"prior_cta_ns\": 42.169" ${TC} predict-kernel --op attention_decode --shape 2048,2,32,8,128 --gpu H100-SXM --format json)
+tc_cli_test(predict_kernel_decode_cta_cost_twin_json "\"prior_cta_ns\": 0" ${TC} predict-kernel --op attention_decode --shape 2048,2,32,8,128 --gpu B300 --format json)
 tc_cli_test(predict_kernel_decode_trained_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu B200 --format json)
 tc_cli_test(predict_kernel_decode_twin_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu GB200 --format json)
 tc_cli_test(predict_kernel_decode_revision_twin_json "\"network_correction\": true" ${TC} predict-kernel --op attention_decode --shape 32,2048,32,8,128 --dtype bf16 --gpu B300 --format json)

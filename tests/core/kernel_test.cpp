@@ -616,6 +616,34 @@ TEST(Kernel, FittedRooflineInClockCycles) {
   std::printf("mean |log| loss: cycles %.4f, microseconds %.4f\n", loss(cyc), loss(us));
 }
 
+// A library's cost per CTA (FittedRoofline::cta_ns) by hand: floor 5 us, 1 us a wave, 2 waves,
+// compute 10 us and memory 20 us at efficiencies 0.5: 5 + 2 + max(20, 40) = 47 us. At 1,000
+// CTAs and 50 ns a CTA the launch takes at least 50 us past the floor: 55 us; at 30 ns (30 us,
+// under the 42 us it runs anyway) 47 us, the same as without one; an FP8 quantisation pass (4
+// us at 0.5) comes on top either way. The decode family's launch counts its CTAs into the bounds.
+TEST(Kernel, FittedRooflineCtaCostByHand) {
+  KernelBounds kb;
+  kb.compute_s = 10e-6;
+  kb.memory_s = 20e-6;
+  kb.waves = 2;
+  kb.ctas = 1000;
+  FittedRoofline p{5.0, 1.0, 0.5, 0.5};
+  EXPECT_NEAR(fitted_roofline_s(kb, p), 47e-6, 1e-15);
+  p.cta_ns = 50;
+  EXPECT_NEAR(fitted_roofline_s(kb, p), 55e-6, 1e-15);
+  p.cta_ns = 30;
+  EXPECT_NEAR(fitted_roofline_s(kb, p), 47e-6, 1e-15);
+  kb.quant_s = 2e-6;
+  EXPECT_NEAR(fitted_roofline_s(kb, p), 51e-6, 1e-15);
+  p.cta_ns = 50;
+  EXPECT_NEAR(fitted_roofline_s(kb, p), 59e-6, 1e-15);
+  // 2,048 sequences x 8 KV heads at one cached token: 16,384 CTAs (no split of one key).
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& h100 = reg.resolve("H100-SXM");
+  const KernelQuery q = attention_decode_q(2048, 2, 32, 8, 128, DType::kBf16, DType::kBf16);
+  EXPECT_EQ(kernel_bounds(q, h100, launch_info(q, h100)).ctas, 16384.0);
+}
+
 // moe_gemm_composite: Mixtral's layer (hidden 4,096, inter 14,336, top-2 of 8) on 4,096 tokens,
 // balanced: every expert hit (1 - (3/4)^4096 = 1 to double precision), 8,192 routed tokens, 1,024
 // rows an expert. Hand-derived GEMMs: gate_up 1,024 x 4,096 -> 8 x 2 x 14,336 = 229,376 out,

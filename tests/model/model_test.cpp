@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <functional>
 #include <limits>
@@ -147,6 +148,91 @@ TEST(LaunchFloor, FittedFromTheRowsAndAppliedToForecasts) {
   const auto m = trainer::load_manifest(dir);
   EXPECT_NEAR(m.families.at("elementwise").launch_floor_us, floor_ms * 1e3, 1e-9);
   EXPECT_TRUE(m.families.at("elementwise").config.launch_floor);
+}
+
+// A kernel library's cost per CTA (config prior_cta_by_library). Synthetic decode rows on the
+// A100-SXM4-80GB and the L40S (FlashAttention by their specs), 1,200 of them, timed as 5 us +
+// max(40 ns x CTAs, their bytes at 80 % of DRAM bandwidth), and 600 rows on the B200 (TRT-LLM's
+// library; too few to fit a cost): with that floor and efficiency held, the fitted cost is the
+// grid point nearest 40 ns (10^(3 x 64 / 120) = 39.81 ns) for FlashAttention, none for TRT-LLM.
+// The manifest keeps it (a bad value is refused naming the field); a GPU outside network_gpus
+// whose library has a cost gets it in prior_ms (the H100: 5 us + 16,384 CTAs x 39.81 ns for
+// 2,048 sequences x 8 KV heads at one cached token), a training GPU's base does not change.
+TEST(FittedPrior, LibraryCostPerCta) {
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int> lb(0, 11), lc(1, 13);
+  FittedRoofline truth;
+  truth.floor_us = 5;
+  truth.wave_us = 0;
+  truth.eta_memory = 0.8;
+  truth.cta_ns = 40;
+  std::vector<KernelSample> rows;
+  const TileTable no_tiles;
+  std::vector<float> scratch(num_features(Family::kAttnDecode));
+  for (const auto& [dev, n] : std::vector<std::pair<const char*, int>>{
+           {"NVIDIA A100-SXM4-80GB", 600}, {"NVIDIA L40S", 600}, {"NVIDIA B200", 600}}) {
+    const GpuSpec& g = *registry().find(dev);
+    for (int i = 0; i < n; ++i) {
+      KernelSample s;
+      s.query = attention_decode_q(int64_t{1} << lb(rng), int64_t{1} << lc(rng), 32, 8, 128, DType::kBf16, DType::kBf16);
+      s.device = dev;
+      s.latency_ms = s_to_ms(fitted_roofline_s(featurize(s.query, g, no_tiles, scratch.data()).bounds, truth));
+      rows.push_back(s);
+    }
+  }
+  FittedRoofline held = truth;
+  held.cta_ns = 0;
+  const auto costs = trainer::fit_library_cta_ns(rows, no_tiles, registry(), held);
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_NEAR(costs.at("flash_attention"), std::pow(10.0, 1.6), 1e-9);
+
+  const std::string dir = fresh_weights_dir("cta_weights", no_tiles);
+  auto cfg = tiny_config(Family::kAttnDecode);
+  cfg.epochs = 2;
+  cfg.prior = true;
+  cfg.network_gpus = "trained";
+  cfg.prior_cta_by_library = true;
+  const std::vector<KernelSample> fa(rows.begin(), rows.begin() + 1200);
+  auto r = trainer::train_family(cfg, fa, no_tiles, registry(), dir + "/generation_attention.pt", true, 0, &held);
+  trainer::WeightsManifest m;
+  m.feature_schema_version = kFeatureSchemaVersion;
+  trainer::FamilyEntry e = one_network_entry(dir, Family::kAttnDecode, cfg, r.layer_widths);
+  e.feature_min = r.feature_min;
+  e.feature_max = r.feature_max;
+  e.training_gpus = {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"};
+  e.prior = held;
+  e.library_cta_ns = costs;
+  m.families["generation_attention"] = e;
+  trainer::save_manifest(dir, m);
+  const auto back = trainer::load_manifest(dir).families.at("generation_attention");
+  EXPECT_EQ(back.library_cta_ns, costs);
+  EXPECT_TRUE(back.config.prior_cta_by_library);
+
+  predictor::KernelPredictor p(dir);
+  const KernelQuery q = attention_decode_q(2048, 2, 32, 8, 128, DType::kBf16, DType::kBf16);
+  const auto on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"));
+  EXPECT_FALSE(on_h100[0].corrected);
+  EXPECT_NEAR(on_h100[0].prior_cta_ns, costs.at("flash_attention"), 1e-12);
+  EXPECT_NEAR(on_h100[0].latency_ms, 0.005 + 16384 * costs.at("flash_attention") * 1e-6, 1e-9);
+  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
+  EXPECT_TRUE(on_a100[0].corrected);
+  EXPECT_EQ(on_a100[0].prior_cta_ns, 0.0);
+  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
+
+  // A cost out of range in the manifest: one error naming the field.
+  std::string text;
+  {
+    std::ifstream in(dir + "/manifest.yaml");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = text.find("flash_attention: ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "flash_attention: -3");
+  {
+    std::ofstream out(dir + "/manifest.yaml");
+    out << text;
+  }
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"library_cta_ns", "flash_attention", "out of range"});
 }
 
 // The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4
