@@ -42,6 +42,13 @@ def quantile(v, p):
     return v[min(len(v) - 1, int(p * len(v)))]
 
 
+def print_stats(cells, v):
+    """One table row: the leading cells, then how many values and their median, p10 and p90."""
+    v = sorted(v)
+    print("| " + " | ".join(str(c) for c in cells) + f" | {len(v)} | {statistics.median(v):.2f} | "
+          f"{quantile(v, 0.1):.2f} | {quantile(v, 0.9):.2f} |")
+
+
 def bf16_balanced(gpu):
     """(library, layer) -> tokens -> latency for the GPU's BF16 rows with balanced routing."""
     lat = collections.defaultdict(dict)
@@ -65,11 +72,9 @@ for gpu in gpus:
         for t in tokens:
             if 2 * t not in tokens or 8 * t <= tokens[-1]:
                 continue  # the doublings from above an eighth of the largest T
-            ratios = sorted(by[2 * t] / by[t] for (l, _), by in lat.items() if l == lib and t in by and 2 * t in by)
-            if not ratios:
-                continue
-            print(f"| {gpu} | {lib} | {t} -> {2 * t} | {len(ratios)} | {statistics.median(ratios):.2f} | "
-                  f"{quantile(ratios, 0.1):.2f} | {quantile(ratios, 0.9):.2f} |")
+            ratios = [by[2 * t] / by[t] for (l, _), by in lat.items() if l == lib and t in by and 2 * t in by]
+            if ratios:
+                print_stats((gpu, lib, f"{t} -> {2 * t}"), ratios)
 
 print()
 print("| GPU | library | ep | T / ep | layers | median latency(T, ep) / latency(T / ep, ep 1) | p10 | p90 |")
@@ -89,10 +94,8 @@ for gpu in gpus:
                     if t % ep == 0 and t // ep in one:
                         by_size[t // ep >= 1024].append(ms / one[t // ep])
             for big in (False, True):
-                v = sorted(by_size[big])
-                if v:
-                    print(f"| {gpu} | {lib} | {ep} | {'>= 1024' if big else '< 1024'} | {len(v)} | "
-                          f"{statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | {quantile(v, 0.9):.2f} |")
+                if by_size[big]:
+                    print_stats((gpu, lib, ep, ">= 1024" if big else "< 1024"), by_size[big])
 
 print()
 print("| GPU | library | ep | layer timings (>= 4,096 tokens) | median latency(T, ep) / latency(T, ep 1) | p10 | p90 |")
@@ -109,9 +112,7 @@ for gpu in gpus:
                 if t >= 4096 and t in one:
                     by_ep[layer[5]].append(ms / one[t])
         for ep in sorted(by_ep):
-            v = sorted(by_ep[ep])
-            print(f"| {gpu} | {lib} | {ep} | {len(v)} | {statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | "
-                  f"{quantile(v, 0.9):.2f} |")
+            print_stats((gpu, lib, ep), by_ep[ep])
 
 # The pairs routed to other ranks (moe_other_rank_bytes, core/kernel.h): on a rank of SGLang's
 # Triton or Marlin MoE at ep > 1, every (token, expert) pair of the group whose expert another
@@ -143,6 +144,4 @@ for gpu in gpus:
                 passes_ms = other * 2 * (5 * f / tp + 2 * h) / (bw * 1e9) * 1e3
                 by_ep[ep].append(ms / passes_ms)
         for ep in sorted(by_ep):
-            v = sorted(by_ep[ep])
-            print(f"| {gpu} | {lib} | {ep} | {len(v)} | {statistics.median(v):.2f} | {quantile(v, 0.1):.2f} | "
-                  f"{quantile(v, 0.9):.2f} |")
+            print_stats((gpu, lib, ep), by_ep[ep])

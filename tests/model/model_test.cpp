@@ -94,6 +94,16 @@ trainer::FamilyEntry one_network_entry(const std::string& dir, Family family, co
   return e;
 }
 
+// one_network_entry with the trained network's feature range and its training GPUs.
+trainer::FamilyEntry trained_entry(const std::string& dir, Family family, const trainer::PredictorConfig& cfg,
+                                   const trainer::FamilyResult& r, const std::vector<std::string>& gpus) {
+  trainer::FamilyEntry e = one_network_entry(dir, family, cfg, r.layer_widths);
+  e.feature_min = r.feature_min;
+  e.feature_max = r.feature_max;
+  e.training_gpus = gpus;
+  return e;
+}
+
 // Writes a complete weights folder with a tiny elementwise model.
 std::string tiny_weights_dir(const std::string& name, trainer::FamilyResult* result = nullptr, double floor_ms = 0) {
   TileTable tiles;
@@ -196,10 +206,8 @@ TEST(FittedPrior, LibraryCostPerCta) {
   auto r = trainer::train_family(cfg, fa, no_tiles, registry(), dir + "/generation_attention.pt", true, 0, &held);
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
-  trainer::FamilyEntry e = one_network_entry(dir, Family::kAttnDecode, cfg, r.layer_widths);
-  e.feature_min = r.feature_min;
-  e.feature_max = r.feature_max;
-  e.training_gpus = {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"};
+  trainer::FamilyEntry e =
+      trained_entry(dir, Family::kAttnDecode, cfg, r, {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"});
   e.prior = held;
   e.library_cta_ns = costs;
   m.families["generation_attention"] = e;
@@ -260,10 +268,7 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   EXPECT_EQ(r.feature_max.at(mem_col), 0.0);
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
-  trainer::FamilyEntry e = one_network_entry(dir, Family::kElementwise, cfg, r.layer_widths);
-  e.feature_min = r.feature_min;
-  e.feature_max = r.feature_max;
-  e.training_gpus = {"Tesla T4", "Tesla V100-PCIE-32GB"};
+  trainer::FamilyEntry e = trained_entry(dir, Family::kElementwise, cfg, r, {"Tesla T4", "Tesla V100-PCIE-32GB"});
   ASSERT_TRUE(e.has_prior());  // network_gpus: trained fits the roofline
   e.prior = fit;
   m.families["elementwise"] = e;
