@@ -49,6 +49,15 @@ def print_stats(cells, v):
           f"{quantile(v, 0.1):.2f} | {quantile(v, 0.9):.2f} |")
 
 
+def with_ep1(lat, lib):
+    """(ep, the layer's latency by tokens, the same layer's at ep 1) for the library's layers at
+    ep > 1 whose ep-1 twin (same hidden, inter, top-k, experts and tp) was timed too."""
+    for (l, layer), by in lat.items():
+        one = lat.get((lib, layer[:5] + (1,)))
+        if l == lib and layer[5] > 1 and one:
+            yield layer[5], by, one
+
+
 def bf16_balanced(gpu):
     """(library, layer) -> tokens -> latency for the GPU's BF16 rows with balanced routing."""
     lat = collections.defaultdict(dict)
@@ -82,20 +91,15 @@ print("|---|---|---|---|---|---|---|---|")
 for gpu in gpus:
     lat = data[gpu]
     for lib in sorted({k[0] for k in lat}):
+        by_ep_size = collections.defaultdict(list)
+        for ep, by, one in with_ep1(lat, lib):
+            for t, ms in by.items():
+                if t % ep == 0 and t // ep in one:
+                    by_ep_size[(ep, t // ep >= 1024)].append(ms / one[t // ep])
         for ep in (2, 4, 8):
-            by_size = collections.defaultdict(list)
-            for (l, layer), by in lat.items():
-                if l != lib or layer[5] != ep:
-                    continue
-                one = lat.get((lib, layer[:5] + (1,)))
-                if not one:
-                    continue
-                for t, ms in by.items():
-                    if t % ep == 0 and t // ep in one:
-                        by_size[t // ep >= 1024].append(ms / one[t // ep])
             for big in (False, True):
-                if by_size[big]:
-                    print_stats((gpu, lib, ep, ">= 1024" if big else "< 1024"), by_size[big])
+                if by_ep_size[(ep, big)]:
+                    print_stats((gpu, lib, ep, ">= 1024" if big else "< 1024"), by_ep_size[(ep, big)])
 
 print()
 print("| GPU | library | ep | layer timings (>= 4,096 tokens) | median latency(T, ep) / latency(T, ep 1) | p10 | p90 |")
@@ -104,13 +108,10 @@ for gpu in gpus:
     lat = data[gpu]
     for lib in sorted({k[0] for k in lat}):
         by_ep = collections.defaultdict(list)
-        for (l, layer), by in lat.items():
-            one = lat.get((lib, layer[:5] + (1,)))
-            if l != lib or layer[5] == 1 or not one:
-                continue
+        for ep, by, one in with_ep1(lat, lib):
             for t, ms in by.items():
                 if t >= 4096 and t in one:
-                    by_ep[layer[5]].append(ms / one[t])
+                    by_ep[ep].append(ms / one[t])
         for ep in sorted(by_ep):
             print_stats((gpu, lib, ep), by_ep[ep])
 
