@@ -1067,9 +1067,8 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
   const double fitted = prior_fixed_s(kb, p) + roofline + kb.quant_s / p.eta_memory;
   if (p.cta_ns <= 0) return fitted;
   // The library's cost per CTA bounds what follows the floor: the waves and the roofline.
-  const double floor_s = (p.floor_us + p.floor_kcycles * kb.us_per_kcycle) * 1e-6;
-  const double run_s = prior_fixed_s(kb, p) - floor_s + roofline;
-  return fitted + std::max(0.0, kb.ctas * p.cta_ns * 1e-9 - run_s);
+  const double waves_s = kb.waves * (p.wave_us + p.wave_kcycles * kb.us_per_kcycle) * 1e-6;
+  return fitted + std::max(0.0, kb.ctas * p.cta_ns * 1e-9 - (waves_s + roofline));
 }
 
 double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound) {

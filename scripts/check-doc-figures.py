@@ -17,6 +17,7 @@ Exit 0: every quote found. 1: one line per stale quote (the file, what the build
 what the doc has there). 2: the list, a document or a command failed.
 """
 import argparse
+import json
 import os
 import re
 import shlex
@@ -91,7 +92,6 @@ class Runner:
         return self.cache[key]
 
     def json(self, command):
-        import json
         out = self.run(command, True)
         try:
             return json.loads(out)
