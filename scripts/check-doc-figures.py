@@ -12,9 +12,17 @@ Two kinds of entry:
                      `{b[disaggregation][prefill_ms]:,.1f}`), appears in the doc
 
 Usage: python3 scripts/check-doc-figures.py [--tilecast build/tilecast] [--root .]
-                                            [--checks docs/quoted-forecasts.yaml]
+                                            [--checks docs/quoted-forecasts.yaml] [--update]
 Exit 0: every quote found. 1: one line per stale quote (the file, what the build prints now,
 what the doc has there). 2: the list, a document or a command failed.
+
+--update rewrites each stale quote in its document, number by number: where the quote's words
+(every standalone number a wildcard; a table quote's lines as one block) match one place in the
+doc (of several, the one keeping most of the build's numbers, a table row's key), that place's
+numbers become the build's and its words and line breaks stay as they are. A quote whose words
+changed, or that matches no place or several alike, is named and left; the
+documents are written atomically. Exit 0 when every stale quote was rewritten, else 1. Read the
+diff before committing: the prose around a figure may need new words.
 """
 import argparse
 import json
@@ -112,6 +120,73 @@ def context_in_doc(doc_text, expected):
     return ""
 
 
+# A figure the build prints: a number not glued to a word ("H200", "llama-3.1", "2.8x" are
+# words), with its sign, thousands commas and decimals.
+NUMBER = r"[-+]?\d[\d,]*(?:\.\d+)?"
+STANDALONE = re.compile(r"(?<![\w.-])" + NUMBER + r"(?![\w])")
+
+
+def place_pattern(expected_lines):
+    """A regex over a raw document for the quote's lines: its words literally (any whitespace
+    between them, line breaks included), each standalone number a group; and the build's numbers
+    in order."""
+    parts, numbers = [], []
+    for i, text in enumerate(expected_lines):
+        if i:
+            parts.append(r"\s+")
+        last = 0
+        for m in STANDALONE.finditer(text):
+            parts.append(words_pattern(text[last:m.start()]))
+            parts.append("(" + NUMBER + ")")
+            numbers.append(m.group(0))
+            last = m.end()
+        parts.append(words_pattern(text[last:]))
+    return "".join(parts), numbers
+
+
+def words_pattern(text):
+    return "".join(r"\s+" if t.isspace() else re.escape(t) for t in re.split(r"(\s+)", text) if t)
+
+
+def rewrite(raw, m, numbers):
+    """raw with the match's number groups replaced by the build's numbers."""
+    out, last = [], 0
+    for g, new in enumerate(numbers, 1):
+        out.append(raw[last:m.start(g)])
+        out.append(new)
+        last = m.end(g)
+    out.append(raw[last:])
+    return "".join(out)
+
+
+def update_in_place(raw, expected_lines, keeps):
+    """raw with the quote's place rewritten to the build's numbers, and the number of places its
+    words match. Of several places, those keeping most of the build's numbers (a table row's
+    key, its unchanged columns) come first; a rewrite that would break a quote the document
+    already has right (`keeps(text)` false: two tables showing the same runs) is not a
+    candidate; a tie between candidates is no answer. None when no place qualifies."""
+    pattern, numbers = place_pattern(expected_lines)
+    found = list(re.finditer(pattern, raw))
+    kept = {}
+    for m in found:
+        same = sum(m.group(g) == n for g, n in enumerate(numbers, 1))
+        kept.setdefault(same, []).append(m)
+    for same in sorted(kept, reverse=True):
+        ok = [new for new in (rewrite(raw, m, numbers) for m in kept[same]) if keeps(new)]
+        if len(ok) == 1:
+            return ok[0], len(found)
+        if len(ok) > 1:
+            return None, len(found)
+    return None, len(found)
+
+
+def write_atomically(path, text):
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def check_one(c, runner, root, docs):
     doc = c["doc"]
     if doc not in docs:
@@ -126,12 +201,14 @@ def check_one(c, runner, root, docs):
         if len(out) < c["lines"]:
             raise CheckError(f"`tilecast {c['run']}` printed {len(out)} lines, "
                              f"the check quotes {c['lines']}")
-        missing = []
+        missing, block = [], []
         for line in out[:c["lines"]]:
             line = normalise(line)
+            if line:
+                block.append(line)
             if line and line not in text:
                 missing.append(line)
-        return [(m, context_in_doc(text, m)) for m in missing], f"tilecast {c['run']}"
+        return [(m, context_in_doc(text, m)) for m in missing], f"tilecast {c['run']}", block
     values = {name: runner.json(cmd) for name, cmd in c["runs"].items()}
     try:
         expected = normalise(c["quote"].format(**values))
@@ -139,8 +216,44 @@ def check_one(c, runner, root, docs):
         raise CheckError(f"{doc}: quote {c['quote'][:60]!r}...: no such field or format ({e!r})")
     commands = "; ".join(f"{k}: tilecast {v}" for k, v in c["runs"].items())
     if expected in text:
-        return [], commands
-    return [(expected, context_in_doc(text, expected))], commands
+        return [], commands, [expected]
+    return [(expected, context_in_doc(text, expected))], commands, [expected]
+
+
+def update_docs(results, root):
+    """--update: rewrites the stale quotes of `results` ((doc, missing, commands, block) per
+    check) in their documents, each rewrite keeping every quote the document has right; writes
+    the documents atomically. Returns (stale lines rewritten, quotes left)."""
+    raws, right, rewritten, left = {}, set(), 0, 0
+    for i, (doc, missing, _, _) in enumerate(results):
+        if not missing:
+            right.add(i)
+    for i, (doc, missing, commands, block) in enumerate(results):
+        if not missing:
+            continue
+        if doc not in raws:
+            with open(os.path.join(root, doc), encoding="utf-8") as f:
+                raws[doc] = f.read()
+        others = [results[j][3] for j in right if results[j][0] == doc]
+
+        def keeps(text):
+            text = normalise(text)
+            return all(line in text for b in others for line in b)
+
+        new, places = update_in_place(raws[doc], block, keeps)
+        quoted = " / ".join(block)[:160]
+        if new is None:
+            left += 1
+            print(f"{doc}: not updated ({places} places match its words; edit it by hand): "
+                  f"\"{quoted}\" ({commands})")
+            continue
+        raws[doc] = new
+        right.add(i)
+        rewritten += len(missing)
+        print(f"{doc}: updated: \"{quoted}\" ({commands})")
+    for doc, text in raws.items():
+        write_atomically(os.path.join(root, doc), text)
+    return rewritten, left
 
 
 def main():
@@ -149,6 +262,8 @@ def main():
     ap.add_argument("--root", default=os.path.dirname(here), help="the repository (the docs' root)")
     ap.add_argument("--tilecast", default=None, help="the binary (default ROOT/build/tilecast)")
     ap.add_argument("--checks", default=None, help="default ROOT/docs/quoted-forecasts.yaml")
+    ap.add_argument("--update", action="store_true",
+                    help="rewrite the stale quotes' numbers in their documents (see above)")
     a = ap.parse_args()
     tilecast = a.tilecast or os.path.join(a.root, "build", "tilecast")
     checks_path = a.checks or os.path.join(a.root, "docs", "quoted-forecasts.yaml")
@@ -159,21 +274,31 @@ def main():
         checks = load_checks(checks_path)
         runner = Runner(os.path.abspath(tilecast), a.root)
         docs, stale, quotes = {}, 0, 0
+        results = []
         for c in checks:
-            missing, commands = check_one(c, runner, a.root, docs)
+            missing, commands, block = check_one(c, runner, a.root, docs)
             quotes += 1
+            results.append((c["doc"], missing, commands, block))
+            if a.update:
+                continue
             for expected, there in missing:
                 stale += 1
                 print(f"{c['doc']}: stale: the build prints \"{expected}\" ({commands}); "
                       f"the doc has \"{there}\"" if there else
                       f"{c['doc']}: stale: the build prints \"{expected}\" ({commands}); "
                       f"nothing like it in the doc")
+        if a.update:
+            stale, left = update_docs(results, a.root)
     except CheckError as e:
         print(f"check-doc-figures: {e}", file=sys.stderr)
         return 2
     except subprocess.TimeoutExpired as e:
         print(f"check-doc-figures: `{' '.join(e.cmd)}` ran past {e.timeout} s", file=sys.stderr)
         return 2
+    if a.update:
+        print(f"check-doc-figures: {quotes} quotes in {len(docs)} documents, {stale} stale lines "
+              f"rewritten, {left} quotes left to edit by hand")
+        return 1 if left else 0
     print(f"check-doc-figures: {quotes} quotes in {len(docs)} documents, {stale} stale")
     return 1 if stale else 0
 

@@ -3,7 +3,10 @@
 hand-written documents: a quote that matches passes; a doc quoting 12.3 where the build prints
 12.346 -> "12.35" is stale, exit 1, the line naming the doc, the new text and the doc's old one;
 a table line quoted as printed passes whatever its spacing; a list entry without `doc`, a
-command that fails and a quote naming a field the JSON lacks stop with exit 2 and one line."""
+command that fails and a quote naming a field the JSON lacks stop with exit 2 and one line.
+--update rewrites the stale quotes' numbers in place (the doc's words and line breaks kept),
+takes a table row by its key, never breaks a quote the doc already has right, and leaves a
+quote whose words match two places alike (exit 1, the doc as it was)."""
 import os
 import stat
 import subprocess
@@ -26,9 +29,9 @@ else:
 """
 
 
-def run(root, checks, fake):
+def run(root, checks, fake, *extra):
     return subprocess.run([sys.executable, SCRIPT, "--root", root, "--tilecast", fake,
-                           "--checks", checks], capture_output=True, text=True)
+                           "--checks", checks, *extra], capture_output=True, text=True)
 
 
 def write(path, text):
@@ -70,6 +73,50 @@ def main():
         assert 'the doc has "a step of 12.30 ms' in lines[0], lines[0]
         assert 'the build prints "tpot_ms 12.346 (mean decode step)"' in lines[1], lines[1]
         assert "2 quotes in 1 documents, 2 stale" in r.stdout, r.stdout
+
+        # --update: the same stale doc rewritten in place, its words and line breaks kept.
+        write(os.path.join(d, "doc.md"), "It takes a step of 12.30 ms, 1.50\nGB of cache, 1,234.5 "
+              "requests.\n```\nmodel on GPU\ntpot_ms   12.300 (mean decode step)\n```\n")
+        r = run(d, checks, fake, "--update")
+        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+        assert "2 stale lines rewritten, 0 quotes left" in r.stdout, r.stdout
+        with open(os.path.join(d, "doc.md")) as f:
+            assert f.read() == ("It takes a step of 12.35 ms, 1.50\nGB of cache, 1,234.5 requests.\n"
+                                "```\nmodel on GPU\ntpot_ms   12.346 (mean decode step)\n```\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 0 and "0 stale" in r.stdout, (r.returncode, r.stdout)
+
+        # Rows of one table: the row with the quote's key; another table's row that keeps more
+        # of the build's numbers is not taken when that would break a quote already right there.
+        write(checks, """
+- doc: doc.md
+  runs: {a: predict}
+  quote: '| 4 | {a[tpot_ms]:.2f} |'
+- doc: doc.md
+  runs: {a: predict}
+  quote: '| 16 | {a[memory][kv_cache_gb]:.2f} | {a[tpot_ms]:.2f} |'
+- doc: doc.md
+  runs: {a: predict}
+  quote: '| 16 | {a[memory][kv_cache_gb]:.2f} | 9.99 |'
+""")
+        table = ("| R | ms |\n|---|---|\n| 2 | 11.00 |\n| 4 | 12.00 |\n\n"
+                 "| R | GB | ms |\n|---|---|---|\n| 16 | 1.50 | 12.35 |\n\n"
+                 "| R | GB | x |\n|---|---|---|\n| 16 | 3.00 | 9.98 |\n")
+        write(os.path.join(d, "doc.md"), table)
+        r = run(d, checks, fake, "--update")
+        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+        with open(os.path.join(d, "doc.md")) as f:
+            assert f.read() == table.replace("| 4 | 12.00 |", "| 4 | 12.35 |").replace(
+                "| 16 | 3.00 | 9.98 |", "| 16 | 1.50 | 9.99 |"), "wrong rows rewritten"
+
+        # Words matching two places alike: left, named, exit 1, the doc untouched.
+        write(checks, "- doc: doc.md\n  runs: {a: predict}\n  quote: 'a step of {a[tpot_ms]:.2f} ms'\n")
+        twice = "First a step of 1.00 ms.\nThen a step of 2.00 ms.\n"
+        write(os.path.join(d, "doc.md"), twice)
+        r = run(d, checks, fake, "--update")
+        assert r.returncode == 1 and "not updated (2 places match its words" in r.stdout, r.stdout
+        with open(os.path.join(d, "doc.md")) as f:
+            assert f.read() == twice
 
         # Bad lists, failing commands, unknown fields: exit 2, one line on stderr.
         write(checks, "- run: predict\n  lines: 1\n")
