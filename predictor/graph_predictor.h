@@ -42,7 +42,7 @@ struct ForecastBasis {
 // One kernel's (KernelPrediction's standing, network weight and training range).
 ForecastBasis kernel_basis(Family fam, const KernelPrediction& p);
 // One line per family, the first headed "basis": "gemm (7 kernels): not one of its 5 training
-// GPUs: network^0.60 x fitted roofline^0.40", with the kernels outside the training range and,
+// GPUs: network^0.70 x fitted roofline^0.30", with the kernels outside the training range and,
 // where none of the training GPUs is of the GPU's `vendor`, that.
 std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor);
 // JSON `basis`: per family its kernels, `gpu` (training | twin | unseen), training_gpus,

@@ -1855,7 +1855,7 @@ TEST(Serving, ForecastBasisPerFamily) {
   for (const auto& b : mi300.basis) EXPECT_FALSE(b.standing.vendor_trained) << family_name(b.family);
   const std::string text = predictor::basis_text(mi300.basis, mi300.gpu_vendor);
   EXPECT_NE(text.find("basis         gemm (5 kernels): not one of its " + std::to_string(gemm.training_gpus.size()) +
-                      " training GPUs, no AMD GPU among them: network^0.60 x fitted roofline^0.40"),
+                      " training GPUs, no AMD GPU among them: network^0.70 x fitted roofline^0.30"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("memory_op (4 kernels): not one of its"), std::string::npos) << text;
