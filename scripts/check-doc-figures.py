@@ -224,7 +224,7 @@ def update_docs(results, root):
     """--update: rewrites the stale quotes of `results` ((doc, missing, commands, block) per
     check) in their documents, each rewrite keeping every quote the document has right; writes
     the documents atomically. Returns (stale lines rewritten, quotes left)."""
-    raws, right, rewritten, left = {}, set(), 0, 0
+    raws, read, right, rewritten, left = {}, {}, set(), 0, 0
     for i, (doc, missing, _, _) in enumerate(results):
         if not missing:
             right.add(i)
@@ -233,7 +233,7 @@ def update_docs(results, root):
             continue
         if doc not in raws:
             with open(os.path.join(root, doc), encoding="utf-8") as f:
-                raws[doc] = f.read()
+                raws[doc] = read[doc] = f.read()
         others = [results[j][3] for j in right if results[j][0] == doc]
 
         def keeps(text):
@@ -252,7 +252,8 @@ def update_docs(results, root):
         rewritten += len(missing)
         print(f"{doc}: updated: \"{quoted}\" ({commands})")
     for doc, text in raws.items():
-        write_atomically(os.path.join(root, doc), text)
+        if text != read[doc]:  # a document whose quotes were all left stays untouched
+            write_atomically(os.path.join(root, doc), text)
     return rewritten, left
 
 

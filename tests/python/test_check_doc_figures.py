@@ -113,10 +113,12 @@ def main():
         write(checks, "- doc: doc.md\n  runs: {a: predict}\n  quote: 'a step of {a[tpot_ms]:.2f} ms'\n")
         twice = "First a step of 1.00 ms.\nThen a step of 2.00 ms.\n"
         write(os.path.join(d, "doc.md"), twice)
+        before = os.stat(os.path.join(d, "doc.md")).st_mtime_ns
         r = run(d, checks, fake, "--update")
         assert r.returncode == 1 and "not updated (2 places match its words" in r.stdout, r.stdout
         with open(os.path.join(d, "doc.md")) as f:
             assert f.read() == twice
+        assert os.stat(os.path.join(d, "doc.md")).st_mtime_ns == before, "an untouched doc was rewritten"
 
         # Bad lists, failing commands, unknown fields: exit 2, one line on stderr.
         write(checks, "- run: predict\n  lines: 1\n")
