@@ -58,6 +58,18 @@ def with_ep1(lat, lib):
             yield layer[5], by, one
 
 
+def ep_ratios(lat, lib, key):
+    """latency(T, ep) / latency(T', ep 1) over the library's layers with an ep-1 twin, grouped:
+    key(ep, T, the twin's latencies) gives (group, T') for a ratio to take, None to skip it."""
+    groups = collections.defaultdict(list)
+    for ep, by, one in with_ep1(lat, lib):
+        for t, ms in by.items():
+            k = key(ep, t, one)
+            if k:
+                groups[k[0]].append(ms / one[k[1]])
+    return groups
+
+
 def bf16_balanced(gpu):
     """(library, layer) -> tokens -> latency for the GPU's BF16 rows with balanced routing."""
     lat = collections.defaultdict(dict)
@@ -91,11 +103,8 @@ print("|---|---|---|---|---|---|---|---|")
 for gpu in gpus:
     lat = data[gpu]
     for lib in sorted({k[0] for k in lat}):
-        by_ep_size = collections.defaultdict(list)
-        for ep, by, one in with_ep1(lat, lib):
-            for t, ms in by.items():
-                if t % ep == 0 and t // ep in one:
-                    by_ep_size[(ep, t // ep >= 1024)].append(ms / one[t // ep])
+        by_ep_size = ep_ratios(lat, lib, lambda ep, t, one: (
+            ((ep, t // ep >= 1024), t // ep) if t % ep == 0 and t // ep in one else None))
         for ep in (2, 4, 8):
             for big in (False, True):
                 if by_ep_size[(ep, big)]:
@@ -107,11 +116,7 @@ print("|---|---|---|---|---|---|---|")
 for gpu in gpus:
     lat = data[gpu]
     for lib in sorted({k[0] for k in lat}):
-        by_ep = collections.defaultdict(list)
-        for ep, by, one in with_ep1(lat, lib):
-            for t, ms in by.items():
-                if t >= 4096 and t in one:
-                    by_ep[ep].append(ms / one[t])
+        by_ep = ep_ratios(lat, lib, lambda ep, t, one: (ep, t) if t >= 4096 and t in one else None)
         for ep in sorted(by_ep):
             print_stats((gpu, lib, ep), by_ep[ep])
 
