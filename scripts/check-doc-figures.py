@@ -187,14 +187,17 @@ def write_atomically(path, text):
     os.replace(tmp, path)
 
 
-def check_one(c, runner, root, docs):
+def check_one(c, runner, root, docs, raws):
+    """Checks one quote against the build; reads its document once into `raws` (as written) and
+    `docs` (normalised)."""
     doc = c["doc"]
     if doc not in docs:
         try:
             with open(os.path.join(root, doc), encoding="utf-8") as f:
-                docs[doc] = normalise(f.read())
+                raws[doc] = f.read()
         except OSError as e:
             raise CheckError(f"{doc}: cannot read it: {e}")
+        docs[doc] = normalise(raws[doc])
     text = docs[doc]
     if "lines" in c:
         out = runner.run(c["run"], False).splitlines()
@@ -220,20 +223,18 @@ def check_one(c, runner, root, docs):
     return [(expected, context_in_doc(text, expected))], commands, [expected]
 
 
-def update_docs(results, root):
+def update_docs(results, root, read):
     """--update: rewrites the stale quotes of `results` ((doc, missing, commands, block) per
-    check) in their documents, each rewrite keeping every quote the document has right; writes
-    the documents atomically. Returns (stale lines rewritten, quotes left)."""
-    raws, read, right, rewritten, left = {}, {}, set(), 0, 0
+    check) in their documents (`read`: each document's text as check_one read it), each rewrite
+    keeping every quote the document has right; writes the documents atomically. Returns (stale
+    lines rewritten, quotes left)."""
+    raws, right, rewritten, left = dict(read), set(), 0, 0
     for i, (doc, missing, _, _) in enumerate(results):
         if not missing:
             right.add(i)
     for i, (doc, missing, commands, block) in enumerate(results):
         if not missing:
             continue
-        if doc not in raws:
-            with open(os.path.join(root, doc), encoding="utf-8") as f:
-                raws[doc] = read[doc] = f.read()
         others = [results[j][3] for j in right if results[j][0] == doc]
 
         def keeps(text):
@@ -274,10 +275,10 @@ def main():
     try:
         checks = load_checks(checks_path)
         runner = Runner(os.path.abspath(tilecast), a.root)
-        docs, stale, quotes = {}, 0, 0
+        docs, raws, stale, quotes = {}, {}, 0, 0
         results = []
         for c in checks:
-            missing, commands, block = check_one(c, runner, a.root, docs)
+            missing, commands, block = check_one(c, runner, a.root, docs, raws)
             quotes += 1
             results.append((c["doc"], missing, commands, block))
             if a.update:
@@ -289,7 +290,7 @@ def main():
                       f"{c['doc']}: stale: the build prints \"{expected}\" ({commands}); "
                       f"nothing like it in the doc")
         if a.update:
-            stale, left = update_docs(results, a.root)
+            stale, left = update_docs(results, a.root, raws)
     except CheckError as e:
         print(f"check-doc-figures: {e}", file=sys.stderr)
         return 2

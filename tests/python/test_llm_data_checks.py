@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6 and 7; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7 and 8; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -105,6 +105,36 @@ with tempfile.TemporaryDirectory() as tmp:
     assert p.stdout.split("moe_dtype,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
         "int4_wo,1,25.0,1.25", "w4a16_mxfp4,1,25.0,0.75"], p.stdout
     os.remove(moe_file)
+
+    # Check 8 on hand-made rows of one model (32 heads, 8 KV heads of 128, hidden 4,096, gated FFN
+    # 14,336) in vidur's A100 folder and aiconfigurator's A100 file. At 8 tokens and tp 1 the
+    # projections are (M, out, in) = (8, 6,144, 4,096), (8, 4,096, 4,096), (8, 28,672, 4,096) and
+    # (8, 4,096, 14,336); at tp 2 (8, 3,072, 4,096), (8, 4,096, 2,048), (8, 14,336, 4,096) and
+    # (8, 4,096, 7,168). aiconfigurator has three of them (and one FP8 row, not compared): vidur /
+    # aiconfigurator 1.10, 0.90 and 1.25 at 1-16 tokens; one 4,096-token pair, 1.02 (all four: median
+    # 1.06, median |ratio - 1| 0.10).
+    a100 = os.path.join(tmp, "aiconfigurator", "A100-SXM4-80GB")
+    os.makedirs(a100)
+    write(os.path.join(a100, "gemm_perf.csv"), HEADER,
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,gemm,sglang,bfloat16,8,6144,4096,0.010",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,gemm,sglang,bfloat16,8,28672,4096,0.020",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,gemm,sglang,bfloat16,8,4096,7168,0.040",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,gemm,sglang,fp8,8,4096,4096,0.001",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,gemm,sglang,bfloat16,4096,4096,4096,0.500")
+    vidur = os.path.join(tmp, "vidur", "a100", "org", "model")
+    os.makedirs(vidur)
+    ops = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
+    write(os.path.join(vidur, "mlp.csv"),
+          "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers,"
+          + ",".join(f"time_stats.{op}.median" for op in ops) + "\n",
+          "32,8,4096,14336,128256,True,8,1,0.011,0.002,0.018,0.003",
+          "32,8,4096,14336,128256,True,8,2,0.004,0.005,0.006,0.050",
+          "32,8,4096,14336,128256,True,4096,1,0.7,0.510,0.9,0.8")
+    rc, out, err = run(tmp)
+    assert rc == 0, (rc, err)
+    assert section("gpu,m_range,pairs,ratio_p10,ratio_p50,ratio_p90,median_abs_diff_pct") == [
+        "A100-SXM4-80GB,1-16,3,0.90,1.10,1.25,10.0", "A100-SXM4-80GB,>2048,1,1.02,1.02,1.02,2.0",
+        "A100-SXM4-80GB,all,4,0.90,1.06,1.25,10.0"], out
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
