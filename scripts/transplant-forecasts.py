@@ -64,7 +64,8 @@ def forecasts(tilecast, header, rows, device, tmp):
                        capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"transplant-forecasts: eval-kernels on {device}: {p.stderr.strip()}")
-    pred = list(csv.DictReader(open(out)))
+    with open(out, newline="") as f:
+        pred = list(csv.DictReader(f))
     lat = header.index("latency")
     result, j = [], 0
     for r in rows:  # eval-kernels writes the rows it forecast in order: a subsequence of ours
@@ -127,20 +128,20 @@ def main():
                 random.Random(a.seed).shuffle(rows)
                 rows = rows[:a.rows]
                 lat, dcol = header.index("latency"), header.index(DTYPE_COLUMN[fam])
-                by_target = {}
+                measured = [float(r[lat]) for r in rows]
+                by_target = {}  # target -> forecast ms per sampled row (None: not forecast there)
                 for t in targets:
                     cuda, fp4 = known[t]
-                    keep = [r for r in rows if fp4 or r[dcol] not in FP4_DTYPES]
-                    by_target[t] = dict(zip(map(id, keep), forecasts(a.tilecast, header, keep, cuda, tmp)))
-                    ratios = [by_target[t][id(r)] / float(r[lat]) for r in keep if by_target[t][id(r)] is not None]
+                    keep = [fp4 or r[dcol] not in FP4_DTYPES for r in rows]
+                    got = iter(forecasts(a.tilecast, header, [r for r, k in zip(rows, keep) if k], cuda, tmp))
+                    by_target[t] = [next(got) if k else None for k in keep]
+                    ratios = [f / m for f, m in zip(by_target[t], measured) if f is not None]
                     if ratios:
                         print(f"{fam},{source},{t},{len(ratios)},{pct(ratios, 5):.2f},{pct(ratios, 50):.2f},"
                               f"{pct(ratios, 95):.2f}")
                 for x, y in pairs:
-                    both = [(by_target[x][k], by_target[y][k]) for k in by_target[x]
-                            if k in by_target[y] and by_target[x][k] is not None and by_target[y][k] is not None]
-                    if both:
-                        r = [p / q for p, q in both]
+                    r = [p / q for p, q in zip(by_target[x], by_target[y]) if p is not None and q is not None]
+                    if r:
                         pair_lines.append(f"{fam},{source},{x},{y},{len(r)},{sum(v > 1.02 for v in r)},{max(r):.2f}")
     if pairs:
         print("\nfamily,source,a,b,rows,a_slower_by_over_2pct,max_a_over_b")
