@@ -131,6 +131,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                   "least %.6g ms\n",
                   r.prior_cta_ns, kernel_library(q, spec), static_cast<long long>(r.launch.num_ctas),
                   double(r.launch.num_ctas) * r.prior_cta_ns * 1e-6);
+    if (r.prior_sm_bytes_per_cycle > 0)
+      std::printf("sm load rate %.4g bytes per SM-cycle (%s's, fitted on its training rows): the bytes also take "
+                  "%.4g x their time at DRAM bandwidth (this GPU moves %.4g bytes per SM-cycle at DRAM speed)\n",
+                  r.prior_sm_bytes_per_cycle, kernel_library(q, spec),
+                  dram_bytes_per_sm_cycle(spec) / r.prior_sm_bytes_per_cycle, dram_bytes_per_sm_cycle(spec));
   }
   if (attn)
     std::printf("tasks        %lld CTAs (%s; %s)\n", static_cast<long long>(r.launch.num_ctas),

@@ -74,6 +74,8 @@ float alignment(int64_t x, int cap) {
 
 }  // namespace
 
+double dram_bytes_per_sm_cycle(const GpuSpec& gpu) { return gpu.mem_bw_gbps * 1e9 / sm_cycles_per_s(gpu); }
+
 const char* dtype_name(DType d) {
   switch (d) {
     case DType::kFp32: return "fp32";
@@ -667,11 +669,6 @@ void no_fill(const KernelQuery&, const GpuSpec&, const LaunchInfo&, const Kernel
 
 // -- Tensor-core GEMM (BF16/FP16/FP8/TF32, as serving engines launch it).
 double tc_gemm_flops(const KernelQuery& q) { return 2.0 * q.m * double(q.n) * q.k; }
-// DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x clock)):
-// the loads a CTA keeps in flight (Little's law) set how much of it a weight-streaming kernel
-// reaches. The LLM-era training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 SXM is at 12.8,
-// by the A100's 13.4.
-double dram_bytes_per_sm_cycle(const GpuSpec& gpu) { return gpu.mem_bw_gbps * 1e9 / sm_cycles_per_s(gpu); }
 double tc_gemm_bytes(const KernelQuery& q) {
   // Inputs in the dtype (nvfp4: 4 bits and an FP8 scale per 16), output in BF16/FP16 (FP32 for
   // fp32/tf32): A (M,N), B (K,N), C (M,K).
@@ -1015,6 +1012,7 @@ KernelBounds wave_frame(const GpuSpec& gpu, const LaunchInfo& li, double* pad) {
   kb.waves = double(li.num_waves);
   kb.ctas = double(li.num_ctas);
   kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
+  kb.dram_bytes_per_sm_cycle = dram_bytes_per_sm_cycle(gpu);
   const double slots = double(gpu.num_sms) * li.ctas_per_sm;
   *pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
   return kb;
@@ -1063,7 +1061,8 @@ double prior_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
 }  // namespace
 
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
-  const double roofline = std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory);
+  const double sm_side = p.sm_bytes_per_cycle > 0 ? kb.dram_bytes_per_sm_cycle / p.sm_bytes_per_cycle : 0.0;
+  const double roofline = std::max(kb.compute_s / p.eta_compute, kb.memory_s * (1.0 / p.eta_memory + sm_side));
   const double fitted = prior_fixed_s(kb, p) + roofline + kb.quant_s / p.eta_memory;
   if (p.cta_ns <= 0) return fitted;
   // The library's cost per CTA bounds what follows the floor: the waves and the roofline.

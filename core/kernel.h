@@ -235,8 +235,16 @@ struct KernelBounds {
   double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
   double ctas = 1;       // CTAs launched (LaunchInfo::num_ctas), for FittedRoofline::cta_ns
   double us_per_kcycle = 0;  // microseconds per 1,000 SM clock cycles (1e3 / boost clock, MHz)
+  // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
+  // clock)), for FittedRoofline::sm_bytes_per_cycle.
+  double dram_bytes_per_sm_cycle = 0;
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
+// DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
+// clock)): the loads a CTA keeps in flight (Little's law) set how much of it a streaming kernel
+// reaches. The LLM-era training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 SXM is at 12.8,
+// by the A100's 13.4.
+double dram_bytes_per_sm_cycle(const GpuSpec& gpu);
 
 // Absorbed multi-head latent attention's decode (DeepSeek-V2/V3): q a decode query of q.k heads
 // over one cached latent (q.h = 1) of q.n = latent + rotary dims, the values its first
@@ -269,10 +277,16 @@ struct FittedRoofline {
   // in microseconds nor in cycles (docs/accuracy.md, "What a decode CTA costs, by library").
   // Set per library from its rows (FamilyEntry::library_cta_ns), never fitted with the rest.
   double cta_ns = 0;
+  // A kernel library's rate of loads per SM, bytes per SM clock cycle whatever the GPU (0:
+  // none): its memory term takes memory x (1 / eta_memory + dram_bytes_per_sm_cycle /
+  // sm_bytes_per_cycle), the bytes at DRAM bandwidth and again at what the SMs' loads in
+  // flight sustain (Little's law), in series, as the memory_op family's SM-side term does.
+  // Set per library from its rows (FamilyEntry::library_sm_bytes_per_cycle), as cta_ns.
+  double sm_bytes_per_cycle = 0;
   bool operator==(const FittedRoofline& o) const {
     return floor_us == o.floor_us && wave_us == o.wave_us && eta_compute == o.eta_compute &&
            eta_memory == o.eta_memory && floor_kcycles == o.floor_kcycles && wave_kcycles == o.wave_kcycles &&
-           cta_ns == o.cta_ns;
+           cta_ns == o.cta_ns && sm_bytes_per_cycle == o.sm_bytes_per_cycle;
   }
 };
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);

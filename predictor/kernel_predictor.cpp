@@ -504,7 +504,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       if (idx.empty()) continue;
     }
     // Where the network does not correct (see below), the fitted roofline takes the GPU's
-    // kernel library's cost per CTA where training fitted one (library_cta_ns).
+    // kernel library's cost per CTA and rate of loads per SM where training fitted them
+    // (library_cta_ns, library_sm_bytes_per_cycle).
     const GpuStanding standing =
         entry ? training_standing(gpu, entry->training_gpus, entry->training_gpu_specs) : GpuStanding{};
     const bool corrected = entry && network_corrects(entry->config.network_gpus, standing);
@@ -526,11 +527,15 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       const FittedRoofline* prior = entry && entry->config.prior ? &entry->prior : nullptr;
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
-      if (entry && !corrected && !entry->library_cta_ns.empty()) {
-        const auto lib = entry->library_cta_ns.find(kernel_library(q, gpu));
-        if (lib != entry->library_cta_ns.end()) {
+      if (entry && !corrected && (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty())) {
+        const char* library = kernel_library(q, gpu);
+        const auto cta = library ? entry->library_cta_ns.find(library) : entry->library_cta_ns.end();
+        const auto rate = library ? entry->library_sm_bytes_per_cycle.find(library) : entry->library_sm_bytes_per_cycle.end();
+        if (cta != entry->library_cta_ns.end() || rate != entry->library_sm_bytes_per_cycle.end()) {
           FittedRoofline alone = entry->prior;
-          alone.cta_ns = r.prior_cta_ns = lib->second;
+          if (cta != entry->library_cta_ns.end()) alone.cta_ns = r.prior_cta_ns = cta->second;
+          if (rate != entry->library_sm_bytes_per_cycle.end())
+            alone.sm_bytes_per_cycle = r.prior_sm_bytes_per_cycle = rate->second;
           r.prior_ms = s_to_ms(fitted_roofline_s(p.bounds, alone));
         }
       }

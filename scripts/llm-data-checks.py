@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Eight checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Nine checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -60,11 +60,20 @@ of |vidur / aiconfigurator - 1| in per cent. No forecast can sit within x % of b
 they differ by more than 2x %: a floor under a held-out GPU's error that the 3 % between two
 versions of one source does not show.
 
+9. What share of its DRAM bandwidth does a decode kernel reach once its bytes are beyond the
+L2, and is the rest an SM-side rate? For every generation_attention file, per kernel library,
+over the rows whose bytes (tilecast's: the attended KV cache, and each query's Q and output)
+exceed 4x the GPU's L2 (SGLang's window-0 rows of a FlashAttention GPU, each query against its
+own key, left out): the rows, the GPU's DRAM bytes per SM-cycle (bandwidth / (SMs x boost
+clock)), the median time at DRAM speed / measured, and the median rate in bytes per SM-cycle
+that the time beyond DRAM speed is (bytes / ((measured - time at DRAM speed) x SMs x clock)):
+the rows' reading of `prior_sm_rate_by_library` (docs/accuracy.md, "A rate of loads per SM").
+
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
 import argparse, collections, csv, os, re, statistics, sys
 
-from gpu_sheets import DEFAULT_DIR, sheet_fields
+from gpu_sheets import DEFAULT_DIR, sheet_fields, sheet_numbers
 
 
 def family_files(root, fam):
@@ -206,6 +215,41 @@ def source_agreement(llm_dir):
     return rows
 
 
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "fp8": 1}
+def decode_sm_rates(path, sheets):
+    """Rows of check 9 for one generation_attention file: (gpu, library, rows, bytes per SM-cycle,
+    DRAM share p50, SM-side bytes per SM-cycle p50); sheets: CUDA name -> (GB/s, SMs, MHz, L2 MB)."""
+    per = collections.defaultdict(list)
+    device = None
+    for r in csv.DictReader(open(path)):
+        device = r["device"]
+        if device not in sheets:
+            sys.exit(f"llm-data-checks.py: no sheet in configs/gpus states bandwidth, SMs, clock and L2 for '{device}'")
+        bw, sms, mhz, l2 = sheets[device]
+        window = int(r["window_size"]) if "window_size" in r else 0
+        if "window_size" in r and window == 0 and r["kernel_source"] == "flash_attention":
+            continue  # SGLang's window 0 on a FlashAttention GPU: each query against its own key
+        ctx = int(r["step"]) + 1
+        keys = min(ctx, window) if window > 0 else ctx
+        b, h, kv, d = (int(r[c]) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
+        e, kve = DTYPE_BYTES.get(r["attn_dtype"]), DTYPE_BYTES.get(r["kv_cache_dtype"])
+        if e is None or kve is None:
+            continue
+        nbytes = b * (h * d * (e + 2) + 2 * keys * kv * d * kve)
+        if nbytes <= 4 * l2 * 2**20:
+            continue
+        ms = float(r["latency"])
+        dram_ms = nbytes / (bw * 1e9) * 1e3
+        beyond = (ms - dram_ms) * 1e-3 * sms * mhz * 1e6
+        per[r["kernel_source"]].append((dram_ms / ms, nbytes / beyond if beyond > 0 else float("inf")))
+    out = []
+    for lib, v in sorted(per.items()):
+        bw, sms, mhz, _ = sheets[device]
+        out.append((os.path.basename(os.path.dirname(path)), lib, len(v), bw * 1e9 / (sms * mhz * 1e6),
+                    statistics.median(x for x, _ in v), statistics.median(y for _, y in v)))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -302,6 +346,12 @@ def main():
     print("\ngpu,m_range,pairs,ratio_p10,ratio_p50,ratio_p90,median_abs_diff_pct")
     for gpu, label, n, p10, p50, p90, diff in source_agreement(a.llm_dir):
         print(f"{gpu},{label},{n},{p10:.2f},{p50:.2f},{p90:.2f},{diff:.1f}")
+    print("\ngpu,library,rows_beyond_4x_l2,dram_bytes_per_sm_cycle,dram_share_p50,sm_side_bytes_per_cycle_p50")
+    keys = ("mem_bw_gbps", "num_sms", "boost_clock_mhz", "l2_cache_mb")
+    sheets = {n: tuple(v[k] for k in keys) for n, v in sheet_numbers(a.gpu_dir, keys).items()}
+    for _, path in family_files(root, "generation_attention"):
+        for gpu, lib, n, bpc, share, rate in decode_sm_rates(path, sheets):
+            print(f"{gpu},{lib},{n},{bpc:.1f},{share:.2f},{rate:.1f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -42,6 +42,10 @@ struct PredictorConfig {
   // fitted roofline forecasts alone (a GPU outside network_gpus) and the spec's library has one;
   // the networks' base stays the shared fit. Decode (docs/accuracy.md).
   bool prior_cta_by_library = false;
+  // Fit, likewise per kernel library, a rate of loads per SM in bytes per SM clock cycle
+  // (FittedRoofline::sm_bytes_per_cycle; the manifest's library_sm_bytes_per_cycle), fitted in
+  // turn with the cost per CTA when prior_cta_by_library is set too, and applied where that is.
+  bool prior_sm_rate_by_library = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":

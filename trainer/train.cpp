@@ -111,8 +111,9 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
   return m % 2 ? p1[m / 2] : 0.5 * (p1[m / 2 - 1] + p1[m / 2]);
 }
 
-std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                                 const GpuRegistry& gpus, const FittedRoofline& prior) {
+std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                                      const GpuRegistry& gpus, const FittedRoofline& prior, bool cta,
+                                                      bool sm_rate) {
   struct Row {
     KernelBounds kb;
     double measured_s;
@@ -125,24 +126,40 @@ std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>
     by_library[kernel_library(s.query, gpu)].push_back({featurize(s.query, gpu, tiles, scratch.data()).bounds,
                                                         s.latency_ms * 1e-3});
   }
-  std::map<std::string, double> out;
+  std::map<std::string, LibraryCosts> out;
   for (const auto& [library, lib_rows] : by_library) {
     if (lib_rows.size() < 1000) continue;
-    auto loss = [&](double ns) {
-      FittedRoofline p = prior;
-      p.cta_ns = ns;
+    FittedRoofline p = prior;
+    auto loss = [&]() {
       double sum = 0;
       for (const Row& r : lib_rows) sum += std::abs(std::log(fitted_roofline_s(r.kb, p) / r.measured_s));
       return sum / double(lib_rows.size());
     };
-    double best_ns = 0, best = loss(0);
-    for (int k = 0; k < 121; ++k) {
-      const double ns = std::pow(10.0, 3.0 * k / 120.0);  // 1 ns to 1 us
-      const double l = loss(ns);
-      if (l < best) best = l, best_ns = ns;
-    }
-    if (best_ns > 0) out[library] = best_ns;
+    // One number's log grid (0: none), the other held; the value lowering the loss most.
+    auto fit = [&](double& value, int points, double lo_log10, double hi_log10) {
+      value = 0;
+      double best_value = 0, best = loss();
+      for (int k = 0; k < points; ++k) {
+        value = std::pow(10.0, lo_log10 + (hi_log10 - lo_log10) * k / (points - 1));
+        const double l = loss();
+        if (l < best) best = l, best_value = value;
+      }
+      value = best_value;
+    };
+    // The rate first (it moves the rows whose bytes dominate), then the cost per CTA with the
+    // rate held (the rows whose CTAs outlast their bytes), then the rate again with that cost.
+    if (sm_rate) fit(p.sm_bytes_per_cycle, 97, -0.5, 3.5);  // 0.32 to 3,162 bytes per SM-cycle
+    if (cta) fit(p.cta_ns, 121, 0.0, 3.0);                   // 1 ns to 1 us
+    if (sm_rate && cta) fit(p.sm_bytes_per_cycle, 97, -0.5, 3.5);
+    if (p.cta_ns > 0 || p.sm_bytes_per_cycle > 0) out[library] = {p.cta_ns, p.sm_bytes_per_cycle};
   }
+  return out;
+}
+
+std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                                 const GpuRegistry& gpus, const FittedRoofline& prior) {
+  std::map<std::string, double> out;
+  for (const auto& [library, c] : fit_library_costs(rows, tiles, gpus, prior, true, false)) out[library] = c.cta_ns;
   return out;
 }
 
@@ -582,14 +599,23 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << (cycles ? e.prior.floor_kcycles : e.prior.floor_us) << unit << ", "
                    << (cycles ? e.prior.wave_kcycles : e.prior.wave_us) << unit << " per wave, "
                    << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
-      if (cfg.prior_cta_by_library) {
-        e.library_cta_ns = fit_library_cta_ns(rows, tiles, gpus, e.prior);
-        for (const auto& [library, ns] : e.library_cta_ns) {
-          TC_LOG(Info) << family_name(fam) << ": " << library << " costs " << ns
-                       << " ns a CTA (the fitted roofline's floor where it forecasts alone)";
+      if (cfg.prior_cta_by_library || cfg.prior_sm_rate_by_library) {
+        const auto costs =
+            fit_library_costs(rows, tiles, gpus, e.prior, cfg.prior_cta_by_library, cfg.prior_sm_rate_by_library);
+        for (const auto& [library, c] : costs) {
+          if (c.cta_ns > 0) {
+            e.library_cta_ns[library] = c.cta_ns;
+            TC_LOG(Info) << family_name(fam) << ": " << library << " costs " << c.cta_ns
+                         << " ns a CTA (the fitted roofline's floor where it forecasts alone)";
+          }
+          if (c.sm_bytes_per_cycle > 0) {
+            e.library_sm_bytes_per_cycle[library] = c.sm_bytes_per_cycle;
+            TC_LOG(Info) << family_name(fam) << ": " << library << "'s loads sustain " << c.sm_bytes_per_cycle
+                         << " bytes per SM-cycle (in series with DRAM where the fitted roofline forecasts alone)";
+          }
         }
-        if (e.library_cta_ns.empty()) {
-          TC_LOG(Info) << family_name(fam) << ": no library's cost per CTA lowers the fit";
+        if (costs.empty()) {
+          TC_LOG(Info) << family_name(fam) << ": no library's own cost lowers the fit";
         }
       }
       if (!fallback_rows.empty()) {

@@ -46,6 +46,16 @@ constexpr size_t kMinFallbackNetworkRows = 200;
 // library's rows with `prior`'s other numbers held; kept only where it lowers that mean.
 std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                                  const GpuRegistry& gpus, const FittedRoofline& prior);
+// With config.prior_sm_rate_by_library too: per such library, the rate of loads per SM
+// (FittedRoofline::sm_bytes_per_cycle; a log grid of 97 points from 0.32 to 3,162 bytes per
+// SM-cycle) and the cost per CTA (when `cta`), fitted in turn (rate, cost, rate again) on the
+// same loss with `prior`'s other numbers held; a library appears where either lowers the loss.
+struct LibraryCosts {
+  double cta_ns = 0, sm_bytes_per_cycle = 0;
+};
+std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                                      const GpuRegistry& gpus, const FittedRoofline& prior, bool cta,
+                                                      bool sm_rate);
 // The fitted roofline (fit_roofline) of a family's training rows, their bounds computed as a
 // forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles; `cap_memory`:
 // the DRAM efficiency at most the largest per-GPU median of time at DRAM speed / measured over

@@ -41,6 +41,29 @@ FittedRoofline read_prior(const YAML::Node& p, const std::string& path, const st
   return r;
 }
 
+// A per-kernel-library map of a family entry (library_cta_ns, library_sm_bytes_per_cycle):
+// library: a positive number below 1e6 in `unit`.
+std::map<std::string, double> read_library_map(const YAML::Node& lib, const std::string& path, const std::string& name,
+                                               const char* key, const char* unit) {
+  const std::string where = path + ": family '" + name + "': " + key;
+  if (!lib.IsMap()) throw ConfigError(where + ": expected a map of library: " + unit);
+  std::map<std::string, double> out;
+  for (const auto& kv : lib) {
+    const double v = kv.second.as<double>();
+    if (!(v > 0 && v < 1e6))
+      throw ConfigError(where + ": " + kv.first.as<std::string>() + " out of range (0, 1e6) " + unit);
+    out[kv.first.as<std::string>()] = v;
+  }
+  return out;
+}
+
+void write_library_map(YAML::Emitter& out, const char* key, const std::map<std::string, double>& m) {
+  if (m.empty()) return;
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  for (const auto& [lib, v] : m) out << YAML::Key << lib << YAML::Value << v;
+  out << YAML::EndMap;
+}
+
 // A network's members (a family's, or its fallback network's): checkpoints, torch-free copies,
 // their checksums and layer widths; absent lists read as empty (the callers check them).
 template <class Members>
@@ -142,6 +165,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["prior_floor"]) e.config.prior_floor = c["prior_floor"].as<std::string>();
         if (c["prior_cap_memory"]) e.config.prior_cap_memory = c["prior_cap_memory"].as<bool>();
         if (c["prior_cta_by_library"]) e.config.prior_cta_by_library = c["prior_cta_by_library"].as<bool>();
+        if (c["prior_sm_rate_by_library"]) e.config.prior_sm_rate_by_library = c["prior_sm_rate_by_library"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
         if (c["gemm_composite_weight"]) e.config.gemm_composite_weight = c["gemm_composite_weight"].as<double>();
@@ -154,17 +178,10 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
             throw ConfigError(path + ": family '" + name + "': launch_floor_us out of range [0, 1e6)");
         }
         if (n["prior"]) e.prior = read_prior(n["prior"], path, name, "prior");
-        if (const YAML::Node lib = n["library_cta_ns"]) {
-          if (!lib.IsMap())
-            throw ConfigError(path + ": family '" + name + "': library_cta_ns: expected a map of library: ns");
-          for (const auto& kv : lib) {
-            const double ns = kv.second.as<double>();
-            if (!(ns > 0 && ns < 1e6))
-              throw ConfigError(path + ": family '" + name + "': library_cta_ns: " + kv.first.as<std::string>() +
-                                " out of range (0, 1e6) ns");
-            e.library_cta_ns[kv.first.as<std::string>()] = ns;
-          }
-        }
+        if (const YAML::Node lib = n["library_cta_ns"])
+          e.library_cta_ns = read_library_map(lib, path, name, "library_cta_ns", "ns");
+        if (const YAML::Node lib = n["library_sm_bytes_per_cycle"])
+          e.library_sm_bytes_per_cycle = read_library_map(lib, path, name, "library_sm_bytes_per_cycle", "bytes per cycle");
         if (n["fallback_prior"]) {
           e.fallback_prior = read_prior(n["fallback_prior"], path, name, "fallback_prior");
           e.has_fallback_prior = true;
@@ -343,11 +360,8 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     if (e.holdout_shapes_pct > 0) out << YAML::Key << "holdout_shapes_pct" << YAML::Value << e.holdout_shapes_pct;
     if (e.launch_floor_us > 0) out << YAML::Key << "launch_floor_us" << YAML::Value << e.launch_floor_us;
     if (e.has_prior()) write_prior(out, "prior", e.prior);
-    if (!e.library_cta_ns.empty()) {
-      out << YAML::Key << "library_cta_ns" << YAML::Value << YAML::BeginMap;
-      for (const auto& [lib, ns] : e.library_cta_ns) out << YAML::Key << lib << YAML::Value << ns;
-      out << YAML::EndMap;
-    }
+    write_library_map(out, "library_cta_ns", e.library_cta_ns);
+    write_library_map(out, "library_sm_bytes_per_cycle", e.library_sm_bytes_per_cycle);
     if (e.has_fallback_prior) write_prior(out, "fallback_prior", e.fallback_prior);
     if (e.has_fallback_network()) {
       const auto& fb = e.fallback_network;

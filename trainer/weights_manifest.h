@@ -48,6 +48,9 @@ struct FamilyEntry {
   // nanoseconds (FittedRoofline::cta_ns), which the fitted roofline takes where it forecasts
   // alone and the GPU's library is one of these. Empty: none.
   std::map<std::string, double> library_cta_ns;
+  // config.prior_sm_rate_by_library: per kernel library, its rate of loads per SM in bytes per
+  // SM clock cycle (FittedRoofline::sm_bytes_per_cycle), applied as library_cta_ns is. Empty: none.
+  std::map<std::string, double> library_sm_bytes_per_cycle;
   // The fitted roofline of a fallback kernel library's rows (fallback_attention: Triton's
   // prefill on datacenter Blackwell), which forecasts such queries alone, on the whole causal
   // triangle; no network is trained on them. Absent when training had none of those rows.

@@ -243,6 +243,99 @@ TEST(FittedPrior, LibraryCostPerCta) {
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"library_cta_ns", "flash_attention", "out of range"});
 }
 
+// A kernel library's rate of loads per SM (config prior_sm_rate_by_library). Synthetic decode
+// rows on the A100-SXM4-80GB and the L40S (FlashAttention by their specs), 1,200 of them, timed
+// as 5 us + their bytes at 90 % of DRAM bandwidth and again at 10 bytes per SM-cycle, and 600 on
+// the B200 (TRT-LLM's, too few): with the floor and efficiency held, the fitted rate is 10
+// (10^(-0.5 + 4 x 36 / 96), a grid point) for FlashAttention and no cost per CTA is added (none
+// lowers the loss), none for TRT-LLM. An unseen GPU whose library has the rate gets it in
+// prior_ms: on the H100, 64 sequences x 4,096 cached tokens x 8 KV heads of 128 (BF16) read
+// 2 x 64 x 4,096 x 8 x 128 x 2 = 1,073,741,824 bytes of cache and write and read 64 x 32 x 128 x
+// (2 + 2) = 1,048,576 of query and output; 3,352 GB/s on 132 SMs at 1,980 MHz is 12.825 bytes per
+// SM-cycle. A training GPU's base does not change; a bad rate in the manifest is refused.
+TEST(FittedPrior, LibraryLoadRatePerSm) {
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> lb(0, 9), lc(6, 15);
+  FittedRoofline truth;
+  truth.floor_us = 5;
+  truth.wave_us = 0;
+  truth.eta_memory = 0.9;
+  truth.sm_bytes_per_cycle = 10;
+  std::vector<KernelSample> rows;
+  const TileTable no_tiles;
+  std::vector<float> scratch(num_features(Family::kAttnDecode));
+  for (const auto& [dev, n] : std::vector<std::pair<const char*, int>>{
+           {"NVIDIA A100-SXM4-80GB", 600}, {"NVIDIA L40S", 600}, {"NVIDIA B200", 600}}) {
+    const GpuSpec& g = *registry().find(dev);
+    for (int i = 0; i < n; ++i) {
+      KernelSample s;
+      s.query = attention_decode_q(int64_t{1} << lb(rng), int64_t{1} << lc(rng), 32, 8, 128, DType::kBf16, DType::kBf16);
+      s.device = dev;
+      s.latency_ms = s_to_ms(fitted_roofline_s(featurize(s.query, g, no_tiles, scratch.data()).bounds, truth));
+      rows.push_back(s);
+    }
+  }
+  FittedRoofline held = truth;
+  held.sm_bytes_per_cycle = 0;
+  const auto rate_only = trainer::fit_library_costs(rows, no_tiles, registry(), held, false, true);
+  ASSERT_EQ(rate_only.size(), 1u);
+  EXPECT_NEAR(rate_only.at("flash_attention").sm_bytes_per_cycle, 10.0, 1e-9);
+  const auto both = trainer::fit_library_costs(rows, no_tiles, registry(), held, true, true);
+  ASSERT_EQ(both.size(), 1u);
+  EXPECT_NEAR(both.at("flash_attention").sm_bytes_per_cycle, 10.0, 1e-9);
+  EXPECT_EQ(both.at("flash_attention").cta_ns, 0.0);
+
+  const std::string dir = fresh_weights_dir("sm_rate_weights", no_tiles);
+  auto cfg = tiny_config(Family::kAttnDecode);
+  cfg.epochs = 2;
+  cfg.prior = true;
+  cfg.network_gpus = "trained";
+  cfg.prior_sm_rate_by_library = true;
+  const std::vector<KernelSample> fa(rows.begin(), rows.begin() + 1200);
+  auto r = trainer::train_family(cfg, fa, no_tiles, registry(), dir + "/generation_attention.pt", true, 0, &held);
+  trainer::WeightsManifest m;
+  m.feature_schema_version = kFeatureSchemaVersion;
+  trainer::FamilyEntry e =
+      trained_entry(dir, Family::kAttnDecode, cfg, r, {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"});
+  e.prior = held;
+  e.library_sm_bytes_per_cycle = {{"flash_attention", 10.0}};
+  m.families["generation_attention"] = e;
+  trainer::save_manifest(dir, m);
+  const auto back = trainer::load_manifest(dir).families.at("generation_attention");
+  EXPECT_EQ(back.library_sm_bytes_per_cycle, e.library_sm_bytes_per_cycle);
+  EXPECT_TRUE(back.library_cta_ns.empty());
+  EXPECT_TRUE(back.config.prior_sm_rate_by_library);
+
+  predictor::KernelPredictor p(dir);
+  const KernelQuery q = attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
+  const auto on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"));
+  EXPECT_FALSE(on_h100[0].corrected);
+  EXPECT_EQ(on_h100[0].prior_sm_bytes_per_cycle, 10.0);
+  const double bytes = 1073741824.0 + 1048576.0;
+  const double at_dram_ms = bytes / 3352e9 * 1e3;
+  const double per_sm_cycle = 3352e9 / (132 * 1980e6);  // 12.825
+  EXPECT_NEAR(on_h100[0].latency_ms, 0.005 + at_dram_ms * (1 / 0.9 + per_sm_cycle / 10), 1e-9);
+  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
+  EXPECT_TRUE(on_a100[0].corrected);
+  EXPECT_EQ(on_a100[0].prior_sm_bytes_per_cycle, 0.0);
+  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
+
+  std::string text;
+  {
+    std::ifstream in(dir + "/manifest.yaml");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = text.find("flash_attention: ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "flash_attention: 0");
+  {
+    std::ofstream out(dir + "/manifest.yaml");
+    out << text;
+  }
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); },
+                            {"library_sm_bytes_per_cycle", "flash_attention", "out of range"});
+}
+
 // The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4
 // and V100) recovers those two numbers; a family trained with it and `network_gpus: trained`
 // corrects its training GPUs with the network and forecasts any other GPU by the fitted

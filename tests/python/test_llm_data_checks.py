@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6, 7 and 8; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7, 8 and 9; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -135,6 +135,32 @@ with tempfile.TemporaryDirectory() as tmp:
     assert section("gpu,m_range,pairs,ratio_p10,ratio_p50,ratio_p90,median_abs_diff_pct") == [
         "A100-SXM4-80GB,1-16,3,0.90,1.10,1.25,10.0", "A100-SXM4-80GB,>2048,1,1.02,1.02,1.02,2.0",
         "A100-SXM4-80GB,all,4,0.90,1.06,1.25,10.0"], out
+
+    # Check 9 on hand-made decode rows. The A100's (no window column; sheet: 2,039 GB/s, 108 SMs at
+    # 1,410 MHz, 40 MB of L2): 64 sequences x 4,096 cached tokens (step 4,095) x 8 KV heads of 128,
+    # 32 query heads, BF16: 64 x (32 x 128 x (2 + 2) + 2 x 4,096 x 8 x 128 x 2) = 1,074,790,400
+    # bytes, beyond 4 x 40 MiB, timed at twice and at 1.25x their time at DRAM speed: shares 0.50
+    # and 0.80 (median 0.65); the time beyond DRAM speed is the bytes at the GPU's own 13.39 bytes
+    # per SM-cycle and at 4x that (median 33.5); one sequence of 1,024 tokens is within the L2 and
+    # not counted. The L40S's (window column; 864 GB/s, 142 SMs at 2,520 MHz: 2.41 bytes per
+    # SM-cycle; 96 MB of L2): 128 sequences at a 1,024-token window, 538,968,064 bytes, at twice
+    # its DRAM time; the same shape at window 0 (SGLang's own-key rows) is left out.
+    dec = attn.replace("context_attention", "generation_attention")
+    big = 1074790400 / 2039e9 * 1e3
+    write(os.path.join(a100, "generation_attention_perf.csv"), dec.replace("window_size,", ""),
+          f"SGLang,0.5,NVIDIA A100-SXM4-80GB,generation_attention,flash_attention,64,1,32,8,128,1,bfloat16,bfloat16,4095,{2 * big!r}",
+          f"SGLang,0.5,NVIDIA A100-SXM4-80GB,generation_attention,flash_attention,64,1,32,8,128,1,bfloat16,bfloat16,4095,{1.25 * big!r}",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,generation_attention,flash_attention,1,1,32,8,128,1,bfloat16,bfloat16,1023,0.01")
+    l40s = os.path.join(tmp, "aiconfigurator", "L40S")
+    os.makedirs(l40s)
+    windowed = 538968064 / 864e9 * 1e3
+    write(os.path.join(l40s, "generation_attention_perf.csv"), dec,
+          f"SGLang,0.5,NVIDIA L40S,generation_attention,flash_attention,128,1,32,8,128,1,bfloat16,bfloat16,4095,1024,{2 * windowed!r}",
+          "SGLang,0.5,NVIDIA L40S,generation_attention,flash_attention,128,1,32,8,128,1,bfloat16,bfloat16,4095,0,0.05")
+    rc, out, err = run(tmp)
+    assert rc == 0, (rc, err)
+    assert section("gpu,library,rows_beyond_4x_l2,dram_bytes_per_sm_cycle,dram_share_p50,sm_side_bytes_per_cycle_p50") == [
+        "A100-SXM4-80GB,flash_attention,2,13.4,0.65,33.5", "L40S,flash_attention,1,2.4,0.50,2.4"], out
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
