@@ -818,16 +818,13 @@ const std::vector<std::string>& prefill_features() {
   static const std::vector<std::string> v = [] {
     auto f = attention_features();
     f.push_back("trtllm_library");
-    f.push_back("log2_bytes_over_l2");
     return f;
   }();
   return v;
 }
 void prefill_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, const KernelBounds& kb, float* out) {
   attention_fill(q, gpu, li, kb, out);
-  size_t i = attention_features().size() - kCommonFeatures;
-  out[i++] = trtllm_kernels(gpu) ? 1.f : 0.f;
-  out[i++] = float(lg(attention_bytes(q) / (gpu.l2_cache_mb * kBytesPerMib)));
+  out[attention_features().size() - kCommonFeatures] = trtllm_kernels(gpu) ? 1.f : 0.f;
 }
 
 // -- Fused MoE: top-k routing, grouped gate_up GEMM, SiLU-mul, grouped down GEMM.
