@@ -12,7 +12,9 @@ prints, per value of the --by columns (default window_size; e.g. --by kernel_sou
 MAPE and the median forecast/measured of those forecasts. Two derived columns group a gemm
 file's rows by the shapes models run: m_range (tokens: 1-16, 17-64, 65-256, 257-2048, >2048)
 and weights (n x k: "model" from 4,096 x 4,096 = 16,777,216 elements up, as every projection of
-a 7B+ model at tp <= 2; "small" below).
+a 7B+ model at tp <= 2; "small" below); a third, l2_fit, groups an attention file's rows by
+tilecast's bytes of the row against its GPU's L2 (configs/gpus `l2_cache_mb`): <=L2/4, <=L2,
+<=4xL2, >4xL2.
 
 2. What does a dynamic FP8 activation scale cost? For every gemm file with both fp8 and
 fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
@@ -166,6 +168,8 @@ def gemm_peak_fractions(path, peaks, gpu_dir):
 
 # vidur's GPU folders and the aiconfigurator GPU each is (the data's README: A100 = A100-SXM4-80GB).
 VIDUR_AIC_GPU = {"a100": "A100-SXM4-80GB"}
+L2_FIT = ((0.25, "<=L2/4"), (1, "<=L2"), (4, "<=4xL2"), (float("inf"), ">4xL2"))
+L2_LABELS = [label for _, label in L2_FIT]
 M_RANGES = ((16, "1-16"), (64, "17-64"), (256, "65-256"), (2048, "257-2048"), (float("inf"), ">2048"))
 
 
@@ -216,6 +220,24 @@ def source_agreement(llm_dir):
 
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "fp8": 1}
+def attention_row_bytes(r):
+    """tilecast's bytes of an aiconfigurator attention row (core/kernel.cpp, attention_bytes): each
+    query's Q in its dtype and output in BF16, and K and V of the span once per sequence (a prompt:
+    its isl tokens; a decode: the keys it attends, step + 1 within the window); None for a dtype
+    tilecast does not model."""
+    e, kve = DTYPE_BYTES.get(r["attn_dtype"]), DTYPE_BYTES.get(r["kv_cache_dtype"])
+    if e is None or kve is None:
+        return None
+    b, h, kv, d = (int(r[c]) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
+    window = int(r.get("window_size") or 0)
+    if r["op_name"] == "context_attention":
+        queries = keys = int(r["isl"])
+    else:
+        queries, ctx = 1, int(r["step"]) + 1
+        keys = min(ctx, window) if window > 0 else ctx
+    return b * (queries * h * d * (e + 2) + 2 * keys * kv * d * kve)
+
+
 def decode_sm_rates(path, sheets):
     """Rows of check 9 for one generation_attention file: (gpu, library, rows, bytes per SM-cycle,
     DRAM share p50, SM-side bytes per SM-cycle p50); sheets: CUDA name -> (GB/s, SMs, MHz, L2 MB)."""
@@ -229,14 +251,8 @@ def decode_sm_rates(path, sheets):
         window = int(r["window_size"]) if "window_size" in r else 0
         if "window_size" in r and window == 0 and r["kernel_source"] == "flash_attention":
             continue  # SGLang's window 0 on a FlashAttention GPU: each query against its own key
-        ctx = int(r["step"]) + 1
-        keys = min(ctx, window) if window > 0 else ctx
-        b, h, kv, d = (int(r[c]) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
-        e, kve = DTYPE_BYTES.get(r["attn_dtype"]), DTYPE_BYTES.get(r["kv_cache_dtype"])
-        if e is None or kve is None:
-            continue
-        nbytes = b * (h * d * (e + 2) + 2 * keys * kv * d * kve)
-        if nbytes <= 4 * l2 * 2**20:
+        nbytes = attention_row_bytes(r)
+        if nbytes is None or nbytes <= 4 * l2 * 2**20:
             continue
         ms = float(r["latency"])
         dram_ms = nbytes / (bw * 1e9) * 1e3
@@ -356,9 +372,12 @@ def main():
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
         cols = a.by.split(",")
-        derived = {"m_range", "weights"}
-        if derived & set(cols) and raw and not {"m", "n", "k"} <= set(raw[0]):
+        derived = {"m_range", "weights", "l2_fit"}
+        if {"m_range", "weights"} & set(cols) and raw and not {"m", "n", "k"} <= set(raw[0]):
             sys.exit(f"llm-data-checks.py: --by m_range/weights: {a.data} is not a gemm file (no m, n, k)")
+        if "l2_fit" in cols and raw and "num_key_value_heads" not in raw[0]:
+            sys.exit(f"llm-data-checks.py: --by l2_fit: {a.data} is not an attention file (no num_key_value_heads)")
+        l2_mib = {n: v["l2_cache_mb"] for n, v in sheet_numbers(a.gpu_dir, ("l2_cache_mb",)).items()}
         missing = [c for c in cols if raw and c not in raw[0] and c != "window_size" and c not in derived]
         if missing:
             sys.exit(f"llm-data-checks.py: --by: {a.data} has no column {missing[0]}")
@@ -387,6 +406,13 @@ def main():
                 return m_range(int(r["m"]))
             if c == "weights":
                 return "model" if int(r["n"]) * int(r["k"]) >= 4096 * 4096 else "small"
+            if c == "l2_fit":  # the row's bytes against its GPU's L2
+                if r["device"] not in l2_mib:
+                    sys.exit(f"llm-data-checks.py: no sheet in {a.gpu_dir} states the L2 of '{r['device']}'")
+                nbytes, l2 = attention_row_bytes(r), l2_mib[r["device"]] * 2**20
+                if nbytes is None:
+                    return ""
+                return next(label for top, label in L2_FIT if nbytes <= top * l2)
             return r.get(c) or ("0" if c == "window_size" else "")
 
         j = 0  # eval-kernels writes the rows it forecast in file order: a subsequence of the file's
@@ -403,6 +429,8 @@ def main():
         print(f"\n{a.by},rows,mape_pct,median_forecast_over_measured")
         def order(kv):  # numbers numerically (window sizes, m ranges by their first), names alphabetically
             def one(x):
+                if x in L2_LABELS:
+                    return (0, L2_LABELS.index(x), x)
                 lead = re.match(r">?(\d+)", x)
                 return (0, int(lead.group(1)) + (0.5 if x.startswith(">") else 0), x) if lead else (1, 0, x)
             return [one(x) for x in kv[0].split(",")]

@@ -162,6 +162,36 @@ with tempfile.TemporaryDirectory() as tmp:
     assert section("gpu,library,rows_beyond_4x_l2,dram_bytes_per_sm_cycle,dram_share_p50,sm_side_bytes_per_cycle_p50") == [
         "A100-SXM4-80GB,flash_attention,2,13.4,0.65,33.5", "L40S,flash_attention,1,2.4,0.50,2.4"], out
 
+    # --rows-csv --by l2_fit on hand-made prefill rows of the A100 (40 MB of L2: a quarter is
+    # 10,485,760 bytes), head_dim 128, BF16. tilecast's bytes per prompt token: h x 128 x (2 + 2)
+    # for Q and the output, 2 x kv x 128 x 2 for K and V. 32 heads over 8: 20,480 a token, 256
+    # tokens 5 MiB (<= L2/4), 8 x 4,096 640 MiB (> 4x L2); over 1 KV head: 16,896, 640 tokens
+    # 10,813,440 (<= L2; without the output's bytes it would be a quarter's); 32 KV heads: 32,768,
+    # 336 tokens 11,010,048 (<= L2; with K and V once, <= L2/4).
+    pre_file = os.path.join(a100, "context_attention_perf.csv")
+    write(pre_file, attn.replace("window_size,", ""),
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,context_attention,flash_attention,1,256,32,8,128,1,bfloat16,bfloat16,0,0.01",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,context_attention,flash_attention,1,640,32,1,128,1,bfloat16,bfloat16,0,0.1",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,context_attention,flash_attention,1,336,32,32,128,1,bfloat16,bfloat16,0,0.2",
+          "SGLang,0.5,NVIDIA A100-SXM4-80GB,context_attention,flash_attention,8,4096,32,8,128,1,bfloat16,bfloat16,0,4.0")
+    pre_rows = os.path.join(tmp, "pre_rows.csv")
+    write(pre_rows, "device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n",
+          'NVIDIA A100-SXM4-80GB,context_attention,"1,256,32,8,128",bf16,0.01,0.02,0.01,0.01',
+          'NVIDIA A100-SXM4-80GB,context_attention,"1,640,32,1,128",bf16,0.1,0.05,0.01,0.1',
+          'NVIDIA A100-SXM4-80GB,context_attention,"1,336,32,32,128",bf16,0.2,0.1,0.01,0.2',
+          'NVIDIA A100-SXM4-80GB,context_attention,"8,4096,32,8,128",bf16,4.0,5.0,1.0,4.0')
+    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", tmp, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
+                        "--rows-csv", pre_rows, "--data", pre_file, "--by", "l2_fit"], capture_output=True, text=True)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert p.stdout.split("l2_fit,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
+        "<=L2/4,1,100.0,2.00", "<=L2,2,50.0,0.50", ">4xL2,1,25.0,1.25"], p.stdout
+    # l2_fit on a file that is not attention: one error line.
+    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", tmp, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
+                        "--rows-csv", pre_rows, "--data", os.path.join(a100, "gemm_perf.csv"), "--by", "l2_fit"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "l2_fit" in p.stderr and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr)
+    os.remove(pre_file)
+
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
     rc, out, err = run(tmp)
