@@ -756,6 +756,13 @@ void decode_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, La
   li.ctas_per_sm = 1;
   li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
 }
+// Bytes a repeated call reads with up to half the L2 of them resident: those from the L2 at 47.4
+// bytes per SM-cycle (the A100 whitepaper's 5,120 bytes per clock over its 108 SMs), the rest
+// from DRAM.
+double l2_resident_memory_s(double bytes, const GpuSpec& gpu) {
+  const double resident = std::min(bytes, 0.5 * gpu.l2_cache_mb * kBytesPerMib);
+  return transfer_s(bytes - resident, gpu.mem_bw_gbps) + resident / (sm_cycles_per_s(gpu) * (5120.0 / 108.0));
+}
 void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double, KernelBounds& kb) {
   const double peak = gemm_rate_gflops(gpu, q.dtype, q.sustained);
   // Causal work per CTA grows with its query block's position: the busiest SM gets at
@@ -776,14 +783,12 @@ void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&,
   // / 21.5 %, L40S 47.8 / 44.3 -> 22.4 / 18.5 % (its small windows fit its 96 MB L2), B200 bf16
   // 60.4 / 60.5 -> 54.5 / 55.2 %, fp8 66.3 / 66.7 -> 60.2 / 61.3 %; docs/accuracy.md. The feature
   // is named log2_memory_l2_us so that weights trained before are refused, not misread.
-  const double bytes = attention_bytes(q);
-  const double resident = std::min(bytes, 0.5 * gpu.l2_cache_mb * kBytesPerMib);
-  kb.memory_s = transfer_s(bytes - resident, gpu.mem_bw_gbps) + resident / (sm_cycles_per_s(gpu) * (5120.0 / 108.0));
+  kb.memory_s = l2_resident_memory_s(attention_bytes(q), gpu);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
 }
 void decode_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double pad, KernelBounds& kb) {
   kb.compute_s = compute_s(attention_flops(q) * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
-  kb.memory_s = transfer_s(attention_bytes(q), gpu.mem_bw_gbps);
+  kb.memory_s = l2_resident_memory_s(attention_bytes(q), gpu);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
 }
 const std::vector<std::string>& attention_features() {
