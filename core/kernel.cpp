@@ -46,6 +46,14 @@ int64_t tc_output_tiles(const KernelQuery& q, const GemmTile& t) { return ceil_d
 // SM clock cycles per second over the whole GPU (SMs x boost clock): the rate of SM-side work.
 double sm_cycles_per_s(const GpuSpec& gpu) { return double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6; }
 
+// Bytes a repeated call reads with up to half the L2 of them resident: those from the L2 at 47.4
+// bytes per SM-cycle (the A100 whitepaper's 5,120 bytes per clock over its 108 SMs), the rest
+// from DRAM.
+double l2_resident_memory_s(double bytes, const GpuSpec& gpu) {
+  const double resident = std::min(bytes, 0.5 * gpu.l2_cache_mb * kBytesPerMib);
+  return transfer_s(bytes - resident, gpu.mem_bw_gbps) + resident / (sm_cycles_per_s(gpu) * (5120.0 / 108.0));
+}
+
 // Output tile of the tensor-core GEMM libraries, from the architecture alone: 128 x 128
 // (Ampere, Ada, Blackwell 12.x: mma.sync) or 128 x 256 (Hopper wgmma, Blackwell 10.x tcgen05) output columns per
 // CTA; small-M (decode) GEMMs take an M tile of the next power of two, 16 to 128.
@@ -686,7 +694,7 @@ void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                               double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
   kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
-  kb.memory_s = transfer_s(tc_gemm_bytes(q), gpu.mem_bw_gbps);
+  kb.memory_s = l2_resident_memory_s(tc_gemm_bytes(q), gpu);
   // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
   kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.quant_s;
@@ -755,13 +763,6 @@ void decode_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, La
   li.threads_per_cta = 128;
   li.ctas_per_sm = 1;
   li.tile.split_k = static_cast<int>(std::min<int64_t>(splits, 1 << 20));
-}
-// Bytes a repeated call reads with up to half the L2 of them resident: those from the L2 at 47.4
-// bytes per SM-cycle (the A100 whitepaper's 5,120 bytes per clock over its 108 SMs), the rest
-// from DRAM.
-double l2_resident_memory_s(double bytes, const GpuSpec& gpu) {
-  const double resident = std::min(bytes, 0.5 * gpu.l2_cache_mb * kBytesPerMib);
-  return transfer_s(bytes - resident, gpu.mem_bw_gbps) + resident / (sm_cycles_per_s(gpu) * (5120.0 / 108.0));
 }
 void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double, KernelBounds& kb) {
   const double peak = gemm_rate_gflops(gpu, q.dtype, q.sustained);
