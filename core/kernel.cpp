@@ -864,7 +864,7 @@ void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, 
   const MoeLoad& l = li.moe;
   const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
   kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
-  kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
+  kb.memory_s = l2_resident_memory_s(moe_bytes(q, l), gpu);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
 }
 const std::vector<std::string>& moe_features() {
