@@ -160,6 +160,49 @@ TEST(LaunchFloor, FittedFromTheRowsAndAppliedToForecasts) {
   EXPECT_TRUE(m.families.at("elementwise").config.launch_floor);
 }
 
+namespace {
+// 600 synthetic decode rows on each of the A100-SXM4-80GB and L40S (FlashAttention by their specs)
+// and the B200 (TRT-LLM's): 2^b sequences (b uniform in log_batch) x 2^c cached tokens (c in
+// log_ctx), 32 heads over 8 KV heads of 128, BF16, timed by `truth`.
+std::vector<KernelSample> timed_decode_rows(const FittedRoofline& truth, uint64_t seed, std::pair<int, int> log_batch,
+                                            std::pair<int, int> log_ctx) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> lb(log_batch.first, log_batch.second), lc(log_ctx.first, log_ctx.second);
+  std::vector<KernelSample> rows;
+  const TileTable no_tiles;
+  std::vector<float> scratch(num_features(Family::kAttnDecode));
+  for (const char* dev : {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S", "NVIDIA B200"}) {
+    const GpuSpec& g = *registry().find(dev);
+    for (int i = 0; i < 600; ++i) {
+      KernelSample s;
+      s.query = attention_decode_q(int64_t{1} << lb(rng), int64_t{1} << lc(rng), 32, 8, 128, DType::kBf16, DType::kBf16);
+      s.device = dev;
+      s.latency_ms = s_to_ms(fitted_roofline_s(featurize(s.query, g, no_tiles, scratch.data()).bounds, truth));
+      rows.push_back(s);
+    }
+  }
+  return rows;
+}
+
+// Rewrites the first "flash_attention: " line of dir's manifest to `value`, and expects loading it
+// to fail with one error naming `field`, the library and the range.
+void expect_bad_library_value(const std::string& dir, const std::string& value, const std::string& field) {
+  std::string text;
+  {
+    std::ifstream in(dir + "/manifest.yaml");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = text.find("flash_attention: ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "flash_attention: " + value);
+  {
+    std::ofstream out(dir + "/manifest.yaml");
+    out << text;
+  }
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {field, "flash_attention", "out of range"});
+}
+}  // namespace
+
 // A kernel library's cost per CTA (config prior_cta_by_library). Synthetic decode rows on the
 // A100-SXM4-80GB and the L40S (FlashAttention by their specs), 1,200 of them, timed as 5 us +
 // max(40 ns x CTAs, their bytes at 80 % of DRAM bandwidth), and 600 rows on the B200 (TRT-LLM's
@@ -169,27 +212,13 @@ TEST(LaunchFloor, FittedFromTheRowsAndAppliedToForecasts) {
 // whose library has a cost gets it in prior_ms (the H100: 5 us + 16,384 CTAs x 39.81 ns for
 // 2,048 sequences x 8 KV heads at one cached token), a training GPU's base does not change.
 TEST(FittedPrior, LibraryCostPerCta) {
-  std::mt19937_64 rng(3);
-  std::uniform_int_distribution<int> lb(0, 11), lc(1, 13);
   FittedRoofline truth;
   truth.floor_us = 5;
   truth.wave_us = 0;
   truth.eta_memory = 0.8;
   truth.cta_ns = 40;
-  std::vector<KernelSample> rows;
+  const std::vector<KernelSample> rows = timed_decode_rows(truth, 3, {0, 11}, {1, 13});
   const TileTable no_tiles;
-  std::vector<float> scratch(num_features(Family::kAttnDecode));
-  for (const auto& [dev, n] : std::vector<std::pair<const char*, int>>{
-           {"NVIDIA A100-SXM4-80GB", 600}, {"NVIDIA L40S", 600}, {"NVIDIA B200", 600}}) {
-    const GpuSpec& g = *registry().find(dev);
-    for (int i = 0; i < n; ++i) {
-      KernelSample s;
-      s.query = attention_decode_q(int64_t{1} << lb(rng), int64_t{1} << lc(rng), 32, 8, 128, DType::kBf16, DType::kBf16);
-      s.device = dev;
-      s.latency_ms = s_to_ms(fitted_roofline_s(featurize(s.query, g, no_tiles, scratch.data()).bounds, truth));
-      rows.push_back(s);
-    }
-  }
   FittedRoofline held = truth;
   held.cta_ns = 0;
   const auto costs = trainer::fit_library_cta_ns(rows, no_tiles, registry(), held);
@@ -228,19 +257,7 @@ TEST(FittedPrior, LibraryCostPerCta) {
   EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
 
   // A cost out of range in the manifest: one error naming the field.
-  std::string text;
-  {
-    std::ifstream in(dir + "/manifest.yaml");
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const size_t at = text.find("flash_attention: ");
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, text.find('\n', at) - at, "flash_attention: -3");
-  {
-    std::ofstream out(dir + "/manifest.yaml");
-    out << text;
-  }
-  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"library_cta_ns", "flash_attention", "out of range"});
+  expect_bad_library_value(dir, "-3", "library_cta_ns");
 }
 
 // A kernel library's rate of loads per SM (config prior_sm_rate_by_library). Synthetic decode
@@ -254,27 +271,13 @@ TEST(FittedPrior, LibraryCostPerCta) {
 // (2 + 2) = 1,048,576 of query and output; 3,352 GB/s on 132 SMs at 1,980 MHz is 12.825 bytes per
 // SM-cycle. A training GPU's base does not change; a bad rate in the manifest is refused.
 TEST(FittedPrior, LibraryLoadRatePerSm) {
-  std::mt19937_64 rng(5);
-  std::uniform_int_distribution<int> lb(0, 9), lc(6, 15);
   FittedRoofline truth;
   truth.floor_us = 5;
   truth.wave_us = 0;
   truth.eta_memory = 0.9;
   truth.sm_bytes_per_cycle = 10;
-  std::vector<KernelSample> rows;
+  const std::vector<KernelSample> rows = timed_decode_rows(truth, 5, {0, 9}, {6, 15});
   const TileTable no_tiles;
-  std::vector<float> scratch(num_features(Family::kAttnDecode));
-  for (const auto& [dev, n] : std::vector<std::pair<const char*, int>>{
-           {"NVIDIA A100-SXM4-80GB", 600}, {"NVIDIA L40S", 600}, {"NVIDIA B200", 600}}) {
-    const GpuSpec& g = *registry().find(dev);
-    for (int i = 0; i < n; ++i) {
-      KernelSample s;
-      s.query = attention_decode_q(int64_t{1} << lb(rng), int64_t{1} << lc(rng), 32, 8, 128, DType::kBf16, DType::kBf16);
-      s.device = dev;
-      s.latency_ms = s_to_ms(fitted_roofline_s(featurize(s.query, g, no_tiles, scratch.data()).bounds, truth));
-      rows.push_back(s);
-    }
-  }
   FittedRoofline held = truth;
   held.sm_bytes_per_cycle = 0;
   const auto rate_only = trainer::fit_library_costs(rows, no_tiles, registry(), held, false, true);
@@ -320,20 +323,7 @@ TEST(FittedPrior, LibraryLoadRatePerSm) {
   EXPECT_EQ(on_a100[0].prior_sm_bytes_per_cycle, 0.0);
   EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
 
-  std::string text;
-  {
-    std::ifstream in(dir + "/manifest.yaml");
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const size_t at = text.find("flash_attention: ");
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, text.find('\n', at) - at, "flash_attention: 0");
-  {
-    std::ofstream out(dir + "/manifest.yaml");
-    out << text;
-  }
-  expect_error<ConfigError>([&] { trainer::load_manifest(dir); },
-                            {"library_sm_bytes_per_cycle", "flash_attention", "out of range"});
+  expect_bad_library_value(dir, "0", "library_sm_bytes_per_cycle");
 }
 
 // The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4

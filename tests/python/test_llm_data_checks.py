@@ -25,9 +25,9 @@ def write(path, header, *lines):
         f.write(header + "".join(line if line.endswith("\n") else line + "\n" for line in lines))
 
 
-def run(llm_dir):
-    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", llm_dir, "--gpu-dir", os.path.join(ROOT, "configs", "gpus")],
-                       capture_output=True, text=True)
+def run(llm_dir, *extra):
+    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", llm_dir, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
+                        *extra], capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -99,11 +99,10 @@ with tempfile.TemporaryDirectory() as tmp:
     write(rows_csv, "device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n",
           'NVIDIA B200,moe,"64,2048,768,8,128",int4,0.02,0.025,0.01,0.02',
           'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4,0.04,0.03,0.01,0.04')
-    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", tmp, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
-                        "--rows-csv", rows_csv, "--data", moe_file, "--by", "moe_dtype"], capture_output=True, text=True)
-    assert p.returncode == 0, (p.returncode, p.stderr)
-    assert p.stdout.split("moe_dtype,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
-        "int4_wo,1,25.0,1.25", "w4a16_mxfp4,1,25.0,0.75"], p.stdout
+    rc, out, err = run(tmp, "--rows-csv", rows_csv, "--data", moe_file, "--by", "moe_dtype")
+    assert rc == 0, (rc, err)
+    assert out.split("moe_dtype,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
+        "int4_wo,1,25.0,1.25", "w4a16_mxfp4,1,25.0,0.75"], out
     os.remove(moe_file)
 
     # Check 8 on hand-made rows of one model (32 heads, 8 KV heads of 128, hidden 4,096, gated FFN
@@ -180,16 +179,13 @@ with tempfile.TemporaryDirectory() as tmp:
           'NVIDIA A100-SXM4-80GB,context_attention,"1,640,32,1,128",bf16,0.1,0.05,0.01,0.1',
           'NVIDIA A100-SXM4-80GB,context_attention,"1,336,32,32,128",bf16,0.2,0.1,0.01,0.2',
           'NVIDIA A100-SXM4-80GB,context_attention,"8,4096,32,8,128",bf16,4.0,5.0,1.0,4.0')
-    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", tmp, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
-                        "--rows-csv", pre_rows, "--data", pre_file, "--by", "l2_fit"], capture_output=True, text=True)
-    assert p.returncode == 0, (p.returncode, p.stderr)
-    assert p.stdout.split("l2_fit,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
-        "<=L2/4,1,100.0,2.00", "<=L2,2,50.0,0.50", ">4xL2,1,25.0,1.25"], p.stdout
+    rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", pre_file, "--by", "l2_fit")
+    assert rc == 0, (rc, err)
+    assert out.split("l2_fit,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
+        "<=L2/4,1,100.0,2.00", "<=L2,2,50.0,0.50", ">4xL2,1,25.0,1.25"], out
     # l2_fit on a file that is not attention: one error line.
-    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", tmp, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
-                        "--rows-csv", pre_rows, "--data", os.path.join(a100, "gemm_perf.csv"), "--by", "l2_fit"],
-                       capture_output=True, text=True)
-    assert p.returncode != 0 and "l2_fit" in p.stderr and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr)
+    rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", os.path.join(a100, "gemm_perf.csv"), "--by", "l2_fit")
+    assert rc != 0 and "l2_fit" in err and len(err.strip().splitlines()) == 1, (rc, err)
     os.remove(pre_file)
 
     # A device no sheet names.
