@@ -184,6 +184,29 @@ std::vector<KernelSample> timed_decode_rows(const FittedRoofline& truth, uint64_
   return rows;
 }
 
+// Trains a tiny decode network (2 epochs, network_gpus trained) on the FlashAttention GPUs' rows
+// of timed_decode_rows (the first 1,200) over `held`, and saves a manifest of that entry with
+// `held` as its prior, after `finish` sets the library fields under test.
+std::string library_cost_weights(const char* name, const std::vector<KernelSample>& rows, const FittedRoofline& held,
+                                 const std::function<void(trainer::FamilyEntry&)>& finish) {
+  const TileTable no_tiles;
+  const std::string dir = fresh_weights_dir(name, no_tiles);
+  auto cfg = tiny_config(Family::kAttnDecode);
+  cfg.epochs = 2;
+  cfg.prior = true;
+  cfg.network_gpus = "trained";
+  const std::vector<KernelSample> fa(rows.begin(), rows.begin() + 1200);
+  auto r = trainer::train_family(cfg, fa, no_tiles, registry(), dir + "/generation_attention.pt", true, 0, &held);
+  trainer::WeightsManifest m;
+  m.feature_schema_version = kFeatureSchemaVersion;
+  trainer::FamilyEntry e = trained_entry(dir, Family::kAttnDecode, cfg, r, {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"});
+  e.prior = held;
+  finish(e);
+  m.families["generation_attention"] = e;
+  trainer::save_manifest(dir, m);
+  return dir;
+}
+
 // Rewrites the first "flash_attention: " line of dir's manifest to `value`, and expects loading it
 // to fail with one error naming `field`, the library and the range.
 void expect_bad_library_value(const std::string& dir, const std::string& value, const std::string& field) {
@@ -225,22 +248,10 @@ TEST(FittedPrior, LibraryCostPerCta) {
   ASSERT_EQ(costs.size(), 1u);
   EXPECT_NEAR(costs.at("flash_attention"), std::pow(10.0, 1.6), 1e-9);
 
-  const std::string dir = fresh_weights_dir("cta_weights", no_tiles);
-  auto cfg = tiny_config(Family::kAttnDecode);
-  cfg.epochs = 2;
-  cfg.prior = true;
-  cfg.network_gpus = "trained";
-  cfg.prior_cta_by_library = true;
-  const std::vector<KernelSample> fa(rows.begin(), rows.begin() + 1200);
-  auto r = trainer::train_family(cfg, fa, no_tiles, registry(), dir + "/generation_attention.pt", true, 0, &held);
-  trainer::WeightsManifest m;
-  m.feature_schema_version = kFeatureSchemaVersion;
-  trainer::FamilyEntry e =
-      trained_entry(dir, Family::kAttnDecode, cfg, r, {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"});
-  e.prior = held;
-  e.library_cta_ns = costs;
-  m.families["generation_attention"] = e;
-  trainer::save_manifest(dir, m);
+  const std::string dir = library_cost_weights("cta_weights", rows, held, [&](trainer::FamilyEntry& e) {
+    e.config.prior_cta_by_library = true;
+    e.library_cta_ns = costs;
+  });
   const auto back = trainer::load_manifest(dir).families.at("generation_attention");
   EXPECT_EQ(back.library_cta_ns, costs);
   EXPECT_TRUE(back.config.prior_cta_by_library);
@@ -288,24 +299,13 @@ TEST(FittedPrior, LibraryLoadRatePerSm) {
   EXPECT_NEAR(both.at("flash_attention").sm_bytes_per_cycle, 10.0, 1e-9);
   EXPECT_EQ(both.at("flash_attention").cta_ns, 0.0);
 
-  const std::string dir = fresh_weights_dir("sm_rate_weights", no_tiles);
-  auto cfg = tiny_config(Family::kAttnDecode);
-  cfg.epochs = 2;
-  cfg.prior = true;
-  cfg.network_gpus = "trained";
-  cfg.prior_sm_rate_by_library = true;
-  const std::vector<KernelSample> fa(rows.begin(), rows.begin() + 1200);
-  auto r = trainer::train_family(cfg, fa, no_tiles, registry(), dir + "/generation_attention.pt", true, 0, &held);
-  trainer::WeightsManifest m;
-  m.feature_schema_version = kFeatureSchemaVersion;
-  trainer::FamilyEntry e =
-      trained_entry(dir, Family::kAttnDecode, cfg, r, {"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"});
-  e.prior = held;
-  e.library_sm_bytes_per_cycle = {{"flash_attention", 10.0}};
-  m.families["generation_attention"] = e;
-  trainer::save_manifest(dir, m);
+  const std::map<std::string, double> rates = {{"flash_attention", 10.0}};
+  const std::string dir = library_cost_weights("sm_rate_weights", rows, held, [&](trainer::FamilyEntry& e) {
+    e.config.prior_sm_rate_by_library = true;
+    e.library_sm_bytes_per_cycle = rates;
+  });
   const auto back = trainer::load_manifest(dir).families.at("generation_attention");
-  EXPECT_EQ(back.library_sm_bytes_per_cycle, e.library_sm_bytes_per_cycle);
+  EXPECT_EQ(back.library_sm_bytes_per_cycle, rates);
   EXPECT_TRUE(back.library_cta_ns.empty());
   EXPECT_TRUE(back.config.prior_sm_rate_by_library);
 
