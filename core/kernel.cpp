@@ -1086,8 +1086,10 @@ double prior_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
 }  // namespace
 
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
-  const double sm_side = p.sm_bytes_per_cycle > 0 ? kb.dram_bytes_per_sm_cycle / p.sm_bytes_per_cycle : 0.0;
-  const double roofline = std::max(kb.compute_s / p.eta_compute, kb.memory_s * (1.0 / p.eta_memory + sm_side));
+  // The library's load rate per SM, where one is set: the bytes again at that rate, in series.
+  const double sm_side_s =
+      p.sm_bytes_per_cycle > 0 ? kb.memory_s * kb.dram_bytes_per_sm_cycle / p.sm_bytes_per_cycle : 0.0;
+  const double roofline = std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory + sm_side_s);
   const double fitted = prior_fixed_s(kb, p) + roofline + kb.quant_s / p.eta_memory;
   if (p.cta_ns <= 0) return fitted;
   // The library's cost per CTA bounds what follows the floor: the waves and the roofline.
