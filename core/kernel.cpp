@@ -50,7 +50,7 @@ double sm_cycles_per_s(const GpuSpec& gpu) { return double(gpu.num_sms) * gpu.bo
 // bytes per SM-cycle (the A100 whitepaper's 5,120 bytes per clock over its 108 SMs), the rest
 // from DRAM.
 double l2_resident_memory_s(double bytes, const GpuSpec& gpu) {
-  const double resident = std::min(bytes, 1.0 * gpu.l2_cache_mb * kBytesPerMib);
+  const double resident = std::min(bytes, 0.5 * gpu.l2_cache_mb * kBytesPerMib);
   return transfer_s(bytes - resident, gpu.mem_bw_gbps) + resident / (sm_cycles_per_s(gpu) * (5120.0 / 108.0));
 }
 
