@@ -238,32 +238,31 @@ def attention_row_bytes(r):
     return b * (queries * h * d * (e + 2) + 2 * keys * kv * d * kve)
 
 
-def decode_sm_rates(path, sheets):
+SHEET_KEYS = ("mem_bw_gbps", "num_sms", "boost_clock_mhz", "l2_cache_mb")
+
+
+def decode_sm_rates(path, sheets, gpu_dir):
     """Rows of check 9 for one generation_attention file: (gpu, library, rows, bytes per SM-cycle,
-    DRAM share p50, SM-side bytes per SM-cycle p50); sheets: CUDA name -> (GB/s, SMs, MHz, L2 MB)."""
+    DRAM share p50, SM-side bytes per SM-cycle p50); sheets: CUDA name -> {SHEET_KEYS: value}."""
     per = collections.defaultdict(list)
-    device = None
+    sm_cycles_per_s = None
     for r in csv.DictReader(open(path)):
-        device = r["device"]
-        if device not in sheets:
-            sys.exit(f"llm-data-checks.py: no sheet in configs/gpus states bandwidth, SMs, clock and L2 for '{device}'")
-        bw, sms, mhz, l2 = sheets[device]
-        window = int(r["window_size"]) if "window_size" in r else 0
-        if "window_size" in r and window == 0 and r["kernel_source"] == "flash_attention":
+        sheet = sheets.get(r["device"])
+        if sheet is None:
+            sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")
+        if r.get("window_size") == "0" and r["kernel_source"] == "flash_attention":
             continue  # SGLang's window 0 on a FlashAttention GPU: each query against its own key
         nbytes = attention_row_bytes(r)
-        if nbytes is None or nbytes <= 4 * l2 * 2**20:
+        if nbytes is None or nbytes <= 4 * sheet["l2_cache_mb"] * 2**20:
             continue
-        ms = float(r["latency"])
-        dram_ms = nbytes / (bw * 1e9) * 1e3
-        beyond = (ms - dram_ms) * 1e-3 * sms * mhz * 1e6
-        per[r["kernel_source"]].append((dram_ms / ms, nbytes / beyond if beyond > 0 else float("inf")))
-    out = []
-    for lib, v in sorted(per.items()):
-        bw, sms, mhz, _ = sheets[device]
-        out.append((os.path.basename(os.path.dirname(path)), lib, len(v), bw * 1e9 / (sms * mhz * 1e6),
-                    statistics.median(x for x, _ in v), statistics.median(y for _, y in v)))
-    return out
+        bw_bytes_s = sheet["mem_bw_gbps"] * 1e9
+        sm_cycles_per_s = sheet["num_sms"] * sheet["boost_clock_mhz"] * 1e6
+        measured_s, dram_s = float(r["latency"]) * 1e-3, nbytes / bw_bytes_s
+        beyond_cycles = (measured_s - dram_s) * sm_cycles_per_s
+        per[r["kernel_source"]].append((dram_s / measured_s, nbytes / beyond_cycles if beyond_cycles > 0 else float("inf")))
+    gpu = os.path.basename(os.path.dirname(path))
+    return [(gpu, lib, len(v), bw_bytes_s / sm_cycles_per_s, statistics.median(x for x, _ in v),
+             statistics.median(y for _, y in v)) for lib, v in sorted(per.items())]
 
 
 def main():
@@ -363,10 +362,9 @@ def main():
     for gpu, label, n, p10, p50, p90, diff in source_agreement(a.llm_dir):
         print(f"{gpu},{label},{n},{p10:.2f},{p50:.2f},{p90:.2f},{diff:.1f}")
     print("\ngpu,library,rows_beyond_4x_l2,dram_bytes_per_sm_cycle,dram_share_p50,sm_side_bytes_per_cycle_p50")
-    keys = ("mem_bw_gbps", "num_sms", "boost_clock_mhz", "l2_cache_mb")
-    sheets = {n: tuple(v[k] for k in keys) for n, v in sheet_numbers(a.gpu_dir, keys).items()}
+    sheets = sheet_numbers(a.gpu_dir, SHEET_KEYS)
     for _, path in family_files(root, "generation_attention"):
-        for gpu, lib, n, bpc, share, rate in decode_sm_rates(path, sheets):
+        for gpu, lib, n, bpc, share, rate in decode_sm_rates(path, sheets, a.gpu_dir):
             print(f"{gpu},{lib},{n},{bpc:.1f},{share:.2f},{rate:.1f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
@@ -377,7 +375,6 @@ def main():
             sys.exit(f"llm-data-checks.py: --by m_range/weights: {a.data} is not a gemm file (no m, n, k)")
         if "l2_fit" in cols and raw and "num_key_value_heads" not in raw[0]:
             sys.exit(f"llm-data-checks.py: --by l2_fit: {a.data} is not an attention file (no num_key_value_heads)")
-        l2_mib = {n: v["l2_cache_mb"] for n, v in sheet_numbers(a.gpu_dir, ("l2_cache_mb",)).items()}
         missing = [c for c in cols if raw and c not in raw[0] and c != "window_size" and c not in derived]
         if missing:
             sys.exit(f"llm-data-checks.py: --by: {a.data} has no column {missing[0]}")
@@ -407,9 +404,9 @@ def main():
             if c == "weights":
                 return "model" if int(r["n"]) * int(r["k"]) >= 4096 * 4096 else "small"
             if c == "l2_fit":  # the row's bytes against its GPU's L2
-                if r["device"] not in l2_mib:
-                    sys.exit(f"llm-data-checks.py: no sheet in {a.gpu_dir} states the L2 of '{r['device']}'")
-                nbytes, l2 = attention_row_bytes(r), l2_mib[r["device"]] * 2**20
+                if r["device"] not in sheets:
+                    sys.exit(f"llm-data-checks.py: no sheet in {a.gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")
+                nbytes, l2 = attention_row_bytes(r), sheets[r["device"]]["l2_cache_mb"] * 2**20
                 if nbytes is None:
                     return ""
                 return next(label for top, label in L2_FIT if nbytes <= top * l2)
