@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6, 7, 8 and 9; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9 and 10; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -38,11 +38,19 @@ with tempfile.TemporaryDirectory() as tmp:
           row("NVIDIA B200", "bfloat16", 4096, 4096, 4096, 1125),
           row("NVIDIA B200", "bfloat16", 8192, 4096, 4096, 1575),
           row("NVIDIA B200", "bfloat16", 16, 4096, 4096, 10),  # a small shape: not counted
+          row("NVIDIA B200", "bfloat16", 2048, 2560, 8192, 1350),  # check 10 alone (a dim < 4,096)
           row("NVIDIA B200", "fp8", 4096, 8192, 4096, 2250))
     rc, out, err = run(tmp)
     assert rc == 0, (rc, err)
     lines = out.split("gpu,gemm_dtype,shapes_all_dims_ge_4096,tflops_p50,peak_fraction_p50\n")[1].splitlines()
     assert lines[:2] == ["B200,bfloat16,2,1350,0.60", "B200,fp8,1,2250,0.50"], out
+    # Check 10 on the same BF16 rows (B200: 148 SMs, 128 x 256 tiles, 2,250 TFLOP/s, 8,000 GB/s),
+    # the wave padding derived by hand: 8,192 x 4,096 is 64 x 16 = 1,024 tiles, 7 waves, 7 x 148
+    # / 1,024 = 1.012 (0.70 of the peak, x 1.012 = 0.71); 4,096 x 4,096 is 512 tiles, 4 waves,
+    # 1.156 (0.50, 0.58); 2,048 x 2,560 is 16 x 10 = 160 tiles, 2 waves, 1.85 (0.60, 1.11). The
+    # 16-token row (2 m n k below 2e10) and the FP8 row are left out.
+    waves = out.split("gpu,wave_padding,rows,peak_fraction_p50,peak_fraction_x_padding_p50\n")[1].split("\n\n")[0]
+    assert waves.splitlines() == ["B200,<1.1,1,0.70,0.71", "B200,1.1-1.3,1,0.50,0.58", "B200,1.3-2,1,0.60,1.11"], out
 
     # Check 6 on hand-made prefill rows: a TRT-LLM row, and Triton rows of one shape at windows
     # 128 and 1,024 (1.5 and 1.8 ms: ratio 1.20) in BF16 / BF16 and FP8 / FP8 (1.35 ms at 128:
@@ -187,6 +195,30 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", os.path.join(a100, "gemm_perf.csv"), "--by", "l2_fit")
     assert rc != 0 and "l2_fit" in err and len(err.strip().splitlines()) == 1, (rc, err)
     os.remove(pre_file)
+
+    # Check 10's split reduction: no compute-bound row of a real sheet has fewer tiles than half
+    # its SMs, so a copy of the sheets whose A100 has 10x its bandwidth (20,390 GB/s) makes one:
+    # 512 tokens x 1,024 outputs is 4 x 8 = 32 tiles of 128 x 128 on 108 SMs, the 32,768-long
+    # reduction split in min(108 / 32, 32,768 / 256) = 3, 96 CTAs, one wave: padding 108 / 96 =
+    # 1.125 (unsplit, 108 / 32 = 3.4); at 156 TFLOP/s 0.50 of the 312 peak, x 1.125 = 0.56.
+    sheets = os.path.join(tmp, "sheets")
+    os.makedirs(sheets)
+    for name in os.listdir(os.path.join(ROOT, "configs", "gpus")):
+        with open(os.path.join(ROOT, "configs", "gpus", name)) as f:
+            text = f.read()
+        if name == "A100-80GB-SXM.yaml":
+            assert "\nmem_bw_gbps: 2039\n" in text, "the A100 sheet's bandwidth line moved"
+            text = text.replace("\nmem_bw_gbps: 2039\n", "\nmem_bw_gbps: 20390\n")
+        with open(os.path.join(sheets, name), "w") as f:
+            f.write(text)
+    split_dir = os.path.join(tmp, "split")
+    os.makedirs(os.path.join(split_dir, "aiconfigurator", "A100-SXM4-80GB"))
+    write(os.path.join(split_dir, "aiconfigurator", "A100-SXM4-80GB", "gemm_perf.csv"), HEADER,
+          row("NVIDIA A100-SXM4-80GB", "bfloat16", 512, 1024, 32768, 156))
+    p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", split_dir, "--gpu-dir", sheets], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("peak_fraction_x_padding_p50\n")[1].split("\n\n")[0].splitlines() == [
+        "A100-SXM4-80GB,1.1-1.3,1,0.50,0.56"], p.stdout
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
