@@ -690,14 +690,14 @@ void tc_gemm_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, L
   li.threads_per_cta = 256;
   li.ctas_per_sm = 1;
 }
-void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double, KernelBounds& kb) {
-  // The tiles' padded work over every SM, the last wave not charged as a full one: the
-  // libraries' tile choice and schedulers leave no wave quantisation in the data (efficiency
-  // against the ideal bound flat across the modelled wave padding on all three GPUs; check 10
+void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
+  // cuBLAS (BF16/FP16/TF32/FP32): the tiles' padded work over every SM, the last wave not
+  // charged as a full one, as its tile choice and schedulers leave little wave quantisation in
+  // the data; the scaled low-precision kernels (CUTLASS, fixed tiles) pay for theirs (check 10
   // of scripts/llm-data-checks.py). The waves and the last wave's fill stay features.
   const double padded_flops = 2.0 * double(ceil_div(q.m, li.tile.tm) * li.tile.tm) * q.n *
                               double(ceil_div(q.k, li.tile.tk) * li.tile.tk);
-  kb.compute_s = compute_s(padded_flops, gemm_rate_gflops(gpu, q.dtype, q.sustained));
+  kb.compute_s = compute_s(padded_flops * (is_scaled_lowp(q.dtype) ? pad : 1.0), gemm_rate_gflops(gpu, q.dtype, q.sustained));
   // All bytes from DRAM: prefill's L2-resident share (l2_resident_memory_s) was measured here in
   // leave one GPU out (session 62): the 11 cells' mean 27.6 -> 26.8 % but the B200's BF16 17.9 ->
   // 29.5 % (bias 1.06 -> 1.23) and the A40 11.0 -> 15.6 %; the bytes-over-L2 feature stays.
