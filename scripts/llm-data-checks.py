@@ -71,15 +71,16 @@ clock)), the median time at DRAM speed / measured, and the median rate in bytes 
 that the time beyond DRAM speed is (bytes / ((measured - time at DRAM speed) x SMs x clock)):
 the rows' reading of `prior_sm_rate_by_library` (docs/accuracy.md, "A rate of loads per SM").
 
-10. Does a tensor-core GEMM pay for a partial last wave? For every gemm file's BF16 rows that
-are compute-bound by the sheet (2 m n k at the BF16 tensor peak at least 3x the bytes of A, B
-and C at DRAM bandwidth, and 2 m n k >= 2e10): per bucket of the wave padding tilecast's
-launch model would charge (waves x SMs / CTAs; the tile of `tensor_core_tile`, core/kernel.cpp:
-M tile the next power of two 16-128, 128 output columns, 256 on Hopper and datacenter Blackwell,
-the reduction split while the tiles leave SMs idle), the rows, the median fraction of the
-sheet's BF16 peak reached (2 m n k / latency / peak) and the median of that fraction times the
-padding (what a bound charging the padding would see). A GPU that pays for its last wave
-keeps the second flat; one whose library spreads the work (tile choice, stream-K) keeps the first.
+10. Does a tensor-core GEMM pay for a partial last wave? For every gemm file, per gemm_dtype,
+over the compute-bound rows (2 m n k at the dtype's tensor peak at least 3x the bytes of A, B
+and C at DRAM bandwidth, operands at the dtype's bytes and C in BF16, and 2 m n k >= 2e10): per
+bucket of the wave padding tilecast's launch model would charge (waves x SMs / CTAs; the tile of
+`tensor_core_tile`, core/kernel.cpp: M tile the next power of two 16-128, 128 output columns,
+256 on Hopper and datacenter Blackwell, cuBLAS's BF16/FP16 reduction split while the tiles leave
+SMs idle, none for the scaled FP8/NVFP4 kernels), the rows, the median fraction of the sheet's
+peak reached (2 m n k / latency / peak) and the median of that fraction times the padding
+(what a bound charging the padding sees). A kernel that pays for its last wave keeps the second
+flat; one whose library spreads the work (tile choice, stream-K) keeps the first.
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
@@ -279,43 +280,49 @@ def decode_sm_rates(path, sheets, gpu_dir):
 WAVE_PAD = ((1.1, "<1.1"), (1.3, "1.1-1.3"), (2.0, "1.3-2"), (float("inf"), ">=2"))
 GEMM_SHEET = {"num_sms": r"^num_sms:\s*([0-9]+)", "mem_bw_gbps": r"^mem_bw_gbps:\s*([0-9.]+)",
               "arch": r"^arch:\s*(\w+)", "cc": r'^compute_capability:\s*"?([0-9.]+)"?',
-              "bf16": r"^tensor_peak_gflops:.*\bbf16:\s*([0-9.]+)"}
+              "peaks": r"^tensor_peak_gflops:\s*\{([^}]*)\}"}
+# Bytes of an operand element per gemm_dtype (nvfp4: 4 bits and an FP8 scale per 16), and the
+# dtypes cuBLAS runs (it splits the reduction; the scaled kernels do not).
+OPERAND_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_static": 1.0, "fp8_block": 1.0, "nvfp4": 0.5625}
+CUBLAS_DTYPES = ("bfloat16", "float16")
 
 
-def wave_padding(m, n, k, sms, async_tc):
-    """The wave padding tilecast's tensor-core launch charges a BF16 GEMM of m tokens, n output
+def wave_padding(m, n, k, sms, async_tc, split):
+    """The wave padding tilecast's tensor-core launch charges a GEMM of m tokens, n output
     features and a k-long reduction (tensor_core_tile, tc_output_tiles, launch_info)."""
     tm = min(128, max(16, 1 << max(0, (m - 1).bit_length())))
     tiles = -(-m // tm) * -(-n // (256 if async_tc else 128))
-    splits = max(1, min(sms // tiles if tiles < sms else 1, k // 256))
+    splits = max(1, min(sms // tiles if tiles < sms else 1, k // 256)) if split else 1
     ctas = tiles * splits
     return -(-ctas // sms) * sms / ctas
 
 
 def gemm_wave_rows(path, sheets, gpu_dir):
-    """Rows of check 10 for one gemm file: (gpu, padding bucket, rows, peak fraction p50, peak
-    fraction x padding p50)."""
+    """Rows of check 10 for one gemm file: (gpu, dtype, padding bucket, rows, peak fraction p50,
+    peak fraction x padding p50)."""
     buckets = collections.defaultdict(list)
     gpu = os.path.basename(os.path.dirname(path))
     for r in csv.DictReader(open(path)):
-        if r["gemm_dtype"] != "bfloat16":
-            continue
+        dtype = r["gemm_dtype"]
         if r["device"] not in sheets:
             sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states num_sms, mem_bw_gbps, arch, "
-                     f"compute_capability and a bf16 tensor peak for '{r['device']}'")
+                     f"compute_capability and tensor peaks for '{r['device']}'")
         sh = sheets[r["device"]]
+        peaks = {kv.split(":")[0].strip(): float(kv.split(":")[1]) for kv in sh["peaks"].split(",") if ":" in kv}
+        peak = peaks.get(GEMM_PEAK_KEY.get(dtype, ""))
+        if not peak or dtype not in OPERAND_BYTES:
+            continue
         m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
-        flops, nbytes = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
-        peak = float(sh["bf16"]) * 1e9
-        if flops < 2e10 or flops / peak < 3 * nbytes / (float(sh["mem_bw_gbps"]) * 1e9):
+        flops, nbytes = 2.0 * m * n * k, OPERAND_BYTES[dtype] * (m * k + n * k) + 2.0 * m * n
+        if flops < 2e10 or flops / (peak * 1e9) < 3 * nbytes / (float(sh["mem_bw_gbps"]) * 1e9):
             continue
         async_tc = sh["arch"] == "hopper" or (sh["arch"] == "blackwell" and float(sh["cc"]) < 12)
-        pad = wave_padding(m, n, k, int(sh["num_sms"]), async_tc)
-        frac = flops / (float(r["latency"]) * 1e-3) / peak
-        buckets[next(label for top, label in WAVE_PAD if pad < top)].append((frac, frac * pad))
-    return [(gpu, label, len(buckets[label]), statistics.median(x[0] for x in buckets[label]),
-             statistics.median(x[1] for x in buckets[label])) for _, label in WAVE_PAD if buckets[label]]
-
+        pad = wave_padding(m, n, k, int(sh["num_sms"]), async_tc, dtype in CUBLAS_DTYPES)
+        frac = flops / (float(r["latency"]) * 1e-3) / (peak * 1e9)
+        buckets[(dtype, next(label for top, label in WAVE_PAD if pad < top))].append((frac, frac * pad))
+    return [(gpu, dtype, label, len(v), statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
+            for dtype in sorted({d for d, _ in buckets}) for _, label in WAVE_PAD
+            for v in [buckets.get((dtype, label))] if v]
 
 def main():
     ap = argparse.ArgumentParser()
@@ -418,11 +425,11 @@ def main():
     for _, path in family_files(root, "generation_attention"):
         for gpu, lib, n, bpc, share, rate in decode_sm_rates(path, sheets, a.gpu_dir):
             print(f"{gpu},{lib},{n},{bpc:.1f},{share:.2f},{rate:.1f}")
-    print("\ngpu,wave_padding,rows,peak_fraction_p50,peak_fraction_x_padding_p50")
+    print("\ngpu,gemm_dtype,wave_padding,rows,peak_fraction_p50,peak_fraction_x_padding_p50")
     gemm_sheets = sheet_groups(a.gpu_dir, GEMM_SHEET)
     for _, path in family_files(root, "gemm"):
-        for gpu, label, n, frac, charged in gemm_wave_rows(path, gemm_sheets, a.gpu_dir):
-            print(f"{gpu},{label},{n},{frac:.2f},{charged:.2f}")
+        for gpu, dtype, label, n, frac, charged in gemm_wave_rows(path, gemm_sheets, a.gpu_dir):
+            print(f"{gpu},{dtype},{label},{n},{frac:.2f},{charged:.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -44,13 +44,16 @@ with tempfile.TemporaryDirectory() as tmp:
     assert rc == 0, (rc, err)
     lines = out.split("gpu,gemm_dtype,shapes_all_dims_ge_4096,tflops_p50,peak_fraction_p50\n")[1].splitlines()
     assert lines[:2] == ["B200,bfloat16,2,1350,0.60", "B200,fp8,1,2250,0.50"], out
-    # Check 10 on the same BF16 rows (B200: 148 SMs, 128 x 256 tiles, 2,250 TFLOP/s, 8,000 GB/s),
-    # the wave padding derived by hand: 8,192 x 4,096 is 64 x 16 = 1,024 tiles, 7 waves, 7 x 148
-    # / 1,024 = 1.012 (0.70 of the peak, x 1.012 = 0.71); 4,096 x 4,096 is 512 tiles, 4 waves,
-    # 1.156 (0.50, 0.58); 2,048 x 2,560 is 16 x 10 = 160 tiles, 2 waves, 1.85 (0.60, 1.11). The
-    # 16-token row (2 m n k below 2e10) and the FP8 row are left out.
-    waves = out.split("gpu,wave_padding,rows,peak_fraction_p50,peak_fraction_x_padding_p50\n")[1].split("\n\n")[0]
-    assert waves.splitlines() == ["B200,<1.1,1,0.70,0.71", "B200,1.1-1.3,1,0.50,0.58", "B200,1.3-2,1,0.60,1.11"], out
+    # Check 10 on the same rows (B200: 148 SMs, 128 x 256 tiles, 2,250 TFLOP/s BF16, 4,500 FP8,
+    # 8,000 GB/s), the wave padding derived by hand: 8,192 x 4,096 is 64 x 16 = 1,024 tiles, 7
+    # waves, 7 x 148 / 1,024 = 1.012 (0.70 of the peak, x 1.012 = 0.71); 4,096 x 4,096 is 512
+    # tiles, 4 waves, 1.156 (0.50, 0.58); 2,048 x 2,560 is 16 x 10 = 160 tiles, 2 waves, 1.85
+    # (0.60, 1.11); the FP8 4,096 x 8,192, 32 x 32 tiles, 1.012 (0.50, 0.51). The 16-token row
+    # (2 m n k below 2e10) is left out.
+    waves = out.split("gpu,gemm_dtype,wave_padding,rows,peak_fraction_p50,peak_fraction_x_padding_p50\n")[1]
+    assert waves.split("\n\n")[0].splitlines() == [
+        "B200,bfloat16,<1.1,1,0.70,0.71", "B200,bfloat16,1.1-1.3,1,0.50,0.58", "B200,bfloat16,1.3-2,1,0.60,1.11",
+        "B200,fp8,<1.1,1,0.50,0.51"], out
 
     # Check 6 on hand-made prefill rows: a TRT-LLM row, and Triton rows of one shape at windows
     # 128 and 1,024 (1.5 and 1.8 ms: ratio 1.20) in BF16 / BF16 and FP8 / FP8 (1.35 ms at 128:
@@ -197,28 +200,33 @@ with tempfile.TemporaryDirectory() as tmp:
     os.remove(pre_file)
 
     # Check 10's split reduction: no compute-bound row of a real sheet has fewer tiles than half
-    # its SMs, so a copy of the sheets whose A100 has 10x its bandwidth (20,390 GB/s) makes one:
-    # 512 tokens x 1,024 outputs is 4 x 8 = 32 tiles of 128 x 128 on 108 SMs, the 32,768-long
-    # reduction split in min(108 / 32, 32,768 / 256) = 3, 96 CTAs, one wave: padding 108 / 96 =
-    # 1.125 (unsplit, 108 / 32 = 3.4); at 156 TFLOP/s 0.50 of the 312 peak, x 1.125 = 0.56.
+    # its SMs, so a copy of the sheets whose A100 and B200 have 10x their bandwidth (20,390 and
+    # 80,000 GB/s) makes them. BF16 on the A100: 512 tokens x 1,024 outputs is 4 x 8 = 32 tiles
+    # of 128 x 128 on 108 SMs, the 32,768-long reduction split in min(108 / 32, 32,768 / 256) =
+    # 3, 96 CTAs, one wave: padding 108 / 96 = 1.125 (unsplit, 108 / 32 = 3.4); at 156 TFLOP/s
+    # 0.50 of the 312 peak, x 1.125 = 0.56. FP8 on the B200, the same shape: 4 x 4 = 16 tiles of
+    # 128 x 256, not split: 148 / 16 = 9.25; at 900 TFLOP/s 0.20 of 4,500, x 9.25 = 1.85.
     sheets = os.path.join(tmp, "sheets")
     os.makedirs(sheets)
+    faster = {"A100-80GB-SXM.yaml": "2039", "B200.yaml": "8000"}
     for name in os.listdir(os.path.join(ROOT, "configs", "gpus")):
         with open(os.path.join(ROOT, "configs", "gpus", name)) as f:
             text = f.read()
-        if name == "A100-80GB-SXM.yaml":
-            assert "\nmem_bw_gbps: 2039\n" in text, "the A100 sheet's bandwidth line moved"
-            text = text.replace("\nmem_bw_gbps: 2039\n", "\nmem_bw_gbps: 20390\n")
+        if name in faster:
+            line = f"\nmem_bw_gbps: {faster[name]}\n"
+            assert line in text, f"{name}: the bandwidth line moved"
+            text = text.replace(line, f"\nmem_bw_gbps: {10 * int(faster[name])}\n")
         with open(os.path.join(sheets, name), "w") as f:
             f.write(text)
     split_dir = os.path.join(tmp, "split")
-    os.makedirs(os.path.join(split_dir, "aiconfigurator", "A100-SXM4-80GB"))
-    write(os.path.join(split_dir, "aiconfigurator", "A100-SXM4-80GB", "gemm_perf.csv"), HEADER,
-          row("NVIDIA A100-SXM4-80GB", "bfloat16", 512, 1024, 32768, 156))
+    for g, device, dtype, tflops in (("A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", "bfloat16", 156),
+                                     ("B200", "NVIDIA B200", "fp8", 900)):
+        os.makedirs(os.path.join(split_dir, "aiconfigurator", g))
+        write(os.path.join(split_dir, "aiconfigurator", g, "gemm_perf.csv"), HEADER, row(device, dtype, 512, 1024, 32768, tflops))
     p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", split_dir, "--gpu-dir", sheets], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split("peak_fraction_x_padding_p50\n")[1].split("\n\n")[0].splitlines() == [
-        "A100-SXM4-80GB,1.1-1.3,1,0.50,0.56"], p.stdout
+        "A100-SXM4-80GB,bfloat16,1.1-1.3,1,0.50,0.56", "B200,fp8,>=2,1,0.20,1.85"], p.stdout
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
