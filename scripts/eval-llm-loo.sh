@@ -17,6 +17,9 @@
 # (the layer as two stacked GEMMs of the gemm family on an unseen GPU). A MoE fold retrains the
 # gemm family without the left-out GPU too, so that those GEMMs are forecast by networks that
 # never saw it either.
+# EVAL_ONLY=1 takes the families a fold did not train from today's weights/ first
+# (refresh_untrained_families), so that folds trained before a bundled family's inputs changed
+# still score.
 # RESUME=1 keeps every fold already scored under OUT (after an interruption; same arguments).
 # A fold counts as trained once its train CSV is in place and as scored once its eval JSON
 # is: both are written to a temporary name and renamed.
@@ -53,6 +56,8 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
         echo "eval-llm-loo: EVAL_ONLY=1 but the fold without $dev was not trained in $OUT (no $trained)" >&2
         exit 1
       fi
+      # The families this fold did not train come from today's bundle (they are copies of it).
+      refresh_untrained_families "$w" "$trained" || exit 1
       if [ -n "${UNSEEN_PRIOR_WEIGHT:-}" ]; then
         set_unseen_prior_weight "$w/manifest.yaml" "$fam" "$UNSEEN_PRIOR_WEIGHT" || exit 1
       fi

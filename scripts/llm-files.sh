@@ -74,3 +74,63 @@ set_family_config() {  # manifest family key value
 set_unseen_prior_weight() {  # manifest family weight
   set_family_config "$1" "$2" unseen_prior_weight "$3"
 }
+
+# Replaces, in a fold's weights (FOLD/manifest.yaml and its files), every family the fold did
+# not train (not a first column of TRAINED, its train CSV) with the bundled one (BUNDLE,
+# default weights/): a fold copies the bundled weights when it is trained, and those may since
+# have changed their inputs (session 62 renamed prefill's memory input, so folds trained before
+# were refused whole: "feature list differs ... (retrain)"). Families absent from either
+# manifest are left as they are. The manifest is written to a temporary file and renamed.
+refresh_untrained_families() {  # fold trained_csv [bundle]
+  python3 - "$1" "$2" "${3:-weights}" <<'PY'
+import os, re, shutil, sys
+fold, trained_csv, bundle = sys.argv[1:4]
+with open(trained_csv) as f:
+    trained = {line.split(",")[0] for line in f.read().splitlines()[1:] if line}
+
+def families(path):
+    """The manifest's lines, and each family's [start, end) line range under `families:`."""
+    with open(path) as f:
+        lines = f.read().splitlines(True)
+    if "families:\n" not in lines:
+        sys.exit(f"{path}: no 'families:' block")
+    out, name, start = {}, None, None
+    k = lines.index("families:\n") + 1
+    while k < len(lines) and lines[k].startswith("  "):
+        m = re.match(r"^  ([A-Za-z0-9_]+):\s*$", lines[k])
+        if m:
+            if name:
+                out[name] = (start, k)
+            name, start = m.group(1), k
+        k += 1
+    if name:
+        out[name] = (start, k)
+    return lines, out
+
+fold_manifest = os.path.join(fold, "manifest.yaml")
+fold_lines, fold_fams = families(fold_manifest)
+bundle_lines, bundle_fams = families(os.path.join(bundle, "manifest.yaml"))
+refreshed, out, at = [], [], 0
+for name, (a, b) in sorted(fold_fams.items(), key=lambda kv: kv[1][0]):
+    out += fold_lines[at:a]
+    at = b
+    if name in trained or name not in bundle_fams:
+        out += fold_lines[a:b]
+        continue
+    block = bundle_lines[bundle_fams[name][0]:bundle_fams[name][1]]
+    for line in block:  # files: [...] and net_files: [...], at any depth (fallback networks too)
+        m = re.match(r"^\s*(?:net_)?files:\s*\[([^\]]*)\]\s*$", line)
+        for f in (m.group(1).split(",") if m else []):
+            if f.strip():
+                shutil.copyfile(os.path.join(bundle, f.strip()), os.path.join(fold, f.strip()))
+    out += block
+    if block != fold_lines[a:b]:
+        refreshed.append(name)
+out += fold_lines[at:]
+with open(fold_manifest + ".tmp", "w") as f:
+    f.write("".join(out))
+os.replace(fold_manifest + ".tmp", fold_manifest)
+if refreshed:
+    print(f"eval-llm-loo: {fold}: untrained families taken from {bundle}: {', '.join(refreshed)}", file=sys.stderr)
+PY
+}
