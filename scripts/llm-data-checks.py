@@ -87,6 +87,7 @@ flat; one whose library spreads the work (tile choice, stream-K) keeps the first
 import argparse, collections, csv, os, re, statistics, sys
 
 from gpu_sheets import DEFAULT_DIR, sheet_fields, sheet_groups, sheet_numbers
+from percentile import pct
 
 
 def family_files(root, fam):
@@ -95,11 +96,6 @@ def family_files(root, fam):
         path = os.path.join(root, gpu, f"{fam}_perf.csv")
         if os.path.exists(path):
             yield gpu, path
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
 
 def scaling(path):

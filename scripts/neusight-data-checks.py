@@ -26,6 +26,8 @@ import re
 import statistics
 import sys
 
+from percentile import pct
+
 
 def sheet(gpu_dir):
     """cuda_name -> (fp32_peak_gflops, mem_bw_gbps) from the GPU YAMLs (flat keys only)."""
@@ -54,10 +56,6 @@ def efficiencies(rows, peak_gflops, bw_gbps):
             name = re.sub(r"[(<].*", "", r.get("Kernel Name", "")).strip()
             kernels[name] = kernels.get(name, 0) + 1
     return effs, kernels
-
-
-def pct(v, p):
-    return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
 
 def backward_ratios(ns_dir):

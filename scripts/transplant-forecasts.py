@@ -32,16 +32,12 @@ import sys
 import tempfile
 
 from gpu_sheets import DEFAULT_DIR, sheet_groups
+from percentile import pct
 
 FAMILIES = ("gemm", "context_attention", "generation_attention", "moe")
 DTYPE_COLUMN = {"gemm": "gemm_dtype", "context_attention": "attn_dtype", "generation_attention": "attn_dtype",
                 "moe": "moe_dtype"}
 FP4_DTYPES = {"nvfp4"}  # the files' FP4 tensor-core dtypes (MXFP4 MoE weights also run dequantised)
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
 
 def sheets(gpu_dir):
