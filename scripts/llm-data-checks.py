@@ -275,8 +275,7 @@ def decode_sm_rates(path, sheets, gpu_dir):
 # Check 10's buckets of wave padding (upper ends).
 WAVE_PAD = ((1.1, "<1.1"), (1.3, "1.1-1.3"), (2.0, "1.3-2"), (float("inf"), ">=2"))
 GEMM_SHEET = {"num_sms": r"^num_sms:\s*([0-9]+)", "mem_bw_gbps": r"^mem_bw_gbps:\s*([0-9.]+)",
-              "arch": r"^arch:\s*(\w+)", "cc": r'^compute_capability:\s*"?([0-9.]+)"?',
-              "peaks": r"^tensor_peak_gflops:\s*\{([^}]*)\}"}
+              "arch": r"^arch:\s*(\w+)", "cc": r'^compute_capability:\s*"?([0-9.]+)"?'}
 # Bytes of an operand element per gemm_dtype (nvfp4: 4 bits and an FP8 scale per 16), and the
 # dtypes cuBLAS runs (it splits the reduction; the scaled kernels do not).
 OPERAND_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_static": 1.0, "fp8_block": 1.0, "nvfp4": 0.5625}
@@ -293,19 +292,19 @@ def wave_padding(m, n, k, sms, async_tc, split):
     return -(-ctas // sms) * sms / ctas
 
 
-def gemm_wave_rows(path, sheets, gpu_dir):
+def gemm_wave_rows(path, sheets, peaks, gpu_dir):
     """Rows of check 10 for one gemm file: (gpu, dtype, padding bucket, rows, peak fraction p50,
-    peak fraction x padding p50)."""
+    peak fraction x padding p50); sheets: CUDA name -> GEMM_SHEET's fields, peaks: CUDA name ->
+    tensor peaks (tensor_peaks_gflops)."""
     buckets = collections.defaultdict(list)
     gpu = os.path.basename(os.path.dirname(path))
     for r in csv.DictReader(open(path)):
         dtype = r["gemm_dtype"]
-        if r["device"] not in sheets:
+        if r["device"] not in sheets or r["device"] not in peaks:
             sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states num_sms, mem_bw_gbps, arch, "
                      f"compute_capability and tensor peaks for '{r['device']}'")
         sh = sheets[r["device"]]
-        peaks = {kv.split(":")[0].strip(): float(kv.split(":")[1]) for kv in sh["peaks"].split(",") if ":" in kv}
-        peak = peaks.get(GEMM_PEAK_KEY.get(dtype, ""))
+        peak = peaks[r["device"]].get(GEMM_PEAK_KEY.get(dtype, ""))
         if not peak or dtype not in OPERAND_BYTES:
             continue
         m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
@@ -319,6 +318,7 @@ def gemm_wave_rows(path, sheets, gpu_dir):
     return [(gpu, dtype, label, len(v), statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
             for dtype in sorted({d for d, _ in buckets}) for _, label in WAVE_PAD
             for v in [buckets.get((dtype, label))] if v]
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -424,7 +424,7 @@ def main():
     print("\ngpu,gemm_dtype,wave_padding,rows,peak_fraction_p50,peak_fraction_x_padding_p50")
     gemm_sheets = sheet_groups(a.gpu_dir, GEMM_SHEET)
     for _, path in family_files(root, "gemm"):
-        for gpu, dtype, label, n, frac, charged in gemm_wave_rows(path, gemm_sheets, a.gpu_dir):
+        for gpu, dtype, label, n, frac, charged in gemm_wave_rows(path, gemm_sheets, peaks, a.gpu_dir):
             print(f"{gpu},{dtype},{label},{n},{frac:.2f},{charged:.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
