@@ -156,13 +156,6 @@ std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSa
   return out;
 }
 
-std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                                 const GpuRegistry& gpus, const FittedRoofline& prior) {
-  std::map<std::string, double> out;
-  for (const auto& [library, c] : fit_library_costs(rows, tiles, gpus, prior, true, false)) out[library] = c.cta_ns;
-  return out;
-}
-
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                    const GpuRegistry& gpus, bool in_cycles, bool cap_memory, double min_eta) {
   std::vector<KernelBounds> bounds;

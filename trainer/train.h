@@ -40,16 +40,13 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 // roofline alone forecasts them).
 constexpr size_t kMinFallbackNetworkRows = 200;
 
-// config.prior_cta_by_library: per kernel library (kernel_library of each row's query on its
-// GPU) with at least 1,000 rows, the cost per CTA in nanoseconds (FittedRoofline::cta_ns; a log
-// grid of 121 points from 1 to 1,000) that minimises the mean |log(fitted / measured)| over the
-// library's rows with `prior`'s other numbers held; kept only where it lowers that mean.
-std::map<std::string, double> fit_library_cta_ns(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                                 const GpuRegistry& gpus, const FittedRoofline& prior);
-// With config.prior_sm_rate_by_library too: per such library, the rate of loads per SM
-// (FittedRoofline::sm_bytes_per_cycle; a log grid of 97 points from 0.32 to 3,162 bytes per
-// SM-cycle) and the cost per CTA (when `cta`), fitted in turn (rate, cost, rate again) on the
-// same loss with `prior`'s other numbers held; a library appears where either lowers the loss.
+// Per kernel library (kernel_library of each row's query on its GPU) with at least 1,000 rows:
+// with `cta` (config.prior_cta_by_library), the cost per CTA in nanoseconds
+// (FittedRoofline::cta_ns; a log grid of 121 points from 1 to 1,000); with `sm_rate`
+// (config.prior_sm_rate_by_library), the rate of loads per SM (FittedRoofline::sm_bytes_per_cycle;
+// a log grid of 97 points from 0.32 to 3,162 bytes per SM-cycle); each the value minimising the
+// mean |log(fitted / measured)| over the library's rows with `prior`'s other numbers held, both
+// fitted in turn (rate, cost, rate again); a library appears where either lowers that mean.
 struct LibraryCosts {
   double cta_ns = 0, sm_bytes_per_cycle = 0;
 };

@@ -161,6 +161,16 @@ TEST(LaunchFloor, FittedFromTheRowsAndAppliedToForecasts) {
 }
 
 namespace {
+// The fitted roofline both library-cost tests hold while fitting a library's own number: a 5 us
+// floor, no cost per wave, `eta_memory` of DRAM bandwidth.
+FittedRoofline decode_floor_and_eta(double eta_memory) {
+  FittedRoofline p;
+  p.floor_us = 5;
+  p.wave_us = 0;
+  p.eta_memory = eta_memory;
+  return p;
+}
+
 // 600 synthetic decode rows on each of the A100-SXM4-80GB and L40S (FlashAttention by their specs)
 // and the B200 (TRT-LLM's): 2^b sequences (b uniform in log_batch) x 2^c cached tokens (c in
 // log_ctx), 32 heads over 8 KV heads of 128, BF16, timed by `truth`.
@@ -235,18 +245,15 @@ void expect_bad_library_value(const std::string& dir, const std::string& value, 
 // whose library has a cost gets it in prior_ms (the H100: 5 us + 16,384 CTAs x 39.81 ns for
 // 2,048 sequences x 8 KV heads at one cached token), a training GPU's base does not change.
 TEST(FittedPrior, LibraryCostPerCta) {
-  FittedRoofline truth;
-  truth.floor_us = 5;
-  truth.wave_us = 0;
-  truth.eta_memory = 0.8;
+  const FittedRoofline held = decode_floor_and_eta(0.8);
+  FittedRoofline truth = held;
   truth.cta_ns = 40;
   const std::vector<KernelSample> rows = timed_decode_rows(truth, 3, {0, 11}, {1, 13});
-  const TileTable no_tiles;
-  FittedRoofline held = truth;
-  held.cta_ns = 0;
-  const auto costs = trainer::fit_library_cta_ns(rows, no_tiles, registry(), held);
-  ASSERT_EQ(costs.size(), 1u);
-  EXPECT_NEAR(costs.at("flash_attention"), std::pow(10.0, 1.6), 1e-9);
+  const auto fitted = trainer::fit_library_costs(rows, TileTable{}, registry(), held, true, false);
+  ASSERT_EQ(fitted.size(), 1u);
+  EXPECT_NEAR(fitted.at("flash_attention").cta_ns, std::pow(10.0, 1.6), 1e-9);
+  EXPECT_EQ(fitted.at("flash_attention").sm_bytes_per_cycle, 0.0);
+  const std::map<std::string, double> costs = {{"flash_attention", fitted.at("flash_attention").cta_ns}};
 
   const std::string dir = library_cost_weights("cta_weights", rows, held, [&](trainer::FamilyEntry& e) {
     e.config.prior_cta_by_library = true;
@@ -282,15 +289,11 @@ TEST(FittedPrior, LibraryCostPerCta) {
 // (2 + 2) = 1,048,576 of query and output; 3,352 GB/s on 132 SMs at 1,980 MHz is 12.825 bytes per
 // SM-cycle. A training GPU's base does not change; a bad rate in the manifest is refused.
 TEST(FittedPrior, LibraryLoadRatePerSm) {
-  FittedRoofline truth;
-  truth.floor_us = 5;
-  truth.wave_us = 0;
-  truth.eta_memory = 0.9;
+  const FittedRoofline held = decode_floor_and_eta(0.9);
+  FittedRoofline truth = held;
   truth.sm_bytes_per_cycle = 10;
   const std::vector<KernelSample> rows = timed_decode_rows(truth, 5, {0, 9}, {6, 15});
   const TileTable no_tiles;
-  FittedRoofline held = truth;
-  held.sm_bytes_per_cycle = 0;
   const auto rate_only = trainer::fit_library_costs(rows, no_tiles, registry(), held, false, true);
   ASSERT_EQ(rate_only.size(), 1u);
   EXPECT_NEAR(rate_only.at("flash_attention").sm_bytes_per_cycle, 10.0, 1e-9);
