@@ -3,6 +3,7 @@ regex, keyed by each sheet's CUDA device name (`cuda_name`), without a YAML pars
 
   import gpu_sheets    (from a script in scripts/, whose folder Python puts on the path)
 """
+import functools
 import glob
 import os
 import re
@@ -10,13 +11,22 @@ import re
 DEFAULT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gpus")
 
 
+@functools.lru_cache(maxsize=None)
+def sheet_texts(gpu_dir):
+    """The text of every sheet of gpu_dir, read once per folder however many fields a script
+    asks of it (a tuple, in the folder's sorted order)."""
+    texts = []
+    for path in sorted(glob.glob(os.path.join(gpu_dir, "*.yaml"))):
+        with open(path) as f:
+            texts.append(f.read())
+    return tuple(texts)
+
+
 def sheet_groups(gpu_dir, patterns):
     """CUDA device name -> {key: the first group of patterns[key]} (each a regex over one
     top-level line) for every sheet of gpu_dir that names its device and matches them all."""
     found = {}
-    for path in glob.glob(os.path.join(gpu_dir, "*.yaml")):
-        with open(path) as f:
-            text = f.read()
+    for text in sheet_texts(gpu_dir):
         name = re.search(r'^cuda_name:\s*"?([^"\n]+)"?\s*$', text, re.M)
         fields = {k: re.search(p, text, re.M) for k, p in patterns.items()}
         if name and all(fields.values()):
