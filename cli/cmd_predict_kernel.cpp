@@ -93,7 +93,12 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   const double other_rank_bytes = moe ? moe_other_rank_bytes(q, spec) : 0.0;
   const double other_rank_ms = s_to_ms(transfer_s(other_rank_bytes, spec.mem_bw_gbps));
   const bool passes_floor = !r.corrected && other_rank_ms > s_to_ms(fastest_s(q, spec));
-  std::printf("latency_ms   %.6g (ensemble members: %.6g - %.6g)%s\n", r.latency_ms, r.member_min_ms, r.member_max_ms,
+  // The members' range only where there is one: a family of one network (or a forecast by its fitted
+  // roofline alone) has no spread to show.
+  char members[96] = "";
+  if (r.member_min_ms != r.member_max_ms)
+    std::snprintf(members, sizeof members, " (ensemble members: %.6g - %.6g)", r.member_min_ms, r.member_max_ms);
+  std::printf("latency_ms   %.6g%s%s\n", r.latency_ms, members,
               !r.at_peak      ? ""
               : passes_floor ? "; raised to the other ranks' passes (below), which the forecast beat"
                              : "; raised to the sheet's compute peak, which the forecast beat");

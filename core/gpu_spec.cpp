@@ -116,6 +116,7 @@ void validate_gpu_spec(const GpuSpec& s, const std::string& origin) {
   if (s.tdp_w != 0) check_range(s.tdp_w, 5, 1e5, "tdp_w", origin);
   if (s.warp_schedulers_per_sm != 0) check_range(s.warp_schedulers_per_sm, 1, 64, "warp_schedulers_per_sm", origin);
   if (s.dispatch_per_scheduler != 0) check_range(s.dispatch_per_scheduler, 1, 4, "dispatch_per_scheduler", origin);
+  if (s.sfu_exp_per_sm_clock != 0) check_range(s.sfu_exp_per_sm_clock, 1, 1024, "sfu_exp_per_sm_clock", origin);
   // At most the boost clock: it is stated only where the sheet rates tensor peaks below it.
   if (s.compute_clock_mhz != 0) check_range(s.compute_clock_mhz, 10, s.boost_clock_mhz, "compute_clock_mhz", origin);
   if (s.sustained_clock_mhz != 0)
@@ -140,7 +141,7 @@ GpuSpec load_gpu_yaml(const std::string& path) {
       "mem_bw_gbps",   "mem_gib",  "mem_gb",  "l2_cache_mb",      "max_threads_per_sm",
       "max_blocks_per_sm", "tile_reference", "sources",          "notes",
       "interconnect_gbps", "interconnect", "interconnect_mesh_peers", "gpus_per_node", "network_gbps", "tdp_w", "warp_schedulers_per_sm", "dispatch_per_scheduler", "compute_clock_mhz",
-      "sustained_clock_mhz", "inband_ecc"};
+      "sustained_clock_mhz", "sfu_exp_per_sm_clock", "inband_ecc"};
   static const std::set<std::string> required = {"name",  "cuda_name", "vendor", "arch",
                                                  "num_sms", "cores_per_sm", "boost_clock_mhz",
                                                  "fp32_peak_gflops", "mem_bw_gbps",
@@ -202,6 +203,8 @@ GpuSpec load_gpu_yaml(const std::string& path) {
     s.dispatch_per_scheduler = get_scalar<int>(root["dispatch_per_scheduler"], "dispatch_per_scheduler", path);
   if (root["compute_clock_mhz"])
     s.compute_clock_mhz = get_scalar<double>(root["compute_clock_mhz"], "compute_clock_mhz", path);
+  if (root["sfu_exp_per_sm_clock"])
+    s.sfu_exp_per_sm_clock = get_scalar<int>(root["sfu_exp_per_sm_clock"], "sfu_exp_per_sm_clock", path);
   if (root["sustained_clock_mhz"])
     s.sustained_clock_mhz = get_scalar<double>(root["sustained_clock_mhz"], "sustained_clock_mhz", path);
   if (root["tile_reference"])
@@ -313,6 +316,8 @@ std::string gpu_spec_to_yaml(const GpuSpec& s) {
     out << YAML::Key << "dispatch_per_scheduler" << YAML::Value << s.dispatch_per_scheduler;
   if (s.compute_clock_mhz > 0) out << YAML::Key << "compute_clock_mhz" << YAML::Value << s.compute_clock_mhz;
   if (s.sustained_clock_mhz > 0) out << YAML::Key << "sustained_clock_mhz" << YAML::Value << s.sustained_clock_mhz;
+  if (s.sfu_exp_per_sm_clock > 0)
+    out << YAML::Key << "sfu_exp_per_sm_clock" << YAML::Value << s.sfu_exp_per_sm_clock;
   if (s.compute_capability > 0) {
     char cc[16];
     std::snprintf(cc, sizeof cc, "%.1f", s.compute_capability);
@@ -374,6 +379,7 @@ const GpuSpec& GpuRegistry::resolve(const std::string& query) const {
         if (known->warp_schedulers_per_sm > 0 && spec.cores_per_sm % known->warp_schedulers_per_sm == 0)
           spec.warp_schedulers_per_sm = known->warp_schedulers_per_sm;
         spec.dispatch_per_scheduler = known->dispatch_per_scheduler;
+        spec.sfu_exp_per_sm_clock = known->sfu_exp_per_sm_clock;
         // The sheet's rating of a full-SM load, where the JSON states the same boost clock.
         if (known->compute_clock_mhz > 0 && std::abs(spec.boost_clock_mhz - known->boost_clock_mhz) < 0.5)
           spec.compute_clock_mhz = known->compute_clock_mhz;

@@ -71,6 +71,11 @@ struct GpuSpec {
   double tdp_w = 0;               // board power limit (TDP/TBP), W; 0 = unknown
   int warp_schedulers_per_sm = 0;  // SM partitions, one warp scheduler each; 0 = not stated (4)
   int dispatch_per_scheduler = 0;  // instructions a scheduler issues per clock; 0 = not stated (by arch)
+  // Exponentials (MUFU.EX2) the SM's special-function units return per clock: 16 (the CUDA C++
+  // Programming Guide's arithmetic-instruction throughput table, the compute capabilities it
+  // lists from 5.0), 32 on Blackwell Ultra (B300, GB300), which doubles them for attention.
+  // 0 = not stated (16).
+  int sfu_exp_per_sm_clock = 0;
   std::string tile_reference;     // training GPU whose kernel (tile) choices stand in for this one
   std::vector<std::string> sources;
   std::string notes;
@@ -97,6 +102,9 @@ struct GpuSpec {
   // FP32 lanes take more than one clock per warp instruction or it dispatches two per clock,
   // else the loop's FFMA share of issue slots (see gpu_spec.cpp). 1 for AMD and the CPU.
   double fp32_issue_fraction() const;
+  // Exponentials per SM and clock (sfu_exp_per_sm_clock, else 16): FlashAttention's softmax
+  // takes one per (query, key) element and head (prefill's bound, core/kernel.cpp).
+  double exp_per_sm_clock() const { return sfu_exp_per_sm_clock > 0 ? sfu_exp_per_sm_clock : 16; }
   // compute_clock_mhz / boost_clock_mhz where the sheet rates full-SM compute below the boost
   // clock, else 1.
   double compute_clock_fraction() const {

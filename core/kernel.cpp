@@ -785,7 +785,18 @@ void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&,
   const double total = pairs * q.b * q.k;
   const double busiest = std::max(std::ceil(total / gpu.num_sms), double(std::min(pb + nb, wb)));
   const double pair_flops = 4.0 * kAttnQueryBlock * kAttnQueryBlock * q.n;
-  kb.compute_s = compute_s(busiest * pair_flops, peak / gpu.num_sms);
+  // The softmax's exponentials, one per (query, key) element and head of a block pair, run on
+  // the SM's special-function units beside the tensor cores: the busier of the two bounds the
+  // SM (16 a clock, 32 on Blackwell Ultra: GpuSpec::exp_per_sm_clock). Only datacenter
+  // Blackwell's tensor cores outrun them (a 128 x 128 pair at head_dim 128: 0.55 us of BF16
+  // MMA against 0.52 us of exponentials on a B200 SM; 2.9 against 0.73 us on an A100; FP8 halves
+  // the MMA): the B200's TRT-LLM prefills in FP8 take a median 1.00-1.02x the time of the same
+  // BF16 ones (check 11 of scripts/llm-data-checks.py). Leave one GPU out, seeds 0 / 1, the four
+  // cells' mean 40.0 / 39.1 -> 37.2 / 36.9 %, no cell worse by more than 0.8 points
+  // (docs/accuracy.md, "The softmax's exponentials").
+  const double exp_s = busiest * double(kAttnQueryBlock * kAttnQueryBlock) /
+                       (gpu.exp_per_sm_clock() * gpu.boost_clock_mhz * 1e6);
+  kb.compute_s = std::max(compute_s(busiest * pair_flops, peak / gpu.num_sms), exp_s);
   // A benchmark repeating one call keeps up to half the L2 of its Q, K, V and output resident
   // (the memory_op family's l2_resident_fraction): those bytes come from the L2 at the A100
   // whitepaper's 5,120 bytes per clock over its 108 SMs (47.4 a SM), the rest from DRAM. Leave
@@ -844,6 +855,7 @@ void attention_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
 const std::vector<std::string>& prefill_features() {
   static const std::vector<std::string> v = [] {
     auto f = attention_features();
+    f[0] = "log2_compute_exp_us";  // its compute bound is the busier of MMA and exponentials
     f[1] = "log2_memory_l2_us";  // its memory bound serves half the L2 from the L2 (prefill_bounds)
     f.push_back("trtllm_library");
     return f;

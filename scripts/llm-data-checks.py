@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ten checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Eleven checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -81,6 +81,13 @@ SMs idle, none for the scaled FP8/NVFP4 kernels), the rows, the median fraction 
 peak reached (2 m n k / latency / peak) and the median of that fraction times the padding
 (what a bound charging the padding sees). A kernel that pays for its last wave keeps the second
 flat; one whose library spreads the work (tile choice, stream-K) keeps the first.
+
+11. Does a prefill kernel run FP8 attention at the FP8 rate? For every context_attention file,
+per kernel library and window, over the shapes timed both in BF16 (attention and KV cache) and
+in another precision: the pairs and the 10th/50th/90th percentiles of t(FP8 attention, FP8
+cache) / t(BF16) and of t(BF16 attention, FP8 cache) / t(BF16). A kernel bound by its tensor
+cores takes about half the time in FP8; one bound by the softmax's exponentials (16 a clock per
+SM, which datacenter Blackwell's tensor cores outrun: tilecast's prefill bound) takes the same.
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
@@ -320,6 +327,25 @@ def gemm_wave_rows(path, sheets, peaks, gpu_dir):
             for v in [buckets.get((dtype, label))] if v]
 
 
+def fp8_prefill_ratios(path):
+    """Check 11 for one prefill file: per kernel library and window, the ratios over the shapes
+    (batch, prompt, heads, KV heads, head_dim) timed in BF16 (attention and cache) and in the
+    other precisions: t(FP8, FP8 cache) / t(BF16) and t(BF16, FP8 cache) / t(BF16)."""
+    t = {}
+    for r in csv.DictReader(open(path)):
+        key = (r["kernel_source"], int(r.get("window_size") or 0), r["batch_size"], r["isl"], r["num_heads"],
+               r["num_key_value_heads"], r["head_dim"])
+        t[key + (r["attn_dtype"], r["kv_cache_dtype"])] = float(r["latency"])
+    ratios = collections.defaultdict(list)
+    for k, v in t.items():
+        kind = {("fp8", "fp8"): "fp8_over_bf16", ("bfloat16", "fp8"): "fp8_cache_over_bf16"}.get(k[7:])
+        base = t.get(k[:7] + ("bfloat16", "bfloat16"))
+        if kind and base:
+            ratios[(k[0], k[1], kind)].append(v / base)
+    for (lib, win, kind), v in sorted(ratios.items()):
+        yield lib, win, kind, v
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -426,6 +452,10 @@ def main():
     for _, path in family_files(root, "gemm"):
         for gpu, dtype, label, n, frac, charged in gemm_wave_rows(path, gemm_sheets, peaks, a.gpu_dir):
             print(f"{gpu},{dtype},{label},{n},{frac:.2f},{charged:.2f}")
+    print("\ngpu,library,window,pair,pairs,ratio_p10,ratio_p50,ratio_p90")
+    for gpu, path in family_files(root, "context_attention"):
+        for lib, win, kind, v in fp8_prefill_ratios(path):
+            print(f"{gpu},{lib},{win},{kind},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

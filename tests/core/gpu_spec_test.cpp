@@ -176,6 +176,28 @@ TEST(GpuSpec, NodeAndNetworkFields) {
   expect_error<ConfigError>([&] { load_gpu_yaml(p2); }, {"node-negative.yaml", "gpus_per_node"});
 }
 
+// The special-function units' exponentials per SM and clock: 16 unless a sheet states otherwise
+// (Blackwell Ultra's 32, with a source); written back by gpu_spec_to_yaml; inherited by a NeuSight
+// JSON of a known GPU; out of range one line naming the field.
+TEST(GpuSpec, ExponentialRate) {
+  GpuRegistry reg(gpu_dir());
+  for (const char* g : {"A100-SXM4-40GB", "L40S", "H100-SXM", "B200", "MI250"})
+    EXPECT_DOUBLE_EQ(reg.resolve(g).exp_per_sm_clock(), 16) << g;
+  for (const char* g : {"B300", "GB300"}) {
+    EXPECT_DOUBLE_EQ(reg.resolve(g).exp_per_sm_clock(), 32) << g;
+    EXPECT_TRUE(cited(reg.resolve(g), "sfu_exp_per_sm_clock")) << g;
+  }
+  const std::string y = gpu_spec_to_yaml(reg.resolve("B300"));
+  EXPECT_EQ(load_gpu_yaml(write("b300-roundtrip.yaml", y)).sfu_exp_per_sm_clock, 32);
+  std::string bad = y;
+  bad.replace(bad.find("sfu_exp_per_sm_clock: 32"), 24, "sfu_exp_per_sm_clock: 0.5");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("b300-half.yaml", bad)); },
+                            {"b300-half.yaml", "sfu_exp_per_sm_clock"});
+  bad.replace(bad.find("sfu_exp_per_sm_clock: 0.5"), 25, "sfu_exp_per_sm_clock: 4096");
+  expect_error<ConfigError>([&] { load_gpu_yaml(write("b300-many.yaml", bad)); },
+                            {"b300-many.yaml", "sfu_exp_per_sm_clock"});
+}
+
 // The link collectives are costed over: stated in every bundled sheet, as its source says;
 // xGMI counts as a direct link; a sheet that does not say reads a bandwidth above PCIe 5.0
 // x16's as NVLink; any other value is one line naming the field.

@@ -263,6 +263,29 @@ TEST(Kernel, AttentionWorkAndTasks) {
   EXPECT_FLOAT_EQ(fraction(dec(128)), 128.f / 4096);
 }
 
+// Prefill's compute bound is the busier of the tensor cores and the softmax's exponentials, per
+// SM. One 128-query block of 148 heads (148 CTAs, one a SM on the B200, B300; two on the A100's
+// 108): a block pair is 4 x 128 x 128 x D FLOPs and 16,384 exponentials. By hand: B200 (2,250
+// TFLOP/s BF16 over 148 SMs, 1,965 MHz, 16 a clock): D = 128 MMA 8,388,608 / 1.5203e13 = 0.5518
+// us against 16,384 / (16 x 1.965e9) = 0.5211 us: MMA; D = 64 or FP8 at D = 128 (half the MMA,
+// 0.2759 us): the exponentials. B300 (32 a clock: 0.2606 us) in FP8 at D = 128: MMA again. A100
+// SXM (312 TFLOP/s, 108 SMs, 1,410 MHz) at D = 64, two pairs: MMA 2 x 1.4519 us against 2 x
+// 0.7262 us.
+TEST(Kernel, PrefillBoundIsTheBusierOfMmaAndExponentials) {
+  GpuRegistry reg(gpu_dir());
+  auto bound = [&](const char* gpu, int64_t d, DType dt) {
+    const GpuSpec& g = reg.resolve(gpu);
+    const KernelQuery q = attention_prefill_q(1, 128, 148, 4, d, dt, DType::kBf16);
+    return kernel_bounds(q, g, launch_info(q, g)).compute_s;
+  };
+  EXPECT_NEAR(bound("B200", 128, DType::kBf16), 0.5518e-6, 1e-10);
+  EXPECT_NEAR(bound("B200", 64, DType::kBf16), 0.5211e-6, 1e-10);
+  EXPECT_NEAR(bound("B200", 128, DType::kFp8), 0.5211e-6, 1e-10);
+  EXPECT_NEAR(bound("B300", 128, DType::kFp8), 0.2759e-6, 1e-10);
+  EXPECT_NEAR(bound("B300", 64, DType::kFp8), 0.2606e-6, 1e-10);
+  EXPECT_NEAR(bound("A100-80GB-SXM", 64, DType::kBf16), 2 * 1.4519e-6, 1e-9);
+}
+
 // FP8 activation quantisation, hand-derived on the L40S (864 GB/s) for 16 tokens x 4,096
 // in-features: dynamic scaling moves 5 x 16 x 4,096 = 327,680 bytes (0.379 us), a static scale
 // 196,608 (0.228 us), block scaling 196,608 + 4 x 16 x 32 = 198,656; BF16 none. The matmul part

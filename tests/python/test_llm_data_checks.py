@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9 and 10; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10 and 11; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -23,6 +23,11 @@ def write(path, header, *lines):
     """A CSV file: the header line, then each line with its newline."""
     with open(path, "w") as f:
         f.write(header + "".join(line if line.endswith("\n") else line + "\n" for line in lines))
+
+
+def section_of(out, head):
+    """The lines of the table under `head` up to the next blank line."""
+    return out.split(head + "\n")[1].split("\n\n")[0].splitlines()
 
 
 def run(llm_dir, *extra):
@@ -62,15 +67,25 @@ with tempfile.TemporaryDirectory() as tmp:
            "beam_width,attn_dtype,kv_cache_dtype,step,window_size,latency\n"
     write(os.path.join(gpu, "context_attention_perf.csv"), attn,
           "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,1,4096,32,8,128,1,bfloat16,bfloat16,0,0,0.2",
+          "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,1,4096,32,8,128,1,fp8,fp8,0,0,0.2",
+          "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,1,4096,32,8,128,1,bfloat16,fp8,0,0,0.26",
+          "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,1,8192,32,8,128,1,fp8,fp8,0,0,0.3",  # no BF16 twin
           "SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,128,1.5",
           "SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,bfloat16,bfloat16,0,1024,1.8",
           "SGLang,0.5,NVIDIA B200,context_attention,triton,1,4096,32,8,192,1,fp8,fp8,0,128,1.35")
     rc, out, err = run(tmp)
     assert rc == 0, (rc, err)
     libs = out.split("gpu,library,head_dim,windowed,rows\n")[1].split("\n\n")[0].splitlines()
-    assert libs == ["B200,triton,192,yes,3", "B200,trtllm_mha,128,no,1"], out
+    assert libs == ["B200,triton,192,yes,3", "B200,trtllm_mha,128,no,4"], out
     ratios = out.split("gpu,triton_ratio,pairs,ratio_p10,ratio_p50,ratio_p90\n")[1].splitlines()
     assert ratios[:2] == ["B200,window_1024_over_128,1,1.20,1.20,1.20", "B200,fp8_over_bf16,1,0.90,0.90,0.90"], out
+    # Check 11 on the same rows: per library and window, FP8 (attention and cache) and an FP8
+    # cache alone over the BF16 row of the same shape: TRT-LLM's 0.2 / 0.2 = 1.00 and 0.26 / 0.2
+    # = 1.30, Triton's 1.35 / 1.5 = 0.90 at window 128; the 8,192-token FP8 row has no BF16 twin
+    # and the Triton window 1,024 no FP8 one: no pairs.
+    assert section_of(out, "gpu,library,window,pair,pairs,ratio_p10,ratio_p50,ratio_p90") == [
+        "B200,triton,128,fp8_over_bf16,1,0.90,0.90,0.90", "B200,trtllm_mha,0,fp8_cache_over_bf16,1,1.30,1.30,1.30",
+        "B200,trtllm_mha,0,fp8_over_bf16,1,1.00,1.00,1.00"], out
 
     # Check 7 on hand-made MoE rows: two libraries, one shape each (none shared), and a third
     # row of the TRT-LLM model shape in FP8.
