@@ -794,8 +794,9 @@ void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&,
   // BF16 ones (check 11 of scripts/llm-data-checks.py). Leave one GPU out, seeds 0 / 1, the four
   // cells' mean 40.0 / 39.1 -> 37.2 / 36.9 %, no cell worse by more than 0.8 points
   // (docs/accuracy.md, "The softmax's exponentials").
-  const double exp_s = busiest * double(kAttnQueryBlock * kAttnQueryBlock) /
-                       (gpu.exp_per_sm_clock() * gpu.boost_clock_mhz * 1e6);
+  // At the clock the tensor rate takes: the boost clock alone, the sustained one inside a step.
+  const double clock_hz = gpu.boost_clock_mhz * 1e6 * (q.sustained ? gpu.sustained_clock_fraction() : 1.0);
+  const double exp_s = busiest * double(kAttnQueryBlock * kAttnQueryBlock) / (gpu.exp_per_sm_clock() * clock_hz);
   kb.compute_s = std::max(compute_s(busiest * pair_flops, peak / gpu.num_sms), exp_s);
   // A benchmark repeating one call keeps up to half the L2 of its Q, K, V and output resident
   // (the memory_op family's l2_resident_fraction): those bytes come from the L2 at the A100

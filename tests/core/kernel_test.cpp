@@ -284,6 +284,15 @@ TEST(Kernel, PrefillBoundIsTheBusierOfMmaAndExponentials) {
   EXPECT_NEAR(bound("B300", 128, DType::kFp8), 0.2759e-6, 1e-10);
   EXPECT_NEAR(bound("B300", 64, DType::kFp8), 0.2606e-6, 1e-10);
   EXPECT_NEAR(bound("A100-80GB-SXM", 64, DType::kBf16), 2 * 1.4519e-6, 1e-9);
+  // Inside a model's step (--sustained) the exponentials run at the clock the tensor rate does:
+  // the H100 SXM's 1,830 MHz, not its 1,980 MHz boost. FP8 at head_dim 64 (132 heads, one pair
+  // an SM): MMA 4,194,304 / (1,978.9 TFLOP/s / 132 at 1,830 MHz) = 0.2798 us against
+  // exponentials 16,384 / (16 x 1.83e9) = 0.5596 us (0.5172 us alone, at 1,980 MHz).
+  const GpuSpec& h100 = reg.resolve("H100-SXM");
+  KernelQuery q = attention_prefill_q(1, 128, 132, 4, 64, DType::kFp8, DType::kBf16);
+  EXPECT_NEAR(kernel_bounds(q, h100, launch_info(q, h100)).compute_s, 0.5172e-6, 1e-10);
+  q.sustained = true;
+  EXPECT_NEAR(kernel_bounds(q, h100, launch_info(q, h100)).compute_s, 0.5596e-6, 1e-10);
 }
 
 // FP8 activation quantisation, hand-derived on the L40S (864 GB/s) for 16 tokens x 4,096
