@@ -14,7 +14,8 @@ file's rows by the shapes models run: m_range (tokens: 1-16, 17-64, 65-256, 257-
 and weights (n x k: "model" from 4,096 x 4,096 = 16,777,216 elements up, as every projection of
 a 7B+ model at tp <= 2; "small" below); a third, l2_fit, groups an attention file's rows by
 tilecast's bytes of the row against its GPU's L2 (configs/gpus `l2_cache_mb`): <=L2/4, <=L2,
-<=4xL2, >4xL2.
+<=4xL2, >4xL2; a fourth, latency_us, by the measured latency's power-of-two bucket in microseconds
+(16-32, 32-64, ...).
 
 2. What does a dynamic FP8 activation scale cost? For every gemm file with both fp8 and
 fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
@@ -91,7 +92,7 @@ SM, which datacenter Blackwell's tensor cores outrun: tilecast's prefill bound) 
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
-import argparse, collections, csv, os, re, statistics, sys
+import argparse, collections, csv, math, os, re, statistics, sys
 
 from gpu_sheets import DEFAULT_DIR, sheet_fields, sheet_groups, sheet_numbers
 from percentile import pct
@@ -327,15 +328,16 @@ def gemm_wave_rows(path, sheets, peaks, gpu_dir):
             for v in [buckets.get((dtype, label))] if v]
 
 
-def fp8_prefill_ratios(path):
-    """Check 11 for one prefill file: per kernel library and window, the ratios over the shapes
-    (batch, prompt, heads, KV heads, head_dim) timed in BF16 (attention and cache) and in the
-    other precisions: t(FP8, FP8 cache) / t(BF16) and t(BF16, FP8 cache) / t(BF16)."""
-    t = {}
-    for r in csv.DictReader(open(path)):
-        key = (r["kernel_source"], int(r.get("window_size") or 0), r["batch_size"], r["isl"], r["num_heads"],
-               r["num_key_value_heads"], r["head_dim"])
-        t[key + (r["attn_dtype"], r["kv_cache_dtype"])] = float(r["latency"])
+def prefill_key(r):
+    """A prefill row's (library, window, batch, prompt, heads, KV heads, head_dim, dtype, cache dtype)."""
+    return (r["kernel_source"], int(r.get("window_size") or 0), r["batch_size"], r["isl"], r["num_heads"],
+            r["num_key_value_heads"], r["head_dim"], r["attn_dtype"], r["kv_cache_dtype"])
+
+
+def fp8_prefill_ratios(t):
+    """Check 11 for one prefill file's latencies by prefill_key: per kernel library and window,
+    the ratios over the shapes timed in BF16 (attention and cache) and in the other precisions:
+    t(FP8, FP8 cache) / t(BF16) and t(BF16, FP8 cache) / t(BF16)."""
     ratios = collections.defaultdict(list)
     for k, v in t.items():
         kind = {("fp8", "fp8"): "fp8_over_bf16", ("bfloat16", "fp8"): "fp8_cache_over_bf16"}.get(k[7:])
@@ -397,22 +399,21 @@ def main():
     for gpu, path in family_files(root, "gemm"):
         gemm_peak_fractions(path, peaks, a.gpu_dir)
     print("\ngpu,library,head_dim,windowed,rows")
-    triton = {}
+    prefill = {}  # GPU -> prefill_key(row) -> latency: checks 6 and 11 read each file once
     for gpu, path in family_files(root, "context_attention"):
-        counts = collections.Counter()
+        counts, t = collections.Counter(), prefill.setdefault(gpu, {})
         for r in csv.DictReader(open(path)):
-            win = int(r.get("window_size") or 0)
-            counts[(r["kernel_source"], int(r["head_dim"]), win > 0)] += 1
-            if r["kernel_source"] == "triton":
-                key = (r["batch_size"], r["isl"], r["num_heads"], r["num_key_value_heads"], r["head_dim"])
-                triton.setdefault(gpu, {})[key + (win, r["attn_dtype"], r["kv_cache_dtype"])] = float(r["latency"])
+            key = prefill_key(r)
+            counts[(key[0], int(r["head_dim"]), key[1] > 0)] += 1
+            t[key] = float(r["latency"])
         for (lib, hd, w), n in sorted(counts.items()):
             print(f"{gpu},{lib},{hd},{'yes' if w else 'no'},{n}")
     print("\ngpu,triton_ratio,pairs,ratio_p10,ratio_p50,ratio_p90")
-    for gpu, t in sorted(triton.items()):
-        windows = [v / t[k[:5] + (128,) + k[6:]] for k, v in t.items() if k[5] == 1024 and k[:5] + (128,) + k[6:] in t]
-        fp8 = [v / t[k[:6] + ("bfloat16", "bfloat16")] for k, v in t.items()
-               if k[6:] == ("fp8", "fp8") and k[:6] + ("bfloat16", "bfloat16") in t]
+    for gpu, t in sorted(prefill.items()):
+        tri = {k[1:]: v for k, v in t.items() if k[0] == "triton"}  # (window, the shape, dtype, cache dtype)
+        windows = [v / tri[(128,) + k[1:]] for k, v in tri.items() if k[0] == 1024 and (128,) + k[1:] in tri]
+        fp8 = [v / tri[k[:6] + ("bfloat16", "bfloat16")] for k, v in tri.items()
+               if k[6:] == ("fp8", "fp8") and k[:6] + ("bfloat16", "bfloat16") in tri]
         for name, v in (("window_1024_over_128", windows), ("fp8_over_bf16", fp8)):
             if v:
                 print(f"{gpu},{name},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
@@ -453,14 +454,14 @@ def main():
         for gpu, dtype, label, n, frac, charged in gemm_wave_rows(path, gemm_sheets, peaks, a.gpu_dir):
             print(f"{gpu},{dtype},{label},{n},{frac:.2f},{charged:.2f}")
     print("\ngpu,library,window,pair,pairs,ratio_p10,ratio_p50,ratio_p90")
-    for gpu, path in family_files(root, "context_attention"):
-        for lib, win, kind, v in fp8_prefill_ratios(path):
+    for gpu, t in sorted(prefill.items()):
+        for lib, win, kind, v in fp8_prefill_ratios(t):
             print(f"{gpu},{lib},{win},{kind},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
         cols = a.by.split(",")
-        derived = {"m_range", "weights", "l2_fit"}
+        derived = {"m_range", "weights", "l2_fit", "latency_us"}
         if {"m_range", "weights"} & set(cols) and raw and not {"m", "n", "k"} <= set(raw[0]):
             sys.exit(f"llm-data-checks.py: --by m_range/weights: {a.data} is not a gemm file (no m, n, k)")
         if "l2_fit" in cols and raw and "num_key_value_heads" not in raw[0]:
@@ -493,6 +494,9 @@ def main():
                 return m_range(int(r["m"]))
             if c == "weights":
                 return "model" if int(r["n"]) * int(r["k"]) >= 4096 * 4096 else "small"
+            if c == "latency_us":  # the measured latency's power-of-two bucket, in microseconds
+                lo = 2.0 ** math.floor(math.log2(latency_ms(r) * 1e3))
+                return f"{lo:g}-{2 * lo:g}"
             if c == "l2_fit":  # the row's bytes against its GPU's L2
                 if r["device"] not in sheets:
                     sys.exit(f"llm-data-checks.py: no sheet in {a.gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")

@@ -284,6 +284,16 @@ TEST(Kernel, PrefillBoundIsTheBusierOfMmaAndExponentials) {
   EXPECT_NEAR(bound("B300", 128, DType::kFp8), 0.2759e-6, 1e-10);
   EXPECT_NEAR(bound("B300", 64, DType::kFp8), 0.2606e-6, 1e-10);
   EXPECT_NEAR(bound("A100-80GB-SXM", 64, DType::kBf16), 2 * 1.4519e-6, 1e-9);
+  // The L40S (362 TFLOP/s over 142 SMs, 142 heads: one pair an SM) and the H100 SXM (989.4 TFLOP/s
+  // rated at 1,830 MHz, 1.0705e6 GFLOP/s at its 1,980 MHz boost, 132 heads) in BF16 at head_dim
+  // 128: MMA 3.2906 us against 0.4063 us of exponentials, and 1.0344 against 0.5172 us.
+  auto one_pair = [&](const char* gpu, int64_t heads) {
+    const GpuSpec& g = reg.resolve(gpu);
+    const KernelQuery q = attention_prefill_q(1, 128, heads, 2, 128, DType::kBf16, DType::kBf16);
+    return kernel_bounds(q, g, launch_info(q, g)).compute_s;
+  };
+  EXPECT_NEAR(one_pair("L40S", 142), 3.2906e-6, 1e-10);
+  EXPECT_NEAR(one_pair("H100-SXM", 132), 1.0344e-6, 1e-10);
   // Inside a model's step (--sustained) the exponentials run at the clock the tensor rate does:
   // the H100 SXM's 1,830 MHz, not its 1,980 MHz boost. FP8 at head_dim 64 (132 heads, one pair
   // an SM): MMA 4,194,304 / (1,978.9 TFLOP/s / 132 at 1,830 MHz) = 0.2798 us against

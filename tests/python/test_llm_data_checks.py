@@ -129,6 +129,11 @@ with tempfile.TemporaryDirectory() as tmp:
     assert rc == 0, (rc, err)
     assert out.split("moe_dtype,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
         "int4_wo,1,25.0,1.25", "w4a16_mxfp4,1,25.0,0.75"], out
+    # The derived latency_us: 0.02 ms is in the 16-32 us bucket, 0.04 ms in 32-64.
+    rc, out, err = run(tmp, "--rows-csv", rows_csv, "--data", moe_file, "--by", "latency_us")
+    assert rc == 0, (rc, err)
+    assert out.split("latency_us,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
+        "16-32,1,25.0,1.25", "32-64,1,25.0,0.75"], out
     os.remove(moe_file)
 
     # Check 8 on hand-made rows of one model (32 heads, 8 KV heads of 128, hidden 4,096, gated FFN
