@@ -256,6 +256,8 @@ nlohmann::json gpu_json(const GpuSpec& s) {
           {"fp32_peak_gflops", s.fp32_peak_gflops},
           {"fp32_simt_gemm_gflops", s.fp32_simt_gemm_gflops()},
           {"tensor_peak_gflops", s.tensor_peak_gflops},
+          // Exponentials per SM and clock (prefill's softmax): the sheet's, else 16.
+          {"exp_per_sm_clock", s.exp_per_sm_clock()},
           {"mem_bw_gbps", s.mem_bw_gbps},
           {"mem_gib", s.mem_gib},
           {"l2_cache_mb", s.l2_cache_mb},

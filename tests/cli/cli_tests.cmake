@@ -241,6 +241,9 @@ tc_cli_test(gpus_json "\"cuda_name\": \"NVIDIA H200\"" ${TC} gpus --format json)
 # The H100 SXM's full-SM clock (its sheet's tensor rating) and SIMT GEMM rate: 132 x 128 x 2 x
 # 1.830 GHz x 64/68 = 58,201.6 GFLOP/s; the A100's at its boost clock, its issue bound 1.
 tc_cli_test(gpus_json_compute_clock "\"compute_clock_mhz\": 1410\\.0,[^}]*\"cuda_name\": \"NVIDIA A100-SXM4-40GB\",[^}]*\"fp32_simt_gemm_gflops\": 19492\\.0,.*\"compute_clock_mhz\": 1830\\.0,[^}]*\"cuda_name\": \"NVIDIA H100 80GB HBM3\",[^}]*\"fp32_simt_gemm_gflops\": 58201\\.6" ${TC} gpus --format json)
+# The exponential rate prefill's bound takes (GpuSpec::exp_per_sm_clock): the B300's sheet states
+# 32 a clock (Blackwell Ultra's doubled MUFU.EX2), the H100's states none: 16.
+tc_cli_test(gpus_json_exp_rate "\"cuda_name\": \"NVIDIA B300[^\"]*\",[^}]*\"exp_per_sm_clock\": 32\\.0,.*\"cuda_name\": \"NVIDIA H100 80GB HBM3\",[^}]*\"exp_per_sm_clock\": 16\\.0," ${TC} gpus --format json)
 tc_cli_test(gpus_json_node "\"cuda_name\": \"NVIDIA GB200\",[^}]*\"gpus_per_node\": 72,[^}]*\"network_gbps\": 50" ${TC} gpus --format json)
 tc_cli_test(predict_mode_train_alias "\"mode\": \"training\"" ${TC} predict --model gpt2-large --gpu T4 --batch 1 --seq 64 --mode train --format json)
 
