@@ -15,7 +15,8 @@ and weights (n x k: "model" from 4,096 x 4,096 = 16,777,216 elements up, as ever
 a 7B+ model at tp <= 2; "small" below); a third, l2_fit, groups an attention file's rows by
 tilecast's bytes of the row against its GPU's L2 (configs/gpus `l2_cache_mb`): <=L2/4, <=L2,
 <=4xL2, >4xL2; a fourth, latency_us, by the measured latency's power-of-two bucket in microseconds
-(16-32, 32-64, ...).
+(16-32, 32-64, ...); a fifth, group, an attention file's rows by query heads per KV head
+(num_heads / num_key_value_heads: 1 is multi-head attention).
 
 2. What does a dynamic FP8 activation scale cost? For every gemm file with both fp8 and
 fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
@@ -461,11 +462,12 @@ def main():
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
         cols = a.by.split(",")
-        derived = {"m_range", "weights", "l2_fit", "latency_us"}
+        derived = {"m_range", "weights", "l2_fit", "latency_us", "group"}
         if {"m_range", "weights"} & set(cols) and raw and not {"m", "n", "k"} <= set(raw[0]):
             sys.exit(f"llm-data-checks.py: --by m_range/weights: {a.data} is not a gemm file (no m, n, k)")
-        if "l2_fit" in cols and raw and "num_key_value_heads" not in raw[0]:
-            sys.exit(f"llm-data-checks.py: --by l2_fit: {a.data} is not an attention file (no num_key_value_heads)")
+        for c in ("l2_fit", "group"):
+            if c in cols and raw and "num_key_value_heads" not in raw[0]:
+                sys.exit(f"llm-data-checks.py: --by {c}: {a.data} is not an attention file (no num_key_value_heads)")
         missing = [c for c in cols if raw and c not in raw[0] and c != "window_size" and c not in derived]
         if missing:
             sys.exit(f"llm-data-checks.py: --by: {a.data} has no column {missing[0]}")
@@ -497,6 +499,8 @@ def main():
             if c == "latency_us":  # the measured latency's power-of-two bucket, in microseconds
                 lo = 2.0 ** math.floor(math.log2(latency_ms(r) * 1e3))
                 return f"{lo:g}-{2 * lo:g}"
+            if c == "group":  # query heads per KV head
+                return str(int(r["num_heads"]) // int(r["num_key_value_heads"]))
             if c == "l2_fit":  # the row's bytes against its GPU's L2
                 if r["device"] not in sheets:
                     sys.exit(f"llm-data-checks.py: no sheet in {a.gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")

@@ -214,9 +214,17 @@ with tempfile.TemporaryDirectory() as tmp:
     assert rc == 0, (rc, err)
     assert out.split("l2_fit,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
         "<=L2/4,1,100.0,2.00", "<=L2,2,50.0,0.50", ">4xL2,1,25.0,1.25"], out
-    # l2_fit on a file that is not attention: one error line.
-    rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", os.path.join(a100, "gemm_perf.csv"), "--by", "l2_fit")
-    assert rc != 0 and "l2_fit" in err and len(err.strip().splitlines()) == 1, (rc, err)
+    # The derived group (query heads per KV head) on the same rows: 32 / 32 = 1 (APE 50 %, 0.5),
+    # 32 / 1 = 32 (50 %, 0.5), 32 / 8 = 4 twice (100 and 25 %: 62.5 %; ratios 2.0 and 1.25, median
+    # 1.625, printed 1.62).
+    rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", pre_file, "--by", "group")
+    assert rc == 0, (rc, err)
+    assert sorted(out.split("group,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines()) == [
+        "1,1,50.0,0.50", "32,1,50.0,0.50", "4,2,62.5,1.62"], out
+    # l2_fit and group on a file that is not attention: one error line each.
+    for c in ("l2_fit", "group"):
+        rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", os.path.join(a100, "gemm_perf.csv"), "--by", c)
+        assert rc != 0 and c in err and len(err.strip().splitlines()) == 1, (rc, err)
     os.remove(pre_file)
 
     # Check 10's split reduction: no compute-bound row of a real sheet has fewer tiles than half
