@@ -158,8 +158,9 @@ void add_moe_a2a_option(po::options_description& desc, std::string* value, const
 void add_expert_dtype_option(po::options_description& desc, std::string* dtype) {
   static const std::string help = "serving MoE: the routed experts' dtype, one of " +
                                    dtype_set_names(family_traits(Family::kMoe).dtypes) +
-                                   " (int4, mxfp4: 4-bit weights, BF16 activations; default: the config's, MXFP4 for "
-                                   "gpt-oss, else --dtype)";
+                                   " (int4, mxfp4: 4-bit weights, BF16 activations; mxfp4_mxfp8: MXFP4 weights, the activations "
+                                   "quantised to MXFP8, Blackwell's block-scaled FP8 rate; default: the config's, MXFP4 "
+                                   "for gpt-oss, else --dtype)";
   desc.add_options()("expert-dtype", po::value(dtype), help.c_str());
 }
 

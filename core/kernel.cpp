@@ -96,6 +96,7 @@ const char* dtype_name(DType d) {
     case DType::kInt4: return "int4";
     case DType::kMxfp4: return "mxfp4";
     case DType::kNvfp4: return "nvfp4";
+    case DType::kMxfp4Mxfp8: return "mxfp4_mxfp8";
   }
   return "?";
 }
@@ -108,7 +109,8 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
       {"fp8_static", DType::kFp8Static}, {"fp8_block", DType::kFp8Block},
       // aiconfigurator's moe_dtype spellings of the weight-only formats
       {"int4", DType::kInt4},     {"int4_wo", DType::kInt4},   {"mxfp4", DType::kMxfp4},
-      {"w4a16_mxfp4", DType::kMxfp4}, {"nvfp4", DType::kNvfp4}};
+      {"w4a16_mxfp4", DType::kMxfp4}, {"nvfp4", DType::kNvfp4},
+      {"mxfp4_mxfp8", DType::kMxfp4Mxfp8}, {"w4a8_mxfp4_mxfp8", DType::kMxfp4Mxfp8}};
   for (const auto& n : names)
     if (s == n.first) {
       *out = n.second;
@@ -120,7 +122,8 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
 DType dtype_from_string(const std::string& s) {
   DType d;
   if (!try_dtype_from_string(s, &d))
-    throw ConfigError("unknown dtype '" + s + "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block, int4, mxfp4, nvfp4)");
+    throw ConfigError("unknown dtype '" + s +
+                      "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block, int4, mxfp4, nvfp4, mxfp4_mxfp8)");
   return d;
 }
 
@@ -145,7 +148,8 @@ int dtype_size(DType d) {
     case DType::kFp32: case DType::kTf32: return 4;
     case DType::kFp16: case DType::kBf16: return 2;
     case DType::kFp8: case DType::kFp8Block: case DType::kFp8Static: return 1;
-    case DType::kInt4: case DType::kMxfp4: case DType::kNvfp4: return 2;  // BF16 activations
+    case DType::kInt4: case DType::kMxfp4: case DType::kNvfp4: case DType::kMxfp4Mxfp8:
+      return 2;  // BF16 activations
   }
   return 4;
 }
@@ -153,7 +157,7 @@ int dtype_size(DType d) {
 double weight_bytes_per_elem(DType d) {
   switch (d) {
     case DType::kInt4: return int4_bytes_per_weight(0);
-    case DType::kMxfp4: return 0.5 + 1.0 / 32;
+    case DType::kMxfp4: case DType::kMxfp4Mxfp8: return 0.5 + 1.0 / 32;
     case DType::kNvfp4: return 0.5 + 1.0 / 16;
     default: return dtype_size(d);
   }
@@ -163,7 +167,17 @@ double int4_bytes_per_weight(int64_t group) { return 0.5 + 2.0 / double(group > 
 
 double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
   if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
-  const std::string key = is_fp8(d) ? "fp8" : d == DType::kNvfp4 ? "fp4" : dtype_name(activation_dtype(d));
+  // MXFP4 x MXFP8 runs at the FP8 peak on Blackwell's block-scaled tensor cores, the generation
+  // that brought FP4: a sheet without an FP4 peak has no such MMA.
+  if (d == DType::kMxfp4Mxfp8) {
+    auto fp4 = gpu.tensor_peak_gflops.find("fp4");
+    if (fp4 == gpu.tensor_peak_gflops.end() || !(fp4->second > 0))
+      throw ConfigError("GPU '" + gpu.name + "' has no fp4 tensor-core peak in its spec: mxfp4_mxfp8 needs the " +
+                        "block-scaled MXFP4 x MXFP8 tensor cores that start with Blackwell (" + gpu.origin + ")");
+  }
+  const std::string key = is_fp8(d) || d == DType::kMxfp4Mxfp8 ? "fp8"
+                          : d == DType::kNvfp4                 ? "fp4"
+                                                               : dtype_name(activation_dtype(d));
   auto it = gpu.tensor_peak_gflops.find(key);
   if (it == gpu.tensor_peak_gflops.end() || !(it->second > 0))
     throw ConfigError("GPU '" + gpu.name + "' has no " + key + " tensor-core peak in its spec" +

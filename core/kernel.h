@@ -13,12 +13,12 @@
 namespace tilecast {
 
 // DType (core/op_kind.h): the element type of a kernel's inputs.
-const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, int4, mxfp4, nvfp4
+const char* dtype_name(DType d);  // fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, int4, mxfp4, nvfp4, mxfp4_mxfp8
 inline bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block || d == DType::kFp8Static; }
-// The scaled low-precision GEMM formats (FP8 and NVFP4): weights and the activation quantised
-// per call, the rest of the model in BF16 (their activations and KV cache default to BF16;
-// their CUTLASS kernels do not split K).
-inline bool is_scaled_lowp(DType d) { return is_fp8(d) || d == DType::kNvfp4; }
+// The scaled low-precision formats (FP8, NVFP4, MXFP4 x MXFP8): weights and the activation
+// quantised per call, the rest of the model in BF16 (their activations and KV cache default to
+// BF16; their CUTLASS kernels do not split K).
+inline bool is_scaled_lowp(DType d) { return is_fp8(d) || d == DType::kNvfp4 || d == DType::kMxfp4Mxfp8; }
 // Weight-only 4-bit formats (W4A16): BF16 activations, weights dequantised for BF16 tensor cores.
 inline bool is_weight_only(DType d) { return d == DType::kInt4 || d == DType::kMxfp4; }
 // The dtype a model's activations are in around kernels of dtype `d`: BF16 for the weight-only

@@ -121,8 +121,8 @@ std::vector<std::string> aic_attention_values(const KernelQuery& q) {
   return {num_str(q.b), num_str(prefill ? q.m : 1), num_str(q.k), num_str(q.h), num_str(q.n), "1",
           dtype_name(q.dtype), dtype_name(q.kv_dtype), num_str(prefill ? 0 : q.ctx - 1)};
 }
-// moe_perf.csv: int4_wo and w4a16_mxfp4 are the weight-only int4 and mxfp4, nvfp4 the FP4 one;
-// w4a8_mxfp4_mxfp8 (MXFP4 weights, FP8 activations, the B200's alone) is not modelled.
+// moe_perf.csv: int4_wo and w4a16_mxfp4 are the weight-only int4 and mxfp4, nvfp4 the FP4 one,
+// w4a8_mxfp4_mxfp8 (MXFP4 weights, MXFP8 activations; the B200's alone) mxfp4_mxfp8.
 bool aic_moe_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
   DType d;
   if (!aic_dtype(r, "moe_dtype", OpKind::kMoe, &d)) {

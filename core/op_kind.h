@@ -46,11 +46,15 @@ enum class OpKind {
 // the weights are dequantised to BF16 for the tensor cores. Fused MoE only (the data's int4_wo
 // and w4a16_mxfp4 rows). nvfp4 is NVIDIA's FP4 (E2M1) with an FP8 scale per block of 16 for
 // weights and activations alike (W4A4: the activation quantised per call), on Blackwell's FP4
-// tensor-core peak; GEMM and fused MoE (the B200's nvfp4 rows). Names, sizes and parsing:
-// core/kernel.h.
-enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static, kInt4, kMxfp4, kNvfp4 };
-constexpr DType kAllDTypes[] = {DType::kFp32,     DType::kTf32,      DType::kFp16, DType::kBf16,  DType::kFp8,
-                                DType::kFp8Block, DType::kFp8Static, DType::kInt4, DType::kMxfp4, DType::kNvfp4};
+// tensor-core peak; GEMM and fused MoE (the B200's nvfp4 rows). mxfp4_mxfp8 is W4A8: MXFP4
+// weights (as mxfp4) and the BF16 activation quantised per call to MXFP8 (E4M3, an 8-bit
+// power-of-two scale per block of 32), multiplied natively by Blackwell's block-scaled tensor
+// cores at the FP8 peak; fused MoE only (the B200's w4a8_mxfp4_mxfp8 rows, gpt-oss's experts).
+// Names, sizes and parsing: core/kernel.h.
+enum class DType { kFp32, kTf32, kFp16, kBf16, kFp8, kFp8Block, kFp8Static, kInt4, kMxfp4, kNvfp4, kMxfp4Mxfp8 };
+constexpr DType kAllDTypes[] = {DType::kFp32,  DType::kTf32,  DType::kFp16,      DType::kBf16,
+                                DType::kFp8,   DType::kFp8Block, DType::kFp8Static, DType::kInt4,
+                                DType::kMxfp4, DType::kNvfp4, DType::kMxfp4Mxfp8};
 
 // A set of dtypes, one bit per DType.
 using DTypeSet = unsigned;
@@ -64,9 +68,10 @@ constexpr DTypeSet kAttentionDTypes =
 constexpr DTypeSet kGemmDTypes =
     kAttentionDTypes | dtype_bit(DType::kFp8Block) | dtype_bit(DType::kFp8Static) | dtype_bit(DType::kNvfp4);
 // Fused MoE: the data's bf16, fp16, fp8 (per-tensor), fp8_block, the weight-only int4 and
-// mxfp4, and nvfp4; fp32 from `tilecast collect`.
+// mxfp4, nvfp4 and mxfp4_mxfp8; fp32 from `tilecast collect`.
 constexpr DTypeSet kMoeDTypes = kActivationDTypes | dtype_bit(DType::kFp8) | dtype_bit(DType::kFp8Block) |
-                                dtype_bit(DType::kInt4) | dtype_bit(DType::kMxfp4) | dtype_bit(DType::kNvfp4);
+                                dtype_bit(DType::kInt4) | dtype_bit(DType::kMxfp4) | dtype_bit(DType::kNvfp4) |
+                                dtype_bit(DType::kMxfp4Mxfp8);
 
 // One MLP per family.
 enum class Family { kBmm, kLinear, kElementwise, kSoftmax, kLayerNorm, kGemm, kAttnPrefill, kAttnDecode, kMemoryOp, kMoe, kCount };

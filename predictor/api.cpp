@@ -54,6 +54,10 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   if (is_weight_only(d.gemm))
     throw ConfigError("--dtype " + dtype + ": weight-only formats are modelled for a MoE model's experts only "
                       "(--expert-dtype); --dtype is the GEMMs' and attention's dtype");
+  if (!family_models_dtype(Family::kGemm, d.gemm))
+    throw ConfigError(std::string("--dtype ") + dtype_name(d.gemm) +
+                      ": modelled for a MoE model's experts only (--expert-dtype); --dtype is the GEMMs' and "
+                      "attention's dtype (" + dtype_set_names(family_traits(Family::kGemm).dtypes) + ")");
   // The KV cache defaults to the config's kv_cache_scheme (compressed-tensors FP8), else to the
   // activations' dtype (BF16 under FP8 or NVFP4 GEMMs), and takes the attention families'
   // dtypes only.

@@ -474,7 +474,8 @@ def main():
         groups = collections.defaultdict(list)
         dcol = next((c for c in ("gemm_dtype", "attn_dtype", "moe_dtype") if raw and c in raw[0]), None)
         # The files' dtype spellings that tilecast names otherwise (core/kernel.cpp, try_dtype_from_string).
-        names = {"bfloat16": "bf16", "float16": "fp16", "int4_wo": "int4", "w4a16_mxfp4": "mxfp4"}
+        names = {"bfloat16": "bf16", "float16": "fp16", "int4_wo": "int4", "w4a16_mxfp4": "mxfp4",
+                 "w4a8_mxfp4_mxfp8": "mxfp4_mxfp8"}
 
         def latency_ms(r):  # aiconfigurator: `latency` (ms); LLMServingSim: `time_us`
             return float(r["latency"]) if "latency" in r else float(r["time_us"]) / 1e3

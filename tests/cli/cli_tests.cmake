@@ -353,6 +353,13 @@ tc_cli_test(plan_expert_dtype_json "\"expert_dtype\": \"int4\"" ${TC} plan --mod
 tc_cli_fail(predict_nvfp4_hopper "GPU 'H100-SXM' has no fp4 tensor-core peak in its spec \\(FP4 tensor cores start with Blackwell\\)" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--dtype;nvfp4")
 tc_cli_test(predict_nvfp4 "llama-3.1-8b on B200, decode, batch 1, cached context 100, nvfp4 \\(KV cache bf16\\), tp 1\nmemory/GPU +[0-9.]+ GB \\(6\\.03 GB weights" ${TC} predict --model llama-3.1-8b --gpu B200 --mode decode --batch 1 --context 100 --dtype nvfp4)
 tc_cli_fail(predict_kv_nvfp4 "--kv-dtype nvfp4: the KV cache is fp32, fp16, bf16 or fp8" "${TC};predict;--model;llama-3.1-8b;--gpu;B200;--mode;decode;--batch;1;--context;100;--kv-dtype;nvfp4")
+# MXFP4 x MXFP8 (W4A8) experts: a MoE dtype on Blackwell's block-scaled tensor cores. predict-kernel
+# names it and the library; a GPU without an FP4 peak refuses it; as a model's --dtype it is refused
+# (the GEMM family does not model it), as --expert-dtype it is the experts'.
+tc_cli_test(moe_mxfp4_mxfp8 "shape        8,2880,2880,4,128 \\(mxfp4_mxfp8\\).*sglang_flashinfer_trtllm_moe" ${TC} predict-kernel --op moe --shape 8,2880,2880,4,128 --dtype mxfp4_mxfp8 --gpu B200)
+tc_cli_fail(moe_mxfp4_mxfp8_hopper "GPU 'H100-SXM' has no fp4 tensor-core peak in its spec: mxfp4_mxfp8 needs the block-scaled MXFP4 x MXFP8 tensor cores that start with Blackwell" "${TC};predict-kernel;--op;moe;--shape;8,2880,2880,4,128;--dtype;mxfp4_mxfp8;--gpu;H100-SXM")
+tc_cli_fail(predict_dtype_mxfp4_mxfp8 "--dtype mxfp4_mxfp8: modelled for a MoE model's experts only \\(--expert-dtype\\)" "${TC};predict;--model;gpt-oss-20b;--gpu;B200;--mode;decode;--batch;1;--context;100;--dtype;mxfp4_mxfp8")
+tc_cli_test(predict_expert_mxfp4_mxfp8 "gpt-oss-20b on B200, decode, batch 1, cached context 100, bf16 \\(KV cache bf16\\), tp 1, experts mxfp4_mxfp8" ${TC} predict --model gpt-oss-20b --gpu B200 --mode decode --batch 1 --context 100 --expert-dtype mxfp4_mxfp8)
 tc_cli_fail(predict_dtype_weight_only "--dtype mxfp4: weight-only formats are modelled for a MoE model's experts only" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--dtype;mxfp4")
 # A checkpoint's quantization_config: block-scaled FP8 is the GEMM dtype serving defaults to
 # (KV cache BF16); MXFP4 on a model without experts is one line naming the field.

@@ -133,7 +133,7 @@ TEST(Kernel, FamilyDtypeSets) {
   for (Family f : kAllFamilies) EXPECT_TRUE(family_models_dtype(f, family_traits(f).default_dtype)) << family_name(f);
   EXPECT_EQ(dtype_set_names(family_traits(Family::kGemm).dtypes),
             "fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, nvfp4");
-  EXPECT_EQ(dtype_set_names(family_traits(Family::kMoe).dtypes), "fp32, fp16, bf16, fp8, fp8_block, int4, mxfp4, nvfp4");
+  EXPECT_EQ(dtype_set_names(family_traits(Family::kMoe).dtypes), "fp32, fp16, bf16, fp8, fp8_block, int4, mxfp4, nvfp4, mxfp4_mxfp8");
   EXPECT_EQ(dtype_refusal(OpKind::kGemm, DType::kFp8Static), "");
   EXPECT_EQ(dtype_refusal(OpKind::kAttnPrefill, DType::kFp8Static),
             "op 'context_attention' (family context_attention) is modelled in fp32, tf32, fp16, bf16, fp8");
@@ -142,6 +142,9 @@ TEST(Kernel, FamilyDtypeSets) {
             "op 'gemm' (family gemm) is modelled in fp32, tf32, fp16, bf16, fp8, fp8_block, fp8_static, nvfp4");
   EXPECT_NE(dtype_refusal(OpKind::kAttnDecode, DType::kNvfp4), "");
   EXPECT_EQ(dtype_refusal(OpKind::kMoe, DType::kMxfp4), "");
+  // W4A8 (MXFP4 x MXFP8) is the experts' alone too.
+  EXPECT_EQ(dtype_refusal(OpKind::kMoe, DType::kMxfp4Mxfp8), "");
+  EXPECT_NE(dtype_refusal(OpKind::kGemm, DType::kMxfp4Mxfp8), "");
 }
 
 // The weight-only formats: 4 bits a weight plus the scales (a 16-bit one per 128 INT4 weights,
@@ -155,8 +158,6 @@ TEST(Kernel, WeightOnlyDtypes) {
   EXPECT_EQ(activation_dtype(DType::kMxfp4), DType::kBf16);
   EXPECT_EQ(dtype_from_string("int4_wo"), DType::kInt4);
   EXPECT_EQ(dtype_from_string("w4a16_mxfp4"), DType::kMxfp4);
-  DType d;
-  EXPECT_FALSE(try_dtype_from_string("w4a8_mxfp4_mxfp8", &d));
   static GpuRegistry reg(gpu_dir());
   const GpuSpec& l40s = reg.resolve("L40S");
   const GpuSpec& b200 = reg.resolve("B200");
@@ -187,6 +188,30 @@ TEST(Kernel, WeightOnlyDtypes) {
   bad = g32;
   bad.weight_group = 128;
   expect_error<DataError>([&] { validate_query(bad, "ctx"); }, {"ctx", "weight scale group (128)", "dividing"});
+}
+
+// W4A8 (the B200's w4a8_mxfp4_mxfp8 MoE rows, gpt-oss's experts on Blackwell): MXFP4 weights
+// (17 / 32 B a weight, as mxfp4), the BF16 activation quantised to MXFP8 inside the layer, the
+// FP8 tensor peak; refused with one line on a sheet without an FP4 peak (no block-scaled MXFP4
+// x MXFP8 MMA before Blackwell), on the H100 and A100 alike.
+TEST(Kernel, Mxfp4Mxfp8Dtype) {
+  EXPECT_EQ(dtype_from_string("w4a8_mxfp4_mxfp8"), DType::kMxfp4Mxfp8);
+  EXPECT_EQ(dtype_from_string("mxfp4_mxfp8"), DType::kMxfp4Mxfp8);
+  EXPECT_STREQ(dtype_name(DType::kMxfp4Mxfp8), "mxfp4_mxfp8");
+  EXPECT_DOUBLE_EQ(weight_bytes_per_elem(DType::kMxfp4Mxfp8), 17.0 / 32);
+  EXPECT_EQ(dtype_size(DType::kMxfp4Mxfp8), 2);
+  EXPECT_EQ(activation_dtype(DType::kMxfp4Mxfp8), DType::kBf16);
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& b200 = reg.resolve("B200");
+  EXPECT_DOUBLE_EQ(gemm_peak_gflops(b200, DType::kMxfp4Mxfp8), b200.tensor_peak_gflops.at("fp8"));
+  EXPECT_LT(gemm_peak_gflops(b200, DType::kMxfp4Mxfp8), gemm_peak_gflops(b200, DType::kNvfp4));
+  EXPECT_STREQ(moe_library(b200, DType::kMxfp4Mxfp8), "sglang_flashinfer_trtllm_moe");
+  for (const char* g : {"H100-SXM", "A100-80GB-SXM"})
+    expect_error<ConfigError>([&] { gemm_peak_gflops(reg.resolve(g), DType::kMxfp4Mxfp8); },
+                              {g, "no fp4 tensor-core peak", "mxfp4_mxfp8", "Blackwell"});
+  // The layer's bytes: its weights at MXFP4's, the activations in BF16 as every 4-bit format's.
+  const KernelQuery w4a8 = moe_q(8, 2880, 2880, 4, 128, 1, 1, DType::kMxfp4Mxfp8);
+  EXPECT_DOUBLE_EQ(query_bytes(w4a8), query_bytes(moe_q(8, 2880, 2880, 4, 128, 1, 1, DType::kMxfp4)));
 }
 
 TEST(TileTable, LookupUsesOwnOrReferenceGpuAndRoundTrips) {
@@ -684,8 +709,8 @@ TEST(Dataset, LayerOpTrainingFilesSkipHeldOutFolders) {
 }
 
 // Fused-MoE rows: dims per column, routing from `distribution`, the weight-only formats read
-// (int4_wo, w4a16_mxfp4) and nvfp4, the mixed W4A8 format skipped; the expected expert loads
-// by hand: 48 tokens x top-8 over 128 experts balanced = 3 each.
+// (int4_wo, w4a16_mxfp4), nvfp4 and the mixed W4A8 format (w4a8_mxfp4_mxfp8); the expected
+// expert loads by hand: 48 tokens x top-8 over 128 experts balanced = 3 each.
 TEST(Dataset, ReadsAiconfiguratorMoeRows) {
   namespace fs = std::filesystem;
   const std::string p = ::testing::TempDir() + "aic_moe.csv";
@@ -698,7 +723,11 @@ TEST(Dataset, ReadsAiconfiguratorMoeRows) {
                       "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,w4a16_mxfp4,8,2880,2880,4,128,1,1,balanced,0.4\n"
                       "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,8,2880,2880,4,128,1,1,balanced,0.1\n";
   auto rows = read_kernel_csv(p);
-  ASSERT_EQ(rows.size(), 5u);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[5].query.dtype, DType::kMxfp4Mxfp8);
+  EXPECT_EQ(rows[5].query.b, 8);
+  EXPECT_EQ(rows[5].library, "sglang_flashinfer_trtllm_moe");
+  rows.erase(rows.begin() + 5);
   EXPECT_EQ(rows[3].query.dtype, DType::kNvfp4);
   rows.erase(rows.begin() + 3);
   EXPECT_EQ(rows[1].query.dtype, DType::kInt4);

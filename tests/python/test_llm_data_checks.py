@@ -113,9 +113,9 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(tmp)
     assert rc == 0 and section("gpu,library_a,library_b,shared_shapes") == [
         "B200,sglang_flashinfer_trtllm_moe,sglang_fused_moe_triton,1"], (rc, out)
-    # --rows-csv on a MoE file: eval-kernels names int4_wo and w4a16_mxfp4 int4 and mxfp4 and
-    # skips w4a8_mxfp4_mxfp8 (no model); its rows (written here by hand, as it writes them) are
-    # matched to the file's by latency, op and dtype and grouped by the file's moe_dtype.
+    # --rows-csv on a MoE file: eval-kernels names int4_wo, w4a16_mxfp4 and w4a8_mxfp4_mxfp8 int4,
+    # mxfp4 and mxfp4_mxfp8; its rows (written here by hand, as it writes them) are matched to the
+    # file's by latency, op and dtype and grouped by the file's moe_dtype.
     moe_file = os.path.join(gpu, "moe_perf.csv")
     write(moe_file, moe,
           "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,int4_wo,64,2048,768,8,128,1,1,balanced,0.02",
@@ -124,16 +124,18 @@ with tempfile.TemporaryDirectory() as tmp:
     rows_csv = os.path.join(tmp, "moe_rows.csv")
     write(rows_csv, "device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n",
           'NVIDIA B200,moe,"64,2048,768,8,128",int4,0.02,0.025,0.01,0.02',
+          'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4_mxfp8,0.03,0.033,0.01,0.03',
           'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4,0.04,0.03,0.01,0.04')
     rc, out, err = run(tmp, "--rows-csv", rows_csv, "--data", moe_file, "--by", "moe_dtype")
     assert rc == 0, (rc, err)
     assert out.split("moe_dtype,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
-        "int4_wo,1,25.0,1.25", "w4a16_mxfp4,1,25.0,0.75"], out
-    # The derived latency_us: 0.02 ms is in the 16-32 us bucket, 0.04 ms in 32-64.
+        "int4_wo,1,25.0,1.25", "w4a16_mxfp4,1,25.0,0.75", "w4a8_mxfp4_mxfp8,1,10.0,1.10"], out
+    # The derived latency_us: 0.02 and 0.03 ms are in the 16-32 us bucket (APE 25 and 10 %,
+    # ratios 1.25 and 1.10: median 1.175), 0.04 ms in 32-64.
     rc, out, err = run(tmp, "--rows-csv", rows_csv, "--data", moe_file, "--by", "latency_us")
     assert rc == 0, (rc, err)
     assert out.split("latency_us,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
-        "16-32,1,25.0,1.25", "32-64,1,25.0,0.75"], out
+        "16-32,2,17.5,1.18", "32-64,1,25.0,0.75"], out
     os.remove(moe_file)
 
     # Check 8 on hand-made rows of one model (32 heads, 8 KV heads of 128, hidden 4,096, gated FFN
