@@ -91,6 +91,13 @@ cache) / t(BF16) and of t(BF16 attention, FP8 cache) / t(BF16). A kernel bound b
 cores takes about half the time in FP8; one bound by the softmax's exponentials (16 a clock per
 SM, which datacenter Blackwell's tensor cores outrun: tilecast's prefill bound) takes the same.
 
+12. What do MXFP8 activations buy a 4-bit MoE layer? For every moe file, per kernel library,
+over the layers timed both with MXFP4 weights and BF16 activations (w4a16_mxfp4) and with MXFP8
+activations (w4a8_mxfp4_mxfp8), same shape, routing and parallel sizes: per bucket of tokens
+(1-16, 17-256, 257-2048, >2048) the pairs and the 10th/50th/90th percentiles of t(W4A8) /
+t(W4A16). Where the tensor cores bound the layer, FP8's doubled rate halves it (tilecast's
+mxfp4_mxfp8 takes the FP8 peak).
+
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
 import argparse, collections, csv, math, os, re, statistics, sys
@@ -349,6 +356,23 @@ def fp8_prefill_ratios(t):
         yield lib, win, kind, v
 
 
+TOKEN_BUCKETS = ((16, "1-16"), (256, "17-256"), (2048, "257-2048"), (float("inf"), ">2048"))
+
+
+def w4a8_ratios(layers):
+    """Check 12 for one moe file's 4-bit layers ((library, shape...) -> {dtype: (tokens, latency)}):
+    per library and token bucket, t(w4a8_mxfp4_mxfp8) / t(w4a16_mxfp4) over the layers timed both ways."""
+    ratios = collections.defaultdict(list)
+    for key, v in layers.items():
+        if len(v) == 2:
+            tokens, w4a8 = v["w4a8_mxfp4_mxfp8"]
+            label = next(name for top, name in TOKEN_BUCKETS if tokens <= top)
+            ratios[(key[0], label)].append(w4a8 / v["w4a16_mxfp4"][1])
+    order = [name for _, name in TOKEN_BUCKETS]
+    for (lib, label), v in sorted(ratios.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))):
+        yield lib, label, v
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -420,11 +444,15 @@ def main():
                 print(f"{gpu},{name},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
     print("\ngpu,moe_dtype,library,rows")
     multi = {}
+    w4 = {}  # GPU -> (library, the layer's other columns) -> {moe_dtype: latency}: check 12
     for gpu, path in family_files(root, "moe"):
         counts, shapes, models = collections.Counter(), collections.defaultdict(set), collections.Counter()
         for r in csv.DictReader(open(path)):
             lib, dt = r["kernel_source"], r["moe_dtype"]
             counts[(dt, lib)] += 1
+            if dt in ("w4a16_mxfp4", "w4a8_mxfp4_mxfp8"):
+                key = (lib,) + tuple(v for c, v in r.items() if c not in ("kernel_source", "moe_dtype", "latency", "version"))
+                w4.setdefault(gpu, collections.defaultdict(dict))[key][dt] = (int(r["num_tokens"]), float(r["latency"]))
             shapes[lib].add(tuple(v for c, v in r.items() if c not in ("kernel_source", "latency", "version")))
             models[(r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"], dt, lib)] += 1
         for (dt, lib), n in sorted(counts.items()):
@@ -458,6 +486,10 @@ def main():
     for gpu, t in sorted(prefill.items()):
         for lib, win, kind, v in fp8_prefill_ratios(t):
             print(f"{gpu},{lib},{win},{kind},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
+    print("\ngpu,library,tokens,pairs,w4a8_over_w4a16_p10,p50,p90")
+    for gpu, layers in sorted(w4.items()):
+        for lib, label, v in w4a8_ratios(layers):
+            print(f"{gpu},{lib},{label},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -107,6 +107,21 @@ with tempfile.TemporaryDirectory() as tmp:
         "B200,2048,768,8,128,bfloat16,sglang_flashinfer_trtllm_moe,1",
         "B200,2048,768,8,128,fp8_block,sglang_flashinfer_trtllm_moe,1",
         "B200,4096,14336,2,8,bfloat16,sglang_fused_moe_triton,1"], out
+    # Check 12 (MXFP8 against BF16 activations of MXFP4 experts): no 4-bit rows, no pairs.
+    assert section("gpu,library,tokens,pairs,w4a8_over_w4a16_p10,p50,p90") == [], out
+    # Two layers timed both ways (8 tokens: 0.09 / 0.10 = 0.90; 4,096 tokens: 1.0 / 2.0 = 0.50),
+    # one W4A8 layer without its W4A16 twin (other experts), one pair on another library apart.
+    w4 = ["SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a16_mxfp4,8,2880,2880,4,128,1,1,balanced,0.10",
+          "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,8,2880,2880,4,128,1,1,balanced,0.09",
+          "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a16_mxfp4,4096,2880,2880,4,128,1,1,balanced,2.0",
+          "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,4096,2880,2880,4,128,1,1,balanced,1.0",
+          "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,8,2880,2880,4,32,1,1,balanced,0.05",
+          "SGLang,0.5,NVIDIA B200,moe,sglang_mxfp4_flashinfer_trtllm_moe,w4a8_mxfp4_mxfp8,8,2880,2880,4,128,1,1,balanced,0.3"]
+    write(os.path.join(gpu, "moe_perf.csv"), moe, *moe_rows, *w4)
+    rc, out, err = run(tmp)
+    assert rc == 0 and section("gpu,library,tokens,pairs,w4a8_over_w4a16_p10,p50,p90") == [
+        "B200,sglang_flashinfer_trtllm_moe,1-16,1,0.90,0.90,0.90",
+        "B200,sglang_flashinfer_trtllm_moe,>2048,1,0.50,0.50,0.50"], (rc, out)
     # A Triton row of the TRT-LLM row's very shape: one shared.
     write(os.path.join(gpu, "moe_perf.csv"), moe, *moe_rows,
           "SGLang,0.5,NVIDIA B200,moe,sglang_fused_moe_triton,bfloat16,64,2048,768,8,128,1,1,balanced,0.09")
