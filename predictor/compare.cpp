@@ -40,10 +40,13 @@ CompareRow forecast_one(const ForecastRequest& c, const KernelPredictor& kp, con
   r.disagg = c.disagg;
   if (c.spec) r.spec_draft = c.spec->draft->name, r.spec_tokens = c.spec->tokens, r.spec_accept = c.spec->accept;
   r.gpu_memory_gb = c.gpu->mem_gb();
+  // The experts' format as requested, so that a row that cannot run names it too; a forecast
+  // states the one it ran.
+  if (is_serving_mode(c.mode) && c.model->num_experts > 0) r.expert_dtype = c.model->expert_dtype;
   try {
     const PredictResult f = forecast(c, kp);
     const ModelForecast& step = f.generate ? f.generate->prefill : f.forecast;
-    if (step.expert_dtype) r.expert_dtype = dtype_name(*step.expert_dtype);
+    r.expert_dtype = step.expert_dtype ? dtype_name(*step.expert_dtype) : "";
     r.microbatches = f.forecast.par.microbatches;  // serving: what the engine keeps in flight (from pp)
     if (f.generate) {
       r.step_ms = f.generate->e2e_ms, r.ttft_ms = f.generate->ttft_ms, r.tpot_ms = f.generate->tpot_ms;

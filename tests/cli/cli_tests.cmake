@@ -360,6 +360,8 @@ tc_cli_test(moe_mxfp4_mxfp8 "shape        8,2880,2880,4,128 \\(mxfp4_mxfp8\\).*s
 tc_cli_fail(moe_mxfp4_mxfp8_hopper "GPU 'H100-SXM' has no fp4 tensor-core peak in its spec: mxfp4_mxfp8 needs the block-scaled MXFP4 x MXFP8 tensor cores that start with Blackwell" "${TC};predict-kernel;--op;moe;--shape;8,2880,2880,4,128;--dtype;mxfp4_mxfp8;--gpu;H100-SXM")
 tc_cli_fail(predict_dtype_mxfp4_mxfp8 "--dtype mxfp4_mxfp8: modelled for a MoE model's experts only \\(--expert-dtype\\)" "${TC};predict;--model;gpt-oss-20b;--gpu;B200;--mode;decode;--batch;1;--context;100;--dtype;mxfp4_mxfp8")
 tc_cli_test(predict_expert_mxfp4_mxfp8 "gpt-oss-20b on B200, decode, batch 1, cached context 100, bf16 \\(KV cache bf16\\), tp 1, experts mxfp4_mxfp8" ${TC} predict --model gpt-oss-20b --gpu B200 --mode decode --batch 1 --context 100 --expert-dtype mxfp4_mxfp8)
+# compare: a row that cannot run names the experts' format it was asked for, as a forecast row does.
+tc_cli_test(compare_expert_dtype_cannot_run "   1 gpt-oss-20b +B200 +bf16/mxfp4_mxfp8 .*\n   - gpt-oss-20b +H100-SXM +bf16/mxfp4_mxfp8 .* cannot run: GPU 'H100-SXM' has no fp4 tensor-core peak" ${TC} compare --model gpt-oss-20b --gpus H100-SXM,B200 --mode decode --batch 8 --context 1024 --expert-dtype mxfp4_mxfp8)
 tc_cli_fail(predict_dtype_weight_only "--dtype mxfp4: weight-only formats are modelled for a MoE model's experts only" "${TC};predict;--model;mixtral-8x7b;--gpu;H100-SXM;--mode;decode;--batch;1;--context;100;--dtype;mxfp4")
 # A checkpoint's quantization_config: block-scaled FP8 is the GEMM dtype serving defaults to
 # (KV cache BF16); MXFP4 on a model without experts is one line naming the field.
