@@ -122,8 +122,7 @@ bool try_dtype_from_string(const std::string& s, DType* out) {
 DType dtype_from_string(const std::string& s) {
   DType d;
   if (!try_dtype_from_string(s, &d))
-    throw ConfigError("unknown dtype '" + s +
-                      "' (fp32, tf32, fp16, bf16, fp8, fp8_static, fp8_block, int4, mxfp4, nvfp4, mxfp4_mxfp8)");
+    throw ConfigError("unknown dtype '" + s + "' (" + dtype_set_names(~DTypeSet{0}) + ")");
   return d;
 }
 

@@ -51,12 +51,11 @@ ServingDtypes serving_dtypes(const ModelConfig& m, const std::string& dtype, con
   if (!dtype.empty()) d.gemm = dtype_flag("--dtype", dtype);
   else if (!m.quantized_dtype.empty()) d.gemm = dtype_flag("quantization_config", m.quantized_dtype);
   else if (!m.torch_dtype.empty() && try_dtype_from_string(m.torch_dtype, &cfg)) d.gemm = cfg;
-  if (is_weight_only(d.gemm))
-    throw ConfigError("--dtype " + dtype + ": weight-only formats are modelled for a MoE model's experts only "
-                      "(--expert-dtype); --dtype is the GEMMs' and attention's dtype");
+  // The experts' formats (weight-only int4 and mxfp4, W4A8 mxfp4_mxfp8) are no GEMM dtype.
   if (!family_models_dtype(Family::kGemm, d.gemm))
-    throw ConfigError(std::string("--dtype ") + dtype_name(d.gemm) +
-                      ": modelled for a MoE model's experts only (--expert-dtype); --dtype is the GEMMs' and "
+    throw ConfigError(std::string("--dtype ") + dtype_name(d.gemm) + ": " +
+                      (is_weight_only(d.gemm) ? "weight-only formats are " : "") +
+                      "modelled for a MoE model's experts only (--expert-dtype); --dtype is the GEMMs' and "
                       "attention's dtype (" + dtype_set_names(family_traits(Family::kGemm).dtypes) + ")");
   // The KV cache defaults to the config's kv_cache_scheme (compressed-tensors FP8), else to the
   // activations' dtype (BF16 under FP8 or NVFP4 GEMMs), and takes the attention families'
