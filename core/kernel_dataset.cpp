@@ -738,6 +738,42 @@ std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
   return out;
 }
 
+std::vector<bool> moe_ep_not_rank_local(const std::vector<KernelSample>& rows) {
+  using Group = std::tuple<std::string, std::string, DType>;  // device, library, dtype
+  auto probe = [](const KernelQuery& q) {
+    return q.op == OpKind::kMoe && q.routing_alpha == 0 && q.b >= kMoeEpProbeMinTokens;
+  };
+  auto twin_key = [](const KernelQuery& q) {  // the layer at ep 1
+    KernelQuery one = q;
+    one.moe_ep = 1;
+    return query_shape_string(one);
+  };
+  std::map<Group, std::map<std::string, double>> ep1_ms;
+  for (const auto& s : rows)
+    if (probe(s.query) && s.query.moe_ep == 1) ep1_ms[{s.device, s.library, s.query.dtype}][twin_key(s.query)] = s.latency_ms;
+  std::map<Group, std::vector<double>> ratios;  // t(ep 8) / t(ep 1)
+  for (const auto& s : rows) {
+    if (!probe(s.query) || s.query.moe_ep != kMoeEpProbeDegree) continue;
+    auto g = ep1_ms.find({s.device, s.library, s.query.dtype});
+    if (g == ep1_ms.end()) continue;
+    auto t = g->second.find(twin_key(s.query));
+    if (t != g->second.end()) ratios[g->first].push_back(s.latency_ms / t->second);
+  }
+  std::set<Group> flagged;
+  for (auto& [g, r] : ratios) {
+    if (static_cast<int>(r.size()) < kMoeEpMinPairs) continue;
+    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+    if (r[r.size() / 2] > kMoeEpMaxRatio) flagged.insert(g);
+  }
+  std::vector<bool> out(rows.size(), false);
+  if (flagged.empty()) return out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const KernelQuery& q = rows[i].query;
+    out[i] = q.op == OpKind::kMoe && q.moe_ep > 1 && flagged.count({rows[i].device, rows[i].library, q.dtype});
+  }
+  return out;
+}
+
 namespace {
 // One registry lookup per device, not per row.
 class SpecOf {
@@ -779,13 +815,16 @@ LibraryFilterCounts filter_spec_library(std::vector<KernelSample>& rows, const G
                               return own_key;
                             }),
              rows.end());
+  // Rows flagged over the whole file (before any row of it is dropped).
   {
-    const std::vector<bool> partial = not_full_attention(rows);
+    const std::vector<bool> partial = not_full_attention(rows), whole_layer = moe_ep_not_rank_local(rows);
     std::vector<KernelSample> kept;
     kept.reserve(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       if (partial[i])
         ++n.not_full_attention;
+      else if (whole_layer[i])
+        ++n.moe_ep_not_rank_local;
       else
         kept.push_back(std::move(rows[i]));
     }

@@ -103,10 +103,12 @@ std::string files_hash(const std::vector<std::string>& paths);
 // window-0 rows that ran each query against its own key alone (sglang_window_zero_is_own_key: not
 // the full attention a window of 0 means here, and trained on as 1-key windows they made leave
 // one GPU out worse) and other full-attention rows no faster than their windowed twins
-// (not_full_attention). Rows of GPUs without a spec are kept. Returns what it removed.
+// (not_full_attention), and the expert-parallel MoE rows of a file whose ranks ran about the
+// whole layer (moe_ep_not_rank_local). Rows of GPUs without a spec are kept. Returns what it
+// removed.
 struct LibraryFilterCounts {
   int64_t other_library = 0, impossible_compute = 0, impossible_memory = 0, sglang_own_key = 0,
-          not_full_attention = 0;
+          not_full_attention = 0, moe_ep_not_rank_local = 0;
 };
 
 // Why a measured latency cannot be the kernel its row describes, from physics alone:
@@ -148,6 +150,23 @@ constexpr double kFullAttentionMinRatio = 1.25;
 constexpr int kFullAttentionMinPairs = 10;
 constexpr int64_t kFullAttentionSpanOverWindow = 16;
 std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows);
+
+// MoE rows at an expert-parallel degree above 1 that did not run rank 0's share of the layer.
+// tilecast reads such a row as rank 0 of moe_ep ranks: E / moe_ep experts and the pairs routed to
+// them, about 1 / moe_ep of the layer's work at balanced routing. Per (device, library, dtype),
+// over the balanced layers of >= kMoeEpProbeMinTokens tokens timed at ep kMoeEpProbeDegree and at
+// ep 1 (same shape, tokens and moe_tp): when the median of t(ep 8) / t(ep 1) is above
+// kMoeEpMaxRatio (over at least kMoeEpMinPairs pairs), every row of the group with moe_ep > 1 is
+// flagged. The A100's file (SGLang 0.5.10) keeps 0.85 of the ep-1 time at ep 8 (BF16, Triton):
+// its ranks ran about the whole layer's tensor work through ep 8; the L40S's and B200's (0.5.14)
+// keep 0.38 (Triton) and 0.23 (TRT-LLM) (`python3 scripts/moe-scaling.py`, its third table;
+// docs/accuracy.md, "Two SGLang versions' expert parallelism"). Training leaves the flagged rows
+// out; eval-kernels scores them as measured. Returns one flag per row.
+constexpr double kMoeEpMaxRatio = 0.5;
+constexpr int kMoeEpMinPairs = 10;
+constexpr int64_t kMoeEpProbeDegree = 8;
+constexpr int64_t kMoeEpProbeMinTokens = 4096;
+std::vector<bool> moe_ep_not_rank_local(const std::vector<KernelSample>& rows);
 
 // Held-out shapes (train --holdout-shapes, eval-kernels --holdout-shapes): a row is held out
 // when a stable hash (FNV-1a) of its op, shape and dtype falls in the lowest `percent` of 100

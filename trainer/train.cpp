@@ -508,14 +508,18 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // training (forecasts never see the row). So are SGLang's window-0 rows that measured each
     // query against its own key alone (sglang_window_zero_is_own_key; eval-kernels forecasts them
     // so): trained on as such, leave one GPU out got worse (docs/accuracy.md, "What SGLang's
-    // window 0 measured").
+    // window 0 measured"). So are the expert-parallel MoE rows of a file whose ranks ran about the
+    // whole layer (moe_ep_not_rank_local: the A100's SGLang 0.5.10 file).
     {
       const LibraryFilterCounts n = filter_spec_library(rows, gpus);
-      if (n.other_library + n.impossible_compute + n.impossible_memory + n.sglang_own_key + n.not_full_attention > 0) {
+      if (n.other_library + n.impossible_compute + n.impossible_memory + n.sglang_own_key + n.not_full_attention +
+              n.moe_ep_not_rank_local >
+          0) {
         TC_LOG(Info) << family_name(fam) << ": left out " << n.other_library
                      << " rows of another kernel library than the spec's choice, " << n.sglang_own_key
                      << " SGLang window-0 rows of each query against its own key alone, " << n.not_full_attention
-                     << " full-attention rows no slower than their windowed twins, " << n.impossible_compute
+                     << " full-attention rows no slower than their windowed twins, " << n.moe_ep_not_rank_local
+                     << " expert-parallel MoE rows whose ranks ran about the whole layer, " << n.impossible_compute
                      << " faster than the compute roofline (the sheet peak) and " << n.impossible_memory
                      << " faster than 1.5x DRAM for the bytes beyond L2";
       }

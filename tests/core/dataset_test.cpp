@@ -415,6 +415,56 @@ TEST(Dataset, FullAttentionNoSlowerThanItsWindowIsFlagged) {
   for (const auto& s : rows) EXPECT_FALSE(s.device == "A" && s.query.window == 0);
 }
 
+// A file whose expert-parallel ranks ran about the whole layer (t(ep 8) / t(ep 1) of its
+// balanced layers of >= 4,096 tokens above 0.5 at the median): every row of that device,
+// library and dtype above ep 1 is flagged, at any degree and routing; a group at 1 / ep, one
+// with too few pairs, and ep-1 rows are not.
+TEST(Dataset, MoeRanksThatRanTheWholeLayerAreFlagged) {
+  std::vector<KernelSample> rows;
+  auto add = [&](const char* dev, DType d, int64_t tokens, int64_t ep, double ms, double alpha = 0) {
+    KernelSample s;
+    s.query = moe_q(tokens, 2048, 768, 8, 128, 1, ep, d, alpha);
+    s.device = dev;
+    s.library = "sglang_fused_moe_triton";
+    s.latency_ms = ms;
+    rows.push_back(s);
+  };
+  for (int64_t t = 4096; t < 4096 + 12 * 64; t += 64) {
+    add("A", DType::kBf16, t, 1, 1.0);   // whole layer at ep 8: 0.9
+    add("A", DType::kBf16, t, 8, 0.9);
+    add("A", DType::kFp8, t, 1, 1.0);    // 1 / ep: 0.2, not flagged
+    add("A", DType::kFp8, t, 8, 0.2);
+    if (t < 4096 + 9 * 64) {             // nine pairs: too few
+      add("B", DType::kBf16, t, 1, 1.0);
+      add("B", DType::kBf16, t, 8, 0.9);
+    }
+  }
+  add("A", DType::kBf16, 64, 2, 0.5);         // below 4,096 tokens, ep 2: flagged with its group
+  add("A", DType::kBf16, 4096, 128, 0.1, 1.2);  // power law, ep 128: flagged
+  add("A", DType::kBf16, 64, 1, 0.5);         // ep 1: kept
+  for (int64_t t = 2048; t < 2048 + 12 * 64; t += 64) {  // layers below 4,096 tokens: no pairs
+    add("C", DType::kBf16, t, 1, 1.0);
+    add("C", DType::kBf16, t, 8, 0.9);
+  }
+  const std::vector<bool> flag = moe_ep_not_rank_local(rows);
+  ASSERT_EQ(flag.size(), rows.size());
+  std::map<std::string, int> flagged;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (flag[i]) {
+      EXPECT_GT(rows[i].query.moe_ep, 1) << rows[i].device;
+      EXPECT_EQ(rows[i].query.dtype, DType::kBf16) << rows[i].device;
+      ++flagged[rows[i].device];
+    }
+  }
+  EXPECT_EQ(flagged, (std::map<std::string, int>{{"A", 14}}));
+  // Training leaves them out and says how many.
+  static GpuRegistry reg(gpu_dir());
+  const size_t before = rows.size();
+  const LibraryFilterCounts n = filter_spec_library(rows, reg);
+  EXPECT_EQ(n.moe_ep_not_rank_local, 14);
+  EXPECT_EQ(rows.size(), before - 14);
+}
+
 // SGLang's window 0 is a window of no keys to the left, each query's own key alone, on its
 // FlashAttention backend (prefill and decode) and TRT-LLM's prefill; TRT-LLM's decode takes it as
 // no window. The reader marks an SGLang attention row of window 0 only where its file has a
