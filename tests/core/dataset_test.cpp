@@ -1,6 +1,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "core/error.h"
@@ -9,6 +10,31 @@
 #include "test_util.h"
 
 using namespace tilecast;
+
+namespace {
+// Rows a cross-row rule flagged, per device; `each` states what every flagged row must be.
+std::map<std::string, int> flagged_per_device(const std::vector<KernelSample>& rows, const std::vector<bool>& flag,
+                                              const std::function<void(const KernelSample&)>& each) {
+  EXPECT_EQ(flag.size(), rows.size());
+  std::map<std::string, int> n;
+  for (size_t i = 0; i < rows.size() && i < flag.size(); ++i) {
+    if (flag[i]) {
+      each(rows[i]);
+      ++n[rows[i].device];
+    }
+  }
+  return n;
+}
+
+// filter_spec_library over configs/gpus; `removed`: how many rows it took out.
+LibraryFilterCounts filter_rows(std::vector<KernelSample>& rows, size_t* removed) {
+  static GpuRegistry reg(gpu_dir());
+  const size_t before = rows.size();
+  const LibraryFilterCounts n = filter_spec_library(rows, reg);
+  *removed = before - rows.size();
+  return n;
+}
+}  // namespace
 
 TEST(TileNames, ParsesNeuSightPatterns) {
   int a = 0, b = 0;
@@ -396,22 +422,14 @@ TEST(Dataset, FullAttentionNoSlowerThanItsWindowIsFlagged) {
     add("B", b, 1024, 0, 0.05);
     add("B", b, 1024, 128, 0.1);
   }
-  const std::vector<bool> flag = not_full_attention(rows);
-  ASSERT_EQ(flag.size(), rows.size());
-  std::map<std::string, int> flagged;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (flag[i]) {
-      EXPECT_EQ(rows[i].query.window, 0) << rows[i].device;
-      ++flagged[rows[i].device];
-    }
-  }
+  const auto flagged = flagged_per_device(rows, not_full_attention(rows), [](const KernelSample& s) {
+    EXPECT_EQ(s.query.window, 0) << s.device;
+  });
   EXPECT_EQ(flagged, (std::map<std::string, int>{{"A", 13}}));
   // Training leaves them out and says how many.
-  static GpuRegistry reg(gpu_dir());
-  const size_t before = rows.size();
-  const LibraryFilterCounts n = filter_spec_library(rows, reg);
-  EXPECT_EQ(n.not_full_attention, 13);
-  EXPECT_EQ(rows.size(), before - 13);
+  size_t removed = 0;
+  EXPECT_EQ(filter_rows(rows, &removed).not_full_attention, 13);
+  EXPECT_EQ(removed, 13u);
   for (const auto& s : rows) EXPECT_FALSE(s.device == "A" && s.query.window == 0);
 }
 
@@ -446,23 +464,15 @@ TEST(Dataset, MoeRanksThatRanTheWholeLayerAreFlagged) {
     add("C", DType::kBf16, t, 1, 1.0);
     add("C", DType::kBf16, t, 8, 0.9);
   }
-  const std::vector<bool> flag = moe_ep_not_rank_local(rows);
-  ASSERT_EQ(flag.size(), rows.size());
-  std::map<std::string, int> flagged;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (flag[i]) {
-      EXPECT_GT(rows[i].query.moe_ep, 1) << rows[i].device;
-      EXPECT_EQ(rows[i].query.dtype, DType::kBf16) << rows[i].device;
-      ++flagged[rows[i].device];
-    }
-  }
+  const auto flagged = flagged_per_device(rows, moe_ep_not_rank_local(rows), [](const KernelSample& s) {
+    EXPECT_GT(s.query.moe_ep, 1) << s.device;
+    EXPECT_EQ(s.query.dtype, DType::kBf16) << s.device;
+  });
   EXPECT_EQ(flagged, (std::map<std::string, int>{{"A", 14}}));
   // Training leaves them out and says how many.
-  static GpuRegistry reg(gpu_dir());
-  const size_t before = rows.size();
-  const LibraryFilterCounts n = filter_spec_library(rows, reg);
-  EXPECT_EQ(n.moe_ep_not_rank_local, 14);
-  EXPECT_EQ(rows.size(), before - 14);
+  size_t removed = 0;
+  EXPECT_EQ(filter_rows(rows, &removed).moe_ep_not_rank_local, 14);
+  EXPECT_EQ(removed, 14u);
 }
 
 // SGLang's window 0 is a window of no keys to the left, each query's own key alone, on its
