@@ -690,6 +690,19 @@ uint64_t fnv1a(const char* data, size_t n, uint64_t h = kFnvOffset) {
   }
   return h;
 }
+
+// The groups of a cross-row rule (not_full_attention, moe_ep_not_rank_local) whose median pair
+// ratio, over at least `min_pairs` pairs, `flag` accepts.
+template <class Group, class Flag>
+std::set<Group> groups_by_median(std::map<Group, std::vector<double>>& ratios, int min_pairs, Flag flag) {
+  std::set<Group> flagged;
+  for (auto& [g, r] : ratios) {
+    if (static_cast<int>(r.size()) < min_pairs) continue;
+    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+    if (flag(r[r.size() / 2])) flagged.insert(g);
+  }
+  return flagged;
+}
 }  // namespace
 
 Implausible implausible_row(const KernelQuery& q, double latency_ms, const GpuSpec& gpu, double compute_slack) {
@@ -725,12 +738,8 @@ std::vector<bool> not_full_attention(const std::vector<KernelSample>& rows) {
     // TRT-LLM decode rows of window 8,192 repeat its window-0 rows): no evidence either way.
     if (t != g->second.end() && t->second != s.latency_ms) ratios[g->first].push_back(t->second / s.latency_ms);
   }
-  std::set<Group> flagged;
-  for (auto& [g, r] : ratios) {
-    if (static_cast<int>(r.size()) < kFullAttentionMinPairs) continue;
-    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
-    if (r[r.size() / 2] < kFullAttentionMinRatio) flagged.insert(g);
-  }
+  const std::set<Group> flagged =
+      groups_by_median(ratios, kFullAttentionMinPairs, [](double median) { return median < kFullAttentionMinRatio; });
   std::vector<bool> out(rows.size(), false);
   if (flagged.empty()) return out;
   for (size_t i = 0; i < rows.size(); ++i)
@@ -759,12 +768,8 @@ std::vector<bool> moe_ep_not_rank_local(const std::vector<KernelSample>& rows) {
     auto t = g->second.find(twin_key(s.query));
     if (t != g->second.end()) ratios[g->first].push_back(s.latency_ms / t->second);
   }
-  std::set<Group> flagged;
-  for (auto& [g, r] : ratios) {
-    if (static_cast<int>(r.size()) < kMoeEpMinPairs) continue;
-    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
-    if (r[r.size() / 2] > kMoeEpMaxRatio) flagged.insert(g);
-  }
+  const std::set<Group> flagged =
+      groups_by_median(ratios, kMoeEpMinPairs, [](double median) { return median > kMoeEpMaxRatio; });
   std::vector<bool> out(rows.size(), false);
   if (flagged.empty()) return out;
   for (size_t i = 0; i < rows.size(); ++i) {
