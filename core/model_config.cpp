@@ -538,6 +538,12 @@ bool is_llm_family(const std::string& type) {
   return false;
 }
 
+void require_serving_family(const ModelConfig& m, const std::string& mode_flag) {
+  if (!is_llm_family(m.model_type))
+    throw ConfigError(mode_flag + ": serving graphs cover the decoder families (" + model_type_list(true) + "), not '" +
+                      m.model_type + "'");
+}
+
 double attention_weights(const ModelConfig& m) {
   const double h = m.hidden, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
   if (!is_mla(m)) return 2 * h * q + 2 * h * kv;

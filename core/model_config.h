@@ -147,6 +147,9 @@ inline constexpr ModelTypeInfo kModelTypes[] = {
 std::string model_type_list(bool llm_only = false);
 // Decoder-only LLM families built by the parameterised decoder (RMSNorm, RoPE, GQA, SwiGLU, MoE).
 bool is_llm_family(const std::string& model_type);
+// ConfigError "<mode_flag>: serving graphs cover the decoder families (...), not '<type>'" unless
+// is_llm_family: every serving mode's one refusal (mode_flag e.g. "--mode generate").
+void require_serving_family(const ModelConfig& m, const std::string& mode_flag);
 // Layers that attend over the last `sliding_window` tokens only (0 without a window).
 inline int64_t windowed_layers(const ModelConfig& m) {
   return m.sliding_window > 0 ? m.layers - m.full_attention_layers : 0;

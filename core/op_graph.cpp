@@ -865,9 +865,7 @@ int64_t tp_ffn_width(const ModelConfig& m, int64_t tp) {
 // The layout checks every serving graph makes (tp, ep, routing, dtype); the activation dtype.
 DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_t tp, int64_t ep, double routing_alpha,
                            bool dp_attention, bool moe_all_to_all) {
-  if (!is_llm_family(m.model_type))
-    throw ConfigError("--mode " + std::string(mode_name(phase)) + ": serving graphs cover the decoder families (" +
-                      model_type_list(true) + "), not '" + m.model_type + "'");
+  require_serving_family(m, "--mode " + std::string(mode_name(phase)));
   if (tp < 1 || tp > 4096) throw ConfigError("--tp: " + std::to_string(tp) + " out of range [1, 4096]");
   if (dp_attention && tp < 2)
     throw ConfigError("--dp-attention needs --tp 2 or more (the ranks that split the sequences' attention)");

@@ -500,6 +500,8 @@ PredictResult forecast(const ForecastRequest& q, const KernelPredictor& kp) {
     throw ConfigError(std::string(q.par.cp != 1 ? "--cp" : "--vpp") +
                       " applies to mixed-precision training (--mode training --dtype bf16|fp16|fp8)");
   if (is_serving_mode(q.mode)) {
+    // Before any graph: generate builds a prefill graph first, whose refusal would name prefill.
+    require_serving_family(mc, "--mode " + q.mode);
     if (q.par.dp != 1 || q.par.microbatches != 1)
       throw ConfigError("--mode " + q.mode +
                         ": serving forecasts take --tp, --pp and --ep (one replica; its microbatches follow from --pp)");

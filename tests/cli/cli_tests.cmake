@@ -264,6 +264,8 @@ tc_cli_test(predict_prefill_moe "ttft_ms .*time to first token" ${TC} predict --
 tc_cli_test(predict_decode_does_not_fit "DOES NOT FIT" ${TC} predict --model llama-3.1-70b --gpu L4 --mode decode --batch 1 --context 128)
 tc_cli_fail(predict_serving_fp8_a100 "A100-SXM4-40GB' has no fp8 tensor-core peak" "${TC};predict;--model;llama-3.1-8b;--gpu;A100-SXM4-40GB;--mode;prefill;--batch;1;--seq;128;--dtype;fp8")
 tc_cli_fail(predict_serving_gpt2 "serving graphs cover the decoder families" "${TC};predict;--model;gpt2-large;--gpu;T4;--mode;prefill;--batch;1;--seq;128")
+# generate builds its prefill graph first: the refusal still names the mode asked for
+tc_cli_fail(predict_serving_generate_bert "--mode generate: serving graphs cover the decoder families.*not 'bert'" "${TC};predict;--model;bert-large;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;128;--gen;4")
 tc_cli_fail(predict_decode_needs_context "--mode decode needs --context" "${TC};predict;--model;llama-3.1-8b;--gpu;T4;--mode;decode;--batch;1")
 tc_cli_fail(predict_inference_bf16 "--dtype bf16: --mode inference models eager FP32" "${TC};predict;--model;llama-3.1-8b;--gpu;T4;--mode;inference;--batch;1;--seq;16;--dtype;bf16")
 tc_cli_fail(predict_generate_one_token "--gen: 1 out of range" "${TC};predict;--model;llama-3.1-8b;--gpu;H100-SXM;--mode;generate;--batch;1;--seq;16;--gen;1")
