@@ -2,7 +2,8 @@
 """scripts/check-doc-figures.py against a stand-in tilecast (a script printing fixed output) and
 hand-written documents: a quote that matches passes; a doc quoting 12.3 where the build prints
 12.346 -> "12.35" is stale, exit 1, the line naming the doc, the new text and the doc's old one;
-a table line quoted as printed passes whatever its spacing; a list entry without `doc`, a
+a table line quoted as printed passes whatever its spacing; a number with decimals one unit of
+its last place off passes (12.347 for 12.346), two units off or an integer off by one is stale; a list entry without `doc`, a
 command that fails and a quote naming a field the JSON lacks stop with exit 2 and one line.
 --update rewrites the stale quotes' numbers in place (the doc's words and line breaks kept),
 takes a table row by its key, never breaks a quote the doc already has right, and leaves a
@@ -84,6 +85,27 @@ def main():
             assert f.read() == ("It takes a step of 12.35 ms, 1.50\nGB of cache, 1,234.5 requests.\n"
                                 "```\nmodel on GPU\ntpot_ms   12.346 (mean decode step)\n```\n")
         r = run(d, checks, fake)
+        assert r.returncode == 0 and "0 stale" in r.stdout, (r.returncode, r.stdout)
+
+        # Last-digit jitter (two CPUs' BLAS kernels sum in another order): a number with decimals
+        # one unit of its last place off is the same figure; two units off is stale.
+        write(os.path.join(d, "doc.md"), "It takes a step of 12.36 ms, 1.49 GB of cache, 1,234.4 "
+              "requests.\n```\nmodel on GPU\ntpot_ms 12.347 (mean decode step)\n```\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 0 and "2 quotes in 1 documents, 0 stale" in r.stdout, (r.returncode, r.stdout)
+        write(os.path.join(d, "doc.md"), "It takes a step of 12.36 ms, 1.49 GB of cache, 1,234.3 "
+              "requests.\n```\nmodel on GPU\ntpot_ms 12.348 (mean decode step)\n```\n")
+        r = run(d, checks, fake)
+        assert r.returncode == 1 and "2 quotes in 1 documents, 2 stale" in r.stdout, (r.returncode, r.stdout)
+        # An integer (a count of GPUs, of rows) must match; so must the number of decimals.
+        checks_int = os.path.join(d, "checks-int.yaml")
+        write(checks_int, "- doc: doc.md\n  runs: {a: predict}\n  quote: 'on {a[rows][0][rate]:.0f} GPUs'\n"
+              "- doc: doc.md\n  runs: {a: predict}\n  quote: 'a step of {a[tpot_ms]:.2f} ms'\n")
+        write(os.path.join(d, "doc.md"), "Served on 1235 GPUs, a step of 12.3 ms.\n")
+        r = run(d, checks_int, fake)
+        assert r.returncode == 1 and "2 quotes in 1 documents, 2 stale" in r.stdout, (r.returncode, r.stdout)
+        write(os.path.join(d, "doc.md"), "Served on 1234 GPUs, a step of 12.34 ms.\n")
+        r = run(d, checks_int, fake)
         assert r.returncode == 0 and "0 stale" in r.stdout, (r.returncode, r.stdout)
 
         # Rows of one table: the row with the quote's key; another table's row that keeps more
