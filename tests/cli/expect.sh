@@ -1,5 +1,7 @@
 # Shared by the CLI test scripts (source it after `set -euo pipefail`): a scratch folder $W
-# removed on exit, fail MSG, and expect_fail REGEX CMD...: exit 1 and one stderr line matching REGEX.
+# removed on exit, fail MSG, expect_fail REGEX CMD...: exit 1 and one stderr line matching REGEX,
+# and manifest_family MANIFEST FAMILY: the family's entry in a weights manifest (its "  FAMILY:"
+# line and the deeper lines under it).
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -10,4 +12,7 @@ expect_fail() {
   grep -Eq -- "$re" "$W/err" || { cat "$W/err"; fail "$* -> stderr lacks '$re'"; }
   [ "$(wc -l < "$W/err")" -eq 1 ] || { cat "$W/err"; fail "$* -> more than one stderr line"; }
   echo "ok   $(head -c 150 "$W/err")"
+}
+manifest_family() {
+  awk -v fam="  $2:" '/^  [A-Za-z0-9_]+:$/ { f = ($0 == fam) } /^[^ ]/ { f = 0 } f' "$1"
 }

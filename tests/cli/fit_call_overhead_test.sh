@@ -8,39 +8,39 @@
 #   tests/cli/fit_call_overhead_test.sh TILECAST SOURCE_DIR
 set -euo pipefail
 TC=$1 SRC=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cp -r "$SRC/weights" "$tmp/w"
-sed -i '/^call_overhead_us:/d' "$tmp/w/manifest.yaml"  # so that the line found below was written by the fit
+. "$(dirname "$0")/expect.sh"  # $W, fail
+cp -r "$SRC/weights" "$W/w"
+sed -i '/^call_overhead_us:/d' "$W/w/manifest.yaml"  # so that the line found below was written by the fit
 bundled=$(sha256sum "$SRC/weights/manifest.yaml")
-amd_before=$(sha256sum < "$tmp/w/amd/manifest.yaml")
+amd_before=$(sha256sum < "$W/w/amd/manifest.yaml")
 expected="" best=""
 for v in 0 5 30; do
-  e=$("$TC" -q eval-models --labels "$SRC/tests/data/labels" --weights "$tmp/w" --call-overhead-us "$v" --format csv |
+  e=$("$TC" -q eval-models --labels "$SRC/tests/data/labels" --weights "$W/w" --call-overhead-us "$v" --format csv |
       awk -F, '$1 == "NVIDIA_A100-SXM4-40GB" { print $10 }')
-  [ -n "$e" ] || { echo "FAIL: no A100-SXM4-40GB row at $v us"; exit 1; }
+  [ -n "$e" ] || fail "no A100-SXM4-40GB row at $v us"
   if [ -z "$best" ] || awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$e expected=$v; fi
 done
-TILECAST="$TC" TILECAST_NEUSIGHT_DIR="$SRC/tests/data" WEIGHTS="$tmp/w" APPLY=1 \
-  bash "$SRC/scripts/fit-host-gap.sh" --param call-overhead-us "$tmp/out" 0 5 30 > "$tmp/log" 2>&1 \
-  || { echo "FAIL: fit-host-gap.sh failed:"; cat "$tmp/log"; exit 1; }
-grep -q "chosen on all of them: $expected " "$tmp/log" || { echo "FAIL: expected $expected us:"; cat "$tmp/log"; exit 1; }
-grep -q "reference at that value (not used to choose): L4 " "$tmp/log" || { echo "FAIL: no L4 reference line"; exit 1; }
+TILECAST="$TC" TILECAST_NEUSIGHT_DIR="$SRC/tests/data" WEIGHTS="$W/w" APPLY=1 \
+  bash "$SRC/scripts/fit-host-gap.sh" --param call-overhead-us "$W/out" 0 5 30 > "$W/log" 2>&1 \
+  || { cat "$W/log"; fail "fit-host-gap.sh failed:"; }
+grep -q "chosen on all of them: $expected " "$W/log" || { cat "$W/log"; fail "expected $expected us:"; }
+grep -q "reference at that value (not used to choose): L4 " "$W/log" || fail "no L4 reference line"
 line="call_overhead_us: {bmm: $expected, elementwise: $expected, layernorm: $expected, linear: $expected, softmax: $expected}"
-[ "$(grep -c "^call_overhead_us:" "$tmp/w/manifest.yaml")" = 1 ] && grep -qxF "$line" "$tmp/w/manifest.yaml" \
-  || { echo "FAIL: manifest line:"; grep "^call_overhead_us" "$tmp/w/manifest.yaml"; exit 1; }
-"$TC" predict --weights "$tmp/w" --model gpt2-large --gpu H100-SXM --batch 1 --seq 128 --format json > "$tmp/p.json" \
-  || { echo "FAIL: the written manifest does not load"; exit 1; }
+[ "$(grep -c "^call_overhead_us:" "$W/w/manifest.yaml")" = 1 ] && grep -qxF "$line" "$W/w/manifest.yaml" \
+  || { grep "^call_overhead_us" "$W/w/manifest.yaml"; fail "manifest line:"; }
+"$TC" predict --weights "$W/w" --model gpt2-large --gpu H100-SXM --batch 1 --seq 128 --format json > "$W/p.json" \
+  || fail "the written manifest does not load"
 # A manifest that already lists families keeps those keys (a subset here) and takes the new value.
-sed -i 's/^call_overhead_us:.*/call_overhead_us: {bmm: 3, linear: 3}/' "$tmp/w/manifest.yaml"
-TILECAST="$TC" TILECAST_NEUSIGHT_DIR="$SRC/tests/data" WEIGHTS="$tmp/w" APPLY=1 \
-  bash "$SRC/scripts/fit-host-gap.sh" --param call-overhead-us "$tmp/out3" 0 5 30 > "$tmp/log3" 2>&1 \
-  || { echo "FAIL: second fit-host-gap.sh failed:"; cat "$tmp/log3"; exit 1; }
-[ "$(grep -c "^call_overhead_us:" "$tmp/w/manifest.yaml")" = 1 ] &&
-  grep -qxF "call_overhead_us: {bmm: $expected, linear: $expected}" "$tmp/w/manifest.yaml" \
-  || { echo "FAIL: manifest line after the second fit:"; grep "^call_overhead_us" "$tmp/w/manifest.yaml"; exit 1; }
-[ "$(sha256sum < "$tmp/w/amd/manifest.yaml")" = "$amd_before" ] || { echo "FAIL: the AMD manifest changed"; exit 1; }
-[ "$(sha256sum "$SRC/weights/manifest.yaml")" = "$bundled" ] || { echo "FAIL: the bundled manifest changed"; exit 1; }
-if err=$(bash "$SRC/scripts/fit-host-gap.sh" --param bogus "$tmp/out2" 2>&1); then echo "FAIL: --param bogus passed"; exit 1; fi
+sed -i 's/^call_overhead_us:.*/call_overhead_us: {bmm: 3, linear: 3}/' "$W/w/manifest.yaml"
+TILECAST="$TC" TILECAST_NEUSIGHT_DIR="$SRC/tests/data" WEIGHTS="$W/w" APPLY=1 \
+  bash "$SRC/scripts/fit-host-gap.sh" --param call-overhead-us "$W/out3" 0 5 30 > "$W/log3" 2>&1 \
+  || { cat "$W/log3"; fail "second fit-host-gap.sh failed:"; }
+[ "$(grep -c "^call_overhead_us:" "$W/w/manifest.yaml")" = 1 ] &&
+  grep -qxF "call_overhead_us: {bmm: $expected, linear: $expected}" "$W/w/manifest.yaml" \
+  || { grep "^call_overhead_us" "$W/w/manifest.yaml"; fail "manifest line after the second fit:"; }
+[ "$(sha256sum < "$W/w/amd/manifest.yaml")" = "$amd_before" ] || fail "the AMD manifest changed"
+[ "$(sha256sum "$SRC/weights/manifest.yaml")" = "$bundled" ] || fail "the bundled manifest changed"
+if err=$(bash "$SRC/scripts/fit-host-gap.sh" --param bogus "$W/out2" 2>&1); then fail "--param bogus passed"; fi
 [ "$(wc -l <<<"$err")" = 1 ] && grep -q "expected host-gap-us or call-overhead-us, got 'bogus'" <<<"$err" \
-  || { echo "FAIL: error line: $err"; exit 1; }
+  || fail "error line: $err"
 echo ok

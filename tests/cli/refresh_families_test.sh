@@ -8,33 +8,32 @@
 #   tests/cli/refresh_families_test.sh TILECAST SOURCE_DIR
 set -euo pipefail
 TC=$1 SRC=$2
+. "$(dirname "$0")/expect.sh"  # $W, fail, manifest_family
 . "$SRC/scripts/llm-files.sh"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cp -r "$SRC/weights" "$tmp/fold"
-m="$tmp/fold/manifest.yaml"
-block() { awk -v fam="  $2:" '/^  [A-Za-z0-9_]+:$/ { f = ($0 == fam) } /^[^ ]/ { f = 0 } f' "$1"; }
+cp -r "$SRC/weights" "$W/fold"
+m="$W/fold/manifest.yaml"
 sed -i -e '/^  context_attention:$/,/^  [a-z_]*:$/ s/log2_memory_l2_us/log2_memory_us/' \
        -e '/^  gemm:$/,/^  [a-z_]*:$/ s/^    trained_at: .*/    trained_at: 2000-01-01T00:00:00Z/' "$m"
-printf 'x' >> "$tmp/fold/context_attention.tcmlp"
-[ "$(block "$m" context_attention | grep -c 'log2_memory_us')" = 1 ] || { echo "FAIL: fixture: prefill not made old"; exit 1; }
-if out=$("$TC" predict-kernel --weights "$tmp/fold" --op gemm --shape 64,4096,4096 --dtype bf16 --gpu H100-SXM 2>&1); then
+printf 'x' >> "$W/fold/context_attention.tcmlp"
+[ "$(manifest_family "$m" context_attention | grep -c 'log2_memory_us')" = 1 ] || fail "fixture: prefill not made old"
+if out=$("$TC" predict-kernel --weights "$W/fold" --op gemm --shape 64,4096,4096 --dtype bf16 --gpu H100-SXM 2>&1); then
   echo "FAIL: the old fold forecast: $out"; exit 1
 fi
-[ "$(wc -l <<<"$out")" = 1 ] && grep -q "context_attention.*feature list differs" <<<"$out" || { echo "FAIL: refusal: $out"; exit 1; }
-printf 'family,rows_train\ngemm,100\n' > "$tmp/trained.csv"
-err=$(refresh_untrained_families "$tmp/fold" "$tmp/trained.csv" "$SRC/weights" 2>&1)
-[ "$err" = "eval-llm-loo: $tmp/fold: untrained families taken from $SRC/weights: context_attention" ] \
-  || { echo "FAIL: message: $err"; exit 1; }
-diff <(block "$m" context_attention) <(block "$SRC/weights/manifest.yaml" context_attention) > /dev/null \
-  || { echo "FAIL: prefill entry not the bundle's"; exit 1; }
-cmp -s "$tmp/fold/context_attention.tcmlp" "$SRC/weights/context_attention.tcmlp" || { echo "FAIL: prefill network not copied"; exit 1; }
-block "$m" gemm | grep -q '^    trained_at: 2000-01-01T00:00:00Z$' || { echo "FAIL: the trained gemm entry was replaced"; exit 1; }
-[ "$(grep -c . "$m")" = "$(grep -c . "$SRC/weights/manifest.yaml")" ] || { echo "FAIL: line count"; exit 1; }
-[ ! -e "$m.tmp" ] || { echo "FAIL: temporary file left"; exit 1; }
-out=$("$TC" predict-kernel --weights "$tmp/fold" --op attention_prefill --shape 1,2048,32,8,128 --dtype bf16 --gpu H100-SXM)
-grep -q "ms" <<<"$out" || { echo "FAIL: no forecast after the refresh: $out"; exit 1; }
+[ "$(wc -l <<<"$out")" = 1 ] && grep -q "context_attention.*feature list differs" <<<"$out" || fail "refusal: $out"
+printf 'family,rows_train\ngemm,100\n' > "$W/trained.csv"
+err=$(refresh_untrained_families "$W/fold" "$W/trained.csv" "$SRC/weights" 2>&1)
+[ "$err" = "eval-llm-loo: $W/fold: untrained families taken from $SRC/weights: context_attention" ] \
+  || fail "message: $err"
+diff <(manifest_family "$m" context_attention) <(manifest_family "$SRC/weights/manifest.yaml" context_attention) > /dev/null \
+  || fail "prefill entry not the bundle's"
+cmp -s "$W/fold/context_attention.tcmlp" "$SRC/weights/context_attention.tcmlp" || fail "prefill network not copied"
+manifest_family "$m" gemm | grep -q '^    trained_at: 2000-01-01T00:00:00Z$' || fail "the trained gemm entry was replaced"
+[ "$(grep -c . "$m")" = "$(grep -c . "$SRC/weights/manifest.yaml")" ] || fail "line count"
+[ ! -e "$m.tmp" ] || fail "temporary file left"
+out=$("$TC" predict-kernel --weights "$W/fold" --op attention_prefill --shape 1,2048,32,8,128 --dtype bf16 --gpu H100-SXM)
+grep -q "ms" <<<"$out" || fail "no forecast after the refresh: $out"
 # Nothing left to take: silent, manifest unchanged.
-cp "$m" "$tmp/copy"
-err=$(refresh_untrained_families "$tmp/fold" "$tmp/trained.csv" "$SRC/weights" 2>&1)
-[ -z "$err" ] && cmp -s "$m" "$tmp/copy" || { echo "FAIL: second refresh: $err"; exit 1; }
+cp "$m" "$W/copy"
+err=$(refresh_untrained_families "$W/fold" "$W/trained.csv" "$SRC/weights" 2>&1)
+[ -z "$err" ] && cmp -s "$m" "$W/copy" || fail "second refresh: $err"
 echo ok

@@ -6,42 +6,42 @@
 #   tests/cli/set_prior_weight_test.sh TILECAST SOURCE_DIR
 set -euo pipefail
 TC=$1 SRC=$2
+. "$(dirname "$0")/expect.sh"  # $W, fail, manifest_family
 . "$SRC/scripts/llm-files.sh"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cp -r "$SRC/weights" "$tmp/w"
-m="$tmp/w/manifest.yaml"
+cp -r "$SRC/weights" "$W/w"
+m="$W/w/manifest.yaml"
 before=$(grep -c . "$m")
 set_unseen_prior_weight "$m" moe 0.5
 diff <(sed 's/unseen_prior_weight: .*//' "$SRC/weights/manifest.yaml") <(sed 's/unseen_prior_weight: .*//' "$m") > /dev/null \
-  || { echo "FAIL: lines other than unseen_prior_weight changed"; exit 1; }
-[ "$(grep -c . "$m")" = "$before" ] || { echo "FAIL: line count changed"; exit 1; }
-[ "$(grep -c '^      unseen_prior_weight: 0.5$' "$m")" = 1 ] || { echo "FAIL: moe's weight not set"; exit 1; }
-out=$("$TC" predict-kernel --weights "$tmp/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
+  || fail "lines other than unseen_prior_weight changed"
+[ "$(grep -c . "$m")" = "$before" ] || fail "line count changed"
+[ "$(grep -c '^      unseen_prior_weight: 0.5$' "$m")" = 1 ] || fail "moe's weight not set"
+out=$("$TC" predict-kernel --weights "$W/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
 # The bundled MoE also gives the stacked GEMMs 0.25 (gemm_composite_weight): the network keeps
 # 0.5 of the other 0.75.
-grep -q '"network_weight": 0.375' <<<"$out" || { echo "FAIL: forecast does not use 0.5: $out"; exit 1; }
+grep -q '"network_weight": 0.375' <<<"$out" || fail "forecast does not use 0.5: $out"
 # eval-llm-loo.sh GEMM_COMPOSITE_WEIGHT: the same edit of another key, rewritten in place.
 set_family_config "$m" moe gemm_composite_weight 0.5
-[ "$(grep -c . "$m")" = "$before" ] || { echo "FAIL: composite weight: line count changed"; exit 1; }
-out=$("$TC" predict-kernel --weights "$tmp/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
+[ "$(grep -c . "$m")" = "$before" ] || fail "composite weight: line count changed"
+out=$("$TC" predict-kernel --weights "$W/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
 grep -q '"network_weight": 0.25' <<<"$out" && grep -q '"gemm_composite_weight": 0.5' <<<"$out" \
-  || { echo "FAIL: forecast does not use composite weight 0.5: $out"; exit 1; }
+  || fail "forecast does not use composite weight 0.5: $out"
 # Decode is trained with network_gpus (twins) at the default weight 1, which the manifest does not
 # write: the line is inserted after network_gpus, and an unseen GPU's decode forecast follows it.
-grep -q "unseen_prior_weight" <(awk '/^  generation_attention:$/{f=1;next} /^  [A-Za-z0-9_]+:$/{f=0} f' "$m") \
-  && { echo "FAIL: fixture: decode already has the key"; exit 1; }
+grep -q "unseen_prior_weight" <(manifest_family "$m" generation_attention) \
+  && fail "fixture: decode already has the key"
 set_unseen_prior_weight "$m" generation_attention 0.25
-[ "$(grep -c . "$m")" = $((before + 1)) ] || { echo "FAIL: decode: expected one line more"; exit 1; }
-[ "$(awk '/^  generation_attention:$/{f=1;next} /^  [A-Za-z0-9_]+:$/{f=0} f && /^      unseen_prior_weight: 0.25$/' "$m" | wc -l)" = 1 ] \
-  || { echo "FAIL: decode's weight not inserted"; exit 1; }
-out=$("$TC" predict-kernel --weights "$tmp/w" --op attention_decode --shape 64,4096,32,8,128 --gpu H100-SXM --format json)
-grep -q '"network_weight": 0.75' <<<"$out" || { echo "FAIL: decode forecast does not use 0.25: $out"; exit 1; }
+[ "$(grep -c . "$m")" = $((before + 1)) ] || fail "decode: expected one line more"
+[ "$(manifest_family "$m" generation_attention | grep -c '^      unseen_prior_weight: 0.25$')" = 1 ] \
+  || fail "decode's weight not inserted"
+out=$("$TC" predict-kernel --weights "$W/w" --op attention_decode --shape 64,4096,32,8,128 --gpu H100-SXM --format json)
+grep -q '"network_weight": 0.75' <<<"$out" || fail "decode forecast does not use 0.25: $out"
 set_unseen_prior_weight "$m" generation_attention 0.5  # now rewritten, not inserted again
-[ "$(grep -c . "$m")" = $((before + 1)) ] || { echo "FAIL: decode: second edit added a line"; exit 1; }
-cp "$m" "$tmp/copy"
-if err=$(set_unseen_prior_weight "$m" context_attention 0.5 2>&1); then echo "FAIL: context_attention has no key, but it passed"; exit 1; fi
+[ "$(grep -c . "$m")" = $((before + 1)) ] || fail "decode: second edit added a line"
+cp "$m" "$W/copy"
+if err=$(set_unseen_prior_weight "$m" context_attention 0.5 2>&1); then fail "context_attention has no key, but it passed"; fi
 [ "$(wc -l <<<"$err")" = 1 ] && grep -q "family 'context_attention' has no unseen_prior_weight" <<<"$err" \
-  || { echo "FAIL: error line: $err"; exit 1; }
-cmp -s "$m" "$tmp/copy" || { echo "FAIL: refused edit changed the manifest"; exit 1; }
-[ ! -e "$m.tmp" ] || { echo "FAIL: temporary file left"; exit 1; }
+  || fail "error line: $err"
+cmp -s "$m" "$W/copy" || fail "refused edit changed the manifest"
+[ ! -e "$m.tmp" ] || fail "temporary file left"
 echo ok
