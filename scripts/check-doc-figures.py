@@ -15,7 +15,9 @@ Usage: python3 scripts/check-doc-figures.py [--tilecast build/tilecast] [--root 
                                             [--checks docs/quoted-forecasts.yaml] [--update]
 A quote is found where the doc has its words and every number as printed, or a number with
 decimals one unit of its last place off (185.791 for 185.792): the same weights print such
-last-digit jitter on two CPUs (their BLAS kernels sum in another order). Integers must match.
+last-digit jitter on two CPUs, whose OpenBLAS kernels sum in another order (the README's
+capacity table, L40S at tp 1: OPENBLAS_CORETYPE=Haswell prints a TTFT of 185.792 ms, SkylakeX
+185.791). Integers must match.
 
 Exit 0: every quote found. 1: one line per stale quote (the file, what the build prints now,
 what the doc has there). 2: the list, a document or a command failed.
