@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/atomic.sh  # to_file
+. scripts/blas-kernels.sh  # OPENBLAS_CORETYPE=Haswell on AVX2 CPUs: the figures' kernels
 OUT="${1:-out/llm-heldout}"; shift || true
 PCT="${PCT:-10}"
 TC=./build/tilecast

@@ -26,6 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/atomic.sh  # to_file
+. scripts/blas-kernels.sh  # OPENBLAS_CORETYPE=Haswell on AVX2 CPUs: the figures' kernels
 OUT="${1:-out/llm-loo}"; shift || true
 TC=./build/tilecast
 LLM="${TILECAST_LLM_KERNELS_DIR:-../shared/llm-kernels}"

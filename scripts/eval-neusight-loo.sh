@@ -23,6 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/atomic.sh  # to_file
+. scripts/blas-kernels.sh  # OPENBLAS_CORETYPE=Haswell on AVX2 CPUs: the figures' kernels
 OUT="${1:-out/neusight-loo}"; shift || true
 TC=./build/tilecast
 NS="${TILECAST_NEUSIGHT_DIR:-../shared/neusight}"

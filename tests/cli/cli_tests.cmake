@@ -100,6 +100,8 @@ add_test(NAME cli.set_prior_weight COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/
 # EVAL_ONLY=1's refresh of the families a fold did not train (folds older than a bundled family's inputs).
 add_test(NAME cli.refresh_families COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/refresh_families_test.sh ${TC}
          ${CMAKE_SOURCE_DIR})
+# The evaluation scripts' BLAS kernels (OPENBLAS_CORETYPE=Haswell on AVX2 CPUs, as the figures were trained).
+add_test(NAME cli.blas_kernels COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/blas_kernels_test.sh ${CMAKE_SOURCE_DIR})
 # --list previews a shard's configs in index order (I, I + N, ...) and runs nothing; without it --out is required.
 tc_cli_test(collect_list_shard "index,family,op,dtype,id\n1,bmm,bmm,fp32,bmm/fp32/[0-9]+x[0-9]+x[0-9]+x[0-9]+\n4,bmm,bmm,fp32,bmm/fp32/[0-9x]+\n$" ${TC} collect --sweep ${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml --list --shard 1/3 --limit 2)
 tc_cli_fail(collect_needs_out "--out: required" "${TC};collect;--sweep;${CMAKE_SOURCE_DIR}/configs/sweeps/smoke.yaml")
