@@ -131,10 +131,6 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     else
       std::printf("prior_ms     %.6g (the family's fitted roofline; alone: the network corrects only the GPUs it was "
                   "trained on, or their twins where the family's network_gpus says so)\n", r.prior_ms);
-    if (r.prior_library)
-      std::printf("prior fit    %s's own (the fitted roofline of that library's training rows, the kernels this "
-                  "GPU's spec implies)\n",
-                  r.prior_library);
     if (r.prior_cta_ns > 0)
       std::printf("cta cost     %.4g ns a CTA (%s's, fitted on its training rows): past the floor, %lld CTAs take at "
                   "least %.6g ms\n",

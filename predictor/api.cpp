@@ -162,8 +162,6 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["network_weight"] = r.network_weight;
     j["prior_cta_ns"] = r.prior_cta_ns;  // the library's cost per CTA in prior_ms (0: none)
     j["prior_sm_bytes_per_cycle"] = r.prior_sm_bytes_per_cycle;  // the library's load rate per SM (0: none)
-    // prior_ms is that library's own fitted roofline (null: the family's shared fit)
-    j["prior_library"] = r.prior_library ? nlohmann::json(r.prior_library) : nlohmann::json(nullptr);
   }
   if (is_attention(fam)) {
     j["library"] = attention_library(q, spec);

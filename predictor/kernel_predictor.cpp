@@ -527,16 +527,12 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       const FittedRoofline* prior = entry && entry->config.prior ? &entry->prior : nullptr;
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
-      if (entry && !corrected &&
-          (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty() || !entry->library_priors.empty())) {
+      if (entry && !corrected && (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty())) {
         const char* library = kernel_library(q, gpu);
         const auto cta = library ? entry->library_cta_ns.find(library) : entry->library_cta_ns.end();
         const auto rate = library ? entry->library_sm_bytes_per_cycle.find(library) : entry->library_sm_bytes_per_cycle.end();
-        const auto own = library ? entry->library_priors.find(library) : entry->library_priors.end();
-        if (cta != entry->library_cta_ns.end() || rate != entry->library_sm_bytes_per_cycle.end() ||
-            own != entry->library_priors.end()) {
-          FittedRoofline alone = own != entry->library_priors.end() ? own->second : entry->prior;
-          if (own != entry->library_priors.end()) r.prior_library = library;
+        if (cta != entry->library_cta_ns.end() || rate != entry->library_sm_bytes_per_cycle.end()) {
+          FittedRoofline alone = entry->prior;
           if (cta != entry->library_cta_ns.end()) alone.cta_ns = r.prior_cta_ns = cta->second;
           if (rate != entry->library_sm_bytes_per_cycle.end())
             alone.sm_bytes_per_cycle = r.prior_sm_bytes_per_cycle = rate->second;

@@ -41,9 +41,6 @@ struct KernelPrediction {
   // The library's rate of loads per SM, bytes per SM-cycle, in prior_ms where it forecasts alone
   // (FamilyEntry::library_sm_bytes_per_cycle); 0: none.
   double prior_sm_bytes_per_cycle = 0;
-  // The kernel library whose own fitted roofline prior_ms is (FamilyEntry::library_priors),
-  // where the fitted roofline forecasts a GPU outside network_gpus; nullptr: the family's shared fit.
-  const char* prior_library = nullptr;
   double utilisation = 0;   // wave-quantised roofline / latency_ms
   double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
   const char* bound = "";   // "compute" | "memory" | "launch" (below a fitted floor)

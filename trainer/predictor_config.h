@@ -46,12 +46,6 @@ struct PredictorConfig {
   // (FittedRoofline::sm_bytes_per_cycle; the manifest's library_sm_bytes_per_cycle), fitted in
   // turn with the cost per CTA when prior_cta_by_library is set too, and applied where that is.
   bool prior_sm_rate_by_library = false;
-  // Fit, per kernel library of the training rows with at least 1,000 of them, a whole fitted
-  // roofline of its own (floor, cost per wave, both efficiencies; the manifest's
-  // library_priors), used in place of the shared fit where the fitted roofline forecasts with
-  // or without a network's share (a GPU outside network_gpus) and the spec's library has one;
-  // the networks' base stays the shared fit. Needs rows of two libraries or more.
-  bool prior_by_library = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":

@@ -123,9 +123,9 @@ std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSa
   for (const auto& s : rows) {
     const GpuSpec& gpu = row_gpu(s, gpus);
     scratch.resize(num_features(op_family(s.query.op)));
-    const char* library = kernel_library(s.query, gpu);  // nullptr: a family of one library
-    by_library[library ? library : ""].push_back({featurize(s.query, gpu, tiles, scratch.data()).bounds,
-                                                  s.latency_ms * 1e-3});
+    const char* library = kernel_library(s.query, gpu);
+    if (!library) continue;  // a family without kernel libraries (GEMM): nothing to key a cost by
+    by_library[library].push_back({featurize(s.query, gpu, tiles, scratch.data()).bounds, s.latency_ms * 1e-3});
   }
   std::map<std::string, LibraryCosts> out;
   for (const auto& [library, lib_rows] : by_library) {
@@ -154,21 +154,6 @@ std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSa
     if (sm_rate && cta) fit(p.sm_bytes_per_cycle, 97, -0.5, 3.5);
     if (p.cta_ns > 0 || p.sm_bytes_per_cycle > 0) out[library] = {p.cta_ns, p.sm_bytes_per_cycle};
   }
-  return out;
-}
-
-std::map<std::string, FittedRoofline> fit_library_priors(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                                        const GpuRegistry& gpus, bool in_cycles, bool cap_memory) {
-  std::map<std::string, std::vector<KernelSample>> by_library;
-  for (const auto& s : rows) {
-    const char* library = kernel_library(s.query, row_gpu(s, gpus));
-    by_library[library ? library : ""].push_back(s);
-  }
-  std::map<std::string, FittedRoofline> out;
-  if (by_library.size() < 2) return out;  // one library: the shared fit is its own
-  for (const auto& [library, lib_rows] : by_library)
-    if (lib_rows.size() >= kMinLibraryPriorRows)
-      out[library] = fit_family_roofline(lib_rows, tiles, gpus, in_cycles, cap_memory);
   return out;
 }
 
@@ -629,19 +614,6 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         }
         if (costs.empty()) {
           TC_LOG(Info) << family_name(fam) << ": no library's own cost lowers the fit";
-        }
-      }
-      if (cfg.prior_by_library) {
-        e.library_priors = fit_library_priors(rows, tiles, gpus, cycles, cfg.prior_cap_memory);
-        if (e.library_priors.empty()) {
-          TC_LOG(Info) << family_name(fam) << ": prior_by_library: the rows are of one kernel library, or none has "
-                       << kMinLibraryPriorRows << " of them; the shared fit serves every library";
-        }
-        for (const auto& [library, p] : e.library_priors) {
-          TC_LOG(Info) << family_name(fam) << ": " << library << "'s own fitted roofline: floor "
-                       << (cycles ? p.floor_kcycles : p.floor_us) << unit << ", "
-                       << (cycles ? p.wave_kcycles : p.wave_us) << unit << " per wave, " << p.eta_compute
-                       << " of the compute peak, " << p.eta_memory << " of DRAM bandwidth";
         }
       }
       if (!fallback_rows.empty()) {

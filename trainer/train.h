@@ -39,9 +39,6 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 // The fewest rows of a fallback library that train a network of their own (fewer: its fitted
 // roofline alone forecasts them).
 constexpr size_t kMinFallbackNetworkRows = 200;
-// The fewest rows of one kernel library that fit a roofline of its own (config.prior_by_library;
-// fewer: the family's shared fit serves that library).
-constexpr size_t kMinLibraryPriorRows = 1000;
 
 // Per kernel library (kernel_library of each row's query on its GPU) with at least 1,000 rows:
 // with `cta` (config.prior_cta_by_library), the cost per CTA in nanoseconds
@@ -56,12 +53,6 @@ struct LibraryCosts {
 std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                                       const GpuRegistry& gpus, const FittedRoofline& prior, bool cta,
                                                       bool sm_rate);
-// Per kernel library (kernel_library of each row's query on its GPU, as the spec implies) with
-// at least kMinLibraryPriorRows rows, the fitted roofline (fit_family_roofline) of its rows
-// alone (config.prior_by_library). Empty when the rows are of one library (the shared fit is
-// its own). A row whose query has no library (a GEMM) counts as the library "".
-std::map<std::string, FittedRoofline> fit_library_priors(const std::vector<KernelSample>& rows, const TileTable& tiles,
-                                                        const GpuRegistry& gpus, bool in_cycles, bool cap_memory);
 // The fitted roofline (fit_roofline) of a family's training rows, their bounds computed as a
 // forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles; `cap_memory`:
 // the DRAM efficiency at most the largest per-GPU median of time at DRAM speed / measured over

@@ -166,7 +166,6 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["prior_cap_memory"]) e.config.prior_cap_memory = c["prior_cap_memory"].as<bool>();
         if (c["prior_cta_by_library"]) e.config.prior_cta_by_library = c["prior_cta_by_library"].as<bool>();
         if (c["prior_sm_rate_by_library"]) e.config.prior_sm_rate_by_library = c["prior_sm_rate_by_library"].as<bool>();
-        if (c["prior_by_library"]) e.config.prior_by_library = c["prior_by_library"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
         if (c["gemm_composite_weight"]) e.config.gemm_composite_weight = c["gemm_composite_weight"].as<double>();
@@ -183,17 +182,6 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           e.library_cta_ns = read_library_map(lib, path, name, "library_cta_ns", "ns");
         if (const YAML::Node lib = n["library_sm_bytes_per_cycle"])
           e.library_sm_bytes_per_cycle = read_library_map(lib, path, name, "library_sm_bytes_per_cycle", "bytes per cycle");
-        if (const YAML::Node lib = n["library_priors"]) {
-          if (!lib.IsMap())
-            throw ConfigError(path + ": family '" + name + "': library_priors: expected a map of library: fitted roofline");
-          for (const auto& kv : lib) {
-            const std::string library = kv.first.as<std::string>();
-            if (!kv.second.IsMap())
-              throw ConfigError(path + ": family '" + name + "': library_priors: " + library + ": expected a map");
-            e.library_priors[library] =
-                read_prior(kv.second, path, name, ("library_priors: " + library).c_str());
-          }
-        }
         if (n["fallback_prior"]) {
           e.fallback_prior = read_prior(n["fallback_prior"], path, name, "fallback_prior");
           e.has_fallback_prior = true;
@@ -374,11 +362,6 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     if (e.has_prior()) write_prior(out, "prior", e.prior);
     write_library_map(out, "library_cta_ns", e.library_cta_ns);
     write_library_map(out, "library_sm_bytes_per_cycle", e.library_sm_bytes_per_cycle);
-    if (!e.library_priors.empty()) {
-      out << YAML::Key << "library_priors" << YAML::Value << YAML::BeginMap;
-      for (const auto& [library, p] : e.library_priors) write_prior(out, library.c_str(), p);
-      out << YAML::EndMap;
-    }
     if (e.has_fallback_prior) write_prior(out, "fallback_prior", e.fallback_prior);
     if (e.has_fallback_network()) {
       const auto& fb = e.fallback_network;

@@ -51,10 +51,6 @@ struct FamilyEntry {
   // config.prior_sm_rate_by_library: per kernel library, its rate of loads per SM in bytes per
   // SM clock cycle (FittedRoofline::sm_bytes_per_cycle), applied as library_cta_ns is. Empty: none.
   std::map<std::string, double> library_sm_bytes_per_cycle;
-  // config.prior_by_library: per kernel library of the training rows, its own fitted roofline,
-  // which replaces `prior` where the fitted roofline forecasts (alone or blended with the
-  // network) a GPU outside network_gpus whose spec's library is one of these. Empty: none.
-  std::map<std::string, FittedRoofline> library_priors;
   // The fitted roofline of a fallback kernel library's rows (fallback_attention: Triton's
   // prefill on datacenter Blackwell), which forecasts such queries alone, on the whole causal
   // triangle; no network is trained on them. Absent when training had none of those rows.

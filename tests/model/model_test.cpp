@@ -278,6 +278,21 @@ TEST(FittedPrior, LibraryCostPerCta) {
   expect_bad_library_value(dir, "-3", "library_cta_ns");
 }
 
+// A family without kernel libraries (GEMM; kernel_library is null for its queries) fits no
+// library cost, whatever its rows: there is no library to key one by (before session 69 such rows
+// threw std::logic_error, a std::string built from a null name).
+TEST(FittedPrior, LibraryCostsNeedALibrary) {
+  std::vector<KernelSample> rows;
+  for (int i = 0; i < 1200; ++i) {
+    KernelSample s;
+    s.query = gemm_q(16 + i, 4096, 4096, DType::kBf16);
+    s.device = "NVIDIA A100-SXM4-80GB";
+    s.latency_ms = 0.05 + 1e-4 * i;
+    rows.push_back(s);
+  }
+  EXPECT_TRUE(trainer::fit_library_costs(rows, TileTable{}, registry(), decode_floor_and_eta(0.8), true, true).empty());
+}
+
 // A kernel library's rate of loads per SM (config prior_sm_rate_by_library). Synthetic decode
 // rows on the A100-SXM4-80GB and the L40S (FlashAttention by their specs), 1,200 of them, timed
 // as 5 us + their bytes at 90 % of DRAM bandwidth and again at 10 bytes per SM-cycle, and 600 on
@@ -327,87 +342,6 @@ TEST(FittedPrior, LibraryLoadRatePerSm) {
   EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
 
   expect_bad_library_value(dir, "0", "library_sm_bytes_per_cycle");
-}
-
-namespace {
-// Replaces the one occurrence of `from` in dir's manifest with `to`.
-void rewrite_manifest(const std::string& dir, const std::string& from, const std::string& to) {
-  std::string text;
-  {
-    std::ifstream in(dir + "/manifest.yaml");
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const size_t at = text.find(from);
-  ASSERT_NE(at, std::string::npos) << from;
-  ASSERT_EQ(text.find(from, at + 1), std::string::npos) << from;
-  text.replace(at, from.size(), to);
-  std::ofstream out(dir + "/manifest.yaml");
-  out << text;
-}
-}  // namespace
-
-// A kernel library's own fitted roofline (config prior_by_library). Synthetic decode rows: 1,200
-// on the A100-SXM4-80GB and the L40S (FlashAttention by their specs), timed as 5 us + their bytes
-// at 80 % of DRAM bandwidth, and 1,200 on the B200 (TRT-LLM's) at 40 %: each library's own fit
-// finds its efficiency within two steps of the efficiency grid (3 % apart). Rows of one library,
-// or a library with fewer than 1,000 rows, fit none. The manifest keeps them (a bad one is
-// refused naming the field); an unseen GPU whose library has one forecasts with it (the H100,
-// FlashAttention by its spec: with the library's fit set to 5 us + bytes at half of DRAM
-// bandwidth, 64 sequences x 4,096 cached tokens take 0.005 ms + 1,074,790,400 B / (0.5 x 3,352
-// GB/s)), a GPU whose library has none keeps the shared fit (the B200 at 0.9 of 8,000 GB/s), and a
-// training GPU's base does not change.
-TEST(FittedPrior, LibraryOwnRoofline) {
-  const std::vector<KernelSample> fa_timed = timed_decode_rows(decode_floor_and_eta(0.8), 7, {0, 9}, {6, 15});
-  std::vector<KernelSample> rows(fa_timed.begin(), fa_timed.begin() + 1200);  // the A100's and the L40S's
-  for (uint64_t seed : {8, 9}) {
-    const auto t = timed_decode_rows(decode_floor_and_eta(0.4), seed, {0, 9}, {6, 15});
-    rows.insert(rows.end(), t.begin() + 1200, t.end());  // the B200's 600
-  }
-  const TileTable no_tiles;
-  const auto own = trainer::fit_library_priors(rows, no_tiles, registry(), false, false);
-  ASSERT_EQ(own.size(), 2u);
-  EXPECT_NEAR(own.at("flash_attention").eta_memory, 0.8, 0.8 * 0.061);
-  EXPECT_NEAR(own.at("trtllm_mha").eta_memory, 0.4, 0.4 * 0.061);
-  EXPECT_NEAR(own.at("flash_attention").floor_us, 5.0, 5.0 * 0.12);
-  // One library: none; a library of 600 rows: none (the other still has its own).
-  EXPECT_TRUE(trainer::fit_library_priors({rows.begin(), rows.begin() + 1200}, no_tiles, registry(), false, false).empty());
-  const auto one = trainer::fit_library_priors({rows.begin(), rows.begin() + 1800}, no_tiles, registry(), false, false);
-  ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(one.count("flash_attention"), 1u);
-
-  const FittedRoofline held = decode_floor_and_eta(0.9), half = decode_floor_and_eta(0.5);
-  const std::string dir = library_cost_weights("library_prior_weights", rows, held, [&](trainer::FamilyEntry& e) {
-    e.config.prior_by_library = true;
-    e.library_priors = {{"flash_attention", half}};
-  });
-  const auto back = trainer::load_manifest(dir).families.at("generation_attention");
-  ASSERT_EQ(back.library_priors.size(), 1u);
-  EXPECT_EQ(back.library_priors.at("flash_attention"), half);
-  EXPECT_TRUE(back.config.prior_by_library);
-
-  predictor::KernelPredictor p(dir);
-  const KernelQuery q = attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
-  const double bytes = 1073741824.0 + 1048576.0;
-  const auto on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"));
-  EXPECT_FALSE(on_h100[0].corrected);
-  ASSERT_NE(on_h100[0].prior_library, nullptr);
-  EXPECT_STREQ(on_h100[0].prior_library, "flash_attention");
-  EXPECT_NEAR(on_h100[0].latency_ms, 0.005 + bytes / (0.5 * 3352e9) * 1e3, 1e-9);
-  const auto on_b200 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA B200"));
-  EXPECT_FALSE(on_b200[0].corrected);
-  EXPECT_EQ(on_b200[0].prior_library, nullptr);
-  EXPECT_NEAR(on_b200[0].latency_ms, 0.005 + bytes / (0.9 * 8000e9) * 1e3, 1e-9);
-  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
-  EXPECT_TRUE(on_a100[0].corrected);
-  EXPECT_EQ(on_a100[0].prior_library, nullptr);
-  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
-
-  // A library's fit out of range, or not a map: one error naming the field.
-  rewrite_manifest(dir, "eta_memory: 0.5", "eta_memory: 0");
-  expect_error<ConfigError>([&] { trainer::load_manifest(dir); },
-                            {"library_priors: flash_attention", "eta_memory in (0, 10]"});
-  rewrite_manifest(dir, "library_priors:", "library_priors: 3\n    x_library_priors:");
-  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"library_priors", "expected a map"});
 }
 
 // The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4
@@ -730,13 +664,6 @@ TEST(FittedPrior, ConfigErrors) {
                             {"prior_floor", "expected us or cycles"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior_floor: cycles\n")); },
                             {"prior_floor", "needs a fitted roofline"});
-  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior_by_library: true\n")); },
-                            {"prior_by_library", "needs a fitted roofline"});
-  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nprior_by_library: 2\n")); },
-                            {"prior_by_library"});
-  const auto own = trainer::load_predictor_config(write("network_gpus: twins\nprior_by_library: true\n"));
-  EXPECT_TRUE(own.prior_by_library);
-  EXPECT_NE(trainer::predictor_config_to_yaml(own).find("prior_by_library: true"), std::string::npos);
   // A fitted roofline only for the GPUs outside network_gpus (the network's base stays the
   // bound): network_gpus without prior, and the weight of that roofline there.
   const auto fallback =
