@@ -16,7 +16,10 @@ a 7B+ model at tp <= 2; "small" below); a third, l2_fit, groups an attention fil
 tilecast's bytes of the row against its GPU's L2 (configs/gpus `l2_cache_mb`): <=L2/4, <=L2,
 <=4xL2, >4xL2; a fourth, latency_us, by the measured latency's power-of-two bucket in microseconds
 (16-32, 32-64, ...); a fifth, group, an attention file's rows by query heads per KV head
-(num_heads / num_key_value_heads: 1 is multi-head attention).
+(num_heads / num_key_value_heads: 1 is multi-head attention); a sixth, tokens_pow2, a moe or gemm
+file's rows by the largest power of two at most their tokens (num_tokens, or m). With --prior,
+each group also prints the median prior_ms / measured of its rows (the family's fitted roofline
+alone, as eval-kernels writes it; blank where no row has one).
 
 2. What does a dynamic FP8 activation scale cost? For every gemm file with both fp8 and
 fp8_static rows of the same shapes: per power-of-two bucket of M (tokens), the median of
@@ -380,9 +383,13 @@ def main():
     ap.add_argument("--by", default="window_size", help="--rows-csv: columns of --data to group by, comma-separated")
     ap.add_argument("--data")
     ap.add_argument("--gpu-dir", default=DEFAULT_DIR)
+    ap.add_argument("--prior", action="store_true",
+                    help="--rows-csv: also the median prior_ms / measured per group (the fitted roofline alone)")
     a = ap.parse_args()
     if bool(a.rows_csv) != bool(a.data):
         sys.exit("llm-data-checks.py: --rows-csv and --data go together")
+    if a.prior and not a.rows_csv:
+        sys.exit("llm-data-checks.py: --prior goes with --rows-csv and --data")
     root = os.path.join(a.llm_dir, "aiconfigurator")
     if not os.path.isdir(root):
         sys.exit(f"llm-data-checks.py: {root}: no such folder (set --llm-dir)")
@@ -494,9 +501,11 @@ def main():
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
         cols = a.by.split(",")
-        derived = {"m_range", "weights", "l2_fit", "latency_us", "group"}
+        derived = {"m_range", "weights", "l2_fit", "latency_us", "group", "tokens_pow2"}
         if {"m_range", "weights"} & set(cols) and raw and not {"m", "n", "k"} <= set(raw[0]):
             sys.exit(f"llm-data-checks.py: --by m_range/weights: {a.data} is not a gemm file (no m, n, k)")
+        if "tokens_pow2" in cols and raw and not ({"num_tokens"} <= set(raw[0]) or {"m"} <= set(raw[0])):
+            sys.exit(f"llm-data-checks.py: --by tokens_pow2: {a.data} is not a moe or gemm file (no num_tokens, m)")
         for c in ("l2_fit", "group"):
             if c in cols and raw and "num_key_value_heads" not in raw[0]:
                 sys.exit(f"llm-data-checks.py: --by {c}: {a.data} is not an attention file (no num_key_value_heads)")
@@ -532,6 +541,8 @@ def main():
             if c == "latency_us":  # the measured latency's power-of-two bucket, in microseconds
                 lo = 2.0 ** math.floor(math.log2(latency_ms(r) * 1e3))
                 return f"{lo:g}-{2 * lo:g}"
+            if c == "tokens_pow2":  # the largest power of two at most the row's tokens
+                return str(2 ** int(math.log2(int(r["num_tokens"] if "num_tokens" in r else r["m"]))))
             if c == "group":  # query heads per KV head
                 return str(int(r["num_heads"]) // int(r["num_key_value_heads"]))
             if c == "l2_fit":  # the row's bytes against its GPU's L2
@@ -553,8 +564,9 @@ def main():
             r = raw[j]
             j += 1
             key = ",".join(column(r, c) for c in cols)
-            groups[key].append((100 * abs(f - m) / m, f / m))
-        print(f"\n{a.by},rows,mape_pct,median_forecast_over_measured")
+            prior = float(p.get("prior_ms") or 0)
+            groups[key].append((100 * abs(f - m) / m, f / m, prior / m if prior > 0 else None))
+        print(f"\n{a.by},rows,mape_pct,median_forecast_over_measured" + (",median_prior_over_measured" if a.prior else ""))
         def order(kv):  # numbers numerically (window sizes, m ranges by their first), names alphabetically
             def one(x):
                 if x in L2_LABELS:
@@ -564,6 +576,10 @@ def main():
             return [one(x) for x in kv[0].split(",")]
 
         for k, v in sorted(groups.items(), key=order):
-            print(f"{k},{len(v)},{statistics.mean(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}")
+            line = f"{k},{len(v)},{statistics.mean(x[0] for x in v):.1f},{statistics.median(x[1] for x in v):.2f}"
+            if a.prior:
+                priors = [x[2] for x in v if x[2] is not None]
+                line += f",{statistics.median(priors):.2f}" if priors else ","
+            print(line)
 
 main()

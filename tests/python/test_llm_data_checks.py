@@ -138,9 +138,9 @@ with tempfile.TemporaryDirectory() as tmp:
           "SGLang,0.5,NVIDIA B200,moe,sglang_flashinfer_trtllm_moe,w4a16_mxfp4,64,2048,768,8,128,1,1,balanced,0.04")
     rows_csv = os.path.join(tmp, "moe_rows.csv")
     write(rows_csv, "device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n",
-          'NVIDIA B200,moe,"64,2048,768,8,128",int4,0.02,0.025,0.01,0.02',
-          'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4_mxfp8,0.03,0.033,0.01,0.03',
-          'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4,0.04,0.03,0.01,0.04')
+          'NVIDIA B200,moe,"64,2048,768,8,128",int4,0.02,0.025,0.01,0.04',
+          'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4_mxfp8,0.03,0.033,0.01,0.06',
+          'NVIDIA B200,moe,"64,2048,768,8,128",mxfp4,0.04,0.03,0.01,0.02')
     rc, out, err = run(tmp, "--rows-csv", rows_csv, "--data", moe_file, "--by", "moe_dtype")
     assert rc == 0, (rc, err)
     assert out.split("moe_dtype,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
@@ -151,6 +151,17 @@ with tempfile.TemporaryDirectory() as tmp:
     assert rc == 0, (rc, err)
     assert out.split("latency_us,rows,mape_pct,median_forecast_over_measured\n")[1].splitlines() == [
         "16-32,2,17.5,1.18", "32-64,1,25.0,0.75"], out
+    # The derived tokens_pow2 (64 tokens: 64) with --prior: the fitted roofline alone over the
+    # measured, 0.04 / 0.02, 0.06 / 0.03 and 0.02 / 0.04 (median 2.00); per dtype, each its own.
+    rc, out, err = run(tmp, "--rows-csv", rows_csv, "--data", moe_file, "--by", "tokens_pow2", "--prior")
+    assert rc == 0, (rc, err)
+    assert out.split("tokens_pow2,rows,mape_pct,median_forecast_over_measured,median_prior_over_measured\n")[1].splitlines() == [
+        "64,3,20.0,1.10,2.00"], out
+    rc, out, err = run(tmp, "--rows-csv", rows_csv, "--data", moe_file, "--by", "moe_dtype,tokens_pow2", "--prior")
+    assert rc == 0 and out.split("median_prior_over_measured\n")[1].splitlines() == [
+        "int4_wo,64,1,25.0,1.25,2.00", "w4a16_mxfp4,64,1,25.0,0.75,0.50", "w4a8_mxfp4_mxfp8,64,1,10.0,1.10,2.00"], (rc, out)
+    rc, out, err = run(tmp, "--prior")
+    assert rc != 0 and "--prior goes with --rows-csv" in err, (rc, err)
     os.remove(moe_file)
 
     # Check 8 on hand-made rows of one model (32 heads, 8 KV heads of 128, hidden 4,096, gated FFN
@@ -242,6 +253,9 @@ with tempfile.TemporaryDirectory() as tmp:
     for c in ("l2_fit", "group"):
         rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", os.path.join(a100, "gemm_perf.csv"), "--by", c)
         assert rc != 0 and c in err and len(err.strip().splitlines()) == 1, (rc, err)
+    # tokens_pow2 on an attention file (no num_tokens, no m): one error line.
+    rc, out, err = run(tmp, "--rows-csv", pre_rows, "--data", pre_file, "--by", "tokens_pow2")
+    assert rc != 0 and "tokens_pow2" in err and len(err.strip().splitlines()) == 1, (rc, err)
     os.remove(pre_file)
 
     # Check 10's split reduction: no compute-bound row of a real sheet has fewer tiles than half
