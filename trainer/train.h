@@ -40,7 +40,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 // roofline alone forecasts them).
 constexpr size_t kMinFallbackNetworkRows = 200;
 
-// Per kernel library (kernel_library of each row's query on its GPU) with at least 1,000 rows:
+// Per kernel library (kernel_library of each row's query on its GPU; rows of a family without
+// libraries, e.g. GEMM, are skipped) with at least 1,000 rows:
 // with `cta` (config.prior_cta_by_library), the cost per CTA in nanoseconds
 // (FittedRoofline::cta_ns; a log grid of 121 points from 1 to 1,000); with `sm_rate`
 // (config.prior_sm_rate_by_library), the rate of loads per SM (FittedRoofline::sm_bytes_per_cycle;
