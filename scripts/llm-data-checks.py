@@ -542,7 +542,7 @@ def main():
                 lo = 2.0 ** math.floor(math.log2(latency_ms(r) * 1e3))
                 return f"{lo:g}-{2 * lo:g}"
             if c == "tokens_pow2":  # the largest power of two at most the row's tokens
-                return str(2 ** int(math.log2(int(r["num_tokens"] if "num_tokens" in r else r["m"]))))
+                return str(1 << (int(r["num_tokens"] if "num_tokens" in r else r["m"]).bit_length() - 1))
             if c == "group":  # query heads per KV head
                 return str(int(r["num_heads"]) // int(r["num_key_value_heads"]))
             if c == "l2_fit":  # the row's bytes against its GPU's L2
