@@ -895,7 +895,15 @@ void moe_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInf
 void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
   const MoeLoad& l = li.moe;
   const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
-  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
+  const double rate = gemm_rate_gflops(gpu, q.dtype, q.sustained);
+  kb.compute_s = compute_s(padded_flops * pad, rate);
+  // The fitted roofline's compute: the CTAs resident on one SM share its tensor cores, so a
+  // launch takes the busiest SM's share of them, ceil(CTAs / SMs), not a whole wave of slots
+  // (`pad` charges 56 four-warp CTAs on the A100's 108 SMs as 1,296, twelve an SM: 23x). The
+  // networks keep compute_s, as their inputs and base were selected (docs/accuracy.md, "The
+  // busiest SM's share of a MoE launch").
+  const double ctas = std::max(1.0, double(li.num_ctas)), sms = double(gpu.num_sms);
+  kb.fit_compute_s = compute_s(padded_flops * sms * std::ceil(ctas / sms) / ctas, rate);
   // All bytes from DRAM: prefill's L2-resident share (l2_resident_memory_s) was measured here in
   // leave one GPU out (session 62): the ten cells' mean 48.0 -> 59.4 % (the L40S and the A100's
   // BF16 gained, the B200's FP4 and int4 cells and the A100's int4 lost 11-68 points).
@@ -1121,7 +1129,7 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
   // The library's load rate per SM, where one is set: the bytes again at that rate, in series.
   const double sm_side_s =
       p.sm_bytes_per_cycle > 0 ? kb.memory_s * kb.dram_bytes_per_sm_cycle / p.sm_bytes_per_cycle : 0.0;
-  const double roofline = std::max(kb.compute_s / p.eta_compute, kb.memory_s / p.eta_memory + sm_side_s);
+  const double roofline = std::max(kb.fitted_compute_s() / p.eta_compute, kb.memory_s / p.eta_memory + sm_side_s);
   const double fitted = prior_fixed_s(kb, p) + roofline + kb.quant_s / p.eta_memory;
   if (p.cta_ns <= 0) return fitted;
   // The library's cost per CTA bounds what follows the floor: the waves and the roofline.
@@ -1132,7 +1140,7 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
 double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, double floor_s, const char** bound) {
   double c = kb.compute_s, m = kb.memory_s, launch = floor_s, base = std::max(kb.base_s, floor_s);
   if (prior) {
-    c /= prior->eta_compute;
+    c = kb.fitted_compute_s() / prior->eta_compute;
     m = (kb.memory_s + kb.quant_s) / prior->eta_memory;
     launch = prior_fixed_s(kb, *prior);
     base = fitted_roofline_s(kb, *prior);

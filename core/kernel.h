@@ -238,6 +238,10 @@ struct KernelBounds {
   // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
   // clock)), for FittedRoofline::sm_bytes_per_cycle.
   double dram_bytes_per_sm_cycle = 0;
+  // The compute time the fitted roofline takes, where a family charges its partial waves
+  // otherwise than the network's base does (MoE: the busiest SM's share of the CTAs); < 0: compute_s.
+  double fit_compute_s = -1;
+  double fitted_compute_s() const { return fit_compute_s >= 0 ? fit_compute_s : compute_s; }
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
 // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/llm-files.sh set_unseen_prior_weight (eval-llm-loo.sh UNSEEN_PRIOR_WEIGHT) on a copy of
-# the bundled weights: MoE's blend weight becomes 0.5 and the CLI forecasts with it on an unseen
-# GPU (network_weight 0.5), no other family's entry changes, and a family without the key is
+# the bundled weights: MoE's blend weight becomes 0.7 (0.5 bundled) and the CLI forecasts with it
+# on an unseen GPU (network_weight 0.3 of the 0.75 the stacked GEMMs leave), no other family's entry changes, and a family without the key is
 # refused with one line and leaves the manifest byte-identical.
 #   tests/cli/set_prior_weight_test.sh TILECAST SOURCE_DIR
 set -euo pipefail
@@ -11,20 +11,20 @@ TC=$1 SRC=$2
 cp -r "$SRC/weights" "$W/w"
 m="$W/w/manifest.yaml"
 before=$(grep -c . "$m")
-set_unseen_prior_weight "$m" moe 0.5
+set_unseen_prior_weight "$m" moe 0.7
 diff <(sed 's/unseen_prior_weight: .*//' "$SRC/weights/manifest.yaml") <(sed 's/unseen_prior_weight: .*//' "$m") > /dev/null \
   || fail "lines other than unseen_prior_weight changed"
 [ "$(grep -c . "$m")" = "$before" ] || fail "line count changed"
-[ "$(grep -c '^      unseen_prior_weight: 0.5$' "$m")" = 1 ] || fail "moe's weight not set"
+[ "$(grep -c '^      unseen_prior_weight: 0.7$' "$m")" = 1 ] || fail "moe's weight not set"
 out=$("$TC" predict-kernel --weights "$W/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
 # The bundled MoE also gives the stacked GEMMs 0.25 (gemm_composite_weight): the network keeps
-# 0.5 of the other 0.75.
-grep -q '"network_weight": 0.375' <<<"$out" || fail "forecast does not use 0.5: $out"
+# 0.3 of the other 0.75.
+grep -q '"network_weight": 0.225' <<<"$out" || fail "forecast does not use 0.7: $out"
 # eval-llm-loo.sh GEMM_COMPOSITE_WEIGHT: the same edit of another key, rewritten in place.
 set_family_config "$m" moe gemm_composite_weight 0.5
 [ "$(grep -c . "$m")" = "$before" ] || fail "composite weight: line count changed"
 out=$("$TC" predict-kernel --weights "$W/w" --op moe --shape 256,4096,14336,2,8 --gpu H100-SXM --format json)
-grep -q '"network_weight": 0.25' <<<"$out" && grep -q '"gemm_composite_weight": 0.5' <<<"$out" \
+grep -q '"network_weight": 0.15' <<<"$out" && grep -q '"gemm_composite_weight": 0.5' <<<"$out" \
   || fail "forecast does not use composite weight 0.5: $out"
 # Decode is trained with network_gpus (twins) at the default weight 1, which the manifest does not
 # write: the line is inserted after network_gpus, and an unseen GPU's decode forecast follows it.

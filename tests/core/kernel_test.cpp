@@ -686,6 +686,35 @@ TEST(Kernel, FittedRooflineCtaCostByHand) {
   EXPECT_EQ(kernel_bounds(q, h100, launch_info(q, h100)).ctas, 16384.0);
 }
 
+// The fitted roofline's compute of a fused MoE launch (KernelBounds::fit_compute_s): the busiest
+// SM's share of the CTAs, not a whole wave of slots. One token of Mixtral's layer at tp 8 (hidden
+// 4,096, inter 14,336 / 8 = 1,792, top-2 of 8, balanced) on the A100-SXM4-80GB (108 SMs, BF16
+// 312 TFLOP/s): each expert taken with probability 1/4, two M tiles of 16 rows in expectation,
+// 2 x 3,584 / 128 = 56 CTAs, 2 x 16 x 6 x 4,096 x 1,792 = 1,409,286,144 padded FLOPs, charged x
+// 108 / 56 (each CTA alone on its SM): 2,717,908,992 FLOPs, 8.7113 us. The network's compute_s
+// charges a wave of twelve-plus CTAs an SM, at least twelve times more. 16,384 tokens (tp 1):
+// 4,096 rows an expert, 8 x 32 = 256 M tiles of 128 x 224 N tiles = 57,344 CTAs, 531 on the
+// busiest SM: 256 x 128 x 6 x 4,096 x 14,336 FLOPs x 108 x 531 / 57,344. A GEMM sets none.
+TEST(Kernel, MoeFittedComputeChargesTheBusiestSm) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& a100 = reg.resolve("A100-80GB-SXM");
+  const KernelQuery one = moe_q(1, 4096, 14336, 2, 8, 8, 1, DType::kBf16);
+  const LaunchInfo li = launch_info(one, a100);
+  EXPECT_EQ(li.num_ctas, 56);
+  const KernelBounds kb = kernel_bounds(one, a100, li);
+  EXPECT_NEAR(kb.fitted_compute_s(), 2717908992.0 / 312e12, 1e-12);
+  EXPECT_GT(kb.compute_s, 12 * kb.fitted_compute_s());
+  const KernelQuery many = moe_q(16384, 4096, 14336, 2, 8, 1, 1, DType::kBf16);
+  const LaunchInfo lm = launch_info(many, a100);
+  EXPECT_EQ(lm.num_ctas, 57344);
+  EXPECT_NEAR(kernel_bounds(many, a100, lm).fitted_compute_s(),
+              256.0 * 128 * 6 * 4096 * 14336 * 108 * 531 / 57344 / 312e12, 1e-12);
+  const KernelQuery g = gemm_q(4096, 4096, 4096, DType::kBf16);
+  const KernelBounds gb = kernel_bounds(g, a100, launch_info(g, a100));
+  EXPECT_LT(gb.fit_compute_s, 0);
+  EXPECT_EQ(gb.fitted_compute_s(), gb.compute_s);
+}
+
 // moe_gemm_composite: Mixtral's layer (hidden 4,096, inter 14,336, top-2 of 8) on 4,096 tokens,
 // balanced: every expert hit (1 - (3/4)^4096 = 1 to double precision), 8,192 routed tokens, 1,024
 // rows an expert. Hand-derived GEMMs: gate_up 1,024 x 4,096 -> 8 x 2 x 14,336 = 229,376 out,

@@ -3275,7 +3275,7 @@ TEST(BundledWeights, MoeOnAnUnseenGpuLeansOnItsStackedGemms) {
   const auto g = p.predict(std::vector<KernelQuery>{up, down}, h100);
   EXPECT_DOUBLE_EQ(r.composite_weight, 0.25);
   EXPECT_NEAR(r.composite_ms, g[0].latency_ms + g[1].latency_ms, 1e-12);
-  EXPECT_NEAR(r.network_weight, 0.8 * 0.75, 1e-12);  // unseen_prior_weight 0.2, then 0.25 to the GEMMs
+  EXPECT_NEAR(r.network_weight, 0.5 * 0.75, 1e-12);  // unseen_prior_weight 0.5, then 0.25 to the GEMMs
   // Without the GEMMs (a copy of the weights with the weight at 0) the forecast is the other end.
   const std::string tmp = weights_copy_without(dir, "tc_moe_composite", "      gemm_composite_weight: 0.25\n");
   ASSERT_FALSE(tmp.empty());
@@ -3292,7 +3292,7 @@ TEST(BundledWeights, MoeOnAnUnseenGpuLeansOnItsStackedGemms) {
   // int4 experts: no GEMM of that format.
   const auto int4 = p.predict(moe_q(64, 2048, 768, 8, 128, 1, 1, DType::kInt4), h100);
   EXPECT_EQ(int4.composite_weight, 0);
-  EXPECT_NEAR(int4.network_weight, 0.8, 1e-12);
+  EXPECT_NEAR(int4.network_weight, 0.5, 1e-12);
 }
 
 // SGLang's Triton fallback on datacenter Blackwell (a windowed prefill of a head_dim TRT-LLM's
