@@ -895,15 +895,7 @@ void moe_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInf
 void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, double pad, KernelBounds& kb) {
   const MoeLoad& l = li.moe;
   const double padded_flops = l.tiles_m * l.tm * 6.0 * double(q.h) * (q.n / q.moe_tp);
-  const double rate = gemm_rate_gflops(gpu, q.dtype, q.sustained);
-  kb.compute_s = compute_s(padded_flops * pad, rate);
-  // The fitted roofline's compute: the CTAs resident on one SM share its tensor cores, so a
-  // launch takes the busiest SM's share of them, ceil(CTAs / SMs), not a whole wave of slots
-  // (`pad` charges 56 four-warp CTAs on the A100's 108 SMs as 1,296, twelve an SM: 23x). The
-  // networks keep compute_s, as their inputs and base were selected (docs/accuracy.md, "The
-  // busiest SM's share of a MoE launch").
-  const double ctas = std::max(1.0, double(li.num_ctas)), sms = double(gpu.num_sms);
-  kb.fit_compute_s = compute_s(padded_flops * sms * std::ceil(ctas / sms) / ctas, rate);
+  kb.compute_s = compute_s(padded_flops * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));
   // All bytes from DRAM: prefill's L2-resident share (l2_resident_memory_s) was measured here in
   // leave one GPU out (session 62): the ten cells' mean 48.0 -> 59.4 % (the L40S and the A100's
   // BF16 gained, the B200's FP4 and int4 cells and the A100's int4 lost 11-68 points).
@@ -1078,8 +1070,11 @@ KernelBounds wave_frame(const GpuSpec& gpu, const LaunchInfo& li, double* pad) {
   kb.ctas = double(li.num_ctas);
   kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
   kb.dram_bytes_per_sm_cycle = dram_bytes_per_sm_cycle(gpu);
-  const double slots = double(gpu.num_sms) * li.ctas_per_sm;
-  *pad = li.num_waves * slots / std::max<double>(1, li.num_ctas);
+  const double slots = double(gpu.num_sms) * li.ctas_per_sm, ctas = std::max<double>(1, li.num_ctas);
+  *pad = li.num_waves * slots / ctas;
+  // The fitted roofline charges the busiest SM's share instead; the networks keep `pad`, as their
+  // inputs and base were selected (docs/accuracy.md, "The busiest SM's share of a MoE launch").
+  kb.fit_compute_scale = double(gpu.num_sms) * std::ceil(ctas / double(gpu.num_sms)) / ctas / *pad;
   return kb;
 }
 

@@ -238,10 +238,12 @@ struct KernelBounds {
   // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
   // clock)), for FittedRoofline::sm_bytes_per_cycle.
   double dram_bytes_per_sm_cycle = 0;
-  // The compute time the fitted roofline takes, where a family charges its partial waves
-  // otherwise than the network's base does (MoE: the busiest SM's share of the CTAs); < 0: compute_s.
-  double fit_compute_s = -1;
-  double fitted_compute_s() const { return fit_compute_s >= 0 ? fit_compute_s : compute_s; }
+  // The fitted roofline's compute charges the busiest SM's share of the CTAs, ceil(CTAs / SMs)
+  // (CTAs resident on one SM share its tensor cores), where compute_s charges the last wave's
+  // slots in full (wave_frame): their ratio. 1 where one CTA takes an SM; below it for
+  // occupancy-bound launches (fused MoE: 56 CTAs on 108 SMs, twelve-plus slots an SM).
+  double fit_compute_scale = 1;
+  double fitted_compute_s() const { return compute_s * fit_compute_scale; }
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
 // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
