@@ -901,6 +901,7 @@ void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, 
   // BF16 gained, the B200's FP4 and int4 cells and the A100's int4 lost 11-68 points).
   kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
+  kb.other_rank_s = transfer_s(moe_other_rank_bytes(q, gpu), gpu.mem_bw_gbps);
 }
 const std::vector<std::string>& moe_features() {
   static const std::vector<std::string> v = {
@@ -1125,7 +1126,7 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
   const double sm_side_s =
       p.sm_bytes_per_cycle > 0 ? kb.memory_s * kb.dram_bytes_per_sm_cycle / p.sm_bytes_per_cycle : 0.0;
   const double roofline = std::max(kb.fitted_compute_s() / p.eta_compute, kb.memory_s / p.eta_memory + sm_side_s);
-  const double fitted = prior_fixed_s(kb, p) + roofline + kb.quant_s / p.eta_memory;
+  const double fitted = prior_fixed_s(kb, p) + roofline + (kb.quant_s + kb.other_rank_s) / p.eta_memory;
   if (p.cta_ns <= 0) return fitted;
   // The library's cost per CTA bounds what follows the floor: the waves and the roofline.
   const double waves_s = kb.waves * (p.wave_us + p.wave_kcycles * kb.us_per_kcycle) * 1e-6;
@@ -1136,7 +1137,7 @@ double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, doubl
   double c = kb.compute_s, m = kb.memory_s, launch = floor_s, base = std::max(kb.base_s, floor_s);
   if (prior) {
     c = kb.fitted_compute_s() / prior->eta_compute;
-    m = (kb.memory_s + kb.quant_s) / prior->eta_memory;
+    m = (kb.memory_s + kb.quant_s + kb.other_rank_s) / prior->eta_memory;
     launch = prior_fixed_s(kb, *prior);
     base = fitted_roofline_s(kb, *prior);
   }

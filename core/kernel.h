@@ -244,6 +244,11 @@ struct KernelBounds {
   // occupancy-bound launches (fused MoE: 56 CTAs on 108 SMs, twelve-plus slots an SM).
   double fit_compute_scale = 1;
   double fitted_compute_s() const { return compute_s * fit_compute_scale; }
+  // Fused MoE under expert parallelism, SGLang's Triton kernels: the pass over the pairs routed
+  // to other ranks' experts (moe_other_rank_bytes: rows written as zeros, then read by the
+  // SiLU-mul and the top-k sum) at DRAM bandwidth. The fitted roofline adds it after the
+  // roofline, in series; the networks' base (base_s) leaves it out.
+  double other_rank_s = 0;
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
 // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
@@ -267,7 +272,8 @@ KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const Gp
 // floor, a fixed cost per wave of CTAs (each CTA's prologue and epilogue: loading its inputs,
 // writing its outputs), and the compute and memory bounds at fitted fractions of the sheet's
 // rates:
-//   latency = floor + waves x wave + max(compute / eta_compute, memory / eta_memory) + quant / eta_memory.
+//   latency = floor + waves x wave + max(compute / eta_compute, memory / eta_memory)
+//             + (quant + other ranks' pass) / eta_memory.
 // Four numbers shared by every GPU of the family; the network learns the residual on top.
 constexpr double kMinFittedEta = 0.05;  // fit_roofline's lowest efficiency, by default
 struct FittedRoofline {

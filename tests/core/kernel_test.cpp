@@ -716,6 +716,33 @@ TEST(Kernel, MoeFittedComputeChargesTheBusiestSm) {
   EXPECT_EQ(gb.fitted_compute_s(), gb.compute_s);
 }
 
+// Fused MoE under expert parallelism on a Triton GPU (the L40S): the pass over the pairs routed to
+// other ranks' experts is the fitted roofline's, in series after its roofline at the fitted DRAM
+// efficiency. 16,384 tokens, top-8 of 128 experts, ep 128, balanced: 131,072 pairs, 1,024 of them
+// on this rank's one expert, 130,048 elsewhere, each 2 bytes x (5 x 768 + 2 x 2,048) = 15,872
+// bytes: 2,064,121,856 bytes. None at EP 1, none on the B200 (TRT-LLM's kernels), and the
+// networks' base leaves it out.
+TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  const KernelQuery ep = moe_q(16384, 2048, 768, 8, 128, 1, 128, DType::kBf16);
+  const KernelBounds kb = kernel_bounds(ep, l40s, launch_info(ep, l40s));
+  EXPECT_NEAR(kb.other_rank_s, 2064121856.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
+  EXPECT_GT(kb.other_rank_s, kb.memory_s);  // the whole layer's rows against one expert's
+  EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
+  FittedRoofline p;
+  p.floor_us = 10;
+  p.eta_compute = 0.5;
+  p.eta_memory = 0.6;
+  KernelBounds without = kb;
+  without.other_rank_s = 0;
+  EXPECT_NEAR(fitted_roofline_s(kb, p) - fitted_roofline_s(without, p), kb.other_rank_s / 0.6, 1e-12);
+  const KernelQuery ep1 = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
+  EXPECT_EQ(kernel_bounds(ep1, l40s, launch_info(ep1, l40s)).other_rank_s, 0);
+  const GpuSpec& b200 = reg.resolve("B200");
+  EXPECT_EQ(kernel_bounds(ep, b200, launch_info(ep, b200)).other_rank_s, 0);
+}
+
 // moe_gemm_composite: Mixtral's layer (hidden 4,096, inter 14,336, top-2 of 8) on 4,096 tokens,
 // balanced: every expert hit (1 - (3/4)^4096 = 1 to double precision), 8,192 routed tokens, 1,024
 // rows an expert. Hand-derived GEMMs: gate_up 1,024 x 4,096 -> 8 x 2 x 14,336 = 229,376 out,
