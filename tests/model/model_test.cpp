@@ -3237,43 +3237,49 @@ TEST(BundledWeights, HfEagerPrefillIsTheEnginesPlusItsUnfusedKernels) {
 }
 
 namespace {
-// A copy of the weights folder `dir` at `name` under the temp folder, its manifest's lines from
-// the first holding `first` up to and including the next holding `last` (the same line when
-// `last` is empty) taken out; "" when `first` is not in the manifest.
-std::string weights_copy_without(const std::string& dir, const char* name, const std::string& first,
-                                 const std::string& last = "") {
+// A copy of the weights folder `dir` at `name` under the temp folder whose manifest's text
+// `edit` rewrites; "" (and no copy left) when `edit` returns false.
+template <typename Edit>
+std::string weights_copy_edited(const std::string& dir, const char* name, Edit edit) {
   const fs::path tmp = fs::temp_directory_path() / name;
   fs::remove_all(tmp);
   fs::copy(dir, tmp, fs::copy_options::recursive);
   std::ifstream in(tmp / "manifest.yaml");
   std::stringstream ss;
   ss << in.rdbuf();
+  in.close();
   std::string text = ss.str();
-  const size_t at = text.find(first);
-  if (at == std::string::npos) return "";
-  const size_t begin = text.rfind('\n', at) + 1;
-  const size_t end = text.find('\n', last.empty() ? at : text.find(last, at)) + 1;
-  text.erase(begin, end - begin);
+  if (!edit(text)) {
+    fs::remove_all(tmp);
+    return "";
+  }
   std::ofstream(tmp / "manifest.yaml") << text;
   return tmp.string();
 }
-// A copy of the weights folder `dir` at `name` under the temp folder, `line` inserted after the
-// first line holding `after` that follows the first holding `block`; "" when either is missing.
+// Its manifest's lines from the first holding `first` up to and including the next holding
+// `last` (the same line when `last` is empty) taken out; "" when `first` is not in the manifest.
+std::string weights_copy_without(const std::string& dir, const char* name, const std::string& first,
+                                 const std::string& last = "") {
+  return weights_copy_edited(dir, name, [&](std::string& text) {
+    const size_t at = text.find(first);
+    if (at == std::string::npos) return false;
+    const size_t begin = text.rfind('\n', at) + 1;
+    const size_t end = text.find('\n', last.empty() ? at : text.find(last, at)) + 1;
+    text.erase(begin, end - begin);
+    return true;
+  });
+}
+// `line` inserted after the first line holding `after` that follows the first holding `block`;
+// "" when either is missing.
 std::string weights_copy_with(const std::string& dir, const char* name, const std::string& block,
                               const std::string& after, const std::string& line) {
-  const fs::path tmp = fs::temp_directory_path() / name;
-  fs::remove_all(tmp);
-  fs::copy(dir, tmp, fs::copy_options::recursive);
-  std::ifstream in(tmp / "manifest.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  const size_t b = text.find(block);
-  const size_t at = b == std::string::npos ? b : text.find(after, b);
-  if (at == std::string::npos) return "";
-  text.insert(text.find('\n', at) + 1, line);
-  std::ofstream(tmp / "manifest.yaml") << text;
-  return tmp.string();
+  return weights_copy_edited(dir, name, [&](std::string& text) {
+    const size_t b = text.find(block);
+    const size_t at = b == std::string::npos ? b : text.find(after, b);
+    if (at == std::string::npos) return false;
+    text.insert(text.find('\n', at) + 1, line);
+    return true;
+  });
 }
 }  // namespace
 
