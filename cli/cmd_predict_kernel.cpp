@@ -91,7 +91,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   // A MoE layer's passes over other ranks' pairs (moe_other_rank_bytes) and whether they, not the
   // compute peak, are the floor this forecast was held to (only where the network does not correct).
   const double other_rank_bytes = moe ? moe_other_rank_bytes(q, spec) : 0.0;
-  const double other_rank_ms = s_to_ms(transfer_s(other_rank_bytes, spec.mem_bw_gbps));
+  const double other_rank_ms = moe ? s_to_ms(moe_other_rank_s(q, spec)) : 0.0;
   const bool passes_floor = !r.corrected && other_rank_ms > s_to_ms(fastest_s(q, spec));
   // The members' range only where there is one: a family of one network (or a forecast by its fitted
   // roofline alone) has no spread to show.

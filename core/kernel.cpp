@@ -354,6 +354,9 @@ double moe_other_rank_bytes(const KernelQuery& q, const GpuSpec& gpu) {
   constexpr double kIntermediateBytes = 2;  // BF16 intermediates, whatever the weights' dtype
   return other_pairs * kIntermediateBytes * (5.0 * double(q.n / q.moe_tp) + 2.0 * double(q.h));
 }
+double moe_other_rank_s(const KernelQuery& q, const GpuSpec& gpu) {
+  return transfer_s(moe_other_rank_bytes(q, gpu), gpu.mem_bw_gbps);
+}
 
 namespace {
 // A head_dim TRT-LLM's context (prefill) attention kernels are built for.
@@ -901,7 +904,7 @@ void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, 
   // BF16 gained, the B200's FP4 and int4 cells and the A100's int4 lost 11-68 points).
   kb.memory_s = transfer_s(moe_bytes(q, l), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s);
-  kb.other_rank_s = transfer_s(moe_other_rank_bytes(q, gpu), gpu.mem_bw_gbps);
+  kb.other_rank_s = moe_other_rank_s(q, gpu);
 }
 const std::vector<std::string>& moe_features() {
   static const std::vector<std::string> v = {
@@ -1217,7 +1220,7 @@ double fastest_s(const KernelQuery& q, const GpuSpec& gpu) {
 }
 
 double forecast_floor_s(const KernelQuery& q, const GpuSpec& gpu) {
-  return std::max(fastest_s(q, gpu), transfer_s(moe_other_rank_bytes(q, gpu), gpu.mem_bw_gbps));
+  return std::max(fastest_s(q, gpu), moe_other_rank_s(q, gpu));
 }
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {

@@ -176,6 +176,9 @@ bool moe_gemm_composite(const KernelQuery& moe, KernelQuery* gate_up, KernelQuer
 // with the layer's global tokens, not the rank's. 0 at EP 1, for TRT-LLM's MoE, which routes
 // only a rank's own pairs, and for a layer behind DeepEP's dispatch (q.moe_dispatched).
 double moe_other_rank_bytes(const KernelQuery& q, const GpuSpec& gpu);
+// Those bytes' time at the GPU's DRAM bandwidth (KernelBounds::other_rank_s, the floor of
+// forecast_floor_s, predict-kernel's `other ranks` line).
+double moe_other_rank_s(const KernelQuery& q, const GpuSpec& gpu);
 // The kernel library a query's forecast assumes on this GPU (attention_library, moe_library),
 // or nullptr for families measured with one library.
 const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu);

@@ -191,7 +191,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     // (forecast_floor_s), reported only on one it does.
     const double other = moe_other_rank_bytes(q, spec);
     j["other_rank_gb"] = other / kBytesPerGb;
-    j["other_rank_ms"] = s_to_ms(transfer_s(other, spec.mem_bw_gbps));
+    j["other_rank_ms"] = s_to_ms(moe_other_rank_s(q, spec));
     j["other_rank_floor"] = other > 0 && !r.corrected;
   } else if (fam == Family::kMemoryOp) {
     j["model"] = kMemoryOpModelSummary;

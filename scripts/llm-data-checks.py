@@ -17,7 +17,8 @@ tilecast's bytes of the row against its GPU's L2 (configs/gpus `l2_cache_mb`): <
 <=4xL2, >4xL2; a fourth, latency_us, by the measured latency's power-of-two bucket in microseconds
 (16-32, 32-64, ...); a fifth, group, an attention file's rows by query heads per KV head
 (num_heads / num_key_value_heads: 1 is multi-head attention); a sixth, tokens_pow2, a moe or gemm
-file's rows by the largest power of two at most their tokens (num_tokens, or m). With --prior,
+file's rows by the largest power of two at most their tokens (num_tokens, or m; M in a GEMM file
+of `tilecast collect`). With --prior,
 each group also prints the median prior_ms / measured of its rows (the family's fitted roofline
 alone, as eval-kernels writes it; blank where no row has one).
 
@@ -504,8 +505,8 @@ def main():
         derived = {"m_range", "weights", "l2_fit", "latency_us", "group", "tokens_pow2"}
         if {"m_range", "weights"} & set(cols) and raw and not {"m", "n", "k"} <= set(raw[0]):
             sys.exit(f"llm-data-checks.py: --by m_range/weights: {a.data} is not a gemm file (no m, n, k)")
-        if "tokens_pow2" in cols and raw and "num_tokens" not in raw[0] and "m" not in raw[0]:
-            sys.exit(f"llm-data-checks.py: --by tokens_pow2: {a.data} is not a moe or gemm file (no num_tokens, m)")
+        if "tokens_pow2" in cols and raw and not {"num_tokens", "m", "M"} & set(raw[0]):
+            sys.exit(f"llm-data-checks.py: --by tokens_pow2: {a.data} is not a moe or gemm file (no num_tokens, m, M)")
         for c in ("l2_fit", "group"):
             if c in cols and raw and "num_key_value_heads" not in raw[0]:
                 sys.exit(f"llm-data-checks.py: --by {c}: {a.data} is not an attention file (no num_key_value_heads)")
@@ -518,8 +519,11 @@ def main():
         names = {"bfloat16": "bf16", "float16": "fp16", "int4_wo": "int4", "w4a16_mxfp4": "mxfp4",
                  "w4a8_mxfp4_mxfp8": "mxfp4_mxfp8"}
 
-        def latency_ms(r):  # aiconfigurator: `latency` (ms); LLMServingSim: `time_us`
-            return float(r["latency"]) if "latency" in r else float(r["time_us"]) / 1e3
+        def latency_ms(r):  # aiconfigurator: `latency` (ms); `tilecast collect`: `Latency` (ms); LLMServingSim: `time_us`
+            for c in ("latency", "Latency"):
+                if c in r:
+                    return float(r[c])
+            return float(r["time_us"]) / 1e3
 
         def op_of(r):  # aiconfigurator: op_name; LLMServingSim attention.csv: a prompt chunk or decode
             if "op_name" in r:
@@ -542,7 +546,8 @@ def main():
                 lo = 2.0 ** math.floor(math.log2(latency_ms(r) * 1e3))
                 return f"{lo:g}-{2 * lo:g}"
             if c == "tokens_pow2":  # the largest power of two at most the row's tokens
-                return str(1 << (int(r["num_tokens"] if "num_tokens" in r else r["m"]).bit_length() - 1))
+                tokens = next(r[t] for t in ("num_tokens", "m", "M") if t in r)  # M: `tilecast collect`'s layout
+                return str(1 << (int(tokens).bit_length() - 1))
             if c == "group":  # query heads per KV head
                 return str(int(r["num_heads"]) // int(r["num_key_value_heads"]))
             if c == "l2_fit":  # the row's bytes against its GPU's L2

@@ -11,7 +11,9 @@ design is kept only if its mean is lower and no left-out GPU is worse by more th
 A fold missing from a run (an interrupted run, or a family the run left as bundled, trained with
 that GPU) is reported as missing, never counted. --models adds the left-out GPU's whole-model
 labels per mode (MAPE per design; with those of another board of its die, SAME_DIE), which a
-kernel-level win can still lose, and the mean over those cells (per run too).
+kernel-level win can still lose, and the mean over those cells (per run too). --per-op adds the
+left-out GPU's per-op rows (NeuSight's one-layer labels, `per_op` of the models report) per
+operator kind: the mean APE per design, and the mean over the left-out GPUs.
 Markdown on stdout."""
 import json
 import os
@@ -75,6 +77,46 @@ def fold_models(out, gpu):
     return {m: statistics.mean(v) for m, v in by_mode.items()}
 
 
+def fold_per_op(out, gpu):
+    """{kind: mean APE %} over the left-out `gpu`'s per-op rows in run folder `out`."""
+    path = os.path.join(out, "models-" + gpu.replace(" ", "_") + ".json")
+    if not os.path.exists(path):
+        return {}
+    name = gpu.split(" ", 1)[1]  # the per-op rows name a GPU without its vendor's word
+    by_kind = {}
+    with open(path) as f:
+        for p in json.load(f).get("per_op", []):
+            if p["gpu"] == name and p["label_ms"] > 0:
+                by_kind.setdefault(p["kind"], []).append(100 * abs(p["forecast_ms"] - p["label_ms"]) / p["label_ms"])
+    return {k: statistics.mean(v) for k, v in by_kind.items()}
+
+
+def print_per_op(designs):
+    """Per-op rows of each left-out GPU, per operator kind: mean APE per design (mean over runs)."""
+    print()
+    print("Per-op rows (the left-out GPU's; families a run left as bundled were trained with it):")
+    print()
+    print("| kind | left-out GPU | " + " | ".join(n for n, _ in designs) + " |")
+    print("|---|---|" + "---|" * len(designs))
+    per = {gpu: [[fold_per_op(o, gpu) for o in runs] for _, runs in designs] for gpu in GPUS}
+    kinds = sorted({k for gpu in GPUS for runs in per[gpu] for run in runs for k in run})
+    for kind in kinds:
+        folds = [[] for _ in designs]  # per design: each left-out GPU's mean over runs
+        for gpu in GPUS:
+            cells = []
+            for d, runs in enumerate(per[gpu]):
+                vals = [run.get(kind) for run in runs]
+                if any(v is None for v in vals):
+                    folds[d].append(None)
+                    cells.append("missing")
+                    continue
+                folds[d].append(statistics.mean(vals))
+                cells.append(f"{statistics.mean(vals):.1f}" + (f" ({min(vals):.1f}-{max(vals):.1f})" if len(vals) > 1 else ""))
+            print(f"| {kind} | {SHORT[gpu]} | " + " | ".join(cells) + " |")
+        means = ["incomplete" if None in f else f"**{statistics.mean(f):.1f}**" for f in folds]
+        print(f"| {kind} | mean | " + " | ".join(means) + " |")
+
+
 def print_models(designs):
     """Whole-model labels of each left-out GPU, per mode: MAPE per design (mean over runs)."""
     print()
@@ -114,11 +156,13 @@ def print_models(designs):
 def main(argv):
     families = []
     designs = []
-    models = False
+    models = per_op = False
     args = iter(argv)
     for a in args:
         if a == "--models":
             models = True
+        elif a == "--per-op":
+            per_op = True
         elif a == "--family":
             families.append(next(args, None) or sys.exit("loo-summary: --family needs a name"))
         elif "=" in a:
@@ -129,7 +173,7 @@ def main(argv):
                     sys.exit(f"loo-summary: {o}: no such run folder")
             designs.append((name, runs))
         else:
-            sys.exit(f"loo-summary: '{a}': expected NAME=OUT[,OUT...], --family F or --models (see the header)")
+            sys.exit(f"loo-summary: '{a}': expected NAME=OUT[,OUT...], --family F, --models or --per-op (see the header)")
     if not designs:
         sys.exit(__doc__)
     families = families or ["bmm", "linear", "elementwise", "softmax", "layernorm"]
@@ -177,6 +221,8 @@ def main(argv):
             print(f"| {fam} | rule vs {designs[0][0]} | " + " | ".join(verdicts) + " |")
     if models:
         print_models(designs)
+    if per_op:
+        print_per_op(designs)
 
 
 if __name__ == "__main__":

@@ -162,6 +162,19 @@ with tempfile.TemporaryDirectory() as tmp:
         "int4_wo,64,1,25.0,1.25,2.00", "w4a16_mxfp4,64,1,25.0,0.75,0.50", "w4a8_mxfp4_mxfp8,64,1,10.0,1.10,2.00"], (rc, out)
     rc, out, err = run(tmp, "--prior")
     assert rc != 0 and "--prior goes with --rows-csv" in err, (rc, err)
+    # A GEMM file of `tilecast collect` (Latency in ms, M N K, dtype spelt as tilecast does): M 5
+    # and 7 fall in 4, M 64 in 64; forecast / measured 1.2, 1.4 (median 1.3) and 0.9.
+    collect_file = os.path.join(tmp, "collect_gemm.csv")
+    write(collect_file, "OPName,Latency,Device,B,M,N,K,dtype\n", "gemm,0.01,NVIDIA H200,1,5,2048,2048,bf16",
+          "gemm,0.02,NVIDIA H200,1,7,2048,2048,bf16", "gemm,0.04,NVIDIA H200,1,64,2048,2048,bf16")
+    collect_rows = os.path.join(tmp, "collect_rows.csv")
+    write(collect_rows, "device,op,shape,dtype,measured_ms,predicted_ms,roofline_ms,prior_ms\n",
+          'NVIDIA H200,gemm,"5,2048,2048",bf16,0.01,0.012,0.005,0.01',
+          'NVIDIA H200,gemm,"7,2048,2048",bf16,0.02,0.028,0.005,0.02',
+          'NVIDIA H200,gemm,"64,2048,2048",bf16,0.04,0.036,0.01,0.04')
+    rc, out, err = run(tmp, "--rows-csv", collect_rows, "--data", collect_file, "--by", "tokens_pow2", "--prior")
+    assert rc == 0 and out.split("median_prior_over_measured\n")[1].splitlines() == [
+        "4,2,30.0,1.30,1.00", "64,1,10.0,0.90,1.00"], (rc, out, err)
     os.remove(moe_file)
 
     # Check 8 on hand-made rows of one model (32 heads, 8 KV heads of 128, hidden 4,096, gated FFN

@@ -2,8 +2,8 @@
 """scripts/loo-summary.py on hand-made run folders: means over runs and left-out GPUs, the
 selection rule (mean lower, no fold worse by more than 5 points) both ways, a family the run
 left as bundled (trained with the GPU) reported missing, the whole-model table of --models (with
-the same die's SXM4 labels in the A100 fold), and
-a bad folder refused with one line."""
+the same die's SXM4 labels in the A100 fold), the per-op table of --per-op (another GPU's rows
+not counted), and a bad folder refused with one line."""
 import json
 import os
 import subprocess
@@ -30,8 +30,14 @@ def make_run(root, name, linear, bmm=None, bmm_trained_with_gpu=False):
         labels.append({"device": "Other_GPU", "mode": "inf", "option": "", "error_pct": 999.0})
         if gpu == "NVIDIA A100-PCIE-40GB":  # a 4-GPU run on the same die's SXM board
             labels.append({"device": "NVIDIA_A100-SXM4-40GB", "mode": "train", "option": "tp4", "error_pct": linear[i] + 5})
+        # Per-op rows: two layer-norm rows of the left-out GPU (APE 10 % and 30 %, i.e. linear[i] /
+        # 10 + 10 and + 30 on a 1 ms label) and one of another GPU, which must not count.
+        short = gpu.split(" ", 1)[1]
+        per_op = [{"gpu": short, "kind": "layernorm", "label_ms": 1.0, "forecast_ms": 1.0 + (linear[i] / 10 + e) / 100}
+                  for e in (10, 30)]
+        per_op.append({"gpu": "Other", "kind": "layernorm", "label_ms": 1.0, "forecast_ms": 100.0})
         with open(os.path.join(out, f"models-{tag}.json"), "w") as f:
-            json.dump({"rows": labels}, f)
+            json.dump({"rows": labels, "per_op": per_op}, f)
         w = os.path.join(out, "weights-without-" + tag)
         os.makedirs(w)
         others = [g for g in GPUS if g != gpu]
@@ -87,6 +93,16 @@ with tempfile.TemporaryDirectory() as root:
     # better (21+23+34+13+22+26)/6 = 23.17.
     check("| all | mean of the cells | **26.67** (25.00 / 28.33) | **23.17** |" in out.splitlines(),
           "mean of the cells:\n" + out)
+
+    # --per-op: the left-out GPU's per-op rows per kind. base P4: runs (4 + 10 + 4 + 30) / 2 = 24
+    # and (6 + 10 + 6 + 30) / 2 = 26, mean 25.0; better P4 (2 + 10 + 2 + 30) / 2 = 22; the means
+    # over the five GPUs: base (25 + 22 + 23 + 21 + 22) / 5 = 22.6, better (22 + 22.2 + 23.3 + 21.2
+    # + 22.1) / 5 = 22.16.
+    code, out, err = run("--family", "linear", "--per-op", f"base={base},{base2}", f"better={better}")
+    check(code == 0, f"--per-op exit 0, got {code}: {err}")
+    check("| layernorm | P4 | 25.0 (24.0-26.0) | 22.0 |" in out.splitlines(), "per-op P4 row:\n" + out)
+    check("| layernorm | mean | **22.6** | **22.2** |" in out.splitlines(), "per-op means:\n" + out)
+    check("9900" not in out and "3323" not in out, "another GPU's per-op row counted:\n" + out)
 
     code, out, err = run(f"base={os.path.join(root, 'nowhere')}")
     check(code != 0 and "no such run folder" in err and out == "", f"missing folder refused: {code} {err!r}")
