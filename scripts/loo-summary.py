@@ -91,13 +91,19 @@ def fold_per_op(out, gpu):
     return {k: statistics.mean(v) for k, v in by_kind.items()}
 
 
+def print_head(title, first, second, designs):
+    """A second table's title and header: two key columns, then one per design."""
+    print()
+    print(title)
+    print()
+    print(f"| {first} | {second} | " + " | ".join(n for n, _ in designs) + " |")
+    print("|---|---|" + "---|" * len(designs))
+
+
 def print_per_op(designs):
     """Per-op rows of each left-out GPU, per operator kind: mean APE per design (mean over runs)."""
-    print()
-    print("Per-op rows (the left-out GPU's; families a run left as bundled were trained with it):")
-    print()
-    print("| kind | left-out GPU | " + " | ".join(n for n, _ in designs) + " |")
-    print("|---|---|" + "---|" * len(designs))
+    print_head("Per-op rows (the left-out GPU's; families a run left as bundled were trained with it):",
+               "kind", "left-out GPU", designs)
     per = {gpu: [[fold_per_op(o, gpu) for o in runs] for _, runs in designs] for gpu in GPUS}
     kinds = sorted({k for gpu in GPUS for runs in per[gpu] for run in runs for k in run})
     for kind in kinds:
@@ -119,11 +125,8 @@ def print_per_op(designs):
 
 def print_models(designs):
     """Whole-model labels of each left-out GPU, per mode: MAPE per design (mean over runs)."""
-    print()
-    print("Whole models (the left-out GPU's labels; families a run left as bundled were trained with it):")
-    print()
-    print("| left-out GPU | mode | " + " | ".join(n for n, _ in designs) + " |")
-    print("|---|---|" + "---|" * len(designs))
+    print_head("Whole models (the left-out GPU's labels; families a run left as bundled were trained with it):",
+               "left-out GPU", "mode", designs)
     run_cells = [[[] for _ in runs] for _, runs in designs]  # per design and run: every cell's MAPE
     complete = [True] * len(designs)
     for gpu in GPUS:
