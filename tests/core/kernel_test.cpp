@@ -743,6 +743,40 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
   EXPECT_EQ(kernel_bounds(ep, b200, launch_info(ep, b200)).other_rank_s, 0);
 }
 
+// Fused MoE on a Triton GPU (the L40S), ep 1: SiLU-mul and the top-k sum are kernels of their
+// own, so the fitted roofline runs their bytes after the grouped GEMMs' roofline. 16,384 tokens,
+// top-8 of 128 experts (hidden 2,048, inter 768), balanced: 131,072 pairs, SiLU-mul 2 bytes x 3
+// x 768 a pair, the sum's output 2 bytes x 2,048 a token: 2 x (301,989,888 + 33,554,432) =
+// 671,088,640 bytes, counted in memory_s already. Where the GEMMs' compute bounds the launch the
+// passes add their time at the fitted DRAM efficiency; where the bytes do, nothing moves. None on
+// the B200 (TRT-LLM's kernels fuse both), and the networks' base is unchanged.
+TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  const KernelQuery q = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
+  EXPECT_DOUBLE_EQ(moe_pass_bytes(q, l40s), 671088640.0);
+  const KernelBounds kb = kernel_bounds(q, l40s, launch_info(q, l40s));
+  EXPECT_NEAR(kb.series_pass_s, 671088640.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
+  EXPECT_LT(kb.series_pass_s, kb.memory_s);
+  EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
+  KernelBounds without = kb;
+  without.series_pass_s = 0;
+  FittedRoofline compute_bound;
+  compute_bound.floor_us = 10;
+  compute_bound.eta_compute = 0.05;
+  compute_bound.eta_memory = 0.6;
+  ASSERT_GT(kb.fitted_compute_s() / 0.05, kb.memory_s / 0.6);
+  EXPECT_NEAR(fitted_roofline_s(kb, compute_bound) - fitted_roofline_s(without, compute_bound), kb.series_pass_s / 0.6,
+              1e-12);
+  FittedRoofline memory_bound = compute_bound;
+  memory_bound.eta_compute = 10;
+  ASSERT_LT(kb.fitted_compute_s() / 10, (kb.memory_s - kb.series_pass_s) / 0.6);
+  EXPECT_NEAR(fitted_roofline_s(kb, memory_bound), fitted_roofline_s(without, memory_bound), 1e-12);
+  const GpuSpec& b200 = reg.resolve("B200");
+  EXPECT_EQ(moe_pass_bytes(q, b200), 0);
+  EXPECT_EQ(kernel_bounds(q, b200, launch_info(q, b200)).series_pass_s, 0);
+}
+
 // moe_gemm_composite: Mixtral's layer (hidden 4,096, inter 14,336, top-2 of 8) on 4,096 tokens,
 // balanced: every expert hit (1 - (3/4)^4096 = 1 to double precision), 8,192 routed tokens, 1,024
 // rows an expert. Hand-derived GEMMs: gate_up 1,024 x 4,096 -> 8 x 2 x 14,336 = 229,376 out,
