@@ -180,11 +180,11 @@ double moe_other_rank_bytes(const KernelQuery& q, const GpuSpec& gpu);
 // forecast_floor_s, predict-kernel's `other ranks` line).
 double moe_other_rank_s(const KernelQuery& q, const GpuSpec& gpu);
 // Bytes of the memory passes SGLang's Triton and Marlin MoE launch apart from the grouped GEMMs,
-// as moe_bytes counts them (a part of them): SiLU-mul reads each of this rank's pairs' gate_up
-// row (2 x inter / tp BF16 values) and writes the product (inter / tp), 6 x inter / tp bytes a
-// pair; the top-k sum writes each token's output row, 2 x hidden bytes a token. 0 on datacenter
-// Blackwell (TRT-LLM's MoE fuses the activation into the first GEMM and the reduction into its
-// finalize).
+// over this rank's own pairs: SiLU-mul reads each pair's gate_up row (2 x inter / tp BF16 values)
+// and writes the product (inter / tp), the top-k sum reads each pair's down row (hidden) and
+// writes each token's (hidden): 2 x (3 x inter / tp + hidden) bytes a pair and 2 x hidden a
+// token. 0 on datacenter Blackwell (TRT-LLM's MoE fuses the activation into its first GEMM;
+// its finalize, charged so, was worse in leave one GPU out: docs/accuracy.md).
 double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu);
 // The kernel library a query's forecast assumes on this GPU (attention_library, moe_library),
 // or nullptr for families measured with one library.
@@ -262,7 +262,7 @@ struct KernelBounds {
   // Fused MoE, SGLang's Triton and Marlin kernels: the SiLU-mul and the top-k sum, kernels of
   // their own between and after the grouped GEMMs, over this rank's pairs (moe_pass_bytes) at
   // DRAM bandwidth. The fitted roofline runs them in series after the GEMMs' roofline, whose
-  // memory side then counts the rest of memory_s; the networks' base (base_s) is unchanged.
+  // memory side takes memory_s less them; the networks' base (base_s) is unchanged.
   double series_pass_s = 0;
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);

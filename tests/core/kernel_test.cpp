@@ -745,18 +745,18 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
 
 // Fused MoE on a Triton GPU (the L40S), ep 1: SiLU-mul and the top-k sum are kernels of their
 // own, so the fitted roofline runs their bytes after the grouped GEMMs' roofline. 16,384 tokens,
-// top-8 of 128 experts (hidden 2,048, inter 768), balanced: 131,072 pairs, SiLU-mul 2 bytes x 3
-// x 768 a pair, the sum's output 2 bytes x 2,048 a token: 2 x (301,989,888 + 33,554,432) =
-// 671,088,640 bytes, counted in memory_s already. Where the GEMMs' compute bounds the launch the
-// passes add their time at the fitted DRAM efficiency; where the bytes do, nothing moves. None on
-// the B200 (TRT-LLM's kernels fuse both), and the networks' base is unchanged.
+// top-8 of 128 experts (hidden 2,048, inter 768), balanced: 131,072 pairs, each 2 bytes x (3 x
+// 768 + 2,048), and the sum's output 2 bytes x 2,048 a token: 2 x (570,425,344 + 33,554,432) =
+// 1,207,959,552 bytes. Where the GEMMs' compute bounds the launch the passes add their time at
+// the fitted DRAM efficiency; where the bytes do, the forecast is memory_s's as before. None on
+// the B200 (TRT-LLM's kernels), and the networks' base is unchanged.
 TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
   static GpuRegistry reg(gpu_dir());
   const GpuSpec& l40s = reg.resolve("L40S");
   const KernelQuery q = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
-  EXPECT_DOUBLE_EQ(moe_pass_bytes(q, l40s), 671088640.0);
+  EXPECT_DOUBLE_EQ(moe_pass_bytes(q, l40s), 1207959552.0);
   const KernelBounds kb = kernel_bounds(q, l40s, launch_info(q, l40s));
-  EXPECT_NEAR(kb.series_pass_s, 671088640.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
+  EXPECT_NEAR(kb.series_pass_s, 1207959552.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
   EXPECT_LT(kb.series_pass_s, kb.memory_s);
   EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
   KernelBounds without = kb;
