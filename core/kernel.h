@@ -240,10 +240,13 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
 struct KernelBounds {
   double compute_s = 0;  // wave-quantised compute time at FP32 peak
   double memory_s = 0;   // compulsory bytes at DRAM bandwidth
-  double quant_s = 0;    // FP8 GEMMs: quantising the activation before the matmul
+  double quant_s = 0;    // FP8 GEMMs and MoE: quantising the activation before the matmul
   double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
   double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
   double ctas = 1;       // CTAs launched (LaunchInfo::num_ctas), for FittedRoofline::cta_ns
+  // Kernels the call launches, each paying the fitted roofline's floor: a fused MoE layer in FP8
+  // 1 + its activation's quantising kernels (activation_quant_launches).
+  double launches = 1;
   double us_per_kcycle = 0;  // microseconds per 1,000 SM clock cycles (1e3 / boost clock, MHz)
   // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
   // clock)), for FittedRoofline::sm_bytes_per_cycle.

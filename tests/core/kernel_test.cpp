@@ -777,6 +777,38 @@ TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
   EXPECT_EQ(kernel_bounds(q, b200, launch_info(q, b200)).series_pass_s, 0);
 }
 
+// FP8 experts on the B200: the activation (64 tokens x 7,168) is quantised per 1 x 128 group
+// before the first GEMM, by a kernel of its own: 64 x 7,168 x 3 bytes (read BF16, write FP8) + a
+// float scale per group, 64 x 56 x 4: 1,390,592 bytes in series, and a second launch paying the
+// fitted floor again. Per-tensor FP8 reads the activation twice (absmax, then quantise): 5 bytes a
+// value, two more launches. BF16 experts: neither. The networks' base is unchanged.
+TEST(Kernel, MoeFp8ActivationQuantisedInSeries) {
+  static GpuRegistry reg(gpu_dir());
+  const GpuSpec& b200 = reg.resolve("B200");
+  const KernelQuery q = moe_q(64, 7168, 2048, 8, 256, 1, 1, DType::kFp8Block);
+  const KernelBounds kb = kernel_bounds(q, b200, launch_info(q, b200));
+  EXPECT_NEAR(kb.quant_s, 1390592.0 / (b200.mem_bw_gbps * 1e9), 1e-15);
+  EXPECT_EQ(kb.launches, 2);
+  EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
+  FittedRoofline p;
+  p.floor_kcycles = 20;
+  p.eta_compute = 0.5;
+  p.eta_memory = 0.6;
+  KernelBounds plain = kb;
+  plain.quant_s = 0;
+  plain.launches = 1;
+  EXPECT_NEAR(fitted_roofline_s(kb, p) - fitted_roofline_s(plain, p),
+              20e3 / (b200.boost_clock_mhz * 1e6) + kb.quant_s / 0.6, 1e-12);
+  const KernelQuery per_tensor = moe_q(64, 7168, 2048, 8, 256, 1, 1, DType::kFp8);
+  const KernelBounds pt = kernel_bounds(per_tensor, b200, launch_info(per_tensor, b200));
+  EXPECT_NEAR(pt.quant_s, 64.0 * 7168 * 5 / (b200.mem_bw_gbps * 1e9), 1e-15);
+  EXPECT_EQ(pt.launches, 3);
+  const KernelQuery bf16 = moe_q(64, 7168, 2048, 8, 256, 1, 1, DType::kBf16);
+  const KernelBounds b = kernel_bounds(bf16, b200, launch_info(bf16, b200));
+  EXPECT_EQ(b.quant_s, 0);
+  EXPECT_EQ(b.launches, 1);
+}
+
 // moe_gemm_composite: Mixtral's layer (hidden 4,096, inter 14,336, top-2 of 8) on 4,096 tokens,
 // balanced: every expert hit (1 - (3/4)^4096 = 1 to double precision), 8,192 routed tokens, 1,024
 // rows an expert. Hand-derived GEMMs: gate_up 1,024 x 4,096 -> 8 x 2 x 14,336 = 229,376 out,
