@@ -240,8 +240,10 @@ LaunchInfo launch_info(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&
 struct KernelBounds {
   double compute_s = 0;  // wave-quantised compute time at FP32 peak
   double memory_s = 0;   // compulsory bytes at DRAM bandwidth
-  double quant_s = 0;    // FP8 GEMMs and MoE: quantising the activation before the matmul
-  double base_s = 0;     // max of the two (+ quant_s): latency at 100 % utilisation
+  // Quantising an FP8 activation before the matmul: a GEMM's is in base_s, an FP8 MoE layer's
+  // only in the fitted roofline (in series after it).
+  double quant_s = 0;
+  double base_s = 0;     // max of the two (+ a GEMM's quant_s): latency at 100 % utilisation
   double waves = 1;      // waves of CTAs (LaunchInfo::num_waves), for the fitted roofline
   double ctas = 1;       // CTAs launched (LaunchInfo::num_ctas), for FittedRoofline::cta_ns
   // Kernels the call launches, each paying the fitted roofline's floor: a fused MoE layer in FP8
