@@ -348,21 +348,22 @@ bool moe_gemm_composite(const KernelQuery& q, KernelQuery* gate_up, KernelQuery*
   return true;
 }
 
+// Bytes of a MoE layer's intermediate values: BF16, whatever the weights' dtype.
+constexpr double kMoeIntermediateBytes = 2;
+
 double moe_other_rank_bytes(const KernelQuery& q, const GpuSpec& gpu) {
   if (q.op != OpKind::kMoe || q.moe_ep <= 1 || q.moe_dispatched || trtllm_kernels(gpu)) return 0;
   const double other_pairs = std::max(0.0, double(q.b) * q.topk - moe_load(q).tokens);
-  constexpr double kIntermediateBytes = 2;  // BF16 intermediates, whatever the weights' dtype
-  return other_pairs * kIntermediateBytes * (5.0 * double(q.n / q.moe_tp) + 2.0 * double(q.h));
+  return other_pairs * kMoeIntermediateBytes * (5.0 * double(q.n / q.moe_tp) + 2.0 * double(q.h));
 }
 double moe_other_rank_s(const KernelQuery& q, const GpuSpec& gpu) {
   return transfer_s(moe_other_rank_bytes(q, gpu), gpu.mem_bw_gbps);
 }
-double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu) {
+double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu, const MoeLoad& load) {
   if (q.op != OpKind::kMoe || trtllm_kernels(gpu)) return 0;
-  constexpr double kIntermediateBytes = 2;  // BF16 intermediates, whatever the weights' dtype
-  const double pairs = moe_load(q).tokens;
-  return kIntermediateBytes * (pairs * (3.0 * double(q.n / q.moe_tp) + double(q.h)) + double(q.b) * q.h);
+  return kMoeIntermediateBytes * (load.tokens * (3.0 * double(q.n / q.moe_tp) + double(q.h)) + double(q.b) * q.h);
 }
+double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu) { return moe_pass_bytes(q, gpu, moe_load(q)); }
 
 namespace {
 // A head_dim TRT-LLM's context (prefill) attention kernels are built for.
@@ -915,7 +916,7 @@ void moe_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, 
   // roofline, in series. Leave one GPU out, seeds 0 / 1, the eleven cells' mean 37.8 / 37.4 ->
   // 37.2 / 36.8 %, no cell worse by more than 1.1 points (docs/accuracy.md, "SiLU-mul and the
   // top-k sum in series"); TRT-LLM's finalize charged the same way was worse (37.4 % at seed 0).
-  kb.series_pass_s = transfer_s(moe_pass_bytes(q, gpu), gpu.mem_bw_gbps);
+  kb.series_pass_s = transfer_s(moe_pass_bytes(q, gpu, l), gpu.mem_bw_gbps);
   // The FP8 experts' activation is quantised before the first grouped GEMM by kernels of their
   // own (SGLang's per-token-group or per-tensor quantisation, on either library): its bytes in
   // series, as a GEMM's (activation_quant_bytes), and each kernel a further launch. Leave one GPU

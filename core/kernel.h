@@ -186,6 +186,8 @@ double moe_other_rank_s(const KernelQuery& q, const GpuSpec& gpu);
 // token. 0 on datacenter Blackwell (TRT-LLM's MoE fuses the activation into its first GEMM;
 // its finalize, charged so, was worse in leave one GPU out: docs/accuracy.md).
 double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu);
+// The same with the query's expected loads already computed (moe_bounds has them).
+double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu, const MoeLoad& load);
 // The kernel library a query's forecast assumes on this GPU (attention_library, moe_library),
 // or nullptr for families measured with one library.
 const char* kernel_library(const KernelQuery& q, const GpuSpec& gpu);

@@ -716,6 +716,17 @@ TEST(Kernel, MoeFittedComputeChargesTheBusiestSm) {
   EXPECT_EQ(gb.fitted_compute_s(), gb.compute_s);
 }
 
+// A fitted roofline for the MoE tests below: a floor (microseconds or kilocycles) and the two
+// efficiencies.
+static FittedRoofline test_prior(double eta_compute, double eta_memory, double floor_us, double floor_kcycles = 0) {
+  FittedRoofline p;
+  p.floor_us = floor_us;
+  p.floor_kcycles = floor_kcycles;
+  p.eta_compute = eta_compute;
+  p.eta_memory = eta_memory;
+  return p;
+}
+
 // Fused MoE under expert parallelism on a Triton GPU (the L40S): the pass over the pairs routed to
 // other ranks' experts is the fitted roofline's, in series after its roofline at the fitted DRAM
 // efficiency. 16,384 tokens, top-8 of 128 experts, ep 128, balanced: 131,072 pairs, 1,024 of them
@@ -730,10 +741,7 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
   EXPECT_NEAR(kb.other_rank_s, 2064121856.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
   EXPECT_GT(kb.other_rank_s, kb.memory_s);  // the whole layer's rows against one expert's
   EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
-  FittedRoofline p;
-  p.floor_us = 10;
-  p.eta_compute = 0.5;
-  p.eta_memory = 0.6;
+  const FittedRoofline p = test_prior(0.5, 0.6, 10);
   KernelBounds without = kb;
   without.other_rank_s = 0;
   EXPECT_NEAR(fitted_roofline_s(kb, p) - fitted_roofline_s(without, p), kb.other_rank_s / 0.6, 1e-12);
@@ -761,15 +769,11 @@ TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
   EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
   KernelBounds without = kb;
   without.series_pass_s = 0;
-  FittedRoofline compute_bound;
-  compute_bound.floor_us = 10;
-  compute_bound.eta_compute = 0.05;
-  compute_bound.eta_memory = 0.6;
+  const FittedRoofline compute_bound = test_prior(0.05, 0.6, 10);
   ASSERT_GT(kb.fitted_compute_s() / 0.05, kb.memory_s / 0.6);
   EXPECT_NEAR(fitted_roofline_s(kb, compute_bound) - fitted_roofline_s(without, compute_bound), kb.series_pass_s / 0.6,
               1e-12);
-  FittedRoofline memory_bound = compute_bound;
-  memory_bound.eta_compute = 10;
+  const FittedRoofline memory_bound = test_prior(10, 0.6, 10);
   ASSERT_LT(kb.fitted_compute_s() / 10, (kb.memory_s - kb.series_pass_s) / 0.6);
   EXPECT_NEAR(fitted_roofline_s(kb, memory_bound), fitted_roofline_s(without, memory_bound), 1e-12);
   const GpuSpec& b200 = reg.resolve("B200");
@@ -790,10 +794,7 @@ TEST(Kernel, MoeFp8ActivationQuantisedInSeries) {
   EXPECT_NEAR(kb.quant_s, 1390592.0 / (b200.mem_bw_gbps * 1e9), 1e-15);
   EXPECT_EQ(kb.launches, 2);
   EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
-  FittedRoofline p;
-  p.floor_kcycles = 20;
-  p.eta_compute = 0.5;
-  p.eta_memory = 0.6;
+  const FittedRoofline p = test_prior(0.5, 0.6, 0, 20);
   KernelBounds plain = kb;
   plain.quant_s = 0;
   plain.launches = 1;
