@@ -958,6 +958,16 @@ void rope_ops(Builder& b, const ModelConfig& m, Fill fill) {
   b.set_count(m.layers);
 }
 
+// A serving GEMM in the model's GEMM dtype, into `o`'s forward. A static FP8 scale's GEMM
+// (fp8_static) takes its activation in FP8 (the kernel data time it so: activation_quant_bytes,
+// core/kernel.cpp), cast from BF16 before it by a kernel of its own (SGLang's and vLLM's static
+// per-tensor quantisation of the input): that pass (read 2 bytes a value, write 1) at DRAM
+// bandwidth, then the GEMM.
+void serving_gemm(GraphOp& o, int64_t rows, int64_t in, int64_t out, DType dtype) {
+  if (dtype == DType::kFp8Static) o.fw.push_back(KernelCall::mem(3.0 * double(rows) * double(in)));
+  o.fw.push_back(KernelCall::kernel(gemm_q(rows, in, out, dtype)));
+}
+
 // A layer's FFN: the dense one, the routed experts, or (a MoE model with dense layers: DeepSeek's
 // leading ones, Qwen-MoE's mlp_only_layers) both, each in its share of the layers
 // (GraphOp::layer_subset).
@@ -993,7 +1003,7 @@ void mla_serving_attention(Builder& b, const ModelConfig& m, int64_t t, int64_t 
     b.op(name, kind).fw.push_back(KernelCall::kernel(q));
   };
   auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out) {
-    kernel(name, "gemm", gemm_q(rows, in, out, dtype));
+    serving_gemm(b.op(name, "gemm"), rows, in, out, dtype);
   };
   if (ql > 0) {
     gemm("self_attn.fused_qkv_a_proj_with_mqa", t, h, ql + kvl + rope);
@@ -1047,9 +1057,9 @@ void serving_shared_experts(Builder& b, const ModelConfig& m, int64_t rows, int6
   auto kernel = [&](const std::string& name, const std::string& kind, const KernelQuery& q) {
     b.op(name, kind).fw.push_back(KernelCall::kernel(q));
   };
-  kernel("mlp.shared_expert.gate_up_proj", "gemm", gemm_q(rows, h, 2 * s / split, dtype));
+  serving_gemm(b.op("mlp.shared_expert.gate_up_proj", "gemm"), rows, h, 2 * s / split, dtype);
   kernel("mlp.shared_expert.act_fn", "memory_op", vec_q(OpKind::kSiluMul, rows, s / split, act));
-  kernel("mlp.shared_expert.down_proj", "gemm", gemm_q(rows, s / split, h, dtype));
+  serving_gemm(b.op("mlp.shared_expert.down_proj", "gemm"), rows, s / split, h, dtype);
   if (m.shared_expert_gate) {
     kernel("mlp.shared_expert_gate", "gemm", gemm_q(rows, h, 1, act));
     kernel("mlp.shared_expert_combine", "memory_op", vec_q(OpKind::kResidualAdd, rows, h, act));
@@ -1104,7 +1114,7 @@ void add_serving_layers(OpGraph& g, const ModelConfig& m, int64_t t, int64_t log
     b.op(name, kind).fw.push_back(KernelCall::kernel(q));
   };
   auto gemm = [&](const std::string& name, int64_t rows, int64_t in, int64_t out) {
-    kernel(name, "gemm", gemm_q(rows, in, out, dtype));
+    serving_gemm(b.op(name, "gemm"), rows, in, out, dtype);
   };
   auto all_reduce = [&](int64_t rows) {  // row-parallel output summed over the tp group
     if (tp > 1) g.ops.back().fw.push_back(KernelCall::all_reduce(e * double(rows) * h, tp));

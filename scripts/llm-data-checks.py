@@ -102,6 +102,14 @@ activations (w4a8_mxfp4_mxfp8), same shape, routing and parallel sizes: per buck
 t(W4A16). Where the tensor cores bound the layer, FP8's doubled rate halves it (tilecast's
 mxfp4_mxfp8 takes the FP8 peak).
 
+13. Does an FP8 GEMM's time hold its activation's cast? For every gemm file, per gemm_dtype
+with an FP8 activation, over the rows whose BF16 activation (m x k, k the reduction) is at
+least 4x the GPU's L2 (so that a repeated call cannot keep it there): the rows, the median and
+90th percentile of t(cast) / measured, t(cast) the least a separate cast kernel moves (the
+activation read in BF16, written in FP8: 3 bytes an element) at DRAM bandwidth, and the share
+of rows measured faster than that cast alone. A dtype whose rows run faster than their own
+cast cannot have timed it (tilecast's `activation_quant_bytes`, core/kernel.cpp).
+
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
 import argparse, collections, csv, math, os, re, statistics, sys
@@ -377,6 +385,26 @@ def w4a8_ratios(layers):
         yield lib, label, v
 
 
+FP8_ACTIVATION_DTYPES = ("fp8", "fp8_static", "fp8_block")
+
+
+def cast_shares(path, sheets, gpu_dir):
+    """Check 13 for one gemm file: (gpu, dtype, [t(cast at DRAM) / measured per row])."""
+    per = collections.defaultdict(list)
+    gpu = os.path.basename(os.path.dirname(path))
+    for r in csv.DictReader(open(path)):
+        if r["gemm_dtype"] not in FP8_ACTIVATION_DTYPES:
+            continue
+        if r["device"] not in sheets:
+            sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")
+        sh = sheets[r["device"]]
+        elems = int(r["m"]) * int(r["k"])
+        if 2.0 * elems < 4 * sh["l2_cache_mb"] * 1024 * 1024:
+            continue
+        per[r["gemm_dtype"]].append(3.0 * elems / (sh["mem_bw_gbps"] * 1e9) / (float(r["latency"]) * 1e-3))
+    return [(gpu, dtype, v) for dtype, v in sorted(per.items())]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -498,6 +526,10 @@ def main():
     for gpu, layers in sorted(w4.items()):
         for lib, label, v in w4a8_ratios(layers):
             print(f"{gpu},{lib},{label},{len(v)},{pct(v, 10):.2f},{statistics.median(v):.2f},{pct(v, 90):.2f}")
+    print("\ngpu,gemm_dtype,rows_activation_ge_4x_l2,cast_over_measured_p50,cast_over_measured_p90,share_faster_than_cast")
+    for _, path in family_files(root, "gemm"):
+        for gpu, dtype, v in cast_shares(path, sheets, a.gpu_dir):
+            print(f"{gpu},{dtype},{len(v)},{statistics.median(v):.2f},{pct(v, 90):.2f},{sum(x > 1 for x in v) / len(v):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -631,6 +631,36 @@ TEST(ServingGraph, LlamaPrefillAndDecodeShapes) {
       if (call.is_kernel() && call.query.op == OpKind::kRmsNorm) EXPECT_EQ(call.query.dtype, DType::kBf16);
 }
 
+// A static FP8 scale: each of Llama-3.1-8B's projections is the engine's cast of its BF16 input
+// to FP8 (a pass of its own: 2 + 1 bytes a value), then the FP8 GEMM; the LM head stays BF16
+// without a cast. Decode of 16 sequences on tp 2: qkv reads 16 x 4,096 values (196,608 bytes),
+// o_proj 16 x 2,048 (98,304), gate_up 16 x 4,096, down 16 x 7,168 (344,064). Dynamic fp8 has no
+// such pass (its quantisation is inside the GEMM's forecast).
+TEST(ServingGraph, StaticFp8CastsEachProjectionsInputFirst) {
+  ModelConfig m = load_model_config("llama-3.1-8b", models_dir());
+  auto casts = [&](DType d) {
+    std::map<std::string, double> bytes;
+    for (const auto& op : build_serving_graph(m, Mode::kDecode, 16, 4096, d, DType::kBf16, 2).ops)
+      for (size_t i = 0; i < op.fw.size(); ++i)
+        if (op.fw[i].is_mem && op.kind == "gemm") {
+          // The cast comes right before its GEMM.
+          EXPECT_TRUE(i + 1 < op.fw.size() && op.fw[i + 1].is_kernel() && op.fw[i + 1].query.dtype == DType::kFp8Static)
+              << op.name;
+          bytes[op.name] = op.fw[i].bytes;
+        }
+    return bytes;
+  };
+  const auto stat = casts(DType::kFp8Static);
+  EXPECT_EQ(stat.size(), 4u);
+  EXPECT_DOUBLE_EQ(stat.at("model.layers.self_attn.qkv_proj"), 196608.0);
+  EXPECT_DOUBLE_EQ(stat.at("model.layers.self_attn.o_proj"), 98304.0);
+  EXPECT_DOUBLE_EQ(stat.at("model.layers.mlp.gate_up_proj"), 196608.0);
+  EXPECT_DOUBLE_EQ(stat.at("model.layers.mlp.down_proj"), 344064.0);
+  EXPECT_EQ(stat.count("lm_head"), 0u);
+  EXPECT_TRUE(casts(DType::kFp8).empty());
+  EXPECT_TRUE(casts(DType::kBf16).empty());
+}
+
 TEST(ServingGraph, MoeFusedKernelAndQkNorm) {
   EXPECT_DOUBLE_EQ(expected_experts_hit(1, 2, 8), 2.0);  // one token picks 2 distinct experts
   EXPECT_NEAR(expected_experts_hit(4096, 2, 8), 8.0, 1e-9);
