@@ -399,7 +399,7 @@ def cast_shares(path, sheets, gpu_dir):
             sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")
         sh = sheets[r["device"]]
         elems = int(r["m"]) * int(r["k"])
-        if 2.0 * elems < 4 * sh["l2_cache_mb"] * 1024 * 1024:
+        if 2.0 * elems < 4 * sh["l2_cache_mb"] * 2**20:
             continue
         per[r["gemm_dtype"]].append(3.0 * elems / (sh["mem_bw_gbps"] * 1e9) / (float(r["latency"]) * 1e-3))
     return [(gpu, dtype, v) for dtype, v in sorted(per.items())]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10 and 11; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10, 11, 12 and 13; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -26,8 +26,10 @@ def write(path, header, *lines):
 
 
 def section_of(out, head):
-    """The lines of the table under `head` up to the next blank line."""
-    return out.split(head + "\n")[1].split("\n\n")[0].splitlines()
+    """The lines of the table under `head` up to the next blank line (none where a blank line
+    follows it: an empty table before the next one)."""
+    rest = out.split(head + "\n")[1]
+    return [] if rest.startswith("\n") else rest.split("\n\n")[0].splitlines()
 
 
 def run(llm_dir, *extra):
@@ -59,6 +61,27 @@ with tempfile.TemporaryDirectory() as tmp:
     assert waves.split("\n\n")[0].splitlines() == [
         "B200,bfloat16,<1.1,1,0.70,0.71", "B200,bfloat16,1.1-1.3,1,0.50,0.58", "B200,bfloat16,1.3-2,1,0.60,1.11",
         "B200,fp8,<1.1,1,0.50,0.51"], out
+    # Check 13 on the same rows: none has a BF16 activation (m x k) of 4x the B200's 126 MiB L2.
+    assert section_of(out, "gpu,gemm_dtype,rows_activation_ge_4x_l2,cast_over_measured_p50,"
+                      "cast_over_measured_p90,share_faster_than_cast") == [], out
+    # Two that have (32,768 x 16,384 = 536,870,912 values, 1,073,741,824 bytes in BF16 >= 4 x 126
+    # MiB): the cast alone moves 3 bytes a value, 1,610,612,736 bytes, 201.3 us at 8,000 GB/s;
+    # fp8_static measured at 100.66 us (2.00: faster than its cast), fp8 at 402.65 us (0.50);
+    # one too small to count (32 x 16,384), and BF16 rows are not FP8.
+    big = [f"SGLang,0.5,NVIDIA B200,gemm,sglang,fp8_static,32768,128,16384,{0.1006632960!r}",
+           f"SGLang,0.5,NVIDIA B200,gemm,sglang,fp8,32768,256,16384,{0.4026531840!r}",
+           "SGLang,0.5,NVIDIA B200,gemm,sglang,fp8,32,256,16384,0.01",
+           "SGLang,0.5,NVIDIA B200,gemm,sglang,bfloat16,32768,256,16384,0.3"]
+    with open(os.path.join(gpu, "gemm_perf.csv")) as f:
+        kept = f.read()
+    with open(os.path.join(gpu, "gemm_perf.csv"), "a") as f:
+        f.write("\n".join(big) + "\n")
+    rc, out, err = run(tmp)
+    assert rc == 0 and section_of(out, "gpu,gemm_dtype,rows_activation_ge_4x_l2,cast_over_measured_p50,"
+                                  "cast_over_measured_p90,share_faster_than_cast") == [
+        "B200,fp8,1,0.50,0.50,0.00", "B200,fp8_static,1,2.00,2.00,1.00"], (rc, out, err)
+    with open(os.path.join(gpu, "gemm_perf.csv"), "w") as f:
+        f.write(kept)
 
     # Check 6 on hand-made prefill rows: a TRT-LLM row, and Triton rows of one shape at windows
     # 128 and 1,024 (1.5 and 1.8 ms: ratio 1.20) in BF16 / BF16 and FP8 / FP8 (1.35 ms at 128:
@@ -97,7 +120,7 @@ with tempfile.TemporaryDirectory() as tmp:
     write(os.path.join(gpu, "moe_perf.csv"), moe, *moe_rows)
     rc, out, err = run(tmp)
     assert rc == 0, (rc, err)
-    section = lambda head: out.split(head + "\n")[1].split("\n\n")[0].splitlines()
+    section = lambda head: section_of(out, head)
     assert section("gpu,moe_dtype,library,rows") == [
         "B200,bfloat16,sglang_flashinfer_trtllm_moe,1", "B200,bfloat16,sglang_fused_moe_triton,1",
         "B200,fp8_block,sglang_flashinfer_trtllm_moe,1"], out
