@@ -68,8 +68,8 @@ std::function<void()> make_op(const SweepConfig& c, torch::Device dev) {
       auto x = torch::randn({q.m, q.n}, opts), w = torch::randn({q.k, q.n}, opts);
       // FP8 (dtype fp8_static) as TensorRT-LLM's and vLLM's per-tensor FP8 linear with a calibrated
       // (static) scale: torch._scaled_mm on an activation already in E4M3, as the training data
-      // time it (activation_quant_bytes, core/kernel.cpp); the engine's cast before it is a pass
-      // of its own in a model's step (serving_gemm, core/op_graph.cpp).
+      // time it (activation_quant_bytes, core/kernel.cpp); SGLang's cast before it is a pass of
+      // its own in a model's step (serving_gemm, core/op_graph.cpp).
       if (c.dtype == "fp8_static") {
 #if TILECAST_TORCH_2_5
         // The activation and the weight in E4M3 once, the weight as (N in x K out) column-major
