@@ -364,6 +364,7 @@ double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu, const MoeLoad& l
   return kMoeIntermediateBytes * (load.tokens * (3.0 * double(q.n / q.moe_tp) + double(q.h)) + double(q.b) * q.h);
 }
 double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu) { return moe_pass_bytes(q, gpu, moe_load(q)); }
+double fp8_cast_bytes(const KernelQuery& q) { return 3.0 * double(q.m) * q.n; }
 
 namespace {
 // A head_dim TRT-LLM's context (prefill) attention kernels are built for.
@@ -552,8 +553,8 @@ double moe_bytes(const KernelQuery& q, const MoeLoad& l) {
 double activation_quant_bytes(const KernelQuery& q) {
   const double mn = double(q.m) * q.n;
   switch (q.dtype) {
-    case DType::kFp8: return 5.0 * mn;
-    case DType::kFp8Block: return 3.0 * mn + 4.0 * double(q.m) * double(ceil_div(q.n, 128));
+    case DType::kFp8: return 2.0 * mn + fp8_cast_bytes(q);  // the absmax's read, then the cast
+    case DType::kFp8Block: return fp8_cast_bytes(q) + 4.0 * double(q.m) * double(ceil_div(q.n, 128));
     // NVFP4 (a calibrated global scale): one pass reading BF16, writing 4 bits and a scale per 16.
     case DType::kNvfp4: return (2.0 + weight_bytes_per_elem(DType::kNvfp4)) * mn;
     default: return 0;

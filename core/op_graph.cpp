@@ -961,11 +961,12 @@ void rope_ops(Builder& b, const ModelConfig& m, Fill fill) {
 // A serving GEMM in the model's GEMM dtype, into `o`'s forward. A static FP8 scale's GEMM
 // (fp8_static) takes its activation in FP8 (the kernel data time it so: activation_quant_bytes,
 // core/kernel.cpp), cast from BF16 before it by a kernel of its own, as SGLang's FP8 linear runs
-// its static per-tensor quantisation (vLLM can fuse it into the RMSNorm before): that pass (read 2
-// bytes a value, write 1) at DRAM bandwidth, then the GEMM.
+// its static per-tensor quantisation (vLLM can fuse it into the RMSNorm before): that pass
+// (fp8_cast_bytes) at DRAM bandwidth, then the GEMM.
 void serving_gemm(GraphOp& o, int64_t rows, int64_t in, int64_t out, DType dtype) {
-  if (dtype == DType::kFp8Static) o.fw.push_back(KernelCall::mem(3.0 * double(rows) * double(in)));
-  o.fw.push_back(KernelCall::kernel(gemm_q(rows, in, out, dtype)));
+  const KernelQuery q = gemm_q(rows, in, out, dtype);
+  if (dtype == DType::kFp8Static) o.fw.push_back(KernelCall::mem(fp8_cast_bytes(q)));
+  o.fw.push_back(KernelCall::kernel(q));
 }
 
 // A layer's FFN: the dense one, the routed experts, or (a MoE model with dense layers: DeepSeek's

@@ -718,6 +718,9 @@ TEST(Kernel, MoeFittedComputeChargesTheBusiestSm) {
   EXPECT_EQ(gb.fitted_compute_s(), gb.compute_s);
 }
 
+// A query's bounds on a GPU under its own launch, for the MoE tests below.
+static KernelBounds bounds_of(const KernelQuery& q, const GpuSpec& gpu) { return kernel_bounds(q, gpu, launch_info(q, gpu)); }
+
 // A fitted roofline for the MoE tests below: a floor (microseconds or kilocycles) and the two
 // efficiencies.
 static FittedRoofline test_prior(double eta_compute, double eta_memory, double floor_us, double floor_kcycles = 0) {
@@ -739,7 +742,7 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
   static GpuRegistry reg(gpu_dir());
   const GpuSpec& l40s = reg.resolve("L40S");
   const KernelQuery ep = moe_q(16384, 2048, 768, 8, 128, 1, 128, DType::kBf16);
-  const KernelBounds kb = kernel_bounds(ep, l40s, launch_info(ep, l40s));
+  const KernelBounds kb = bounds_of(ep, l40s);
   EXPECT_NEAR(kb.other_rank_s, 2064121856.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
   EXPECT_GT(kb.other_rank_s, kb.memory_s);  // the whole layer's rows against one expert's
   EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
@@ -748,9 +751,9 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
   without.other_rank_s = 0;
   EXPECT_NEAR(fitted_roofline_s(kb, p) - fitted_roofline_s(without, p), kb.other_rank_s / 0.6, 1e-12);
   const KernelQuery ep1 = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
-  EXPECT_EQ(kernel_bounds(ep1, l40s, launch_info(ep1, l40s)).other_rank_s, 0);
+  EXPECT_EQ(bounds_of(ep1, l40s).other_rank_s, 0);
   const GpuSpec& b200 = reg.resolve("B200");
-  EXPECT_EQ(kernel_bounds(ep, b200, launch_info(ep, b200)).other_rank_s, 0);
+  EXPECT_EQ(bounds_of(ep, b200).other_rank_s, 0);
 }
 
 // Fused MoE on a Triton GPU (the L40S), ep 1: SiLU-mul and the top-k sum are kernels of their
@@ -765,7 +768,7 @@ TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
   const GpuSpec& l40s = reg.resolve("L40S");
   const KernelQuery q = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
   EXPECT_DOUBLE_EQ(moe_pass_bytes(q, l40s), 1207959552.0);
-  const KernelBounds kb = kernel_bounds(q, l40s, launch_info(q, l40s));
+  const KernelBounds kb = bounds_of(q, l40s);
   EXPECT_NEAR(kb.series_pass_s, 1207959552.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
   EXPECT_LT(kb.series_pass_s, kb.memory_s);
   EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
@@ -780,7 +783,7 @@ TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
   EXPECT_NEAR(fitted_roofline_s(kb, memory_bound), fitted_roofline_s(without, memory_bound), 1e-12);
   const GpuSpec& b200 = reg.resolve("B200");
   EXPECT_EQ(moe_pass_bytes(q, b200), 0);
-  EXPECT_EQ(kernel_bounds(q, b200, launch_info(q, b200)).series_pass_s, 0);
+  EXPECT_EQ(bounds_of(q, b200).series_pass_s, 0);
 }
 
 // FP8 experts on the B200: the activation (64 tokens x 7,168) is quantised per 1 x 128 group
@@ -792,7 +795,7 @@ TEST(Kernel, MoeFp8ActivationQuantisedInSeries) {
   static GpuRegistry reg(gpu_dir());
   const GpuSpec& b200 = reg.resolve("B200");
   const KernelQuery q = moe_q(64, 7168, 2048, 8, 256, 1, 1, DType::kFp8Block);
-  const KernelBounds kb = kernel_bounds(q, b200, launch_info(q, b200));
+  const KernelBounds kb = bounds_of(q, b200);
   EXPECT_NEAR(kb.quant_s, 1390592.0 / (b200.mem_bw_gbps * 1e9), 1e-15);
   EXPECT_EQ(kb.launches, 2);
   EXPECT_EQ(kb.base_s, std::max(kb.compute_s, kb.memory_s));
@@ -803,11 +806,11 @@ TEST(Kernel, MoeFp8ActivationQuantisedInSeries) {
   EXPECT_NEAR(fitted_roofline_s(kb, p) - fitted_roofline_s(plain, p),
               20e3 / (b200.boost_clock_mhz * 1e6) + kb.quant_s / 0.6, 1e-12);
   const KernelQuery per_tensor = moe_q(64, 7168, 2048, 8, 256, 1, 1, DType::kFp8);
-  const KernelBounds pt = kernel_bounds(per_tensor, b200, launch_info(per_tensor, b200));
+  const KernelBounds pt = bounds_of(per_tensor, b200);
   EXPECT_NEAR(pt.quant_s, 64.0 * 7168 * 5 / (b200.mem_bw_gbps * 1e9), 1e-15);
   EXPECT_EQ(pt.launches, 3);
   const KernelQuery bf16 = moe_q(64, 7168, 2048, 8, 256, 1, 1, DType::kBf16);
-  const KernelBounds b = kernel_bounds(bf16, b200, launch_info(bf16, b200));
+  const KernelBounds b = bounds_of(bf16, b200);
   EXPECT_EQ(b.quant_s, 0);
   EXPECT_EQ(b.launches, 1);
 }
