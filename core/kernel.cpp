@@ -364,7 +364,7 @@ double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu, const MoeLoad& l
   return kMoeIntermediateBytes * (load.tokens * (3.0 * double(q.n / q.moe_tp) + double(q.h)) + double(q.b) * q.h);
 }
 double moe_pass_bytes(const KernelQuery& q, const GpuSpec& gpu) { return moe_pass_bytes(q, gpu, moe_load(q)); }
-double fp8_cast_bytes(const KernelQuery& q) { return 3.0 * double(q.m) * q.n; }
+double fp8_cast_bytes(const KernelQuery& q) { return kFp8CastBytesPerValue * double(q.m) * q.n; }
 
 namespace {
 // A head_dim TRT-LLM's context (prefill) attention kernels are built for.

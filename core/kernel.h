@@ -169,8 +169,9 @@ MoeLoad moe_load(const KernelQuery& q);
 bool moe_gemm_composite(const KernelQuery& moe, KernelQuery* gate_up, KernelQuery* down);
 // Bytes a cast of a GEMM's BF16 activation (q.m tokens x q.n in-features) to FP8 moves: read in
 // BF16, written in FP8, 3 bytes a value. An FP8 GEMM's own quantisation charges it
-// (activation_quant_bytes), and a serving step charges it before a static scale's GEMM, whose
-// kernel takes its activation in FP8 (serving_gemm, core/op_graph.cpp).
+// (activation_quant_bytes), and a serving step runs it as a kernel of its own before a static
+// scale's GEMM, whose kernel takes its activation in FP8 (serving_gemm, core/op_graph.cpp).
+constexpr double kFp8CastBytesPerValue = 3.0;
 double fp8_cast_bytes(const KernelQuery& q);
 // Bytes a rank of an expert-parallel MoE layer moves for the (token, expert) pairs routed to
 // other ranks' experts, where SGLang runs Triton's fused_moe or Marlin's MoE kernel (every GPU

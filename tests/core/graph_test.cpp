@@ -641,13 +641,17 @@ TEST(ServingGraph, StaticFp8CastsEachProjectionsInputFirst) {
   auto casts = [&](DType d) {
     std::map<std::string, double> bytes;
     for (const auto& op : build_serving_graph(m, Mode::kDecode, 16, 4096, d, DType::kBf16, 2).ops)
-      for (size_t i = 0; i < op.fw.size(); ++i)
-        if (op.fw[i].is_mem && op.kind == "gemm") {
-          // The cast comes right before its GEMM.
+      for (size_t i = 0; i < op.fw.size() && op.kind == "gemm"; ++i) {
+        EXPECT_FALSE(op.fw[i].is_mem) << op.name;  // no bare pass at DRAM bandwidth
+        if (op.fw[i].is_kernel() && op.fw[i].query.op != OpKind::kGemm) {
+          // The cast is a memory_op kernel (a streaming pass of its bytes, with a kernel's
+          // floor) right before its GEMM.
+          EXPECT_EQ(op.fw[i].query.op, OpKind::kResidualAdd) << op.name;
           EXPECT_TRUE(i + 1 < op.fw.size() && op.fw[i + 1].is_kernel() && op.fw[i + 1].query.dtype == DType::kFp8Static)
               << op.name;
-          bytes[op.name] = op.fw[i].bytes;
+          bytes[op.name] = query_bytes(op.fw[i].query);
         }
+      }
     return bytes;
   };
   const auto stat = casts(DType::kFp8Static);
