@@ -126,8 +126,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                   r.prior_ms, r.network_weight, 1 - r.network_weight - r.composite_weight, r.composite_weight);
     else if (r.network_weight > 0)
       std::printf("prior_ms     %.6g (the family's fitted roofline; this GPU is not one the network was trained on, nor "
-                  "a twin: the forecast is the geometric mean of the network's (weight %.2f) and this)\n",
-                  r.prior_ms, r.network_weight);
+                  "a twin: the forecast is the geometric mean of the network's (weight %.2f) and this (%.2f%s))\n",
+                  r.prior_ms, 1 - r.fitted_roofline_weight, r.fitted_roofline_weight,
+                  r.fitted_roofline_weight < 1 - r.network_weight - 1e-9
+                      ? ": the family's weight times the share of this beyond its floor and waves"
+                      : "");
     else
       std::printf("prior_ms     %.6g (the family's fitted roofline; alone: the network corrects only the GPUs it was "
                   "trained on, or their twins where the family's network_gpus says so)\n", r.prior_ms);

@@ -1147,15 +1147,12 @@ KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const Launc
   return kb;
 }
 
-namespace {
-// The prior's fixed costs: the per-launch floor and the per-wave cost, seconds.
-double prior_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
+double fitted_fixed_s(const KernelBounds& kb, const FittedRoofline& p) {
   const double more_launches_us = (kb.launches - 1) * (p.floor_us + p.floor_kcycles * kb.us_per_kcycle);
   return ((p.floor_us + kb.waves * p.wave_us) + (p.floor_kcycles + kb.waves * p.wave_kcycles) * kb.us_per_kcycle +
           more_launches_us) *
          1e-6;
 }
-}  // namespace
 
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
   // The library's load rate per SM, where one is set: the bytes again at that rate, in series.
@@ -1164,7 +1161,7 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p) {
   const double gemm_memory_s = std::max(0.0, kb.memory_s - kb.series_pass_s);
   const double roofline = std::max(kb.fitted_compute_s() / p.eta_compute, gemm_memory_s / p.eta_memory + sm_side_s);
   const double fitted =
-      prior_fixed_s(kb, p) + roofline + (kb.quant_s + kb.other_rank_s + kb.series_pass_s) / p.eta_memory;
+      fitted_fixed_s(kb, p) + roofline + (kb.quant_s + kb.other_rank_s + kb.series_pass_s) / p.eta_memory;
   if (p.cta_ns <= 0) return fitted;
   // The library's cost per CTA bounds what follows the floor: the waves and the roofline.
   const double waves_s = kb.waves * (p.wave_us + p.wave_kcycles * kb.us_per_kcycle) * 1e-6;
@@ -1176,7 +1173,7 @@ double network_base_s(const KernelBounds& kb, const FittedRoofline* prior, doubl
   if (prior) {
     c = kb.fitted_compute_s() / prior->eta_compute;
     m = (kb.memory_s + kb.quant_s + kb.other_rank_s) / prior->eta_memory;
-    launch = prior_fixed_s(kb, *prior);
+    launch = fitted_fixed_s(kb, *prior);
     base = fitted_roofline_s(kb, *prior);
   }
   if (bound) *bound = launch > std::max(c, m) ? "launch" : c >= m ? "compute" : "memory";

@@ -330,6 +330,9 @@ struct FittedRoofline {
   }
 };
 double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);
+// The fitted roofline's fixed costs alone (its floor, its cost per wave, and the floor of each
+// launch after the first), seconds: the part of fitted_roofline_s that is no peak or bandwidth.
+double fitted_fixed_s(const KernelBounds& kb, const FittedRoofline& p);
 // The base a family's network output scales, in training and forecasting alike: the fitted
 // roofline when the family has one (`prior`), else the wave-quantised bound raised to the
 // family's launch floor (`floor_s`, 0: none). `bound` receives which term dominates:

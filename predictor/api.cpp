@@ -160,6 +160,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["prior_ms"] = r.prior_ms;
     j["network_correction"] = r.corrected;
     j["network_weight"] = r.network_weight;
+    j["fitted_roofline_weight"] = r.fitted_roofline_weight;  // this row's, after its fixed costs
     j["prior_cta_ns"] = r.prior_cta_ns;  // the library's cost per CTA in prior_ms (0: none)
     j["prior_sm_bytes_per_cycle"] = r.prior_sm_bytes_per_cycle;  // the library's load rate per SM (0: none)
   }

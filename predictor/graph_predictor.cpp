@@ -562,6 +562,7 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   b.standing = p.standing;
   b.network_weight = p.network_weight;  // 1 where the network corrects the GPU
   b.composite_weight = p.composite_weight;
+  b.fixed_costs_to_network = p.prior_is_base && p.network_weight > 0 && p.network_weight < 1;
   return b;
 }
 
@@ -604,6 +605,7 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
     } else if (b.network_weight > 0) {
       std::snprintf(buf, sizeof buf, "network^%.2f x fitted roofline^%.2f", b.network_weight, 1 - b.network_weight);
       by = buf;
+      if (b.fixed_costs_to_network) by += " (that weight times its share beyond its floor and waves)";
     } else
       by = "fitted roofline alone";
     std::string range;
@@ -644,6 +646,7 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
                  {"forecast_by", b.forecast_by()},
                  {"network_weight", b.physics() ? nlohmann::json(nullptr) : nlohmann::json(b.network_weight)},
                  {"gemm_composite_weight", b.composite_weight},
+                 {"fixed_costs_to_network", b.fixed_costs_to_network},
                  {"outside_training_range", b.outside_range},
                  {"clamped", b.clamped}});
   return a;

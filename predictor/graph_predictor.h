@@ -34,6 +34,9 @@ struct ForecastBasis {
   GpuStanding standing;       // the GPU against the family's training GPUs (KernelPrediction's)
   double network_weight = 1;  // the network's share of the log-latency (0: the fitted roofline alone)
   double composite_weight = 0;  // moe: the stacked GEMMs' share (KernelPrediction::composite_weight)
+  // The fitted roofline is the network's base and blends in: its weight shrinks with the share
+  // of its forecast that is fixed costs (KernelPrediction::fitted_roofline_weight).
+  bool fixed_costs_to_network = false;
   bool physics() const { return !is_mlp_family(family); }  // memory_op: fitted coefficients, no network
   // "network", "network+fitted_roofline", "network+fitted_roofline+gemm_composite",
   // "fitted_roofline" or "physics".
@@ -47,7 +50,7 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p);
 std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor);
 // JSON `basis`: per family its kernels, `gpu` (training | twin | unseen), training_gpus,
 // vendor_in_training, forecast_by, network_weight (null for physics), outside_training_range,
-// clamped.
+// clamped, fixed_costs_to_network.
 nlohmann::json basis_json(const std::vector<ForecastBasis>& basis);
 // The same families of two forecasts (a prefill and a decode step) as one list, kernels added.
 std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, const std::vector<ForecastBasis>& b);

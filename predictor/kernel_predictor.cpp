@@ -59,6 +59,21 @@ EnsembleOutput run_ensemble(const std::vector<DenseMlp>& members, const float* x
   return e;
 }
 
+// The fitted roofline's weight in a blend on a GPU outside network_gpus. Where the fitted
+// roofline is the network's base (`prior` in the config), its fixed costs (floor and cost per
+// wave, fitted in cycles as a compromise over the training GPUs: their fastest GEMMs run in 4.3-5.6
+// thousand cycles, the folds fit 6-10 thousand for a floor and one wave) are what the network
+// learned to correct on every training GPU, so they take the network's forecast: the family's
+// weight w scales by the share of the fitted forecast beyond them. Leave one GPU out, GEMM, seeds
+// 0 / 1: the eleven cells' mean 26.5 / 26.4 -> 26.1 / 26.1 % (docs/accuracy.md, "The fitted
+// roofline's fixed costs take no share"). MoE, whose network corrects the plain bound, keeps w.
+double blend_weight(double w, const KernelBounds& kb, const FittedRoofline* base_prior) {
+  if (!base_prior || w <= 0 || w >= 1) return w;
+  const double fitted = fitted_roofline_s(kb, *base_prior);
+  if (!(fitted > 0)) return w;
+  return w * std::max(0.0, 1.0 - fitted_fixed_s(kb, *base_prior) / fitted);
+}
+
 // In log space: (1 - w) x the network's forecast (base x exp(log_slowdown)) + w x the fitted
 // roofline alone (prior).
 double blend_ms(double base_ms, double prior_ms, double w, double log_slowdown) {
@@ -511,6 +526,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     const bool corrected = entry && network_corrects(entry->config.network_gpus, standing);
     const int64_t nf = static_cast<int64_t>(num_features(fam));
     std::vector<float> x(idx.size() * nf);
+    std::vector<KernelBounds> bounds(idx.size());
     float* xp = x.data();
     const std::vector<size_t> ignored = entry ? feature_columns(fam, entry->config.ignore_features) : std::vector<size_t>{};
     for (size_t j = 0; j < idx.size(); ++j) {
@@ -520,6 +536,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       for (size_t c : ignored) xp[j * nf + c] = 0;  // features the network does not see
       KernelPrediction& r = out[idx[j]];
       r.launch = p.launch;
+      bounds[j] = p.bounds;
       r.bound_ms = s_to_ms(p.bounds.base_s);
       // The base the network corrects, as in training: the family's fitted roofline (prior in
       // its config), else the bound raised to its launch floor (launch_floor in its config).
@@ -557,6 +574,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     // networks are then not even loaded) or as a weighted geometric mean with the network's
     // forecast (a network that extrapolates, shrunk toward the physics).
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
+    const FittedRoofline* base_prior = entry->config.prior ? &entry->prior : nullptr;
     const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
     static const std::vector<DenseMlp> kNoMembers;
     const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->members(fam) : kNoMembers;
@@ -564,7 +582,8 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     const EnsembleOutput o = run_ensemble(members, xp, idx.size());
     for (size_t j = 0; j < idx.size(); ++j) {
       KernelPrediction& r = out[idx[j]];
-      const auto blend = [&](double log_slowdown) { return blend_ms(r.base_ms, r.prior_ms, prior_weight, log_slowdown); };
+      const double w = blend_weight(prior_weight, bounds[j], base_prior);
+      const auto blend = [&](double log_slowdown) { return blend_ms(r.base_ms, r.prior_ms, w, log_slowdown); };
       // No kernel beats the sheet's compute peak (the data's rows that do are measurement
       // artefacts, left out of training): a network's forecast below it is raised to it.
       r.latency_ms = blend(o.mean[j]);
@@ -574,6 +593,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.utilisation = r.bound_ms / r.latency_ms;
       r.corrected = corrected;
       r.network_weight = 1 - prior_weight;
+      r.fitted_roofline_weight = w;
       r.standing = standing;
       if (!ran) {  // no network ran: its training range says nothing about this forecast
         r.out_of_range.clear();
@@ -633,6 +653,7 @@ void KernelPredictor::predict_fallback(const std::vector<KernelQuery>& queries, 
   const double w = members.empty() ? 1.0 : prior_weight;  // the fitted roofline's share in log space
   for (size_t j = 0; j < idx.size(); ++j) {
     KernelPrediction& r = out[idx[j]];
+    r.fitted_roofline_weight = w;
     const auto blend = [&](double log_slowdown) { return blend_ms(r.prior_ms, r.prior_ms, w, log_slowdown); };
     const double ms = blend(o.mean[j]);
     r.at_peak = ms < r.peak_ms;
@@ -671,6 +692,7 @@ void KernelPredictor::blend_gemm_composite(const std::vector<KernelQuery>& queri
     r.composite_ms = c_ms;
     r.composite_weight = w;
     r.network_weight *= 1 - w;
+    r.fitted_roofline_weight *= 1 - w;
     r.at_peak = raw(r.latency_ms) < r.peak_ms;
     r.latency_ms = blend(r.latency_ms);
     r.member_min_ms = blend(r.member_min_ms);

@@ -55,6 +55,10 @@ struct KernelPrediction {
   // The network forecast's share of the log-latency: 1 where corrected, else 1 - the family's
   // unseen_prior_weight (0: the fitted roofline alone).
   double network_weight = 1;
+  // The fitted roofline's share of this forecast's log-latency: 1 - network_weight, less where
+  // the fitted roofline is the network's base and part of it is fixed costs (floor and waves):
+  // unseen_prior_weight x the share of the fitted forecast beyond them (blend_weight).
+  double fitted_roofline_weight = 0;
   // moe on a GPU outside network_gpus (config gemm_composite_weight > 0): the layer's two stacked
   // GEMMs forecast by the gemm family (moe_gemm_composite), and their share of the log-latency
   // (the network's and the fitted roofline's shares are then scaled by 1 - it). 0: none.

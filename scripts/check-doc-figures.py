@@ -32,6 +32,7 @@ diff before committing: the prose around a figure may need new words.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -188,24 +189,32 @@ def rewrite(raw, m, numbers):
     return "".join(out)
 
 
+def distance(doc_numbers, build_numbers):
+    """How far a place's numbers are from the build's: the sum over positions of |log| of their
+    ratio (a table row's key and unchanged columns add nothing, a figure that moved a little adds
+    little). Counting equal numbers instead let a row of another table that shares a column's
+    value by chance outrank the row that moved (session 73)."""
+    def value(text):
+        return abs(float(text.replace(",", ""))) + 1e-9
+    return sum(abs(math.log(value(a) / value(b))) for a, b in zip(doc_numbers, build_numbers))
+
+
 def update_in_place(raw, expected_lines, keeps):
     """raw with the quote's place rewritten to the build's numbers, and the number of places its
-    words match. Of several places, those keeping most of the build's numbers (a table row's
-    key, its unchanged columns) come first; a rewrite that would break a quote the document
-    already has right (`keeps(text)` false: two tables showing the same runs) is not a
-    candidate; a tie between candidates is no answer. None when no place qualifies."""
+    words match. A rewrite that would break a quote the document already has right (`keeps(text)`
+    false: two tables showing the same runs) is no candidate; of the others the place whose
+    numbers are nearest the build's (`distance`) is taken, when it is clearly nearest (at most
+    half the next one's distance); else no answer. None when no place qualifies."""
     pattern, numbers = place_pattern(expected_lines)
     found = list(re.finditer(pattern, raw))
-    kept = {}
+    ranked = []
     for m in found:
-        same = sum(m.group(g) == n for g, n in enumerate(numbers, 1))
-        kept.setdefault(same, []).append(m)
-    for same in sorted(kept, reverse=True):
-        ok = [new for new in (rewrite(raw, m, numbers) for m in kept[same]) if keeps(new)]
-        if len(ok) == 1:
-            return ok[0], len(found)
-        if len(ok) > 1:
-            return None, len(found)
+        new = rewrite(raw, m, numbers)
+        if keeps(new):
+            ranked.append((distance([m.group(g) for g in range(1, len(numbers) + 1)], numbers), new))
+    ranked.sort(key=lambda t: t[0])
+    if len(ranked) == 1 or (len(ranked) > 1 and ranked[0][0] <= 0.5 * ranked[1][0]):
+        return ranked[0][1], len(found)
     return None, len(found)
 
 

@@ -56,7 +56,10 @@ struct PredictorConfig {
   // taking the rest. 1 (the default): the fitted roofline alone; 0.25: fitted^0.25 x
   // network^0.75, a network that extrapolates shrunk toward the physics (tried for NeuSight's
   // bmm and linear, not bundled: better kernel rows, worse whole models in leave-one-GPU-out,
-  // docs/accuracy.md). Needs network_gpus other than all.
+  // docs/accuracy.md). Needs network_gpus other than all. Where the fitted roofline is also
+  // the network's base (prior), a weight below 1 is scaled per kernel by the share of the fitted
+  // forecast beyond its fixed costs, which the network corrects (blend_weight,
+  // predictor/kernel_predictor.cpp).
   double unseen_prior_weight = 1.0;
   // moe only: on a GPU outside network_gpus, the weight in log space of the layer read as two
   // stacked GEMMs forecast by the gemm family (gate_up: tokens / experts hit rows x hidden x

@@ -426,23 +426,53 @@ TEST(FittedPrior, RecoversSyntheticPhysicsAndStaysOnItsTrainingGpus) {
   EXPECT_FALSE(pt.predict(std::vector<KernelQuery>{q}, a100)[0].corrected);
   // unseen_prior_weight w: on a GPU outside network_gpus the forecast is the geometric mean
   // prior^w x network^(1-w); w = 0 gives the network's own forecast, w = 1 the prior alone, and
-  // the training GPU is unaffected. Checked against the two ends, for a few widths of the row.
+  // the training GPU is unaffected. Checked against the two ends, for a few widths of the row,
+  // first with a fitted roofline of no fixed costs (its peak and bandwidth alone).
+  const FittedRoofline with_fixed = m.families["elementwise"].prior;
+  FittedRoofline no_fixed = with_fixed;
+  no_fixed.floor_us = no_fixed.wave_us = no_fixed.floor_kcycles = no_fixed.wave_kcycles = 0;
+  auto forecast_with = [&](double w, const GpuSpec& g, const KernelQuery& qh) {
+    m.families["elementwise"].config.network_gpus = "trained";
+    m.families["elementwise"].config.unseen_prior_weight = w;
+    trainer::save_manifest(dir, m);
+    return predictor::KernelPredictor(dir).predict(std::vector<KernelQuery>{qh}, g)[0];
+  };
+  m.families["elementwise"].prior = no_fixed;
   for (int64_t h : {int64_t{1} << 8, int64_t{1} << 12}) {
     const KernelQuery qh = vec_q(OpKind::kAdd, 1 << 14, h);
-    auto forecast_with = [&](double w, const GpuSpec& g) {
-      m.families["elementwise"].config.network_gpus = "trained";
-      m.families["elementwise"].config.unseen_prior_weight = w;
-      trainer::save_manifest(dir, m);
-      return predictor::KernelPredictor(dir).predict(std::vector<KernelQuery>{qh}, g)[0];
-    };
-    const auto net = forecast_with(0.0, a100), alone = forecast_with(1.0, a100), mixed = forecast_with(0.25, a100);
+    const auto net = forecast_with(0.0, a100, qh), alone = forecast_with(1.0, a100, qh), mixed = forecast_with(0.25, a100, qh);
     EXPECT_DOUBLE_EQ(alone.latency_ms, alone.prior_ms);
     EXPECT_NE(net.latency_ms, net.prior_ms);
     EXPECT_NEAR(mixed.latency_ms, std::pow(alone.latency_ms, 0.25) * std::pow(net.latency_ms, 0.75), 1e-9 * mixed.latency_ms);
     EXPECT_FALSE(mixed.corrected);
     EXPECT_DOUBLE_EQ(mixed.network_weight, 0.75);
-    EXPECT_DOUBLE_EQ(forecast_with(0.25, t4).latency_ms, forecast_with(1.0, t4).latency_ms);
-    EXPECT_DOUBLE_EQ(forecast_with(0.25, t4).network_weight, 1.0);
+    EXPECT_DOUBLE_EQ(mixed.fitted_roofline_weight, 0.25);
+    EXPECT_DOUBLE_EQ(forecast_with(0.25, t4, qh).latency_ms, forecast_with(1.0, t4, qh).latency_ms);
+    EXPECT_DOUBLE_EQ(forecast_with(0.25, t4, qh).network_weight, 1.0);
+  }
+  // The fitted roofline is this network's base: where its fixed costs (floor, waves) are part of
+  // its forecast, they are the network's to correct and the fitted roofline's weight shrinks
+  // with their share (blend_weight): none left under a 100 ms floor, the full 0.25 without fixed
+  // costs (above), and with the round-tripped prior (5 us, 9.5 thousand cycles, 0.25 a wave) in
+  // between, smaller on a 50 MB row than on a 268 MB one, whose bytes outweigh the floor. The
+  // forecast is the blend at the weight reported: log(mixed / alone) = (1 - it) log(net / alone).
+  {
+    const KernelQuery small = vec_q(OpKind::kAdd, 1 << 14, 1 << 8), large = vec_q(OpKind::kAdd, 1 << 14, 1 << 12);
+    FittedRoofline all_floor = no_fixed;
+    all_floor.floor_us = 1e5;
+    m.families["elementwise"].prior = all_floor;
+    EXPECT_LT(forecast_with(0.25, a100, small).fitted_roofline_weight, 1e-3);
+    EXPECT_DOUBLE_EQ(forecast_with(0.25, a100, small).network_weight, 0.75);  // the family's share, as the basis says
+    m.families["elementwise"].prior = with_fixed;
+    for (const KernelQuery& qq : {small, large}) {
+      const auto net = forecast_with(0.0, a100, qq), alone = forecast_with(1.0, a100, qq), mixed = forecast_with(0.25, a100, qq);
+      EXPECT_GT(mixed.fitted_roofline_weight, 0.0);
+      EXPECT_LT(mixed.fitted_roofline_weight, 0.25);
+      ASSERT_NE(net.latency_ms, alone.latency_ms);
+      EXPECT_NEAR(std::log(mixed.latency_ms / alone.latency_ms) / std::log(net.latency_ms / alone.latency_ms),
+                  1 - mixed.fitted_roofline_weight, 1e-6);
+    }
+    EXPECT_LT(forecast_with(0.25, a100, small).fitted_roofline_weight, forecast_with(0.25, a100, large).fitted_roofline_weight);
   }
   m.families["elementwise"].config.network_gpus = "twins";
   m.families["elementwise"].config.unseen_prior_weight = 1.0;

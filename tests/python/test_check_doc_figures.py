@@ -6,8 +6,9 @@ a table line quoted as printed passes whatever its spacing; a number with decima
 its last place off passes (12.347 for 12.346), two units off or an integer off by one is stale; a list entry without `doc`, a
 command that fails and a quote naming a field the JSON lacks stop with exit 2 and one line.
 --update rewrites the stale quotes' numbers in place (the doc's words and line breaks kept),
-takes a table row by its key, never breaks a quote the doc already has right, and leaves a
-quote whose words match two places alike (exit 1, the doc as it was)."""
+takes a table row by its key and, of two tables' rows with one key, the one whose figures are
+nearest, never breaks a quote the doc already has right, and leaves a quote whose words match
+two places alike (exit 1, the doc as it was)."""
 import os
 import stat
 import subprocess
@@ -130,6 +131,26 @@ def main():
         with open(os.path.join(d, "doc.md")) as f:
             assert f.read() == table.replace("| 4 | 12.00 |", "| 4 | 12.35 |").replace(
                 "| 16 | 3.00 | 9.98 |", "| 16 | 1.50 | 9.99 |"), "wrong rows rewritten"
+
+        # Two tables' rows with the same key, both stale: each quote takes the row whose figures
+        # are nearest its own, even where the other table's row shares more of its numbers by
+        # chance (here table B's 1.50 in the last column; counting equal numbers swapped the rows).
+        write(checks, """
+- doc: doc.md
+  runs: {a: predict}
+  quote: '| 16 | {a[tpot_ms]:.2f} | {a[memory][kv_cache_gb]:.2f} |'
+- doc: doc.md
+  runs: {a: predict}
+  quote: '| 16 | {a[memory][kv_cache_gb]:.2f} | 7.77 |'
+""")
+        tables = ("| R | ms | GB |\n|---|---|---|\n| 16 | 12.30 | 1.40 |\n\n"
+                  "| R | GB | x |\n|---|---|---|\n| 16 | 1.40 | 1.50 |\n")
+        write(os.path.join(d, "doc.md"), tables)
+        r = run(d, checks, fake, "--update")
+        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+        with open(os.path.join(d, "doc.md")) as f:
+            assert f.read() == tables.replace("| 16 | 12.30 | 1.40 |", "| 16 | 12.35 | 1.50 |").replace(
+                "| 16 | 1.40 | 1.50 |", "| 16 | 1.50 | 7.77 |"), "rows swapped between the tables"
 
         # Words matching two places alike: left, named, exit 1, the doc untouched.
         write(checks, "- doc: doc.md\n  runs: {a: predict}\n  quote: 'a step of {a[tpot_ms]:.2f} ms'\n")
