@@ -41,6 +41,16 @@ def write(path, text):
         f.write(text)
 
 
+def updated(d, checks, fake, text):
+    """doc.md as `--update` leaves it, written as `text` first; the run must succeed."""
+    path = os.path.join(d, "doc.md")
+    write(path, text)
+    r = run(d, checks, fake, "--update")
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    with open(path) as f:
+        return f.read()
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         fake = os.path.join(d, "tilecast")
@@ -125,12 +135,8 @@ def main():
         table = ("| R | ms |\n|---|---|\n| 2 | 11.00 |\n| 4 | 12.00 |\n\n"
                  "| R | GB | ms |\n|---|---|---|\n| 16 | 1.50 | 12.35 |\n\n"
                  "| R | GB | x |\n|---|---|---|\n| 16 | 3.00 | 9.98 |\n")
-        write(os.path.join(d, "doc.md"), table)
-        r = run(d, checks, fake, "--update")
-        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
-        with open(os.path.join(d, "doc.md")) as f:
-            assert f.read() == table.replace("| 4 | 12.00 |", "| 4 | 12.35 |").replace(
-                "| 16 | 3.00 | 9.98 |", "| 16 | 1.50 | 9.99 |"), "wrong rows rewritten"
+        assert updated(d, checks, fake, table) == table.replace("| 4 | 12.00 |", "| 4 | 12.35 |").replace(
+            "| 16 | 3.00 | 9.98 |", "| 16 | 1.50 | 9.99 |"), "wrong rows rewritten"
 
         # Two tables' rows with the same key, both stale: each quote takes the row whose figures
         # are nearest its own, even where the other table's row shares more of its numbers by
@@ -145,12 +151,8 @@ def main():
 """)
         tables = ("| R | ms | GB |\n|---|---|---|\n| 16 | 12.30 | 1.40 |\n\n"
                   "| R | GB | x |\n|---|---|---|\n| 16 | 1.40 | 1.50 |\n")
-        write(os.path.join(d, "doc.md"), tables)
-        r = run(d, checks, fake, "--update")
-        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
-        with open(os.path.join(d, "doc.md")) as f:
-            assert f.read() == tables.replace("| 16 | 12.30 | 1.40 |", "| 16 | 12.35 | 1.50 |").replace(
-                "| 16 | 1.40 | 1.50 |", "| 16 | 1.50 | 7.77 |"), "rows swapped between the tables"
+        assert updated(d, checks, fake, tables) == tables.replace("| 16 | 12.30 | 1.40 |", "| 16 | 12.35 | 1.50 |").replace(
+            "| 16 | 1.40 | 1.50 |", "| 16 | 1.50 | 7.77 |"), "rows swapped between the tables"
 
         # Words matching two places alike: left, named, exit 1, the doc untouched.
         write(checks, "- doc: doc.md\n  runs: {a: predict}\n  quote: 'a step of {a[tpot_ms]:.2f} ms'\n")
