@@ -19,7 +19,8 @@
 # never saw it either.
 # EVAL_ONLY=1 takes the families a fold did not train from today's weights/ first
 # (refresh_untrained_families), so that folds trained before a bundled family's inputs changed
-# still score.
+# still score, and warns where a fold's family was trained before the last change to
+# core/kernel.{h,cpp}, whose bounds its fitted roofline was fitted on (warn_older_fit).
 # RESUME=1 keeps every fold already scored under OUT (after an interruption; same arguments).
 # A fold counts as trained once its train CSV is in place and as scored once its eval JSON
 # is: both are written to a temporary name and renamed.
@@ -59,6 +60,7 @@ for fam in ${FAMILIES:-gemm context_attention generation_attention moe memory_op
       fi
       # The families this fold did not train come from today's bundle (they are copies of it).
       refresh_untrained_families "$w" "$trained" || exit 1
+      warn_older_fit "$w/manifest.yaml" "$fam" || exit 1
       if [ -n "${UNSEEN_PRIOR_WEIGHT:-}" ]; then
         set_unseen_prior_weight "$w/manifest.yaml" "$fam" "$UNSEEN_PRIOR_WEIGHT" || exit 1
       fi

@@ -134,3 +134,52 @@ if refreshed:
     print(f"eval-llm-loo: {fold}: untrained families taken from {bundle}: {', '.join(refreshed)}", file=sys.stderr)
 PY
 }
+
+# eval-llm-loo.sh EVAL_ONLY=1: one warning line on stderr when the fold's FAMILY was trained
+# before the last commit to core/kernel.{h,cpp} (the bounds and the fit of the fitted roofline),
+# or while those files have uncommitted changes: re-scoring then applies today's bounds to the
+# fold's fitted roofline, which is exact only when the change left the bounds alone (a blend, a
+# clamp); else retrain the fold. Silent otherwise, and where REPO is no git checkout.
+warn_older_fit() {  # manifest family [repo]
+  python3 - "$1" "$2" "${3:-.}" <<'PY'
+import datetime, re, subprocess, sys
+manifest, fam, repo = sys.argv[1:4]
+trained, inside = None, False
+with open(manifest) as f:
+    for line in f:
+        m = re.match(r"^  ([A-Za-z0-9_]+):\s*$", line)
+        if m:
+            inside = m.group(1) == fam
+            continue
+        if not line.startswith("    "):
+            inside = False
+        m = re.match(r"^    trained_at:\s*(\S+)\s*$", line) if inside else None
+        if m:
+            trained = m.group(1)
+            break
+if not trained:
+    sys.exit(0)
+
+
+def git(*args):
+    try:
+        r = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
+    except OSError:
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+paths = ["core/kernel.cpp", "core/kernel.h"]
+changed, dirty = git("log", "-1", "--format=%cI", "--", *paths), git("status", "--porcelain", "--", *paths)
+when = datetime.datetime.fromisoformat(trained.replace("Z", "+00:00"))
+why = []
+if changed and when < datetime.datetime.fromisoformat(changed):
+    why.append(f"before the last commit to core/kernel.{{h,cpp}} ({changed})")
+if dirty:
+    why.append("and core/kernel.{h,cpp} have uncommitted changes")
+if why:
+    print(f"eval-llm-loo: warning: {fam} of {manifest} was trained at {trained}, {', '.join(why)}: "
+          "re-scoring applies today's bounds to its fitted roofline (exact only where they did not "
+          "change; else retrain the fold)", file=sys.stderr)
+PY
+}

@@ -105,6 +105,8 @@ add_test(NAME cli.set_prior_weight COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/
 # EVAL_ONLY=1's refresh of the families a fold did not train (folds older than a bundled family's inputs).
 add_test(NAME cli.refresh_families COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/refresh_families_test.sh ${TC}
          ${CMAKE_SOURCE_DIR})
+# EVAL_ONLY=1's warning on folds trained before the last change to the bounds their fit rests on.
+add_test(NAME cli.warn_older_fit COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/warn_older_fit_test.sh ${CMAKE_SOURCE_DIR})
 # The evaluation scripts' BLAS kernels (OPENBLAS_CORETYPE=Haswell on AVX2 CPUs, as the figures were trained).
 add_test(NAME cli.blas_kernels COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/blas_kernels_test.sh ${CMAKE_SOURCE_DIR})
 # --list previews a shard's configs in index order (I, I + N, ...) and runs nothing; without it --out is required.
