@@ -966,7 +966,7 @@ void rope_ops(Builder& b, const ModelConfig& m, Fill fill) {
 // costed as the memory_op family's residual add over the same bytes (eager_pass_q), so it pays
 // a kernel's floor: the L40S's dynamic FP8 GEMMs, whose per-token quantisation is such a
 // kernel, take 1.6-1.9 us more than its static ones up to 32 tokens (check 2 of
-// scripts/llm-data-checks.py), where the bytes at DRAM bandwidth alone take about 0.1 us.
+// scripts/llm-data-checks.py), far more than those tokens' bytes at DRAM bandwidth.
 void serving_gemm(GraphOp& o, int64_t rows, int64_t in, int64_t out, DType dtype) {
   const KernelQuery q = gemm_q(rows, in, out, dtype);
   if (dtype == DType::kFp8Static)

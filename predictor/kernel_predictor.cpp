@@ -67,11 +67,10 @@ EnsembleOutput run_ensemble(const std::vector<DenseMlp>& members, const float* x
 // weight w scales by the share of the fitted forecast beyond them. Leave one GPU out, GEMM, seeds
 // 0 / 1: the eleven cells' mean 26.5 / 26.4 -> 26.1 / 26.1 % (docs/accuracy.md, "The fitted
 // roofline's fixed costs take no share"). MoE, whose network corrects the plain bound, keeps w.
-double blend_weight(double w, const KernelBounds& kb, const FittedRoofline* base_prior) {
-  if (!base_prior || w <= 0 || w >= 1) return w;
-  const double fitted = fitted_roofline_s(kb, *base_prior);
-  if (!(fitted > 0)) return w;
-  return w * std::max(0.0, 1.0 - fitted_fixed_s(kb, *base_prior) / fitted);
+// `fixed_ms`: the base's fixed costs (fitted_fixed_s), 0 where the base is no fitted roofline.
+double blend_weight(double w, double fixed_ms, double base_ms) {
+  if (w <= 0 || w >= 1 || !(base_ms > 0)) return w;
+  return w * std::max(0.0, 1.0 - fixed_ms / base_ms);
 }
 
 // In log space: (1 - w) x the network's forecast (base x exp(log_slowdown)) + w x the fitted
@@ -526,7 +525,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     const bool corrected = entry && network_corrects(entry->config.network_gpus, standing);
     const int64_t nf = static_cast<int64_t>(num_features(fam));
     std::vector<float> x(idx.size() * nf);
-    std::vector<KernelBounds> bounds(idx.size());
+    std::vector<double> fixed_ms(idx.size(), 0.0);  // the base's fixed costs, where it is the fitted roofline
     float* xp = x.data();
     const std::vector<size_t> ignored = entry ? feature_columns(fam, entry->config.ignore_features) : std::vector<size_t>{};
     for (size_t j = 0; j < idx.size(); ++j) {
@@ -536,7 +535,6 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       for (size_t c : ignored) xp[j * nf + c] = 0;  // features the network does not see
       KernelPrediction& r = out[idx[j]];
       r.launch = p.launch;
-      bounds[j] = p.bounds;
       r.bound_ms = s_to_ms(p.bounds.base_s);
       // The base the network corrects, as in training: the family's fitted roofline (prior in
       // its config), else the bound raised to its launch floor (launch_floor in its config).
@@ -544,6 +542,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       const FittedRoofline* prior = entry && entry->config.prior ? &entry->prior : nullptr;
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
+      if (prior) fixed_ms[j] = s_to_ms(fitted_fixed_s(p.bounds, *prior));
       if (entry && !corrected && (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty())) {
         const char* library = kernel_library(q, gpu);
         const auto cta = library ? entry->library_cta_ns.find(library) : entry->library_cta_ns.end();
@@ -574,7 +573,6 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     // networks are then not even loaded) or as a weighted geometric mean with the network's
     // forecast (a network that extrapolates, shrunk toward the physics).
     const double prior_weight = corrected ? 0.0 : entry->config.unseen_prior_weight;
-    const FittedRoofline* base_prior = entry->config.prior ? &entry->prior : nullptr;
     const double overhead_ms = call_overhead_us(gpu, fam) * 1e-3;
     static const std::vector<DenseMlp> kNoMembers;
     const std::vector<DenseMlp>& members = prior_weight < 1.0 ? impl_->members(fam) : kNoMembers;
@@ -582,7 +580,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     const EnsembleOutput o = run_ensemble(members, xp, idx.size());
     for (size_t j = 0; j < idx.size(); ++j) {
       KernelPrediction& r = out[idx[j]];
-      const double w = blend_weight(prior_weight, bounds[j], base_prior);
+      const double w = blend_weight(prior_weight, fixed_ms[j], r.base_ms);
       const auto blend = [&](double log_slowdown) { return blend_ms(r.base_ms, r.prior_ms, w, log_slowdown); };
       // No kernel beats the sheet's compute peak (the data's rows that do are measurement
       // artefacts, left out of training): a network's forecast below it is raised to it.

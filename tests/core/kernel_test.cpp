@@ -718,8 +718,13 @@ TEST(Kernel, MoeFittedComputeChargesTheBusiestSm) {
   EXPECT_EQ(gb.fitted_compute_s(), gb.compute_s);
 }
 
-// A query's bounds on a GPU under its own launch, for the MoE tests below.
+// A query's bounds on a GPU under its own launch, and a GPU of the bundled specs, for the MoE
+// tests below.
 static KernelBounds bounds_of(const KernelQuery& q, const GpuSpec& gpu) { return kernel_bounds(q, gpu, launch_info(q, gpu)); }
+static const GpuSpec& test_gpu(const std::string& name) {
+  static GpuRegistry reg(gpu_dir());
+  return reg.resolve(name);
+}
 
 // A fitted roofline for the MoE tests below: a floor (microseconds or kilocycles) and the two
 // efficiencies.
@@ -739,8 +744,7 @@ static FittedRoofline test_prior(double eta_compute, double eta_memory, double f
 // bytes: 2,064,121,856 bytes. None at EP 1, none on the B200 (TRT-LLM's kernels), and the
 // networks' base leaves it out.
 TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
-  static GpuRegistry reg(gpu_dir());
-  const GpuSpec& l40s = reg.resolve("L40S");
+  const GpuSpec& l40s = test_gpu("L40S");
   const KernelQuery ep = moe_q(16384, 2048, 768, 8, 128, 1, 128, DType::kBf16);
   const KernelBounds kb = bounds_of(ep, l40s);
   EXPECT_NEAR(kb.other_rank_s, 2064121856.0 / (l40s.mem_bw_gbps * 1e9), 1e-15);
@@ -752,7 +756,7 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
   EXPECT_NEAR(fitted_roofline_s(kb, p) - fitted_roofline_s(without, p), kb.other_rank_s / 0.6, 1e-12);
   const KernelQuery ep1 = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
   EXPECT_EQ(bounds_of(ep1, l40s).other_rank_s, 0);
-  const GpuSpec& b200 = reg.resolve("B200");
+  const GpuSpec& b200 = test_gpu("B200");
   EXPECT_EQ(bounds_of(ep, b200).other_rank_s, 0);
 }
 
@@ -764,8 +768,7 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
 // the fitted DRAM efficiency; where the bytes do, the forecast is memory_s's as before. None on
 // the B200 (TRT-LLM's kernels), and the networks' base is unchanged.
 TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
-  static GpuRegistry reg(gpu_dir());
-  const GpuSpec& l40s = reg.resolve("L40S");
+  const GpuSpec& l40s = test_gpu("L40S");
   const KernelQuery q = moe_q(16384, 2048, 768, 8, 128, 1, 1, DType::kBf16);
   EXPECT_DOUBLE_EQ(moe_pass_bytes(q, l40s), 1207959552.0);
   const KernelBounds kb = bounds_of(q, l40s);
@@ -781,7 +784,7 @@ TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
   const FittedRoofline memory_bound = test_prior(10, 0.6, 10);
   ASSERT_LT(kb.fitted_compute_s() / 10, (kb.memory_s - kb.series_pass_s) / 0.6);
   EXPECT_NEAR(fitted_roofline_s(kb, memory_bound), fitted_roofline_s(without, memory_bound), 1e-12);
-  const GpuSpec& b200 = reg.resolve("B200");
+  const GpuSpec& b200 = test_gpu("B200");
   EXPECT_EQ(moe_pass_bytes(q, b200), 0);
   EXPECT_EQ(bounds_of(q, b200).series_pass_s, 0);
 }
@@ -792,8 +795,7 @@ TEST(Kernel, MoeSiluMulAndTopkSumInSeriesInTheFittedRoofline) {
 // fitted floor again. Per-tensor FP8 reads the activation twice (absmax, then quantise): 5 bytes a
 // value, two more launches. BF16 experts: neither. The networks' base is unchanged.
 TEST(Kernel, MoeFp8ActivationQuantisedInSeries) {
-  static GpuRegistry reg(gpu_dir());
-  const GpuSpec& b200 = reg.resolve("B200");
+  const GpuSpec& b200 = test_gpu("B200");
   const KernelQuery q = moe_q(64, 7168, 2048, 8, 256, 1, 1, DType::kFp8Block);
   const KernelBounds kb = bounds_of(q, b200);
   EXPECT_NEAR(kb.quant_s, 1390592.0 / (b200.mem_bw_gbps * 1e9), 1e-15);
