@@ -67,6 +67,13 @@ TEST(GpuSpec, ResolvesEveryNameForm) {
   EXPECT_EQ(reg.resolve("NVIDIA H100 80GB HBM3").name, "H100-SXM");
   EXPECT_EQ(reg.resolve("NVIDIA_H100_80GB_HBM3").name, "H100-SXM");  // NeuSight file stem
   EXPECT_EQ(reg.resolve("Tesla_P4").name, "P4");
+  // A vendor-form device name the driver does not report (B300's is "NVIDIA B300 SXM6 AC"):
+  // the name or alias behind "NVIDIA", whole; a longer board name stays unknown.
+  EXPECT_EQ(reg.resolve("NVIDIA B300").name, "B300");
+  EXPECT_EQ(reg.resolve("NVIDIA H200 SXM").name, "H200");
+  EXPECT_EQ(reg.resolve("NVIDIA GB200 NVL72").name, "GB200");
+  EXPECT_EQ(reg.find("NVIDIA H100 NVL"), nullptr);
+  EXPECT_EQ(reg.find("NVIDIA"), nullptr);
   EXPECT_EQ(reg.resolve(gpu_dir() + "/L4.yaml").cuda_name, "NVIDIA L4");
   const GpuSpec& js = reg.resolve(data_path("neusight_device.json"));
   EXPECT_EQ(js.cuda_name, "Tesla T4");
