@@ -162,8 +162,10 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     std::printf("tile         %dx%d split_k=%d (kernel choices of %s)\n", r.launch.tile.tm,
                 r.launch.tile.tk, r.launch.tile.split_k, pred.set_for(spec, op_family(kind)).tiles().reference_device(spec).c_str());
   else
-    std::printf("tile         %g elements/CTA, %d threads/CTA\n", r.launch.elems_per_cta,
-                r.launch.threads_per_cta);
+    std::printf("tile         %g elements/CTA, %d threads/CTA%s\n", r.launch.elems_per_cta, r.launch.threads_per_cta,
+                layernorm_two_kernels(q) ? "; two kernels (H not a multiple of 4: PyTorch's RowwiseMomentsCUDAKernel, "
+                                           "then LayerNormForwardCUDAKernel, each reading the input)"
+                                         : "");
   if (other_rank_bytes > 0)
     std::printf("other ranks  %.4g GB, %.4g ms at DRAM bandwidth: the rows of the pairs routed to other ranks' experts, "
                 "which %s writes as zeros and SiLU-mul and the top-k sum pass through; %s\n",

@@ -71,6 +71,10 @@ GemmTile tensor_core_tile(const KernelQuery& q, const GpuSpec& gpu) {
   return t;
 }
 
+// Elements a thread of PyTorch's vectorized_layer_norm_kernel loads at once: rows whose width is
+// not a multiple of it run the two-kernel path (vector_bytes).
+constexpr int64_t kLayerNormVecElems = 4;
+
 // log2 of the largest power of two dividing x, capped: vectorised loads and aligned
 // library kernels need dims that are multiples of 2, 4, 8...; random training shapes are
 // mostly unaligned while real models are aligned.
@@ -81,6 +85,8 @@ float alignment(int64_t x, int cap) {
 }
 
 }  // namespace
+
+bool layernorm_two_kernels(const KernelQuery& q) { return q.op == OpKind::kLayerNorm && q.h % kLayerNormVecElems != 0; }
 
 double dram_bytes_per_sm_cycle(const GpuSpec& gpu) { return gpu.mem_bw_gbps * 1e9 / sm_cycles_per_s(gpu); }
 
@@ -630,7 +636,13 @@ double vector_flops(const KernelQuery& q) { return op_info(q.op).flops_per_elem 
 double vector_bytes(const KernelQuery& q) {
   const double e = dtype_size(q.dtype);
   double bytes = op_info(q.op).bytes_per_elem * (e / 4.0) * double(q.b) * q.h;
-  if (q.op == OpKind::kLayerNorm) bytes += 2.0 * e * q.h;  // gamma, beta
+  if (q.op == OpKind::kLayerNorm) {
+    bytes += 2.0 * e * q.h;  // gamma, beta
+    // PyTorch's vectorized_layer_norm_kernel needs rows of a multiple of 4 elements
+    // (aten/src/ATen/native/cuda/layer_norm_kernel.cu, vec_size 4); other rows take two kernels,
+    // RowwiseMomentsCUDAKernel then LayerNormForwardCUDAKernel, each reading the input.
+    if (layernorm_two_kernels(q)) bytes += e * double(q.b) * q.h;
+  }
   return bytes;
 }
 double memory_op_bytes(const KernelQuery& q) {

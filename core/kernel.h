@@ -333,6 +333,11 @@ double fitted_roofline_s(const KernelBounds& kb, const FittedRoofline& p);
 // The fitted roofline's fixed costs alone (its floor, its cost per wave, and the floor of each
 // launch after the first), seconds: the part of fitted_roofline_s that is no peak or bandwidth.
 double fitted_fixed_s(const KernelBounds& kb, const FittedRoofline& p);
+
+// PyTorch's layer norm over rows it cannot load 4 elements at a time (H not a multiple of 4):
+// two kernels, RowwiseMomentsCUDAKernel then LayerNormForwardCUDAKernel, each reading the input
+// (its bytes count that read twice). False for every other op.
+bool layernorm_two_kernels(const KernelQuery& q);
 // The base a family's network output scales, in training and forecasting alike: the fitted
 // roofline when the family has one (`prior`), else the wave-quantised bound raised to the
 // family's launch floor (`floor_s`, 0: none). `bound` receives which term dominates:

@@ -209,6 +209,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                              {"compute_clock_fraction", spec.compute_clock_fraction()}};
   } else {
     j["tile"] = {{"elems_per_cta", r.launch.elems_per_cta}, {"threads_per_cta", r.launch.threads_per_cta}};
+    if (q.op == OpKind::kLayerNorm) j["kernels"] = layernorm_two_kernels(q) ? 2 : 1;
   }
   return j;
 }

@@ -25,6 +25,10 @@
       number (tokens for GEMMs, layer ops and MoE) in power-of-two bins (1, 2-3, 4-7, ...): the
       rows, their share of the device's rows of that op and the share below the bin's top,
       MAPE and bias.
+  width-mod ROWS_CSV [--mod 4]
+      From `tilecast eval-kernels --rows-csv ROWS_CSV`: per device and op, by the shape's last
+      number (a vector op's row width H) modulo --mod: the rows, MAPE and bias (PyTorch's layer
+      norm runs two kernels where H is not a multiple of 4).
   runs A B
       Two measurements of the same configs (two `tilecast collect` CSVs, matched by config_id, or
       two `scripts/measure-e2e.py` JSON-lines files, matched by tag): the rows both measured, the
@@ -174,6 +178,18 @@ def tokens(path):
                   f"to here  {summary(bins[lo])}")
 
 
+def width_mod(path, mod):
+    groups = defaultdict(lambda: defaultdict(list))  # (device, op) -> H % mod -> forecast / measured
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            width = int(r["shape"].split(",")[-1])
+            groups[(r["device"], r["op"])][width % mod].append(float(r["predicted_ms"]) / float(r["measured_ms"]))
+    for (device, op), bins in sorted(groups.items()):
+        print(f"{device} / {op}:")
+        for rest in sorted(bins):
+            print(f"  H % {mod} = {rest}  {summary(bins[rest])}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -191,6 +207,9 @@ def main():
     t.add_argument("--call-overhead-us", type=float, default=15)
     k = sub.add_parser("tokens")
     k.add_argument("rows")
+    w = sub.add_parser("width-mod")
+    w.add_argument("rows")
+    w.add_argument("--mod", type=int, default=4)
     r = sub.add_parser("runs")
     r.add_argument("a")
     r.add_argument("b")
@@ -204,6 +223,10 @@ def main():
             timings(a.rows, a.data, a.call_overhead_us)
         elif a.what == "tokens":
             tokens(a.rows)
+        elif a.what == "width-mod":
+            if a.mod < 1:
+                raise ValueError(f"--mod {a.mod}: expected >= 1")
+            width_mod(a.rows, a.mod)
         elif a.what == "runs":
             runs(a.a, a.b)
         else:

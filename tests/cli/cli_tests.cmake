@@ -533,6 +533,12 @@ add_test(NAME cli.compare COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_t
 add_test(NAME cli.capacity COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/capacity_test.sh ${TC})
 # NeuSight families report (without clamping) a query outside their training range.
 tc_cli_test(predict_kernel_outside_range "outside the training range \\(extrapolated\\): log2_b" ${TC} predict-kernel --op ln --shape 65536,8192 --gpu H100-SXM)
+# Rows of 1,281 elements take PyTorch's two-kernel layer norm: the input read twice, written once,
+# plus gamma and beta: (3 x 8,192 x 1,281 + 2 x 1,281) x 4 B = 125,937,672 B at the H200's
+# 4,800 GB/s = 0.0262370 ms (rows of 1,280: two passes, 0.0174784 ms).
+tc_cli_test(predict_kernel_ln_two_kernels "roofline_ms  0.026237 \\(memory-bound\\)" ${TC} predict-kernel --op ln --shape 8192,1281 --gpu H200)
+tc_cli_test(predict_kernel_ln_two_kernels_named "two kernels \\(H not a multiple of 4" ${TC} predict-kernel --op ln --shape 8192,1281 --gpu H200)
+tc_cli_test(predict_kernel_ln_one_kernel "roofline_ms  0.0174784 \\(memory-bound\\)" ${TC} predict-kernel --op ln --shape 8192,1280 --gpu H200)
 # SGLang's DP attention: each of the 8 ranks caches its own 4 of the 32 sequences
 # (4 x 4,097 x 61 x 576 x 2 B = 1.15 GB), the KV room is the group's; JSON states both.
 tc_cli_test(predict_dp_attention "deepseek-v3 on H200, decode, batch 32, cached context 4096, fp8_block \\(KV cache bf16\\), tp 8, DP attention\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ [0-9.]+ GB activations \\+ 1\\.15 GB KV cache\\).*\nKV room +[0-9]+ tokens beside the weights and activations \\(8 DP-attention ranks, each caching its own sequences\\): [0-9]+ sequences" ${TC} predict --model deepseek-v3 --gpu H200 --tp 8 --mode decode --batch 32 --context 4096 --dp-attention)

@@ -37,6 +37,14 @@ TEST(Kernel, FlopsAndBytes) {
   EXPECT_DOUBLE_EQ(query_bytes(add), 12.0 * 1000);
   EXPECT_DOUBLE_EQ(query_bytes(vec(OpKind::kAddU, 10, 100)), 8.0 * 1000);
   EXPECT_DOUBLE_EQ(query_bytes(vec(OpKind::kLayerNorm, 10, 100)), 8.0 * 1000 + 8.0 * 100);
+  // Rows of 101 elements cannot take PyTorch's vectorized kernel: the moments kernel reads the
+  // 10 x 101 input, then the forward kernel reads it again with gamma and beta and writes it.
+  EXPECT_FALSE(layernorm_two_kernels(vec(OpKind::kLayerNorm, 10, 100)));
+  EXPECT_TRUE(layernorm_two_kernels(vec(OpKind::kLayerNorm, 10, 101)));
+  EXPECT_FALSE(layernorm_two_kernels(vec(OpKind::kAdd, 10, 101)));
+  EXPECT_DOUBLE_EQ(query_bytes(vec(OpKind::kLayerNorm, 10, 101)), 4.0 * 1010 + 8.0 * 1010 + 8.0 * 101);
+  EXPECT_DOUBLE_EQ(query_bytes(vec(OpKind::kLayerNorm, 10, 102)), 12.0 * 1020 + 8.0 * 102);
+  EXPECT_DOUBLE_EQ(query_bytes(vec(OpKind::kAdd, 10, 101)), 12.0 * 1010);
 }
 
 TEST(Kernel, GemmLaunchMatchesMeasuredGrid) {

@@ -54,6 +54,17 @@ with tempfile.TemporaryDirectory() as tmp:
     assert "2-3 66.7 % of rows, 100.0 % to here 2 rows MAPE 50.0 % bias 1.50" in out, out
     assert "X / rope:\n8-15 100.0 % of rows, 100.0 % to here 1 rows MAPE 0.0 % bias 1.00" in out, out
 
+    # width-mod: by the last number modulo 4. Widths 1,281 and 1,285 (1 mod 4): ratios 0.5 and 1.0,
+    # MAPE 25 %, bias 0.75; 1,280 (0 mod 4): ratio 2.0, MAPE 100 %.
+    wr = rows_csv(os.path.join(tmp, "wrows.csv"), [
+        'X,ln,"8192,1281",fp32,0.010,0.005', 'X,ln,"8192,1285",fp32,0.010,0.010',
+        'X,ln,"8192,1280",fp32,0.010,0.020'])
+    rc, out, err = run("width-mod", wr)
+    assert rc == 0, err
+    assert "X / ln:\nH % 4 = 0 1 rows MAPE 100.0 % bias 2.00\nH % 4 = 1 2 rows MAPE 25.0 % bias 0.75" in out, out
+    rc, out, err = run("width-mod", wr, "--mod", "0")
+    assert rc == 1 and "--mod 0: expected >= 1" in err, (rc, err)
+
     dec = os.path.join(tmp, "generation_attention.csv")
     with open(dec, "w") as f:
         f.write("batch_size,step,num_key_value_heads,head_dim,kv_cache_dtype,latency,status\n")
