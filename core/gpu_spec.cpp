@@ -407,7 +407,12 @@ const GpuSpec& GpuRegistry::resolve(const std::string& query) const {
     loaded_files_.push_back(std::move(spec));
     return loaded_files_.back();
   }
-  // Unknown: suggest the closest names.
+  const std::string close = closest(query);
+  throw ConfigError("unknown GPU '" + query + "'" + (close.empty() ? "" : "; closest: " + close) +
+                    " (see `tilecast gpus`)");
+}
+
+std::string GpuRegistry::closest(const std::string& query, size_t n) const {
   std::vector<std::pair<size_t, std::string>> cands;
   for (const auto& s : specs_) {
     size_t d = edit_distance(normalize_gpu_key(query), normalize_gpu_key(s.name));
@@ -417,9 +422,8 @@ const GpuSpec& GpuRegistry::resolve(const std::string& query) const {
   }
   std::sort(cands.begin(), cands.end());
   std::string close;
-  for (size_t i = 0; i < cands.size() && i < 4; ++i) close += (i ? ", " : "") + cands[i].second;
-  throw ConfigError("unknown GPU '" + query + "'" + (close.empty() ? "" : "; closest: " + close) +
-                    " (see `tilecast gpus`)");
+  for (size_t i = 0; i < cands.size() && i < n; ++i) close += (i ? ", " : "") + cands[i].second;
+  return close;
 }
 
 }  // namespace tilecast

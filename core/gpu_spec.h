@@ -147,6 +147,8 @@ class GpuRegistry {
   const GpuSpec& resolve(const std::string& query) const;
   // Like resolve() but returns nullptr instead of throwing (paths are not accepted).
   const GpuSpec* find(const std::string& query) const;
+  // The n names nearest `query` (edit distance over names, aliases and CUDA names), comma-separated.
+  std::string closest(const std::string& query, size_t n = 4) const;
   const std::vector<GpuSpec>& all() const { return specs_; }
 
  private:

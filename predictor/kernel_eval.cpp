@@ -87,8 +87,9 @@ KernelEvalReport eval_kernels(const std::vector<std::string>& files, const Kerne
       const GpuSpec* gpu = gpus.find(kv.first);
       if (!gpu) {
         const KernelSample& s = samples[kv.second.front()];
+        const std::string close = gpus.closest(kv.first, 3);
         throw DataError(where(s.file, s.line) + ": column 'Device': unknown GPU '" + kv.first +
-                        "' (no spec in configs/gpus/)");
+                        "' (no spec in configs/gpus/" + (close.empty() ? "" : "; closest: " + close) + ")");
       }
       std::vector<KernelQuery> qs;
       for (size_t i : kv.second) qs.push_back(samples[i].query);

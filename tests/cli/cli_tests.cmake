@@ -63,7 +63,7 @@ tc_cli_fail(missing_option "--op" "${TC};predict-kernel;--shape;1,2;--gpu;T4")
 tc_cli_fail(eval_nan "nan_latency.csv:2: column 'Latency'" "${TC};eval-kernels;--data;${D}/bad/nan_latency.csv")
 tc_cli_fail(eval_truncated "truncated.csv:3" "${TC};eval-kernels;--data;${D}/bad/truncated.csv")
 tc_cli_fail(eval_missing_file "cannot open" "${TC};eval-kernels;--data;/nonexistent.csv")
-tc_cli_fail(eval_unknown_gpu "unknown GPU 'Imaginary GPU 9000'" "${TC};eval-kernels;--data;${D}/bad/unknown_gpu.csv")
+tc_cli_fail(eval_unknown_gpu "unknown GPU 'Imaginary GPU 9000' \\(no spec in configs/gpus/; closest: [^)]+\\)" "${TC};eval-kernels;--data;${D}/bad/unknown_gpu.csv")
 tc_cli_fail(missing_weights "manifest" "${TC};predict-kernel;--op;add;--shape;1,2;--gpu;T4;--weights;/nonexistent")
 tc_cli_fail(bad_gpu_yaml "unknown field 'bandwidth'" "${TC};predict-kernel;--op;add;--shape;1,2;--gpu;${D}/gpus_bad/unknown_key.yaml")
 
