@@ -3,7 +3,7 @@
 
   gemm ROWS_CSV [--l2-mib 60]
       From `tilecast eval-kernels --rows-csv ROWS_CSV` of GEMM rows (shape M,N,K: tokens, in, out
-      features): MAPE and bias (median forecast / measured) by tokens (<= 64, 65-1,024, more) and
+      features; a layer-op file's other ops are counted and left out): MAPE and bias (median forecast / measured) by tokens (<= 64, 65-1,024, more) and
       by whether the weights (N x K x bytes) fit the L2, and the measured TFLOP/s of the large
       shapes (more than 1,024 tokens, both widths >= 4,096).
   decode-rate CSV [--min-mb 200]
@@ -41,7 +41,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp8_static": 1, "fp8_block": 1}
+BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp8_static": 1, "fp8_block": 1,
+         "nvfp4": 0.5 + 1 / 16}  # NVFP4: 4 bits and an FP8 scale per 16 values
 
 
 def summary(ratios):
@@ -50,9 +51,12 @@ def summary(ratios):
 
 
 def gemm(path, l2_mib):
-    by_tokens, by_l2, tflops = defaultdict(list), defaultdict(list), []
+    by_tokens, by_l2, tflops, skipped = defaultdict(list), defaultdict(list), [], defaultdict(int)
     with open(path) as f:
         for r in csv.DictReader(f):
+            if r["op"] != "gemm":  # a layer-op file's other ops (vidur, LLMServingSim)
+                skipped[r["op"]] += 1
+                continue
             m, n, k = map(int, r["shape"].split(","))
             measured, forecast = float(r["measured_ms"]), float(r["predicted_ms"])
             ratio = forecast / measured
@@ -62,6 +66,8 @@ def gemm(path, l2_mib):
             by_l2[f"{l2}, {'<= 64' if m <= 64 else '> 64'} tokens"].append(ratio)
             if m > 1024 and n >= 4096 and k >= 4096:
                 tflops.append(2.0 * m * n * k / measured / 1e9)
+    if skipped:
+        print("left out (not gemm): " + ", ".join(f"{op} {n}" for op, n in sorted(skipped.items())))
     for name, groups in (("tokens", by_tokens), ("L2", by_l2)):
         print(f"by {name}:")
         for key in sorted(groups):

@@ -42,6 +42,15 @@ with tempfile.TemporaryDirectory() as tmp:
     assert "> 1,024 tokens 1 rows MAPE 0.0 % bias 1.00" in out, out
     assert "1 rows, 800 - 800" in out, out
 
+    # A layer-op file's other ops are left out and counted; NVFP4 weights take 0.5625 B a value:
+    # 16 x 8192 x 8192 of them are 36 MiB, in a 60 MiB L2 (forecast 2x).
+    mixed = rows_csv(os.path.join(tmp, "mixed.csv"), [
+        'X,rmsnorm,"16,4096",bf16,0.010,0.010', 'X,gemm,"16,8192,8192",nvfp4,0.010,0.020'])
+    rc, out, err = run("gemm", mixed)
+    assert rc == 0, err
+    assert "left out (not gemm): rmsnorm 1" in out, out
+    assert "weights in L2, <= 64 tokens 1 rows MAPE 100.0 % bias 2.00" in out, out
+
     # tokens: bins by the shape's first number, 1 and 2-3. Ratios 0.5 (1 token); 2.0 and 1.0 (3 and
     # 2 tokens): MAPE 50 % and (100 + 0) / 2 = 50 %, bias 0.50 and the median 1.50; a third and
     # two thirds of the op's rows. Another op apart.
