@@ -338,6 +338,7 @@ double fitted_fixed_s(const KernelBounds& kb, const FittedRoofline& p);
 // two kernels, RowwiseMomentsCUDAKernel then LayerNormForwardCUDAKernel, each reading the input
 // (its bytes count that read twice). False for every other op.
 bool layernorm_two_kernels(const KernelQuery& q);
+
 // The base a family's network output scales, in training and forecasting alike: the fitted
 // roofline when the family has one (`prior`), else the wave-quantised bound raised to the
 // family's launch floor (`floor_s`, 0: none). `bound` receives which term dominates:
