@@ -351,13 +351,20 @@ void GpuRegistry::add(GpuSpec spec) {
   specs_.push_back(std::move(spec));
 }
 
+namespace {
+// The spec's stem or one of its aliases is `key` (normalised).
+bool named(const GpuSpec& s, const std::string& key) {
+  if (normalize_gpu_key(s.name) == key) return true;
+  for (const auto& a : s.aliases)
+    if (normalize_gpu_key(a) == key) return true;
+  return false;
+}
+}  // namespace
+
 const GpuSpec* GpuRegistry::find(const std::string& query) const {
   const std::string key = normalize_gpu_key(query);
-  for (const auto& s : specs_) {
-    if (normalize_gpu_key(s.name) == key || normalize_gpu_key(s.cuda_name) == key) return &s;
-    for (const auto& a : s.aliases)
-      if (normalize_gpu_key(a) == key) return &s;
-  }
+  for (const auto& s : specs_)
+    if (named(s, key) || normalize_gpu_key(s.cuda_name) == key) return &s;
   // A device name of the vendor's form that CUDA does not use for this spec ("NVIDIA B300" where
   // the driver says "NVIDIA B300 SXM6 AC", "NVIDIA H200 SXM"): its name or an alias behind the
   // vendor's word, matched whole (never a prefix of a longer name: "NVIDIA H100 NVL" is not the
@@ -369,10 +376,8 @@ const GpuSpec* GpuRegistry::find(const std::string& query) const {
     const std::string rest = key.substr(word.size());
     const GpuSpec* hit = nullptr;
     for (const auto& s : specs_) {
-      bool match = normalize_gpu_key(s.name) == rest;
-      for (const auto& a : s.aliases) match = match || normalize_gpu_key(a) == rest;
-      if (!match) continue;
-      if (hit && hit != &s) return nullptr;  // two specs claim it: not ours to pick
+      if (!named(s, rest)) continue;
+      if (hit) return nullptr;  // two specs claim it: not ours to pick
       hit = &s;
     }
     if (hit) return hit;
