@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Eleven checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Fourteen checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -109,6 +109,20 @@ least 4x the GPU's L2 (so that a repeated call cannot keep it there): the rows, 
 activation read in BF16, written in FP8: 3 bytes an element) at DRAM bandwidth, and the share
 of rows measured faster than that cast alone. A dtype whose rows run faster than their own
 cast cannot have timed it (tilecast's `activation_quant_bytes`, core/kernel.cpp).
+
+14. What does one more key block cost a prefill? For every context_attention file, per kernel
+library, head_dim d and attention dtype, over the shapes timed with windows of 1,024 and of 128
+keys (same batch, prompt of >= 4,096 tokens, heads and dtypes): the extra (query block, key
+block) pairs of the longer window on the busiest SM (tilecast's count: sum over the prompt's
+128-query blocks of min(block, window / 128), times batch x heads, over the SMs) and the extra
+time in SM cycles at the sheet's boost clock: the cycles one more 128 x 128 block pair costs. Beside
+it, what a 128 x 128 pair asks of each unit of one SM: its MMA at the sheet's dense tensor
+peak (4 x 128 x 128 x d FLOPs), its 16,384 exponentials at 16 a clock (`sfu_exp_per_sm_clock`
+where a sheet states it), and its softmax arithmetic on the FP32 lanes (`cores_per_sm`): 3.5 + d /
+128 instructions an element (FlashAttention-2's row max, the exponential's scale-and-subtract
+FFMA, the row sum, half a pack to 16 bits, and rescaling the output block); the 10th/50th/90th
+percentiles of measured / (the three in series) and the median of measured / the larger of the
+MMA and the exponentials (tilecast's prefill compute bound, prefill_bounds).
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
@@ -405,6 +419,48 @@ def cast_shares(path, sheets, gpu_dir):
     return [(gpu, dtype, v) for dtype, v in sorted(per.items())]
 
 
+PREFILL_SHEET = ("num_sms", "boost_clock_mhz", "cores_per_sm")
+SOFTMAX_FP32_OPS = 3.5  # per score element, beside d / 128 for the output's rescaling (check 14)
+ATTN_PEAK_KEY = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
+
+
+def causal_block_pairs(nb, wb):
+    """(query block, key block) pairs of nb causal 128-query blocks under a window of wb blocks."""
+    return nb * (nb + 1) // 2 if nb <= wb else wb * (wb + 1) // 2 + (nb - wb) * wb
+
+
+def prefill_block_costs(path, sheets, peaks, exp_rates, gpu_dir):
+    """Check 14 for one prefill file: (library, head_dim, attn dtype) -> [(measured cycles per
+    extra block pair, MMA, exponential and FP32 cycles of one pair)] over its 1,024 / 128-key pairs."""
+    t, device = {}, None
+    for r in csv.DictReader(open(path)):
+        device = r["device"]
+        t[prefill_key(r)] = float(r["latency"])
+    out = collections.defaultdict(list)
+    if device is None:
+        return out
+    if device not in sheets or device not in peaks:
+        sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states {', '.join(PREFILL_SHEET)} and tensor peaks for '{device}'")
+    sh = sheets[device]
+    clock_hz, sms = sh["boost_clock_mhz"] * 1e6, sh["num_sms"]
+    for k, long_ms in t.items():
+        short_ms = t.get((k[0], 128) + k[2:])
+        if k[1] != 1024 or short_ms is None or int(k[3]) < 4096 or k[7] not in ATTN_PEAK_KEY:
+            continue
+        peak = peaks[device].get(ATTN_PEAK_KEY[k[7]])
+        if not peak:
+            continue
+        b, s, h, d = int(k[2]), int(k[3]), int(k[4]), int(k[6])
+        nb = -(-s // 128)
+        extra = (causal_block_pairs(nb, 8) - causal_block_pairs(nb, 1)) * b * h / sms
+        measured = (long_ms - short_ms) * 1e-3 * clock_hz / extra
+        mma = 4.0 * 128 * 128 * d / (peak * 1e9 / sms / clock_hz)
+        exp = 128.0 * 128 / exp_rates.get(device, 16.0)
+        fp32 = (SOFTMAX_FP32_OPS + d / 128.0) * 128 * 128 / sh["cores_per_sm"]
+        out[(k[0], d, k[7])].append((measured, mma, exp, fp32))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -530,6 +586,18 @@ def main():
     for _, path in family_files(root, "gemm"):
         for gpu, dtype, v in cast_shares(path, sheets, a.gpu_dir):
             print(f"{gpu},{dtype},{len(v)},{statistics.median(v):.2f},{pct(v, 90):.2f},{sum(x > 1 for x in v) / len(v):.2f}")
+    print("\ngpu,library,head_dim,attn_dtype,pairs,block_pair_kcycles_p50,mma_kcycles,exp_kcycles,fp32_kcycles,"
+          "over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50")
+    prefill_sheets = sheet_numbers(a.gpu_dir, PREFILL_SHEET)
+    exp_rates = {n: float(v) for n, v in sheet_fields(a.gpu_dir, r"^sfu_exp_per_sm_clock:\s*([0-9]+)").items()}
+    for gpu, path in family_files(root, "context_attention"):
+        for (lib, d, dt), v in sorted(prefill_block_costs(path, prefill_sheets, peaks, exp_rates, a.gpu_dir).items()):
+            _, mma, exp, fp32 = v[0]
+            series = [x[0] / (mma + exp + fp32) for x in v]
+            larger = [x[0] / max(mma, exp) for x in v]
+            print(f"{gpu},{lib},{d},{dt},{len(v)},{statistics.median(x[0] for x in v) / 1e3:.2f},{mma / 1e3:.2f},"
+                  f"{exp / 1e3:.2f},{fp32 / 1e3:.2f},{pct(series, 10):.2f},{statistics.median(series):.2f},"
+                  f"{pct(series, 90):.2f},{statistics.median(larger):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

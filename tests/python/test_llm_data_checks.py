@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10, 11, 12 and 13; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10, 11, 12, 13 and 14; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -322,6 +322,31 @@ with tempfile.TemporaryDirectory() as tmp:
     assert p.returncode == 0, p.stderr
     assert p.stdout.split("peak_fraction_x_padding_p50\n")[1].split("\n\n")[0].splitlines() == [
         "A100-SXM4-80GB,bfloat16,1.1-1.3,1,0.50,0.56", "B200,fp8,>=2,1,0.20,1.85"], p.stdout
+
+    # Check 14 on hand-made B200 prefill rows (148 SMs at 1,965 MHz, 2,250 TFLOP/s BF16: 7,736.5
+    # FLOP an SM-cycle; 16 exponentials a clock; 128 FP32 lanes): one batch x 8,192 tokens x 32
+    # heads (8 KV heads) of 128 at windows of 128 and 1,024 keys. 64 query blocks see 64 block
+    # pairs at one key block and 36 + 56 x 8 = 484 at eight: 420 x 32 / 148 = 90.81 more on the
+    # busiest SM. The 1,024-key row is timed 3,000 cycles a pair longer (90.81 x 3,000 / 1.965e9 s =
+    # 0.1386425 ms). A pair asks 4 x 128 x 128 x 128 / 7,736.5 = 1,084.3 MMA cycles, 16,384 / 16 =
+    # 1,024 exponential cycles and (3.5 + 1) x 16,384 / 128 = 576 FP32 cycles: 3,000 / 2,684.3 =
+    # 1.12 of them in series, 3,000 / 1,084.3 = 2.77 of the larger. A prompt under 4,096 tokens and
+    # a window-0 row are left out; a shape without its 128-key twin too.
+    blocks = os.path.join(tmp, "blocks", "aiconfigurator", "B200")
+    os.makedirs(blocks)
+    lead = "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,"
+    write(os.path.join(blocks, "context_attention_perf.csv"), attn,
+          lead + "1,8192,32,8,128,1,bfloat16,bfloat16,0,128,0.5",
+          lead + f"1,8192,32,8,128,1,bfloat16,bfloat16,0,1024,{0.5 + 90.8108108108108 * 3000 / 1.965e9 * 1e3!r}",
+          lead + "1,8192,32,8,128,1,bfloat16,bfloat16,0,0,0.4",
+          lead + "1,2048,32,8,128,1,bfloat16,bfloat16,0,128,0.1",
+          lead + "1,2048,32,8,128,1,bfloat16,bfloat16,0,1024,0.2",
+          lead + "2,8192,32,8,128,1,bfloat16,bfloat16,0,1024,0.9")
+    rc, out, err = run(os.path.join(tmp, "blocks"))
+    assert rc == 0, (rc, err)
+    assert section_of(out, "gpu,library,head_dim,attn_dtype,pairs,block_pair_kcycles_p50,mma_kcycles,exp_kcycles,"
+                           "fp32_kcycles,over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50") == [
+        "B200,trtllm_mha,128,bfloat16,1,3.00,1.08,1.02,0.58,1.12,1.12,1.12,2.77"], out
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
