@@ -122,7 +122,11 @@ where a sheet states it), and its softmax arithmetic on the FP32 lanes (`cores_p
 128 instructions an element (FlashAttention-2's row max, the exponential's scale-and-subtract
 FFMA, the row sum, half a pack to 16 bits, and rescaling the output block); the 10th/50th/90th
 percentiles of measured / (the three in series) and the median of measured / the larger of the
-MMA and the exponentials (tilecast's prefill compute bound, prefill_bounds).
+MMA and the exponentials (tilecast's prefill compute bound, prefill_bounds). And what the 128-key
+row takes beyond its block pairs at that cost (its launch, each CTA's prologue and epilogue,
+its bytes): the median of that time in thousands of cycles per CTA of the busiest SM (ceil(batch x
+heads x query blocks / SMs)), and of the share of it that tilecast's bytes of the row
+(attention_row_bytes) take at the sheet's DRAM bandwidth.
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
@@ -419,7 +423,7 @@ def cast_shares(path, sheets, gpu_dir):
     return [(gpu, dtype, v) for dtype, v in sorted(per.items())]
 
 
-PREFILL_SHEET = ("num_sms", "boost_clock_mhz", "cores_per_sm")
+PREFILL_SHEET = ("num_sms", "boost_clock_mhz", "cores_per_sm", "mem_bw_gbps")
 SOFTMAX_FP32_OPS = 3.5  # per score element, beside d / 128 for the output's rescaling (check 14)
 ATTN_PEAK_KEY = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 
@@ -431,11 +435,14 @@ def causal_block_pairs(nb, wb):
 
 def prefill_block_costs(path, sheets, peaks, exp_rates, gpu_dir):
     """Check 14 for one prefill file: (library, head_dim, attn dtype) -> [(measured cycles per
-    extra block pair, MMA, exponential and FP32 cycles of one pair)] over its 1,024 / 128-key pairs."""
-    t, device = {}, None
+    extra block pair, MMA, exponential and FP32 cycles of one pair, the 128-key row's time beyond
+    its block pairs in cycles per CTA of the busiest SM, its bytes' time at DRAM bandwidth over
+    that time)] over its 1,024 / 128-key pairs."""
+    t, rows, device = {}, {}, None
     for r in csv.DictReader(open(path)):
         device = r["device"]
         t[prefill_key(r)] = float(r["latency"])
+        rows[prefill_key(r)] = r
     out = collections.defaultdict(list)
     if device is None:
         return out
@@ -452,12 +459,16 @@ def prefill_block_costs(path, sheets, peaks, exp_rates, gpu_dir):
             continue
         b, s, h, d = int(k[2]), int(k[3]), int(k[4]), int(k[6])
         nb = -(-s // 128)
-        extra = (causal_block_pairs(nb, 8) - causal_block_pairs(nb, 1)) * b * h / sms
+        short_pairs = causal_block_pairs(nb, 1) * b * h / sms
+        extra = causal_block_pairs(nb, 8) * b * h / sms - short_pairs
         measured = (long_ms - short_ms) * 1e-3 * clock_hz / extra
+        rest_cycles = short_ms * 1e-3 * clock_hz - short_pairs * measured  # the 128-key row beyond its pairs
+        dram_cycles = attention_row_bytes(rows[(k[0], 128) + k[2:]]) / (sh["mem_bw_gbps"] * 1e9) * clock_hz
         mma = 4.0 * 128 * 128 * d / (peak * 1e9 / sms / clock_hz)
         exp = 128.0 * 128 / exp_rates.get(device, 16.0)
         fp32 = (SOFTMAX_FP32_OPS + d / 128.0) * 128 * 128 / sh["cores_per_sm"]
-        out[(k[0], d, k[7])].append((measured, mma, exp, fp32))
+        out[(k[0], d, k[7])].append((measured, mma, exp, fp32, rest_cycles / math.ceil(b * h * nb / sms),
+                                     dram_cycles / rest_cycles if rest_cycles > 0 else float("inf")))
     return out
 
 
@@ -587,17 +598,19 @@ def main():
         for gpu, dtype, v in cast_shares(path, sheets, a.gpu_dir):
             print(f"{gpu},{dtype},{len(v)},{statistics.median(v):.2f},{pct(v, 90):.2f},{sum(x > 1 for x in v) / len(v):.2f}")
     print("\ngpu,library,head_dim,attn_dtype,pairs,block_pair_kcycles_p50,mma_kcycles,exp_kcycles,fp32_kcycles,"
-          "over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50")
+          "over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50,rest_kcycles_per_cta_p50,"
+          "rest_dram_share_p50")
     prefill_sheets = sheet_numbers(a.gpu_dir, PREFILL_SHEET)
     exp_rates = {n: float(v) for n, v in sheet_fields(a.gpu_dir, r"^sfu_exp_per_sm_clock:\s*([0-9]+)").items()}
     for gpu, path in family_files(root, "context_attention"):
         for (lib, d, dt), v in sorted(prefill_block_costs(path, prefill_sheets, peaks, exp_rates, a.gpu_dir).items()):
-            _, mma, exp, fp32 = v[0]
+            _, mma, exp, fp32, _, _ = v[0]
             series = [x[0] / (mma + exp + fp32) for x in v]
             larger = [x[0] / max(mma, exp) for x in v]
             print(f"{gpu},{lib},{d},{dt},{len(v)},{statistics.median(x[0] for x in v) / 1e3:.2f},{mma / 1e3:.2f},"
                   f"{exp / 1e3:.2f},{fp32 / 1e3:.2f},{pct(series, 10):.2f},{statistics.median(series):.2f},"
-                  f"{pct(series, 90):.2f},{statistics.median(larger):.2f}")
+                  f"{pct(series, 90):.2f},{statistics.median(larger):.2f},{statistics.median(x[4] for x in v) / 1e3:.2f},"
+                  f"{statistics.median(x[5] for x in v):.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

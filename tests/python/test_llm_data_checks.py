@@ -330,8 +330,12 @@ with tempfile.TemporaryDirectory() as tmp:
     # busiest SM. The 1,024-key row is timed 3,000 cycles a pair longer (90.81 x 3,000 / 1.965e9 s =
     # 0.1386425 ms). A pair asks 4 x 128 x 128 x 128 / 7,736.5 = 1,084.3 MMA cycles, 16,384 / 16 =
     # 1,024 exponential cycles and (3.5 + 1) x 16,384 / 128 = 576 FP32 cycles: 3,000 / 2,684.3 =
-    # 1.12 of them in series, 3,000 / 1,084.3 = 2.77 of the larger. A prompt under 4,096 tokens and
-    # a window-0 row are left out; a shape without its 128-key twin too.
+    # 1.12 of them in series, 3,000 / 1,084.3 = 2.77 of the larger. The 128-key row beyond its 13.84
+    # pairs on the busiest SM: 0.5 ms x 1.965 GHz - 13.84 x 3,000 = 940,986 cycles over ceil(64 x
+    # 32 / 148) = 14 CTAs, 67.21 thousand a CTA; its bytes (8,192 x 32 x 128 x (2 + 2) of Q and
+    # output, 2 x 8,192 x 8 x 128 x 2 of K and V: 167,772,160) at 8,000 GB/s are 41,211 cycles, 0.04
+    # of it. A prompt under 4,096 tokens and a window-0 row are left out; a shape without its
+    # 128-key twin too.
     blocks = os.path.join(tmp, "blocks", "aiconfigurator", "B200")
     os.makedirs(blocks)
     lead = "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,"
@@ -345,8 +349,9 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(os.path.join(tmp, "blocks"))
     assert rc == 0, (rc, err)
     assert section_of(out, "gpu,library,head_dim,attn_dtype,pairs,block_pair_kcycles_p50,mma_kcycles,exp_kcycles,"
-                           "fp32_kcycles,over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50") == [
-        "B200,trtllm_mha,128,bfloat16,1,3.00,1.08,1.02,0.58,1.12,1.12,1.12,2.77"], out
+                           "fp32_kcycles,over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50,"
+                           "rest_kcycles_per_cta_p50,rest_dram_share_p50") == [
+        "B200,trtllm_mha,128,bfloat16,1,3.00,1.08,1.02,0.58,1.12,1.12,1.12,2.77,67.21,0.04"], out
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
