@@ -275,7 +275,8 @@ struct KernelBounds {
   // Fused MoE, SGLang's Triton and Marlin kernels: the SiLU-mul and the top-k sum, kernels of
   // their own between and after the grouped GEMMs, over this rank's pairs (moe_pass_bytes) at
   // DRAM bandwidth. The fitted roofline runs them in series after the GEMMs' roofline, whose
-  // memory side takes memory_s less them; the networks' base (base_s) is unchanged.
+  // memory side takes memory_s less them; the networks' base (base_s) is unchanged. Prefill: its
+  // Q and O bytes' share of memory_s (each CTA's prologue and epilogue), likewise.
   double series_pass_s = 0;
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);

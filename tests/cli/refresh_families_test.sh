@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/llm-files.sh refresh_untrained_families (eval-llm-loo.sh EVAL_ONLY=1) on a fold made
-# from a copy of the bundled weights as a fold trained before session 62 looks: its prefill
-# entry lists the old input (log2_memory_us) and its network file differs, its gemm entry is the
+# from a copy of the bundled weights as a fold trained before session 75 looks: its prefill
+# entry lists the old input (log2_memory_l2_us) and its network file differs, its gemm entry is the
 # fold's own (a marked trained_at). Before: every forecast is refused with one line naming the
 # family. After: the prefill entry and its files are the bundle's, byte for byte, the trained gemm
 # entry keeps the fold's mark, forecasts run, and one line names the families taken.
@@ -12,10 +12,10 @@ TC=$1 SRC=$2
 . "$SRC/scripts/llm-files.sh"
 cp -r "$SRC/weights" "$W/fold"
 m="$W/fold/manifest.yaml"
-sed -i -e '/^  context_attention:$/,/^  [a-z_]*:$/ s/log2_memory_l2_us/log2_memory_us/' \
+sed -i -e '/^  context_attention:$/,/^  [a-z_]*:$/ s/log2_memory_l2_qo_us/log2_memory_l2_us/' \
        -e '/^  gemm:$/,/^  [a-z_]*:$/ s/^    trained_at: .*/    trained_at: 2000-01-01T00:00:00Z/' "$m"
 printf 'x' >> "$W/fold/context_attention.tcmlp"
-[ "$(manifest_family "$m" context_attention | grep -c 'log2_memory_us')" = 1 ] || fail "fixture: prefill not made old"
+[ "$(manifest_family "$m" context_attention | grep -c 'log2_memory_l2_us')" = 1 ] || fail "fixture: prefill not made old"
 if out=$("$TC" predict-kernel --weights "$W/fold" --op gemm --shape 64,4096,4096 --dtype bf16 --gpu H100-SXM 2>&1); then
   echo "FAIL: the old fold forecast: $out"; exit 1
 fi

@@ -313,6 +313,34 @@ TEST(Kernel, PrefillBoundIsTheBusierOfMmaAndExponentials) {
   EXPECT_NEAR(kernel_bounds(q, h100, launch_info(q, h100)).compute_s, 0.5596e-6, 1e-10);
 }
 
+// Prefill's Q and O bytes run in series with its block pairs (each CTA loads its query block
+// before its first key block and writes its output after its last), K and V under them. 2
+// prompts x 4,096 tokens, 32 heads over 8 KV heads of 128: in BF16, Q in and O out are 2 x 4,096
+// x 32 x 128 x (2 + 2) = 134,217,728 bytes and K and V 2 x 2 x 4,096 x 8 x 128 x 2 = 33,554,432:
+// 0.8 of the memory bound in series; FP8 queries over an FP8 cache (O still BF16): 100,663,296
+// of 117,440,512, 6 / 7. In the fitted roofline of a compute-bound launch, that share adds its time
+// at the fitted DRAM efficiency (0.6 here) after the roofline; decode has none.
+TEST(Kernel, PrefillQueriesAndOutputsInSeries) {
+  GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  auto bounds = [&](DType d) {
+    const KernelQuery q = attention_prefill_q(2, 4096, 32, 8, 128, d, d);
+    return kernel_bounds(q, l40s, launch_info(q, l40s));
+  };
+  const KernelBounds kb = bounds(DType::kBf16);
+  EXPECT_NEAR(kb.series_pass_s / kb.memory_s, 0.8, 1e-12);
+  EXPECT_NEAR(bounds(DType::kFp8).series_pass_s / bounds(DType::kFp8).memory_s, 6.0 / 7.0, 1e-12);
+  FittedRoofline p;
+  p.eta_compute = 1;
+  p.eta_memory = 0.6;
+  ASSERT_GT(kb.fitted_compute_s(), kb.memory_s / 0.6);  // compute-bound with or without the share
+  KernelBounds without = kb;
+  without.series_pass_s = 0;
+  EXPECT_NEAR(fitted_roofline_s(kb, p) - fitted_roofline_s(without, p), 0.8 * kb.memory_s / 0.6, 1e-15);
+  const KernelQuery d = attention_decode_q(2, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
+  EXPECT_EQ(kernel_bounds(d, l40s, launch_info(d, l40s)).series_pass_s, 0);
+}
+
 // FP8 activation quantisation, hand-derived on the L40S (864 GB/s) for 16 tokens x 4,096
 // in-features: dynamic scaling moves 5 x 16 x 4,096 = 327,680 bytes (0.379 us), block scaling
 // 3 x 65,536 + 4 x 16 x 32 = 198,656; a static scale's GEMM takes the activation in FP8 (none,
