@@ -463,7 +463,10 @@ def prefill_block_costs(path, sheets, peaks, exp_rates, gpu_dir):
         extra = causal_block_pairs(nb, 8) * b * h / sms - short_pairs
         measured = (long_ms - short_ms) * 1e-3 * clock_hz / extra
         rest_cycles = short_ms * 1e-3 * clock_hz - short_pairs * measured  # the 128-key row beyond its pairs
-        dram_cycles = attention_row_bytes(rows[(k[0], 128) + k[2:]]) / (sh["mem_bw_gbps"] * 1e9) * clock_hz
+        row_bytes = attention_row_bytes(rows[(k[0], 128) + k[2:]])
+        if row_bytes is None:  # a cache dtype tilecast does not model
+            continue
+        dram_cycles = row_bytes / (sh["mem_bw_gbps"] * 1e9) * clock_hz
         mma = 4.0 * 128 * 128 * d / (peak * 1e9 / sms / clock_hz)
         exp = 128.0 * 128 / exp_rates.get(device, 16.0)
         fp32 = (SOFTMAX_FP32_OPS + d / 128.0) * 128 * 128 / sh["cores_per_sm"]
