@@ -792,12 +792,13 @@ void tc_gemm_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li
 // -- Attention: FlashAttention-style causal prefill and decode over a KV cache.
 // QK^T and PV: 2 x 2 x head_dim FLOPs per (query, key) pair and head.
 double attention_flops(const KernelQuery& q) { return 4.0 * q.b * double(q.k) * q.n * attended_keys(q); }
-// Q in, O out (BF16) for every query; K and V of the attended span once per sequence (a
-// prefill chunk's: its prefix and itself).
+// Q in (its dtype) and O out (BF16) for every query and head.
+double attention_qo_bytes(const KernelQuery& q) { return double(q.b) * double(q.m) * q.k * q.n * (dtype_size(q.dtype) + 2.0); }
+// Those, and K and V of the attended span once per sequence (a prefill chunk's: its prefix and
+// itself).
 double attention_bytes(const KernelQuery& q) {
-  const double e = dtype_size(q.dtype);
   const double kv_tokens = q.op == OpKind::kAttnDecode ? attended_keys(q) : double(q.m + q.prefix);
-  return double(q.b) * (double(q.m) * q.k * q.n * (e + 2.0) + 2.0 * kv_tokens * q.h * q.n * dtype_size(q.kv_dtype));
+  return attention_qo_bytes(q) + double(q.b) * 2.0 * kv_tokens * q.h * q.n * dtype_size(q.kv_dtype);
 }
 // One CTA per (sequence, head, 128-query block).
 void prefill_launch(const KernelQuery& q, const GpuSpec&, const GemmTile&, LaunchInfo& li) {
@@ -859,8 +860,7 @@ void prefill_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&,
   // Leave one GPU out, seeds 0 / 1: the four cells' mean 37.2 / 36.9 -> 34.7 / 34.7 %, no cell worse
   // by more than 0.4 points (docs/accuracy.md, "Q and O in series"). The input is named
   // log2_memory_l2_qo_us so that weights trained on the old base are refused, not misread.
-  const double qo_bytes = double(q.b) * double(q.m) * q.k * q.n * (dtype_size(q.dtype) + 2.0);
-  kb.series_pass_s = kb.memory_s * qo_bytes / attention_bytes(q);
+  kb.series_pass_s = kb.memory_s * attention_qo_bytes(q) / attention_bytes(q);
 }
 void decode_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo&, double pad, KernelBounds& kb) {
   kb.compute_s = compute_s(attention_flops(q) * pad, gemm_rate_gflops(gpu, q.dtype, q.sustained));

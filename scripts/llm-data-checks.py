@@ -425,7 +425,6 @@ def cast_shares(path, sheets, gpu_dir):
 
 PREFILL_SHEET = ("num_sms", "boost_clock_mhz", "cores_per_sm", "mem_bw_gbps")
 SOFTMAX_FP32_OPS = 3.5  # per score element, beside d / 128 for the output's rescaling (check 14)
-ATTN_PEAK_KEY = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 
 
 def causal_block_pairs(nb, wb):
@@ -433,28 +432,25 @@ def causal_block_pairs(nb, wb):
     return nb * (nb + 1) // 2 if nb <= wb else wb * (wb + 1) // 2 + (nb - wb) * wb
 
 
-def prefill_block_costs(path, sheets, peaks, exp_rates, gpu_dir):
-    """Check 14 for one prefill file: (library, head_dim, attn dtype) -> [(measured cycles per
-    extra block pair, MMA, exponential and FP32 cycles of one pair, the 128-key row's time beyond
-    its block pairs in cycles per CTA of the busiest SM, its bytes' time at DRAM bandwidth over
-    that time)] over its 1,024 / 128-key pairs."""
-    t, rows, device = {}, {}, None
-    for r in csv.DictReader(open(path)):
-        device = r["device"]
-        t[prefill_key(r)] = float(r["latency"])
-        rows[prefill_key(r)] = r
+def prefill_block_costs(rows, sheets, peaks, exp_rates, gpu_dir):
+    """Check 14 for one prefill file's rows by prefill_key: (library, head_dim, attn dtype) ->
+    [(measured cycles per extra block pair, MMA, exponential and FP32 cycles of one pair, the
+    128-key row's time beyond its block pairs in cycles per CTA of the busiest SM, its bytes' time
+    at DRAM bandwidth over that time)] over its 1,024 / 128-key pairs."""
     out = collections.defaultdict(list)
-    if device is None:
+    if not rows:
         return out
+    t = {k: float(r["latency"]) for k, r in rows.items()}
+    device = next(iter(rows.values()))["device"]
     if device not in sheets or device not in peaks:
         sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states {', '.join(PREFILL_SHEET)} and tensor peaks for '{device}'")
     sh = sheets[device]
     clock_hz, sms = sh["boost_clock_mhz"] * 1e6, sh["num_sms"]
     for k, long_ms in t.items():
         short_ms = t.get((k[0], 128) + k[2:])
-        if k[1] != 1024 or short_ms is None or int(k[3]) < 4096 or k[7] not in ATTN_PEAK_KEY:
+        if k[1] != 1024 or short_ms is None or int(k[3]) < 4096 or k[7] not in GEMM_PEAK_KEY:
             continue
-        peak = peaks[device].get(ATTN_PEAK_KEY[k[7]])
+        peak = peaks[device].get(GEMM_PEAK_KEY[k[7]])
         if not peak:
             continue
         b, s, h, d = int(k[2]), int(k[3]), int(k[4]), int(k[6])
@@ -530,13 +526,15 @@ def main():
     for gpu, path in family_files(root, "gemm"):
         gemm_peak_fractions(path, peaks, a.gpu_dir)
     print("\ngpu,library,head_dim,windowed,rows")
-    prefill = {}  # GPU -> prefill_key(row) -> latency: checks 6 and 11 read each file once
+    prefill = {}  # GPU -> prefill_key(row) -> latency: checks 6, 11 and 14 read each file once
+    prefill_rows = {}  # GPU -> prefill_key(row) -> row (check 14)
     for gpu, path in family_files(root, "context_attention"):
-        counts, t = collections.Counter(), prefill.setdefault(gpu, {})
+        counts, t, rows = collections.Counter(), prefill.setdefault(gpu, {}), prefill_rows.setdefault(gpu, {})
         for r in csv.DictReader(open(path)):
             key = prefill_key(r)
             counts[(key[0], int(r["head_dim"]), key[1] > 0)] += 1
             t[key] = float(r["latency"])
+            rows[key] = r
         for (lib, hd, w), n in sorted(counts.items()):
             print(f"{gpu},{lib},{hd},{'yes' if w else 'no'},{n}")
     print("\ngpu,triton_ratio,pairs,ratio_p10,ratio_p50,ratio_p90")
@@ -605,8 +603,8 @@ def main():
           "rest_dram_share_p50")
     prefill_sheets = sheet_numbers(a.gpu_dir, PREFILL_SHEET)
     exp_rates = {n: float(v) for n, v in sheet_fields(a.gpu_dir, r"^sfu_exp_per_sm_clock:\s*([0-9]+)").items()}
-    for gpu, path in family_files(root, "context_attention"):
-        for (lib, d, dt), v in sorted(prefill_block_costs(path, prefill_sheets, peaks, exp_rates, a.gpu_dir).items()):
+    for gpu, rows in sorted(prefill_rows.items()):
+        for (lib, d, dt), v in sorted(prefill_block_costs(rows, prefill_sheets, peaks, exp_rates, a.gpu_dir).items()):
             _, mma, exp, fp32, _, _ = v[0]
             series = [x[0] / (mma + exp + fp32) for x in v]
             larger = [x[0] / max(mma, exp) for x in v]
