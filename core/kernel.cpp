@@ -720,12 +720,15 @@ void no_fill(const KernelQuery&, const GpuSpec&, const LaunchInfo&, const Kernel
 
 // -- Tensor-core GEMM (BF16/FP16/FP8/TF32, as serving engines launch it).
 double tc_gemm_flops(const KernelQuery& q) { return 2.0 * q.m * double(q.n) * q.k; }
-double tc_gemm_bytes(const KernelQuery& q) {
-  // Inputs in the dtype (nvfp4: 4 bits and an FP8 scale per 16), output in BF16/FP16 (FP32 for
-  // fp32/tf32): A (M,N), B (K,N), C (M,K).
-  const double e = weight_bytes_per_elem(q.dtype);
+// The output C (M,K) in BF16/FP16 (FP32 for fp32/tf32).
+double tc_gemm_out_bytes(const KernelQuery& q) {
   const double out = dtype_size(q.dtype) >= 4 ? 4.0 : 2.0;
-  return e * (double(q.m) * q.n + double(q.k) * q.n) + out * double(q.m) * q.k;
+  return out * double(q.m) * q.k;
+}
+double tc_gemm_bytes(const KernelQuery& q) {
+  // Inputs in the dtype (nvfp4: 4 bits and an FP8 scale per 16): A (M,N), B (K,N); and C.
+  const double e = weight_bytes_per_elem(q.dtype);
+  return e * (double(q.m) * q.n + double(q.k) * q.n) + tc_gemm_out_bytes(q);
 }
 void tc_gemm_launch(const KernelQuery& q, const GpuSpec& gpu, const GemmTile&, LaunchInfo& li) {
   li.tile = tensor_core_tile(q, gpu);
@@ -750,11 +753,20 @@ void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   // The activation's FP8 quantisation runs before the matmul, not overlapped with it.
   kb.quant_s = transfer_s(activation_quant_bytes(q), gpu.mem_bw_gbps);
   kb.base_s = std::max(kb.compute_s, kb.memory_s) + kb.quant_s;
+  // A CTA writes its C tile after its main loop; A and B stream under the MMAs. So the fitted
+  // roofline (the networks' base) charges C's share of the memory bound after the roofline, in
+  // series (series_pass_s, as prefill's Q and O), and A and B under it. Leave one GPU out, seeds
+  // 0 / 1: the eleven cells' mean 26.1 / 26.1 -> 25.9 / 25.5 %, no cell worse by more than 1.6
+  // points (docs/accuracy.md, "The output's store in series"). Hopper's and Blackwell's
+  // persistent kernels overlap a tile's store with the next tile's loop, which this does not
+  // know. The input is named log2_memory_c_us so that weights trained on the old base are
+  // refused, not misread.
+  kb.series_pass_s = kb.memory_s * tc_gemm_out_bytes(q) / tc_gemm_bytes(q);
 }
 // SynPerf-style demand features: times and ratios, never raw spec numbers.
 const std::vector<std::string>& tc_gemm_features() {
   static const std::vector<std::string> v = {
-      "log2_compute_us", "log2_memory_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_tile_m", "log2_tile_k", "log2_m", "log2_n", "log2_k",
+      "log2_compute_us", "log2_memory_c_us", "log2_waves", "last_wave_fill", "log2_ideal_compute_us", "log2_tile_m", "log2_tile_k", "log2_m", "log2_n", "log2_k",
       "log2_bytes_over_l2", "log2_wave_us", "dtype_bytes", "block_scaled", "quant_share", "quant_launches",
       "align_m", "align_k", "log2_dram_bytes_per_sm_cycle"};
   return v;

@@ -341,6 +341,40 @@ TEST(Kernel, PrefillQueriesAndOutputsInSeries) {
   EXPECT_EQ(kernel_bounds(d, l40s, launch_info(d, l40s)).series_pass_s, 0);
 }
 
+// A tensor-core GEMM's output in series on the L40S, hand-derived (gemm_q(tokens, reduction, outputs)): 16
+// tokens x 4,096 in-features x 12,288 out-features in BF16 read A 2 x 16 x 4,096 = 131,072 bytes
+// and B 2 x 4,096 x 12,288 = 100,663,296, and write C 2 x 16 x 12,288 = 393,216: 393,216 /
+// 101,187,584 of the memory bound in series. FP8 inputs (C still BF16): A 65,536, B 50,331,648,
+// C 393,216: 393,216 / 50,790,400. In a memory-bound launch's fitted roofline the share moves
+// from under the roofline to after it: the same forecast; in a compute-bound one it adds its
+// time at the fitted DRAM efficiency.
+TEST(Kernel, GemmOutputInSeries) {
+  GpuRegistry reg(gpu_dir());
+  const GpuSpec& l40s = reg.resolve("L40S");
+  auto bounds = [&](int64_t m, DType d) {
+    const KernelQuery q = gemm_q(m, 4096, 12288, d);
+    return kernel_bounds(q, l40s, launch_info(q, l40s));
+  };
+  const KernelBounds kb = bounds(16, DType::kBf16);
+  EXPECT_NEAR(kb.series_pass_s / kb.memory_s, 393216.0 / 101187584.0, 1e-12);
+  const KernelBounds fp8 = bounds(16, DType::kFp8);
+  EXPECT_NEAR(fp8.series_pass_s / fp8.memory_s, 393216.0 / 50790400.0, 1e-12);
+  FittedRoofline p;
+  p.eta_compute = 1;
+  p.eta_memory = 0.6;
+  KernelBounds without = kb;
+  without.series_pass_s = 0;
+  ASSERT_LT(kb.fitted_compute_s(), (kb.memory_s - kb.series_pass_s) / 0.6);  // memory-bound
+  EXPECT_NEAR(fitted_roofline_s(kb, p), fitted_roofline_s(without, p), 1e-15);
+  // 8,192 tokens: compute-bound; C (2 x 8,192 x 12,288 bytes) adds its time after the roofline.
+  const KernelBounds big = bounds(8192, DType::kBf16);
+  KernelBounds big_without = big;
+  big_without.series_pass_s = 0;
+  ASSERT_GT(big.fitted_compute_s(), big.memory_s / 0.6);
+  EXPECT_NEAR(fitted_roofline_s(big, p) - fitted_roofline_s(big_without, p),
+              2.0 * 8192 * 12288 / (l40s.mem_bw_gbps * 1e9) / 0.6, 1e-12);
+}
+
 // FP8 activation quantisation, hand-derived on the L40S (864 GB/s) for 16 tokens x 4,096
 // in-features: dynamic scaling moves 5 x 16 x 4,096 = 327,680 bytes (0.379 us), block scaling
 // 3 x 65,536 + 4 x 16 x 32 = 198,656; a static scale's GEMM takes the activation in FP8 (none,
