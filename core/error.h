@@ -31,6 +31,9 @@ struct InternalError : Error {
 
 // "file:line: message" helpers keep error lines uniform.
 std::string where(const std::string& file, long line = -1);
+// A value as an error line names it: printf's %g (1.5, -3, 1e+06, nan), not std::to_string's
+// six decimals.
+std::string g_text(double v);
 
 }  // namespace tilecast
 

@@ -894,7 +894,7 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
                         "): DeepEP spreads the experts over every rank");
   }
   if (!(routing_alpha >= 0 && routing_alpha <= 10))
-    throw ConfigError("--routing: power-law exponent " + std::to_string(routing_alpha) + " out of range [0, 10]");
+    throw ConfigError("--routing: power-law exponent " + g_text(routing_alpha) + " out of range [0, 10]");
   if (routing_alpha > 0 && m.num_experts == 0)
     throw ConfigError("--routing " + routing_name(routing_alpha) + ": " + m.name + " has no experts");
   const DType act = activation_dtype(dtype);  // activations

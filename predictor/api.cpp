@@ -458,11 +458,8 @@ void TrainingArgs::apply(ForecastRequest& r, bool where_tp_splits) const {
 
 void check_train_tokens(double tokens) {
   if (tokens == 0) return;
-  if (!(tokens >= 1 && tokens <= 1e16)) {
-    char v[32];
-    std::snprintf(v, sizeof v, "%g", tokens);
-    throw ConfigError(std::string("--train-tokens: ") + v + " out of range [1, 1e16]");
-  }
+  if (!(tokens >= 1 && tokens <= 1e16))
+    throw ConfigError("--train-tokens: " + g_text(tokens) + " out of range [1, 1e16]");
 }
 
 bool recompute_flag(const std::string& value) {
@@ -577,11 +574,8 @@ std::string predict_result_json(const PredictResult& r) {
 void check_capacity_request(const ForecastRequest& base, double attainment_pct) {
   if (canonical_mode(base.mode) != "generate") throw ConfigError("capacity: forecasts --mode generate only");
   if (!base.limits.has_slo()) throw ConfigError("capacity: needs an objective (--slo-ttft-ms, --slo-tpot-ms)");
-  if (!(attainment_pct > 0 && attainment_pct <= 100)) {
-    char v[32];
-    std::snprintf(v, sizeof v, "%g", attainment_pct);
-    throw ConfigError(std::string("--attainment: ") + v + " out of range (0, 100] %");
-  }
+  if (!(attainment_pct > 0 && attainment_pct <= 100))
+    throw ConfigError("--attainment: " + g_text(attainment_pct) + " out of range (0, 100] %");
   // At the lowest rates every request decodes alone: requests x gen steps, each forecast apart.
   if (double(base.batch) * double(base.gen) > double(kMaxArrivalSteps))
     throw ConfigError("capacity: --requests " + std::to_string(base.batch) + " x --gen " + std::to_string(base.gen) +

@@ -1187,11 +1187,9 @@ SchedulerLimits SchedulerArgs::limits(bool python) const {
   if (request_rate) {
     // Below one request in ~17 minutes the arrival times (ms) of 65,536 requests outgrow the
     // step times' precision.
-    if (!(*request_rate >= 1e-3 && *request_rate <= 1e6)) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%g", *request_rate);
-      throw ConfigError(name("--request-rate") + ": " + v + " out of range [0.001, 1e6] requests a second");
-    }
+    if (!(*request_rate >= 1e-3 && *request_rate <= 1e6))
+      throw ConfigError(name("--request-rate") + ": " + g_text(*request_rate) +
+                        " out of range [0.001, 1e6] requests a second");
     const std::string a = arrivals.value_or("poisson");
     if (a != "poisson" && a != "uniform")
       throw ConfigError(name("--arrivals") + ": expected poisson or uniform, got '" + a + "'");
@@ -1202,21 +1200,14 @@ SchedulerLimits SchedulerArgs::limits(bool python) const {
   }
   auto slo = [&](const std::optional<double>& v, const char* flag) {
     if (!v) return 0.0;
-    if (!(*v > 0 && *v <= 1e9)) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%g", *v);
-      throw ConfigError(name(flag) + ": " + text + " out of range (0, 1e9] ms");
-    }
+    if (!(*v > 0 && *v <= 1e9)) throw ConfigError(name(flag) + ": " + g_text(*v) + " out of range (0, 1e9] ms");
     return *v;
   };
   l.slo_ttft_ms = slo(slo_ttft_ms, "--slo-ttft-ms");
   l.slo_tpot_ms = slo(slo_tpot_ms, "--slo-tpot-ms");
   if (range_ratio) {
-    if (!(*range_ratio >= 0 && *range_ratio < 1)) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%g", *range_ratio);
-      throw ConfigError(name("--range-ratio") + ": " + v + " out of range [0, 1)");
-    }
+    if (!(*range_ratio >= 0 && *range_ratio < 1))
+      throw ConfigError(name("--range-ratio") + ": " + g_text(*range_ratio) + " out of range [0, 1)");
     l.range_ratio = *range_ratio;
   }
   return l;
@@ -1299,7 +1290,7 @@ ServingSchedule schedule_serving(int64_t batch, int64_t seq, int64_t gen, const 
     int64_t seq = 0, gen = 0;  // each request's prompt and output tokens
   };
   if (!(limits.request_rate >= 0 && limits.request_rate <= 1e6))
-    throw ConfigError("--request-rate: " + std::to_string(limits.request_rate) + " out of range [0, 1e6] requests a second");
+    throw ConfigError("--request-rate: " + g_text(limits.request_rate) + " out of range [0, 1e6] requests a second");
   std::vector<Group> groups;
   if (limits.request_rate > 0 || limits.range_ratio > 0) {
     const std::vector<double> arrivals = arrival_times_ms(batch, limits.request_rate, limits.uniform_arrivals);
@@ -1499,7 +1490,7 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   if (spec.tokens < 1 || spec.tokens > 16)
     throw ConfigError("--spec-tokens: " + std::to_string(spec.tokens) + " out of range [1, 16]");
   if (!(spec.accept >= 0 && spec.accept <= 1))
-    throw ConfigError("--spec-accept: " + std::to_string(spec.accept) + " out of range [0, 1]");
+    throw ConfigError("--spec-accept: " + g_text(spec.accept) + " out of range [0, 1]");
   if (f.limits.any() || par.pp > 1)
     throw ConfigError("--spec-draft: speculative decoding is modelled without --max-batched-tokens, --max-seqs, "
                       "--request-rate, --range-ratio and --pp");

@@ -27,7 +27,7 @@ std::string config_conflict(const PredictorConfig& c) {
   if (c.network_gpus != "all" && c.network_gpus != "trained" && c.network_gpus != "twins")
     return "field 'network_gpus': expected all, trained or twins";
   if (!(c.unseen_prior_weight >= 0 && c.unseen_prior_weight <= 1))
-    return "field 'unseen_prior_weight': value " + std::to_string(c.unseen_prior_weight) + " outside [0, 1]";
+    return "field 'unseen_prior_weight': value " + g_text(c.unseen_prior_weight) + " outside [0, 1]";
   if (c.launch_floor && c.prior) return "fields 'launch_floor' and 'prior': choose one (the prior has its own floor)";
   if (c.prior_cta_by_library && !c.fits_roofline())
     return "field 'prior_cta_by_library' needs a fitted roofline ('prior: true' or network_gpus other than all)";
@@ -40,7 +40,7 @@ std::string config_conflict(const PredictorConfig& c) {
   if (c.unseen_prior_weight != 1.0 && c.network_gpus == "all")
     return "field 'unseen_prior_weight' needs network_gpus 'trained' or 'twins' (with 'all' no GPU is unseen)";
   if (!(c.gemm_composite_weight >= 0 && c.gemm_composite_weight < 1))
-    return "field 'gemm_composite_weight': value " + std::to_string(c.gemm_composite_weight) + " outside [0, 1)";
+    return "field 'gemm_composite_weight': value " + g_text(c.gemm_composite_weight) + " outside [0, 1)";
   if (c.gemm_composite_weight > 0 && c.family != Family::kMoe)
     return "field 'gemm_composite_weight' applies to family moe only";
   if (c.gemm_composite_weight > 0 && c.network_gpus == "all")

@@ -341,10 +341,10 @@ TEST(Kernel, PrefillQueriesAndOutputsInSeries) {
   EXPECT_EQ(kernel_bounds(d, l40s, launch_info(d, l40s)).series_pass_s, 0);
 }
 
-// A tensor-core GEMM's output in series on the L40S, hand-derived (gemm_q(tokens, reduction, outputs)): 16
-// tokens x 4,096 in-features x 12,288 out-features in BF16 read A 2 x 16 x 4,096 = 131,072 bytes
-// and B 2 x 4,096 x 12,288 = 100,663,296, and write C 2 x 16 x 12,288 = 393,216: 393,216 /
-// 101,187,584 of the memory bound in series. FP8 inputs (C still BF16): A 65,536, B 50,331,648,
+// A tensor-core GEMM's output in series on the L40S, hand-derived (gemm_q(tokens, reduction,
+// outputs)): 16 tokens x 4,096 in-features x 12,288 out-features in BF16 read A 2 x 16 x 4,096 =
+// 131,072 bytes and B 2 x 4,096 x 12,288 = 100,663,296, and write C 2 x 16 x 12,288 = 393,216:
+// 393,216 / 101,187,584 of the memory bound in series. FP8 inputs (C still BF16): A 65,536, B 50,331,648,
 // C 393,216: 393,216 / 50,790,400. In a memory-bound launch's fitted roofline the share moves
 // from under the roofline to after it: the same forecast; in a compute-bound one it adds its
 // time at the fitted DRAM efficiency.

@@ -705,9 +705,9 @@ TEST(FittedPrior, ConfigErrors) {
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior: true\nunseen_prior_weight: 0.5\n")); },
                             {"unseen_prior_weight", "needs network_gpus"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: trained\nunseen_prior_weight: 1.5\n")); },
-                            {"unseen_prior_weight", "outside [0, 1]"});
+                            {"unseen_prior_weight': value 1.5 outside [0, 1]"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("network_gpus: trained\nunseen_prior_weight: .nan\n")); },
-                            {"unseen_prior_weight"});
+                            {"unseen_prior_weight': value ", "nan outside [0, 1]"});
   const auto cyc = trainer::load_predictor_config(write("prior: true\nprior_floor: cycles\n"));
   EXPECT_EQ(cyc.prior_floor, "cycles");
   EXPECT_NE(trainer::predictor_config_to_yaml(cyc).find("prior_floor: cycles"), std::string::npos);
