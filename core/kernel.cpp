@@ -761,7 +761,7 @@ void tc_gemm_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& 
   // persistent kernels overlap a tile's store with the next tile's loop, which this does not
   // know. The input is named log2_memory_c_us so that weights trained on the old base are
   // refused, not misread.
-  kb.series_pass_s = kb.memory_s * tc_gemm_out_bytes(q) / tc_gemm_bytes(q);
+  kb.series_pass_s = transfer_s(tc_gemm_out_bytes(q), gpu.mem_bw_gbps);
 }
 // SynPerf-style demand features: times and ratios, never raw spec numbers.
 const std::vector<std::string>& tc_gemm_features() {
