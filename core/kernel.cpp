@@ -1334,7 +1334,8 @@ constexpr size_t kMemoryOpTerms = 4;
 // per SM x clock, not with the DRAM's bandwidth).
 std::array<double, kMemoryOpTerms> memory_op_terms(double bytes, const GpuSpec& gpu, double l2_resident_fraction) {
   const double dram_bytes = bytes - memory_op_l2_resident_bytes(bytes, gpu, l2_resident_fraction);
-  return {1.0, transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / sm_cycles_per_s(gpu),
+  // The floor in thousands of SM cycles at the boost clock (session 77; microseconds before).
+  return {1e3 / (gpu.boost_clock_mhz * 1e6), transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / sm_cycles_per_s(gpu),
           bytes / (sm_cycles_per_s(gpu) * double(gpu.max_threads_per_sm))};
 }
 }  // namespace
@@ -1345,7 +1346,7 @@ double memory_op_l2_resident_bytes(double bytes, const GpuSpec& gpu, double l2_r
 
 double memory_op_latency_s(const KernelQuery& q, const GpuSpec& gpu, const MemoryOpCoeffs& c) {
   const auto x = memory_op_terms(query_bytes(q), gpu, c.l2_resident_fraction);
-  return c.floor_us * 1e-6 + c.dram_factor * x[1] + c.sm_cycles_per_byte * x[2] + c.thread_cycles_per_byte * x[3];
+  return c.floor_kcycles * x[0] + c.dram_factor * x[1] + c.sm_cycles_per_byte * x[2] + c.thread_cycles_per_byte * x[3];
 }
 
 MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_resident_fraction) {
@@ -1423,7 +1424,7 @@ MemoryOpCoeffs fit_memory_op(const std::vector<MemoryOpRow>& rows, double l2_res
   }
   if (!std::isfinite(best_err)) throw DataError("memory_op fit: no non-negative solution");
   MemoryOpCoeffs c;
-  c.floor_us = best[0] * 1e6;
+  c.floor_kcycles = best[0];
   c.dram_factor = best[1];
   c.sm_cycles_per_byte = best[2];
   c.thread_cycles_per_byte = best[3];

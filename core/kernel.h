@@ -371,7 +371,8 @@ double fastest_s(const KernelQuery& q, const GpuSpec& gpu);
 double forecast_floor_s(const KernelQuery& q, const GpuSpec& gpu);
 
 // memory_op family (RMSNorm, SiLU-mul, RoPE, residual add), a fitted physics model per op:
-//   latency = floor + dram_factor x max(0, bytes - l2_resident_fraction x L2) / DRAM bandwidth
+//   latency = floor_kcycles x 1,000 / boost clock
+//             + dram_factor x max(0, bytes - l2_resident_fraction x L2) / DRAM bandwidth
 //             + sm_cycles_per_byte x bytes / (SMs x clock)
 //             + thread_cycles_per_byte x bytes / (SMs x max resident threads per SM x clock)
 // The third term is an SM-side rate (row reductions, address arithmetic, and the L2's own
@@ -385,9 +386,11 @@ double forecast_floor_s(const KernelQuery& q, const GpuSpec& gpu);
 // layer's activations stay in L2 between the kernel that writes them and the one that reads
 // them. Coefficients (all >= 0) are fitted on measured layer ops of the training GPUs by
 // `tilecast train --family memory_op`; l2_resident_fraction comes from configs/predictors/
-// memory_op.yaml (0: every byte at DRAM speed, the model before session 26).
+// memory_op.yaml (0: every byte at DRAM speed, the model before session 26). The floor is in SM
+// clock cycles since session 77 (microseconds before), as the other families' fixed costs:
+// vidur's few-token floors follow the clock between the A100 and the A40 (docs/accuracy.md).
 struct MemoryOpCoeffs {
-  double floor_us = 0;              // per-launch floor
+  double floor_kcycles = 0;         // per-launch floor, thousands of SM cycles at the boost clock
   double dram_factor = 1;           // x time at the spec's DRAM bandwidth (bytes beyond the L2-resident share)
   double sm_cycles_per_byte = 0;    // SM cycles per byte, spread over all SMs
   double thread_cycles_per_byte = 0;  // resident-thread cycles per byte (SMs x max threads per SM x clock)

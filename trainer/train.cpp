@@ -311,7 +311,7 @@ FamilyResult fit_memory_ops(const std::vector<std::string>& files, const std::ve
   for (const auto& kv : by_op) {
     e.ops[op_name(kv.first)] = fit_memory_op(kv.second, l2_resident_fraction);
     const MemoryOpCoeffs& c = e.ops[op_name(kv.first)];
-    TC_LOG(Info) << "memory_op " << op_name(kv.first) << ": floor " << c.floor_us << " us, DRAM factor "
+    TC_LOG(Info) << "memory_op " << op_name(kv.first) << ": floor " << c.floor_kcycles << " kcycles, DRAM factor "
                  << c.dram_factor << " beyond " << c.l2_resident_fraction << " of the L2, " << c.sm_cycles_per_byte
                  << " SM cycles/byte, " << c.thread_cycles_per_byte << " resident-thread cycles/byte (" << c.rows
                  << " rows)";

@@ -277,7 +277,12 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (!try_op_kind_from_string(op, &k) || op_family(k) != Family::kMemoryOp)
           throw ConfigError(path + ": memory_ops: '" + op + "' is not a memory op");
         MemoryOpCoeffs c;
-        c.floor_us = kv.second["floor_us"].as<double>();
+        // Fitted before session 77: a floor in microseconds, a model this build does not run.
+        if (kv.second["floor_us"] && !kv.second["floor_kcycles"])
+          throw ConfigError(path + ": memory_ops: '" + op +
+                            "': floor_us is the floor in microseconds of before session 77, not this build's "
+                            "floor in SM cycles (retrain: tilecast train --family memory_op)");
+        c.floor_kcycles = kv.second["floor_kcycles"].as<double>();
         c.dram_factor = kv.second["dram_factor"].as<double>();
         c.sm_cycles_per_byte = kv.second["sm_cycles_per_byte"].as<double>();
         c.rows = kv.second["rows"].as<int64_t>();
@@ -288,13 +293,13 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           c.thread_cycles_per_byte = kv.second["thread_cycles_per_byte"].as<double>();
         if (!(c.l2_resident_fraction >= 0 && c.l2_resident_fraction <= 1))
           throw ConfigError(path + ": memory_ops: '" + op + "': field 'l2_resident_fraction': expected 0..1");
-        if (!(c.floor_us >= 0 && c.floor_us < 1e6) || !(c.dram_factor >= 0 && c.dram_factor < 1e3) ||
+        if (!(c.floor_kcycles >= 0 && c.floor_kcycles < 1e6) || !(c.dram_factor >= 0 && c.dram_factor < 1e3) ||
             !(c.sm_cycles_per_byte >= 0 && c.sm_cycles_per_byte < 1e3) ||
             !(c.thread_cycles_per_byte >= 0 && c.thread_cycles_per_byte < 1e6) ||
-            !(c.floor_us > 0 || c.dram_factor > 0 || c.sm_cycles_per_byte > 0 || c.thread_cycles_per_byte > 0))
+            !(c.floor_kcycles > 0 || c.dram_factor > 0 || c.sm_cycles_per_byte > 0 || c.thread_cycles_per_byte > 0))
           // A floor alone is what fit_memory_op gives rows whose latency does not grow with
           // their bytes (a loaded CPU's, say); all four 0 is no model.
-          throw ConfigError(path + ": memory_ops: '" + op + "': coefficients out of range (floor_us in [0, 1e6), "
+          throw ConfigError(path + ": memory_ops: '" + op + "': coefficients out of range (floor_kcycles in [0, 1e6), "
                             "dram_factor and sm_cycles_per_byte in [0, 1e3), thread_cycles_per_byte in [0, 1e6), "
                             "not all four 0)");
         e.ops[op] = c;
@@ -388,7 +393,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     out << YAML::Key << "coefficients" << YAML::Value << YAML::BeginMap;
     for (const auto& kv : m.memory_ops.ops) {
       out << YAML::Key << kv.first << YAML::Value << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "floor_us" << YAML::Value << kv.second.floor_us;
+      out << YAML::Key << "floor_kcycles" << YAML::Value << kv.second.floor_kcycles;
       out << YAML::Key << "dram_factor" << YAML::Value << kv.second.dram_factor;
       out << YAML::Key << "sm_cycles_per_byte" << YAML::Value << kv.second.sm_cycles_per_byte;
       out << YAML::Key << "thread_cycles_per_byte" << YAML::Value << kv.second.thread_cycles_per_byte;

@@ -446,7 +446,7 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
   const GpuSpec& a = reg.resolve("A100-SXM4-40GB");
   const GpuSpec& l4 = reg.resolve("L4");
   MemoryOpCoeffs truth;
-  truth.floor_us = 2.5;
+  truth.floor_kcycles = 2.5;  // 2,500 SM cycles at each GPU's boost clock
   truth.dram_factor = 1.2;
   truth.sm_cycles_per_byte = 0.05;
   std::vector<MemoryOpRow> rows;
@@ -456,13 +456,13 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
       // Hand-derived bytes: read and write t x 4096 BF16 values plus the 4096-wide weight.
       const double bytes = 2.0 * 2 * t * 4096 + 2.0 * 4096;
       EXPECT_DOUBLE_EQ(query_bytes(q), bytes);
-      const double y = 2.5e-6 + 1.2 * bytes / (g->mem_bw_gbps * 1e9) +
+      const double y = 2.5e3 / (g->boost_clock_mhz * 1e6) + 1.2 * bytes / (g->mem_bw_gbps * 1e9) +
                        0.05 * bytes / (double(g->num_sms) * g->boost_clock_mhz * 1e6);
       EXPECT_NEAR(memory_op_latency_s(q, *g, truth), y, 1e-15);
       rows.push_back({g, bytes, y});
     }
   MemoryOpCoeffs fit = fit_memory_op(rows);
-  EXPECT_NEAR(fit.floor_us, 2.5, 1e-6);
+  EXPECT_NEAR(fit.floor_kcycles, 2.5, 1e-6);
   EXPECT_NEAR(fit.dram_factor, 1.2, 1e-6);
   EXPECT_NEAR(fit.sm_cycles_per_byte, 0.05, 1e-8);
   EXPECT_EQ(fit.rows, 10);
@@ -471,7 +471,7 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
   MemoryOpCoeffs f2 = fit_memory_op(falling);
   EXPECT_GE(f2.dram_factor, 0);
   EXPECT_GE(f2.sm_cycles_per_byte, 0);
-  EXPECT_GT(f2.floor_us, 0);
+  EXPECT_GT(f2.floor_kcycles, 0);
   expect_error<DataError>([&] { fit_memory_op({{&a, 1e6, 1e-6}}); }, {"fewer than 3 rows"});
   // Each GPU weighs the same: repeating one GPU's rows (here the L4's, 50 times) leaves the fit
   // as it is, on rows that no single coefficient set fits exactly (the two GPUs disagree).
@@ -485,7 +485,7 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
         for (int k = 0; k < (g == &l4 ? 50 : 1); ++k) repeated.push_back({g, bytes, y});
       }
     const MemoryOpCoeffs m1 = fit_memory_op(mixed), m2 = fit_memory_op(repeated);
-    EXPECT_NEAR(m1.floor_us, m2.floor_us, 1e-9 * std::max(1.0, m1.floor_us));
+    EXPECT_NEAR(m1.floor_kcycles, m2.floor_kcycles, 1e-9 * std::max(1.0, m1.floor_kcycles));
     EXPECT_NEAR(m1.dram_factor, m2.dram_factor, 1e-9 * std::max(1.0, m1.dram_factor));
     EXPECT_NEAR(m1.sm_cycles_per_byte, m2.sm_cycles_per_byte, 1e-9 * std::max(1.0, m1.sm_cycles_per_byte));
     EXPECT_GT(m1.dram_factor + m1.sm_cycles_per_byte, 0);
@@ -496,13 +496,13 @@ TEST(MemoryOp, FitRecoversGeneratingCoefficients) {
     std::vector<MemoryOpRow> one;
     for (int64_t t : {1, 16, 256, 4096, 32768, 131072}) {
       const double bytes = 2.0 * 2 * t * 4096 + 2.0 * 4096;
-      one.push_back({g, bytes, 1.5e-6 + 0.9 * bytes / (g->mem_bw_gbps * 1e9)});
+      one.push_back({g, bytes, 1.5e3 / (g->boost_clock_mhz * 1e6) + 0.9 * bytes / (g->mem_bw_gbps * 1e9)});
     }
     const MemoryOpCoeffs f1 = fit_memory_op(one);
     EXPECT_NEAR(f1.dram_factor, 0.9, 1e-6) << g->name;
     EXPECT_EQ(f1.sm_cycles_per_byte, 0.0) << g->name;
     EXPECT_EQ(f1.thread_cycles_per_byte, 0.0) << g->name;
-    EXPECT_NEAR(f1.floor_us, 1.5, 1e-6) << g->name;
+    EXPECT_NEAR(f1.floor_kcycles, 1.5, 1e-6) << g->name;
   }
 }
 
@@ -532,18 +532,18 @@ TEST(MemoryOp, LatencyBoundTermFollowsResidentThreads) {
   ASSERT_EQ(a.max_threads_per_sm, 2048);
   ASSERT_EQ(a40.max_threads_per_sm, 1536);
   MemoryOpCoeffs c;
-  c.floor_us = 2, c.dram_factor = 0, c.sm_cycles_per_byte = 0, c.thread_cycles_per_byte = 300;
+  c.floor_kcycles = 2, c.dram_factor = 0, c.sm_cycles_per_byte = 0, c.thread_cycles_per_byte = 300;
   // 4,096 x 4,096 BF16 RMSNorm, 67,117,056 bytes, on the A100-SXM4-40GB (108 SMs x 2,048
   // threads x 1,410 MHz = 3.11869e14 thread-cycles/s): 300 x 67,117,056 / 3.11869e14 s =
-  // 64.563 us, plus the floor.
+  // 64.563 us, plus the floor, 2,000 cycles at 1,410 MHz = 1.418 us.
   const KernelQuery big = vec_q(OpKind::kRmsNorm, 4096, 4096, DType::kBf16);
-  EXPECT_NEAR(memory_op_latency_s(big, a, c), 2e-6 + 300 * 67117056.0 / (108.0 * 2048 * 1410e6), 1e-12);
-  EXPECT_NEAR(memory_op_latency_s(big, a, c), 66.563e-6, 1e-9);
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 2e3 / 1410e6 + 300 * 67117056.0 / (108.0 * 2048 * 1410e6), 1e-12);
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 65.981e-6, 1e-9);
   MemoryOpCoeffs truth;
-  truth.floor_us = 1.5, truth.dram_factor = 0.6, truth.thread_cycles_per_byte = 300, truth.l2_resident_fraction = 0.5;
+  truth.floor_kcycles = 1.5, truth.dram_factor = 0.6, truth.thread_cycles_per_byte = 300, truth.l2_resident_fraction = 0.5;
   const auto rows = generated_rmsnorm_rows(truth, {&a, &l4, &a40}, {1, 64, 512, 2048, 8192, 32768});
   const MemoryOpCoeffs fit = fit_memory_op(rows, 0.5);
-  EXPECT_NEAR(fit.floor_us, 1.5, 1e-6);
+  EXPECT_NEAR(fit.floor_kcycles, 1.5, 1e-6);
   EXPECT_NEAR(fit.dram_factor, 0.6, 1e-6);
   EXPECT_NEAR(fit.thread_cycles_per_byte, 300, 1e-4);
   EXPECT_NEAR(fit.sm_cycles_per_byte, 0, 1e-9);
@@ -559,22 +559,23 @@ TEST(MemoryOp, L2ResidentBytesCostNoDramTime) {
   ASSERT_EQ(a.l2_cache_mb, 40);
   ASSERT_EQ(a.mem_bw_gbps, 1555);
   MemoryOpCoeffs c;
-  c.floor_us = 2.5, c.dram_factor = 1.2, c.sm_cycles_per_byte = 0, c.l2_resident_fraction = 0.5;
-  // 1,024 x 4,096 BF16 RMSNorm: 16,785,408 bytes, under half of 40 MiB (20,971,520): the floor alone.
+  c.floor_kcycles = 2.5, c.dram_factor = 1.2, c.sm_cycles_per_byte = 0, c.l2_resident_fraction = 0.5;
+  // 1,024 x 4,096 BF16 RMSNorm: 16,785,408 bytes, under half of 40 MiB (20,971,520): the floor
+  // alone, 2,500 cycles at 1,410 MHz = 1.77305 us.
   const KernelQuery small = vec_q(OpKind::kRmsNorm, 1024, 4096, DType::kBf16);
-  EXPECT_DOUBLE_EQ(memory_op_latency_s(small, a, c), 2.5e-6);
+  EXPECT_NEAR(memory_op_latency_s(small, a, c), 1.77305e-6, 1e-11);
   // 4,096 tokens: 67,117,056 bytes, 46,145,536 beyond the resident 20,971,520; at 1,555 GB/s
   // that is 29.6756 us, x 1.2 = 35.6107 us, plus the floor.
   const KernelQuery big = vec_q(OpKind::kRmsNorm, 4096, 4096, DType::kBf16);
-  EXPECT_NEAR(memory_op_latency_s(big, a, c), 38.1107e-6, 1e-10);
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 37.3838e-6, 1e-10);
   c.l2_resident_fraction = 0;  // every byte at DRAM speed: 67,117,056 / 1,555 GB/s x 1.2 + floor
-  EXPECT_NEAR(memory_op_latency_s(big, a, c), 54.2945e-6, 1e-10);
+  EXPECT_NEAR(memory_op_latency_s(big, a, c), 53.5676e-6, 1e-10);
 
   MemoryOpCoeffs truth;
-  truth.floor_us = 1.5, truth.dram_factor = 0.9, truth.sm_cycles_per_byte = 0.08, truth.l2_resident_fraction = 0.5;
+  truth.floor_kcycles = 1.5, truth.dram_factor = 0.9, truth.sm_cycles_per_byte = 0.08, truth.l2_resident_fraction = 0.5;
   const auto rows = generated_rmsnorm_rows(truth, {&a, &l4}, {1, 64, 512, 1024, 2048, 4096, 16384, 65536});
   const MemoryOpCoeffs fit = fit_memory_op(rows, 0.5);
-  EXPECT_NEAR(fit.floor_us, 1.5, 1e-6);
+  EXPECT_NEAR(fit.floor_kcycles, 1.5, 1e-6);
   EXPECT_NEAR(fit.dram_factor, 0.9, 1e-6);
   EXPECT_NEAR(fit.sm_cycles_per_byte, 0.08, 1e-8);
   EXPECT_EQ(fit.l2_resident_fraction, 0.5);
@@ -582,7 +583,7 @@ TEST(MemoryOp, L2ResidentBytesCostNoDramTime) {
   const MemoryOpCoeffs flat = fit_memory_op(rows, 0);
   double worst = 0;
   for (const auto& r : rows) {
-    const double y = flat.floor_us * 1e-6 + flat.dram_factor * r.bytes / (r.gpu->mem_bw_gbps * 1e9) +
+    const double y = flat.floor_kcycles * 1e3 / (r.gpu->boost_clock_mhz * 1e6) + flat.dram_factor * r.bytes / (r.gpu->mem_bw_gbps * 1e9) +
                      flat.sm_cycles_per_byte * r.bytes / (double(r.gpu->num_sms) * r.gpu->boost_clock_mhz * 1e6);
     worst = std::max(worst, std::abs(y / r.latency_s - 1));
   }

@@ -651,16 +651,17 @@ TEST(MemoryOpConfig, OneFieldAndManifestRoundTrip) {
   trainer::WeightsManifest m;
   m.feature_schema_version = kFeatureSchemaVersion;
   MemoryOpCoeffs c;
-  c.floor_us = 2, c.dram_factor = 0.8, c.sm_cycles_per_byte = 0.1, c.l2_resident_fraction = 0.5, c.rows = 10;
+  c.floor_kcycles = 2, c.dram_factor = 0.8, c.sm_cycles_per_byte = 0.1, c.l2_resident_fraction = 0.5, c.rows = 10;
   c.thread_cycles_per_byte = 250;
   m.memory_ops.ops["rmsnorm"] = c;
   m.memory_ops.data_hash = "x", m.memory_ops.fitted_at = "t", m.memory_ops.training_gpus = {"NVIDIA L4"};
   trainer::save_manifest(dir, m);
   EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").l2_resident_fraction, 0.5);
   EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").thread_cycles_per_byte, 250);
+  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("rmsnorm").floor_kcycles, 2);
   auto entry = [&](const std::string& fields) {
     std::ofstream(dir + "/manifest.yaml") << "feature_schema_version: " << kFeatureSchemaVersion
-                                          << "\ntile_table: tiles.csv\nmemory_ops:\n  coefficients:\n    rmsnorm: {floor_us: 2, "
+                                          << "\ntile_table: tiles.csv\nmemory_ops:\n  coefficients:\n    rmsnorm: {floor_kcycles: 2, "
                                              "dram_factor: 0.8, sm_cycles_per_byte: 0.1, rows: 10"
                                           << fields << "}\n  data_hash: x\n  training_gpus: [NVIDIA L4]\n  fitted_at: t\n";
   };
@@ -671,16 +672,22 @@ TEST(MemoryOpConfig, OneFieldAndManifestRoundTrip) {
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "l2_resident_fraction", "0..1"});
   entry(", thread_cycles_per_byte: -3");
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "thread_cycles_per_byte"});
+  // Fitted before session 77 (a floor in microseconds): refused with one line, not read as cycles.
+  std::ofstream(dir + "/manifest.yaml") << "feature_schema_version: " << kFeatureSchemaVersion
+                                        << "\ntile_table: tiles.csv\nmemory_ops:\n  coefficients:\n    rmsnorm: {floor_us: 2, "
+                                           "dram_factor: 0.8, sm_cycles_per_byte: 0.1, rows: 10}\n  data_hash: x\n  "
+                                           "training_gpus: [NVIDIA L4]\n  fitted_at: t\n";
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'rmsnorm'", "floor_us", "retrain"});
   // Rows whose latency falls as the bytes grow (a loaded CPU's timings, say): the fit is a floor
   // alone, and the manifest `train` writes with it loads. All four coefficients 0 is refused.
   const GpuSpec& l4 = registry().resolve("L4");
   const MemoryOpCoeffs floor_only = fit_memory_op({{&l4, 1e6, 3e-6}, {&l4, 2e6, 2e-6}, {&l4, 3e6, 1e-6}});
-  ASSERT_GT(floor_only.floor_us, 0);
+  ASSERT_GT(floor_only.floor_kcycles, 0);
   ASSERT_EQ(floor_only.dram_factor + floor_only.sm_cycles_per_byte + floor_only.thread_cycles_per_byte, 0.0);
   m.memory_ops.ops["sampler"] = floor_only;
   trainer::save_manifest(dir, m);
-  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("sampler").floor_us, floor_only.floor_us);
-  m.memory_ops.ops["sampler"].floor_us = 0;
+  EXPECT_DOUBLE_EQ(trainer::load_manifest(dir).memory_ops.ops.at("sampler").floor_kcycles, floor_only.floor_kcycles);
+  m.memory_ops.ops["sampler"].floor_kcycles = 0;
   trainer::save_manifest(dir, m);
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {"memory_ops", "'sampler'", "not all four 0"});
 }
