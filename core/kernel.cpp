@@ -45,6 +45,8 @@ int64_t tc_output_tiles(const KernelQuery& q, const GemmTile& t) { return ceil_d
 
 // SM clock cycles per second over the whole GPU (SMs x boost clock): the rate of SM-side work.
 double sm_cycles_per_s(const GpuSpec& gpu) { return double(gpu.num_sms) * gpu.boost_clock_mhz * 1e6; }
+// Microseconds per 1,000 SM clock cycles at the boost clock: the unit of fixed costs in cycles.
+double us_per_kcycle(const GpuSpec& gpu) { return 1e3 / gpu.boost_clock_mhz; }
 
 // Bytes a repeated call reads with up to half the L2 of them resident: those from the L2 at 47.4
 // bytes per SM-cycle (the A100 whitepaper's 5,120 bytes per clock over its 108 SMs), the rest
@@ -1140,7 +1142,7 @@ KernelBounds wave_frame(const GpuSpec& gpu, const LaunchInfo& li, double* pad) {
   KernelBounds kb;
   kb.waves = double(li.num_waves);
   kb.ctas = double(li.num_ctas);
-  kb.us_per_kcycle = 1e3 / gpu.boost_clock_mhz;
+  kb.us_per_kcycle = us_per_kcycle(gpu);
   kb.dram_bytes_per_sm_cycle = dram_bytes_per_sm_cycle(gpu);
   const double slots = double(gpu.num_sms) * li.ctas_per_sm, ctas = std::max<double>(1, li.num_ctas);
   *pad = li.num_waves * slots / ctas;
@@ -1335,7 +1337,7 @@ constexpr size_t kMemoryOpTerms = 4;
 std::array<double, kMemoryOpTerms> memory_op_terms(double bytes, const GpuSpec& gpu, double l2_resident_fraction) {
   const double dram_bytes = bytes - memory_op_l2_resident_bytes(bytes, gpu, l2_resident_fraction);
   // The floor in thousands of SM cycles at the boost clock (session 77; microseconds before).
-  return {1e3 / (gpu.boost_clock_mhz * 1e6), transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / sm_cycles_per_s(gpu),
+  return {us_per_kcycle(gpu) * 1e-6, transfer_s(dram_bytes, gpu.mem_bw_gbps), bytes / sm_cycles_per_s(gpu),
           bytes / (sm_cycles_per_s(gpu) * double(gpu.max_threads_per_sm))};
 }
 }  // namespace
