@@ -39,8 +39,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "prefix", po::value(&prefix)->default_value(0),
       "attention_prefill: prompt tokens already cached; S is then a chunk of a longer prompt (chunked prefill)")(
       "moe-tp", po::value(&moe_tp)->default_value(1), "moe: ranks the expert FFN width is split over")(
-      "moe-ep", po::value(&moe_ep)->default_value(1), "moe: ranks the experts are split over (rank 0 forecast)")(
-      "routing", po::value(&routing)->default_value("balanced"), "moe: balanced or power_law_<a> (e.g. power_law_1.2)")(
+      "moe-ep", po::value(&moe_ep)->default_value(1),
+      "moe: ranks the experts are split over (balanced: rank 0 forecast; power law: the most loaded rank)")(
+      "routing", po::value(&routing)->default_value("balanced"),
+      "moe: balanced (every expert an equal share, each token's picks at random) or power_law_<a> (experts' "
+      "loads drawn from a power law as aiconfigurator's collector draws them, e.g. power_law_1.2)")(
       "weight-group", po::value(&weight_group)->default_value(0),
       "moe --dtype int4: weights per 16-bit scale (e.g. 32; 0 = 128, the modelled kernels' groups)")(
       "sustained", po::bool_switch(&sustained),

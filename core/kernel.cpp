@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -277,37 +278,31 @@ const char* moe_library(const GpuSpec& gpu, DType d) {
 }
 
 namespace {
-MoeLoad compute_moe_load(const KernelQuery& q) {
-  // Expected loads: assignments A = tokens x topk spread over experts with weights
-  // w_i ~ i^-alpha (alpha = 0: balanced), an expert taking at most every token once; rank 0
-  // holds experts 1..E/ep.
-  const int64_t e = q.experts, local = q.experts / q.moe_ep;
+// Triton fused_moe's BLOCK_SIZE_M follows the tokens per expert (16..128).
+int moe_block_m(double tokens_on_rank, int64_t local_experts) {
+  const double per_hit_guess = std::max(1.0, tokens_on_rank / std::max(1.0, double(local_experts)));
+  return static_cast<int>(
+      std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(static_cast<int64_t>(std::ceil(per_hit_guess))))));
+}
+
+// Balanced routing: each token picks top-k of the experts at random, every expert alike; rank 0
+// holds E / ep of them. An expert is hit unless no token picks it: 1 - (1 - K/E)^T.
+// aiconfigurator's collector spreads a balanced layer's picks over distinct experts instead
+// (balanced_logits; scripts/llm-data-checks.py, check 15): a load model that follows it was
+// measured worse in leave one GPU out (session 78, docs/accuracy.md, "The data's routings").
+MoeLoad balanced_moe_load(const KernelQuery& q) {
+  const int64_t local = q.experts / q.moe_ep;
   const double a = double(q.b) * q.topk;
-  // Weights i^-alpha, each computed once (balanced: exactly 1, no pow): this function runs
-  // several times per forecast, and its pows were measured at a third of MoE evaluation time.
-  const bool balanced = q.routing_alpha == 0;
-  auto weight = [&](int64_t i) { return balanced ? 1.0 : std::pow(double(i), -q.routing_alpha); };
-  std::vector<double> load(static_cast<size_t>(local));
-  double norm = 0;
-  for (int64_t i = 1; i <= e; ++i) {
-    const double w = weight(i);
-    if (i <= local) load[i - 1] = w;
-    norm += w;
-  }
   MoeLoad r;
+  std::vector<double> load(static_cast<size_t>(local));
   for (int64_t i = 1; i <= local; ++i) {
-    load[i - 1] = std::min(double(q.b), a * load[i - 1] / norm);
+    load[i - 1] = std::min(double(q.b), a / double(q.experts));
     r.tokens += load[i - 1];
     r.max_load = std::max(r.max_load, load[i - 1]);
   }
-  // Triton fused_moe's BLOCK_SIZE_M follows the tokens per expert (16..128).
-  const double per_hit_guess = std::max(1.0, r.tokens / std::max(1.0, double(local)));
-  r.tm = static_cast<int>(std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(static_cast<int64_t>(std::ceil(per_hit_guess))))));
+  r.tm = moe_block_m(r.tokens, local);
   double last_l = -1, p_hit = 0;
   for (double l : load) {
-    // Each token picks the expert with probability l / tokens: hit unless no token does
-    // (exact for balanced routing: 1 - (1 - k/E)^T). Equal neighbouring loads (balanced
-    // routing, capped experts) share one pow.
     if (l != last_l) p_hit = 1.0 - std::pow(1.0 - std::min(1.0, l / double(q.b)), double(q.b)), last_l = l;
     r.hit += p_hit;
     if (p_hit > 0) r.max_load_if_hit = std::max(r.max_load_if_hit, l / p_hit);
@@ -315,6 +310,105 @@ MoeLoad compute_moe_load(const KernelQuery& q) {
   }
   r.hit = std::max(r.hit, 1e-9);
   return r;
+}
+
+// Power-law routing as aiconfigurator's MoE collector generates it (its power_law_logits_v3,
+// which the data's `power_law_<a>` rows ran): each expert's load is drawn independently from a
+// power law of exponent a bounded to [1, 0.8 x tokens] (to [0.01, 2] where tokens x top-k <=
+// experts), scaled to tokens x top-k assignments and rounded (the remainder added to the most
+// loaded experts, or taken from the least), and the expert-parallel rank with the most
+// assignments is the one timed. An expert takes a token at most once. The expectation over
+// kPowerLawTrials draws of a fixed seed: deterministic, the same on every machine.
+constexpr int kPowerLawTrials = 32;
+MoeLoad power_law_moe_load(const KernelQuery& q) {
+  const int64_t e = q.experts, local = q.experts / q.moe_ep, ranks = q.moe_ep;
+  const double alpha = q.routing_alpha, cap = double(q.b);
+  const int64_t target = q.b * q.topk;
+  const bool many = target > e;
+  const double xmin = many ? 1.0 : 0.01, xmax = many ? std::max(1.0, 0.8 * double(q.b)) : 2.0;
+  // Inverse CDF of the bounded power law; alpha == 1 is log-uniform.
+  const bool log_uniform = std::fabs(1.0 - alpha) < 1e-9;
+  const double lo = log_uniform ? 0 : std::pow(xmin, 1.0 - alpha), span = log_uniform ? 0 : std::pow(xmax, 1.0 - alpha) - lo;
+  auto draw = [&](double u) {
+    return log_uniform ? xmin * std::pow(xmax / xmin, u) : std::pow(span * u + lo, 1.0 / (1.0 - alpha));
+  };
+  // splitmix64 of a fixed seed: the same stream on every platform (std::uniform_real_distribution's is not).
+  uint64_t state = 0x7469'6c65'6361'7374ULL;  // "tilecast"
+  auto uniform = [&state]() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return double(z >> 11) * 0x1.0p-53;
+  };
+  std::vector<double> x(static_cast<size_t>(e)), c(static_cast<size_t>(e));
+  std::vector<int64_t> order(static_cast<size_t>(e));
+  std::vector<std::vector<double>> rank_loads;  // the timed rank's loads, per trial
+  rank_loads.reserve(kPowerLawTrials);
+  double tokens = 0;
+  for (int t = 0; t < kPowerLawTrials; ++t) {
+    double sum = 0;
+    for (auto& v : x) sum += (v = draw(uniform()));
+    double assigned = 0;
+    for (size_t i = 0; i < x.size(); ++i) assigned += (c[i] = std::nearbyint(x[i] / sum * double(target)));
+    const int64_t delta = target - static_cast<int64_t>(assigned);
+    if (delta != 0) {
+      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return c[size_t(a)] > c[size_t(b)]; });
+      if (delta > 0) {
+        for (int64_t i = 0; i < delta; ++i) c[size_t(order[size_t(i % e)])] += 1;
+      } else {
+        for (int64_t i = 0; i < -delta; ++i) {
+          const size_t j = size_t(order[size_t(e - 1 - (i % e))]);
+          if (c[j] > 0)
+            c[j] -= 1;
+          else
+            *std::max_element(c.begin(), c.end()) -= 1;
+        }
+      }
+    }
+    int64_t best = 0;
+    double best_sum = -1;
+    for (int64_t r = 0; r < ranks; ++r) {
+      double s = 0;
+      for (int64_t i = r * local; i < (r + 1) * local; ++i) s += std::min(cap, c[size_t(i)]);
+      if (s > best_sum) best_sum = s, best = r;
+    }
+    std::vector<double> loads(static_cast<size_t>(local));
+    for (int64_t i = 0; i < local; ++i) loads[size_t(i)] = std::min(cap, std::max(0.0, c[size_t(best * local + i)]));
+    tokens += best_sum;
+    rank_loads.push_back(std::move(loads));
+  }
+  MoeLoad r;
+  r.tokens = tokens / kPowerLawTrials;
+  r.tm = moe_block_m(r.tokens, local);
+  double hit = 0, max_load = 0, tiles = 0;
+  for (const auto& loads : rank_loads) {
+    double mx = 0;
+    for (double l : loads) {
+      if (l <= 0) continue;
+      hit += 1;
+      mx = std::max(mx, l);
+      tiles += std::ceil(l / r.tm);
+    }
+    max_load += mx;
+  }
+  r.hit = std::max(hit / kPowerLawTrials, 1e-9);
+  r.max_load = r.max_load_if_hit = max_load / kPowerLawTrials;
+  r.tiles_m = tiles / kPowerLawTrials;
+  return r;
+}
+
+MoeLoad compute_moe_load(const KernelQuery& q) {
+  if (q.routing_alpha == 0) return balanced_moe_load(q);
+  // The draws cost E x kPowerLawTrials powers: kept per thread by the fields they read (a
+  // training set has a few thousand routings over hundreds of thousands of rows).
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, double>;
+  thread_local std::map<Key, MoeLoad> cache;
+  const Key key{q.b, q.topk, q.experts, q.moe_ep, q.routing_alpha};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= 65536) cache.clear();
+  return cache.emplace(key, power_law_moe_load(q)).first->second;
 }
 }  // namespace
 

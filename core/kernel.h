@@ -149,9 +149,12 @@ std::string routing_name(double alpha);
 // kernel on datacenter Blackwell; elsewhere the Marlin MoE kernel for int4 weights and the
 // Triton fused_moe kernel for the rest (mxfp4 included).
 const char* moe_library(const GpuSpec& gpu, DType d);
-// Expected per-expert load on rank 0 of the expert-parallel group (experts 1..E/ep, the most
-// loaded under a power law): tokens routed there, experts hit, the busiest expert's tokens and
-// the M tiles of the grouped GEMM (tile `tm` rows).
+// Expected per-expert load on the rank of the expert-parallel group a forecast is for: tokens
+// routed there, experts hit, the busiest expert's tokens and the M tiles of the grouped GEMM
+// (tile `tm` rows). Balanced: rank 0, each token's top-k picks at random among the experts.
+// Power law (`routing_alpha` a > 0): as aiconfigurator's collector routes the data's power-law
+// rows, each expert's load drawn from a power law of exponent a and the most loaded rank the one
+// timed; the expectation over a fixed seed's draws (core/kernel.cpp, power_law_moe_load).
 struct MoeLoad {
   // Expected values on rank 0: tokens routed to it, experts hit, the busiest expert's tokens
   // (below 1 when tokens x top-k < experts: a feature, as trained), the busiest expert's tokens

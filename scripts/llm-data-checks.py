@@ -128,6 +128,17 @@ its bytes): the median of that time in thousands of cycles per CTA of the busies
 heads x query blocks / SMs)), and of the share of it that tilecast's bytes of the row
 (attention_row_bytes) take at the sheet's DRAM bandwidth.
 
+15. How did the MoE collector route its tokens? For every moe file, per kernel library, over the
+layers timed at tp 1 and ep 1 with balanced routing: per shape (dtype, hidden, inter, top-k K,
+experts E), the time at T x K / E = 0.25, 0.5, 1 and 2 (T tokens; the nearest T timed, within
+10 %) over the time at 4: the shapes and the median of each ratio. Weight reads dominate these
+layers, so each ratio follows the share of experts hit: min(1, r) where every pick is a different
+expert until all are hit (aiconfigurator's balanced_logits), 1 - e^-r for picks drawn at random
+(tilecast's `moe_load` for balanced routing; docs/accuracy.md, "The data's routings"). And per ep (1, 2, 4, >= 8) and
+assignments per expert (T x K / E: < 4, 4-32, 32-256, >= 256), over the layers timed with both a
+power law and balanced routing (tp 1, same shape and tokens): the pairs and the median t(power
+law) / t(balanced).
+
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 """
 import argparse, collections, csv, math, os, re, statistics, sys
@@ -471,6 +482,45 @@ def prefill_block_costs(rows, sheets, peaks, exp_rates, gpu_dir):
     return out
 
 
+def moe_routing_checks(path):
+    """Check 15's rows for one moe file: (library, ratio label, shapes, median) for balanced
+    layers, and (ep bucket, assignments bucket, pairs, median) for power law / balanced."""
+    bal = collections.defaultdict(dict)  # (library, shape) -> tokens -> latency
+    pairs = collections.defaultdict(dict)  # (layer, tokens, ep) -> distribution -> latency
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["moe_tp_size"] != "1":
+                continue
+            shape = (r["moe_dtype"], r["hidden_size"], r["inter_size"], int(r["topk"]), int(r["num_experts"]))
+            t, ep, lat = int(r["num_tokens"]), int(r["moe_ep_size"]), float(r["latency"])
+            if r["distribution"] == "balanced" and ep == 1:
+                bal[(r["kernel_source"], shape)][t] = lat
+            pairs[(r["kernel_source"], shape, t, ep)][r["distribution"]] = lat
+    ratios = collections.defaultdict(list)
+    for (lib, (_, _, _, k, e)), times in bal.items():
+        def at(r):  # the time at T x K / E = r, from the nearest T timed within 10 %
+            t = min(times, key=lambda x: abs(x * k / e - r))
+            return times[t] if abs(t * k / e - r) <= 0.1 * r else None
+        top = at(4)
+        if top:
+            for r in (0.25, 0.5, 1, 2):
+                if at(r):
+                    ratios[(lib, r)].append(at(r) / top)
+    balanced_rows = [(lib, r, len(v), statistics.median(v)) for (lib, r), v in sorted(ratios.items())]
+    pl = collections.defaultdict(list)
+    for (lib, (_, _, _, k, e), t, ep), d in pairs.items():
+        b = d.get("balanced")
+        per_expert = t * k / e
+        bucket = "<4" if per_expert < 4 else "4-32" if per_expert < 32 else "32-256" if per_expert < 256 else ">=256"
+        for dist, lat in d.items():
+            if dist != "balanced" and b:
+                pl[(lib, ep if ep <= 4 else ">=8", bucket)].append(lat / b)
+    order = {"<4": 0, "4-32": 1, "32-256": 2, ">=256": 3}
+    power_rows = [(lib, ep, bk, len(v), statistics.median(v))
+                  for (lib, ep, bk), v in sorted(pl.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), order[kv[0][2]]))]
+    return balanced_rows, power_rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -612,6 +662,16 @@ def main():
                   f"{exp / 1e3:.2f},{fp32 / 1e3:.2f},{pct(series, 10):.2f},{statistics.median(series):.2f},"
                   f"{pct(series, 90):.2f},{statistics.median(larger):.2f},{statistics.median(x[4] for x in v) / 1e3:.2f},"
                   f"{statistics.median(x[5] for x in v):.2f}")
+    print("\ngpu,library,tokens_x_topk_over_experts,shapes,time_over_time_at_4_p50,every_pick_distinct,random_picks")
+    moe_power = []
+    for gpu, path in family_files(root, "moe"):
+        balanced_rows, power_rows = moe_routing_checks(path)
+        for lib, r, n, med in balanced_rows:
+            print(f"{gpu},{lib},{r:g},{n},{med:.2f},{min(1, r):.2f},{(1 - math.exp(-r)) / (1 - math.exp(-4)):.2f}")
+        moe_power += [(gpu,) + row for row in power_rows]
+    print("\ngpu,library,moe_ep,assignments_per_expert,pairs,power_law_over_balanced_p50")
+    for gpu, lib, ep, bk, n, med in moe_power:
+        print(f"{gpu},{lib},{ep},{bk},{n},{med:.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10, 11, 12, 13 and 14; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 and 15; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -352,6 +352,32 @@ with tempfile.TemporaryDirectory() as tmp:
                            "fp32_kcycles,over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50,"
                            "rest_kcycles_per_cta_p50,rest_dram_share_p50") == [
         "B200,trtllm_mha,128,bfloat16,1,3.00,1.08,1.02,0.58,1.12,1.12,1.12,2.77,67.21,0.04"], out
+
+    # Check 15 (the collector's routings) on hand-made MoE rows of one shape, top-8 of 128 experts
+    # (T x K / E = T / 16): balanced at 4, 8, 16, 32 and 64 tokens (r = 0.25 ... 4) in 0.1, 0.2,
+    # 0.39, 0.4, 0.4 ms, so the ratios to r = 4 are 0.25, 0.50, 0.975 and 1.00; a 20-token row
+    # (r = 1.25) no ratio reads. At ep 8, 64 tokens (4 per expert), a power-law layer of 0.6 ms
+    # beside a balanced one of 0.3 (2.00); at ep 1 the 4-token one of 0.08 beside 0.1 (0.80); a
+    # tp-2 pair, which the check leaves out.
+    routing = os.path.join(tmp, "routing", "aiconfigurator", "L40S")
+    os.makedirs(routing)
+    lead = "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,bfloat16,"
+    write(os.path.join(routing, "moe_perf.csv"), moe,
+          *[lead + f"{t},2048,768,8,128,1,1,balanced,{ms}" for t, ms in
+            ((4, 0.1), (8, 0.2), (16, 0.39), (32, 0.4), (64, 0.4), (20, 0.4))],
+          lead + "4,2048,768,8,128,1,1,power_law_1.2,0.08",
+          lead + "64,2048,768,8,128,1,8,balanced,0.3",
+          lead + "64,2048,768,8,128,1,8,power_law_1.01,0.6",
+          lead + "64,2048,768,8,128,2,8,balanced,0.3",
+          lead + "64,2048,768,8,128,2,8,power_law_1.01,0.9")
+    rc, out, err = run(os.path.join(tmp, "routing"))
+    assert rc == 0, (rc, err)
+    assert section_of(out, "gpu,library,tokens_x_topk_over_experts,shapes,time_over_time_at_4_p50,"
+                           "every_pick_distinct,random_picks") == [
+        "L40S,sglang_fused_moe_triton,0.25,1,0.25,0.25,0.23", "L40S,sglang_fused_moe_triton,0.5,1,0.50,0.50,0.40",
+        "L40S,sglang_fused_moe_triton,1,1,0.97,1.00,0.64", "L40S,sglang_fused_moe_triton,2,1,1.00,1.00,0.88"], out
+    assert section_of(out, "gpu,library,moe_ep,assignments_per_expert,pairs,power_law_over_balanced_p50") == [
+        "L40S,sglang_fused_moe_triton,1,<4,1,0.80", "L40S,sglang_fused_moe_triton,>=8,4-32,1,2.00"], out
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
