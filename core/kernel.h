@@ -80,7 +80,7 @@ struct KernelQuery {
   // Fused MoE (op moe): b = tokens, h = hidden, n = expert FFN width (whole, before tp);
   int64_t experts = 0, topk = 0;       // experts in the layer, experts per token
   int64_t moe_tp = 1, moe_ep = 1;      // expert FFNs split over moe_tp ranks, experts over moe_ep
-  double routing_alpha = 0;            // token routing: 0 = balanced, else power law i^-alpha
+  double routing_alpha = 0;            // token routing: 0 = balanced, else a power law of this exponent (MoeLoad)
   // moe with int4 weights: elements per 16-bit scale (e.g. Kimi-K2-Thinking's 32); 0 = the
   // modelled kernels' kInt4ModelledGroup (set_weight_group keeps it so)
   int64_t weight_group = 0;

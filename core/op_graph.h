@@ -202,7 +202,7 @@ struct OpGraph {
   // Serving a MoE model: its routed experts' dtype (serving_expert_dtype); none for a dense model.
   std::optional<DType> expert_dtype;
   int64_t context = 0;
-  double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else power law i^-alpha)
+  double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else a power law of this exponent)
   int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
   int64_t window_layers = 0;   // the layers it applies to (windowed_layers), 0 = none
   bool chunked_window = false; // the window is Llama 4's aligned chunks (ModelConfig::chunked_attention)
