@@ -375,7 +375,7 @@ MoeLoad power_law_moe_load(const KernelQuery& q) {
       if (s > best_sum) best_sum = s, best = r;
     }
     std::vector<double> loads(static_cast<size_t>(local));
-    for (int64_t i = 0; i < local; ++i) loads[size_t(i)] = std::min(cap, std::max(0.0, c[size_t(best * local + i)]));
+    for (int64_t i = 0; i < local; ++i) loads[size_t(i)] = std::min(cap, c[size_t(best * local + i)]);
     tokens += best_sum;
     rank_loads.push_back(std::move(loads));
   }

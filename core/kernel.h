@@ -156,8 +156,9 @@ const char* moe_library(const GpuSpec& gpu, DType d);
 // rows, each expert's load drawn from a power law of exponent a and the most loaded rank the one
 // timed; the expectation over a fixed seed's draws (core/kernel.cpp, power_law_moe_load).
 struct MoeLoad {
-  // Expected values on rank 0: tokens routed to it, experts hit, the busiest expert's tokens
-  // (below 1 when tokens x top-k < experts: a feature, as trained), the busiest expert's tokens
+  // Expected values on the forecast's rank: tokens routed to it, experts hit, the busiest
+  // expert's tokens (balanced: the expected load, below 1 when tokens x top-k < experts, a
+  // feature as trained; power law: the expected largest count), the busiest expert's tokens
   // given that it is hit (what predict-kernel shows), M tiles.
   double tokens = 0, hit = 0, max_load = 0, max_load_if_hit = 0, tiles_m = 0;
   int tm = 64;
