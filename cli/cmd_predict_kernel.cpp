@@ -137,6 +137,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     else
       std::printf("prior_ms     %.6g (the family's fitted roofline; alone: the network corrects only the GPUs it was "
                   "trained on, or their twins where the family's network_gpus says so)\n", r.prior_ms);
+    if (r.prior_floor_kcycles > 0)
+      std::printf("floor        %.4g thousand cycles (%s's launch floor, fitted on its training rows): %.4g us at "
+                  "this GPU's %.0f MHz boost clock\n",
+                  r.prior_floor_kcycles, kernel_library(q, spec), r.prior_floor_kcycles * 1e3 / spec.boost_clock_mhz,
+                  spec.boost_clock_mhz);
     if (r.prior_cta_ns > 0)
       std::printf("cta cost     %.4g ns a CTA (%s's, fitted on its training rows): past the floor, %lld CTAs take at "
                   "least %.6g ms\n",

@@ -163,6 +163,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["fitted_roofline_weight"] = r.fitted_roofline_weight;  // this row's, after its fixed costs
     j["prior_cta_ns"] = r.prior_cta_ns;  // the library's cost per CTA in prior_ms (0: none)
     j["prior_sm_bytes_per_cycle"] = r.prior_sm_bytes_per_cycle;  // the library's load rate per SM (0: none)
+    j["prior_floor_kcycles"] = r.prior_floor_kcycles;  // the library's own floor in prior_ms (0: the shared one)
   }
   if (is_attention(fam)) {
     j["library"] = attention_library(q, spec);

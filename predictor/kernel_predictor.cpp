@@ -543,15 +543,23 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
       if (prior) fixed_ms[j] = s_to_ms(fitted_fixed_s(p.bounds, *prior));
-      if (entry && !corrected && (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty())) {
+      if (entry && !corrected &&
+          (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty() ||
+           !entry->library_floor_kcycles.empty())) {
         const char* library = kernel_library(q, gpu);
         const auto cta = library ? entry->library_cta_ns.find(library) : entry->library_cta_ns.end();
         const auto rate = library ? entry->library_sm_bytes_per_cycle.find(library) : entry->library_sm_bytes_per_cycle.end();
-        if (cta != entry->library_cta_ns.end() || rate != entry->library_sm_bytes_per_cycle.end()) {
+        const auto floor = library ? entry->library_floor_kcycles.find(library) : entry->library_floor_kcycles.end();
+        if (cta != entry->library_cta_ns.end() || rate != entry->library_sm_bytes_per_cycle.end() ||
+            floor != entry->library_floor_kcycles.end()) {
           FittedRoofline alone = entry->prior;
           if (cta != entry->library_cta_ns.end()) alone.cta_ns = r.prior_cta_ns = cta->second;
           if (rate != entry->library_sm_bytes_per_cycle.end())
             alone.sm_bytes_per_cycle = r.prior_sm_bytes_per_cycle = rate->second;
+          if (floor != entry->library_floor_kcycles.end()) {
+            alone.floor_us = 0;
+            alone.floor_kcycles = r.prior_floor_kcycles = floor->second;
+          }
           r.prior_ms = s_to_ms(fitted_roofline_s(p.bounds, alone));
         }
       }

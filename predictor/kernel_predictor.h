@@ -41,6 +41,9 @@ struct KernelPrediction {
   // The library's rate of loads per SM, bytes per SM-cycle, in prior_ms where it forecasts alone
   // (FamilyEntry::library_sm_bytes_per_cycle); 0: none.
   double prior_sm_bytes_per_cycle = 0;
+  // The library's per-launch floor, thousands of SM cycles, in prior_ms where it forecasts alone
+  // (FamilyEntry::library_floor_kcycles; in place of the shared fit's floor); 0: none.
+  double prior_floor_kcycles = 0;
   double utilisation = 0;   // wave-quantised roofline / latency_ms
   double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
   const char* bound = "";   // "compute" | "memory" | "launch" (below a fitted floor)

@@ -46,6 +46,11 @@ struct PredictorConfig {
   // (FittedRoofline::sm_bytes_per_cycle; the manifest's library_sm_bytes_per_cycle), fitted in
   // turn with the cost per CTA when prior_cta_by_library is set too, and applied where that is.
   bool prior_sm_rate_by_library = false;
+  // Fit, likewise per kernel library, its own per-launch floor in thousands of SM clock cycles
+  // (the manifest's library_floor_kcycles), which replaces the shared floor where the cost per
+  // CTA applies: a library's fixed cost follows the clock of the GPU that runs it, while the
+  // shared floor of a library no training GPU ran stays in the shared fit's unit.
+  bool prior_floor_by_library = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
   // was measured not to carry over to a GPU left out of training (leave-one-GPU-out); "twins":

@@ -113,7 +113,7 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
 
 std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                                       const GpuRegistry& gpus, const FittedRoofline& prior, bool cta,
-                                                      bool sm_rate) {
+                                                      bool sm_rate, bool floor) {
   struct Row {
     KernelBounds kb;
     double measured_s;
@@ -147,12 +147,33 @@ std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSa
       }
       value = best_value;
     };
+    // The library's own floor, in cycles, in place of the shared one: kept only where it lowers
+    // the loss below the shared floor's (fit() keeps 0, the shared floor, otherwise).
+    auto fit_floor = [&]() {
+      const FittedRoofline shared = p;
+      const double shared_loss = loss();
+      p.floor_us = 0;
+      fit(p.floor_kcycles, 121, std::log10(0.2), std::log10(200.0));  // 0.2 to 200 kcycles
+      if (p.floor_kcycles <= 0 || !(loss() < shared_loss)) {
+        p.floor_us = shared.floor_us;
+        p.floor_kcycles = shared.floor_kcycles;
+        return 0.0;
+      }
+      return p.floor_kcycles;
+    };
+    double floor_kcycles = floor ? fit_floor() : 0.0;
     // The rate first (it moves the rows whose bytes dominate), then the cost per CTA with the
     // rate held (the rows whose CTAs outlast their bytes), then the rate again with that cost.
     if (sm_rate) fit(p.sm_bytes_per_cycle, 97, -0.5, 3.5);  // 0.32 to 3,162 bytes per SM-cycle
     if (cta) fit(p.cta_ns, 121, 0.0, 3.0);                   // 1 ns to 1 us
     if (sm_rate && cta) fit(p.sm_bytes_per_cycle, 97, -0.5, 3.5);
-    if (p.cta_ns > 0 || p.sm_bytes_per_cycle > 0) out[library] = {p.cta_ns, p.sm_bytes_per_cycle};
+    if (floor) {  // again, with the others in place (from the shared floor)
+      p.floor_us = prior.floor_us;
+      p.floor_kcycles = prior.floor_kcycles;
+      floor_kcycles = fit_floor();
+    }
+    if (p.cta_ns > 0 || p.sm_bytes_per_cycle > 0 || floor_kcycles > 0)
+      out[library] = {p.cta_ns, p.sm_bytes_per_cycle, floor_kcycles};
   }
   return out;
 }
@@ -597,14 +618,19 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
                    << (cycles ? e.prior.floor_kcycles : e.prior.floor_us) << unit << ", "
                    << (cycles ? e.prior.wave_kcycles : e.prior.wave_us) << unit << " per wave, "
                    << e.prior.eta_compute << " of the compute peak, " << e.prior.eta_memory << " of DRAM bandwidth";
-      if (cfg.prior_cta_by_library || cfg.prior_sm_rate_by_library) {
-        const auto costs =
-            fit_library_costs(rows, tiles, gpus, e.prior, cfg.prior_cta_by_library, cfg.prior_sm_rate_by_library);
+      if (cfg.prior_cta_by_library || cfg.prior_sm_rate_by_library || cfg.prior_floor_by_library) {
+        const auto costs = fit_library_costs(rows, tiles, gpus, e.prior, cfg.prior_cta_by_library,
+                                             cfg.prior_sm_rate_by_library, cfg.prior_floor_by_library);
         for (const auto& [library, c] : costs) {
           if (c.cta_ns > 0) {
             e.library_cta_ns[library] = c.cta_ns;
             TC_LOG(Info) << family_name(fam) << ": " << library << " costs " << c.cta_ns
                          << " ns a CTA (the fitted roofline's floor where it forecasts alone)";
+          }
+          if (c.floor_kcycles > 0) {
+            e.library_floor_kcycles[library] = c.floor_kcycles;
+            TC_LOG(Info) << family_name(fam) << ": " << library << "'s launches start in " << c.floor_kcycles
+                         << " kcycles (its floor where the fitted roofline forecasts alone)";
           }
           if (c.sm_bytes_per_cycle > 0) {
             e.library_sm_bytes_per_cycle[library] = c.sm_bytes_per_cycle;

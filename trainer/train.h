@@ -47,13 +47,16 @@ constexpr size_t kMinFallbackNetworkRows = 200;
 // (config.prior_sm_rate_by_library), the rate of loads per SM (FittedRoofline::sm_bytes_per_cycle;
 // a log grid of 97 points from 0.32 to 3,162 bytes per SM-cycle); each the value minimising the
 // mean |log(fitted / measured)| over the library's rows with `prior`'s other numbers held, both
-// fitted in turn (rate, cost, rate again); a library appears where either lowers that mean.
+// fitted in turn (rate, cost, rate again); with `floor` (config.prior_floor_by_library), first
+// the library's own per-launch floor in thousands of SM cycles in place of the shared floor (a
+// log grid of 121 points from 0.2 to 200), and again after the others; a library appears where
+// any of them lowers that mean.
 struct LibraryCosts {
-  double cta_ns = 0, sm_bytes_per_cycle = 0;
+  double cta_ns = 0, sm_bytes_per_cycle = 0, floor_kcycles = 0;
 };
 std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                                       const GpuRegistry& gpus, const FittedRoofline& prior, bool cta,
-                                                      bool sm_rate);
+                                                      bool sm_rate, bool floor = false);
 // The fitted roofline (fit_roofline) of a family's training rows, their bounds computed as a
 // forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles; `cap_memory`:
 // the DRAM efficiency at most the largest per-GPU median of time at DRAM speed / measured over

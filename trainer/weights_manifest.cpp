@@ -41,7 +41,8 @@ FittedRoofline read_prior(const YAML::Node& p, const std::string& path, const st
   return r;
 }
 
-// A per-kernel-library map of a family entry (library_cta_ns, library_sm_bytes_per_cycle):
+// A per-kernel-library map of a family entry (library_cta_ns, library_sm_bytes_per_cycle,
+// library_floor_kcycles):
 // library: a positive number below 1e6 in `unit`.
 std::map<std::string, double> read_library_map(const YAML::Node& lib, const std::string& path, const std::string& name,
                                                const char* key, const char* unit) {
@@ -166,6 +167,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["prior_cap_memory"]) e.config.prior_cap_memory = c["prior_cap_memory"].as<bool>();
         if (c["prior_cta_by_library"]) e.config.prior_cta_by_library = c["prior_cta_by_library"].as<bool>();
         if (c["prior_sm_rate_by_library"]) e.config.prior_sm_rate_by_library = c["prior_sm_rate_by_library"].as<bool>();
+        if (c["prior_floor_by_library"]) e.config.prior_floor_by_library = c["prior_floor_by_library"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
         if (c["gemm_composite_weight"]) e.config.gemm_composite_weight = c["gemm_composite_weight"].as<double>();
@@ -182,6 +184,8 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           e.library_cta_ns = read_library_map(lib, path, name, "library_cta_ns", "ns");
         if (const YAML::Node lib = n["library_sm_bytes_per_cycle"])
           e.library_sm_bytes_per_cycle = read_library_map(lib, path, name, "library_sm_bytes_per_cycle", "bytes per cycle");
+        if (const YAML::Node lib = n["library_floor_kcycles"])
+          e.library_floor_kcycles = read_library_map(lib, path, name, "library_floor_kcycles", "kcycles");
         if (n["fallback_prior"]) {
           e.fallback_prior = read_prior(n["fallback_prior"], path, name, "fallback_prior");
           e.has_fallback_prior = true;
@@ -367,6 +371,7 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     if (e.has_prior()) write_prior(out, "prior", e.prior);
     write_library_map(out, "library_cta_ns", e.library_cta_ns);
     write_library_map(out, "library_sm_bytes_per_cycle", e.library_sm_bytes_per_cycle);
+    write_library_map(out, "library_floor_kcycles", e.library_floor_kcycles);
     if (e.has_fallback_prior) write_prior(out, "fallback_prior", e.fallback_prior);
     if (e.has_fallback_network()) {
       const auto& fb = e.fallback_network;

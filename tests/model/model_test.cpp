@@ -344,6 +344,57 @@ TEST(FittedPrior, LibraryLoadRatePerSm) {
   expect_bad_library_value(dir, "0", "library_sm_bytes_per_cycle");
 }
 
+// A kernel library's own per-launch floor in SM cycles (config prior_floor_by_library). Synthetic
+// decode rows timed with a floor of 0.2 x 10^(72 / 40) = 12.619 thousand cycles at each GPU's
+// boost clock (8.95 us on the A100-SXM4-80GB at 1,410 MHz, 5.01 us on the L40S at 2,520) and
+// their bytes at 80 % of DRAM bandwidth; the shared fit held at 5 us. The fitted floor is that
+// grid point for FlashAttention (1,200 rows), none for TRT-LLM's 600 rows, and no cost per CTA
+// (none lowers the loss). An unseen GPU whose library has a floor takes it in place of the
+// shared one: the H100 (1,980 MHz), 64 sequences x 4,096 cached tokens x 8 KV heads of 128
+// (1,074,790,400 bytes, as in LibraryLoadRatePerSm), 12.619 / 1.98 us + the bytes at 0.8 x 3,352
+// GB/s. A training GPU's base keeps the shared floor; a bad floor in the manifest is refused.
+TEST(FittedPrior, LibraryFloorInCycles) {
+  const FittedRoofline held = decode_floor_and_eta(0.8);
+  const double floor_kcycles = 0.2 * std::pow(10.0, 72.0 / 40.0);
+  FittedRoofline truth = held;
+  truth.floor_us = 0;
+  truth.floor_kcycles = floor_kcycles;
+  const std::vector<KernelSample> rows = timed_decode_rows(truth, 7, {0, 9}, {0, 13});
+  const auto fitted = trainer::fit_library_costs(rows, TileTable{}, registry(), held, true, false, true);
+  ASSERT_EQ(fitted.size(), 1u);
+  EXPECT_NEAR(fitted.at("flash_attention").floor_kcycles, floor_kcycles, 1e-9);
+  EXPECT_EQ(fitted.at("flash_attention").cta_ns, 0.0);
+  // Without the flag no library gets a floor (a cost per CTA stands in for the A100's longer one).
+  const auto no_floor = trainer::fit_library_costs(rows, TileTable{}, registry(), held, true, false, false);
+  ASSERT_EQ(no_floor.size(), 1u);
+  EXPECT_EQ(no_floor.at("flash_attention").floor_kcycles, 0.0);
+  EXPECT_GT(no_floor.at("flash_attention").cta_ns, 0.0);
+
+  const std::map<std::string, double> floors = {{"flash_attention", floor_kcycles}};
+  const std::string dir = library_cost_weights("floor_weights", rows, held, [&](trainer::FamilyEntry& e) {
+    e.config.prior_floor_by_library = true;
+    e.library_floor_kcycles = floors;
+  });
+  const auto back = trainer::load_manifest(dir).families.at("generation_attention");
+  EXPECT_EQ(back.library_floor_kcycles, floors);
+  EXPECT_TRUE(back.library_cta_ns.empty());
+  EXPECT_TRUE(back.config.prior_floor_by_library);
+
+  predictor::KernelPredictor p(dir);
+  const KernelQuery q = attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
+  const auto on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"));
+  EXPECT_FALSE(on_h100[0].corrected);
+  EXPECT_EQ(on_h100[0].prior_floor_kcycles, floor_kcycles);
+  const double bytes = 1073741824.0 + 1048576.0;
+  EXPECT_NEAR(on_h100[0].latency_ms, floor_kcycles / 1980.0 + bytes / (0.8 * 3352e9) * 1e3, 1e-9);
+  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
+  EXPECT_TRUE(on_a100[0].corrected);
+  EXPECT_EQ(on_a100[0].prior_floor_kcycles, 0.0);
+  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
+
+  expect_bad_library_value(dir, "1e7", "library_floor_kcycles");
+}
+
 // The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4
 // and V100) recovers those two numbers; a family trained with it and `network_gpus: trained`
 // corrects its training GPUs with the network and forecasts any other GPU by the fitted
@@ -701,6 +752,12 @@ TEST(FittedPrior, ConfigErrors) {
                             {"prior_floor", "expected us or cycles"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior_floor: cycles\n")); },
                             {"prior_floor", "needs a fitted roofline"});
+  expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior_floor_by_library: true\n")); },
+                            {"prior_floor_by_library", "needs a fitted roofline"});
+  EXPECT_NE(trainer::predictor_config_to_yaml(
+                trainer::load_predictor_config(write("prior: true\nprior_floor_by_library: true\n")))
+                .find("prior_floor_by_library: true"),
+            std::string::npos);
   // A fitted roofline only for the GPUs outside network_gpus (the network's base stays the
   // bound): network_gpus without prior, and the weight of that roofline there.
   const auto fallback =
