@@ -234,6 +234,32 @@ void expect_bad_library_value(const std::string& dir, const std::string& value, 
   }
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {field, "flash_attention", "out of range"});
 }
+
+// What the library-cost tests check after library_cost_weights: the family entry as the manifest
+// gives it back, and `q` forecast on the H100 (FlashAttention by its spec, outside network_gpus:
+// the fitted roofline alone, with the library's numbers). A training GPU's forecast keeps the
+// shared fit as its base whatever the library fields: checked here on the A100-SXM4-80GB.
+struct LibraryRoundTrip {
+  std::string dir;
+  trainer::FamilyEntry back;
+  predictor::KernelPrediction on_h100;
+};
+LibraryRoundTrip library_round_trip(const char* name, const std::vector<KernelSample>& rows, const FittedRoofline& held,
+                                    const std::function<void(trainer::FamilyEntry&)>& finish, const KernelQuery& q) {
+  LibraryRoundTrip t;
+  t.dir = library_cost_weights(name, rows, held, finish);
+  t.back = trainer::load_manifest(t.dir).families.at("generation_attention");
+  predictor::KernelPredictor p(t.dir);
+  t.on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"))[0];
+  EXPECT_FALSE(t.on_h100.corrected);
+  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
+  EXPECT_TRUE(on_a100[0].corrected);
+  EXPECT_EQ(on_a100[0].prior_cta_ns, 0.0);
+  EXPECT_EQ(on_a100[0].prior_sm_bytes_per_cycle, 0.0);
+  EXPECT_EQ(on_a100[0].prior_floor_kcycles, 0.0);
+  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
+  return t;
+}
 }  // namespace
 
 // A kernel library's cost per CTA (config prior_cta_by_library). Synthetic decode rows on the
@@ -255,27 +281,20 @@ TEST(FittedPrior, LibraryCostPerCta) {
   EXPECT_EQ(fitted.at("flash_attention").sm_bytes_per_cycle, 0.0);
   const std::map<std::string, double> costs = {{"flash_attention", fitted.at("flash_attention").cta_ns}};
 
-  const std::string dir = library_cost_weights("cta_weights", rows, held, [&](trainer::FamilyEntry& e) {
-    e.config.prior_cta_by_library = true;
-    e.library_cta_ns = costs;
-  });
-  const auto back = trainer::load_manifest(dir).families.at("generation_attention");
-  EXPECT_EQ(back.library_cta_ns, costs);
-  EXPECT_TRUE(back.config.prior_cta_by_library);
-
-  predictor::KernelPredictor p(dir);
-  const KernelQuery q = attention_decode_q(2048, 2, 32, 8, 128, DType::kBf16, DType::kBf16);
-  const auto on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"));
-  EXPECT_FALSE(on_h100[0].corrected);
-  EXPECT_NEAR(on_h100[0].prior_cta_ns, costs.at("flash_attention"), 1e-12);
-  EXPECT_NEAR(on_h100[0].latency_ms, 0.005 + 16384 * costs.at("flash_attention") * 1e-6, 1e-9);
-  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
-  EXPECT_TRUE(on_a100[0].corrected);
-  EXPECT_EQ(on_a100[0].prior_cta_ns, 0.0);
-  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
+  const LibraryRoundTrip t = library_round_trip(
+      "cta_weights", rows, held,
+      [&](trainer::FamilyEntry& e) {
+        e.config.prior_cta_by_library = true;
+        e.library_cta_ns = costs;
+      },
+      attention_decode_q(2048, 2, 32, 8, 128, DType::kBf16, DType::kBf16));
+  EXPECT_EQ(t.back.library_cta_ns, costs);
+  EXPECT_TRUE(t.back.config.prior_cta_by_library);
+  EXPECT_NEAR(t.on_h100.prior_cta_ns, costs.at("flash_attention"), 1e-12);
+  EXPECT_NEAR(t.on_h100.latency_ms, 0.005 + 16384 * costs.at("flash_attention") * 1e-6, 1e-9);
 
   // A cost out of range in the manifest: one error naming the field.
-  expect_bad_library_value(dir, "-3", "library_cta_ns");
+  expect_bad_library_value(t.dir, "-3", "library_cta_ns");
 }
 
 // A family without kernel libraries (GEMM; kernel_library is null for its queries) fits no
@@ -318,30 +337,23 @@ TEST(FittedPrior, LibraryLoadRatePerSm) {
   EXPECT_EQ(both.at("flash_attention").cta_ns, 0.0);
 
   const std::map<std::string, double> rates = {{"flash_attention", 10.0}};
-  const std::string dir = library_cost_weights("sm_rate_weights", rows, held, [&](trainer::FamilyEntry& e) {
-    e.config.prior_sm_rate_by_library = true;
-    e.library_sm_bytes_per_cycle = rates;
-  });
-  const auto back = trainer::load_manifest(dir).families.at("generation_attention");
-  EXPECT_EQ(back.library_sm_bytes_per_cycle, rates);
-  EXPECT_TRUE(back.library_cta_ns.empty());
-  EXPECT_TRUE(back.config.prior_sm_rate_by_library);
-
-  predictor::KernelPredictor p(dir);
-  const KernelQuery q = attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
-  const auto on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"));
-  EXPECT_FALSE(on_h100[0].corrected);
-  EXPECT_EQ(on_h100[0].prior_sm_bytes_per_cycle, 10.0);
+  const LibraryRoundTrip t = library_round_trip(
+      "sm_rate_weights", rows, held,
+      [&](trainer::FamilyEntry& e) {
+        e.config.prior_sm_rate_by_library = true;
+        e.library_sm_bytes_per_cycle = rates;
+      },
+      attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16));
+  EXPECT_EQ(t.back.library_sm_bytes_per_cycle, rates);
+  EXPECT_TRUE(t.back.library_cta_ns.empty());
+  EXPECT_TRUE(t.back.config.prior_sm_rate_by_library);
+  EXPECT_EQ(t.on_h100.prior_sm_bytes_per_cycle, 10.0);
   const double bytes = 1073741824.0 + 1048576.0;
   const double at_dram_ms = bytes / 3352e9 * 1e3;
   const double per_sm_cycle = 3352e9 / (132 * 1980e6);  // 12.825
-  EXPECT_NEAR(on_h100[0].latency_ms, 0.005 + at_dram_ms * (1 / 0.9 + per_sm_cycle / 10), 1e-9);
-  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
-  EXPECT_TRUE(on_a100[0].corrected);
-  EXPECT_EQ(on_a100[0].prior_sm_bytes_per_cycle, 0.0);
-  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
+  EXPECT_NEAR(t.on_h100.latency_ms, 0.005 + at_dram_ms * (1 / 0.9 + per_sm_cycle / 10), 1e-9);
 
-  expect_bad_library_value(dir, "0", "library_sm_bytes_per_cycle");
+  expect_bad_library_value(t.dir, "0", "library_sm_bytes_per_cycle");
 }
 
 // A kernel library's own per-launch floor in SM cycles (config prior_floor_by_library). Synthetic
@@ -371,28 +383,21 @@ TEST(FittedPrior, LibraryFloorInCycles) {
   EXPECT_GT(no_floor.at("flash_attention").cta_ns, 0.0);
 
   const std::map<std::string, double> floors = {{"flash_attention", floor_kcycles}};
-  const std::string dir = library_cost_weights("floor_weights", rows, held, [&](trainer::FamilyEntry& e) {
-    e.config.prior_floor_by_library = true;
-    e.library_floor_kcycles = floors;
-  });
-  const auto back = trainer::load_manifest(dir).families.at("generation_attention");
-  EXPECT_EQ(back.library_floor_kcycles, floors);
-  EXPECT_TRUE(back.library_cta_ns.empty());
-  EXPECT_TRUE(back.config.prior_floor_by_library);
-
-  predictor::KernelPredictor p(dir);
-  const KernelQuery q = attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16);
-  const auto on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"));
-  EXPECT_FALSE(on_h100[0].corrected);
-  EXPECT_EQ(on_h100[0].prior_floor_kcycles, floor_kcycles);
+  const LibraryRoundTrip t = library_round_trip(
+      "floor_weights", rows, held,
+      [&](trainer::FamilyEntry& e) {
+        e.config.prior_floor_by_library = true;
+        e.library_floor_kcycles = floors;
+      },
+      attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16));
+  EXPECT_EQ(t.back.library_floor_kcycles, floors);
+  EXPECT_TRUE(t.back.library_cta_ns.empty());
+  EXPECT_TRUE(t.back.config.prior_floor_by_library);
+  EXPECT_EQ(t.on_h100.prior_floor_kcycles, floor_kcycles);
   const double bytes = 1073741824.0 + 1048576.0;
-  EXPECT_NEAR(on_h100[0].latency_ms, floor_kcycles / 1980.0 + bytes / (0.8 * 3352e9) * 1e3, 1e-9);
-  const auto on_a100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("NVIDIA A100-SXM4-80GB"));
-  EXPECT_TRUE(on_a100[0].corrected);
-  EXPECT_EQ(on_a100[0].prior_floor_kcycles, 0.0);
-  EXPECT_DOUBLE_EQ(on_a100[0].prior_ms, on_a100[0].base_ms);
+  EXPECT_NEAR(t.on_h100.latency_ms, floor_kcycles / 1980.0 + bytes / (0.8 * 3352e9) * 1e3, 1e-9);
 
-  expect_bad_library_value(dir, "1e7", "library_floor_kcycles");
+  expect_bad_library_value(t.dir, "1e7", "library_floor_kcycles");
 }
 
 // The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4
