@@ -50,7 +50,12 @@ std::map<std::string, double> read_library_map(const YAML::Node& lib, const std:
   if (!lib.IsMap()) throw ConfigError(where + ": expected a map of library: " + unit);
   std::map<std::string, double> out;
   for (const auto& kv : lib) {
-    const double v = kv.second.as<double>();
+    double v = 0;
+    try {
+      v = kv.second.as<double>();
+    } catch (const YAML::Exception&) {
+      throw ConfigError(where + ": " + kv.first.as<std::string>() + ": expected a number in " + unit);
+    }
     if (!(v > 0 && v < 1e6))
       throw ConfigError(where + ": " + kv.first.as<std::string>() + " out of range (0, 1e6) " + unit);
     out[kv.first.as<std::string>()] = v;

@@ -218,8 +218,9 @@ std::string library_cost_weights(const char* name, const std::vector<KernelSampl
 }
 
 // Rewrites the first "flash_attention: " line of dir's manifest to `value`, and expects loading it
-// to fail with one error naming `field`, the library and the range.
-void expect_bad_library_value(const std::string& dir, const std::string& value, const std::string& field) {
+// to fail with one error naming `field`, the library and `why` (the range, by default).
+void expect_bad_library_value(const std::string& dir, const std::string& value, const std::string& field,
+                              const std::string& why = "out of range") {
   std::string text;
   {
     std::ifstream in(dir + "/manifest.yaml");
@@ -232,7 +233,7 @@ void expect_bad_library_value(const std::string& dir, const std::string& value, 
     std::ofstream out(dir + "/manifest.yaml");
     out << text;
   }
-  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {field, "flash_attention", "out of range"});
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {field, "flash_attention", why});
 }
 
 // What the library-cost tests check after library_cost_weights: the family entry as the manifest
@@ -398,6 +399,7 @@ TEST(FittedPrior, LibraryFloorInCycles) {
   EXPECT_NEAR(t.on_h100.latency_ms, floor_kcycles / 1980.0 + bytes / (0.8 * 3352e9) * 1e3, 1e-9);
 
   expect_bad_library_value(t.dir, "1e7", "library_floor_kcycles");
+  expect_bad_library_value(t.dir, "abc", "library_floor_kcycles", "expected a number in kcycles");
 }
 
 // The fitted roofline of the synthetic rows (5 us + bytes at 80 % of DRAM bandwidth, on the T4
