@@ -47,9 +47,9 @@ struct PredictorConfig {
   // turn with the cost per CTA when prior_cta_by_library is set too, and applied where that is.
   bool prior_sm_rate_by_library = false;
   // Fit, likewise per kernel library, its own per-launch floor in thousands of SM clock cycles
-  // (the manifest's library_floor_kcycles), which replaces the shared floor where the cost per
-  // CTA applies: a library's fixed cost follows the clock of the GPU that runs it, while the
-  // shared floor of a library no training GPU ran stays in the shared fit's unit.
+  // (the manifest's library_floor_kcycles), which replaces the shared floor where the fitted
+  // roofline forecasts alone and the GPU's library has one: a library's fixed cost follows the
+  // clock of the GPU that runs it; a library no training GPU ran keeps the shared floor.
   bool prior_floor_by_library = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction

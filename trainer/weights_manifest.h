@@ -52,7 +52,8 @@ struct FamilyEntry {
   // SM clock cycle (FittedRoofline::sm_bytes_per_cycle), applied as library_cta_ns is. Empty: none.
   std::map<std::string, double> library_sm_bytes_per_cycle;
   // config.prior_floor_by_library: per kernel library, its per-launch floor in thousands of SM
-  // clock cycles, which replaces the shared fit's floor where library_cta_ns applies. Empty: none.
+  // clock cycles, which replaces the shared fit's floor where the fitted roofline forecasts alone
+  // and the GPU's library is one of these. Empty: none.
   std::map<std::string, double> library_floor_kcycles;
   // The fitted roofline of a fallback kernel library's rows (fallback_attention: Triton's
   // prefill on datacenter Blackwell), which forecasts such queries alone, on the whole causal
