@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fourteen checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Fifteen checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -28,7 +28,8 @@ fp8 - fp8_static (us) and of fp8_static / fp8.
 
 3. Do the launch floors agree in time or in clock cycles? Per family file and GPU, the 1st
 percentile of the latencies (a robust fastest row), in microseconds and in thousands of SM
-cycles at the boost clock of the GPU's sheet in configs/gpus/ (`prior_floor: cycles`).
+cycles at the boost clock of the GPU's sheet in configs/gpus/ (`prior_floor: cycles`; decode's
+floor per kernel library, `prior_floor_by_library`: FlashAttention's on the A100 and the L40S).
 
 4. Is a window-0 (full attention) row slower than the same shape with a sliding window? Per
 attention file, kernel library and window w: over the pairs whose span (prompt length, or
