@@ -32,6 +32,17 @@ def section_of(out, head):
     return [] if rest.startswith("\n") else rest.split("\n\n")[0].splitlines()
 
 
+def run_on_file(tmp, name, gpu, filename, header, *lines):
+    """Writes one aiconfigurator file of `gpu` in a tree of its own, tmp/name, runs the checks on
+    that tree alone, and returns their output (exit code 0 asserted)."""
+    folder = os.path.join(tmp, name, "aiconfigurator", gpu)
+    os.makedirs(folder)
+    write(os.path.join(folder, filename), header, *lines)
+    rc, out, err = run(os.path.join(tmp, name))
+    assert rc == 0, (rc, err)
+    return out
+
+
 def run(llm_dir, *extra):
     p = subprocess.run([sys.executable, SCRIPT, "--llm-dir", llm_dir, "--gpu-dir", os.path.join(ROOT, "configs", "gpus"),
                         *extra], capture_output=True, text=True)
@@ -336,18 +347,14 @@ with tempfile.TemporaryDirectory() as tmp:
     # output, 2 x 8,192 x 8 x 128 x 2 of K and V: 167,772,160) at 8,000 GB/s are 41,211 cycles, 0.04
     # of it. A prompt under 4,096 tokens and a window-0 row are left out; a shape without its
     # 128-key twin too.
-    blocks = os.path.join(tmp, "blocks", "aiconfigurator", "B200")
-    os.makedirs(blocks)
     lead = "SGLang,0.5,NVIDIA B200,context_attention,trtllm_mha,"
-    write(os.path.join(blocks, "context_attention_perf.csv"), attn,
+    out = run_on_file(tmp, "blocks", "B200", "context_attention_perf.csv", attn,
           lead + "1,8192,32,8,128,1,bfloat16,bfloat16,0,128,0.5",
           lead + f"1,8192,32,8,128,1,bfloat16,bfloat16,0,1024,{0.5 + 90.8108108108108 * 3000 / 1.965e9 * 1e3!r}",
           lead + "1,8192,32,8,128,1,bfloat16,bfloat16,0,0,0.4",
           lead + "1,2048,32,8,128,1,bfloat16,bfloat16,0,128,0.1",
           lead + "1,2048,32,8,128,1,bfloat16,bfloat16,0,1024,0.2",
           lead + "2,8192,32,8,128,1,bfloat16,bfloat16,0,1024,0.9")
-    rc, out, err = run(os.path.join(tmp, "blocks"))
-    assert rc == 0, (rc, err)
     assert section_of(out, "gpu,library,head_dim,attn_dtype,pairs,block_pair_kcycles_p50,mma_kcycles,exp_kcycles,"
                            "fp32_kcycles,over_series_p10,over_series_p50,over_series_p90,over_larger_of_mma_exp_p50,"
                            "rest_kcycles_per_cta_p50,rest_dram_share_p50") == [
@@ -359,10 +366,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # (r = 1.25) no ratio reads. At ep 8, 64 tokens (4 per expert), a power-law layer of 0.6 ms
     # beside a balanced one of 0.3 (2.00); at ep 1 the 4-token one of 0.08 beside 0.1 (0.80); a
     # tp-2 pair, which the check leaves out.
-    routing = os.path.join(tmp, "routing", "aiconfigurator", "L40S")
-    os.makedirs(routing)
     lead = "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,bfloat16,"
-    write(os.path.join(routing, "moe_perf.csv"), moe,
+    out = run_on_file(tmp, "routing", "L40S", "moe_perf.csv", moe,
           *[lead + f"{t},2048,768,8,128,1,1,balanced,{ms}" for t, ms in
             ((4, 0.1), (8, 0.2), (16, 0.39), (32, 0.4), (64, 0.4), (20, 0.4))],
           lead + "4,2048,768,8,128,1,1,power_law_1.2,0.08",
@@ -370,8 +375,6 @@ with tempfile.TemporaryDirectory() as tmp:
           lead + "64,2048,768,8,128,1,8,power_law_1.01,0.6",
           lead + "64,2048,768,8,128,2,8,balanced,0.3",
           lead + "64,2048,768,8,128,2,8,power_law_1.01,0.9")
-    rc, out, err = run(os.path.join(tmp, "routing"))
-    assert rc == 0, (rc, err)
     assert section_of(out, "gpu,library,tokens_x_topk_over_experts,shapes,time_over_time_at_4_p50,"
                            "every_pick_distinct,random_picks") == [
         "L40S,sglang_fused_moe_triton,0.25,1,0.25,0.25,0.23", "L40S,sglang_fused_moe_triton,0.5,1,0.50,0.50,0.40",
