@@ -236,20 +236,32 @@ void expect_bad_library_value(const std::string& dir, const std::string& value, 
   expect_error<ConfigError>([&] { trainer::load_manifest(dir); }, {field, "flash_attention", why});
 }
 
-// What the library-cost tests check after library_cost_weights: the family entry as the manifest
-// gives it back, and `q` forecast on the H100 (FlashAttention by its spec, outside network_gpus:
-// the fitted roofline alone, with the library's numbers). A training GPU's forecast keeps the
-// shared fit as its base whatever the library fields: checked here on the A100-SXM4-80GB.
+// The library-cost tests' common part: weights of library_cost_weights with one library field
+// set (the config flag `flag` and the manifest map `field` = `values`), the manifest read back
+// (the map as written, the flag on, the other library maps empty), and `q` forecast on the H100
+// (FlashAttention by its spec, outside network_gpus: the fitted roofline alone, with the
+// library's numbers). A training GPU's forecast keeps the shared fit as its base whatever the
+// library fields: checked here on the A100-SXM4-80GB.
+using LibraryMap = std::map<std::string, double>;
 struct LibraryRoundTrip {
   std::string dir;
-  trainer::FamilyEntry back;
   predictor::KernelPrediction on_h100;
 };
 LibraryRoundTrip library_round_trip(const char* name, const std::vector<KernelSample>& rows, const FittedRoofline& held,
-                                    const std::function<void(trainer::FamilyEntry&)>& finish, const KernelQuery& q) {
+                                    bool trainer::PredictorConfig::*flag, LibraryMap trainer::FamilyEntry::*field,
+                                    const LibraryMap& values, const KernelQuery& q) {
   LibraryRoundTrip t;
-  t.dir = library_cost_weights(name, rows, held, finish);
-  t.back = trainer::load_manifest(t.dir).families.at("generation_attention");
+  t.dir = library_cost_weights(name, rows, held, [&](trainer::FamilyEntry& e) {
+    e.config.*flag = true;
+    e.*field = values;
+  });
+  const trainer::FamilyEntry back = trainer::load_manifest(t.dir).families.at("generation_attention");
+  EXPECT_EQ(back.*field, values);
+  EXPECT_TRUE(back.config.*flag);
+  for (LibraryMap trainer::FamilyEntry::*other : {&trainer::FamilyEntry::library_cta_ns,
+                                                  &trainer::FamilyEntry::library_sm_bytes_per_cycle,
+                                                  &trainer::FamilyEntry::library_floor_kcycles})
+    if (other != field) EXPECT_TRUE((back.*other).empty());
   predictor::KernelPredictor p(t.dir);
   t.on_h100 = p.predict(std::vector<KernelQuery>{q}, *registry().find("H100-SXM"))[0];
   EXPECT_FALSE(t.on_h100.corrected);
@@ -283,14 +295,8 @@ TEST(FittedPrior, LibraryCostPerCta) {
   const std::map<std::string, double> costs = {{"flash_attention", fitted.at("flash_attention").cta_ns}};
 
   const LibraryRoundTrip t = library_round_trip(
-      "cta_weights", rows, held,
-      [&](trainer::FamilyEntry& e) {
-        e.config.prior_cta_by_library = true;
-        e.library_cta_ns = costs;
-      },
-      attention_decode_q(2048, 2, 32, 8, 128, DType::kBf16, DType::kBf16));
-  EXPECT_EQ(t.back.library_cta_ns, costs);
-  EXPECT_TRUE(t.back.config.prior_cta_by_library);
+      "cta_weights", rows, held, &trainer::PredictorConfig::prior_cta_by_library, &trainer::FamilyEntry::library_cta_ns,
+      costs, attention_decode_q(2048, 2, 32, 8, 128, DType::kBf16, DType::kBf16));
   EXPECT_NEAR(t.on_h100.prior_cta_ns, costs.at("flash_attention"), 1e-12);
   EXPECT_NEAR(t.on_h100.latency_ms, 0.005 + 16384 * costs.at("flash_attention") * 1e-6, 1e-9);
 
@@ -339,15 +345,9 @@ TEST(FittedPrior, LibraryLoadRatePerSm) {
 
   const std::map<std::string, double> rates = {{"flash_attention", 10.0}};
   const LibraryRoundTrip t = library_round_trip(
-      "sm_rate_weights", rows, held,
-      [&](trainer::FamilyEntry& e) {
-        e.config.prior_sm_rate_by_library = true;
-        e.library_sm_bytes_per_cycle = rates;
-      },
+      "sm_rate_weights", rows, held, &trainer::PredictorConfig::prior_sm_rate_by_library,
+      &trainer::FamilyEntry::library_sm_bytes_per_cycle, rates,
       attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16));
-  EXPECT_EQ(t.back.library_sm_bytes_per_cycle, rates);
-  EXPECT_TRUE(t.back.library_cta_ns.empty());
-  EXPECT_TRUE(t.back.config.prior_sm_rate_by_library);
   EXPECT_EQ(t.on_h100.prior_sm_bytes_per_cycle, 10.0);
   const double bytes = 1073741824.0 + 1048576.0;
   const double at_dram_ms = bytes / 3352e9 * 1e3;
@@ -385,15 +385,9 @@ TEST(FittedPrior, LibraryFloorInCycles) {
 
   const std::map<std::string, double> floors = {{"flash_attention", floor_kcycles}};
   const LibraryRoundTrip t = library_round_trip(
-      "floor_weights", rows, held,
-      [&](trainer::FamilyEntry& e) {
-        e.config.prior_floor_by_library = true;
-        e.library_floor_kcycles = floors;
-      },
+      "floor_weights", rows, held, &trainer::PredictorConfig::prior_floor_by_library,
+      &trainer::FamilyEntry::library_floor_kcycles, floors,
       attention_decode_q(64, 4096, 32, 8, 128, DType::kBf16, DType::kBf16));
-  EXPECT_EQ(t.back.library_floor_kcycles, floors);
-  EXPECT_TRUE(t.back.library_cta_ns.empty());
-  EXPECT_TRUE(t.back.config.prior_floor_by_library);
   EXPECT_EQ(t.on_h100.prior_floor_kcycles, floor_kcycles);
   const double bytes = 1073741824.0 + 1048576.0;
   EXPECT_NEAR(t.on_h100.latency_ms, floor_kcycles / 1980.0 + bytes / (0.8 * 3352e9) * 1e3, 1e-9);
