@@ -13,12 +13,12 @@ namespace tilecast::cli {
 int run_gpus(const Args& args, const GlobalOptions&) {
   po::options_description desc("gpus options");
   std::string show, gpu_dir, format, weights;
-  desc.add_options()("show", po::value(&show), "print one GPU's full spec as YAML (any --gpu form)")(
+  desc.add_options()("show", po::value(&show), "print one GPU's full spec as YAML (any --gpu form; `gpus NAME` too)")(
       "gpu-dir", po::value(&gpu_dir), "GPU spec folder (default: configs/gpus)")(
       "weights", po::value(&weights), "weights folder whose training GPUs the 'trained' column names (default: bundled weights/)")(
       "format", po::value(&format)->default_value("table"), "table|csv|json");
   po::variables_map vm;
-  if (!parse_options(args, desc, vm, "tilecast gpus [--show NAME] [--format table|csv|json]")) return 0;
+  if (!parse_options(args, desc, vm, "tilecast gpus [[--show] NAME] [--format table|csv|json]", "show")) return 0;
   check_format(format, {"table", "csv", "json"});
   GpuRegistry reg = load_registry(gpu_dir);
   if (!show.empty()) {

@@ -12,10 +12,25 @@
 namespace tilecast::cli {
 
 bool parse_options(const std::vector<std::string>& args, po::options_description& desc,
-                   po::variables_map& vm, const std::string& usage) {
+                   po::variables_map& vm, const std::string& usage, const std::string& positional) {
   desc.add_options()("help,h", "show this help");
   try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
+    // A word that is no option's value: Boost keeps it under no name, and store() would drop it.
+    // The first such word may stand for `positional`; any other is an error naming it.
+    bool taken = positional.empty();
+    for (auto& o : parsed.options) {
+      if (!o.string_key.empty()) continue;
+      const std::string word = o.original_tokens.empty() ? std::string() : o.original_tokens[0];
+      if (taken)
+        throw ConfigError("unexpected argument '" + word + "': " +
+                          (positional.empty() ? std::string("this command takes only --options")
+                                              : "it takes one word, for --" + positional) +
+                          " (see --help)");
+      o.string_key = positional;
+      taken = true;
+    }
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << "usage: " << usage << "\n\n" << desc << "\n";
       return false;

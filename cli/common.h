@@ -14,9 +14,10 @@ namespace tilecast::cli {
 namespace po = boost::program_options;
 
 // Parses subcommand options; returns false (after printing usage to stdout) on --help.
-// Unknown options and bad values throw ConfigError with the option named.
+// Unknown options, bad values and a word that is no option's value throw ConfigError naming it;
+// `positional`, where given, is the option that one such word stands for (`gpus H100`).
 bool parse_options(const std::vector<std::string>& args, po::options_description& desc,
-                   po::variables_map& vm, const std::string& usage);
+                   po::variables_map& vm, const std::string& usage, const std::string& positional = "");
 
 // configs/gpus from --gpu-dir (if given) or the default config folder.
 GpuRegistry load_registry(const std::string& gpu_dir_flag = "");

@@ -26,6 +26,12 @@ tc_cli_test(help "predict-kernel" ${TC} --help)
 tc_cli_test(subcommand_help "--shape" ${TC} predict-kernel --help)
 tc_cli_test(gpus_lists_h100 "NVIDIA H100 80GB HBM3" ${TC} gpus)
 tc_cli_test(gpus_show_by_cuda_name "num_sms: 58" ${TC} gpus --show "NVIDIA L4")
+# `gpus NAME` is `gpus --show NAME`; any other word that is no option's value is refused by name
+# (Boost would drop it and the command would run as if it were not there).
+tc_cli_test(gpus_show_positional "cuda_name: NVIDIA L4\n.*num_sms: 58" ${TC} gpus L4)
+tc_cli_fail(gpus_two_names "unexpected argument 'T4': it takes one word, for --show" "${TC};gpus;L4;T4")
+tc_cli_fail(stray_argument "unexpected argument 'H100': this command takes only --options"
+            "${TC};predict-kernel;--op;gemm;--shape;8,8,8;--dtype;bf16;H100")
 tc_cli_test(predict_kernel_json "\"latency_ms\"" ${TC} predict-kernel --op bmm --shape 16,512,64,512 --gpu H100-SXM --format json)
 tc_cli_test(predict_kernel_neusight_json "waves" ${TC} predict-kernel --op ln --shape 8192,1024 --gpu ${D}/neusight_device.json)
 # A Hopper SIMT SGEMM's rate, hand-derived: 132 SMs x 128 lanes x 2 FLOP x 1.830 GHz (the clock
