@@ -180,6 +180,16 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                 other_rank_bytes / kBytesPerGb, other_rank_ms, moe_library(spec, q.dtype),
                 r.corrected ? "not a floor here (it is on GPUs the network was not trained on): this GPU's rows trained it"
                             : "the forecast's floor");
+  if (moe) {
+    // A working set that fits the L2 (moe_l2_scale): what the fitted roofline charges for it.
+    const KernelBounds kb = kernel_bounds(q, spec, r.launch);
+    if (kb.fit_memory_scale < 1)
+      std::printf("l2           %.4g MB, the layer's working set, fits the %.4g MB L2: a call repeated alone reads it "
+                  "from there, %.4g us in the fitted roofline (%.4g us at DRAM bandwidth, as inside a model's step: "
+                  "--sustained)\n",
+                  query_bytes(q) / 1e6, spec.l2_cache_mb * kBytesPerMib / 1e6, s_to_us(kb.fitted_memory_s()),
+                  s_to_us(kb.memory_s));
+  }
   if (gemm && q.dtype == DType::kFp32 && spec.fp32_simt_gemm_gflops() < spec.fp32_gemm_peak_gflops())
     std::printf("fp32 rate    %.6g GFLOP/s: the sheet's %.6g x issue bound %.3f x compute clock %.3f (SIMT SGEMM)\n",
                 spec.fp32_simt_gemm_gflops(), spec.fp32_gemm_peak_gflops(), spec.fp32_issue_fraction(),

@@ -271,6 +271,11 @@ struct KernelBounds {
   // occupancy-bound launches (fused MoE: 56 CTAs on 108 SMs, twelve-plus slots an SM).
   double fit_compute_scale = 1;
   double fitted_compute_s() const { return compute_s * fit_compute_scale; }
+  // The fitted roofline's memory time over memory_s: below 1 where a repeated call reads its
+  // working set from the L2 (a fused MoE layer timed alone: moe_l2_scale), 1 elsewhere.
+  // memory_s, the networks' input, stays at DRAM bandwidth.
+  double fit_memory_scale = 1;
+  double fitted_memory_s() const { return memory_s * fit_memory_scale; }
   // Fused MoE under expert parallelism, SGLang's Triton kernels: the pass over the pairs routed
   // to other ranks' experts (moe_other_rank_bytes: rows written as zeros, then read by the
   // SiLU-mul and the top-k sum) at DRAM bandwidth. The fitted roofline adds it after the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fifteen checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Sixteen checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -141,6 +141,18 @@ power law and balanced routing (tp 1, same shape and tokens): the pairs and the 
 law) / t(balanced).
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
+
+16. Does a MoE layer whose working set fits the L2 run from it? For every moe file, per kernel
+library and moe_dtype, over the layers timed at ep 1 with balanced routing whose tokens pick
+fewer experts than there are (T x K < E; aiconfigurator's balanced routing makes every pick a
+different expert, check 15): the working set, the hit experts' weights (T x K experts x 3 x
+hidden x inter / tp at the dtype's bytes per weight, scales included), against the GPU's L2
+(configs/gpus `l2_cache_mb`, MiB), in buckets (<= L2/2, L2/2-L2, L2-2xL2, 2-4xL2, > 4xL2): the
+layers and the median rate (working set / latency) over the sheet's DRAM bandwidth. Above 1,
+the layer read its experts from the L2: a benchmark repeating one call with one routing keeps a
+working set that fits (tilecast's `moe_l2_scale`, core/kernel.cpp). A GPU whose launch floor
+(check 3) outlasts a full L2 read at DRAM speed cannot show it: L2 / bandwidth is 21 us on the
+A100 against its 36 us floor, 16.5 on the B200 against 16.6, and 117 on the L40S against 20.
 """
 import argparse, collections, csv, math, os, re, statistics, sys
 
@@ -522,6 +534,34 @@ def moe_routing_checks(path):
     return balanced_rows, power_rows
 
 
+# Bytes per weight element, scales included, of the moe_dtype spellings (core/kernel.cpp
+# weight_bytes_per_elem); check 16 skips any other.
+MOE_WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0 + 4.0 / (128 * 128), "int4_wo": 0.5 + 2.0 / 128,
+                    "w4a16_mxfp4": 0.5 + 1.0 / 32, "w4a8_mxfp4_mxfp8": 0.5 + 1.0 / 32, "nvfp4": 0.5 + 1.0 / 16}
+L2_FIT_MOE = ((0.5, "<=L2/2"), (1.0, "L2/2-L2"), (2.0, "L2-2xL2"), (4.0, "2-4xL2"), (math.inf, ">4xL2"))
+
+
+def moe_l2_rows(path, sheets, gpu_dir):
+    """Check 16's rows for one moe file: (library, dtype, bucket, layers, median rate over DRAM
+    bandwidth); sheets: CUDA name -> {SHEET_KEYS: value}."""
+    per = collections.defaultdict(list)
+    for r in csv.DictReader(open(path)):
+        w = MOE_WEIGHT_BYTES.get(r["moe_dtype"])
+        t, k, e = int(r["num_tokens"]), int(r["topk"]), int(r["num_experts"])
+        if w is None or r["moe_ep_size"] != "1" or r["distribution"] != "balanced" or t * k >= e:
+            continue
+        if r["device"] not in sheets:
+            sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")
+        sh = sheets[r["device"]]
+        ws = t * k * 3.0 * int(r["hidden_size"]) * (int(r["inter_size"]) / int(r["moe_tp_size"])) * w
+        fit = ws / (sh["l2_cache_mb"] * 2**20)
+        label = next(lab for top, lab in L2_FIT_MOE if fit <= top)
+        per[(r["kernel_source"], r["moe_dtype"], label)].append(ws / (float(r["latency"]) * 1e-3) / (sh["mem_bw_gbps"] * 1e9))
+    order = {lab: i for i, (_, lab) in enumerate(L2_FIT_MOE)}
+    return [(lib, dt, lab, len(v), statistics.median(v))
+            for (lib, dt, lab), v in sorted(per.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]]))]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -673,6 +713,10 @@ def main():
     print("\ngpu,library,moe_ep,assignments_per_expert,pairs,power_law_over_balanced_p50")
     for gpu, lib, ep, bk, n, med in moe_power:
         print(f"{gpu},{lib},{ep},{bk},{n},{med:.2f}")
+    print("\ngpu,library,moe_dtype,working_set_over_l2,layers,rate_over_dram_bandwidth_p50")
+    for gpu, path in family_files(root, "moe"):
+        for lib, dt, lab, n, med in moe_l2_rows(path, sheets, a.gpu_dir):
+            print(f"{gpu},{lib},{dt},{lab},{n},{med:.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -831,6 +831,38 @@ TEST(Kernel, MoeOtherRanksPassInSeriesInTheFittedRoofline) {
   EXPECT_EQ(bounds_of(ep, b200).other_rank_s, 0);
 }
 
+// A MoE layer timed alone reads its working set from the L2 where it fits: the fitted roofline
+// (the networks' base) takes it at the L2's rate, the networks' memory input stays at DRAM
+// bandwidth. One token of Qwen3-30B-A3B's layer (hidden 2,048, inter 768, top-8 of 128,
+// balanced) hits 8 experts: 8 x 3 x 2,048 x 768 x 2 = 75,497,472 weight bytes, and 8 pairs x (2
+// x 2,048 + 10 x 768 + 2 x 2,048) + 2 x 2,048 = 131,072 bytes of activations: 75,628,544 bytes,
+// within the L40S's 96 MiB (100,663,296). From the L2 at 5,120 / 108 bytes per SM-cycle over
+// 142 SMs at 2,520 MHz: 4.458 us, against 87.5 us at its 864 GB/s. Two tokens hit 128 x (1 - (15
+// / 16)^2) = 15.5 experts, 146 MB: all from DRAM. Inside a model's step (sustained) the other
+// layers have evicted it: DRAM. On the A100-SXM4-80GB (40 MiB) the one-token layer does not
+// fit: DRAM.
+TEST(Kernel, MoeWorkingSetThatFitsTheL2ReadFromIt) {
+  const GpuSpec& l40s = test_gpu("L40S");
+  KernelQuery one = moe_q(1, 2048, 768, 8, 128, 1, 1, DType::kBf16);
+  const KernelBounds kb = bounds_of(one, l40s);
+  EXPECT_NEAR(kb.memory_s, 75628544.0 / 864e9, 1e-15);
+  EXPECT_NEAR(kb.fitted_memory_s(), 75628544.0 / (142 * 2520e6 * 5120.0 / 108.0), 1e-15);
+  EXPECT_NEAR(kb.fitted_memory_s(), 4.458e-6, 1e-9);
+  const FittedRoofline p = test_prior(10, 0.5, 20);
+  ASSERT_LT(kb.fitted_compute_s() / 10, kb.fitted_memory_s() / 0.5);  // memory-bound
+  KernelBounds dram = kb;
+  dram.fit_memory_scale = 1;
+  EXPECT_NEAR(fitted_roofline_s(dram, p) - fitted_roofline_s(kb, p), (87.533e-6 - 4.458e-6) / 0.5, 1e-8);
+  const KernelQuery two = moe_q(2, 2048, 768, 8, 128, 1, 1, DType::kBf16);
+  EXPECT_NEAR(moe_load(two).hit, 15.5, 1e-12);
+  const KernelBounds kb2 = bounds_of(two, l40s);
+  EXPECT_NEAR(kb2.memory_s, (15.5 * 9437184 + 16 * 15872 + 2 * 2 * 2048) / 864e9, 1e-15);
+  EXPECT_EQ(kb2.fit_memory_scale, 1.0);
+  EXPECT_EQ(bounds_of(one, test_gpu("A100-80GB-SXM")).fit_memory_scale, 1.0);
+  one.sustained = true;
+  EXPECT_EQ(bounds_of(one, l40s).fit_memory_scale, 1.0);
+}
+
 // Fused MoE on a Triton GPU (the L40S), ep 1: SiLU-mul and the top-k sum are kernels of their
 // own, so the fitted roofline runs their bytes after the grouped GEMMs' roofline. 16,384 tokens,
 // top-8 of 128 experts (hidden 2,048, inter 768), balanced: 131,072 pairs, each 2 bytes x (3 x

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 and 15; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
+"""scripts/llm-data-checks.py's checks 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 and 16; check 5 (the share of the sheet's tensor peak a GPU's GEMMs
 reach at large shapes) on hand-made aiconfigurator rows of the B200 (sheet: 2,250 TFLOP/s BF16,
 4,500 FP8): two BF16 shapes at 1,125 and 1,575 TFLOP/s (median 1,350, 0.60 of the peak), one
 FP8 shape at 2,250 (0.50), and a 16-token row that the check leaves out; a device without a
@@ -381,6 +381,27 @@ with tempfile.TemporaryDirectory() as tmp:
         "L40S,sglang_fused_moe_triton,1,1,0.97,1.00,0.64", "L40S,sglang_fused_moe_triton,2,1,1.00,1.00,0.88"], out
     assert section_of(out, "gpu,library,moe_ep,assignments_per_expert,pairs,power_law_over_balanced_p50") == [
         "L40S,sglang_fused_moe_triton,1,<4,1,0.80", "L40S,sglang_fused_moe_triton,>=8,4-32,1,2.00"], out
+
+    # Check 16 (a MoE working set that fits the L2) on hand-made L40S rows (96 MiB of L2 =
+    # 100,663,296 bytes; 864 GB/s), top-8 of 128 experts, hidden 2,048, inter 768, balanced at ep
+    # 1: one token hits 8 experts, 8 x 3 x 2,048 x 768 x 2 = 75,497,472 bytes (0.75 of the L2),
+    # timed at 2.5x DRAM speed; two tokens 150,994,944 (1.5 L2s) at 0.77x; one token at tp 2
+    # 37,748,736 (0.375) at 1.0x. Left out: 16 tokens (16 x 8 = 128 picks, not fewer than the
+    # experts), ep 2, a power law, a dtype without a known weight size.
+    lead = "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,"
+    def at(ws, rate):  # the latency in ms that reads `ws` bytes at `rate` x 864 GB/s
+        return repr(ws / (rate * 864e9) * 1e3)
+    out = run_on_file(tmp, "l2fit", "L40S", "moe_perf.csv", moe,
+          lead + f"bfloat16,1,2048,768,8,128,1,1,balanced,{at(75497472, 2.5)}",
+          lead + f"bfloat16,2,2048,768,8,128,1,1,balanced,{at(150994944, 0.77)}",
+          lead + f"bfloat16,1,2048,768,8,128,2,1,balanced,{at(37748736, 1.0)}",
+          lead + "bfloat16,16,2048,768,8,128,1,1,balanced,0.5",
+          lead + "bfloat16,1,2048,768,8,128,1,2,balanced,0.01",
+          lead + "bfloat16,1,2048,768,8,128,1,1,power_law_1.2,0.01",
+          lead + "float7,1,2048,768,8,128,1,1,balanced,0.01")
+    assert section_of(out, "gpu,library,moe_dtype,working_set_over_l2,layers,rate_over_dram_bandwidth_p50") == [
+        "L40S,sglang_fused_moe_triton,bfloat16,<=L2/2,1,1.00", "L40S,sglang_fused_moe_triton,bfloat16,L2/2-L2,1,2.50",
+        "L40S,sglang_fused_moe_triton,bfloat16,L2-2xL2,1,0.77"], out
 
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
