@@ -195,6 +195,11 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["other_rank_gb"] = other / kBytesPerGb;
     j["other_rank_ms"] = s_to_ms(moe_other_rank_s(q, spec));
     j["other_rank_floor"] = other > 0 && !r.corrected;
+    // A working set that fits the L2, read from there by the fitted roofline of a call repeated
+    // alone (moe_l2_scale; false inside a model's step), and the memory time it charges.
+    const KernelBounds kb = kernel_bounds(q, spec, r.launch);
+    j["l2_working_set"] = kb.fit_memory_scale < 1;
+    j["fitted_memory_us"] = s_to_us(kb.fitted_memory_s());
   } else if (fam == Family::kMemoryOp) {
     j["model"] = kMemoryOpModelSummary;
     j["l2_resident_bytes"] = r.l2_resident_bytes;

@@ -153,6 +153,10 @@ the layer read its experts from the L2: a benchmark repeating one call with one 
 working set that fits (tilecast's `moe_l2_scale`, core/kernel.cpp). A GPU whose launch floor
 (check 3) outlasts a full L2 read at DRAM speed cannot show it: L2 / bandwidth is 21 us on the
 A100 against its 36 us floor, 16.5 on the B200 against 16.6, and 117 on the L40S against 20.
+Beside it, for every gemm file, per gemm_dtype, over the rows of at most 16 tokens (m <= 16:
+the weights' read dominates): the weights (n x k at the dtype's bytes, scales left out) against
+the L2 in buckets (<= L2/16, L2/16-L2/8, L2/8-L2/4, L2/4-L2/2, L2/2-L2, L2-2xL2, > 2xL2), the rows and the
+median rate (weight bytes / latency) over DRAM bandwidth: where a GEMM's weights run from the L2.
 """
 import argparse, collections, csv, math, os, re, statistics, sys
 
@@ -562,6 +566,29 @@ def moe_l2_rows(path, sheets, gpu_dir):
             for (lib, dt, lab), v in sorted(per.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]]))]
 
 
+GEMM_WEIGHT_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_static": 1.0, "fp8_block": 1.0, "nvfp4": 0.5}
+L2_FIT_GEMM = ((0.0625, "<=L2/16"), (0.125, "L2/16-L2/8"), (0.25, "L2/8-L2/4"), (0.5, "L2/4-L2/2"), (1.0, "L2/2-L2"), (2.0, "L2-2xL2"),
+               (math.inf, ">2xL2"))
+
+
+def gemm_l2_rows(path, sheets, gpu_dir):
+    """Check 16's GEMM rows for one gemm file: (dtype, bucket, rows, median rate over DRAM
+    bandwidth) over the rows of at most 16 tokens."""
+    per = collections.defaultdict(list)
+    for r in csv.DictReader(open(path)):
+        w = GEMM_WEIGHT_BYTES.get(r["gemm_dtype"])
+        if w is None or int(r["m"]) > 16:
+            continue
+        if r["device"] not in sheets:
+            sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states {', '.join(SHEET_KEYS)} for '{r['device']}'")
+        sh = sheets[r["device"]]
+        wb = int(r["n"]) * int(r["k"]) * w
+        label = next(lab for top, lab in L2_FIT_GEMM if wb / (sh["l2_cache_mb"] * 2**20) <= top)
+        per[(r["gemm_dtype"], label)].append(wb / (float(r["latency"]) * 1e-3) / (sh["mem_bw_gbps"] * 1e9))
+    order = {lab: i for i, (_, lab) in enumerate(L2_FIT_GEMM)}
+    return [(dt, lab, len(v), statistics.median(v)) for (dt, lab), v in sorted(per.items(), key=lambda kv: (kv[0][0], order[kv[0][1]]))]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llm-dir", default=os.environ.get("TILECAST_LLM_KERNELS_DIR", "../shared/llm-kernels"))
@@ -717,6 +744,10 @@ def main():
     for gpu, path in family_files(root, "moe"):
         for lib, dt, lab, n, med in moe_l2_rows(path, sheets, a.gpu_dir):
             print(f"{gpu},{lib},{dt},{lab},{n},{med:.2f}")
+    print("\ngpu,gemm_dtype,weights_over_l2_m_le_16,rows,rate_over_dram_bandwidth_p50")
+    for gpu, path in family_files(root, "gemm"):
+        for dt, lab, n, med in gemm_l2_rows(path, sheets, a.gpu_dir):
+            print(f"{gpu},{dt},{lab},{n},{med:.2f}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))

@@ -323,6 +323,8 @@ tc_cli_test(predict_kernel_moe_other_ranks_json "\"other_rank_floor\": true,[ \n
 # activations = 75,628,544 bytes, within its 96 MiB L2 (100,663,296): 4.458 us at 5,120 / 108 bytes
 # per SM-cycle over 142 SMs at 2,520 MHz, 87.53 us at 864 GB/s.
 tc_cli_test(predict_kernel_moe_l2 "\nl2 +75\\.63 MB, the layer's working set, fits the 100\\.7 MB L2: [^\n]*, 4\\.458 us in the fitted roofline \\(87\\.53 us at DRAM bandwidth" ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S)
+tc_cli_test(predict_kernel_moe_l2_json "\"fitted_memory_us\": 4\\.458[0-9]*,[^}]*\"l2_working_set\": true" ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S --format json)
+tc_cli_test(predict_kernel_moe_l2_sustained_json "\"fitted_memory_us\": 87\\.53[0-9]*,[^}]*\"l2_working_set\": false" ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S --sustained --format json)
 tc_cli_test(predict_kernel_moe_other_ranks_trtllm "\"library\": \"sglang_flashinfer_trtllm_moe\",.*\"other_rank_gb\": 0\\.0," ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu B200 --format json)
 # On the L40S, a training GPU, the passes (4.778 ms at 864 GB/s) are reported, not a floor.
 tc_cli_test(predict_kernel_moe_other_ranks_trained "other ranks +4\\.128 GB, 4\\.778 ms at DRAM bandwidth: [^\n]*not a floor here" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu L40S)

@@ -403,6 +403,17 @@ with tempfile.TemporaryDirectory() as tmp:
         "L40S,sglang_fused_moe_triton,bfloat16,<=L2/2,1,1.00", "L40S,sglang_fused_moe_triton,bfloat16,L2/2-L2,1,2.50",
         "L40S,sglang_fused_moe_triton,bfloat16,L2-2xL2,1,0.77"], out
 
+    # Check 16's GEMM table on hand-made L40S rows of at most 16 tokens: weights of 4,096 x 1,024
+    # in BF16 (8,388,608 bytes, 0.083 of the L2) timed at 1.3x DRAM speed, of 4,096 x 4,096
+    # (33,554,432, 0.33) at 0.75x; left out: 32 tokens, a dtype without a known weight size.
+    def gemm_at(m, n, k, rate, dtype="bfloat16"):
+        return f"SGLang,0.5,NVIDIA L40S,gemm,sglang,{dtype},{m},{n},{k},{repr(n * k * 2 / (rate * 864e9) * 1e3)}"
+    out = run_on_file(tmp, "l2gemm", "L40S", "gemm_perf.csv", HEADER,
+          gemm_at(8, 4096, 1024, 1.3), gemm_at(16, 4096, 4096, 0.75), gemm_at(32, 4096, 1024, 1.3),
+          gemm_at(8, 4096, 1024, 1.3, "int3"))
+    assert section_of(out, "gpu,gemm_dtype,weights_over_l2_m_le_16,rows,rate_over_dram_bandwidth_p50") == [
+        "L40S,bfloat16,L2/16-L2/8,1,1.30", "L40S,bfloat16,L2/4-L2/2,1,0.75"], out
+
     # A device no sheet names.
     write(os.path.join(gpu, "gemm_perf.csv"), HEADER, row("NVIDIA Imaginary GPU", "bfloat16", 4096, 4096, 4096, 100))
     rc, out, err = run(tmp)
