@@ -1295,6 +1295,13 @@ KernelBounds mla_decode_bounds(const KernelQuery& q, int64_t value_dim, const Gp
   return kb;
 }
 
+double moe_alone_l2_scale(const KernelQuery& q, const GpuSpec& gpu) {
+  if (q.op != OpKind::kMoe) return 1.0;
+  KernelQuery alone = q;
+  alone.sustained = false;
+  return moe_l2_scale(alone, gpu, moe_load(alone));
+}
+
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li) {
   double pad = 1;
   KernelBounds kb = wave_frame(gpu, li, &pad);

@@ -289,6 +289,11 @@ struct KernelBounds {
   double series_pass_s = 0;
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
+// A fused MoE layer's KernelBounds::fit_memory_scale were it timed alone (as if
+// KernelQuery::sustained were false): below 1 where its working set fits the L2. A whole-model
+// forecast (sustained) reads from DRAM, and takes the L2's speed-up back out of the share its
+// networks, trained on layers timed alone, give it (KernelPredictor).
+double moe_alone_l2_scale(const KernelQuery& q, const GpuSpec& gpu);
 // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
 // clock)): the loads a CTA keeps in flight (Little's law) set how much of it a streaming kernel
 // reaches. The LLM-era training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 SXM is at 12.8,

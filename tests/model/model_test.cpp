@@ -1402,6 +1402,29 @@ TEST(Multi, GradientsReduceUnderTheLastMicrobatch) {
   EXPECT_NEAR(z1_one.communication_ms, bucket, 1e-9);  // a whole step's passes hide both
 }
 
+// A MoE layer timed alone reads a working set that fits the L2 from there, as the L40S's data do
+// (one token of Qwen3-30B-A3B's layer, 8 experts: 75,628,544 bytes within its 96 MiB, measured
+// 30.5 us, under the 87.5 us its 864 GB/s take for them), and the bundled forecast follows. In a
+// model's step (sustained) the other layers have evicted its experts: the forecast cannot beat
+// DRAM for them. Two tokens (146 MB) do not fit: alone or in a step, the same forecast (a
+// memory-bound layer, so the step's lower tensor clock does not show).
+TEST(Multi, MoeInAModelStepReadsItsExpertsFromDram) {
+  predictor::KernelPredictor p(trainer::weights_dir());
+  const GpuSpec& l40s = registry().resolve("L40S");
+  ASSERT_EQ(l40s.mem_bw_gbps, 864);
+  const double dram_ms = 75628544.0 / 864e9 * 1e3;
+  KernelQuery one = moe_q(1, 2048, 768, 8, 128, 1, 1, DType::kBf16);
+  EXPECT_NEAR(query_bytes(one), 75628544.0, 1e-3);
+  const double alone_ms = p.predict(one, l40s).latency_ms;
+  EXPECT_LT(alone_ms, 0.5 * dram_ms);
+  one.sustained = true;
+  EXPECT_GT(p.predict(one, l40s).latency_ms, dram_ms);
+  KernelQuery two = moe_q(2, 2048, 768, 8, 128, 1, 1, DType::kBf16);
+  const double two_alone_ms = p.predict(two, l40s).latency_ms;
+  two.sustained = true;
+  EXPECT_DOUBLE_EQ(p.predict(two, l40s).latency_ms, two_alone_ms);
+}
+
 // FP8 training: the layers' dense GEMMs at the FP8 peak, the weights' casts once a step (by hand
 // from the spec's bandwidth), the rest as BF16 training, and MFU against the BF16 peak.
 TEST(Multi, Fp8TrainingCastsTheWeightsOnceAStep) {
