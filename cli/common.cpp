@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -19,8 +20,10 @@ bool parse_options(const std::vector<std::string>& args, po::options_description
     // A word that is no option's value: Boost keeps it under no name, and store() would drop it.
     // The first such word may stand for `positional`; any other is an error naming it.
     bool taken = positional.empty();
+    const bool help = std::any_of(parsed.options.begin(), parsed.options.end(),
+                                  [](const po::option& o) { return o.string_key == "help"; });
     for (auto& o : parsed.options) {
-      if (!o.string_key.empty()) continue;
+      if (!o.string_key.empty() || help) continue;  // --help answers whatever else is there
       const std::string word = o.original_tokens.empty() ? std::string() : o.original_tokens[0];
       if (taken)
         throw ConfigError("unexpected argument '" + word + "': " +

@@ -32,6 +32,7 @@ tc_cli_test(gpus_show_positional "cuda_name: NVIDIA L4\n.*num_sms: 58" ${TC} gpu
 tc_cli_fail(gpus_two_names "unexpected argument 'T4': it takes one word, for --show" "${TC};gpus;L4;T4")
 tc_cli_fail(stray_argument "unexpected argument 'H100': this command takes only --options"
             "${TC};predict-kernel;--op;gemm;--shape;8,8,8;--dtype;bf16;H100")
+tc_cli_test(stray_argument_help "^usage: tilecast predict-kernel" ${TC} predict-kernel H100 --help)
 tc_cli_test(predict_kernel_json "\"latency_ms\"" ${TC} predict-kernel --op bmm --shape 16,512,64,512 --gpu H100-SXM --format json)
 tc_cli_test(predict_kernel_neusight_json "waves" ${TC} predict-kernel --op ln --shape 8192,1024 --gpu ${D}/neusight_device.json)
 # A Hopper SIMT SGEMM's rate, hand-derived: 132 SMs x 128 lanes x 2 FLOP x 1.830 GHz (the clock
