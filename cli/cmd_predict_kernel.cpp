@@ -189,6 +189,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                   "--sustained)\n",
                   query_bytes(q) / 1e6, spec.l2_cache_mb * kBytesPerMib / 1e6, s_to_us(kb.fitted_memory_s()),
                   s_to_us(kb.memory_s));
+    if (r.in_step_l2_factor > 1)
+      std::printf("in a step    %.4g MB, the layer's working set, would fit the %.4g MB L2 alone; in a model's step "
+                  "it comes from DRAM: the networks' share of the forecast x %.3f (the fitted roofline from DRAM "
+                  "over the same from the L2)\n",
+                  query_bytes(q) / 1e6, spec.l2_cache_mb * kBytesPerMib / 1e6, r.in_step_l2_factor);
   }
   if (gemm && q.dtype == DType::kFp32 && spec.fp32_simt_gemm_gflops() < spec.fp32_gemm_peak_gflops())
     std::printf("fp32 rate    %.6g GFLOP/s: the sheet's %.6g x issue bound %.3f x compute clock %.3f (SIMT SGEMM)\n",

@@ -200,6 +200,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     const KernelBounds kb = kernel_bounds(q, spec, r.launch);
     j["l2_working_set"] = kb.fit_memory_scale < 1;
     j["fitted_memory_us"] = s_to_us(kb.fitted_memory_s());
+    j["in_step_l2_factor"] = r.in_step_l2_factor;
   } else if (fam == Family::kMemoryOp) {
     j["model"] = kMemoryOpModelSummary;
     j["l2_resident_bytes"] = r.l2_resident_bytes;

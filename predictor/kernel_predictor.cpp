@@ -603,6 +603,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       KernelPrediction& r = out[idx[j]];
       const double w = blend_weight(prior_weight, fixed_ms[j], r.base_ms);
       const double undo = std::pow(l2_undo[j], 1 - w);  // on the network's share (1 - w) alone
+      r.in_step_l2_factor = undo;
       const auto blend = [&](double log_slowdown) { return blend_ms(r.base_ms, r.prior_ms, w, log_slowdown) * undo; };
       // No kernel beats the sheet's compute peak (the data's rows that do are measurement
       // artefacts, left out of training): a network's forecast below it is raised to it.

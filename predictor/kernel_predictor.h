@@ -73,6 +73,10 @@ struct KernelPrediction {
   // manifest `call_overhead_us`), never below min(latency_ms, kMinStreamUs). latency_ms where
   // the family has none.
   double stream_ms = 0;
+  // moe inside a model's step (sustained) whose working set would fit the L2 alone: the factor
+  // the network's share of the forecast was raised by to take the L2's speed-up back (the fitted
+  // roofline from DRAM over the same from the L2, to the network's share); 1 otherwise.
+  double in_step_l2_factor = 1;
   // memory_op: the bytes the model serves from L2 (min(bytes, l2_resident_fraction x L2)),
   // which cost no DRAM time; 0 for every other family.
   double l2_resident_bytes = 0;

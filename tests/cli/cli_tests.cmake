@@ -326,6 +326,12 @@ tc_cli_test(predict_kernel_moe_other_ranks_json "\"other_rank_floor\": true,[ \n
 tc_cli_test(predict_kernel_moe_l2 "\nl2 +75\\.63 MB, the layer's working set, fits the 100\\.7 MB L2: [^\n]*, 4\\.458 us in the fitted roofline \\(87\\.53 us at DRAM bandwidth" ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S)
 tc_cli_test(predict_kernel_moe_l2_json "\"fitted_memory_us\": 4\\.458[0-9]*,[^}]*\"l2_working_set\": true" ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S --format json)
 tc_cli_test(predict_kernel_moe_l2_sustained_json "\"fitted_memory_us\": 87\\.53[0-9]*,[^}]*\"l2_working_set\": false" ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S --sustained --format json)
+# The same layer in a model's step on the L40S (a training GPU: the network's forecast alone, 0.0297048 ms
+# as a call repeated alone): its networks' L2 speed-up taken back, x 4.800 = the bundled fitted roofline
+# from DRAM over the same from the L2 (4.79964 in JSON): 0.0297048 x 4.79964 = 0.142573. The B200's 132 MB
+# L2 holds it too; the H100's 52 MB does not (no line there).
+tc_cli_test(predict_kernel_moe_in_step "latency_ms +0\\.142573 .*\nin a step +75\\.63 MB, the layer's working set, would fit the 100\\.7 MB L2 alone; in a model's step it comes from DRAM: the networks' share of the forecast x 4\\.800 " ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S --sustained)
+tc_cli_test(predict_kernel_moe_in_step_json "\"in_step_l2_factor\": 4\\.7996[0-9]*," ${TC} predict-kernel --op moe --shape 1,2048,768,8,128 --gpu L40S --sustained --format json)
 tc_cli_test(predict_kernel_moe_other_ranks_trtllm "\"library\": \"sglang_flashinfer_trtllm_moe\",.*\"other_rank_gb\": 0\\.0," ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu B200 --format json)
 # On the L40S, a training GPU, the passes (4.778 ms at 864 GB/s) are reported, not a floor.
 tc_cli_test(predict_kernel_moe_other_ranks_trained "other ranks +4\\.128 GB, 4\\.778 ms at DRAM bandwidth: [^\n]*not a floor here" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu L40S)
