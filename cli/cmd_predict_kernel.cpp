@@ -182,7 +182,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                             : "the forecast's floor");
   if (moe) {
     // A working set that fits the L2 (moe_l2_scale): what the fitted roofline charges for it.
-    const KernelBounds kb = kernel_bounds(q, spec, r.launch);
+    const KernelBounds kb = kernel_bounds(q, spec, launch_info(q, spec));
     if (kb.fit_memory_scale < 1)
       std::printf("l2           %.4g MB, the layer's working set, fits the %.4g MB L2: a call repeated alone reads it "
                   "from there, %.4g us in the fitted roofline (%.4g us at DRAM bandwidth, as inside a model's step: "

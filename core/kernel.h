@@ -276,6 +276,11 @@ struct KernelBounds {
   // memory_s, the networks' input, stays at DRAM bandwidth.
   double fit_memory_scale = 1;
   double fitted_memory_s() const { return memory_s * fit_memory_scale; }
+  // fit_memory_scale were the kernel timed alone (KernelQuery::sustained false). Inside a model's
+  // step the working set comes from DRAM (fit_memory_scale 1) where alone it would come from the
+  // L2 (this below 1): the networks, trained on kernels timed alone, learned that speed-up, and
+  // the predictor takes it back out of their share of the forecast (KernelPredictor).
+  double alone_memory_scale = 1;
   // Fused MoE under expert parallelism, SGLang's Triton kernels: the pass over the pairs routed
   // to other ranks' experts (moe_other_rank_bytes: rows written as zeros, then read by the
   // SiLU-mul and the top-k sum) at DRAM bandwidth. The fitted roofline adds it after the
@@ -289,11 +294,6 @@ struct KernelBounds {
   double series_pass_s = 0;
 };
 KernelBounds kernel_bounds(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li);
-// A fused MoE layer's KernelBounds::fit_memory_scale were it timed alone (as if
-// KernelQuery::sustained were false): below 1 where its working set fits the L2. A whole-model
-// forecast (sustained) reads from DRAM, and takes the L2's speed-up back out of the share its
-// networks, trained on layers timed alone, give it (KernelPredictor).
-double moe_alone_l2_scale(const KernelQuery& q, const GpuSpec& gpu);
 // DRAM bytes each SM must move per clock to keep the memory busy (bandwidth / (SMs x boost
 // clock)): the loads a CTA keeps in flight (Little's law) set how much of it a streaming kernel
 // reaches. The LLM-era training GPUs span 2.4 (L40S) to 27.5 (B200); the H100 SXM is at 12.8,

@@ -197,7 +197,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["other_rank_floor"] = other > 0 && !r.corrected;
     // A working set that fits the L2, read from there by the fitted roofline of a call repeated
     // alone (moe_l2_scale; false inside a model's step), and the memory time it charges.
-    const KernelBounds kb = kernel_bounds(q, spec, r.launch);
+    const KernelBounds kb = kernel_bounds(q, spec, launch_info(q, spec));
     j["l2_working_set"] = kb.fit_memory_scale < 1;
     j["fitted_memory_us"] = s_to_us(kb.fitted_memory_s());
     j["in_step_l2_factor"] = r.in_step_l2_factor;

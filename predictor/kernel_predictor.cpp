@@ -544,17 +544,14 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
       if (prior) fixed_ms[j] = s_to_ms(fitted_fixed_s(p.bounds, *prior));
-      // A MoE layer in a model's step reads its experts from DRAM (its fitted roofline does), but
-      // its networks learned from layers timed alone, which read a working set that fits the L2
-      // from there (moe_l2_scale): their share of the forecast takes that speed-up back, the
-      // fitted roofline from DRAM over the same from the L2.
-      if (fam == Family::kMoe && q.sustained && entry && entry->has_prior()) {
-        const double alone = moe_alone_l2_scale(q, gpu);
-        if (alone < 1) {
-          KernelBounds l2 = p.bounds;
-          l2.fit_memory_scale = alone;
-          l2_undo[j] = fitted_roofline_s(p.bounds, entry->prior) / fitted_roofline_s(l2, entry->prior);
-        }
+      // A kernel in a model's step that reads its working set from DRAM where, timed alone, it
+      // would read it from the L2 (a MoE layer's experts: KernelBounds::alone_memory_scale): the
+      // networks learned from kernels timed alone, so their share of the forecast takes that
+      // speed-up back, the fitted roofline in the step over the same timed alone.
+      if (entry && entry->has_prior() && p.bounds.alone_memory_scale < p.bounds.fit_memory_scale) {
+        KernelBounds alone = p.bounds;
+        alone.fit_memory_scale = alone.alone_memory_scale;
+        l2_undo[j] = fitted_roofline_s(p.bounds, entry->prior) / fitted_roofline_s(alone, entry->prior);
       }
       if (entry && !corrected &&
           (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty() ||

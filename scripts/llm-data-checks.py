@@ -154,7 +154,7 @@ working set that fits (tilecast's `moe_l2_scale`, core/kernel.cpp). A GPU whose 
 (check 3) outlasts a full L2 read at DRAM speed cannot show it: L2 / bandwidth is 21 us on the
 A100 against its 36 us floor, 16.5 on the B200 against 16.6, and 117 on the L40S against 20.
 Beside it, for every gemm file, per gemm_dtype, over the rows of at most 16 tokens (m <= 16:
-the weights' read dominates): the weights (n x k at the dtype's bytes, scales left out) against
+the weights' read dominates): the weights (n x k at the dtype's bytes, check 10's) against
 the L2 in buckets (<= L2/16, L2/16-L2/8, L2/8-L2/4, L2/4-L2/2, L2/2-L2, L2-2xL2, > 2xL2), the rows and the
 median rate (weight bytes / latency) over DRAM bandwidth: where a GEMM's weights run from the L2.
 """
@@ -566,7 +566,6 @@ def moe_l2_rows(path, sheets, gpu_dir):
             for (lib, dt, lab), v in sorted(per.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]]))]
 
 
-GEMM_WEIGHT_BYTES = {"bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "fp8_static": 1.0, "fp8_block": 1.0, "nvfp4": 0.5}
 L2_FIT_GEMM = ((0.0625, "<=L2/16"), (0.125, "L2/16-L2/8"), (0.25, "L2/8-L2/4"), (0.5, "L2/4-L2/2"), (1.0, "L2/2-L2"), (2.0, "L2-2xL2"),
                (math.inf, ">2xL2"))
 
@@ -576,7 +575,7 @@ def gemm_l2_rows(path, sheets, gpu_dir):
     bandwidth) over the rows of at most 16 tokens."""
     per = collections.defaultdict(list)
     for r in csv.DictReader(open(path)):
-        w = GEMM_WEIGHT_BYTES.get(r["gemm_dtype"])
+        w = OPERAND_BYTES.get(r["gemm_dtype"])
         if w is None or int(r["m"]) > 16:
             continue
         if r["device"] not in sheets:
