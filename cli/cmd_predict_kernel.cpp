@@ -108,8 +108,14 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   if (r.stream_ms != r.latency_ms)
     std::printf("stream_ms    %.6g (inside a whole model: less the host time per call that the training data's "
                 "isolated timings include)\n", r.stream_ms);
-  std::printf("roofline_ms  %.6g (%s-bound)\n", r.roofline_ms, r.bound);
-  std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms)\n", r.utilisation, r.bound_ms);
+  // The plain roofline's own limit (the sheet's peak or its DRAM bandwidth), which can differ from
+  // that of the wave-quantised bound below: a 1-row GEMM padded to its tile is compute-bound
+  // there and memory-bound here.
+  const bool roofline_compute = peak_s(q, spec) >= transfer_s(query_bytes(q), spec.mem_bw_gbps);
+  std::printf("roofline_ms  %.6g (%s-bound: %s)\n", r.roofline_ms, roofline_compute ? "compute" : "memory",
+              roofline_compute ? "its FLOPs at the sheet's peak" : "its bytes at the sheet's DRAM bandwidth");
+  std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms, %s-bound)\n", r.utilisation, r.bound_ms,
+              r.bound);
   if (r.prior_ms > 0) {
     if (r.fallback)
       std::printf("prior_ms     %.6g (the fitted roofline of the fallback library's own rows (%s), on the whole causal "

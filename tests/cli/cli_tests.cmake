@@ -48,6 +48,10 @@ tc_cli_test(predict_basis_json "\"family\": \"gemm\",[^}]*\"forecast_by\": \"net
 
 # One kernel's basis: the A100-PCIE-40GB is one of the five NeuSight training GPUs; the GB200 is
 # a twin of the B200 (148 SMs, compute capability 10, 8 TB/s), so the MoE network applies.
+# The plain roofline states its own limit: a 1-row batched GEMM moves 806 x (413 + 413 x 418 + 418)
+# x 4 B = 559.25 MB (116.5 us at the H200's 4,800 GB/s) for 0.278 GFLOP (4.2 us at its 66.9
+# TFLOPS): memory-bound, though its 128-row tile makes the wave-quantised bound compute-bound.
+tc_cli_test(predict_kernel_roofline_own_bound "roofline_ms +0\\.11651[0-9]* \\(memory-bound: its bytes at the sheet's DRAM bandwidth\\)\nutilisation +[0-9.]+ of the wave-quantised roofline \\([0-9.]+ ms, compute-bound\\)" ${TC} predict-kernel --op bmm --shape 806,1,413,418 --gpu H200)
 tc_cli_test(predict_kernel_basis "basis +linear \\(1 kernel\\): one of its 5 training GPUs: network\n" ${TC} predict-kernel --op linear --shape 1,4096,1024,1024 --gpu A100-PCIE-40GB)
 tc_cli_test(predict_kernel_basis_json "\"basis\": {[^}]*\"forecast_by\": \"network\",[^}]*\"gpu\": \"twin\"" ${TC} predict-kernel --op moe --shape 64,4096,14336,2,8 --gpu GB200 --format json)
 
@@ -197,7 +201,7 @@ tc_cli_test(predict_kernel_gemm_split_k "tile +128x128 split_k=16 .ampere tensor
 # forecast is raised to it and says so (text and JSON). Tied to the bundled weights: after a
 # retrain that no longer beats the peak here, pick another shape whose `raised_to_peak` is true
 # (session 60's retrain moved it off 4,096^3, whose bound is the same 0.831955 ms).
-tc_cli_test(predict_kernel_raised_to_peak "latency_ms +0\\.831955[^\n]*raised to the sheet's compute peak, which the forecast beat\nroofline_ms +0\\.831955 \\(compute-bound\\)" ${TC} predict-kernel --op gemm --shape 1024,8192,8192 --dtype bf16 --gpu RTX-4090)
+tc_cli_test(predict_kernel_raised_to_peak "latency_ms +0\\.831955[^\n]*raised to the sheet's compute peak, which the forecast beat\nroofline_ms +0\\.831955 \\(compute-bound: its FLOPs at the sheet's peak\\)" ${TC} predict-kernel --op gemm --shape 1024,8192,8192 --dtype bf16 --gpu RTX-4090)
 # The ensemble members' range is printed only where a family has more than one network: gemm
 # has one (no range on an unseen GPU, where it blends with its fitted roofline), decode three.
 tc_cli_test(predict_kernel_one_network "latency_ms +[0-9.]+\nroofline_ms" ${TC} predict-kernel --op gemm --shape 4096,4096,4096 --dtype bf16 --gpu H100-SXM)
@@ -564,9 +568,9 @@ tc_cli_test(predict_kernel_outside_range "outside the training range \\(extrapol
 # Rows of 1,281 elements take PyTorch's two-kernel layer norm: the input read twice, written once,
 # plus gamma and beta: (3 x 8,192 x 1,281 + 2 x 1,281) x 4 B = 125,937,672 B at the H200's
 # 4,800 GB/s = 0.0262370 ms (rows of 1,280: two passes, 0.0174784 ms).
-tc_cli_test(predict_kernel_ln_two_kernels "roofline_ms  0.026237 \\(memory-bound\\)" ${TC} predict-kernel --op ln --shape 8192,1281 --gpu H200)
+tc_cli_test(predict_kernel_ln_two_kernels "roofline_ms  0.026237 \\(memory-bound: its bytes at the sheet's DRAM bandwidth\\)" ${TC} predict-kernel --op ln --shape 8192,1281 --gpu H200)
 tc_cli_test(predict_kernel_ln_two_kernels_named "two kernels \\(H not a multiple of 4" ${TC} predict-kernel --op ln --shape 8192,1281 --gpu H200)
-tc_cli_test(predict_kernel_ln_one_kernel "roofline_ms  0.0174784 \\(memory-bound\\)" ${TC} predict-kernel --op ln --shape 8192,1280 --gpu H200)
+tc_cli_test(predict_kernel_ln_one_kernel "roofline_ms  0.0174784 \\(memory-bound: its bytes at the sheet's DRAM bandwidth\\)" ${TC} predict-kernel --op ln --shape 8192,1280 --gpu H200)
 # SGLang's DP attention: each of the 8 ranks caches its own 4 of the 32 sequences
 # (4 x 4,097 x 61 x 576 x 2 B = 1.15 GB), the KV room is the group's; JSON states both.
 tc_cli_test(predict_dp_attention "deepseek-v3 on H200, decode, batch 32, cached context 4096, fp8_block \\(KV cache bf16\\), tp 8, DP attention\nmemory/GPU +[0-9.]+ GB \\([0-9.]+ GB weights \\+ [0-9.]+ GB activations \\+ 1\\.15 GB KV cache\\).*\nKV room +[0-9]+ tokens beside the weights and activations \\(8 DP-attention ranks, each caching its own sequences\\): [0-9]+ sequences" ${TC} predict --model deepseek-v3 --gpu H200 --tp 8 --mode decode --batch 32 --context 4096 --dp-attention)
