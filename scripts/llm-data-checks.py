@@ -136,9 +136,12 @@ experts E), the time at T x K / E = 0.25, 0.5, 1 and 2 (T tokens; the nearest T 
 layers, so each ratio follows the share of experts hit: min(1, r) where every pick is a different
 expert until all are hit (aiconfigurator's balanced_logits), 1 - e^-r for picks drawn at random
 (tilecast's `moe_load` for balanced routing; docs/accuracy.md, "The data's routings"). And per ep (1, 2, 4, >= 8) and
-assignments per expert (T x K / E: < 4, 4-32, 32-256, >= 256), over the layers timed with both a
-power law and balanced routing (tp 1, same shape and tokens): the pairs and the median t(power
-law) / t(balanced).
+assignments per expert (T x K / E: <= 1, 1-4, 4-32, 32-256, >= 256), over the layers timed with
+both a power law and balanced routing (tp 1, same shape and tokens): the pairs and the median
+t(power law) / t(balanced). At <= 1 (no more picks than experts: the collector draws each
+expert's load from [0.01, 2] and rounds nearly all to 0) the power law rows run as their
+balanced twins (tilecast's `moe_load` forecasts them so; docs/accuracy.md, "Few picks under a
+power law").
 
   scripts/llm-data-checks.py [--llm-dir ../shared/llm-kernels] [--gpu-dir configs/gpus] [--rows-csv R --data CSV [--by COLS]]
 
@@ -528,11 +531,12 @@ def moe_routing_checks(path):
     for (lib, (_, _, _, k, e), t, ep), d in pairs.items():
         b = d.get("balanced")
         per_expert = t * k / e
-        bucket = "<4" if per_expert < 4 else "4-32" if per_expert < 32 else "32-256" if per_expert < 256 else ">=256"
+        bucket = ("<=1" if per_expert <= 1 else "1-4" if per_expert < 4 else "4-32" if per_expert < 32
+                  else "32-256" if per_expert < 256 else ">=256")
         for dist, lat in d.items():
             if dist != "balanced" and b:
                 pl[(lib, ep if ep <= 4 else ">=8", bucket)].append(lat / b)
-    order = {"<4": 0, "4-32": 1, "32-256": 2, ">=256": 3}
+    order = {"<=1": 0, "1-4": 1, "4-32": 2, "32-256": 3, ">=256": 4}
     power_rows = [(lib, ep, bk, len(v), statistics.median(v))
                   for (lib, ep, bk), v in sorted(pl.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), order[kv[0][2]]))]
     return balanced_rows, power_rows

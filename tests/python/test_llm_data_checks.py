@@ -364,8 +364,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # (T x K / E = T / 16): balanced at 4, 8, 16, 32 and 64 tokens (r = 0.25 ... 4) in 0.1, 0.2,
     # 0.39, 0.4, 0.4 ms, so the ratios to r = 4 are 0.25, 0.50, 0.975 and 1.00; a 20-token row
     # (r = 1.25) no ratio reads. At ep 8, 64 tokens (4 per expert), a power-law layer of 0.6 ms
-    # beside a balanced one of 0.3 (2.00); at ep 1 the 4-token one of 0.08 beside 0.1 (0.80); a
-    # tp-2 pair, which the check leaves out.
+    # beside a balanced one of 0.3 (2.00); at ep 1 the 4-token one (32 picks of 128 experts: no
+    # more picks than experts) of 0.08 beside 0.1 (0.80); a tp-2 pair, which the check leaves out.
     lead = "SGLang,0.5,NVIDIA L40S,moe,sglang_fused_moe_triton,bfloat16,"
     out = run_on_file(tmp, "routing", "L40S", "moe_perf.csv", moe,
           *[lead + f"{t},2048,768,8,128,1,1,balanced,{ms}" for t, ms in
@@ -380,7 +380,7 @@ with tempfile.TemporaryDirectory() as tmp:
         "L40S,sglang_fused_moe_triton,0.25,1,0.25,0.25,0.23", "L40S,sglang_fused_moe_triton,0.5,1,0.50,0.50,0.40",
         "L40S,sglang_fused_moe_triton,1,1,0.97,1.00,0.64", "L40S,sglang_fused_moe_triton,2,1,1.00,1.00,0.88"], out
     assert section_of(out, "gpu,library,moe_ep,assignments_per_expert,pairs,power_law_over_balanced_p50") == [
-        "L40S,sglang_fused_moe_triton,1,<4,1,0.80", "L40S,sglang_fused_moe_triton,>=8,4-32,1,2.00"], out
+        "L40S,sglang_fused_moe_triton,1,<=1,1,0.80", "L40S,sglang_fused_moe_triton,>=8,4-32,1,2.00"], out
 
     # Check 16 (a MoE working set that fits the L2) on hand-made L40S rows (96 MiB of L2 =
     # 100,663,296 bytes; 864 GB/s), top-8 of 128 experts, hidden 2,048, inter 768, balanced at ep
