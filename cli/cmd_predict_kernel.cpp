@@ -43,7 +43,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "moe: ranks the experts are split over (balanced: rank 0 forecast; power law: the most loaded rank)")(
       "routing", po::value(&routing)->default_value("balanced"),
       "moe: balanced (every expert an equal share, each token's picks at random) or power_law_<a> (experts' "
-      "loads drawn from a power law as aiconfigurator's collector draws them, e.g. power_law_1.2)")(
+      "loads drawn from a power law as aiconfigurator's collector draws them, e.g. power_law_1.2; a layer of "
+      "no more picks than experts, tokens x top-k <= experts, loads as balanced, as the collector's ran)")(
       "weight-group", po::value(&weight_group)->default_value(0),
       "moe --dtype int4: weights per 16-bit scale (e.g. 32; 0 = 128, the modelled kernels' groups)")(
       "sustained", po::bool_switch(&sustained),

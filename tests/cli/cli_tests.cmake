@@ -339,6 +339,10 @@ tc_cli_test(predict_kernel_moe_in_step_json "\"in_step_l2_factor\": 4\\.6078[0-9
 tc_cli_test(predict_kernel_moe_other_ranks_trtllm "\"library\": \"sglang_flashinfer_trtllm_moe\",.*\"other_rank_gb\": 0\\.0," ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu B200 --format json)
 # On the L40S, a training GPU, the passes (4.778 ms at 864 GB/s) are reported, not a floor.
 tc_cli_test(predict_kernel_moe_other_ranks_trained "other ranks +4\\.128 GB, 4\\.778 ms at DRAM bandwidth: [^\n]*not a floor here" ${TC} predict-kernel --op moe --shape 16384,4096,1536,8,128 --moe-ep 128 --gpu L40S)
+# One token's top-22 of 512 experts under a power law, 16 ranks: no more picks than experts, so the
+# balanced load, as the data's power-law rows of that kind ran: rank 0's 32 experts take 32 x 22 /
+# 512 = 1.375 picks (the draws gave the busiest rank all 22 before session 81).
+tc_cli_test(predict_kernel_moe_few_picks_power_law "experts +1\\.4 hit, 1\\.4 tokens on this rank, busiest expert 1\\.0" ${TC} predict-kernel --op moe --shape 1,4096,2688,22,512 --moe-ep 16 --routing power_law_1.2 --gpu H100-SXM)
 tc_cli_test(predict_kernel_moe_skewed "busiest expert" ${TC} predict-kernel --op moe --shape 512,7168,2048,8,256 --moe-ep 8 --routing power_law_1.2 --dtype fp8_block --gpu B300)
 tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced or power_law_<a>" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,2,8;--routing;zipf;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_topk "top-k 9 exceeds the 8 experts" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,9,8;--gpu;H100-SXM")
