@@ -413,7 +413,7 @@ MoeLoad compute_moe_load(const KernelQuery& q) {
   // law rows run as their balanced twins: the median t(power law) / t(balanced) of the layers
   // timed both ways is 0.91-1.11 on every GPU, library and ep there (check 15 of
   // scripts/llm-data-checks.py), where the draws below would give the busiest rank about twice
-  // a balanced rank's picks (22 picks of 512 experts over 8 ranks: 5.1 against 2.7). Leave one
+  // a balanced rank's picks (22 picks of 512 experts over 8 ranks: 5.1 against 2.75). Leave one
   // GPU out, the eleven cells' mean 31.9 -> 31.7 % on plausible rows, 33.7 -> 31.7 % on every
   // row at seed 0 (docs/accuracy.md, "Few picks under a power law").
   if (q.routing_alpha == 0 || q.b * q.topk <= q.experts) return balanced_moe_load(q);

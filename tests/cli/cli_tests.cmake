@@ -46,12 +46,13 @@ tc_cli_test(predict_kernel_fp32_rate_json "\"compute_clock_fraction\": 0\\.924" 
 tc_cli_test(predict_basis_text "basis +gemm \\(5 kernels\\): not one of its 5 training GPUs, no AMD GPU among them: network\\^0\\.70 x fitted roofline\\^0\\.30" ${TC} predict --model llama-3.1-8b --gpu MI300X --mode decode --batch 8 --context 2048)
 tc_cli_test(predict_basis_json "\"family\": \"gemm\",[^}]*\"forecast_by\": \"network\\+fitted_roofline\",[^}]*\"gpu\": \"unseen\"" ${TC} predict --model llama-3.1-8b --gpu H200 --mode generate --batch 2 --seq 256 --gen 4 --format json)
 
-# One kernel's basis: the A100-PCIE-40GB is one of the five NeuSight training GPUs; the GB200 is
-# a twin of the B200 (148 SMs, compute capability 10, 8 TB/s), so the MoE network applies.
 # The plain roofline states its own limit: a 1-row batched GEMM moves 806 x (413 + 413 x 418 + 418)
 # x 4 B = 559.25 MB (116.5 us at the H200's 4,800 GB/s) for 0.278 GFLOP (4.2 us at its 66.9
 # TFLOPS): memory-bound, though its 128-row tile makes the wave-quantised bound compute-bound.
 tc_cli_test(predict_kernel_roofline_own_bound "roofline_ms +0\\.11651[0-9]* \\(memory-bound: its bytes at the sheet's DRAM bandwidth\\)\nutilisation +[0-9.]+ of the wave-quantised roofline \\([0-9.]+ ms, compute-bound\\)" ${TC} predict-kernel --op bmm --shape 806,1,413,418 --gpu H200)
+
+# One kernel's basis: the A100-PCIE-40GB is one of the five NeuSight training GPUs; the GB200 is
+# a twin of the B200 (148 SMs, compute capability 10, 8 TB/s), so the MoE network applies.
 tc_cli_test(predict_kernel_basis "basis +linear \\(1 kernel\\): one of its 5 training GPUs: network\n" ${TC} predict-kernel --op linear --shape 1,4096,1024,1024 --gpu A100-PCIE-40GB)
 tc_cli_test(predict_kernel_basis_json "\"basis\": {[^}]*\"forecast_by\": \"network\",[^}]*\"gpu\": \"twin\"" ${TC} predict-kernel --op moe --shape 64,4096,14336,2,8 --gpu GB200 --format json)
 
