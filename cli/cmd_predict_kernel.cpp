@@ -112,7 +112,7 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   // The plain roofline's own limit (the sheet's peak or its DRAM bandwidth), which can differ from
   // that of the wave-quantised bound below: a 1-row GEMM padded to its tile is compute-bound
   // there and memory-bound here.
-  const bool roofline_compute = peak_s(q, spec) >= transfer_s(query_bytes(q), spec.mem_bw_gbps);
+  const bool roofline_compute = roofline_compute_bound(q, spec);
   std::printf("roofline_ms  %.6g (%s-bound: %s)\n", r.roofline_ms, roofline_compute ? "compute" : "memory",
               roofline_compute ? "its FLOPs at the sheet's peak" : "its bytes at the sheet's DRAM bandwidth");
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms, %s-bound)\n", r.utilisation, r.bound_ms,

@@ -315,20 +315,21 @@ MoeLoad balanced_moe_load(const KernelQuery& q) {
 }
 
 // Power-law routing as aiconfigurator's MoE collector generates it (its power_law_logits_v3,
-// which the data's `power_law_<a>` rows ran): each expert's load is drawn independently from a
-// power law of exponent a bounded to [1, 0.8 x tokens] (to [0.01, 2] where tokens x top-k <=
-// experts), scaled to tokens x top-k assignments and rounded (the remainder added to the most
-// loaded experts, or taken from the least; equal counts ordered by their draws), and the
-// expert-parallel rank with the most assignments is the one timed. An expert takes a token at
-// most once. The expectation over kPowerLawTrials draws of a fixed seed: deterministic, the
-// same on every machine. compute_moe_load takes it only where the picks outnumber the experts.
+// which the data's `power_law_<a>` rows ran), where the picks outnumber the experts (tokens x
+// top-k > experts; compute_moe_load takes the balanced load below that, as the data's rows ran,
+// where the collector draws from [0.01, 2] instead): each expert's load is drawn independently
+// from a power law of exponent a bounded to [1, 0.8 x tokens], scaled to tokens x top-k
+// assignments and rounded (the remainder added to the most loaded experts, or taken from the
+// least; equal counts ordered by their draws), and the expert-parallel rank with the most
+// assignments is the one timed. An expert takes a token at most once. The expectation over
+// kPowerLawTrials draws of a fixed seed: deterministic, the same on every machine.
 constexpr int kPowerLawTrials = 32;
 MoeLoad power_law_moe_load(const KernelQuery& q) {
   const int64_t e = q.experts, local = q.experts / q.moe_ep, ranks = q.moe_ep;
   const double alpha = q.routing_alpha, cap = double(q.b);
   const int64_t target = q.b * q.topk;
-  const bool many = target > e;
-  const double xmin = many ? 1.0 : 0.01, xmax = many ? std::max(1.0, 0.8 * double(q.b)) : 2.0;
+  TC_CHECK(target > e, "power_law_moe_load: the picks must outnumber the experts (compute_moe_load)");
+  const double xmin = 1.0, xmax = std::max(1.0, 0.8 * double(q.b));
   // Inverse CDF of the bounded power law; alpha == 1 is log-uniform.
   const bool log_uniform = std::fabs(1.0 - alpha) < 1e-9;
   const double lo = log_uniform ? 0 : std::pow(xmin, 1.0 - alpha), span = log_uniform ? 0 : std::pow(xmax, 1.0 - alpha) - lo;
@@ -357,9 +358,9 @@ MoeLoad power_law_moe_load(const KernelQuery& q) {
     const int64_t delta = target - static_cast<int64_t>(assigned);
     if (delta != 0) {
       for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
-      // Most loaded first by the rounded count, then by the drawn load: where T x K is far below E
-      // nearly every count rounds to 0, and the remainder goes to the experts whose draws were
-      // largest (anywhere among the ranks), not to the lowest-numbered ones (all on rank 0).
+      // Most loaded first by the rounded count, then by the drawn load: among experts of equal
+      // counts the remainder goes to those whose draws were largest (anywhere among the ranks),
+      // not to the lowest-numbered ones (on the first ranks).
       std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
         const size_t i = size_t(a), j = size_t(b);
         return c[i] != c[j] ? c[i] > c[j] : x[i] != x[j] ? x[i] > x[j] : a < b;
@@ -1428,6 +1429,10 @@ double forecast_floor_s(const KernelQuery& q, const GpuSpec& gpu) {
 
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu) {
   return std::max(peak_s(q, gpu), transfer_s(query_bytes(q), gpu.mem_bw_gbps));
+}
+
+bool roofline_compute_bound(const KernelQuery& q, const GpuSpec& gpu) {
+  return peak_s(q, gpu) >= transfer_s(query_bytes(q), gpu.mem_bw_gbps);
 }
 
 const std::vector<std::string>& feature_names(Family f) { return physics(f).features(); }

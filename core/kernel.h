@@ -154,7 +154,9 @@ const char* moe_library(const GpuSpec& gpu, DType d);
 // (tile `tm` rows). Balanced: rank 0, each token's top-k picks at random among the experts.
 // Power law (`routing_alpha` a > 0): as aiconfigurator's collector routes the data's power-law
 // rows, each expert's load drawn from a power law of exponent a and the most loaded rank the one
-// timed; the expectation over a fixed seed's draws (core/kernel.cpp, power_law_moe_load).
+// timed; the expectation over a fixed seed's draws (core/kernel.cpp, power_law_moe_load). A
+// power-law layer of no more picks than experts (tokens x top-k <= experts) takes the balanced
+// load: the data's such rows ran as their balanced twins (compute_moe_load).
 struct MoeLoad {
   // Expected values on the forecast's rank: tokens routed to it, experts hit, the busiest
   // expert's tokens (balanced: the expected load, below 1 when tokens x top-k < experts, a
@@ -373,6 +375,8 @@ FittedRoofline fit_roofline(const std::vector<KernelBounds>& bounds, const std::
 double sheet_peak_gflops(const KernelQuery& q, const GpuSpec& gpu);
 // Plain roofline (no tiles, no waves): max(flops / sheet peak, bytes / bandwidth), seconds.
 double roofline_s(const KernelQuery& q, const GpuSpec& gpu);
+// Whether roofline_s is its compute half (else its bytes at DRAM bandwidth).
+bool roofline_compute_bound(const KernelQuery& q, const GpuSpec& gpu);
 // Its compute half: the query's FLOPs at the sheet peak (training leaves out rows that beat it).
 double peak_s(const KernelQuery& q, const GpuSpec& gpu);
 // The query's FLOPs at the fastest its kernel can run: the sheet peak, taken at the boost clock
