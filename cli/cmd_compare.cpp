@@ -55,7 +55,7 @@ int run_compare(const Args& args, const GlobalOptions&) {
       "vpp", po::value(&vpp),
       "mixed-precision training with pipeline stages: model chunks per rank (interleaved 1F1B), comma-separated "
       "(default 1)")(
-      "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
+      "routing", po::value(&routing), "serving MoE: token routing, uniform (default: each token's picks at random), balanced (every pick a different expert until all are hit, as the kernel benchmark spreads them) or power_law_<a> (the most loaded rank)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
       "hf-eager",
       "prefill and mixed-precision training: the model as Hugging Face transformers runs it without compilation "
@@ -153,7 +153,7 @@ int run_plan(const Args& args, const GlobalOptions&) {
       "dtype", po::value(&dtype),
       "serving dtype (default: the config's torch_dtype); training: fp32 (eager, default) or bf16|fp16|fp8 (mixed "
       "precision; fp8: Transformer Engine's FP8 GEMMs)")(
-      "routing", po::value(&routing), "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank)")(
+      "routing", po::value(&routing), "serving MoE: token routing, uniform (default: each token's picks at random), balanced (every pick a different expert until all are hit, as the kernel benchmark spreads them) or power_law_<a> (the most loaded rank)")(
       "mode", po::value(&mode)->default_value("training"),
       "training|inference (dp x tp x pp), or prefill|decode|generate (replicas x tp x pp, x ep for MoE models; ranked by tokens/s)")(
       "optimizer", po::value(&optimizer)->default_value("adamw"), "training memory: adamw or none")(
@@ -252,7 +252,7 @@ int run_capacity(const Args& args, const GlobalOptions&) {
       "prices", po::value(&prices_file), "YAML: date, source, usd_per_gpu_hour {GPU: USD} (as compare --prices)")(
       "dtype", po::value(&dtype), "serving GEMM dtype (default: the config's torch_dtype, else bf16)")(
       "ep", po::value(&ep)->default_value(1), "MoE: expert-parallel ranks of the tp group")(
-      "routing", po::value(&routing), "MoE: balanced (default) or power_law_<a>")(
+      "routing", po::value(&routing), "MoE: uniform (default), balanced or power_law_<a>")(
       "format", po::value(&format)->default_value("table"), "table|json");
   sched.add_to(desc);
   add_serving_kv_dtype_option(desc, &kv_dtype);

@@ -52,7 +52,9 @@ int run_predict(const Args& args, const GlobalOptions&) {
       "mixed-precision training: context-parallel ranks (each sequence split over them, attention a ring of K and V; "
       "--seq divisible by 2 x cp)")(
       "routing", po::value(&a.routing),
-      "serving MoE: token routing, balanced (default) or power_law_<a> (the most loaded rank is forecast)")(
+      "serving MoE: token routing, uniform (default: each token's picks at random), balanced (every pick a "
+      "different expert until all are hit, as the kernel benchmark spreads them) or power_law_<a> (the most loaded "
+      "rank is forecast)")(
       "pp", po::value(&a.par.pp)->default_value(1),
       "pipeline stages (serving: layers split as vLLM does, min(pp, batch) microbatches in flight)")(
       "microbatches", po::value(&a.par.microbatches)->default_value(1),

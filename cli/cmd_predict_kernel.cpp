@@ -42,9 +42,11 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
       "moe-ep", po::value(&moe_ep)->default_value(1),
       "moe: ranks the experts are split over (balanced: rank 0 forecast; power law: the most loaded rank)")(
       "routing", po::value(&routing)->default_value("balanced"),
-      "moe: balanced (every expert an equal share, each token's picks at random) or power_law_<a> (experts' "
-      "loads drawn from a power law as aiconfigurator's collector draws them, e.g. power_law_1.2; a layer of "
-      "no more picks than experts, tokens x top-k <= experts, loads as balanced, as the collector's ran)")(
+      "moe: balanced (as aiconfigurator's collector spreads them: on one rank every pick a different expert "
+      "until all are hit; over ranks, each token's picks at random), uniform (each token's picks at random, "
+      "every expert alike: what a balanced router gives a real batch, serving forecasts' default) or "
+      "power_law_<a> (experts' loads drawn from a power law as the collector draws them, e.g. power_law_1.2; a "
+      "layer of no more picks than experts, tokens x top-k <= experts, loads as balanced, as the collector's ran)")(
       "weight-group", po::value(&weight_group)->default_value(0),
       "moe --dtype int4: weights per 16-bit scale (e.g. 32; 0 = 128, the modelled kernels' groups)")(
       "sustained", po::bool_switch(&sustained),
@@ -90,7 +92,8 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
     return 0;
   }
   std::printf("op           %s (%s)\n", op_name(kind), family_name(op_family(kind)));
-  std::printf("shape        %s (%s)\n", query_shape_string(q).c_str(), dtype_name(q.dtype));
+  std::printf("shape        %s (%s%s)\n", query_shape_string(q).c_str(), dtype_name(q.dtype),
+              kind == OpKind::kMoe ? (", routing " + routing_name(q.routing_alpha)).c_str() : "");
   std::printf("gpu          %s (%s)\n", spec.name.c_str(), spec.cuda_name.c_str());
   // A MoE layer's passes over other ranks' pairs (moe_other_rank_bytes) and whether they, not the
   // compute peak, are the floor this forecast was held to (only where the network does not correct).

@@ -248,8 +248,8 @@ KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, i
 }
 
 bool try_parse_routing(const std::string& s, double* alpha) {
-  if (s == "balanced") {
-    *alpha = 0;
+  if (s == "balanced" || s == "uniform") {
+    *alpha = s == "balanced" ? 0 : kUniformRouting;
     return true;
   }
   if (s.rfind("power_law_", 0) != 0 || s.size() == 10) return false;
@@ -262,6 +262,7 @@ bool try_parse_routing(const std::string& s, double* alpha) {
 
 std::string routing_name(double alpha) {
   if (alpha == 0) return "balanced";
+  if (alpha == kUniformRouting) return "uniform";
   std::ostringstream os;
   os.precision(15);
   os << "power_law_" << alpha;
@@ -287,12 +288,10 @@ int moe_block_m(double tokens_on_rank, int64_t local_experts) {
       std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(static_cast<int64_t>(std::ceil(per_hit_guess))))));
 }
 
-// Balanced routing: each token picks top-k of the experts at random, every expert alike; rank 0
-// holds E / ep of them. An expert is hit unless no token picks it: 1 - (1 - K/E)^T.
-// aiconfigurator's collector spreads a balanced layer's picks over distinct experts instead
-// (balanced_logits; scripts/llm-data-checks.py, check 15): a load model that follows it was
-// measured worse in leave one GPU out (session 78, docs/accuracy.md, "The data's routings").
-MoeLoad balanced_moe_load(const KernelQuery& q) {
+// Uniform routing, and balanced over expert-parallel ranks: each token picks top-k of the
+// experts at random, every expert alike; rank 0 holds E / ep of them. An expert is hit unless no
+// token picks it: 1 - (1 - K/E)^T.
+MoeLoad random_moe_load(const KernelQuery& q) {
   const int64_t local = q.experts / q.moe_ep;
   const double a = double(q.b) * q.topk;
   MoeLoad r;
@@ -309,6 +308,52 @@ MoeLoad balanced_moe_load(const KernelQuery& q) {
     r.hit += p_hit;
     if (p_hit > 0) r.max_load_if_hit = std::max(r.max_load_if_hit, l / p_hit);
     r.tiles_m += p_hit * std::ceil(std::max(1.0, l) / r.tm);
+  }
+  r.hit = std::max(r.hit, 1e-9);
+  return r;
+}
+
+// Balanced routing on one rank (ep 1), as aiconfigurator's collector routes it (its
+// balanced_logits): token i picks experts (i + j x ceil(E / K)) mod E, j < K, so every pick is
+// a different expert until all are hit, and every expert takes floor or ceil of T x K / E
+// tokens. Exact: each E tokens give each expert K (each j a permutation), the remaining T mod E
+// tokens a run of experts from each j x ceil(E / K). The data's layers ran so (check 15 of
+// scripts/llm-data-checks.py: a layer's time at T x K / E = 0.25 / 0.5 / 1 / 2 is 0.25-0.30 /
+// 0.49-0.52 / 0.97-0.99 / 0.98-0.99 of its time at 4, where picks at random would give 0.23 /
+// 0.40 / 0.64 / 0.88). Over expert-parallel ranks the picks stay random (random_moe_load): rank
+// 0 of the collector's pattern holds more of the few picks than the data's timed ranks ran
+// (docs/accuracy.md, "Balanced as the collector routes it, on one rank").
+MoeLoad balanced_moe_load(const KernelQuery& q) {
+  if (q.moe_ep > 1) return random_moe_load(q);
+  const int64_t e = q.experts, k = q.topk;
+  const int64_t stride = (e + k - 1) / k, full = q.b / e, rem = q.b % e;
+  std::vector<int64_t> diff(static_cast<size_t>(e) + 1, 0);
+  for (int64_t j = 0; j < k && rem > 0; ++j) {
+    const int64_t start = (j * stride) % e, end = start + rem;
+    diff[size_t(start)] += 1;
+    if (end <= e) {
+      diff[size_t(end)] -= 1;
+    } else {
+      diff[size_t(e)] -= 1;
+      diff[0] += 1;
+      diff[size_t(end - e)] -= 1;
+    }
+  }
+  MoeLoad r;
+  std::vector<double> load(static_cast<size_t>(e));
+  int64_t run = 0;
+  for (int64_t i = 0; i < e; ++i) {
+    run += diff[size_t(i)];
+    load[size_t(i)] = std::min(double(q.b), double(full * k + run));
+    r.tokens += load[size_t(i)];
+    r.max_load = std::max(r.max_load, load[size_t(i)]);
+  }
+  r.max_load_if_hit = r.max_load;
+  r.tm = moe_block_m(r.tokens, e);
+  for (double l : load) {
+    if (l <= 0) continue;
+    r.hit += 1;
+    r.tiles_m += std::ceil(l / r.tm);
   }
   r.hit = std::max(r.hit, 1e-9);
   return r;
@@ -417,6 +462,7 @@ MoeLoad compute_moe_load(const KernelQuery& q) {
   // a balanced rank's picks (22 picks of 512 experts over 8 ranks: 5.1 against 2.75). Leave one
   // GPU out, the eleven cells' mean 31.9 -> 31.7 % on plausible rows, 33.7 -> 31.7 % on every
   // row at seed 0 (docs/accuracy.md, "Few picks under a power law").
+  if (q.routing_alpha == kUniformRouting) return random_moe_load(q);
   if (q.routing_alpha == 0 || q.b * q.topk <= q.experts) return balanced_moe_load(q);
   // The draws cost E x kPowerLawTrials powers: kept per thread by the fields they read (a
   // training set has a few thousand routings over hundreds of thousands of rows).
@@ -585,7 +631,7 @@ void moe_validate(const KernelQuery& q, const std::string& context) {
     throw DataError(context + ": moe_tp must divide the expert FFN width and moe_ep the experts (got tp " +
                     std::to_string(q.moe_tp) + ", ep " + std::to_string(q.moe_ep) + ")");
   if (q.experts > 65536) throw DataError(context + ": " + std::to_string(q.experts) + " experts out of range [1, 65536]");
-  if (!(q.routing_alpha >= 0 && q.routing_alpha <= 10))
+  if (!(q.routing_alpha == kUniformRouting || (q.routing_alpha >= 0 && q.routing_alpha <= 10)))
     throw DataError(context + ": routing power-law exponent must be in [0, 10]");
   if (q.weight_group != 0 && (q.dtype != DType::kInt4 || q.weight_group < 16 || q.weight_group > 1024 || q.h % q.weight_group != 0 ||
                               (q.n / q.moe_tp) % q.weight_group != 0))
@@ -1131,7 +1177,7 @@ void moe_fill(const KernelQuery& q, const GpuSpec& gpu, const LaunchInfo& li, co
   out[i++] = float(lg(l.hit));
   out[i++] = float(lg(std::max(l.max_load, 1e-3)));
   out[i++] = float(lg(std::max(l.tokens / l.hit, 1e-3)));
-  out[i++] = float(q.routing_alpha);
+  out[i++] = float(std::max(0.0, q.routing_alpha));  // uniform reads as balanced: its load differs
   // `dtype_bytes`: bytes per weight element (the experts' weights dominate the layer's bytes).
   out[i++] = float(weight_bytes_per_elem(q.dtype));
   out[i++] = float(lg(l.hit * 3.0 * q.h * f * weight_bytes_per_elem(q.dtype) / l2_bytes));

@@ -80,7 +80,8 @@ struct KernelQuery {
   // Fused MoE (op moe): b = tokens, h = hidden, n = expert FFN width (whole, before tp);
   int64_t experts = 0, topk = 0;       // experts in the layer, experts per token
   int64_t moe_tp = 1, moe_ep = 1;      // expert FFNs split over moe_tp ranks, experts over moe_ep
-  double routing_alpha = 0;            // token routing: 0 = balanced, else a power law of this exponent (MoeLoad)
+  // token routing (MoeLoad): 0 = balanced, kUniformRouting = uniform, > 0 a power law of this exponent
+  double routing_alpha = 0;
   // moe with int4 weights: elements per 16-bit scale (e.g. Kimi-K2-Thinking's 32); 0 = the
   // modelled kernels' kInt4ModelledGroup (set_weight_group keeps it so)
   int64_t weight_group = 0;
@@ -141,9 +142,16 @@ bool sglang_window_zero_is_own_key(const KernelQuery& q, const GpuSpec& gpu);
 // is gate_up (hidden -> 2 x inter) and down (inter -> hidden). aiconfigurator's layout.
 KernelQuery moe_q(int64_t tokens, int64_t hidden, int64_t inter, int64_t topk, int64_t experts, int64_t moe_tp,
                   int64_t moe_ep, DType dtype, double routing_alpha = 0);
-// Token routing of a MoE query: "balanced" (0) or "power_law_<a>" with 0 < a <= 10.
+// Uniform routing: each token's top-k picked at random among the experts, every expert alike:
+// what a balanced router gives a batch in expectation, and serving forecasts' default.
+// "balanced" (0) is the benchmark's spread instead, every pick a different expert until all are
+// hit, as the data's balanced rows ran (MoeLoad).
+constexpr double kUniformRouting = -1;
+// Token routing of a MoE query: "balanced" (0), "uniform" (kUniformRouting) or "power_law_<a>"
+// with 0 < a <= 10.
 bool try_parse_routing(const std::string& s, double* alpha);
-// Its inverse: "balanced" for 0, else "power_law_<a>" (shortest form that reads back as a).
+// Its inverse: "balanced" for 0, "uniform" for kUniformRouting, else "power_law_<a>" (shortest
+// form that reads back as a).
 std::string routing_name(double alpha);
 // The fused-MoE kernel SGLang runs, from the architecture and the dtype: flashinfer's TRT-LLM
 // kernel on datacenter Blackwell; elsewhere the Marlin MoE kernel for int4 weights and the
@@ -151,7 +159,10 @@ std::string routing_name(double alpha);
 const char* moe_library(const GpuSpec& gpu, DType d);
 // Expected per-expert load on the rank of the expert-parallel group a forecast is for: tokens
 // routed there, experts hit, the busiest expert's tokens and the M tiles of the grouped GEMM
-// (tile `tm` rows). Balanced: rank 0, each token's top-k picks at random among the experts.
+// (tile `tm` rows). Balanced: on one rank (ep 1) as aiconfigurator's collector routes it, every
+// pick a different expert until all are hit (each expert floor or ceil of tokens x top-k /
+// experts); over expert-parallel ranks, rank 0 with each token's top-k picked at random.
+// Uniform: rank 0 with each token's top-k picked at random, on one rank too.
 // Power law (`routing_alpha` a > 0): as aiconfigurator's collector routes the data's power-law
 // rows, each expert's load drawn from a power law of exponent a and the most loaded rank the one
 // timed; the expectation over a fixed seed's draws (core/kernel.cpp, power_law_moe_load). A
@@ -159,8 +170,9 @@ const char* moe_library(const GpuSpec& gpu, DType d);
 // load: the data's such rows ran as their balanced twins (compute_moe_load).
 struct MoeLoad {
   // Expected values on the forecast's rank: tokens routed to it, experts hit, the busiest
-  // expert's tokens (balanced: the expected load, below 1 when tokens x top-k < experts, a
-  // feature as trained; power law: the expected largest count), the busiest expert's tokens
+  // expert's tokens (balanced over ranks: the expected load, below 1 when tokens x top-k <
+  // experts, a feature as trained; on one rank and under a power law: the largest count, its
+  // expectation for the power law), the busiest expert's tokens
   // given that it is hit (what predict-kernel shows), M tiles.
   double tokens = 0, hit = 0, max_load = 0, max_load_if_hit = 0, tiles_m = 0;
   int tm = 64;

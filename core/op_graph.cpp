@@ -893,7 +893,7 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
       throw ConfigError("--moe-a2a deepep needs --ep equal to --tp (" + std::to_string(tp) +
                         "): DeepEP spreads the experts over every rank");
   }
-  if (!(routing_alpha >= 0 && routing_alpha <= 10))
+  if (!(routing_alpha == kUniformRouting || (routing_alpha >= 0 && routing_alpha <= 10)))
     throw ConfigError("--routing: power-law exponent " + g_text(routing_alpha) + " out of range [0, 10]");
   if (routing_alpha > 0 && m.num_experts == 0)
     throw ConfigError("--routing " + routing_name(routing_alpha) + ": " + m.name + " has no experts");
@@ -1737,7 +1737,7 @@ OpGraph build_llm_training_graph(const ModelConfig& m, int64_t batch, int64_t se
       o.bw.push_back(KernelCall::all_to_all(routed_bytes, ep));
     };
     if (ep > 1) exchange("mlp.token_dispatch");
-    const KernelQuery q = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, act);
+    const KernelQuery q = moe_q(t, h, m.moe_ffn, m.experts_per_token, m.num_experts, tp, 1, act, kUniformRouting);
     {
       GraphOp& o = b.op("mlp.experts", "moe");
       o.fw.push_back(KernelCall::kernel(q));

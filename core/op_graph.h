@@ -202,7 +202,8 @@ struct OpGraph {
   // Serving a MoE model: its routed experts' dtype (serving_expert_dtype); none for a dense model.
   std::optional<DType> expert_dtype;
   int64_t context = 0;
-  double routing_alpha = 0;  // serving MoE: token routing (0 balanced, else a power law of this exponent)
+  // serving MoE: token routing (kUniformRouting, the default; 0 balanced; else a power law of this exponent)
+  double routing_alpha = kUniformRouting;
   int64_t sliding_window = 0;  // serving: the model's attention window (ModelConfig), 0 = none
   int64_t window_layers = 0;   // the layers it applies to (windowed_layers), 0 = none
   bool chunked_window = false; // the window is Llama 4's aligned chunks (ModelConfig::chunked_attention)
@@ -238,8 +239,9 @@ OpGraph build_op_graph(const ModelConfig& m, int64_t batch, int64_t seq, Mode mo
 // model types, sizes out of range, or a tp that does not divide heads and FFN, or neither
 // divides nor is a multiple of the KV heads (serving_kv_heads_per_rank).
 // MoE layers: `ep` expert-parallel ranks of the tp group (must divide tp and the experts; a
-// dense model takes 1), tokens routed by `routing_alpha` (0 balanced, else power law; the
-// forecast is of the most loaded rank).
+// dense model takes 1), tokens routed by `routing_alpha` (kUniformRouting: each token's picks at
+// random; 0 balanced, as the benchmark spreads them; else power law, the forecast of the most
+// loaded rank).
 // KV heads each of `tp` tensor-parallel ranks holds in a serving engine: kv_heads / tp, or 1 when
 // tp is a multiple of the KV heads (vLLM and SGLang then replicate each KV head, and its K/V
 // projection weights and cache, on tp / kv_heads ranks). ConfigError when neither divides.
@@ -293,7 +295,7 @@ std::string expert_dtype_refusal(const ModelConfig& m, DType d);
 // otherwise; FP8 dispatch for FP8 experts, the combine in the activation dtype); dense
 // layers as under DP attention. ConfigError naming --moe-a2a otherwise.
 OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int64_t tokens, DType dtype,
-                            DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = 0, int64_t pp = 1,
+                            DType kv_dtype, int64_t tp, int64_t ep = 1, double routing_alpha = kUniformRouting, int64_t pp = 1,
                             int64_t cached_prefix = 0, bool dp_attention = false, bool moe_all_to_all = false);
 // A scheduled step of one tp group (no pipeline stages): the tokens of every prompt chunk and
 // decoding sequence through each GEMM and memory op, one attention kernel per chunk group
@@ -305,7 +307,7 @@ OpGraph build_serving_graph(const ModelConfig& m, Mode phase, int64_t batch, int
 // `dp_attention`: as build_serving_graph's, each prompt-chunk group and the decoding sequences
 // spread evenly over the ranks (the busiest rank takes ceil(sequences / tp) of each).
 OpGraph build_serving_step_graph(const ModelConfig& m, const ServingStep& step, DType dtype, DType kv_dtype, int64_t tp,
-                                 int64_t ep = 1, double routing_alpha = 0, bool dp_attention = false,
+                                 int64_t ep = 1, double routing_alpha = kUniformRouting, bool dp_attention = false,
                                  bool moe_all_to_all = false);
 // Mixed-precision training of the decoder families (is_llm_family) as Megatron-LM runs it
 // (docs/model-graphs.md, "Mixed-precision training"): `dtype` (bf16 or fp16; fp8 below) weights and

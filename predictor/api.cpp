@@ -81,7 +81,7 @@ void apply_expert_dtype(ModelConfig& m, const std::string& expert_dtype, const s
 double routing_flag(const std::string& value) {
   double alpha = 0;
   if (!try_parse_routing(value, &alpha))
-    throw ConfigError("--routing: expected balanced or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
+    throw ConfigError("--routing: expected balanced, uniform or power_law_<a> with 0 < a <= 10 (e.g. power_law_1.2), got '" +
                       value + "'");
   return alpha;
 }
@@ -171,6 +171,7 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     // the weights have one (network_weight; KernelPrediction::fallback).
     j["fallback_prior"] = r.fallback;
   } else if (kind == OpKind::kMoe) {
+    j["routing"] = routing_name(q.routing_alpha);
     if (r.fp8_from_bf16) j["fp8_from_bf16_ms"] = r.bf16_ms;
     // The layer as two stacked GEMMs (moe_gemm_composite), whether or not the forecast uses them;
     // their time and weight where it does (of its BF16 twin where fp8_from_bf16).

@@ -176,7 +176,7 @@ struct ForecastRequest {
   int64_t batch = 0, tokens = 0, gen = 0;
   ServingDtypes dtypes;  // serving modes only
   Parallelism par;
-  double routing_alpha = 0;  // serving MoE layers' token routing (0 = balanced)
+  double routing_alpha = kUniformRouting;  // serving MoE layers' token routing (uniform by default; 0 = balanced)
   SchedulerLimits limits;  // generate: the engine's scheduler (chunked prefill, running sequences)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens every request finds cached (prefix caching)
   std::optional<SpecDecoding> spec;  // generate: speculative decoding (SpecRequest::with)

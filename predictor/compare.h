@@ -36,7 +36,7 @@ struct CompareRequest {
   bool moe_a2a = false;                       // serving MoE: DP-attention rows with ep = tp take DeepEP (Parallelism::moe_all_to_all)
   // generate: each a row's disaggregated layout, its tp the decode instances' (default: aggregated)
   std::vector<Disaggregation> disaggs{Disaggregation{}};
-  double routing_alpha = 0;                   // serving MoE: token routing (0 balanced, else power law)
+  double routing_alpha = kUniformRouting;     // serving MoE: token routing (uniform, 0 balanced, else power law)
   bool optimizer_state = true;                // training memory: AdamW moments
   TrainingArgs training;                      // mixed-precision training (sequence parallelism: rows with tp > 1)
   bool hf_eager = false;                      // prefill, mixed-precision training: Hugging Face's eager model
@@ -69,7 +69,7 @@ struct CompareRow {
   bool dp_attention = false;  // serving: SGLang's DP attention over the tp group (Parallelism::dp_attention)
   bool moe_a2a = false;       // serving MoE: DeepEP's all-to-all (Parallelism::moe_all_to_all)
   Disaggregation disagg;      // generate: a prefill instance beside the row's (decode) instance
-  double routing_alpha = 0;  // serving MoE: token routing (0 balanced)
+  double routing_alpha = kUniformRouting;  // serving MoE: token routing (uniform by default)
   SchedulerLimits limits;  // generate: the engine's scheduler (max_seqs: the cap `auto` chose, 0 = none binds)
   int64_t cached_prefix = 0;  // prefill, generate: prompt tokens cached
   std::string spec_draft;     // generate: the draft of speculative decoding (empty: none)
@@ -165,7 +165,7 @@ struct PlanRequest {
   int64_t cached_prefix = 0;              // prefill, generate: prompt tokens cached (prefix caching)
   SpecRequest spec;                       // generate: speculative decoding (none by default)
   bool optimizer_state = true;            // training memory: AdamW moments
-  double routing_alpha = 0;               // serving MoE: token routing (0 balanced, else power law)
+  double routing_alpha = kUniformRouting;  // serving MoE: token routing (uniform, 0 balanced, else power law)
   TrainingArgs training;                  // mixed-precision training (sequence parallelism: layouts with tp > 1)
   // Mixed-precision training: the interleaved pipeline's model chunks a rank to try beside 1
   // (Parallelism::vpp), on layouts whose layers and microbatches allow them.

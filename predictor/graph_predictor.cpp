@@ -784,7 +784,7 @@ std::string serving_layout_suffix(const ModelForecast& f) {
   if (f.par.dp_attention) s += ", DP attention";
   if (f.par.ep > 1) s += ", ep " + std::to_string(f.par.ep);
   if (f.par.moe_all_to_all) s += " (DeepEP all-to-all)";
-  if (f.routing_alpha > 0) s += ", routing " + routing_name(f.routing_alpha);
+  if (f.expert_dtype && f.routing_alpha != kUniformRouting) s += ", routing " + routing_name(f.routing_alpha);
   if (f.sliding_window > 0) {
     s += (f.chunked_window ? ", chunked attention " : ", sliding window ") + std::to_string(f.sliding_window);
     if (f.window_layers < f.layers)
@@ -1511,7 +1511,7 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   f.prefill = step(build_serving_graph(m, Mode::kPrefill, batch, seq, f.dtype, f.kv_dtype, par.tp, par.ep, routing_alpha,
                                        1, f.cached_prefix, dpa));
   const ModelForecast draft_prefill = step(build_serving_graph(d, Mode::kPrefill, batch, seq, f.dtype, f.kv_dtype, par.tp,
-                                                               1, 0, 1, f.cached_prefix, dpa));
+                                                               1, kUniformRouting, 1, f.cached_prefix, dpa));
   const double ttft_ms = f.prefill.total_ms + draft_prefill.total_ms;
   // Rounds: the draft's k decode steps (at the mean of their contexts) and the verify step, whose
   // k + 1 query tokens a sequence follow its cache.
@@ -1520,7 +1520,7 @@ void forecast_speculative(GenerateForecast& f, const ModelConfig& m, const SpecD
   auto round_ms = [&](int64_t j) {
     const int64_t context = seq + static_cast<int64_t>(std::llround(double(j) * e));
     f.spec_draft_step_ms = step(build_serving_graph(d, Mode::kDecode, batch, context + (k - 1) / 2, f.dtype,
-                                                    f.kv_dtype, par.tp, 1, 0, 1, 0, dpa)).total_ms;
+                                                    f.kv_dtype, par.tp, 1, kUniformRouting, 1, 0, dpa)).total_ms;
     ServingStep verify;
     verify.prefill = {{batch, k + 1, context}};
     verify.chunk_logits_all = true;

@@ -73,7 +73,7 @@ struct ModelForecast {
   DType dtype = DType::kFp32, kv_dtype = DType::kFp32;  // serving: GEMM and KV-cache dtypes
   std::optional<DType> expert_dtype;  // serving a MoE model: its routed experts' (OpGraph::expert_dtype)
   int64_t context = 0;  // serving: prompt tokens (prefill) or tokens cached before the step (decode)
-  double routing_alpha = 0;  // serving MoE: token routing (OpGraph::routing_alpha)
+  double routing_alpha = kUniformRouting;  // serving MoE: token routing (OpGraph::routing_alpha)
   int64_t sliding_window = 0;  // serving: the attention window (OpGraph::sliding_window), 0 = none
   int64_t window_layers = 0;   // of the model's layers, those with the window (OpGraph::window_layers)
   bool chunked_window = false; // aligned chunks rather than a sliding window (OpGraph::chunked_window)
@@ -493,7 +493,7 @@ struct SpecDecoding {
 // (every round up to 64, else 33 sampled); tpot_ms is their time over the gen - 1 tokens.
 GenerateForecast forecast_generate(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp, int64_t batch,
                                    int64_t seq, int64_t gen, DType dtype, DType kv_dtype, const Parallelism& par,
-                                   double host_gap_us = 0, double routing_alpha = 0, const SchedulerLimits& limits = {},
+                                   double host_gap_us = 0, double routing_alpha = kUniformRouting, const SchedulerLimits& limits = {},
                                    int64_t cached_prefix = 0, const SpecDecoding* spec = nullptr);
 // `generate` disaggregated (Disaggregation): the decode instance is `par` (pp 1), as
 // forecast_generate forecasts it without scheduler limits (every prompt prefilled at once, then
@@ -536,7 +536,7 @@ void check_disaggregation_options(const std::string& option, const SchedulerLimi
 GenerateForecast forecast_disaggregated(const ModelConfig& m, const GpuSpec& gpu, const KernelPredictor& kp,
                                         int64_t batch, int64_t seq, int64_t gen, DType dtype, DType kv_dtype,
                                         const Parallelism& par, const Disaggregation& d, double host_gap_us = 0,
-                                        double routing_alpha = 0, const SchedulerLimits& limits = {});
+                                        double routing_alpha = kUniformRouting, const SchedulerLimits& limits = {});
 std::string generate_json(const GenerateForecast& f);
 std::string generate_table(const GenerateForecast& f, int top_ops = 10);
 

@@ -134,8 +134,10 @@ layers timed at tp 1 and ep 1 with balanced routing: per shape (dtype, hidden, i
 experts E), the time at T x K / E = 0.25, 0.5, 1 and 2 (T tokens; the nearest T timed, within
 10 %) over the time at 4: the shapes and the median of each ratio. Weight reads dominate these
 layers, so each ratio follows the share of experts hit: min(1, r) where every pick is a different
-expert until all are hit (aiconfigurator's balanced_logits), 1 - e^-r for picks drawn at random
-(tilecast's `moe_load` for balanced routing; docs/accuracy.md, "The data's routings"). And per ep (1, 2, 4, >= 8) and
+expert until all are hit (aiconfigurator's balanced_logits; tilecast's `moe_load` for balanced
+routing at ep 1 since session 82), 1 - e^-r for picks drawn at random (its balanced load over
+expert-parallel ranks; docs/accuracy.md, "The data's routings" and "Balanced as the collector
+routes it, on one rank"). And per ep (1, 2, 4, >= 8) and
 assignments per expert (T x K / E: <= 1, 1-4, 4-32, 32-256, >= 256), over the layers timed with
 both a power law and balanced routing (tp 1, same shape and tokens): the pairs and the median
 t(power law) / t(balanced). At <= 1 (no more picks than experts: the collector draws each

@@ -52,7 +52,7 @@ echo "ok   fp8 on A100 reported in its row"
 "$TC" compare --model llama-3.1-8b --gpus H100-SXM --mode decode --batch 1,64 --context 4096 --format csv > "$W/d.csv"
 [ "$(wc -l < "$W/d.csv")" = 3 ] || fail "decode CSV: expected a header and 2 rows"
 head -1 "$W/d.csv" | grep -q "^model,gpu,mode,dtype,batch,seq,gen,max_batched_tokens,max_seqs,schedule,dp,tp,pp,microbatches,gpus,ep,cp,vpp,routing,dp_attention,moe_a2a,prefill_tp,prefill_ep,prefill_instances,decode_instances,spec_draft,spec_tokens,spec_accept,step_ms" || fail "CSV header"
-sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,0,0,,1,1,1,1,1,1,1,1,balanced,false,none,,,,,,,,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
+sed -n 2p "$W/d.csv" | grep -q "^llama-3.1-8b,H100-SXM,decode,bf16,1,4096,0,0,0,,1,1,1,1,1,1,1,1,uniform,false,none,,,,,,,,[0-9]" || { cat "$W/d.csv"; fail "CSV row"; }
 echo "ok   decode CSV"
 # A decode step has no first token and a prefill no tokens after it: '-' in the table, an empty
 # CSV field, null in JSON, where a number would read as 0 ms.
@@ -117,7 +117,7 @@ assert m["routing"] == "power_law_1.2" and abs(m["tpot_ms"] - p["tpot_ms"]) < 1e
 assert "has no experts" in rows["llama-3.1-8b"]["error"], rows["llama-3.1-8b"]
 print("ok   --routing rows: MoE = predict --routing, a dense model refused in its row")
 PY
-expect_fail "--routing: expected balanced or power_law_<a>" "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode decode --context 128 --routing zipf
+expect_fail "--routing: expected balanced, uniform or power_law_<a>" "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode decode --context 128 --routing zipf
 expect_fail "--routing does not apply to --mode training" "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode training --seq 128 --routing power_law_1.2
 expect_fail "compare: no combination can run \(--ep applies to mixed-precision training .* and serving .*, not to --mode inference in fp32" \
   "$TC" compare --model mixtral-8x7b --gpus H100-SXM --mode inference --batch 1 --seq 128 --ep 2
@@ -310,8 +310,8 @@ b = next(x for x in bal if key(x) == (2, 4, 1, 2))
 # The routing reaches the forecast (the most loaded rank's load); which way the step moves is the
 # network's: with every local expert hit, the A100's measured decode steps at power_law_1.2 run
 # within 1 % of balanced ones (aiconfigurator moe_perf.csv, 32 tokens, Mixtral's shape, tp 2 ep 2).
-assert r["tpot_ms"] != b["tpot_ms"], (r["tpot_ms"], b["tpot_ms"])
-print("ok   plan --routing: replica step = predict --routing's, not balanced's")
+assert b["routing"] == "uniform" and r["tpot_ms"] != b["tpot_ms"], (b["routing"], r["tpot_ms"], b["tpot_ms"])
+print("ok   plan --routing: replica step = predict --routing's, not the default (uniform) routing's")
 PY
 expect_fail "--routing power_law_1.2: llama-3.1-8b has no experts" "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 8 \
   --global-batch 64 --mode decode --context 2048 --routing power_law_1.2

@@ -191,12 +191,13 @@ TEST(Kernel, WeightOnlyDtypes) {
   EXPECT_STREQ(moe_library(l40s, DType::kInt4), "sglang_marlin_moe");
   EXPECT_STREQ(moe_library(l40s, DType::kMxfp4), "sglang_fused_moe_triton");
   EXPECT_STREQ(moe_library(b200, DType::kInt4), "sglang_flashinfer_trtllm_moe");
-  // A layer's bytes by hand: 48 tokens x top-8 of 128 experts, 2,816 x 704 each, balanced. The
+  // A layer's bytes by hand: 48 tokens x top-8 of 128 experts, 2,816 x 704 each, balanced (the
+  // 384 picks on distinct experts until all 128 are hit, as the collector routes them). The
   // experts hit hold 3 x 2,816 x 704 weights each; per routed token (384) its BF16 input
   // (2 x 2,816), 10 B per FFN column of intermediates and the 2 x 2,816 output; the combined
   // output 48 x 2 x 2,816.
   const KernelQuery q = moe_q(48, 2816, 704, 8, 128, 1, 1, DType::kInt4);
-  const double hit = 128 * (1 - std::pow(1 - 8.0 / 128, 48));
+  const double hit = 128;
   const double acts = 384.0 * (2 * 2816 + 10 * 704 + 2 * 2816) + 48.0 * 2 * 2816;
   EXPECT_NEAR(query_bytes(q), hit * 3 * 2816 * 704 * 66.0 / 128 + acts, 1e-3);
   EXPECT_NEAR(query_bytes(moe_q(48, 2816, 704, 8, 128, 1, 1, DType::kBf16)), hit * 3 * 2816 * 704 * 2 + acts, 1e-3);
@@ -805,14 +806,34 @@ TEST(Dataset, ReadsAiconfiguratorMoeRows) {
   EXPECT_EQ(a.experts, 128);
   EXPECT_DOUBLE_EQ(a.routing_alpha, 0);
   EXPECT_EQ(rows[0].library, "sglang_fused_moe_triton");
+  // Balanced on one rank as the collector routes it: token i takes experts i + 16 j (mod 128),
+  // j < 8, so the 48 tokens' picks are 8 runs of 48 experts starting 16 apart, 3 on every expert.
   MoeLoad l = moe_load(a);
-  EXPECT_NEAR(l.tokens, 384, 1e-9);            // 48 x 8 assignments, all on this rank
+  EXPECT_NEAR(l.tokens, 384, 1e-9);  // 48 x 8 assignments, all on this rank
   EXPECT_NEAR(l.max_load, 3, 1e-9);
-  EXPECT_NEAR(l.hit, 128 * (1 - std::pow(1 - 8.0 / 128, 48)), 1e-9);  // P(no token picks it)
-  EXPECT_NEAR(l.max_load_if_hit, 3 / (1 - std::pow(1 - 3.0 / 48, 48)), 1e-9);  // 3 tokens given hit
-  // One token's top-8 of 384 experts: each expected 8/384 of a token, but a hit one takes 1.
+  EXPECT_NEAR(l.max_load_if_hit, 3, 1e-9);
+  EXPECT_NEAR(l.hit, 128, 1e-9);  // picks at random would leave 128 x (15 / 16)^48 = 5.8 unhit
+  // 20 tokens' top-4 of 128: runs of 20 from experts 0, 32, 64 and 96, 80 experts once each
+  // (at random, 128 x (1 - (31 / 32)^20) = 60.3 hit).
+  const MoeLoad runs = moe_load(moe_q(20, 2880, 2880, 4, 128, 1, 1, DType::kMxfp4, 0));
+  EXPECT_NEAR(runs.hit, 80, 1e-9);
+  EXPECT_NEAR(runs.max_load, 1, 1e-9);
+  EXPECT_NEAR(runs.tiles_m, 80, 1e-9);  // one 16-row tile each
+  // 100 tokens' top-6 of 128 (experts 22 apart): runs of 100 from 0, 22, 44, 66, 88 and 110;
+  // expert 40 lies in the runs from 0, 22, 88 (wrapping to 59) and 110 (to 81): 4, expert 120
+  // in those from 22, 44, 66, 88 and 110: 5, none in all six; every expert hit, 600 picks.
+  const MoeLoad wrap = moe_load(moe_q(100, 2880, 2880, 6, 128, 1, 1, DType::kBf16, 0));
+  EXPECT_NEAR(wrap.tokens, 600, 1e-9);
+  EXPECT_NEAR(wrap.hit, 128, 1e-9);
+  EXPECT_NEAR(wrap.max_load, 5, 1e-9);
+  // Over expert-parallel ranks the picks stay random: rank 0's 32 experts of the same layer at
+  // ep 4 each expect 600 / 128 tokens, hit unless no token picks them.
+  const MoeLoad ranks = moe_load(moe_q(100, 2880, 2880, 6, 128, 1, 4, DType::kBf16, 0));
+  EXPECT_NEAR(ranks.tokens, 150, 1e-9);
+  EXPECT_NEAR(ranks.hit, 32 * (1 - std::pow(1 - 4.6875 / 100, 100)), 1e-9);
+  // One token's top-8 of 384 experts: 8 experts, one token each.
   const MoeLoad one = moe_load(moe_q(1, 7168, 2048, 8, 384, 1, 1, DType::kBf16, 0));
-  EXPECT_NEAR(one.max_load, 8.0 / 384, 1e-12);
+  EXPECT_NEAR(one.max_load, 1, 1e-12);
   EXPECT_NEAR(one.max_load_if_hit, 1, 1e-9);
   EXPECT_NEAR(one.hit, 8, 1e-9);
   const KernelQuery& b = rows[1].query;
