@@ -461,7 +461,10 @@ MoeLoad compute_moe_load(const KernelQuery& q) {
   // scripts/llm-data-checks.py), where the draws below would give the busiest rank about twice
   // a balanced rank's picks (22 picks of 512 experts over 8 ranks: 5.1 against 2.75). Leave one
   // GPU out, the eleven cells' mean 31.9 -> 31.7 % on plausible rows, 33.7 -> 31.7 % on every
-  // row at seed 0 (docs/accuracy.md, "Few picks under a power law").
+  // row at seed 0 (docs/accuracy.md, "Few picks under a power law"). Near T x K = E on one rank
+  // they hit fewer experts than the balanced spread (2,816 x 704, top-8 of 128, 16 tokens on the
+  // L40S: 1.05-1.14 ms against 2.22 ms balanced), yet random picks for them measured worse in
+  // leave one GPU out (session 82, "Balanced as the collector routes it, on one rank").
   if (q.routing_alpha == kUniformRouting) return random_moe_load(q);
   if (q.routing_alpha == 0 || q.b * q.topk <= q.experts) return balanced_moe_load(q);
   // The draws cost E x kPowerLawTrials powers: kept per thread by the fields they read (a

@@ -131,7 +131,7 @@ bool aic_moe_parse(const AicRow& r, KernelQuery* q, std::string* skip) {
   }
   double alpha = 0;
   if (!try_parse_routing(r.str("distribution"), &alpha))
-    r.fail("distribution", "expected balanced or power_law_<a> (0 < a <= 10), got '" + r.str("distribution") + "'");
+    r.fail("distribution", "expected balanced, uniform or power_law_<a> (0 < a <= 10), got '" + r.str("distribution") + "'");
   *q = moe_q(r.dim("num_tokens", 1), r.dim("hidden_size", 1), r.dim("inter_size", 1), r.dim("topk", 1),
              r.dim("num_experts", 1), r.dim("moe_tp_size", 1), r.dim("moe_ep_size", 1), d, alpha);
   return true;
