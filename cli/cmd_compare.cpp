@@ -283,7 +283,7 @@ int run_capacity(const Args& args, const GlobalOptions&) {
   const ModelConfig mc = load_model_config(model, paths.models());
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
-      routing.empty() ? 0.0 : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
+      routing.empty() ? kUniformRouting : predictor::routing_flag(routing), sched.args, sched.cached_prefix.value_or(0));
   q.par.dp_attention = vm.count("dp-attention") > 0;  // run_capacity: on the rows with tp > 1
   q.par.moe_all_to_all = predictor::parse_moe_a2a(moe_a2a);  // run_capacity: on the rows with tp = ep
   auto rows = predictor::run_capacity(q, predictor::split_list("--gpus", gpus), parse_int_list("--tp", tp, 1, 4096),

@@ -253,7 +253,7 @@ py::object capacity(const std::string& model, const py::object& gpus, int64_t se
   const ModelConfig mc = load_model_config(model, e.models_dir);
   predictor::ForecastRequest q = predictor::capacity_request(
       mc, requests, seq, gen, predictor::serving_dtypes(mc, dtype, kv_dtype), ep,
-      routing.empty() ? 0.0 : predictor::routing_flag(routing),
+      routing.empty() ? kUniformRouting : predictor::routing_flag(routing),
       scheduler_args(max_batched_tokens, max_seqs, schedule, std::nullopt, arrivals, slo_ttft_ms, slo_tpot_ms,
                      range_ratio),
       cached_prefix, true);

@@ -327,4 +327,18 @@ grep -q "dp 1 x tp 1 x pp 16, .* and 1 more: .*a pipeline hand-over between node
 echo "ok   plan names the layouts that cannot run"
 expect_fail "--mode decode takes --context L" "$TC" plan --model llama-3.1-8b --gpu H100-SXM --gpus 4 --global-batch 32 --mode decode --seq 10
 expect_fail "plan: no layout of 7 GPUs runs the model with the global batch 1; the first: --pp 7" "$TC" plan --model gpt2-large --gpu A100-SXM4-40GB --gpus 7 --global-batch 1 --seq 1024
+# capacity routes a MoE model's tokens as predict does: uniform unless told otherwise (the same
+# search to the digit as --routing uniform), and --routing balanced changes it (Qwen3-30B-A3B's
+# decode batches pick top-8 of 128 experts: a batch of 8 hits 64 balanced, 50.6 uniform).
+for r in "" uniform balanced; do
+  "$TC" capacity --model qwen3-30b-a3b --gpus H100-SXM --seq 256 --gen 16 --slo-tpot-ms 20 --requests 40 \
+    ${r:+--routing $r} --format json > "$W/cap-${r:-default}.json"
+done
+python3 - "$W/cap-default.json" "$W/cap-uniform.json" "$W/cap-balanced.json" <<'PY'
+import json, sys
+d, u, b = (json.load(open(f))["rows"][0]["at_max_rate"] for f in sys.argv[1:])
+assert d == u, (d, u)
+assert d["tpot_ms"] != b["tpot_ms"], (d["tpot_ms"], b["tpot_ms"])
+print("ok   capacity routes uniform by default; --routing balanced moves it")
+PY
 echo "all compare cases passed"
