@@ -260,6 +260,8 @@ bool try_parse_routing(const std::string& s, double* alpha) {
   return true;
 }
 
+bool valid_routing(double alpha) { return alpha == kUniformRouting || (alpha >= 0 && alpha <= 10); }
+
 std::string routing_name(double alpha) {
   if (alpha == 0) return "balanced";
   if (alpha == kUniformRouting) return "uniform";
@@ -286,6 +288,22 @@ int moe_block_m(double tokens_on_rank, int64_t local_experts) {
   const double per_hit_guess = std::max(1.0, tokens_on_rank / std::max(1.0, double(local_experts)));
   return static_cast<int>(
       std::min<int64_t>(128, std::max<int64_t>(16, next_pow2(static_cast<int64_t>(std::ceil(per_hit_guess))))));
+}
+
+// One rank's whole-token loads (balanced on one rank, a power law's draw): the experts hit, the
+// busiest one's tokens and the grouped GEMM's M tiles of `tm` rows.
+struct RankCounts {
+  double hit = 0, max_load = 0, tiles_m = 0;
+};
+RankCounts count_rank(const std::vector<double>& loads, int tm) {
+  RankCounts c;
+  for (double l : loads) {
+    if (l <= 0) continue;
+    c.hit += 1;
+    c.max_load = std::max(c.max_load, l);
+    c.tiles_m += std::ceil(l / tm);
+  }
+  return c;
 }
 
 // Uniform routing, and balanced over expert-parallel ranks: each token picks top-k of the
@@ -344,18 +362,13 @@ MoeLoad balanced_moe_load(const KernelQuery& q) {
   int64_t run = 0;
   for (int64_t i = 0; i < e; ++i) {
     run += diff[size_t(i)];
-    load[size_t(i)] = std::min(double(q.b), double(full * k + run));
-    r.tokens += load[size_t(i)];
-    r.max_load = std::max(r.max_load, load[size_t(i)]);
+    r.tokens += (load[size_t(i)] = std::min(double(q.b), double(full * k + run)));
   }
-  r.max_load_if_hit = r.max_load;
   r.tm = moe_block_m(r.tokens, e);
-  for (double l : load) {
-    if (l <= 0) continue;
-    r.hit += 1;
-    r.tiles_m += std::ceil(l / r.tm);
-  }
-  r.hit = std::max(r.hit, 1e-9);
+  const RankCounts c = count_rank(load, r.tm);
+  r.hit = std::max(c.hit, 1e-9);
+  r.max_load = r.max_load_if_hit = c.max_load;
+  r.tiles_m = c.tiles_m;
   return r;
 }
 
@@ -439,14 +452,8 @@ MoeLoad power_law_moe_load(const KernelQuery& q) {
   r.tm = moe_block_m(r.tokens, local);
   double hit = 0, max_load = 0, tiles = 0;
   for (const auto& loads : rank_loads) {
-    double mx = 0;
-    for (double l : loads) {
-      if (l <= 0) continue;
-      hit += 1;
-      mx = std::max(mx, l);
-      tiles += std::ceil(l / r.tm);
-    }
-    max_load += mx;
+    const RankCounts c = count_rank(loads, r.tm);
+    hit += c.hit, max_load += c.max_load, tiles += c.tiles_m;
   }
   r.hit = std::max(hit / kPowerLawTrials, 1e-9);
   r.max_load = r.max_load_if_hit = max_load / kPowerLawTrials;
@@ -634,7 +641,7 @@ void moe_validate(const KernelQuery& q, const std::string& context) {
     throw DataError(context + ": moe_tp must divide the expert FFN width and moe_ep the experts (got tp " +
                     std::to_string(q.moe_tp) + ", ep " + std::to_string(q.moe_ep) + ")");
   if (q.experts > 65536) throw DataError(context + ": " + std::to_string(q.experts) + " experts out of range [1, 65536]");
-  if (!(q.routing_alpha == kUniformRouting || (q.routing_alpha >= 0 && q.routing_alpha <= 10)))
+  if (!valid_routing(q.routing_alpha))
     throw DataError(context + ": routing power-law exponent must be in [0, 10]");
   if (q.weight_group != 0 && (q.dtype != DType::kInt4 || q.weight_group < 16 || q.weight_group > 1024 || q.h % q.weight_group != 0 ||
                               (q.n / q.moe_tp) % q.weight_group != 0))

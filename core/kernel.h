@@ -150,6 +150,9 @@ constexpr double kUniformRouting = -1;
 // Token routing of a MoE query: "balanced" (0), "uniform" (kUniformRouting) or "power_law_<a>"
 // with 0 < a <= 10.
 bool try_parse_routing(const std::string& s, double* alpha);
+// Whether a query's routing_alpha is one of those (what the range checks of queries and serving
+// layouts accept).
+bool valid_routing(double alpha);
 // Its inverse: "balanced" for 0, "uniform" for kUniformRouting, else "power_law_<a>" (shortest
 // form that reads back as a).
 std::string routing_name(double alpha);

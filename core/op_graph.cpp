@@ -893,7 +893,7 @@ DType check_serving_layout(const ModelConfig& m, Mode phase, DType dtype, int64_
       throw ConfigError("--moe-a2a deepep needs --ep equal to --tp (" + std::to_string(tp) +
                         "): DeepEP spreads the experts over every rank");
   }
-  if (!(routing_alpha == kUniformRouting || (routing_alpha >= 0 && routing_alpha <= 10)))
+  if (!valid_routing(routing_alpha))
     throw ConfigError("--routing: power-law exponent " + g_text(routing_alpha) + " out of range [0, 10]");
   if (routing_alpha > 0 && m.num_experts == 0)
     throw ConfigError("--routing " + routing_name(routing_alpha) + ": " + m.name + " has no experts");
