@@ -73,16 +73,6 @@ double blend_weight(double w, double fixed_ms, double base_ms) {
   return w * std::max(0.0, 1.0 - fixed_ms / base_ms);
 }
 
-// The family's weight on the fitted roofline for one kernel on a GPU outside network_gpus
-// (`corrected` false): unseen_prior_weight, or, under unseen_prior_scope out_of_range, 0 for a
-// kernel whose features all lie in the network's training range (r.out_of_range empty: the
-// network interpolates there, as on the H100 between the A100 and the B200); 0 where corrected.
-double unseen_weight(const trainer::PredictorConfig& c, const KernelPrediction& r, bool corrected) {
-  if (corrected) return 0.0;
-  if (c.unseen_prior_scope == "out_of_range" && r.out_of_range.empty()) return 0.0;
-  return c.unseen_prior_weight;
-}
-
 // In log space: (1 - w) x the network's forecast (base x exp(log_slowdown)) + w x the fitted
 // roofline alone (prior).
 double blend_ms(double base_ms, double prior_ms, double w, double log_slowdown) {
@@ -608,8 +598,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
     const EnsembleOutput o = run_ensemble(members, xp, idx.size());
     for (size_t j = 0; j < idx.size(); ++j) {
       KernelPrediction& r = out[idx[j]];
-      const double row_weight = unseen_weight(entry->config, r, corrected);
-      const double w = blend_weight(row_weight, fixed_ms[j], r.base_ms);
+      const double w = blend_weight(prior_weight, fixed_ms[j], r.base_ms);
       const double undo = std::pow(l2_undo[j], 1 - w);  // on the network's share (1 - w) alone
       r.in_step_l2_factor = undo;
       const auto blend = [&](double log_slowdown) { return blend_ms(r.base_ms, r.prior_ms, w, log_slowdown) * undo; };
@@ -621,7 +610,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       r.latency_ms = std::max(r.latency_ms, r.peak_ms);
       r.utilisation = r.bound_ms / r.latency_ms;
       r.corrected = corrected;
-      r.network_weight = 1 - row_weight;
+      r.network_weight = 1 - prior_weight;
       r.fitted_roofline_weight = w;
       r.standing = standing;
       if (!ran) {  // no network ran: its training range says nothing about this forecast

@@ -41,10 +41,6 @@ std::string config_conflict(const PredictorConfig& c) {
     return "field 'prior_floor' needs a fitted roofline ('prior: true' or network_gpus other than all)";
   if (c.unseen_prior_weight != 1.0 && c.network_gpus == "all")
     return "field 'unseen_prior_weight' needs network_gpus 'trained' or 'twins' (with 'all' no GPU is unseen)";
-  if (c.unseen_prior_scope != "all" && c.unseen_prior_scope != "out_of_range")
-    return "field 'unseen_prior_scope': expected all or out_of_range";
-  if (c.unseen_prior_scope != "all" && !(c.unseen_prior_weight < 1.0))
-    return "field 'unseen_prior_scope' needs unseen_prior_weight below 1 (at 1 no network runs on an unseen GPU)";
   if (!(c.gemm_composite_weight >= 0 && c.gemm_composite_weight < 1))
     return "field 'gemm_composite_weight': value " + g_text(c.gemm_composite_weight) + " outside [0, 1)";
   if (c.gemm_composite_weight > 0 && c.family != Family::kMoe)
@@ -59,7 +55,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
       "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "prior_cap_memory", "prior_cta_by_library", "prior_sm_rate_by_library", "prior_floor_by_library", "ignore_features", "network_gpus",
-      "unseen_prior_weight", "unseen_prior_scope", "gemm_composite_weight"};
+      "unseen_prior_weight", "gemm_composite_weight"};
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
   c.origin = path;
@@ -97,8 +93,6 @@ PredictorConfig load_predictor_config(const std::string& path) {
   if (root["network_gpus"]) c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
   if (root["unseen_prior_weight"])
     c.unseen_prior_weight = field<double>(root["unseen_prior_weight"], "unseen_prior_weight", path);
-  if (root["unseen_prior_scope"])
-    c.unseen_prior_scope = field<std::string>(root["unseen_prior_scope"], "unseen_prior_scope", path);
   if (root["gemm_composite_weight"])
     c.gemm_composite_weight = field<double>(root["gemm_composite_weight"], "gemm_composite_weight", path);
   if (root["ignore_features"]) {
@@ -154,7 +148,6 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   if (c.prior_floor_by_library) out << YAML::Key << "prior_floor_by_library" << YAML::Value << true;
   if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
   if (c.unseen_prior_weight != 1.0) out << YAML::Key << "unseen_prior_weight" << YAML::Value << c.unseen_prior_weight;
-  if (c.unseen_prior_scope != "all") out << YAML::Key << "unseen_prior_scope" << YAML::Value << c.unseen_prior_scope;
   if (c.gemm_composite_weight > 0)
     out << YAML::Key << "gemm_composite_weight" << YAML::Value << c.gemm_composite_weight;
   if (!c.ignore_features.empty()) out << YAML::Key << "ignore_features" << YAML::Value << YAML::Flow << c.ignore_features;

@@ -66,12 +66,6 @@ struct PredictorConfig {
   // forecast beyond its fixed costs, which the network corrects (blend_weight,
   // predictor/kernel_predictor.cpp).
   double unseen_prior_weight = 1.0;
-  // Which of such a GPU's kernels take that weight: "all" (the default), or "out_of_range":
-  // only a kernel whose features lie outside the network's training range (its forecast's
-  // `out_of_range`, where the network extrapolates); a kernel inside it takes the network's
-  // forecast alone (unseen_weight, predictor/kernel_predictor.cpp). Needs unseen_prior_weight
-  // below 1.
-  std::string unseen_prior_scope = "all";
   // moe only: on a GPU outside network_gpus, the weight in log space of the layer read as two
   // stacked GEMMs forecast by the gemm family (gate_up: tokens / experts hit rows x hidden x
   // hit x 2 x inter / tp; down: the same rows x inter / tp x hit x hidden; moe_gemm_composite,

@@ -175,7 +175,6 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["prior_floor_by_library"]) e.config.prior_floor_by_library = c["prior_floor_by_library"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
-        if (c["unseen_prior_scope"]) e.config.unseen_prior_scope = c["unseen_prior_scope"].as<std::string>();
         if (c["gemm_composite_weight"]) e.config.gemm_composite_weight = c["gemm_composite_weight"].as<double>();
         if (const std::string why = config_conflict(e.config); !why.empty())
           throw ConfigError(path + ": family '" + name + "': config: " + why);
