@@ -155,6 +155,9 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       {"clamped_to_training_range", r.clamped},
                       {"peak_ms", r.peak_ms},
                       {"raised_to_peak", r.at_peak},
+                      // The training GPU whose forecast capped this one (a GPU this one betters in
+                      // every spec; KernelPrediction::capped_by), null where none did.
+                      {"capped_by", r.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.capped_by)},
                       {"basis", basis_json({kernel_basis(fam, r)})[0]}};
   if (r.prior_ms > 0) {
     j["prior_ms"] = r.prior_ms;

@@ -336,6 +336,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       ++b.kernels;
       b.outside_range += one.outside_range;
       b.clamped = b.clamped || one.clamped;
+      b.capped += one.capped;
+      if (b.capped_by.empty()) b.capped_by = one.capped_by;
     }
     for (auto& kv : by_family) f.basis.push_back(std::move(kv.second));
   }
@@ -559,6 +561,8 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   b.kernels = 1;
   b.outside_range = p.out_of_range.empty() ? 0 : 1;
   b.clamped = !p.out_of_range.empty() && p.clamped;
+  b.capped = p.capped_by.empty() ? 0 : 1;
+  b.capped_by = p.capped_by;
   b.standing = p.standing;
   b.network_weight = p.network_weight;  // 1 where the network corrects the GPU
   b.composite_weight = p.composite_weight;
@@ -583,7 +587,7 @@ std::string vendor_text(const std::string& vendor) {
 
 std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor) {
   std::string out;
-  char buf[512];
+  char buf[1024];
   for (const auto& b : basis) {
     const GpuStanding& g = b.standing;
     const std::string of = std::to_string(g.training_gpus) + " training GPU" + (g.training_gpus == 1 ? "" : "s");
@@ -612,6 +616,9 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
     if (b.outside_range > 0)
       range = "; " + std::to_string(b.outside_range) + " outside its training range (" +
               (b.clamped ? "clamped to it" : "extrapolated") + ")";
+    if (b.capped > 0)
+      range += "; " + std::to_string(b.capped) + " capped at " + b.capped_by +
+               "'s forecast (a training GPU this one betters in every spec)";
     std::snprintf(buf, sizeof buf, "%-13s %s (%lld kernel%s): %s: %s%s\n", out.empty() ? "basis" : "",
                   family_name(b.family), static_cast<long long>(b.kernels), b.kernels == 1 ? "" : "s", standing.c_str(),
                   by.c_str(), range.c_str());
@@ -631,6 +638,8 @@ std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, cons
     it->kernels += x.kernels;
     it->outside_range += x.outside_range;
     it->clamped = it->clamped || x.clamped;
+    it->capped += x.capped;
+    if (it->capped_by.empty()) it->capped_by = x.capped_by;
   }
   return out;
 }
@@ -648,7 +657,9 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
                  {"gemm_composite_weight", b.composite_weight},
                  {"fixed_costs_to_network", b.fixed_costs_to_network},
                  {"outside_training_range", b.outside_range},
-                 {"clamped", b.clamped}});
+                 {"clamped", b.clamped},
+                 {"capped", b.capped},
+                 {"capped_by", b.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.capped_by)}});
   return a;
 }
 

@@ -30,6 +30,10 @@ struct ForecastBasis {
   Family family = Family::kGemm;
   int64_t kernels = 0;        // distinct kernels forecast
   int64_t outside_range = 0;  // of them, with a feature outside the family's training range
+  // of them, capped at a training GPU's forecast (KernelPrediction::capped_by), and that GPU
+  // (the first, where several)
+  int64_t capped = 0;
+  std::string capped_by;
   bool clamped = false;       // ... moved into it (families that clamp) rather than extrapolated
   GpuStanding standing;       // the GPU against the family's training GPUs (KernelPrediction's)
   double network_weight = 1;  // the network's share of the log-latency (0: the fitted roofline alone)
@@ -50,7 +54,8 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p);
 std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor);
 // JSON `basis`: per family its kernels, `gpu` (training | twin | unseen), training_gpus,
 // vendor_in_training, forecast_by, network_weight (null for physics), outside_training_range,
-// clamped, fixed_costs_to_network.
+// clamped, fixed_costs_to_network, capped (kernels capped at a training GPU's forecast) and
+// capped_by (that GPU, null where none).
 nlohmann::json basis_json(const std::vector<ForecastBasis>& basis);
 // The same families of two forecasts (a prefill and a decode step) as one list, kernels added.
 std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, const std::vector<ForecastBasis>& b);

@@ -97,6 +97,8 @@ struct KernelPredictor::Impl {
   // <dir>/amd: the AMD predictor set, if bundled; opened at the first AMD forecast (an NVIDIA
   // forecast does not read its manifest).
   std::string amd_dir;
+  // <dir>/gpus: the specs of the training GPUs as training read them (cap_by_bettered_gpus).
+  std::optional<GpuRegistry> recorded;
   std::unique_ptr<KernelPredictor> amd;
   std::once_flag amd_once;
   const KernelPredictor* amd_set() {
@@ -198,6 +200,15 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
   }
   const fs::path amd = fs::path(dir) / "amd";
   if (fs::exists(amd / "manifest.yaml")) impl_->amd_dir = amd.string();
+  const fs::path recorded = fs::path(dir) / trainer::kRecordedGpuDir;
+  if (fs::is_directory(recorded)) impl_->recorded.emplace(recorded.string());
+}
+
+const GpuSpec* KernelPredictor::recorded_spec(const std::string& cuda_name) const {
+  if (!impl_->recorded) return nullptr;
+  for (const GpuSpec& s : impl_->recorded->all())
+    if (s.cuda_name == cuda_name) return &s;
+  return nullptr;
 }
 
 bool KernelPredictor::has_amd_set() const { return !impl_->amd_dir.empty(); }
@@ -358,7 +369,7 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
   return predict_unmemoised(queries, gpu);
 }
 
-std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vector<KernelQuery>& queries,
+std::vector<KernelPrediction> KernelPredictor::predict_uncapped(const std::vector<KernelQuery>& queries,
                                                                   const GpuSpec& gpu) const {
   // Chunks after a prefix become whole prompts first (compose_chunk).
   if (std::any_of(queries.begin(), queries.end(), [](const KernelQuery& q) { return q.prefix > 0; })) {
@@ -384,7 +395,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
       expanded.push_back(attention_decode_q(q.b, q.prefix + q.m, q.k, q.h, q.n, q.dtype, q.kv_dtype, q.window));
       parts[i].read = expanded.size() - 1;
     }
-    const std::vector<KernelPrediction> r = predict_unmemoised(expanded, gpu);
+    const std::vector<KernelPrediction> r = predict_uncapped(expanded, gpu);
     std::vector<KernelPrediction> out(queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
       if (queries[i].prefix <= 0) {
@@ -408,7 +419,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
       chunks[i] = (queries[i].b + max_tokens - 1) / max_tokens;
       chunked[i].b = (queries[i].b + chunks[i] - 1) / chunks[i];
     }
-    std::vector<KernelPrediction> out = predict_unmemoised(chunked, gpu);
+    std::vector<KernelPrediction> out = predict_uncapped(chunked, gpu);
     for (size_t i = 0; i < queries.size(); ++i) {
       if (chunks[i] == 1) continue;
       KernelPrediction& p = out[i];
@@ -462,6 +473,85 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
     p.stream_ms = std::max(p.latency_ms - (b.latency_ms - b.stream_ms), std::min(p.latency_ms, kMinStreamUs * 1e-3));
   }
   return out;
+}
+
+std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vector<KernelQuery>& queries,
+                                                                  const GpuSpec& gpu) const {
+  std::vector<KernelPrediction> out = predict_uncapped(queries, gpu);
+  cap_by_bettered_gpus(queries, gpu, out);
+  return out;
+}
+
+namespace {
+// Whether `g` has a compute rate for dtype `d` (its sheet states the tensor peak it runs on).
+bool runs_dtype(const GpuSpec& g, DType d) {
+  try {
+    return gemm_rate_gflops(g, d, false) > 0;
+  } catch (const ConfigError&) {
+    return false;
+  }
+}
+}  // namespace
+
+bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q) {
+  if (x.vendor != t.vendor || x.compute_capability < t.compute_capability) return false;
+  if (x.num_sms < t.num_sms || x.max_threads_per_sm < t.max_threads_per_sm || x.boost_clock_mhz < t.boost_clock_mhz ||
+      x.mem_bw_gbps < t.mem_bw_gbps || x.l2_cache_mb < t.l2_cache_mb || x.fp32_peak_gflops < t.fp32_peak_gflops)
+    return false;
+  const bool attention = is_attention(op_family(q.op));
+  for (DType d : {q.dtype, attention ? q.kv_dtype : q.dtype}) {
+    if (!runs_dtype(x, d) || !runs_dtype(t, d)) return false;
+    if (gemm_rate_gflops(x, d, q.sustained) < gemm_rate_gflops(t, d, q.sustained)) return false;
+  }
+  return true;
+}
+
+void KernelPredictor::cap_by_bettered_gpus(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
+                                           std::vector<KernelPrediction>& out) const {
+  // Per reference GPU, the queries it caps: each query's training GPUs that `gpu` betters, less
+  // those another of them betters (its forecast is the lower one; one forecast fewer).
+  std::map<const GpuSpec*, std::vector<size_t>> by_reference;
+  std::map<Family, GpuStanding> standing;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const KernelQuery& q = queries[i];
+    const Family f = op_family(q.op);
+    const KernelPredictor& set = set_for(gpu, f);
+    auto it = standing.find(f);
+    if (it == standing.end()) it = standing.emplace(f, set.standing(gpu, f)).first;
+    if (it->second.trained_on || it->second.twin) continue;  // the GPU's own rows or its twin's
+    const auto& families = set.manifest().families;
+    const auto entry = families.find(family_name(f));
+    if (f != Family::kMemoryOp && entry == families.end()) continue;
+    const std::vector<std::string>& names =
+        f == Family::kMemoryOp ? set.manifest().memory_ops.training_gpus : entry->second.training_gpus;
+    std::vector<const GpuSpec*> bettered;
+    for (const std::string& name : names)
+      if (const GpuSpec* t = set.recorded_spec(name); t && t->cuda_name != gpu.cuda_name && betters_in_every_spec(gpu, *t, q))
+        bettered.push_back(t);
+    for (const GpuSpec* t : bettered) {
+      const bool below_another = std::any_of(bettered.begin(), bettered.end(), [&](const GpuSpec* u) {
+        return u != t && betters_in_every_spec(*u, *t, q) && !betters_in_every_spec(*t, *u, q);
+      });
+      if (!below_another) by_reference[t].push_back(i);
+    }
+  }
+  for (const auto& [t, idx] : by_reference) {
+    std::vector<KernelQuery> sub;
+    for (size_t i : idx) sub.push_back(queries[i]);
+    const std::vector<KernelPrediction> ref = predict_uncapped(sub, *t);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      KernelPrediction& p = out[idx[j]];
+      const double cap = ref[j].latency_ms;
+      if (!(cap < p.latency_ms)) continue;
+      const double overhead_ms = p.latency_ms - p.stream_ms;
+      p.latency_ms = cap;
+      p.member_min_ms = std::min(p.member_min_ms, cap);
+      p.member_max_ms = std::min(p.member_max_ms, cap);
+      p.stream_ms = std::max(cap - overhead_ms, std::min(cap, kMinStreamUs * 1e-3));
+      p.utilisation = p.latency_ms > 0 ? p.bound_ms / p.latency_ms : 0;
+      p.capped_by = t->name;
+    }
+  }
 }
 
 int64_t KernelPredictor::moe_trained_tokens(const GpuSpec& gpu) const {

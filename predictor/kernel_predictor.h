@@ -93,6 +93,11 @@ struct KernelPrediction {
   // moe: a layer of more tokens than the family was trained on (moe_trained_tokens), forecast
   // as `moe_chunks` equal chunks of `moe_chunk_tokens` tokens, one after another; 1 otherwise.
   int64_t moe_chunks = 1, moe_chunk_tokens = 0;
+  // The training GPU (its spec's name) whose forecast of the same kernel this one was lowered
+  // to: on a GPU the family's network does not correct, no forecast is slower than that of a
+  // training GPU it betters in every spec the kernel uses (betters_in_every_spec; the training
+  // GPUs' specs are the weights folder's gpus/). Empty: none lowered it.
+  std::string capped_by;
   LaunchInfo launch;
 };
 // The least a kernel takes in a stream of kernels (launch to launch on the GPU), microseconds.
@@ -109,6 +114,14 @@ constexpr double kTritonFp8MoeFloorUs = 13.39;
 constexpr double kTritonFp8MoeFactor = 0.4916;
 // Whether query `q` on `gpu` takes that rule.
 bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu);
+
+// Whether GPU `x` is at least GPU `t` in every spec a kernel `q` runs on, so that `q` cannot be
+// slower on `x`: the same vendor, an architecture no older (compute capability), at least as
+// many SMs, resident threads per SM, boost clock, DRAM bandwidth, L2 and FP32 peak, and at
+// least `t`'s rate for the query's dtype (and KV cache's), which both must run (an FP8 query
+// has no reference on an A100). The H100 and H200 better the A100-SXM4-80GB and the A40; the
+// H100 PCIe not the A100 SXM (2,000 against 2,039 GB/s); no Hopper GPU the L40S (its 2,520 MHz).
+bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q);
 
 class KernelPredictor {
  public:
@@ -188,6 +201,14 @@ class KernelPredictor {
   // predict_here on this set or its AMD set, by family (predict's AMD rule).
   std::vector<KernelPrediction> predict_by_set(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_unmemoised(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
+  std::vector<KernelPrediction> predict_uncapped(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
+  // out[i] on a GPU outside its family's network_gpus, lowered to the forecast of the same
+  // query on a training GPU the GPU betters in every spec (KernelPrediction::capped_by).
+  void cap_by_bettered_gpus(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
+                            std::vector<KernelPrediction>& out) const;
+  // The specs of this set's training GPUs that the weights folder records (<dir>/gpus/*.yaml),
+  // by CUDA name; nullptr where it has none.
+  const GpuSpec* recorded_spec(const std::string& cuda_name) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

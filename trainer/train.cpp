@@ -85,6 +85,18 @@ std::vector<std::string> devices_of(const std::vector<KernelSample>& rows) {
   return out;
 }
 
+// Writes each named GPU's spec as training read it to <dir>/gpus/<name>.yaml (kRecordedGpuDir),
+// replacing an older copy: what forecasting compares an unseen GPU with. GPUs without a spec
+// (a collect run's device that its gpu.yaml names otherwise) are skipped.
+void record_gpu_specs(const std::string& dir, const std::vector<std::string>& names, const GpuRegistry& gpus) {
+  const fs::path folder = fs::path(dir) / kRecordedGpuDir;
+  for (const auto& name : names)
+    if (const GpuSpec* g = gpus.find(name)) {
+      fs::create_directories(folder);
+      write_file_atomic((folder / (g->name + ".yaml")).string(), gpu_spec_to_yaml(*g));
+    }
+}
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   char buf[32];
@@ -497,6 +509,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       const PredictorConfig mcfg = load_family_config(opt.predictor_config_dir, fam);
       FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops,
                                       opt.holdout_shapes_pct, mcfg.l2_resident_fraction);
+      record_gpu_specs(dir, manifest.memory_ops.training_gpus, gpus);
       save_manifest(dir, manifest);
       results.push_back(r);
       continue;
@@ -728,6 +741,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         s.mem_bw_gbps = g->mem_bw_gbps;
         e.training_gpu_specs.push_back(s);
       }
+    record_gpu_specs(dir, e.training_gpus, gpus);
     e.trained_at = utc_now();
     e.holdout_shapes_pct = opt.holdout_shapes_pct;
     manifest.families[family_name(fam)] = e;

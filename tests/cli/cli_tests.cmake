@@ -357,6 +357,11 @@ tc_cli_test(predict_kernel_moe_skewed "busiest expert" ${TC} predict-kernel --op
 tc_cli_fail(predict_kernel_moe_routing "--routing: expected balanced, uniform or power_law_<a>" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,2,8;--routing;zipf;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_topk "top-k 9 exceeds the 8 experts" "${TC};predict-kernel;--op;moe;--shape;64,4096,14336,9,8;--gpu;H100-SXM")
 tc_cli_fail(predict_kernel_moe_flags_on_gemm "--moe-tp/--moe-ep/--routing/--weight-group apply to --op moe only" "${TC};predict-kernel;--op;gemm;--shape;64,64,64;--moe-tp;2;--gpu;H100-SXM")
+# An unseen GPU's forecast is no slower than that of a training GPU it betters in every spec: the
+# H100's tiny decode step takes the A100-SXM4-80GB's forecast (the weights' gpus/ specs).
+tc_cli_test(predict_kernel_capped "latency_ms +4\\.5504[0-9]\ncapped +at the forecast of this kernel on A100-80GB-SXM, a training GPU this GPU betters in every spec" ${TC} predict-kernel --op attention_decode --shape 2048,2,64,64,128 --gpu H100-SXM)
+tc_cli_test(predict_kernel_capped_json "\"capped_by\": \"A100-80GB-SXM\"," ${TC} predict-kernel --op attention_decode --shape 2048,2,64,64,128 --gpu H100-SXM --format json)
+tc_cli_test(predict_kernel_not_capped_json "\"capped_by\": null," ${TC} predict-kernel --op attention_decode --shape 64,8192,32,8,128 --gpu H100-SXM --format json)
 tc_cli_test(gpus_new_blackwell "NVIDIA RTX PRO 6000 Blackwell Server Edition" ${TC} gpus)
 # Memory per GPU in every forecast: a GPT-3 2.7B training step on an 8 GB P4 says it does not fit.
 tc_cli_test(predict_training_does_not_fit "memory/GPU .*AdamW state.*DOES NOT FIT" ${TC} predict --model gpt3-2.7b --gpu P4 --batch 1 --seq 2048 --mode training)

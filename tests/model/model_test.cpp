@@ -3401,6 +3401,57 @@ std::string weights_copy_with(const std::string& dir, const char* name, const st
 }
 }  // namespace
 
+// No slower than a training GPU it betters in every spec. The H100 SXM has more SMs (132 against
+// 108), a higher boost clock (1,980 against 1,410 MHz), more DRAM bandwidth (3,352 against 2,039
+// GB/s), L2 (50 against 40 MB) and BF16 rate than the A100-SXM4-80GB, a training GPU of every
+// LLM-era family; the H100 PCIe's 2,000 GB/s are below the A100 SXM's, no Hopper GPU has the
+// L40S's 2,520 MHz clock, and the A100 runs no FP8. A decode step of 2,048 sequences over 64 KV
+// heads at two cached tokens (131,072 CTAs) is forecast on the H100 by the decode family's fitted
+// roofline alone, its FlashAttention cost per CTA (42.17 ns) above what the A100's own rows show
+// (4.53 ms measured there, 34.6 ns a CTA); the A100's forecast is its network's. With the weights'
+// recorded specs (gpus/) the H100's forecast is the A100's, to the digit; in a copy without them
+// it is the fitted roofline's, over 1.1x slower. A long cache (64 x 8,192 tokens, 2.1 GB read at
+// the H100's bandwidth) is the H100's own, in both.
+TEST(BundledWeights, UnseenGpuNoSlowerThanATrainingGpuItBetters) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(fs::path(dir) / trainer::kRecordedGpuDir / "A100-80GB-SXM.yaml"))
+      << "bundled weights without their training GPUs' specs: " << dir;
+  const GpuSpec &h100 = registry().resolve("H100-SXM"), &h100_pcie = registry().resolve("H100-PCIe"),
+                &h200 = registry().resolve("H200"), &a100 = registry().resolve("A100-SXM4-80GB"),
+                &l40s = registry().resolve("L40S");
+  const KernelQuery tiny = attention_decode_q(2048, 2, 64, 64, 128, DType::kBf16, DType::kBf16);
+  const KernelQuery long_cache = attention_decode_q(64, 8192, 32, 8, 128, DType::kBf16, DType::kBf16);
+  const KernelQuery bf16_gemm = gemm_q(4096, 4096, 4096, DType::kBf16), fp8_gemm = gemm_q(4096, 4096, 4096, DType::kFp8);
+  EXPECT_TRUE(predictor::betters_in_every_spec(h100, a100, tiny));
+  EXPECT_TRUE(predictor::betters_in_every_spec(h100, a100, bf16_gemm));
+  EXPECT_TRUE(predictor::betters_in_every_spec(h200, h100, bf16_gemm));
+  EXPECT_FALSE(predictor::betters_in_every_spec(a100, h100, bf16_gemm));
+  EXPECT_FALSE(predictor::betters_in_every_spec(h100, a100, fp8_gemm));
+  EXPECT_FALSE(predictor::betters_in_every_spec(h100_pcie, a100, bf16_gemm));
+  EXPECT_FALSE(predictor::betters_in_every_spec(h100, l40s, bf16_gemm));
+
+  predictor::KernelPredictor p(dir);
+  const auto on_a100 = p.predict(tiny, a100);
+  EXPECT_TRUE(on_a100.capped_by.empty());  // a training GPU: its network's forecast
+  const auto capped = p.predict(tiny, h100);
+  EXPECT_EQ(capped.capped_by, "A100-80GB-SXM");
+  EXPECT_DOUBLE_EQ(capped.latency_ms, on_a100.latency_ms);
+  EXPECT_LE(capped.member_max_ms, capped.latency_ms);
+  EXPECT_LE(capped.stream_ms, capped.latency_ms);
+  EXPECT_TRUE(p.predict(long_cache, h100).capped_by.empty());
+  EXPECT_TRUE(p.predict(tiny, h100_pcie).capped_by.empty());
+
+  const std::string bare = weights_copy_edited(dir, "tc_no_recorded_gpus", [](std::string&) { return true; });
+  ASSERT_FALSE(bare.empty());
+  fs::remove_all(fs::path(bare) / trainer::kRecordedGpuDir);
+  predictor::KernelPredictor q(bare);
+  const auto uncapped = q.predict(tiny, h100);
+  EXPECT_TRUE(uncapped.capped_by.empty());
+  EXPECT_GT(uncapped.latency_ms, 1.1 * on_a100.latency_ms);
+  EXPECT_DOUBLE_EQ(q.predict(long_cache, h100).latency_ms, p.predict(long_cache, h100).latency_ms);
+  fs::remove_all(bare);
+}
+
 // The bundled MoE family on an unseen GPU blends its networks (0.3) with its fitted roofline
 // (0.7; session 78) and gives the layer read as two stacked GEMMs nothing (gemm_composite_weight, default 0,
 // since session 70). With the key set (a copy of the weights), 0.25 of the forecast comes from
