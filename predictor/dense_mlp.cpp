@@ -69,6 +69,7 @@ void append(std::string& s, const void* p, size_t n) { s.append(static_cast<cons
 // (`tilecast gpus`) do not load it, and OPENBLAS_CORETYPE can be set before OpenBLAS reads it.
 struct Blas {
   decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_sgemv) sgemv = nullptr;  // a block of a few rows: no packing of the weights
   void (*set_threads)(int) = nullptr;
   int (*get_threads)() = nullptr;
   std::string name = "none (plain loops)";
@@ -88,6 +89,7 @@ const Blas& blas() {
       }
     if (!h) return r;
     r.sgemm = reinterpret_cast<decltype(&cblas_sgemm)>(dlsym(h, "cblas_sgemm"));
+    r.sgemv = reinterpret_cast<decltype(&cblas_sgemv)>(dlsym(h, "cblas_sgemv"));
     r.set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
     r.get_threads = reinterpret_cast<int (*)()>(dlsym(h, "openblas_get_num_threads"));
     if (auto corename = reinterpret_cast<char* (*)()>(dlsym(h, "openblas_get_corename")))
@@ -216,6 +218,7 @@ void DenseMlp::forward(const float* x, size_t rows, float* out) const {
   int64_t widest = nin;
   for (const DenseLayer& L : layers) widest = std::max(widest, L.out);
   constexpr size_t kBlock = 2048;  // rows per block: two activations of 2048 x 256 floats at most
+  constexpr size_t kGemvRows = 4;  // blocks of at most this many rows: sgemv per row
   const size_t block = std::min(kBlock, rows);
   std::vector<float> a(block * widest), b(block * widest);
   for (size_t r0 = 0; r0 < rows; r0 += block) {
@@ -225,8 +228,14 @@ void DenseMlp::forward(const float* x, size_t rows, float* out) const {
         a[i * nin + c] = (x[(r0 + i) * nin + c] - mean[c]) * inv_std[c];
     for (size_t l = 0; l < layers.size(); ++l) {
       const DenseLayer& L = layers[l];
-      // b = a (n x in) * W^T (in x out), as torch::nn::Linear computes it.
-      if (const auto sgemm = blas().sgemm)
+      // b = a (n x in) * W^T (in x out), as torch::nn::Linear computes it. A few rows take one
+      // matrix-vector product each: sgemm packs the whole weight matrix on every call, which
+      // cost a forecast of one query about 0.4 ms (tilecast_bench, docs/performance.md).
+      if (const auto sgemv = blas().sgemv; sgemv && n <= kGemvRows)
+        for (size_t i = 0; i < n; ++i)
+          sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(L.out), static_cast<int>(L.in), 1.0f,
+                L.weight.data(), static_cast<int>(L.in), a.data() + i * L.in, 1, 0.0f, b.data() + i * L.out, 1);
+      else if (const auto sgemm = blas().sgemm)
         sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(L.out),
               static_cast<int>(L.in), 1.0f, a.data(), static_cast<int>(L.in), L.weight.data(),
               static_cast<int>(L.in), 0.0f, b.data(), static_cast<int>(L.out));
