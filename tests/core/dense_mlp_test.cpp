@@ -67,6 +67,33 @@ TEST(DenseMlp, ForwardOverManyBlocks) {
   for (size_t r = 0; r < rows; ++r) EXPECT_FLOAT_EQ(out[r], 2.0f * (5.5f + 0.5f * (r % 7)) + 0.125f) << r;
 }
 
+// A block of at most 4 rows runs one matrix-vector product per row (sgemv), a larger one a
+// matrix product (sgemm): a network of 16 hidden units gives each row the same value, to float
+// rounding, whether it comes alone, among 4 or among 5.
+TEST(DenseMlp, FewRowsAndManyRowsAgree) {
+  DenseMlp m;
+  m.mean.assign(7, 0.5f);
+  m.inv_std.assign(7, 2.0f);
+  DenseLayer h, o;
+  h.in = 7, h.out = 16, o.in = 16, o.out = 1;
+  for (int i = 0; i < 7 * 16; ++i) h.weight.push_back(0.1f * static_cast<float>((i * 37) % 19) - 0.9f);
+  for (int i = 0; i < 16; ++i) h.bias.push_back(0.05f * static_cast<float>(i % 5) - 0.1f);
+  for (int i = 0; i < 16; ++i) o.weight.push_back(0.2f * static_cast<float>((i * 11) % 7) - 0.6f);
+  o.bias = {0.3f};
+  m.layers = {h, o};
+  std::vector<float> x(5 * 7);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>((i * 13) % 11) - 1.0f;
+  float five[5], four[4], one;
+  m.forward(x.data(), 5, five);
+  m.forward(x.data(), 4, four);
+  for (int r = 0; r < 5; ++r) {
+    m.forward(x.data() + 7 * r, 1, &one);
+    EXPECT_NEAR(one, five[r], 1e-5f * std::max(1.0f, std::fabs(five[r]))) << r;
+    if (r < 4) EXPECT_NEAR(four[r], five[r], 1e-5f * std::max(1.0f, std::fabs(five[r]))) << r;
+  }
+  EXPECT_NE(five[0], five[1]);  // the rows differ: the check compares something
+}
+
 // The fixture tests/data/tiny.tcmlp was written by hand (Python struct) from the layout in
 // dense_mlp.h: the reader and the writer agree with that description, not only with each other.
 TEST(DenseMlp, ReadsAFileWrittenFromTheDocumentedLayout) {
