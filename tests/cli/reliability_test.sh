@@ -126,6 +126,11 @@ expect 0 "" T export-weights --weights "$W/old"
 for f in "$SRC"/weights/*.tcmlp; do cmp -s "$f" "$W/old/$(basename "$f")" || fail "export-weights wrote another $(basename "$f")"; done
 expect 0 "" T predict-kernel --weights "$W/old" --op add --shape 8,64 --gpu T4
 expect 0 "" T predict-kernel --op bmm --shape 8,64,64,64 --gpu T4
+# The training GPUs' recorded specs (gpus/): a malformed or out-of-range one is one line naming it.
+cp -r "$SRC/weights" "$W/specs"; echo "num_sms: [oops" >> "$W/specs/gpus/A40.yaml"
+expect 1 "gpus/A40.yaml: malformed YAML" T predict-kernel --weights "$W/specs" --op gemm --shape 64,64,64 --gpu H100-SXM
+cp "$SRC/weights/gpus/A40.yaml" "$W/specs/gpus/A40.yaml"; sed -i 's/^mem_bw_gbps: .*/mem_bw_gbps: -5/' "$W/specs/gpus/A40.yaml"
+expect 1 "gpus/A40.yaml: field 'mem_bw_gbps': value -5 outside" T predict-kernel --weights "$W/specs" --op gemm --shape 64,64,64 --gpu H100-SXM
 python3 - "$W/w/bmm.s1.tcmlp" <<'PY'
 import sys
 p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 1; open(p, 'wb').write(b)
