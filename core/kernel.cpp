@@ -175,27 +175,37 @@ double weight_bytes_per_elem(DType d) {
 
 double int4_bytes_per_weight(int64_t group) { return 0.5 + 2.0 / double(group > 0 ? group : kInt4ModelledGroup); }
 
-double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
+namespace {
+// The sheet's peak that dtype `d` runs at: "fp8" (FP8 and MXFP4 x MXFP8), "fp4" (NVFP4), else
+// its activation's (the weight-only formats run in BF16).
+std::string peak_key(DType d) {
+  return is_fp8(d) || d == DType::kMxfp4Mxfp8 ? "fp8" : d == DType::kNvfp4 ? "fp4" : dtype_name(activation_dtype(d));
+}
+double stated_peak(const GpuSpec& gpu, const std::string& key) {
+  const auto it = gpu.tensor_peak_gflops.find(key);
+  return it != gpu.tensor_peak_gflops.end() && it->second > 0 ? it->second : 0.0;
+}
+}  // namespace
+
+double gemm_peak_gflops_or_zero(const GpuSpec& gpu, DType d) {
   if (d == DType::kFp32) return gpu.fp32_gemm_peak_gflops();
   // MXFP4 x MXFP8 runs at the FP8 peak on Blackwell's block-scaled tensor cores, the generation
   // that brought FP4: a sheet without an FP4 peak has no such MMA.
-  if (d == DType::kMxfp4Mxfp8) {
-    auto fp4 = gpu.tensor_peak_gflops.find("fp4");
-    if (fp4 == gpu.tensor_peak_gflops.end() || !(fp4->second > 0))
-      throw ConfigError("GPU '" + gpu.name + "' has no fp4 tensor-core peak in its spec: mxfp4_mxfp8 needs the " +
-                        "block-scaled MXFP4 x MXFP8 tensor cores that start with Blackwell (" + gpu.origin + ")");
-  }
-  const std::string key = is_fp8(d) || d == DType::kMxfp4Mxfp8 ? "fp8"
-                          : d == DType::kNvfp4                 ? "fp4"
-                                                               : dtype_name(activation_dtype(d));
-  auto it = gpu.tensor_peak_gflops.find(key);
-  if (it == gpu.tensor_peak_gflops.end() || !(it->second > 0))
-    throw ConfigError("GPU '" + gpu.name + "' has no " + key + " tensor-core peak in its spec" +
-                      (key == "fp8"   ? " (FP8 tensor cores start with Ada and Hopper)"
-                       : key == "fp4" ? " (FP4 tensor cores start with Blackwell)"
-                                      : "") +
-                      " (" + gpu.origin + ")");
-  return it->second;
+  if (d == DType::kMxfp4Mxfp8 && stated_peak(gpu, "fp4") <= 0) return 0.0;
+  return stated_peak(gpu, peak_key(d));
+}
+
+double gemm_peak_gflops(const GpuSpec& gpu, DType d) {
+  if (const double peak = gemm_peak_gflops_or_zero(gpu, d); peak > 0 || d == DType::kFp32) return peak;
+  if (d == DType::kMxfp4Mxfp8 && stated_peak(gpu, "fp4") <= 0)
+    throw ConfigError("GPU '" + gpu.name + "' has no fp4 tensor-core peak in its spec: mxfp4_mxfp8 needs the " +
+                      "block-scaled MXFP4 x MXFP8 tensor cores that start with Blackwell (" + gpu.origin + ")");
+  const std::string key = peak_key(d);
+  throw ConfigError("GPU '" + gpu.name + "' has no " + key + " tensor-core peak in its spec" +
+                    (key == "fp8"   ? " (FP8 tensor cores start with Ada and Hopper)"
+                     : key == "fp4" ? " (FP4 tensor cores start with Blackwell)"
+                                    : "") +
+                    " (" + gpu.origin + ")");
 }
 
 double gemm_rate_gflops(const GpuSpec& gpu, DType d, bool sustained) {

@@ -52,6 +52,8 @@ double int4_bytes_per_weight(int64_t group);
 // SIMT GEMM peak. A GPU without that tensor path (FP8 before Ada/Hopper) is ConfigError naming
 // GPU and dtype. The plain roofline's compute bound.
 double gemm_peak_gflops(const GpuSpec& gpu, DType d);
+// The same, 0 where the GPU has no such path (no error): whether it runs `d` at all.
+double gemm_peak_gflops_or_zero(const GpuSpec& gpu, DType d);
 // The rate tilecast's kernel bounds and features use. fp32: the issue-bound SIMT SGEMM rate
 // (GpuSpec::fp32_simt_gemm_gflops). Tensor cores: the sheet's peak taken at the boost clock, the
 // clock a kernel alone runs at and the one every training GPU's sheet states its peak at (Hopper's

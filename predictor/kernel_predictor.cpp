@@ -205,10 +205,7 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
 }
 
 const GpuSpec* KernelPredictor::recorded_spec(const std::string& cuda_name) const {
-  if (!impl_->recorded) return nullptr;
-  for (const GpuSpec& s : impl_->recorded->all())
-    if (s.cuda_name == cuda_name) return &s;
-  return nullptr;
+  return impl_->recorded ? impl_->recorded->find(cuda_name) : nullptr;
 }
 
 bool KernelPredictor::has_amd_set() const { return !impl_->amd_dir.empty(); }
@@ -482,17 +479,6 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
   return out;
 }
 
-namespace {
-// Whether `g` has a compute rate for dtype `d` (its sheet states the tensor peak it runs on).
-bool runs_dtype(const GpuSpec& g, DType d) {
-  try {
-    return gemm_rate_gflops(g, d, false) > 0;
-  } catch (const ConfigError&) {
-    return false;
-  }
-}
-}  // namespace
-
 bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q) {
   if (x.vendor != t.vendor || x.compute_capability < t.compute_capability) return false;
   if (x.num_sms < t.num_sms || x.max_threads_per_sm < t.max_threads_per_sm || x.boost_clock_mhz < t.boost_clock_mhz ||
@@ -500,7 +486,7 @@ bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery
     return false;
   const bool attention = is_attention(op_family(q.op));
   for (DType d : {q.dtype, attention ? q.kv_dtype : q.dtype}) {
-    if (!runs_dtype(x, d) || !runs_dtype(t, d)) return false;
+    if (!(gemm_peak_gflops_or_zero(x, d) > 0) || !(gemm_peak_gflops_or_zero(t, d) > 0)) return false;
     if (gemm_rate_gflops(x, d, q.sustained) < gemm_rate_gflops(t, d, q.sustained)) return false;
   }
   return true;
@@ -508,8 +494,7 @@ bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery
 
 void KernelPredictor::cap_by_bettered_gpus(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
                                            std::vector<KernelPrediction>& out) const {
-  // Per reference GPU, the queries it caps: each query's training GPUs that `gpu` betters, less
-  // those another of them betters (its forecast is the lower one; one forecast fewer).
+  // Per reference GPU, the queries it caps: each query's training GPUs that `gpu` betters.
   std::map<const GpuSpec*, std::vector<size_t>> by_reference;
   std::map<Family, GpuStanding> standing;
   for (size_t i = 0; i < queries.size(); ++i) {
@@ -528,16 +513,9 @@ void KernelPredictor::cap_by_bettered_gpus(const std::vector<KernelQuery>& queri
     if (f != Family::kMemoryOp && entry == families.end()) continue;
     const std::vector<std::string>& names =
         f == Family::kMemoryOp ? set.manifest().memory_ops.training_gpus : entry->second.training_gpus;
-    std::vector<const GpuSpec*> bettered;
     for (const std::string& name : names)
       if (const GpuSpec* t = set.recorded_spec(name); t && t->cuda_name != gpu.cuda_name && betters_in_every_spec(gpu, *t, q))
-        bettered.push_back(t);
-    for (const GpuSpec* t : bettered) {
-      const bool below_another = std::any_of(bettered.begin(), bettered.end(), [&](const GpuSpec* u) {
-        return u != t && betters_in_every_spec(*u, *t, q) && !betters_in_every_spec(*t, *u, q);
-      });
-      if (!below_another) by_reference[t].push_back(i);
-    }
+        by_reference[t].push_back(i);
   }
   for (const auto& [t, idx] : by_reference) {
     std::vector<KernelQuery> sub;

@@ -202,8 +202,9 @@ class KernelPredictor {
   std::vector<KernelPrediction> predict_by_set(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_unmemoised(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_uncapped(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
-  // out[i] on a GPU outside its family's network_gpus, lowered to the forecast of the same
-  // query on a training GPU the GPU betters in every spec (KernelPrediction::capped_by).
+  // out[i] of an LLM-era family on a GPU neither trained on nor a twin, lowered to the least
+  // forecast of the same query on the family's training GPUs that the GPU betters in every spec
+  // (KernelPrediction::capped_by).
   void cap_by_bettered_gpus(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
                             std::vector<KernelPrediction>& out) const;
   // The specs of this set's training GPUs that the weights folder records (<dir>/gpus/*.yaml),

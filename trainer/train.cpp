@@ -509,7 +509,6 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       const PredictorConfig mcfg = load_family_config(opt.predictor_config_dir, fam);
       FamilyResult r = fit_memory_ops(files_for(fam), opt.exclude_gpus, gpus, manifest.memory_ops,
                                       opt.holdout_shapes_pct, mcfg.l2_resident_fraction);
-      record_gpu_specs(dir, manifest.memory_ops.training_gpus, gpus);
       save_manifest(dir, manifest);
       results.push_back(r);
       continue;
@@ -741,7 +740,6 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         s.mem_bw_gbps = g->mem_bw_gbps;
         e.training_gpu_specs.push_back(s);
       }
-    record_gpu_specs(dir, e.training_gpus, gpus);
     e.trained_at = utc_now();
     e.holdout_shapes_pct = opt.holdout_shapes_pct;
     manifest.families[family_name(fam)] = e;
@@ -753,6 +751,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     results.push_back(r);
     if (r.interrupted) break;
   }
+  // The training GPUs of every family the folder holds, each spec once.
+  std::set<std::string> trained_on(manifest.memory_ops.training_gpus.begin(), manifest.memory_ops.training_gpus.end());
+  for (const auto& kv : manifest.families) trained_on.insert(kv.second.training_gpus.begin(), kv.second.training_gpus.end());
+  record_gpu_specs(dir, std::vector<std::string>(trained_on.begin(), trained_on.end()), gpus);
   if (!results.empty() && results.back().interrupted) {
     const std::string kept = staging.keep_interrupted();
     TC_LOG(Warn) << "interrupted: " << opt.out_dir << " left unchanged; what was finished is in " << kept;
