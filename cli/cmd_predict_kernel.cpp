@@ -111,8 +111,13 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                              : "; raised to the sheet's compute peak, which the forecast beat");
   if (!r.capped_by.empty())
     std::printf("capped       at the forecast of this kernel on %s, a training GPU this GPU betters in every spec "
-                "the kernel uses (SMs, clock, DRAM bandwidth, L2, the dtype's peak): no slower than it\n",
+                "the kernel uses (SMs, clock, DRAM bandwidth, L2, the dtype's peak), in the same kernel library: no slower "
+                "than it\n",
                 r.capped_by.c_str());
+  if (!r.lifted_by.empty())
+    std::printf("raised       to the forecast of this kernel on %s, a training GPU that betters this GPU in every "
+                "spec the kernel uses, in the same kernel library: no faster than it\n",
+                r.lifted_by.c_str());
   if (r.stream_ms != r.latency_ms)
     std::printf("stream_ms    %.6g (inside a whole model: less the host time per call that the training data's "
                 "isolated timings include)\n", r.stream_ms);

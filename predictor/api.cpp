@@ -158,6 +158,9 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
                       // The training GPU whose forecast capped this one (a GPU this one betters in
                       // every spec; KernelPrediction::capped_by), null where none did.
                       {"capped_by", r.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.capped_by)},
+                      // The training GPU whose forecast raised this one (a GPU that betters this
+                      // one in every spec; KernelPrediction::lifted_by), null where none did.
+                      {"lifted_by", r.lifted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.lifted_by)},
                       {"basis", basis_json({kernel_basis(fam, r)})[0]}};
   if (r.prior_ms > 0) {
     j["prior_ms"] = r.prior_ms;

@@ -338,6 +338,8 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       b.clamped = b.clamped || one.clamped;
       b.capped += one.capped;
       if (b.capped_by.empty()) b.capped_by = one.capped_by;
+      b.lifted += one.lifted;
+      if (b.lifted_by.empty()) b.lifted_by = one.lifted_by;
     }
     for (auto& kv : by_family) f.basis.push_back(std::move(kv.second));
   }
@@ -563,6 +565,8 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   b.clamped = !p.out_of_range.empty() && p.clamped;
   b.capped = p.capped_by.empty() ? 0 : 1;
   b.capped_by = p.capped_by;
+  b.lifted = p.lifted_by.empty() ? 0 : 1;
+  b.lifted_by = p.lifted_by;
   b.standing = p.standing;
   b.network_weight = p.network_weight;  // 1 where the network corrects the GPU
   b.composite_weight = p.composite_weight;
@@ -619,6 +623,9 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
     if (b.capped > 0)
       range += "; " + std::to_string(b.capped) + " capped at " + b.capped_by +
                "'s forecast (a training GPU this one betters in every spec)";
+    if (b.lifted > 0)
+      range += "; " + std::to_string(b.lifted) + " raised to " + b.lifted_by +
+               "'s forecast (a training GPU that betters this one in every spec)";
     std::snprintf(buf, sizeof buf, "%-13s %s (%lld kernel%s): %s: %s%s\n", out.empty() ? "basis" : "",
                   family_name(b.family), static_cast<long long>(b.kernels), b.kernels == 1 ? "" : "s", standing.c_str(),
                   by.c_str(), range.c_str());
@@ -640,6 +647,8 @@ std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, cons
     it->clamped = it->clamped || x.clamped;
     it->capped += x.capped;
     if (it->capped_by.empty()) it->capped_by = x.capped_by;
+    it->lifted += x.lifted;
+    if (it->lifted_by.empty()) it->lifted_by = x.lifted_by;
   }
   return out;
 }
@@ -659,7 +668,9 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
                  {"outside_training_range", b.outside_range},
                  {"clamped", b.clamped},
                  {"capped", b.capped},
-                 {"capped_by", b.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.capped_by)}});
+                 {"capped_by", b.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.capped_by)},
+                 {"lifted", b.lifted},
+                 {"lifted_by", b.lifted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.lifted_by)}});
   return a;
 }
 

@@ -34,6 +34,9 @@ struct ForecastBasis {
   // (the first, where several)
   int64_t capped = 0;
   std::string capped_by;
+  // of them, raised to a training GPU's forecast (KernelPrediction::lifted_by), and that GPU
+  int64_t lifted = 0;
+  std::string lifted_by;
   bool clamped = false;       // ... moved into it (families that clamp) rather than extrapolated
   GpuStanding standing;       // the GPU against the family's training GPUs (KernelPrediction's)
   double network_weight = 1;  // the network's share of the log-latency (0: the fitted roofline alone)
@@ -54,8 +57,8 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p);
 std::string basis_text(const std::vector<ForecastBasis>& basis, const std::string& vendor);
 // JSON `basis`: per family its kernels, `gpu` (training | twin | unseen), training_gpus,
 // vendor_in_training, forecast_by, network_weight (null for physics), outside_training_range,
-// clamped, fixed_costs_to_network, capped (kernels capped at a training GPU's forecast) and
-// capped_by (that GPU, null where none).
+// clamped, fixed_costs_to_network, capped (kernels capped at a training GPU's forecast),
+// capped_by (that GPU, null where none), lifted and lifted_by (raised to one's forecast).
 nlohmann::json basis_json(const std::vector<ForecastBasis>& basis);
 // The same families of two forecasts (a prefill and a decode step) as one list, kernels added.
 std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, const std::vector<ForecastBasis>& b);

@@ -97,7 +97,7 @@ struct KernelPredictor::Impl {
   // <dir>/amd: the AMD predictor set, if bundled; opened at the first AMD forecast (an NVIDIA
   // forecast does not read its manifest).
   std::string amd_dir;
-  // <dir>/gpus: the specs of the training GPUs as training read them (cap_by_bettered_gpus).
+  // <dir>/gpus: the specs of the training GPUs as training read them (hold_in_spec_order).
   std::optional<GpuRegistry> recorded;
   std::unique_ptr<KernelPredictor> amd;
   std::once_flag amd_once;
@@ -475,7 +475,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_uncapped(const std::vecto
 std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vector<KernelQuery>& queries,
                                                                   const GpuSpec& gpu) const {
   std::vector<KernelPrediction> out = predict_uncapped(queries, gpu);
-  cap_by_bettered_gpus(queries, gpu, out);
+  hold_in_spec_order(queries, gpu, out);
   return out;
 }
 
@@ -492,10 +492,17 @@ bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery
   return true;
 }
 
-void KernelPredictor::cap_by_bettered_gpus(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
-                                           std::vector<KernelPrediction>& out) const {
-  // Per reference GPU, the queries it caps: each query's training GPUs that `gpu` betters.
-  std::map<const GpuSpec*, std::vector<size_t>> by_reference;
+bool same_kernel_library(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q) {
+  const char* a = kernel_library(q, x);
+  const char* b = kernel_library(q, t);
+  return (a == nullptr && b == nullptr) || (a != nullptr && b != nullptr && std::string(a) == b);
+}
+
+void KernelPredictor::hold_in_spec_order(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
+                                         std::vector<KernelPrediction>& out) const {
+  // Per reference GPU, the queries it bounds: each query's training GPUs, in the query's library,
+  // that `gpu` betters (caps) or that better `gpu` (floors).
+  std::map<const GpuSpec*, std::vector<size_t>> caps, floors;
   std::map<Family, GpuStanding> standing;
   for (size_t i = 0; i < queries.size(); ++i) {
     const KernelQuery& q = queries[i];
@@ -513,27 +520,37 @@ void KernelPredictor::cap_by_bettered_gpus(const std::vector<KernelQuery>& queri
     if (f != Family::kMemoryOp && entry == families.end()) continue;
     const std::vector<std::string>& names =
         f == Family::kMemoryOp ? set.manifest().memory_ops.training_gpus : entry->second.training_gpus;
-    for (const std::string& name : names)
-      if (const GpuSpec* t = set.recorded_spec(name); t && t->cuda_name != gpu.cuda_name && betters_in_every_spec(gpu, *t, q))
-        by_reference[t].push_back(i);
-  }
-  for (const auto& [t, idx] : by_reference) {
-    std::vector<KernelQuery> sub;
-    for (size_t i : idx) sub.push_back(queries[i]);
-    const std::vector<KernelPrediction> ref = predict_uncapped(sub, *t);
-    for (size_t j = 0; j < idx.size(); ++j) {
-      KernelPrediction& p = out[idx[j]];
-      const double cap = ref[j].latency_ms;
-      if (!(cap < p.latency_ms)) continue;
-      const double overhead_ms = p.latency_ms - p.stream_ms;
-      p.latency_ms = cap;
-      p.member_min_ms = std::min(p.member_min_ms, cap);
-      p.member_max_ms = std::min(p.member_max_ms, cap);
-      p.stream_ms = std::max(cap - overhead_ms, std::min(cap, kMinStreamUs * 1e-3));
-      p.utilisation = p.latency_ms > 0 ? p.bound_ms / p.latency_ms : 0;
-      p.capped_by = t->name;
+    for (const std::string& name : names) {
+      const GpuSpec* t = set.recorded_spec(name);
+      if (!t || t->cuda_name == gpu.cuda_name || !same_kernel_library(gpu, *t, q)) continue;
+      if (betters_in_every_spec(gpu, *t, q)) caps[t].push_back(i);
+      if (betters_in_every_spec(*t, gpu, q)) floors[t].push_back(i);
     }
   }
+  const auto bound = [&](const std::map<const GpuSpec*, std::vector<size_t>>& refs, bool cap) {
+    for (const auto& [t, idx] : refs) {
+      std::vector<KernelQuery> sub;
+      for (size_t i : idx) sub.push_back(queries[i]);
+      const std::vector<KernelPrediction> ref = predict_uncapped(sub, *t);
+      for (size_t j = 0; j < idx.size(); ++j) {
+        KernelPrediction& p = out[idx[j]];
+        const double ms = ref[j].latency_ms;
+        if (cap ? !(ms < p.latency_ms) : !(ms > p.latency_ms)) continue;
+        // The reference's forecast, with this one's host time per call; the ensemble's members
+        // past it meet it.
+        const double overhead_ms = p.latency_ms - p.stream_ms;
+        p.latency_ms = ms;
+        p.stream_ms = std::max(ms - overhead_ms, std::min(ms, kMinStreamUs * 1e-3));
+        p.utilisation = ms > 0 ? p.bound_ms / ms : 0;
+        p.member_min_ms = cap ? std::min(p.member_min_ms, ms) : std::max(p.member_min_ms, ms);
+        p.member_max_ms = cap ? std::min(p.member_max_ms, ms) : std::max(p.member_max_ms, ms);
+        (cap ? p.capped_by : p.lifted_by) = t->name;
+        if (cap) p.lifted_by.clear();  // the cap holds over a floor it undercuts
+      }
+    }
+  };
+  bound(floors, false);
+  bound(caps, true);
 }
 
 int64_t KernelPredictor::moe_trained_tokens(const GpuSpec& gpu) const {

@@ -95,9 +95,14 @@ struct KernelPrediction {
   int64_t moe_chunks = 1, moe_chunk_tokens = 0;
   // The training GPU (its spec's name) whose forecast of the same kernel this one was lowered
   // to: on a GPU the family's network does not correct, no forecast is slower than that of a
-  // training GPU it betters in every spec the kernel uses (betters_in_every_spec; the training
-  // GPUs' specs are the weights folder's gpus/). Empty: none lowered it.
+  // training GPU it betters in every spec the kernel uses and that runs the kernel in the same
+  // library (in_spec_order; the training GPUs' specs are the weights folder's gpus/). Empty:
+  // none lowered it.
   std::string capped_by;
+  // The training GPU whose forecast of the same kernel this one was raised to: nor is it faster
+  // than that of a training GPU that betters it in every spec the kernel uses, in the same
+  // library (e.g. an A100-PCIE-40GB's decode against the A100-SXM4-80GB's). Empty: none raised it.
+  std::string lifted_by;
   LaunchInfo launch;
 };
 // The least a kernel takes in a stream of kernels (launch to launch on the GPU), microseconds.
@@ -115,13 +120,19 @@ constexpr double kTritonFp8MoeFactor = 0.4916;
 // Whether query `q` on `gpu` takes that rule.
 bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu);
 
-// Whether GPU `x` is at least GPU `t` in every spec a kernel `q` runs on, so that `q` cannot be
-// slower on `x`: the same vendor, an architecture no older (compute capability), at least as
+// Whether GPU `x` is at least GPU `t` in every spec a kernel `q` runs on, so that `q`, in one
+// kernel library on both (same_kernel_library), cannot be slower on `x`: the same vendor, an architecture no older (compute capability), at least as
 // many SMs, resident threads per SM, boost clock, DRAM bandwidth, L2 and FP32 peak, and at
 // least `t`'s rate for the query's dtype (and KV cache's), which both must run (an FP8 query
 // has no reference on an A100). The H100 and H200 better the A100-SXM4-80GB and the A40; the
 // H100 PCIe not the A100 SXM (2,000 against 2,039 GB/s); no Hopper GPU the L40S (its 2,520 MHz).
 bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q);
+// Whether `q` runs in one kernel library on both GPUs (kernel_library: attention and MoE choose
+// theirs from the architecture; the other families have one). Spec order holds within a library
+// only: the B200's TRT-LLM decode of 4-8 sequences starts slower than the A100's FlashAttention
+// (20.7 against 14.5 us measured), and floors from the B200's TRT-LLM prefill forecasts made the
+// A100's leave-one-GPU-out prefill fold markedly worse (docs/accuracy.md, session 84).
+bool same_kernel_library(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q);
 
 class KernelPredictor {
  public:
@@ -202,11 +213,14 @@ class KernelPredictor {
   std::vector<KernelPrediction> predict_by_set(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_unmemoised(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_uncapped(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
-  // out[i] of an LLM-era family on a GPU neither trained on nor a twin, lowered to the least
-  // forecast of the same query on the family's training GPUs that the GPU betters in every spec
-  // (KernelPrediction::capped_by).
-  void cap_by_bettered_gpus(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
-                            std::vector<KernelPrediction>& out) const;
+  // out[i] of an LLM-era family on a GPU neither trained on nor a twin, put in spec order with
+  // the family's training GPUs that run the query in the same library: raised to the greatest
+  // forecast of the same query on those that better the GPU in every spec
+  // (KernelPrediction::lifted_by), then lowered to the least on those it betters
+  // (KernelPrediction::capped_by). Where the two disagree (the training GPUs' own forecasts out
+  // of spec order), the cap holds.
+  void hold_in_spec_order(const std::vector<KernelQuery>& queries, const GpuSpec& gpu,
+                          std::vector<KernelPrediction>& out) const;
   // The specs of this set's training GPUs that the weights folder records (<dir>/gpus/*.yaml),
   // by CUDA name; nullptr where it has none.
   const GpuSpec* recorded_spec(const std::string& cuda_name) const;

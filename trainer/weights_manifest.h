@@ -155,7 +155,7 @@ std::unique_ptr<FileLock> lock_weights_folder(const std::string& dir);
 
 // The folder, inside a weights folder, of the training GPUs' specs as training read them (one
 // YAML per GPU, gpu_spec_to_yaml), which forecasting compares an unseen GPU with
-// (KernelPredictor::cap_by_bettered_gpus). A folder without it forecasts as before it.
+// (KernelPredictor::hold_in_spec_order). A folder without it forecasts as before it.
 constexpr const char* kRecordedGpuDir = "gpus";
 
 // Weights folder: `flag`, else $TILECAST_WEIGHTS_DIR, else the source tree's weights/.

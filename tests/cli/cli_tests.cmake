@@ -362,6 +362,11 @@ tc_cli_fail(predict_kernel_moe_flags_on_gemm "--moe-tp/--moe-ep/--routing/--weig
 tc_cli_test(predict_kernel_capped "latency_ms +4\\.5504[0-9]\ncapped +at the forecast of this kernel on A100-80GB-SXM, a training GPU this GPU betters in every spec" ${TC} predict-kernel --op attention_decode --shape 2048,2,64,64,128 --gpu H100-SXM)
 tc_cli_test(predict_kernel_capped_json "\"capped_by\": \"A100-80GB-SXM\"," ${TC} predict-kernel --op attention_decode --shape 2048,2,64,64,128 --gpu H100-SXM --format json)
 tc_cli_test(predict_kernel_not_capped_json "\"capped_by\": null," ${TC} predict-kernel --op attention_decode --shape 64,8192,32,8,128 --gpu H100-SXM --format json)
+# Nor faster than a training GPU that betters it in every spec, in the same kernel library: the
+# A100-PCIE-40GB's long-cache decode takes the A100-SXM4-80GB's forecast.
+tc_cli_test(predict_kernel_raised "latency_ms +1\\.7004[0-9]\nraised +to the forecast of this kernel on A100-80GB-SXM, a training GPU that betters this GPU in every spec" ${TC} predict-kernel --op attention_decode --shape 64,8192,32,8,128 --gpu A100-PCIE-40GB)
+tc_cli_test(predict_kernel_raised_json "\"lifted_by\": \"A100-80GB-SXM\"," ${TC} predict-kernel --op attention_decode --shape 64,8192,32,8,128 --gpu A100-PCIE-40GB --format json)
+tc_cli_test(predict_kernel_not_raised_json "\"lifted_by\": null," ${TC} predict-kernel --op attention_prefill --shape 4,64,64,8,128 --gpu H100-PCIe --format json)
 tc_cli_test(gpus_new_blackwell "NVIDIA RTX PRO 6000 Blackwell Server Edition" ${TC} gpus)
 # Memory per GPU in every forecast: a GPT-3 2.7B training step on an 8 GB P4 says it does not fit.
 tc_cli_test(predict_training_does_not_fit "memory/GPU .*AdamW state.*DOES NOT FIT" ${TC} predict --model gpt3-2.7b --gpu P4 --batch 1 --seq 2048 --mode training)

@@ -3467,6 +3467,52 @@ TEST(BundledWeights, UnseenGpuNoSlowerThanATrainingGpuItBetters) {
   fs::remove_all(bare);
 }
 
+// Nor faster than a training GPU that betters it in every spec, where both run the kernel in one
+// library (session 84). The A100-SXM4-80GB, a training GPU of every LLM-era family, betters the
+// A100-PCIE-40GB in every spec (the same SMs, clock, L2 and rates; 2,039 against 1,555 GB/s). A
+// decode step over a long cache (64 sequences x 8,192 tokens x 8 KV heads) on the 40 GB card is
+// forecast by the decode family's fitted roofline alone; without the weights' recorded specs
+// that is faster than the A100-SXM4-80GB's own forecast (its network's) by over 1.1x, with them
+// it is that forecast, to the digit. The B200 betters the H100 PCIe in every spec as well, but
+// runs its attention in TRT-LLM, not FlashAttention: a small prefill that its forecast puts
+// above the H100 PCIe's stays the H100 PCIe's own.
+TEST(BundledWeights, UnseenGpuNoFasterThanATrainingGpuThatBettersIt) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(fs::path(dir) / trainer::kRecordedGpuDir / "A100-80GB-SXM.yaml"))
+      << "bundled weights without their training GPUs' specs: " << dir;
+  const GpuSpec &a100 = registry().resolve("A100-SXM4-80GB"), &a100_40 = registry().resolve("A100-PCIE-40GB"),
+                &b200 = registry().resolve("B200"), &h100_pcie = registry().resolve("H100-PCIe");
+  const KernelQuery long_cache = attention_decode_q(64, 8192, 32, 8, 128, DType::kBf16, DType::kBf16);
+  const KernelQuery small_prefill = attention_prefill_q(4, 64, 64, 8, 128, DType::kBf16, DType::kBf16);
+  EXPECT_TRUE(predictor::betters_in_every_spec(a100, a100_40, long_cache));
+  EXPECT_TRUE(predictor::same_kernel_library(a100, a100_40, long_cache));
+  EXPECT_TRUE(predictor::betters_in_every_spec(b200, h100_pcie, small_prefill));
+  EXPECT_FALSE(predictor::same_kernel_library(b200, h100_pcie, small_prefill));
+  EXPECT_TRUE(predictor::same_kernel_library(b200, h100_pcie, gemm_q(64, 4096, 4096, DType::kBf16)));
+
+  predictor::KernelPredictor p(dir);
+  const auto on_a100 = p.predict(long_cache, a100);
+  EXPECT_TRUE(on_a100.lifted_by.empty());  // a training GPU: its network's forecast
+  const auto lifted = p.predict(long_cache, a100_40);
+  EXPECT_EQ(lifted.lifted_by, "A100-80GB-SXM");
+  EXPECT_TRUE(lifted.capped_by.empty());
+  EXPECT_DOUBLE_EQ(lifted.latency_ms, on_a100.latency_ms);
+  EXPECT_GE(lifted.member_min_ms, lifted.latency_ms);
+  EXPECT_LE(lifted.stream_ms, lifted.latency_ms);
+  const auto on_h100_pcie = p.predict(small_prefill, h100_pcie);
+  EXPECT_TRUE(on_h100_pcie.lifted_by.empty());
+  EXPECT_LT(on_h100_pcie.latency_ms, p.predict(small_prefill, b200).latency_ms);
+
+  const std::string bare = weights_copy_edited(dir, "tc_no_recorded_gpus_floor", [](std::string&) { return true; });
+  ASSERT_FALSE(bare.empty());
+  fs::remove_all(fs::path(bare) / trainer::kRecordedGpuDir);
+  predictor::KernelPredictor q(bare);
+  const auto own = q.predict(long_cache, a100_40);
+  EXPECT_TRUE(own.lifted_by.empty());
+  EXPECT_LT(1.1 * own.latency_ms, on_a100.latency_ms);
+  fs::remove_all(bare);
+}
+
 // The bundled MoE family on an unseen GPU blends its networks (0.3) with its fitted roofline
 // (0.7; session 78) and gives the layer read as two stacked GEMMs nothing (gemm_composite_weight, default 0,
 // since session 70). With the key set (a copy of the weights), 0.25 of the forecast comes from
