@@ -3405,6 +3405,13 @@ std::string weights_copy_with(const std::string& dir, const char* name, const st
     return true;
   });
 }
+// A copy of the weights folder `dir` without the training GPUs' recorded specs (gpus/): it
+// forecasts as before session 83, neither capped nor raised; "" when the copy fails.
+std::string weights_copy_without_recorded_gpus(const std::string& dir, const char* name) {
+  const std::string bare = weights_copy_edited(dir, name, [](std::string&) { return true; });
+  if (!bare.empty()) fs::remove_all(fs::path(bare) / trainer::kRecordedGpuDir);
+  return bare;
+}
 }  // namespace
 
 // No slower than a training GPU it betters in every spec (the LLM-era families). The H100 SXM has more SMs (132 against
@@ -3456,9 +3463,8 @@ TEST(BundledWeights, UnseenGpuNoSlowerThanATrainingGpuItBetters) {
   EXPECT_TRUE(ln_h200.capped_by.empty());
   EXPECT_GT(ln_h200.latency_ms, 1.1 * p.predict(ln, a100_pcie).latency_ms);
 
-  const std::string bare = weights_copy_edited(dir, "tc_no_recorded_gpus", [](std::string&) { return true; });
+  const std::string bare = weights_copy_without_recorded_gpus(dir, "tc_no_recorded_gpus");
   ASSERT_FALSE(bare.empty());
-  fs::remove_all(fs::path(bare) / trainer::kRecordedGpuDir);
   predictor::KernelPredictor q(bare);
   const auto uncapped = q.predict(tiny, h100);
   EXPECT_TRUE(uncapped.capped_by.empty());
@@ -3503,9 +3509,8 @@ TEST(BundledWeights, UnseenGpuNoFasterThanATrainingGpuThatBettersIt) {
   EXPECT_TRUE(on_h100_pcie.lifted_by.empty());
   EXPECT_LT(on_h100_pcie.latency_ms, p.predict(small_prefill, b200).latency_ms);
 
-  const std::string bare = weights_copy_edited(dir, "tc_no_recorded_gpus_floor", [](std::string&) { return true; });
+  const std::string bare = weights_copy_without_recorded_gpus(dir, "tc_no_recorded_gpus_floor");
   ASSERT_FALSE(bare.empty());
-  fs::remove_all(fs::path(bare) / trainer::kRecordedGpuDir);
   predictor::KernelPredictor q(bare);
   const auto own = q.predict(long_cache, a100_40);
   EXPECT_TRUE(own.lifted_by.empty());
