@@ -3,10 +3,12 @@
 
 Forecasts: `--data F ... --as CUDA_NAME` forecasts every row of each aiconfigurator-layout file
 twice with `tilecast eval-kernels --rows-csv` (`--weights W`, default the bundled weights): on
-the file's own GPU, and with its `device` column set to CUDA_NAME. Per op it prints the rows,
-how many are forecast slower on CUDA_NAME than on the file's GPU, the largest ratio and its row.
+the file's own GPU (or, with `--against OTHER`, with its `device` column set to OTHER), and with
+its `device` column set to CUDA_NAME. Per op it prints the rows, how many are forecast slower on
+CUDA_NAME than on the first GPU, the largest ratio and its row.
   python3 scripts/gpu-pair-check.py --as "NVIDIA H100 80GB HBM3" \\
       --data ../shared/llm-kernels/aiconfigurator/A100-SXM4-80GB/generation_attention_perf.csv
+  python3 scripts/gpu-pair-check.py --against "NVIDIA H100 80GB HBM3" --as "NVIDIA H200" --data ...
 
 Measurements: `--measured OLD NEW` joins two GPUs' files of one family on (op, shape, dtype)
 (the median latency of a shape's rows) and counts the shapes that NEW ran slower than OLD.
@@ -53,7 +55,11 @@ def forecasts(args):
     tc = args.tilecast
     with tempfile.TemporaryDirectory() as tmp:
         for data in args.data:
-            own = rows_csv(tc, args.weights, data, os.path.join(tmp, "own.csv"))
+            first = data
+            if args.against:
+                first = os.path.join(tmp, "first_data.csv")
+                renamed(data, args.against, first)
+            own = rows_csv(tc, args.weights, first, os.path.join(tmp, "own.csv"))
             other = os.path.join(tmp, "other_data.csv")
             renamed(data, args.as_gpu, other)
             new = rows_csv(tc, args.weights, other, os.path.join(tmp, "new.csv"))
@@ -95,6 +101,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", nargs="+", help="aiconfigurator-layout files to forecast on two GPUs")
     ap.add_argument("--as", dest="as_gpu", help="the CUDA device name the second forecast takes")
+    ap.add_argument("--against", default="", help="the CUDA device name the first forecast takes (default: the file's)")
     ap.add_argument("--measured", nargs=2, metavar=("OLD", "NEW"), help="two GPUs' files of one family")
     ap.add_argument("--weights", default="", help="weights folder (default: the bundled weights)")
     ap.add_argument("--tilecast", default=os.path.join(ROOT, "build", "tilecast"))

@@ -2,7 +2,10 @@
 """scripts/gpu-pair-check.py against the build: --measured on hand-made rows of two GPUs (one
 shape slower on the newer, one faster, one in a single file), and --as on the H100's tiny decode
 step that the bundled weights cap at the A100-SXM4-80GB's forecast (no row slower), which a copy
-of the weights without gpus/ forecasts slower; a file without a device column refused."""
+of the weights without gpus/ forecasts slower; --against on a long decode that the bundled
+weights raise on the A100-PCIE-40GB to the A100-SXM4-80GB's forecast (none slower on the SXM),
+which the copy without gpus/ forecasts faster on the 40 GB card; a file without a device column
+refused."""
 import os
 import shutil
 import subprocess
@@ -58,6 +61,20 @@ def main():
         rc, out, err = run(tc, "--as", "NVIDIA H100 80GB HBM3", "--weights", bare, "--data", tiny)
         if rc != 0 or "1 rows, 1 forecast slower on NVIDIA H100 80GB HBM3" not in out:
             fail(f"--as, weights without gpus/: rc {rc}\n{out}{err}")
+
+        # The first forecast on another GPU than the file's: the A100-SXM4-80GB betters the
+        # A100-PCIE-40GB (2,039 against 1,555 GB/s, the rest the same), whose forecast the bundled
+        # weights hold to no faster than the SXM's (8,193 keys: the decode's 8,192 cached + its own).
+        long = os.path.join(d, "long.csv")
+        with open(long, "w") as f:
+            f.write(HEAD + decode_row("NVIDIA A100-SXM4-80GB", 64, 8192, 10.0))
+        pair = ["--against", "NVIDIA A100-PCIE-40GB", "--as", "NVIDIA A100-SXM4-80GB", "--data", long]
+        rc, out, err = run(tc, *pair)
+        if rc != 0 or "1 rows, 0 forecast slower on NVIDIA A100-SXM4-80GB than on NVIDIA A100-PCIE-40GB" not in out:
+            fail(f"--against, bundled weights: rc {rc}\n{out}{err}")
+        rc, out, err = run(tc, *pair, "--weights", bare)
+        if rc != 0 or "1 rows, 1 forecast slower on NVIDIA A100-SXM4-80GB than on NVIDIA A100-PCIE-40GB" not in out:
+            fail(f"--against, weights without gpus/: rc {rc}\n{out}{err}")
 
         nodev = os.path.join(d, "nodev.csv")  # NeuSight's layout: a `Device` column
         with open(nodev, "w") as f:
