@@ -96,8 +96,8 @@ struct KernelPrediction {
   // The training GPU (its spec's name) whose forecast of the same kernel this one was lowered
   // to: on a GPU the family's network does not correct, no forecast is slower than that of a
   // training GPU it betters in every spec the kernel uses and that runs the kernel in the same
-  // library (in_spec_order; the training GPUs' specs are the weights folder's gpus/). Empty:
-  // none lowered it.
+  // library (KernelPredictor::hold_in_spec_order; the training GPUs' specs are the weights
+  // folder's gpus/). Empty: none lowered it.
   std::string capped_by;
   // The training GPU whose forecast of the same kernel this one was raised to: nor is it faster
   // than that of a training GPU that betters it in every spec the kernel uses, in the same
@@ -121,10 +121,10 @@ constexpr double kTritonFp8MoeFactor = 0.4916;
 bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu);
 
 // Whether GPU `x` is at least GPU `t` in every spec a kernel `q` runs on, so that `q`, in one
-// kernel library on both (same_kernel_library), cannot be slower on `x`: the same vendor, an architecture no older (compute capability), at least as
-// many SMs, resident threads per SM, boost clock, DRAM bandwidth, L2 and FP32 peak, and at
-// least `t`'s rate for the query's dtype (and KV cache's), which both must run (an FP8 query
-// has no reference on an A100). The H100 and H200 better the A100-SXM4-80GB and the A40; the
+// kernel library on both (same_kernel_library), cannot be slower on `x`: the same vendor, an
+// architecture no older (compute capability), at least as many SMs, resident threads per SM,
+// boost clock, DRAM bandwidth, L2 and FP32 peak, and at least `t`'s rate for the query's dtype
+// (and KV cache's), which both must run (an FP8 query has no reference on an A100). The H100 and H200 better the A100-SXM4-80GB and the A40; the
 // H100 PCIe not the A100 SXM (2,000 against 2,039 GB/s); no Hopper GPU the L40S (its 2,520 MHz).
 bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q);
 // Whether `q` runs in one kernel library on both GPUs (kernel_library: attention and MoE choose
