@@ -366,8 +366,8 @@ std::vector<KernelPrediction> KernelPredictor::predict(const std::vector<KernelQ
   return predict_unmemoised(queries, gpu);
 }
 
-std::vector<KernelPrediction> KernelPredictor::predict_uncapped(const std::vector<KernelQuery>& queries,
-                                                                  const GpuSpec& gpu) const {
+std::vector<KernelPrediction> KernelPredictor::predict_unbounded(const std::vector<KernelQuery>& queries,
+                                                                 const GpuSpec& gpu) const {
   // Chunks after a prefix become whole prompts first (compose_chunk).
   if (std::any_of(queries.begin(), queries.end(), [](const KernelQuery& q) { return q.prefix > 0; })) {
     std::vector<KernelQuery> expanded;
@@ -392,7 +392,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_uncapped(const std::vecto
       expanded.push_back(attention_decode_q(q.b, q.prefix + q.m, q.k, q.h, q.n, q.dtype, q.kv_dtype, q.window));
       parts[i].read = expanded.size() - 1;
     }
-    const std::vector<KernelPrediction> r = predict_uncapped(expanded, gpu);
+    const std::vector<KernelPrediction> r = predict_unbounded(expanded, gpu);
     std::vector<KernelPrediction> out(queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
       if (queries[i].prefix <= 0) {
@@ -416,7 +416,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_uncapped(const std::vecto
       chunks[i] = (queries[i].b + max_tokens - 1) / max_tokens;
       chunked[i].b = (queries[i].b + chunks[i] - 1) / chunks[i];
     }
-    std::vector<KernelPrediction> out = predict_uncapped(chunked, gpu);
+    std::vector<KernelPrediction> out = predict_unbounded(chunked, gpu);
     for (size_t i = 0; i < queries.size(); ++i) {
       if (chunks[i] == 1) continue;
       KernelPrediction& p = out[i];
@@ -474,7 +474,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_uncapped(const std::vecto
 
 std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vector<KernelQuery>& queries,
                                                                   const GpuSpec& gpu) const {
-  std::vector<KernelPrediction> out = predict_uncapped(queries, gpu);
+  std::vector<KernelPrediction> out = predict_unbounded(queries, gpu);
   hold_in_spec_order(queries, gpu, out);
   return out;
 }
@@ -531,7 +531,7 @@ void KernelPredictor::hold_in_spec_order(const std::vector<KernelQuery>& queries
     for (const auto& [t, idx] : refs) {
       std::vector<KernelQuery> sub;
       for (size_t i : idx) sub.push_back(queries[i]);
-      const std::vector<KernelPrediction> ref = predict_uncapped(sub, *t);
+      const std::vector<KernelPrediction> ref = predict_unbounded(sub, *t);
       for (size_t j = 0; j < idx.size(); ++j) {
         KernelPrediction& p = out[idx[j]];
         const double ms = ref[j].latency_ms;

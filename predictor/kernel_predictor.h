@@ -124,8 +124,9 @@ bool triton_fp8_moe(const KernelQuery& q, const GpuSpec& gpu);
 // kernel library on both (same_kernel_library), cannot be slower on `x`: the same vendor, an
 // architecture no older (compute capability), at least as many SMs, resident threads per SM,
 // boost clock, DRAM bandwidth, L2 and FP32 peak, and at least `t`'s rate for the query's dtype
-// (and KV cache's), which both must run (an FP8 query has no reference on an A100). The H100 and H200 better the A100-SXM4-80GB and the A40; the
-// H100 PCIe not the A100 SXM (2,000 against 2,039 GB/s); no Hopper GPU the L40S (its 2,520 MHz).
+// (and KV cache's), which both must run (an FP8 query has no reference on an A100). The H100
+// and H200 better the A100-SXM4-80GB and the A40; the H100 PCIe not the A100 SXM (2,000 against
+// 2,039 GB/s); no Hopper GPU the L40S (its 2,520 MHz).
 bool betters_in_every_spec(const GpuSpec& x, const GpuSpec& t, const KernelQuery& q);
 // Whether `q` runs in one kernel library on both GPUs (kernel_library: attention and MoE choose
 // theirs from the architecture; the other families have one). Spec order holds within a library
@@ -212,7 +213,9 @@ class KernelPredictor {
   // predict_here on this set or its AMD set, by family (predict's AMD rule).
   std::vector<KernelPrediction> predict_by_set(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   std::vector<KernelPrediction> predict_unmemoised(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
-  std::vector<KernelPrediction> predict_uncapped(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
+  // predict_unmemoised before hold_in_spec_order: the GPU's own forecast, neither capped nor
+  // raised to a training GPU's (what a reference GPU contributes to those bounds).
+  std::vector<KernelPrediction> predict_unbounded(const std::vector<KernelQuery>& queries, const GpuSpec& gpu) const;
   // out[i] of an LLM-era family on a GPU neither trained on nor a twin, put in spec order with
   // the family's training GPUs that run the query in the same library: raised to the greatest
   // forecast of the same query on those that better the GPU in every spec
