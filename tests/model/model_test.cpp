@@ -3518,6 +3518,41 @@ TEST(BundledWeights, UnseenGpuNoFasterThanATrainingGpuThatBettersIt) {
   fs::remove_all(bare);
 }
 
+// Where the training GPUs' own forecasts are out of spec order, an unseen GPU between them gets
+// the cap: the floor raises it to the better GPU's forecast, then the cap lowers it to the
+// worse GPU's, and only the cap is reported. The bundled GEMM network forecasts a 2-token GEMM
+// slower on the L40S than on the A40 (the premise, asserted); a made-up GPU that betters the A40
+// and is bettered by the L40S in every spec (not a twin of either: other SM count) lies between.
+TEST(BundledWeights, CapHoldsOverAFloorItUndercuts) {
+  const std::string dir = trainer::weights_dir();
+  ASSERT_TRUE(fs::exists(fs::path(dir) / trainer::kRecordedGpuDir / "A40.yaml"))
+      << "bundled weights without their training GPUs' specs: " << dir;
+  const GpuSpec &a40 = registry().resolve("A40"), &l40s = registry().resolve("L40S");
+  GpuSpec mid = a40;
+  mid.name = "between-A40-and-L40S";
+  mid.cuda_name = "Made-up GPU between the A40 and the L40S";
+  mid.num_sms = 100;
+  mid.boost_clock_mhz = 2000;
+  mid.fp32_peak_gflops = 51200;
+  mid.mem_bw_gbps = 768;
+  mid.l2_cache_mb = 48;
+  mid.tensor_peak_gflops["bf16"] = 200000;
+  const KernelQuery q = gemm_q(2, 4096, 128, DType::kBf16);
+  ASSERT_TRUE(predictor::betters_in_every_spec(mid, a40, q));
+  ASSERT_TRUE(predictor::betters_in_every_spec(l40s, mid, q));
+  ASSERT_FALSE(gpu_twins(mid, a40) || gpu_twins(mid, l40s));
+
+  predictor::KernelPredictor p(dir);
+  const double on_a40 = p.predict(q, a40).latency_ms, on_l40s = p.predict(q, l40s).latency_ms;
+  ASSERT_GT(on_l40s, 1.2 * on_a40) << "the premise: the training GPUs' forecasts out of spec order";
+  const auto r = p.predict(q, mid);
+  EXPECT_DOUBLE_EQ(r.latency_ms, on_a40);
+  EXPECT_EQ(r.capped_by, "A40");
+  EXPECT_TRUE(r.lifted_by.empty());
+  EXPECT_LE(r.member_max_ms, r.latency_ms);
+  EXPECT_LE(r.stream_ms, r.latency_ms);
+}
+
 // The bundled MoE family on an unseen GPU blends its networks (0.3) with its fitted roofline
 // (0.7; session 78) and gives the layer read as two stacked GEMMs nothing (gemm_composite_weight, default 0,
 // since session 70). With the key set (a copy of the weights), 0.25 of the forecast comes from
