@@ -130,6 +130,9 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
   std::printf("utilisation  %.3f of the wave-quantised roofline (%.6g ms, %s-bound)\n", r.utilisation, r.bound_ms,
               r.bound);
   if (r.prior_ms > 0) {
+    // The fitted roofline named: a kernel library's own (prior_base_by_library) or the family's.
+    const std::string fit = r.prior_library.empty() ? "the family's fitted roofline"
+                                                    : r.prior_library + "'s own fitted roofline";
     if (r.fallback)
       std::printf("prior_ms     %.6g (the fitted roofline of the fallback library's own rows (%s), on the whole causal "
                   "triangle at the BF16 rate, the work that kernel does; %s)\n",
@@ -139,23 +142,23 @@ int run_predict_kernel(const Args& args, const GlobalOptions&) {
                                            "training GPU nor a twin"
                                          : "alone: no network of that library here");
     else if (r.corrected)
-      std::printf("prior_ms     %.6g (the family's fitted roofline%s)\n", r.prior_ms,
+      std::printf("prior_ms     %.6g (%s%s)\n", r.prior_ms, fit.c_str(),
                   r.prior_is_base ? ", which the network corrects" : "");
     else if (r.network_weight > 0 && r.composite_weight > 0)
-      std::printf("prior_ms     %.6g (the family's fitted roofline; this GPU is not one the network was trained on, nor "
+      std::printf("prior_ms     %.6g (%s; this GPU is not one the network was trained on, nor "
                   "a twin: the forecast is the weighted geometric mean of the network's (weight %.2f), this (%.2f) and "
                   "the stacked GEMMs below (%.2f))\n",
-                  r.prior_ms, r.network_weight, 1 - r.network_weight - r.composite_weight, r.composite_weight);
+                  r.prior_ms, fit.c_str(), r.network_weight, 1 - r.network_weight - r.composite_weight, r.composite_weight);
     else if (r.network_weight > 0)
-      std::printf("prior_ms     %.6g (the family's fitted roofline; this GPU is not one the network was trained on, nor "
+      std::printf("prior_ms     %.6g (%s; this GPU is not one the network was trained on, nor "
                   "a twin: the forecast is the geometric mean of the network's (weight %.2f) and this (%.2f%s))\n",
-                  r.prior_ms, 1 - r.fitted_roofline_weight, r.fitted_roofline_weight,
+                  r.prior_ms, fit.c_str(), 1 - r.fitted_roofline_weight, r.fitted_roofline_weight,
                   r.fitted_roofline_weight < 1 - r.network_weight - 1e-9
                       ? ": the family's weight times the share of this beyond its floor and waves"
                       : "");
     else
-      std::printf("prior_ms     %.6g (the family's fitted roofline; alone: the network corrects only the GPUs it was "
-                  "trained on, or their twins where the family's network_gpus says so)\n", r.prior_ms);
+      std::printf("prior_ms     %.6g (%s; alone: the network corrects only the GPUs it was "
+                  "trained on, or their twins where the family's network_gpus says so)\n", r.prior_ms, fit.c_str());
     if (r.prior_floor_kcycles > 0)
       std::printf("floor        %.4g thousand cycles (%s's launch floor, fitted on its training rows): %.4g us at "
                   "this GPU's %.0f MHz boost clock\n",

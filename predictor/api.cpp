@@ -170,6 +170,8 @@ nlohmann::json kernel_forecast_json(const KernelQuery& q, const KernelPrediction
     j["prior_cta_ns"] = r.prior_cta_ns;  // the library's cost per CTA in prior_ms (0: none)
     j["prior_sm_bytes_per_cycle"] = r.prior_sm_bytes_per_cycle;  // the library's load rate per SM (0: none)
     j["prior_floor_kcycles"] = r.prior_floor_kcycles;  // the library's own floor in prior_ms (0: the shared one)
+    // The kernel library whose own fitted roofline prior_ms is (prior_base_by_library); null: the family's.
+    j["prior_library"] = r.prior_library.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.prior_library);
   }
   if (is_attention(fam)) {
     j["library"] = attention_library(q, spec);

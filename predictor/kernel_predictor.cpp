@@ -629,7 +629,10 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       // The base the network corrects, as in training: the family's fitted roofline (prior in
       // its config), else the bound raised to its launch floor (launch_floor in its config).
       // The fitted roofline alone (prior_ms) is also what a GPU outside network_gpus leans on.
-      const FittedRoofline* prior = entry && entry->config.prior ? &entry->prior : nullptr;
+      // With prior_base_by_library, the query's kernel library's own fit where training made one.
+      const char* lib = kernel_library(q, gpu);
+      const FittedRoofline* prior = entry && entry->config.prior ? &entry->base_prior(lib) : nullptr;
+      if (prior && prior != &entry->prior) r.prior_library = lib;
       r.base_ms = s_to_ms(network_base_s(p.bounds, prior, entry ? entry->launch_floor_us * 1e-6 : 0.0, &r.bound));
       if (entry && entry->has_prior()) r.prior_ms = prior ? r.base_ms : s_to_ms(fitted_roofline_s(p.bounds, entry->prior));
       if (prior) fixed_ms[j] = s_to_ms(fitted_fixed_s(p.bounds, *prior));
@@ -651,7 +654,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
         const auto floor = library ? entry->library_floor_kcycles.find(library) : entry->library_floor_kcycles.end();
         if (cta != entry->library_cta_ns.end() || rate != entry->library_sm_bytes_per_cycle.end() ||
             floor != entry->library_floor_kcycles.end()) {
-          FittedRoofline alone = entry->prior;
+          FittedRoofline alone = prior ? *prior : entry->prior;  // the query's base: its library's own fit, if any
           if (cta != entry->library_cta_ns.end()) alone.cta_ns = r.prior_cta_ns = cta->second;
           if (rate != entry->library_sm_bytes_per_cycle.end())
             alone.sm_bytes_per_cycle = r.prior_sm_bytes_per_cycle = rate->second;

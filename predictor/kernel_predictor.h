@@ -44,6 +44,9 @@ struct KernelPrediction {
   // The library's per-launch floor, thousands of SM cycles, in prior_ms where it forecasts alone
   // (FamilyEntry::library_floor_kcycles; in place of the shared fit's floor); 0: none.
   double prior_floor_kcycles = 0;
+  // The kernel library whose own fitted roofline is prior_ms and the network's base
+  // (prior_base_by_library, FamilyEntry::library_prior); empty: the family's shared fit.
+  std::string prior_library;
   double utilisation = 0;   // wave-quantised roofline / latency_ms
   double member_min_ms = 0, member_max_ms = 0;  // range of the ensemble members' forecasts
   const char* bound = "";   // "compute" | "memory" | "launch" (below a fitted floor)

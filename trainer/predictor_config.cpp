@@ -35,6 +35,8 @@ std::string config_conflict(const PredictorConfig& c) {
     return "field 'prior_sm_rate_by_library' needs a fitted roofline ('prior: true' or network_gpus other than all)";
   if (c.prior_floor_by_library && !c.fits_roofline())
     return "field 'prior_floor_by_library' needs a fitted roofline ('prior: true' or network_gpus other than all)";
+  if (c.prior_base_by_library && !c.prior)
+    return "field 'prior_base_by_library' needs the fitted roofline as the networks' base ('prior: true')";
   if (c.prior_cap_memory && !c.fits_roofline())
     return "field 'prior_cap_memory' needs a fitted roofline ('prior: true' or network_gpus other than all)";
   if (c.prior_floor != "us" && !c.fits_roofline())
@@ -54,7 +56,7 @@ PredictorConfig load_predictor_config(const std::string& path) {
   const YAML::Node root = load_yaml_map(path);
   static const std::set<std::string> known = {
       "family", "num_layers", "hidden_size", "lr", "weight_decay", "lr_schedule", "batch_size",
-      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "prior_cap_memory", "prior_cta_by_library", "prior_sm_rate_by_library", "prior_floor_by_library", "ignore_features", "network_gpus",
+      "val_batch_size", "epochs", "val_fraction", "seed", "max_rows", "ensemble", "launch_floor", "prior", "prior_floor", "prior_cap_memory", "prior_cta_by_library", "prior_sm_rate_by_library", "prior_floor_by_library", "prior_base_by_library", "ignore_features", "network_gpus",
       "unseen_prior_weight", "gemm_composite_weight"};
   if (!root["family"]) throw ConfigError(path + ": missing field 'family'");
   PredictorConfig c;
@@ -90,6 +92,8 @@ PredictorConfig load_predictor_config(const std::string& path) {
     c.prior_sm_rate_by_library = field<bool>(root["prior_sm_rate_by_library"], "prior_sm_rate_by_library", path);
   if (root["prior_floor_by_library"])
     c.prior_floor_by_library = field<bool>(root["prior_floor_by_library"], "prior_floor_by_library", path);
+  if (root["prior_base_by_library"])
+    c.prior_base_by_library = field<bool>(root["prior_base_by_library"], "prior_base_by_library", path);
   if (root["network_gpus"]) c.network_gpus = field<std::string>(root["network_gpus"], "network_gpus", path);
   if (root["unseen_prior_weight"])
     c.unseen_prior_weight = field<double>(root["unseen_prior_weight"], "unseen_prior_weight", path);
@@ -146,6 +150,7 @@ std::string predictor_config_to_yaml(const PredictorConfig& c) {
   if (c.prior_cta_by_library) out << YAML::Key << "prior_cta_by_library" << YAML::Value << true;
   if (c.prior_sm_rate_by_library) out << YAML::Key << "prior_sm_rate_by_library" << YAML::Value << true;
   if (c.prior_floor_by_library) out << YAML::Key << "prior_floor_by_library" << YAML::Value << true;
+  if (c.prior_base_by_library) out << YAML::Key << "prior_base_by_library" << YAML::Value << true;
   if (c.network_gpus != "all") out << YAML::Key << "network_gpus" << YAML::Value << c.network_gpus;
   if (c.unseen_prior_weight != 1.0) out << YAML::Key << "unseen_prior_weight" << YAML::Value << c.unseen_prior_weight;
   if (c.gemm_composite_weight > 0)

@@ -38,7 +38,7 @@ const GpuSpec& row_gpu(const KernelSample& s, const GpuRegistry& gpus) {
 
 Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector<int64_t>& idx, Family family,
                      const TileTable& tiles, const GpuRegistry& gpus, const FittedRoofline* prior, double floor_ms,
-                     bool fallback_base) {
+                     bool fallback_base, const std::map<std::string, FittedRoofline>* library_prior) {
   const int64_t nf = static_cast<int64_t>(num_features(family));
   const int64_t n = static_cast<int64_t>(idx.size());
   Tensors t;
@@ -56,7 +56,14 @@ Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector
       std::vector<float> scratch(static_cast<size_t>(nf));
       p.bounds = featurize(fallback_physics_query(s.query), gpu, tiles, scratch.data()).bounds;
     }
-    base[i] = static_cast<float>(s_to_ms(network_base_s(p.bounds, prior, floor_ms * 1e-3)));
+    const FittedRoofline* row_prior = prior;
+    if (prior && library_prior) {
+      if (const char* lib = kernel_library(s.query, gpu)) {
+        const auto it = library_prior->find(lib);
+        if (it != library_prior->end()) row_prior = &it->second;
+      }
+    }
+    base[i] = static_cast<float>(s_to_ms(network_base_s(p.bounds, row_prior, floor_ms * 1e-3)));
     y[i] = static_cast<float>(s.latency_ms);
   }
   return t;
@@ -220,7 +227,7 @@ FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const 
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& all,
                           const TileTable& tiles, const GpuRegistry& gpus,
                           const std::string& out_file, bool quiet, double floor_ms, const FittedRoofline* prior,
-                          bool fallback_base) {
+                          bool fallback_base, const std::map<std::string, FittedRoofline>* library_prior) {
   const auto t0 = std::chrono::steady_clock::now();
   FamilyResult r;
   r.family = cfg.family;
@@ -239,8 +246,8 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
   if (idx.size() < 4) throw DataError(std::string("too few rows to train ") + family_name(cfg.family));
   const int64_t n_val = std::max<int64_t>(1, static_cast<int64_t>(idx.size() * cfg.val_fraction));
   std::vector<int64_t> val_idx(idx.begin(), idx.begin() + n_val), train_idx(idx.begin() + n_val, idx.end());
-  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus, prior, floor_ms, fallback_base);
-  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus, prior, floor_ms, fallback_base);
+  Tensors tr = make_tensors(all, train_idx, cfg.family, tiles, gpus, prior, floor_ms, fallback_base, library_prior);
+  Tensors va = make_tensors(all, val_idx, cfg.family, tiles, gpus, prior, floor_ms, fallback_base, library_prior);
   for (size_t c : feature_columns(cfg.family, cfg.ignore_features)) {
     tr.x.select(1, static_cast<int64_t>(c)).zero_();
     va.x.select(1, static_cast<int64_t>(c)).zero_();
@@ -654,6 +661,20 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
           TC_LOG(Info) << family_name(fam) << ": no library's own cost lowers the fit";
         }
       }
+      if (cfg.prior_base_by_library) {
+        std::map<std::string, std::vector<KernelSample>> by_library;
+        for (const auto& s : rows)
+          if (const char* lib = kernel_library(s.query, row_gpu(s, gpus))) by_library[lib].push_back(s);
+        for (const auto& [library, lib_rows] : by_library) {
+          if (lib_rows.size() < 1000) continue;
+          const FittedRoofline p = fit_family_roofline(lib_rows, tiles, gpus, cycles, cfg.prior_cap_memory);
+          e.library_prior[library] = p;
+          TC_LOG(Info) << family_name(fam) << ": " << library << "'s own fitted roofline (the networks' base for its "
+                       << lib_rows.size() << " rows): floor " << (cycles ? p.floor_kcycles : p.floor_us) << unit
+                       << ", " << (cycles ? p.wave_kcycles : p.wave_us) << unit << " per wave, " << p.eta_compute
+                       << " of the compute peak, " << p.eta_memory << " of DRAM bandwidth";
+        }
+      }
       if (!fallback_rows.empty()) {
         std::vector<KernelSample> physics = fallback_rows;  // the work the fallback kernel does
         for (auto& s : physics) s.query = fallback_physics_query(s.query);
@@ -671,7 +692,8 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
     // <family><suffix>[.sN].pt; members differ only in seed: initialisation, shuffling and
     // validation split. Returns the last member's result (its `interrupted` ends the loop).
     const auto train_members = [&](auto& m, const std::vector<KernelSample>& data, const std::string& suffix,
-                                   double floor, const FittedRoofline* base, bool fallback_base) {
+                                   double floor, const FittedRoofline* base, bool fallback_base,
+                                   const std::map<std::string, FittedRoofline>* library_base = nullptr) {
       FamilyResult last;
       for (int member = 0; member < cfg.ensemble; ++member) {
         PredictorConfig mc = cfg;
@@ -679,7 +701,7 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         const std::string file =
             std::string(family_name(fam)) + suffix + (member ? ".s" + std::to_string(member) : "") + ".pt";
         const std::string path = (fs::path(dir) / file).string();
-        last = train_family(mc, data, tiles, gpus, path, opt.quiet, floor, base, fallback_base);
+        last = train_family(mc, data, tiles, gpus, path, opt.quiet, floor, base, fallback_base, library_base);
         seconds += last.seconds;
         if (!fs::exists(path)) throw RuntimeError(path + ": no checkpoint written (interrupted before epoch 1?)");
         add_member(m, dir, file, net_file_for(file), last.layer_widths);
@@ -688,7 +710,8 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       }
       return last;
     };
-    r = train_members(e, rows, "", floor_ms, cfg.prior ? &e.prior : nullptr, false);
+    r = train_members(e, rows, "", floor_ms, cfg.prior ? &e.prior : nullptr, false,
+                      cfg.prior_base_by_library ? &e.library_prior : nullptr);
     // The fallback rows' own network, correcting their fitted roofline (members as the family's;
     // a few rows train none: the roofline alone forecasts them).
     if (e.has_fallback_prior && !r.interrupted && fallback_rows.size() >= kMinFallbackNetworkRows) {

@@ -33,9 +33,12 @@ struct FamilyResult {
 FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSample>& samples,
                           const TileTable& tiles, const GpuRegistry& gpus,
                           const std::string& out_file, bool quiet = false, double floor_ms = 0,
-                          const FittedRoofline* prior = nullptr, bool fallback_base = false);
+                          const FittedRoofline* prior = nullptr, bool fallback_base = false,
+                          const std::map<std::string, FittedRoofline>* library_prior = nullptr);
 // `fallback_base`: the rows are a fallback library's (fallback_attention); the base is computed
 // on the work that kernel does (fallback_physics_query), the features on the query as asked.
+// `library_prior` (config.prior_base_by_library): a row whose kernel library has a fit of its own
+// there takes that fit as its base in place of `prior` (FamilyEntry::base_prior).
 // The fewest rows of a fallback library that train a network of their own (fewer: its fitted
 // roofline alone forecasts them).
 constexpr size_t kMinFallbackNetworkRows = 200;

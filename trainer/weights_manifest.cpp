@@ -173,6 +173,7 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (c["prior_cta_by_library"]) e.config.prior_cta_by_library = c["prior_cta_by_library"].as<bool>();
         if (c["prior_sm_rate_by_library"]) e.config.prior_sm_rate_by_library = c["prior_sm_rate_by_library"].as<bool>();
         if (c["prior_floor_by_library"]) e.config.prior_floor_by_library = c["prior_floor_by_library"].as<bool>();
+        if (c["prior_base_by_library"]) e.config.prior_base_by_library = c["prior_base_by_library"].as<bool>();
         if (c["network_gpus"]) e.config.network_gpus = c["network_gpus"].as<std::string>();
         if (c["unseen_prior_weight"]) e.config.unseen_prior_weight = c["unseen_prior_weight"].as<double>();
         if (c["gemm_composite_weight"]) e.config.gemm_composite_weight = c["gemm_composite_weight"].as<double>();
@@ -191,6 +192,14 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
           e.library_sm_bytes_per_cycle = read_library_map(lib, path, name, "library_sm_bytes_per_cycle", "bytes per cycle");
         if (const YAML::Node lib = n["library_floor_kcycles"])
           e.library_floor_kcycles = read_library_map(lib, path, name, "library_floor_kcycles", "kcycles");
+        if (const YAML::Node lib = n["library_prior"]) {
+          if (!lib.IsMap())
+            throw ConfigError(path + ": family '" + name + "': library_prior: expected a map of library: fitted roofline");
+          for (const auto& kv : lib) {
+            const std::string key = "library_prior: " + kv.first.as<std::string>();
+            e.library_prior[kv.first.as<std::string>()] = read_prior(kv.second, path, name, key.c_str());
+          }
+        }
         if (n["fallback_prior"]) {
           e.fallback_prior = read_prior(n["fallback_prior"], path, name, "fallback_prior");
           e.has_fallback_prior = true;
@@ -377,6 +386,11 @@ void save_manifest(const std::string& dir, const WeightsManifest& m) {
     write_library_map(out, "library_cta_ns", e.library_cta_ns);
     write_library_map(out, "library_sm_bytes_per_cycle", e.library_sm_bytes_per_cycle);
     write_library_map(out, "library_floor_kcycles", e.library_floor_kcycles);
+    if (!e.library_prior.empty()) {
+      out << YAML::Key << "library_prior" << YAML::Value << YAML::BeginMap;
+      for (const auto& [library, p] : e.library_prior) write_prior(out, library.c_str(), p);
+      out << YAML::EndMap;
+    }
     if (e.has_fallback_prior) write_prior(out, "fallback_prior", e.fallback_prior);
     if (e.has_fallback_network()) {
       const auto& fb = e.fallback_network;

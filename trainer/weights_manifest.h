@@ -55,6 +55,18 @@ struct FamilyEntry {
   // clock cycles, which replaces the shared fit's floor where the fitted roofline forecasts alone
   // and the GPU's library is one of these. Empty: none.
   std::map<std::string, double> library_floor_kcycles;
+  // config.prior_base_by_library: per kernel library, its own fitted roofline, the networks' base
+  // for that library's rows and queries (base_prior). Empty: the shared prior for all.
+  std::map<std::string, FittedRoofline> library_prior;
+  // The networks' base for a query in `library` (nullptr: none): its own fit where training
+  // made one, else the shared prior.
+  const FittedRoofline& base_prior(const char* library) const {
+    if (library) {
+      const auto it = library_prior.find(library);
+      if (it != library_prior.end()) return it->second;
+    }
+    return prior;
+  }
   // The fitted roofline of a fallback kernel library's rows (fallback_attention: Triton's
   // prefill on datacenter Blackwell), which forecasts such queries alone, on the whole causal
   // triangle; no network is trained on them. Absent when training had none of those rows.

@@ -283,6 +283,63 @@ LibraryRoundTrip library_round_trip(const char* name, const std::vector<KernelSa
 // The manifest keeps it (a bad value is refused naming the field); a GPU outside network_gpus
 // whose library has a cost gets it in prior_ms (the H100: 5 us + 16,384 CTAs x 39.81 ns for
 // 2,048 sequences x 8 KV heads at one cached token), a training GPU's base does not change.
+// A kernel library's own fitted roofline as the networks' base (config prior_base_by_library):
+// the manifest keeps it per library, and refuses a bad one naming it; a query in that library
+// (FlashAttention on the A100-SXM4-80GB, a training GPU) takes it as its base and prior_ms, named
+// in prior_library; a query in a library without one (TRT-LLM's on the B200) keeps the shared
+// fit. The own fit here reads at half the shared fit's DRAM bandwidth, so a memory-bound decode's
+// base is slower by nearly 2x (the 5 us floor aside).
+TEST(FittedPrior, LibraryOwnFitIsTheBase) {
+  const FittedRoofline held = decode_floor_and_eta(0.8);
+  const FittedRoofline fa = decode_floor_and_eta(0.4);
+  const std::vector<KernelSample> rows = timed_decode_rows(held, 3, {0, 11}, {1, 13});
+  const std::string dir = library_cost_weights("libbase_weights", rows, held, [&](trainer::FamilyEntry& e) {
+    e.config.prior_base_by_library = true;
+    e.library_prior["flash_attention"] = fa;
+  });
+  const trainer::FamilyEntry back = trainer::load_manifest(dir).families.at("generation_attention");
+  EXPECT_TRUE(back.config.prior_base_by_library);
+  ASSERT_EQ(back.library_prior.size(), 1u);
+  EXPECT_TRUE(back.library_prior.at("flash_attention") == fa);
+  EXPECT_TRUE(back.prior == held);
+
+  const KernelQuery q = attention_decode_q(64, 8192, 32, 8, 128, DType::kBf16, DType::kBf16);
+  std::vector<float> scratch(num_features(Family::kAttnDecode));
+  predictor::KernelPredictor p(dir);
+  const GpuSpec& a100 = *registry().find("NVIDIA A100-SXM4-80GB");
+  const KernelBounds on_a100 = featurize(q, a100, TileTable{}, scratch.data()).bounds;
+  const auto r = p.predict(std::vector<KernelQuery>{q}, a100)[0];
+  EXPECT_TRUE(r.corrected);
+  EXPECT_EQ(r.prior_library, "flash_attention");
+  EXPECT_NEAR(r.prior_ms, s_to_ms(fitted_roofline_s(on_a100, fa)), 1e-12);
+  EXPECT_DOUBLE_EQ(r.base_ms, r.prior_ms);
+  EXPECT_GT(r.prior_ms, 1.8 * s_to_ms(fitted_roofline_s(on_a100, held)));
+  const GpuSpec& b200 = *registry().find("NVIDIA B200");
+  const auto t = p.predict(std::vector<KernelQuery>{q}, b200)[0];
+  EXPECT_TRUE(t.prior_library.empty());
+  EXPECT_NEAR(t.prior_ms, s_to_ms(fitted_roofline_s(featurize(q, b200, TileTable{}, scratch.data()).bounds, held)),
+              1e-12);
+
+  // A bad own fit: one line naming the field and the library.
+  std::string text;
+  {
+    std::ifstream in(dir + "/manifest.yaml");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t lib = text.find("library_prior:");
+  ASSERT_NE(lib, std::string::npos);
+  const size_t eta = text.find("eta_memory: ", lib);
+  ASSERT_NE(eta, std::string::npos);
+  text.replace(eta, text.find('\n', eta) - eta, "eta_memory: 20");
+  {
+    std::ofstream out(dir + "/manifest.yaml");
+    out << text;
+  }
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); },
+                            {"library_prior: flash_attention", "eta_memory", "out of range"});
+  fs::remove_all(dir);
+}
+
 TEST(FittedPrior, LibraryCostPerCta) {
   const FittedRoofline held = decode_floor_and_eta(0.8);
   FittedRoofline truth = held;
@@ -755,6 +812,13 @@ TEST(FittedPrior, ConfigErrors) {
                             {"prior_floor", "needs a fitted roofline"});
   expect_error<ConfigError>([&] { trainer::load_predictor_config(write("prior_floor_by_library: true\n")); },
                             {"prior_floor_by_library", "needs a fitted roofline"});
+  expect_error<ConfigError>(
+      [&] { trainer::load_predictor_config(write("network_gpus: trained\nprior_base_by_library: true\n")); },
+      {"prior_base_by_library", "needs the fitted roofline as the networks' base"});
+  EXPECT_NE(trainer::predictor_config_to_yaml(
+                trainer::load_predictor_config(write("prior: true\nprior_base_by_library: true\n")))
+                .find("prior_base_by_library: true"),
+            std::string::npos);
   EXPECT_NE(trainer::predictor_config_to_yaml(
                 trainer::load_predictor_config(write("prior: true\nprior_floor_by_library: true\n")))
                 .find("prior_floor_by_library: true"),
