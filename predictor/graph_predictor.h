@@ -211,7 +211,7 @@ double deepep_ms(const KernelCall& c, const GpuSpec& gpu, const GroupSpan& span)
 // kVarlenCyclesPerKeyBlock SM cycles at the boost clock, x head_dim / 128. The constant is the
 // median over LLMServingSim's 8,448 mixed calls (vLLM 0.19, RTX 4090), the chunk's own forecast
 // taken off (`python3 scripts/eval-mixed-attention.py --fit`; docs/accuracy.md).
-constexpr double kVarlenCyclesPerKeyBlock = 10931;
+constexpr double kVarlenCyclesPerKeyBlock = 10865;
 // Whether vLLM mixes through FA2's varlen kernel on `gpu` with a `kv_dtype` cache (FA2 has no
 // FP8 cache); elsewhere the decodes are their own decode kernel.
 bool fa2_varlen_mixing(const GpuSpec& gpu, DType kv_dtype);
