@@ -275,14 +275,6 @@ LibraryRoundTrip library_round_trip(const char* name, const std::vector<KernelSa
 }
 }  // namespace
 
-// A kernel library's cost per CTA (config prior_cta_by_library). Synthetic decode rows on the
-// A100-SXM4-80GB and the L40S (FlashAttention by their specs), 1,200 of them, timed as 5 us +
-// max(40 ns x CTAs, their bytes at 80 % of DRAM bandwidth), and 600 rows on the B200 (TRT-LLM's
-// library; too few to fit a cost): with that floor and efficiency held, the fitted cost is the
-// grid point nearest 40 ns (10^(3 x 64 / 120) = 39.81 ns) for FlashAttention, none for TRT-LLM.
-// The manifest keeps it (a bad value is refused naming the field); a GPU outside network_gpus
-// whose library has a cost gets it in prior_ms (the H100: 5 us + 16,384 CTAs x 39.81 ns for
-// 2,048 sequences x 8 KV heads at one cached token), a training GPU's base does not change.
 // A kernel library's own fitted roofline as the networks' base (config prior_base_by_library):
 // the manifest keeps it per library, and refuses a bad one naming it; a query in that library
 // (FlashAttention on the A100-SXM4-80GB, a training GPU) takes it as its base and prior_ms, named
@@ -340,6 +332,14 @@ TEST(FittedPrior, LibraryOwnFitIsTheBase) {
   fs::remove_all(dir);
 }
 
+// A kernel library's cost per CTA (config prior_cta_by_library). Synthetic decode rows on the
+// A100-SXM4-80GB and the L40S (FlashAttention by their specs), 1,200 of them, timed as 5 us +
+// max(40 ns x CTAs, their bytes at 80 % of DRAM bandwidth), and 600 rows on the B200 (TRT-LLM's
+// library; too few to fit a cost): with that floor and efficiency held, the fitted cost is the
+// grid point nearest 40 ns (10^(3 x 64 / 120) = 39.81 ns) for FlashAttention, none for TRT-LLM.
+// The manifest keeps it (a bad value is refused naming the field); a GPU outside network_gpus
+// whose library has a cost gets it in prior_ms (the H100: 5 us + 16,384 CTAs x 39.81 ns for
+// 2,048 sequences x 8 KV heads at one cached token), a training GPU's base does not change.
 TEST(FittedPrior, LibraryCostPerCta) {
   const FittedRoofline held = decode_floor_and_eta(0.8);
   FittedRoofline truth = held;
