@@ -96,6 +96,12 @@ tc_cli_test(predict_kernel_moe_unseen_blend "prior_ms +[0-9.]+ \\(the family's f
 # token is nearly all fixed costs (the network's forecast), one of 8,192 cubed nearly none.
 tc_cli_test(predict_kernel_gemm_unseen_fixed_costs "prior_ms +[0-9.]+ \\(the family's fitted roofline; this GPU is not one the network was trained on, nor a twin: the forecast is the geometric mean of the network's \\(weight 0\\.9[0-9]\\) and this \\(0\\.0[0-9]: the family's weight times the share of this beyond its floor and waves\\)\\).*basis +gemm \\(1 kernel\\): not one of its 5 training GPUs: network\\^0\\.70 x fitted roofline\\^0\\.30 \\(that weight times its share beyond its floor and waves\\)" ${TC} predict-kernel --op gemm --shape 1,128,1024 --gpu H100-SXM)
 tc_cli_test(predict_kernel_gemm_unseen_roofline "the forecast is the geometric mean of the network's \\(weight 0\\.7[0-9]\\) and this \\(0\\.(2[5-9]|30): the family's weight" ${TC} predict-kernel --op gemm --shape 8192,8192,8192 --gpu H100-SXM)
+# Prefill's base per kernel library (prior_base_by_library): a FlashAttention GPU the networks never
+# saw (the H100) starts from FlashAttention's own fitted roofline, the B200 from TRT-LLM's; GEMM,
+# which has one library, names the family's.
+tc_cli_test(predict_kernel_prefill_library_base "prior_ms +[0-9.]+ \\(flash_attention's own fitted roofline, which the network corrects\\)" ${TC} predict-kernel --op attention_prefill --shape 1,8192,32,8,128 --gpu H100-SXM)
+tc_cli_test(predict_kernel_prefill_library_base_json "\"prior_library\": \"trtllm_mha\"" ${TC} predict-kernel --op attention_prefill --shape 1,8192,32,8,128 --gpu B200 --format json)
+tc_cli_test(predict_kernel_gemm_no_library_base_json "\"prior_library\": null" ${TC} predict-kernel --op gemm --shape 8192,8192,8192 --gpu H100-SXM --format json)
 # train --add-data (a lab's collected folders beside the default data): with --data, with the
 # AMD set, or naming no folder, one line each (the rest: cli.collect_pipeline).
 tc_cli_fail(train_data_and_add_data "--data and --add-data: --data trains on the collected folders alone, --add-data adds them to the default training data; give one of them" "${TC};train;--data;${D}/labels;--add-data;${D}/labels;--out;${CMAKE_CURRENT_BINARY_DIR}/add_data_out")
