@@ -648,10 +648,9 @@ std::vector<KernelPrediction> KernelPredictor::predict_here(const std::vector<Ke
       if (entry && !corrected &&
           (!entry->library_cta_ns.empty() || !entry->library_sm_bytes_per_cycle.empty() ||
            !entry->library_floor_kcycles.empty())) {
-        const char* library = kernel_library(q, gpu);
-        const auto cta = library ? entry->library_cta_ns.find(library) : entry->library_cta_ns.end();
-        const auto rate = library ? entry->library_sm_bytes_per_cycle.find(library) : entry->library_sm_bytes_per_cycle.end();
-        const auto floor = library ? entry->library_floor_kcycles.find(library) : entry->library_floor_kcycles.end();
+        const auto cta = lib ? entry->library_cta_ns.find(lib) : entry->library_cta_ns.end();
+        const auto rate = lib ? entry->library_sm_bytes_per_cycle.find(lib) : entry->library_sm_bytes_per_cycle.end();
+        const auto floor = lib ? entry->library_floor_kcycles.find(lib) : entry->library_floor_kcycles.end();
         if (cta != entry->library_cta_ns.end() || rate != entry->library_sm_bytes_per_cycle.end() ||
             floor != entry->library_floor_kcycles.end()) {
           FittedRoofline alone = prior ? *prior : entry->prior;  // the query's base: its library's own fit, if any

@@ -56,13 +56,7 @@ Tensors make_tensors(const std::vector<KernelSample>& samples, const std::vector
       std::vector<float> scratch(static_cast<size_t>(nf));
       p.bounds = featurize(fallback_physics_query(s.query), gpu, tiles, scratch.data()).bounds;
     }
-    const FittedRoofline* row_prior = prior;
-    if (prior && library_prior) {
-      if (const char* lib = kernel_library(s.query, gpu)) {
-        const auto it = library_prior->find(lib);
-        if (it != library_prior->end()) row_prior = &it->second;
-      }
-    }
+    const FittedRoofline* row_prior = prior ? &library_base(*prior, library_prior, kernel_library(s.query, gpu)) : nullptr;
     base[i] = static_cast<float>(s_to_ms(network_base_s(p.bounds, row_prior, floor_ms * 1e-3)));
     y[i] = static_cast<float>(s.latency_ms);
   }

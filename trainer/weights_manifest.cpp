@@ -193,6 +193,10 @@ WeightsManifest load_manifest(const std::string& dir, const std::set<std::string
         if (const YAML::Node lib = n["library_floor_kcycles"])
           e.library_floor_kcycles = read_library_map(lib, path, name, "library_floor_kcycles", "kcycles");
         if (const YAML::Node lib = n["library_prior"]) {
+          if (!e.config.prior_base_by_library)
+            throw ConfigError(path + ": family '" + name +
+                              "': library_prior without config.prior_base_by_library (the networks were trained on "
+                              "the shared fit; retrain)");
           if (!lib.IsMap())
             throw ConfigError(path + ": family '" + name + "': library_prior: expected a map of library: fitted roofline");
           for (const auto& kv : lib) {

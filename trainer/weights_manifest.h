@@ -12,6 +12,18 @@
 
 namespace tilecast::trainer {
 
+// The base of a row or query in `library` (nullptr: none): its own fit in `by_library` (may be
+// nullptr) where there is one, else `shared`. Training and forecasting both take it from here.
+inline const FittedRoofline& library_base(const FittedRoofline& shared,
+                                          const std::map<std::string, FittedRoofline>* by_library,
+                                          const char* library) {
+  if (by_library && library) {
+    const auto it = by_library->find(library);
+    if (it != by_library->end()) return it->second;
+  }
+  return shared;
+}
+
 struct FamilyEntry {
   std::vector<std::string> files;     // ensemble members, e.g. "bmm.pt", "bmm.s1.pt" (relative)
   std::vector<std::string> sha256;    // per member: checksum of the checkpoint file, verified at load
@@ -60,13 +72,7 @@ struct FamilyEntry {
   std::map<std::string, FittedRoofline> library_prior;
   // The networks' base for a query in `library` (nullptr: none): its own fit where training
   // made one, else the shared prior.
-  const FittedRoofline& base_prior(const char* library) const {
-    if (library) {
-      const auto it = library_prior.find(library);
-      if (it != library_prior.end()) return it->second;
-    }
-    return prior;
-  }
+  const FittedRoofline& base_prior(const char* library) const { return library_base(prior, &library_prior, library); }
   // The fitted roofline of a fallback kernel library's rows (fallback_attention: Triton's
   // prefill on datacenter Blackwell), which forecasts such queries alone, on the whole causal
   // triangle; no network is trained on them. Absent when training had none of those rows.

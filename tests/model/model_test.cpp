@@ -312,12 +312,22 @@ TEST(FittedPrior, LibraryOwnFitIsTheBase) {
   EXPECT_NEAR(t.prior_ms, s_to_ms(fitted_roofline_s(featurize(q, b200, TileTable{}, scratch.data()).bounds, held)),
               1e-12);
 
-  // A bad own fit: one line naming the field and the library.
   std::string text;
   {
     std::ifstream in(dir + "/manifest.yaml");
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
+  // Own fits without the flag (networks trained on the shared fit): refused, not used.
+  const std::string flag = "      prior_base_by_library: true\n";
+  const size_t at = text.find(flag);
+  ASSERT_NE(at, std::string::npos);
+  {
+    std::ofstream out(dir + "/manifest.yaml");
+    out << std::string(text).erase(at, flag.size());
+  }
+  expect_error<ConfigError>([&] { trainer::load_manifest(dir); },
+                            {"library_prior without config.prior_base_by_library", "retrain"});
+  // A bad own fit: one line naming the field and the library.
   const size_t lib = text.find("library_prior:");
   ASSERT_NE(lib, std::string::npos);
   const size_t eta = text.find("eta_memory: ", lib);
