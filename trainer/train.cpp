@@ -124,6 +124,16 @@ double fit_launch_floor_ms(const std::vector<KernelSample>& rows, std::map<std::
   return m % 2 ? p1[m / 2] : 0.5 * (p1[m / 2 - 1] + p1[m / 2]);
 }
 
+std::map<std::string, std::vector<const KernelSample*>> rows_by_library(const std::vector<KernelSample>& rows,
+                                                                        const GpuRegistry& gpus) {
+  std::map<std::string, std::vector<const KernelSample*>> by_library;
+  for (const auto& s : rows)
+    if (const char* library = kernel_library(s.query, row_gpu(s, gpus))) by_library[library].push_back(&s);
+  for (auto it = by_library.begin(); it != by_library.end();)
+    it = it->second.size() < kMinLibraryRows ? by_library.erase(it) : std::next(it);
+  return by_library;
+}
+
 std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                                       const GpuRegistry& gpus, const FittedRoofline& prior, bool cta,
                                                       bool sm_rate, bool floor) {
@@ -131,18 +141,14 @@ std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSa
     KernelBounds kb;
     double measured_s;
   };
-  std::map<std::string, std::vector<Row>> by_library;
-  std::vector<float> scratch;
-  for (const auto& s : rows) {
-    const GpuSpec& gpu = row_gpu(s, gpus);
-    scratch.resize(num_features(op_family(s.query.op)));
-    const char* library = kernel_library(s.query, gpu);
-    if (!library) continue;  // a family without kernel libraries (GEMM): nothing to key a cost by
-    by_library[library].push_back({featurize(s.query, gpu, tiles, scratch.data()).bounds, s.latency_ms * 1e-3});
-  }
   std::map<std::string, LibraryCosts> out;
-  for (const auto& [library, lib_rows] : by_library) {
-    if (lib_rows.size() < 1000) continue;
+  std::vector<float> scratch;
+  for (const auto& [library, samples] : rows_by_library(rows, gpus)) {
+    std::vector<Row> lib_rows;
+    for (const KernelSample* s : samples) {
+      scratch.resize(num_features(op_family(s->query.op)));
+      lib_rows.push_back({featurize(s->query, row_gpu(*s, gpus), tiles, scratch.data()).bounds, s->latency_ms * 1e-3});
+    }
     FittedRoofline p = prior;
     auto loss = [&]() {
       double sum = 0;
@@ -656,11 +662,9 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
         }
       }
       if (cfg.prior_base_by_library) {
-        std::map<std::string, std::vector<KernelSample>> by_library;
-        for (const auto& s : rows)
-          if (const char* lib = kernel_library(s.query, row_gpu(s, gpus))) by_library[lib].push_back(s);
-        for (const auto& [library, lib_rows] : by_library) {
-          if (lib_rows.size() < 1000) continue;
+        for (const auto& [library, samples] : rows_by_library(rows, gpus)) {
+          std::vector<KernelSample> lib_rows;
+          for (const KernelSample* s : samples) lib_rows.push_back(*s);
           const FittedRoofline p = fit_family_roofline(lib_rows, tiles, gpus, cycles, cfg.prior_cap_memory);
           e.library_prior[library] = p;
           TC_LOG(Info) << family_name(fam) << ": " << library << "'s own fitted roofline (the networks' base for its "

@@ -42,9 +42,18 @@ FamilyResult train_family(const PredictorConfig& cfg, const std::vector<KernelSa
 // The fewest rows of a fallback library that train a network of their own (fewer: its fitted
 // roofline alone forecasts them).
 constexpr size_t kMinFallbackNetworkRows = 200;
+// The fewest training rows of one kernel library that fit numbers of its own (its costs,
+// fit_library_costs, or its own fitted roofline, config.prior_base_by_library); fewer: the
+// family's shared fit stands for it.
+constexpr size_t kMinLibraryRows = 1000;
+// A family's training rows by kernel library (kernel_library of each row's query on its GPU),
+// the libraries with at least kMinLibraryRows rows only; rows of a family without libraries
+// (GEMM) are in none.
+std::map<std::string, std::vector<const KernelSample*>> rows_by_library(const std::vector<KernelSample>& rows,
+                                                                        const GpuRegistry& gpus);
 
 // Per kernel library (kernel_library of each row's query on its GPU; rows of a family without
-// libraries, e.g. GEMM, are skipped) with at least 1,000 rows:
+// libraries, e.g. GEMM, are skipped) with at least kMinLibraryRows rows (rows_by_library):
 // with `cta` (config.prior_cta_by_library), the cost per CTA in nanoseconds
 // (FittedRoofline::cta_ns; a log grid of 121 points from 1 to 1,000); with `sm_rate`
 // (config.prior_sm_rate_by_library), the rate of loads per SM (FittedRoofline::sm_bytes_per_cycle;

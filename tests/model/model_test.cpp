@@ -275,6 +275,35 @@ LibraryRoundTrip library_round_trip(const char* name, const std::vector<KernelSa
 }
 }  // namespace
 
+// The rows a library's own numbers are fitted on (rows_by_library): grouped by the library each
+// row's GPU runs (FlashAttention on the A100 and the L40S, TRT-LLM's on the B200), a library of
+// fewer than kMinLibraryRows rows left to the shared fit, a GEMM row (no library) in none.
+TEST(FittedPrior, RowsByLibraryKeepLibrariesOfEnoughRows) {
+  std::vector<KernelSample> rows = timed_decode_rows(decode_floor_and_eta(0.8), 3, {0, 11}, {1, 13});
+  ASSERT_EQ(rows.size(), 1800u);  // 600 a GPU: 1,200 FlashAttention, 600 TRT-LLM
+  KernelSample gemm;
+  gemm.query = gemm_q(64, 4096, 4096, DType::kBf16);
+  gemm.device = "NVIDIA A100-SXM4-80GB";
+  gemm.latency_ms = 0.02;
+  rows.push_back(gemm);
+  auto groups = trainer::rows_by_library(rows, registry());
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups.count("flash_attention"), 1u);
+  ASSERT_EQ(groups.at("flash_attention").size(), 1200u);
+  for (const KernelSample* s : groups.at("flash_attention")) EXPECT_NE(s->device, "NVIDIA B200");
+  // 400 more B200 rows: TRT-LLM's 1,000 reach the threshold.
+  for (int i = 0; i < 400; ++i) {
+    const KernelSample b200 = rows[1200 + i];
+    rows.push_back(b200);
+  }
+  ASSERT_EQ(trainer::kMinLibraryRows, 1000u);
+  groups = trainer::rows_by_library(rows, registry());
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups.at("trtllm_mha").size(), 1000u);
+  for (const KernelSample* s : groups.at("trtllm_mha")) EXPECT_EQ(s->device, "NVIDIA B200");
+  EXPECT_EQ(groups.at("flash_attention").size(), 1200u);
+}
+
 // A kernel library's own fitted roofline as the networks' base (config prior_base_by_library):
 // the manifest keeps it per library, and refuses a bad one naming it; a query in that library
 // (FlashAttention on the A100-SXM4-80GB, a training GPU) takes it as its base and prior_ms, named
