@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sixteen checks of the aiconfigurator data that tilecast's modelling choices rest on.
+"""Seventeen checks of the aiconfigurator data that tilecast's modelling choices rest on.
 
 1. Does decode latency grow with the cached context? For every generation_attention file: per (window_size, kv_cache_dtype), the latency at the longest
 context over the latency at the shortest, for shapes measured up to >= 4,096 cached tokens
@@ -162,6 +162,16 @@ Beside it, for every gemm file, per gemm_dtype, over the rows of at most 16 toke
 the weights' read dominates): the weights (n x k at the dtype's bytes, check 10's) against
 the L2 in buckets (<= L2/16, L2/16-L2/8, L2/8-L2/4, L2/4-L2/2, L2/2-L2, L2-2xL2, > 2xL2), the rows and the
 median rate (weight bytes / latency) over DRAM bandwidth: where a GEMM's weights run from the L2.
+
+17. What share of its sheet's BF16 tensor peak does a MoE layer reach on many tokens? For every
+moe file, per kernel library, over the BF16 layers timed at ep 1 with balanced routing and
+16,384 tokens: per model shape (hidden_size, inter_size, topk, num_experts), each tp degree's
+share, 2 x tokens x topk x 3 x hidden x inter / tp FLOPs / latency over the sheet's dense BF16
+peak (configs/gpus `tensor_peak_gflops`). A library whose shares fall in two groups at one
+model shape (a tp degree or two far above the rest, on no trend with inter / tp) ran two kernel
+configurations: SGLang's Triton fused MoE reads a tuned tile configuration per (experts, inter
+/ tp, device name) where it ships one, and a default one otherwise, which the GPU spec cannot
+tell apart (docs/accuracy.md, "Fused MoE", "Tuned and default Triton configurations").
 """
 import argparse, collections, csv, math, os, re, statistics, sys
 
@@ -250,6 +260,26 @@ def gemm_peak_fractions(path, peaks, gpu_dir):
         peak = peaks[device].get(GEMM_PEAK_KEY.get(dtype, ""))
         share = f"{statistics.median(v) / (peak / 1e3):.2f}" if peak else ""
         print(f"{os.path.basename(os.path.dirname(path))},{dtype},{len(v)},{statistics.median(v):.0f},{share}")
+
+
+def moe_peak_shares(path, peaks, gpu_dir):
+    """Check 17 for one moe file: (library, (hidden, inter, topk, experts), [(tp, share)])."""
+    shares = collections.defaultdict(list)
+    device = None
+    for r in csv.DictReader(open(path)):
+        if (r["moe_dtype"] != "bfloat16" or r["moe_ep_size"] != "1" or r["distribution"] != "balanced"
+                or r["num_tokens"] != "16384"):
+            continue
+        device = r["device"]
+        h, i, k, e, tp = (int(r[c]) for c in ("hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size"))
+        flops = 2.0 * 16384 * k * 3 * h * i / tp
+        shares[(r["kernel_source"], (h, i, k, e))].append((tp, flops / (float(r["latency"]) * 1e-3) / 1e9))
+    if device is None:
+        return []
+    peak = peaks.get(device, {}).get("bf16")
+    if not peak:
+        sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states a bf16 tensor peak for '{device}'")
+    return [(lib, model, [(tp, g / peak) for tp, g in sorted(v)]) for (lib, model), v in sorted(shares.items())]
 
 
 # vidur's GPU folders and the aiconfigurator GPU each is (the data's README: A100 = A100-SXM4-80GB).
@@ -753,6 +783,10 @@ def main():
     for gpu, path in family_files(root, "gemm"):
         for dt, lab, n, med in gemm_l2_rows(path, sheets, a.gpu_dir):
             print(f"{gpu},{dt},{lab},{n},{med:.2f}")
+    print("\ngpu,library,hidden_size,inter_size,topk,num_experts,tp_peak_share_at_16384_tokens")
+    for gpu, path in family_files(root, "moe"):
+        for lib, model, v in moe_peak_shares(path, peaks, a.gpu_dir):
+            print(f"{gpu},{lib},{','.join(map(str, model))},{' '.join(f'tp{tp}:{x:.2f}' for tp, x in v)}")
     if a.rows_csv:
         raw = list(csv.DictReader(open(a.data)))
         pred = list(csv.DictReader(open(a.rows_csv)))
