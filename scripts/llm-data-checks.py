@@ -167,7 +167,7 @@ median rate (weight bytes / latency) over DRAM bandwidth: where a GEMM's weights
 moe file, per kernel library, over the BF16 layers timed at ep 1 with balanced routing and
 16,384 tokens: per model shape (hidden_size, inter_size, topk, num_experts), each tp degree's
 share, 2 x tokens x topk x 3 x hidden x inter / tp FLOPs / latency over the sheet's dense BF16
-peak (configs/gpus `tensor_peak_gflops`). A library whose shares fall in two groups at one
+peak (configs/gpus `tensor_peak_gflops`; a layer timed twice: the median). A library whose shares fall in two groups at one
 model shape (a tp degree or two far above the rest, on no trend with inter / tp) ran two kernel
 configurations: SGLang's Triton fused MoE reads a tuned tile configuration per (experts, inter
 / tp, device name) where it ships one, and a default one otherwise, which the GPU spec cannot
@@ -279,7 +279,13 @@ def moe_peak_shares(path, peaks, gpu_dir):
     peak = peaks.get(device, {}).get("bf16")
     if not peak:
         sys.exit(f"llm-data-checks.py: no sheet in {gpu_dir} states a bf16 tensor peak for '{device}'")
-    return [(lib, model, [(tp, g / peak) for tp, g in sorted(v)]) for (lib, model), v in sorted(shares.items())]
+    out = []
+    for (lib, model), v in sorted(shares.items()):
+        by_tp = collections.defaultdict(list)  # a layer timed twice (the A100's file has some): their median
+        for tp, g in v:
+            by_tp[tp].append(g)
+        out.append((lib, model, [(tp, statistics.median(g) / peak) for tp, g in sorted(by_tp.items())]))
+    return out
 
 
 # vidur's GPU folders and the aiconfigurator GPU each is (the data's README: A100 = A100-SXM4-80GB).

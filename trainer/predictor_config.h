@@ -51,11 +51,12 @@ struct PredictorConfig {
   // roofline forecasts alone and the GPU's library has one: a library's fixed cost follows the
   // clock of the GPU that runs it; a library no training GPU ran keeps the shared floor.
   bool prior_floor_by_library = false;
-  // Fit, per kernel library of the training rows with at least 1,000 of them, a fitted roofline of
-  // its own (floor, cost per wave, both efficiencies; the manifest's library_prior), which is the
-  // networks' base for every row and query in that library, in training and forecasting alike:
-  // the networks learn what is left after each library's own efficiency. A library without one
-  // (none of its rows in training) takes the shared fit. Prefill (docs/accuracy.md).
+  // Fit, per kernel library of the training rows with at least kMinLibraryRows of them
+  // (trainer/train.h, rows_by_library), a fitted roofline of its own (floor, cost per wave, both
+  // efficiencies; the manifest's library_prior), which is the networks' base for every row and
+  // query in that library, in training and forecasting alike: the networks learn what is left
+  // after each library's own efficiency. A library without one (too few of its rows in
+  // training) takes the shared fit. Prefill (docs/accuracy.md).
   bool prior_base_by_library = false;
   // Where the network's correction of the prior applies: "all" GPUs, or only the GPUs it was
   // "trained" on (any other GPU gets the fitted roofline alone), for families whose correction
