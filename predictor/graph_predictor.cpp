@@ -571,6 +571,7 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   b.network_weight = p.network_weight;  // 1 where the network corrects the GPU
   b.composite_weight = p.composite_weight;
   b.fixed_costs_to_network = p.prior_is_base && p.network_weight > 0 && p.network_weight < 1;
+  if (p.unseen_error) b.unseen_errors.push_back(p.unseen_error);
   return b;
 }
 
@@ -626,10 +627,14 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
     if (b.lifted > 0)
       range += "; " + std::to_string(b.lifted) + " raised to " + b.lifted_by +
                "'s forecast (a training GPU that betters this one in every spec)";
-    std::snprintf(buf, sizeof buf, "%-13s %s (%lld kernel%s): %s: %s%s\n", out.empty() ? "basis" : "",
+    if (!b.unseen_errors.empty()) {
+      range += "; leave-one-GPU-out error";
+      for (size_t i = 0; i < b.unseen_errors.size(); ++i) range += (i ? ", " : " ") + b.unseen_errors[i]->text();
+    }
+    std::snprintf(buf, sizeof buf, "%-13s %s (%lld kernel%s): %s: %s", out.empty() ? "basis" : "",
                   family_name(b.family), static_cast<long long>(b.kernels), b.kernels == 1 ? "" : "s", standing.c_str(),
-                  by.c_str(), range.c_str());
-    out += buf;
+                  by.c_str());
+    out += buf + range + "\n";
   }
   return out;
 }
@@ -649,9 +654,29 @@ std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, cons
     if (it->capped_by.empty()) it->capped_by = x.capped_by;
     it->lifted += x.lifted;
     if (it->lifted_by.empty()) it->lifted_by = x.lifted_by;
+    for (const auto& e : x.unseen_errors)
+      if (std::none_of(it->unseen_errors.begin(), it->unseen_errors.end(), [&](const auto& y) { return y->key == e->key; }))
+        it->unseen_errors.push_back(e);
   }
   return out;
 }
+
+namespace {
+// Per op / dtype: the GPUs left out in turn, each one's MAPE and bias, and their mean; null
+// where the basis quotes none.
+nlohmann::json unseen_errors_json(const std::vector<std::shared_ptr<const UnseenGpuError>>& errors) {
+  if (errors.empty()) return nullptr;
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& e : errors) {
+    nlohmann::json cells = nlohmann::json::array();
+    for (size_t i = 0; i < e->left_out.size(); ++i)
+      cells.push_back({{"left_out", e->left_out[i]}, {"mape_pct", e->mape_pct[i]}, {"bias", e->bias[i]}});
+    a.push_back({{"key", e->key}, {"mean_mape_pct", e->mean_pct()}, {"min_mape_pct", e->min_pct()},
+                 {"max_mape_pct", e->max_pct()}, {"cells", cells}});
+  }
+  return a;
+}
+}  // namespace
 
 nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
   nlohmann::json a = nlohmann::json::array();
@@ -670,7 +695,8 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
                  {"capped", b.capped},
                  {"capped_by", b.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.capped_by)},
                  {"lifted", b.lifted},
-                 {"lifted_by", b.lifted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.lifted_by)}});
+                 {"lifted_by", b.lifted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.lifted_by)},
+                 {"unseen_gpu_error", unseen_errors_json(b.unseen_errors)}});
   return a;
 }
 

@@ -44,6 +44,9 @@ struct ForecastBasis {
   // The fitted roofline is the network's base and blends in: its weight shrinks with the share
   // of its forecast that is fixed costs (KernelPrediction::fitted_roofline_weight).
   bool fixed_costs_to_network = false;
+  // The family's leave-one-GPU-out error on each op / dtype of its kernels here, where the GPU
+  // is unseen (KernelPrediction::unseen_error), each key once.
+  std::vector<std::shared_ptr<const UnseenGpuError>> unseen_errors;
   bool physics() const { return !is_mlp_family(family); }  // memory_op: fitted coefficients, no network
   // "network", "network+fitted_roofline", "network+fitted_roofline+gemm_composite",
   // "fitted_roofline" or "physics".

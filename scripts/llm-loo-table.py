@@ -5,12 +5,20 @@ left-out GPU, forecast by weights trained without it). One line per family, left
 dtype (memory_op: per op), then the mean of each family's cells (plausible rows, and every row
 with the implausible rows' count); docs/accuracy.md's summary
 table comes from it.
-  scripts/llm-loo-table.py OUT
+  scripts/llm-loo-table.py OUT [--write-errors FILE [--weights DIR]]
+--write-errors FILE also writes the cells as JSON (atomically) for forecasts to quote:
+weights/unseen_gpu_errors.json, read by predictor/unseen_errors.h, which quotes a family's cells
+only while the weights folder's manifest (--weights, default weights) records the training
+(`trained_at`, memory_op's `fitted_at`) and data (`data_hash`) stamped into FILE here. OUT must
+be folds of the design those weights were trained with (the bundled configs).
 """
+import datetime
 import json
 import os
 import re
 import sys
+
+import yaml
 
 FAMILIES = ("gemm", "context_attention", "generation_attention", "moe", "memory_op")
 OPS = {"memory_op": ("rmsnorm", "silu_mul", "rope", "residual_add")}
@@ -22,10 +30,91 @@ def fail(msg):
     sys.exit(1)
 
 
+def parse_args(argv):
+    usage = "usage: llm-loo-table.py OUT [--write-errors FILE [--weights DIR]] (OUT: a folder scripts/eval-llm-loo.sh wrote)"
+    out, errors, weights = None, None, "weights"
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--write-errors", "--weights"):
+            if i + 1 >= len(argv):
+                fail(f"{a} needs a value; {usage}")
+            if a == "--write-errors":
+                errors = argv[i + 1]
+            else:
+                weights = argv[i + 1]
+            i += 2
+        elif a.startswith("-") or out is not None:
+            fail(usage)
+        else:
+            out = a
+            i += 1
+    if out is None:
+        fail(usage)
+    return out, errors, weights
+
+
+def stamps(weights):
+    """Per family, the training's (or memory_op's fit's) time and data hash in DIR/manifest.yaml,
+    as its text reads (BaseLoader: no timestamps parsed)."""
+    path = os.path.join(weights, "manifest.yaml")
+    try:
+        with open(path) as f:
+            m = yaml.load(f, Loader=yaml.BaseLoader)
+        fams = {name: (e["trained_at"], e["data_hash"]) for name, e in m.get("families", {}).items()
+                if isinstance(e, dict) and "trained_at" in e and "data_hash" in e}
+        mem = m.get("memory_ops")
+        if isinstance(mem, dict) and "fitted_at" in mem and "data_hash" in mem:
+            fams["memory_op"] = (mem["fitted_at"], mem["data_hash"])
+        return fams
+    except (OSError, yaml.YAMLError, AttributeError, TypeError) as e:
+        fail(f"{path}: not a weights manifest ({e.__class__.__name__}: {e})")
+
+
+def write_errors(path, out, weights, cells):
+    """The cells as unseen_gpu_errors.json: per family its stamps and, per left-out GPU and key
+    (memory ops: the op), rows, plausible-row MAPE and bias."""
+    inputs = {os.path.realpath(os.path.join(out, n)) for n in os.listdir(out)}
+    inputs.add(os.path.realpath(os.path.join(weights, "manifest.yaml")))
+    if os.path.realpath(path) in inputs:
+        fail(f"--write-errors {path}: is one of the inputs; name a new file")
+    stamp = stamps(weights)
+    families = {}
+    for fam in FAMILIES:
+        if fam not in cells:
+            continue
+        if fam not in stamp:
+            fail(f"{weights}/manifest.yaml: no '{fam}' family to stamp its cells with")
+        rows, seen = [], set()
+        for gpu, key, s in cells[fam]:
+            k = key.split("/")[0] if fam in OPS else key
+            if (gpu, k) in seen:
+                fail(f"{out}: {gpu} has two {fam} cells of {k}: one cell per left-out GPU and key")
+            seen.add((gpu, k))
+            bias = s.get("bias_median")
+            if bias is None or not bias > 0:
+                fail(f"{out}: {fam} {gpu} {key}: no bias_median")
+            rows.append({"left_out": gpu, "key": k, "rows": s["rows"],
+                         "mape_pct": round(s.get("plausible_mape_pct", s["mape_pct"]), 2), "bias": round(bias, 3)})
+        families[fam] = {"trained_at": stamp[fam][0], "data_hash": stamp[fam][1], "cells": rows}
+    doc = {
+        "what": "leave-one-GPU-out error of each LLM-era family: each training GPU left out in turn, the family "
+                "trained on the others, every row of the left-out GPU forecast from its spec; mape_pct over its "
+                "plausible rows, bias = median forecast / measured (docs/accuracy.md)",
+        "command": f"bash scripts/eval-llm-loo.sh {out} && python3 scripts/llm-loo-table.py {out} --write-errors {path}",
+        "written": datetime.date.today().isoformat(),
+        "families": families,
+    }
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+    print(f"llm-loo-table: wrote {path} ({sum(len(v['cells']) for v in families.values())} cells)", file=sys.stderr)
+
+
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: llm-loo-table.py OUT (a folder scripts/eval-llm-loo.sh wrote)")
-    out = sys.argv[1]
+    out, errors_path, weights = parse_args(sys.argv[1:])
     if not os.path.isdir(out):
         fail(f"{out}: not a folder")
     cells = {}  # family -> [(gpu, key, stats)]
@@ -73,6 +162,8 @@ def main():
     print("|---|---|---|---|---|")
     for fam, n, m, a, k in means:
         print(f"| {fam} | {n} | {m:.1f} % | {a:.1f} % | {k:,} |")
+    if errors_path:
+        write_errors(errors_path, out, weights, cells)
 
 
 main()

@@ -2196,6 +2196,146 @@ TEST(Serving, ForecastBasisPerFamily) {
     if (b.family == Family::kGemm) EXPECT_EQ(b.kernels, 10);  // the prefill's five shapes and the decode's
 }
 
+// unseen_gpu_errors.json (predictor/unseen_errors.h): a file written by hand, two GEMM GPUs of
+// 10 and 30 % on bf16 (mean 20), one of 50 % on fp8, and memory_op's rmsnorm cells of 4 and 8 %
+// keyed by the op whatever the dtype; stamped with the manifest's training of each family.
+namespace {
+std::string write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+std::string errors_json(const std::string& gemm_at, const std::string& gemm_hash, const std::string& cells_extra = "") {
+  return R"({"families": {"gemm": {"trained_at": ")" + gemm_at + R"(", "data_hash": ")" + gemm_hash +
+         R"(", "cells": [
+    {"left_out": "NVIDIA A100-SXM4-80GB", "key": "gemm/bf16", "rows": 100, "mape_pct": 10.0, "bias": 0.9},
+    {"left_out": "NVIDIA L40S", "key": "gemm/bf16", "rows": 200, "mape_pct": 30.0, "bias": 1.2},
+    {"left_out": "NVIDIA L40S", "key": "gemm/fp8", "rows": 50, "mape_pct": 50.0, "bias": 1.1})" +
+         cells_extra + R"(]},
+   "memory_op": {"trained_at": "m-at", "data_hash": "m-hash", "cells": [
+    {"left_out": "NVIDIA A40", "key": "rmsnorm", "rows": 10, "mape_pct": 4.0, "bias": 1.0},
+    {"left_out": "NVIDIA GeForce RTX 4090", "key": "rmsnorm", "rows": 10, "mape_pct": 8.0, "bias": 0.8}]}}})";
+}
+}  // namespace
+
+TEST(UnseenGpuErrors, ReadsCellsByOpAndDtypeAndDropsAnotherTraining) {
+  trainer::WeightsManifest m;
+  m.families["gemm"].trained_at = "g-at";
+  m.families["gemm"].data_hash = "g-hash";
+  m.memory_ops.fitted_at = "m-at";
+  m.memory_ops.data_hash = "m-hash";
+  const std::string path = write_text(::testing::TempDir() + "unseen_errors_ok.json", errors_json("g-at", "g-hash"));
+  const auto e = predictor::UnseenGpuErrors::load(path, m);
+  const auto bf16 = e.find(gemm_q(64, 4096, 4096, DType::kBf16));
+  ASSERT_TRUE(bf16);
+  EXPECT_EQ(bf16->left_out, (std::vector<std::string>{"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"}));
+  EXPECT_DOUBLE_EQ(bf16->mean_pct(), 20.0);
+  EXPECT_EQ(bf16->text(), "gemm/bf16 20.0 % (10.0-30.0 % over 2 GPUs left out in turn)");
+  const auto fp8 = e.find(gemm_q(64, 4096, 4096, DType::kFp8));
+  ASSERT_TRUE(fp8);
+  EXPECT_EQ(fp8->text(), "gemm/fp8 50.0 % (NVIDIA L40S left out)");
+  EXPECT_FALSE(e.find(gemm_q(64, 4096, 4096, DType::kFp16)));  // no cell of that dtype
+  EXPECT_FALSE(e.find(attention_decode_q(1, 1024, 32, 8, 128, DType::kBf16, DType::kBf16)));  // nor family
+  // A memory op by its op: the bf16 RMSNorm takes both GPUs' cells, residual add none.
+  const auto rms = e.find(vec_q(OpKind::kRmsNorm, 64, 4096, DType::kBf16));
+  ASSERT_TRUE(rms);
+  EXPECT_DOUBLE_EQ(rms->mean_pct(), 6.0);
+  EXPECT_FALSE(e.find(vec_q(OpKind::kResidualAdd, 64, 4096, DType::kBf16)));
+  EXPECT_TRUE(e.stale().empty());
+  // The GEMM family retrained since (another time, or other data): its cells are not quoted,
+  // memory_op's still are.
+  for (const auto& [at, hash] : {std::pair<std::string, std::string>{"g-other", "g-hash"}, {"g-at", "g-other"}}) {
+    const auto s = predictor::UnseenGpuErrors::load(
+        write_text(::testing::TempDir() + "unseen_errors_stale.json", errors_json(at, hash)), m);
+    EXPECT_FALSE(s.find(gemm_q(64, 4096, 4096, DType::kBf16)));
+    EXPECT_TRUE(s.find(vec_q(OpKind::kRmsNorm, 64, 4096, DType::kBf16)));
+    EXPECT_EQ(s.stale(), std::vector<std::string>{"gemm"});
+  }
+}
+
+TEST(UnseenGpuErrors, MalformedFilesNameTheirField) {
+  trainer::WeightsManifest m;
+  const std::string dir = ::testing::TempDir();
+  auto load = [&](const std::string& name, const std::string& text) {
+    return [&m, path = write_text(dir + name, text)] { predictor::UnseenGpuErrors::load(path, m); };
+  };
+  expect_error<ConfigError>(load("ue_json.json", "{\"families\": "), {"ue_json.json", "not valid JSON"});
+  expect_error<ConfigError>(load("ue_nofam.json", "{}"), {"ue_nofam.json", "field 'families' missing"});
+  expect_error<ConfigError>(load("ue_bmm.json", R"({"families": {"bmm": {}}})"),
+                            {"families.bmm", "not an LLM-era kernel family"});
+  expect_error<ConfigError>(
+      load("ue_key.json", errors_json("a", "h", R"(, {"left_out": "X", "key": "moe/bf16", "rows": 1, "mape_pct": 1, "bias": 1})")),
+      {"ue_key.json", "families.gemm.cells[3].key", "'moe/bf16' is not a key of family gemm"});
+  expect_error<ConfigError>(
+      load("ue_twice.json",
+           errors_json("a", "h", R"(, {"left_out": "NVIDIA L40S", "key": "gemm/bf16", "rows": 1, "mape_pct": 1, "bias": 1})")),
+      {"families.gemm.cells[3].left_out", "NVIDIA L40S appears twice for gemm/bf16"});
+  expect_error<ConfigError>(
+      load("ue_neg.json", errors_json("a", "h", R"(, {"left_out": "Y", "key": "gemm/fp16", "rows": 1, "mape_pct": -1, "bias": 1})")),
+      {"families.gemm.cells[3].mape_pct", "out of range"});
+  expect_error<ConfigError>(
+      load("ue_bias.json", errors_json("a", "h", R"(, {"left_out": "Y", "key": "gemm/fp16", "rows": 1, "mape_pct": 1, "bias": 0})")),
+      {"families.gemm.cells[3].bias", "out of range"});
+  expect_error<ConfigError>(
+      load("ue_rows.json", errors_json("a", "h", R"(, {"left_out": "Y", "key": "gemm/fp16", "mape_pct": 1, "bias": 1})")),
+      {"families.gemm.cells[3].rows", "missing"});
+}
+
+// The bundled weights with a file of their own stamps (a folder of links to them): an unseen
+// GPU's GEMM quotes it, a training GPU's, a twin's and an AMD GPU's (no AMD GPU among the
+// training GPUs) do not; a model's basis names each op / dtype once, in text and JSON.
+TEST(UnseenGpuErrors, QuotedWhereTheGpuIsUnseen) {
+  const std::string src = trainer::weights_dir();
+  const std::string dir = ::testing::TempDir() + "unseen_errors_weights";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& f : fs::directory_iterator(src))
+    if (f.path().filename() != predictor::kUnseenGpuErrorsFile)
+      fs::create_symlink(fs::absolute(f.path()), fs::path(dir) / f.path().filename());
+  const trainer::WeightsManifest man = trainer::load_manifest(src);
+  const auto& gemm = man.families.at("gemm");
+  std::string text = errors_json(gemm.trained_at, gemm.data_hash);
+  text.replace(text.find("m-at"), 4, man.memory_ops.fitted_at);
+  text.replace(text.find("m-hash"), 6, man.memory_ops.data_hash);
+  write_text(dir + "/" + predictor::kUnseenGpuErrorsFile, text);
+  predictor::KernelPredictor p(dir);
+  const KernelQuery q = gemm_q(64, 4096, 4096, DType::kBf16);
+  const auto h200 = p.predict(q, registry().resolve("H200"));
+  ASSERT_TRUE(h200.unseen_error);
+  EXPECT_EQ(h200.unseen_error->key, "gemm/bf16");
+  EXPECT_FALSE(p.predict(q, registry().resolve("A100-SXM4-80GB")).unseen_error);  // a training GPU
+  EXPECT_FALSE(p.predict(q, registry().resolve("GB200")).unseen_error);           // the B200's twin
+  EXPECT_FALSE(p.predict(q, registry().resolve("MI300X")).unseen_error);          // no AMD GPU trained
+  const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
+  const ModelConfig m = load_model_config("llama-3.1-8b", mdir);
+  const OpGraph g = build_serving_graph(m, Mode::kDecode, 8, 2048, DType::kBf16, DType::kBf16, 1);
+  const auto f = predictor::forecast_model(g, registry().resolve("H200"), p);
+  const std::string basis = predictor::basis_text(f.basis, f.gpu_vendor);
+  // The GEMM line: its standing and blend first, the error last.
+  const std::string gemm_line = basis.substr(0, basis.find('\n') + 1);
+  EXPECT_EQ(gemm_line.rfind("basis         gemm (5 kernels): not one of its 5 training GPUs: network^0.70 x", 0), 0u)
+      << basis;
+  EXPECT_NE(gemm_line.find("; leave-one-GPU-out error gemm/bf16 20.0 % (10.0-30.0 % over 2 GPUs left out in turn)\n"),
+            std::string::npos)
+      << basis;
+  EXPECT_EQ(basis.find("generation_attention (1 kernel): not one of its 3 training GPUs: fitted roofline alone\n"),
+            basis.find("generation_attention"))
+      << basis;  // no cell of decode in the file: nothing quoted
+  EXPECT_NE(basis.find("leave-one-GPU-out error rmsnorm 6.0 % (4.0-8.0 % over 2 GPUs left out in turn)\n"),
+            std::string::npos)
+      << basis;
+  const nlohmann::json j = predictor::basis_json(f.basis);
+  for (const auto& b : j) {
+    if (b["family"] == "gemm") {
+      ASSERT_EQ(b["unseen_gpu_error"].size(), 1u) << b.dump();
+      EXPECT_EQ(b["unseen_gpu_error"][0]["key"], "gemm/bf16");
+      EXPECT_DOUBLE_EQ(b["unseen_gpu_error"][0]["mean_mape_pct"].get<double>(), 20.0);
+      EXPECT_EQ(b["unseen_gpu_error"][0]["cells"][1]["left_out"], "NVIDIA L40S");
+    } else if (b["family"] == "generation_attention") {
+      EXPECT_TRUE(b["unseen_gpu_error"].is_null()) << b.dump();  // the file has no decode cell
+    }
+  }
+}
+
 // Continuous batching with a budget, worked by hand with a step that costs 1 ms + 1 ms per
 // 1,000 tokens. Three prompts of 1,000 tokens, 4 output tokens each, 2,048 tokens a step:
 //   step 1: prompts 1 and 2 whole + the first 48 tokens of prompt 3 (2,048 tokens): 3.048 ms;

@@ -23,9 +23,70 @@ def write(path, by):
         json.dump({"by_op_dtype": by}, f)
 
 
-def run(arg):
-    p = subprocess.run([sys.executable, SCRIPT, arg], capture_output=True, text=True)
+def run(*args):
+    p = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
+
+
+MANIFEST = """families:
+  gemm:
+    trained_at: 2026-12-06 21:38:55+00:00
+    data_hash: 416c550b2e99747f
+  generation_attention:
+    trained_at: 2026-12-07 04:10:22+00:00
+    data_hash: f7c865a82b68d193
+memory_ops:
+  data_hash: c99f6596ebaa3b50
+  fitted_at: 2026-12-07 01:06:45+00:00
+"""
+
+
+def check_write_errors(d):
+    """--write-errors: the cells as JSON, each family stamped with its manifest's training as the
+    manifest's text reads (no timestamp parsing), memory ops keyed by op; inputs never overwritten."""
+    weights = os.path.join(d, "w")
+    os.makedirs(weights)
+    with open(os.path.join(weights, "manifest.yaml"), "w") as f:
+        f.write(MANIFEST)
+    dest = os.path.join(d, "errors.json")
+    rc, out, err = run(d, "--write-errors", dest, "--weights", weights)
+    assert rc == 0 and "wrote " + dest + " (5 cells)" in err, err
+    with open(dest) as f:
+        doc = json.load(f)
+    fams = doc["families"]
+    assert sorted(fams) == ["gemm", "generation_attention", "memory_op"], fams
+    assert fams["gemm"]["trained_at"] == "2026-12-06 21:38:55+00:00" and fams["gemm"]["data_hash"] == "416c550b2e99747f"
+    assert fams["memory_op"]["trained_at"] == "2026-12-07 01:06:45+00:00", fams["memory_op"]
+    cells = {(c["left_out"], c["key"]): c for c in fams["gemm"]["cells"]}
+    assert cells[("A100-SXM4-80GB", "gemm/fp16")] == {"left_out": "A100-SXM4-80GB", "key": "gemm/fp16", "rows": 10,
+                                                       "mape_pct": 10.0, "bias": 0.9}, cells
+    assert len(cells) == 3 and ("A100-SXM4-80GB", "rmsnorm/fp16") not in cells, cells
+    # decode's cell: its plausible rows' 40 %, not every row's 400 %
+    assert fams["generation_attention"]["cells"][0]["mape_pct"] == 40.0, fams
+    assert fams["memory_op"]["cells"] == [{"left_out": "GeForce RTX 4090", "key": "rmsnorm", "rows": 10,
+                                           "mape_pct": 70.0, "bias": 0.9}], fams
+    assert not os.path.exists(dest + ".tmp")
+    # Never onto an input: the manifest, or a report of OUT.
+    for target in (os.path.join(weights, "manifest.yaml"), os.path.join(d, "gemm-eval-L40S.json")):
+        before = open(target).read()
+        rc, out, err = run(d, "--write-errors", target, "--weights", weights)
+        assert rc == 1 and "is one of the inputs" in err and len(err.strip().splitlines()) == 1, err
+        assert open(target).read() == before
+    # A family the manifest lacks cannot be stamped.
+    with open(os.path.join(weights, "manifest.yaml"), "w") as f:
+        f.write(MANIFEST.replace("  generation_attention:", "  moe:"))
+    rc, out, err = run(d, "--write-errors", os.path.join(d, "e2.json"), "--weights", weights)
+    assert rc == 1 and "no 'generation_attention' family to stamp its cells with" in err, err
+    assert not os.path.exists(os.path.join(d, "e2.json"))
+    rc, out, err = run(d, "--write-errors")
+    assert rc == 1 and "--write-errors needs a value" in err, err
+    # A memory op's cells are per op: one GPU with two dtypes of it would be two cells of one key.
+    with open(os.path.join(weights, "manifest.yaml"), "w") as f:
+        f.write(MANIFEST)
+    write(os.path.join(d, "memory_op-eval-A40.json"), {"rmsnorm/fp16": cell(5.0), "rmsnorm/bf16": cell(6.0)})
+    rc, out, err = run(d, "--write-errors", os.path.join(d, "e3.json"), "--weights", weights)
+    assert rc == 1 and "A40 has two memory_op cells of rmsnorm" in err, err
+    os.remove(os.path.join(d, "memory_op-eval-A40.json"))
 
 
 def main():
@@ -53,6 +114,7 @@ def main():
         assert "| gemm | 3 | 30.0 % | 30.0 % | 0 |" in lines, out
         assert "| generation_attention | 1 | 40.0 % | 400.0 % | 3 |" in lines, out
         assert "| memory_op | 1 | 70.0 % | 70.0 % | 0 |" in lines, out
+        check_write_errors(d)
 
         write(os.path.join(d, "moe-eval-B200.json"), {"no": "by_op_dtype"})
         with open(os.path.join(d, "moe-eval-B200.json"), "w") as f:
