@@ -199,11 +199,20 @@ std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSa
 
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
                                    const GpuRegistry& gpus, bool in_cycles, bool cap_memory, double min_eta) {
+  std::vector<const KernelSample*> ptrs;
+  ptrs.reserve(rows.size());
+  for (const auto& s : rows) ptrs.push_back(&s);
+  return fit_family_roofline(ptrs, tiles, gpus, in_cycles, cap_memory, min_eta);
+}
+
+FittedRoofline fit_family_roofline(const std::vector<const KernelSample*>& rows, const TileTable& tiles,
+                                   const GpuRegistry& gpus, bool in_cycles, bool cap_memory, double min_eta) {
   std::vector<KernelBounds> bounds;
   std::vector<double> measured_s;
   std::vector<float> scratch;
   std::map<std::string, std::vector<double>> large_rows_eta;  // per GPU
-  for (const auto& s : rows) {
+  for (const KernelSample* row : rows) {
+    const KernelSample& s = *row;
     scratch.resize(num_features(op_family(s.query.op)));
     const GpuSpec& gpu = row_gpu(s, gpus);
     bounds.push_back(featurize(s.query, gpu, tiles, scratch.data()).bounds);
@@ -663,12 +672,10 @@ std::vector<FamilyResult> run_training(const TrainOptions& opt, const GpuRegistr
       }
       if (cfg.prior_base_by_library) {
         for (const auto& [library, samples] : rows_by_library(rows, gpus)) {
-          std::vector<KernelSample> lib_rows;
-          for (const KernelSample* s : samples) lib_rows.push_back(*s);
-          const FittedRoofline p = fit_family_roofline(lib_rows, tiles, gpus, cycles, cfg.prior_cap_memory);
+          const FittedRoofline p = fit_family_roofline(samples, tiles, gpus, cycles, cfg.prior_cap_memory);
           e.library_prior[library] = p;
           TC_LOG(Info) << family_name(fam) << ": " << library << "'s own fitted roofline (the networks' base for its "
-                       << lib_rows.size() << " rows): floor " << (cycles ? p.floor_kcycles : p.floor_us) << unit
+                       << samples.size() << " rows): floor " << (cycles ? p.floor_kcycles : p.floor_us) << unit
                        << ", " << (cycles ? p.wave_kcycles : p.wave_us) << unit << " per wave, " << p.eta_compute
                        << " of the compute peak, " << p.eta_memory << " of DRAM bandwidth";
         }

@@ -73,8 +73,12 @@ std::map<std::string, LibraryCosts> fit_library_costs(const std::vector<KernelSa
 // forecast computes them; `in_cycles`: floor and per-wave cost in SM clock cycles; `cap_memory`:
 // the DRAM efficiency at most the largest per-GPU median of time at DRAM speed / measured over
 // the rows whose bytes exceed 4x the GPU's L2 (GPUs with at least 20 such rows; none: no cap).
-// `min_eta`: fit_roofline's.
+// `min_eta`: fit_roofline's. The second form takes the rows by pointer (rows_by_library's
+// groups), without a copy of them.
 FittedRoofline fit_family_roofline(const std::vector<KernelSample>& rows, const TileTable& tiles,
+                                   const GpuRegistry& gpus, bool in_cycles = false, bool cap_memory = false,
+                                   double min_eta = kMinFittedEta);
+FittedRoofline fit_family_roofline(const std::vector<const KernelSample*>& rows, const TileTable& tiles,
                                    const GpuRegistry& gpus, bool in_cycles = false, bool cap_memory = false,
                                    double min_eta = kMinFittedEta);
 
