@@ -572,6 +572,7 @@ ForecastBasis kernel_basis(Family fam, const KernelPrediction& p) {
   b.composite_weight = p.composite_weight;
   b.fixed_costs_to_network = p.prior_is_base && p.network_weight > 0 && p.network_weight < 1;
   if (p.unseen_error) b.unseen_errors.push_back(p.unseen_error);
+  if (p.heldout_error) b.heldout_errors.push_back(p.heldout_error);
   return b;
 }
 
@@ -631,6 +632,10 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
       range += "; leave-one-GPU-out error";
       for (size_t i = 0; i < b.unseen_errors.size(); ++i) range += (i ? ", " : " ") + b.unseen_errors[i]->text();
     }
+    if (!b.heldout_errors.empty()) {
+      range += "; error on the " + std::to_string(b.heldout_errors[0]->pct) + " % of shapes left out of training";
+      for (size_t i = 0; i < b.heldout_errors.size(); ++i) range += (i ? ", " : " ") + b.heldout_errors[i]->text();
+    }
     std::snprintf(buf, sizeof buf, "%-13s %s (%lld kernel%s): %s: %s", out.empty() ? "basis" : "",
                   family_name(b.family), static_cast<long long>(b.kernels), b.kernels == 1 ? "" : "s", standing.c_str(),
                   by.c_str());
@@ -657,6 +662,9 @@ std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, cons
     for (const auto& e : x.unseen_errors)
       if (std::none_of(it->unseen_errors.begin(), it->unseen_errors.end(), [&](const auto& y) { return y->key == e->key; }))
         it->unseen_errors.push_back(e);
+    for (const auto& e : x.heldout_errors)
+      if (std::none_of(it->heldout_errors.begin(), it->heldout_errors.end(), [&](const auto& y) { return y->key == e->key; }))
+        it->heldout_errors.push_back(e);
   }
   return out;
 }
@@ -674,6 +682,15 @@ nlohmann::json unseen_errors_json(const std::vector<std::shared_ptr<const Unseen
     a.push_back({{"key", e->key}, {"mean_mape_pct", e->mean_pct()}, {"min_mape_pct", e->min_pct()},
                  {"max_mape_pct", e->max_pct()}, {"cells", cells}});
   }
+  return a;
+}
+// Per op / dtype on this training GPU: its held-out shapes' rows, MAPE and bias; null where none.
+nlohmann::json heldout_errors_json(const std::vector<std::shared_ptr<const HeldoutShapesError>>& errors) {
+  if (errors.empty()) return nullptr;
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& e : errors)
+    a.push_back({{"key", e->key}, {"gpu", e->gpu}, {"rows", e->rows}, {"mape_pct", e->mape_pct}, {"bias", e->bias},
+                 {"heldout_pct", e->pct}});
   return a;
 }
 }  // namespace
@@ -696,7 +713,8 @@ nlohmann::json basis_json(const std::vector<ForecastBasis>& basis) {
                  {"capped_by", b.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.capped_by)},
                  {"lifted", b.lifted},
                  {"lifted_by", b.lifted_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.lifted_by)},
-                 {"unseen_gpu_error", unseen_errors_json(b.unseen_errors)}});
+                 {"unseen_gpu_error", unseen_errors_json(b.unseen_errors)},
+                 {"heldout_shapes_error", heldout_errors_json(b.heldout_errors)}});
   return a;
 }
 

@@ -47,6 +47,9 @@ struct ForecastBasis {
   // The family's leave-one-GPU-out error on each op / dtype of its kernels here, where the GPU
   // is unseen (KernelPrediction::unseen_error), each key once.
   std::vector<std::shared_ptr<const UnseenGpuError>> unseen_errors;
+  // On a training GPU, the family's error on its held-out shapes of each op / dtype here
+  // (KernelPrediction::heldout_error), each key once.
+  std::vector<std::shared_ptr<const HeldoutShapesError>> heldout_errors;
   bool physics() const { return !is_mlp_family(family); }  // memory_op: fitted coefficients, no network
   // "network", "network+fitted_roofline", "network+fitted_roofline+gemm_composite",
   // "fitted_roofline" or "physics".

@@ -99,8 +99,8 @@ struct KernelPredictor::Impl {
   std::string amd_dir;
   // <dir>/gpus: the specs of the training GPUs as training read them (hold_in_spec_order).
   std::optional<GpuRegistry> recorded;
-  // <dir>/unseen_gpu_errors.json: the families' leave-one-GPU-out errors, if recorded.
-  UnseenGpuErrors unseen_errors;
+  // <dir>/forecast_errors.json: the families' recorded errors, if any.
+  ForecastErrors errors;
   std::unique_ptr<KernelPredictor> amd;
   std::once_flag amd_once;
   const KernelPredictor* amd_set() {
@@ -204,8 +204,8 @@ KernelPredictor::KernelPredictor(const std::string& dir) : impl_(std::make_uniqu
   if (fs::exists(amd / "manifest.yaml")) impl_->amd_dir = amd.string();
   const fs::path recorded = fs::path(dir) / trainer::kRecordedGpuDir;
   if (fs::is_directory(recorded)) impl_->recorded.emplace(recorded.string());
-  const fs::path errors = fs::path(dir) / kUnseenGpuErrorsFile;
-  if (fs::exists(errors)) impl_->unseen_errors = UnseenGpuErrors::load(errors.string(), impl_->manifest);
+  const fs::path errors = fs::path(dir) / kForecastErrorsFile;
+  if (fs::exists(errors)) impl_->errors = ForecastErrors::load(errors.string(), impl_->manifest);
 }
 
 const GpuSpec* KernelPredictor::recorded_spec(const std::string& cuda_name) const {
@@ -481,12 +481,18 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
   std::vector<KernelPrediction> out = predict_unbounded(queries, gpu);
   hold_in_spec_order(queries, gpu, out);
   // What such forecasts erred by when each training GPU was the unseen one. The AMD set's
-  // families and the NeuSight families have no such record; nor does a GPU of a vendor none
-  // of the training GPUs is of, whose error leaving one NVIDIA GPU out does not bound.
+  // families and the NeuSight families have no such record; and for a GPU of a vendor none of
+  // the training GPUs is of, leaving one NVIDIA GPU out measures nothing.
+  // On a training GPU, its error on the shapes training left out.
   for (size_t i = 0; i < queries.size(); ++i) {
     const GpuStanding& s = out[i].standing;
-    if (!s.trained_on && !s.twin && s.vendor_trained && s.training_gpus > 0 && is_llm_kernel_family(op_family(queries[i].op)))
-      out[i].unseen_error = set_for(gpu, op_family(queries[i].op)).impl_->unseen_errors.find(queries[i]);
+    const Family f = op_family(queries[i].op);
+    if (!is_llm_kernel_family(f)) continue;
+    const ForecastErrors& e = set_for(gpu, f).impl_->errors;
+    if (s.trained_on)
+      out[i].heldout_error = e.find_heldout(queries[i], gpu.cuda_name);
+    else if (!s.twin && s.vendor_trained && s.training_gpus > 0)
+      out[i].unseen_error = e.find(queries[i]);
   }
   return out;
 }

@@ -7,7 +7,7 @@
 #include "core/gpu_spec.h"
 #include "core/kernel.h"
 #include "core/tile_table.h"
-#include "predictor/unseen_errors.h"
+#include "predictor/forecast_errors.h"
 #include "trainer/weights_manifest.h"
 
 namespace tilecast::predictor {
@@ -107,10 +107,12 @@ struct KernelPrediction {
   // than that of a training GPU that betters it in every spec the kernel uses, in the same
   // library (e.g. an A100-PCIE-40GB's decode against the A100-SXM4-80GB's). Empty: none raised it.
   std::string lifted_by;
-  // Where the GPU is none of the family's training GPUs nor a twin of one (and its vendor is
-  // theirs): the family's leave-one-GPU-out error on the query's op / dtype, from the weights
-  // folder's unseen_gpu_errors.json (predictor/unseen_errors.h); nullptr: none recorded.
+  // The family's errors on the query's op / dtype that the weights folder's forecast_errors.json
+  // records (predictor/forecast_errors.h), nullptr where none: where the GPU is none of the
+  // family's training GPUs nor a twin of one (and its vendor is theirs), its leave-one-GPU-out
+  // error; where it is a training GPU, its error on the shapes left out of training.
   std::shared_ptr<const UnseenGpuError> unseen_error;
+  std::shared_ptr<const HeldoutShapesError> heldout_error;
   LaunchInfo launch;
 };
 // The least a kernel takes in a stream of kernels (launch to launch on the GPU), microseconds.

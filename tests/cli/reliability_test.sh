@@ -131,14 +131,14 @@ cp -r "$SRC/weights" "$W/specs"; echo "num_sms: [oops" >> "$W/specs/gpus/A40.yam
 expect 1 "gpus/A40.yaml: malformed YAML" T predict-kernel --weights "$W/specs" --op gemm --shape 64,64,64 --gpu H100-SXM
 cp "$SRC/weights/gpus/A40.yaml" "$W/specs/gpus/A40.yaml"; sed -i 's/^mem_bw_gbps: .*/mem_bw_gbps: -5/' "$W/specs/gpus/A40.yaml"
 expect 1 "gpus/A40.yaml: field 'mem_bw_gbps': value -5 outside" T predict-kernel --weights "$W/specs" --op gemm --shape 64,64,64 --gpu H100-SXM
-# The leave-one-GPU-out errors a forecast quotes (unseen_gpu_errors.json): malformed, one line
+# The leave-one-GPU-out errors a forecast quotes (forecast_errors.json): malformed, one line
 # naming the file and field; absent, the forecast without them.
 cp "$SRC/weights/gpus/A40.yaml" "$W/specs/gpus/A40.yaml"
-echo '{"families": {"gemm": {"trained_at": "x", "data_hash": "y", "cells": [{"left_out": "A", "key": "gemm/bf16", "rows": 5, "mape_pct": "ten", "bias": 1}]}}}' > "$W/specs/unseen_gpu_errors.json"
-expect 1 "unseen_gpu_errors.json: field 'families.gemm.cells\\[0\\].mape_pct': expected a number" T predict-kernel --weights "$W/specs" --op gemm --shape 64,64,64 --gpu H100-SXM
-echo '{"families": ' > "$W/specs/unseen_gpu_errors.json"
-expect 1 "unseen_gpu_errors.json: not valid JSON" T predict --weights "$W/specs" --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 1 --context 64
-rm "$W/specs/unseen_gpu_errors.json"
+echo '{"families": {"gemm": {"trained_at": "x", "data_hash": "y", "cells": [{"left_out": "A", "key": "gemm/bf16", "rows": 5, "mape_pct": "ten", "bias": 1}]}}}' > "$W/specs/forecast_errors.json"
+expect 1 "forecast_errors.json: field 'families.gemm.cells\\[0\\].mape_pct': expected a number" T predict-kernel --weights "$W/specs" --op gemm --shape 64,64,64 --gpu H100-SXM
+echo '{"families": ' > "$W/specs/forecast_errors.json"
+expect 1 "forecast_errors.json: not valid JSON" T predict --weights "$W/specs" --model llama-3.1-8b --gpu H100-SXM --mode decode --batch 1 --context 64
+rm "$W/specs/forecast_errors.json"
 expect 0 "" T predict-kernel --weights "$W/specs" --op gemm --shape 64,64,64 --gpu H100-SXM
 python3 - "$W/w/bmm.s1.tcmlp" <<'PY'
 import sys

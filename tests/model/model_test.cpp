@@ -2196,7 +2196,7 @@ TEST(Serving, ForecastBasisPerFamily) {
     if (b.family == Family::kGemm) EXPECT_EQ(b.kernels, 10);  // the prefill's five shapes and the decode's
 }
 
-// unseen_gpu_errors.json (predictor/unseen_errors.h): a file written by hand, two GEMM GPUs of
+// forecast_errors.json (predictor/forecast_errors.h): a file written by hand, two GEMM GPUs of
 // 10 and 30 % on bf16 (mean 20), one of 50 % on fp8, and memory_op's rmsnorm cells of 4 and 8 %
 // keyed by the op whatever the dtype; stamped with the manifest's training of each family.
 namespace {
@@ -2204,9 +2204,11 @@ std::string write_text(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
   return path;
 }
-std::string errors_json(const std::string& gemm_at, const std::string& gemm_hash, const std::string& cells_extra = "") {
-  return R"({"families": {"gemm": {"trained_at": ")" + gemm_at + R"(", "data_hash": ")" + gemm_hash +
-         R"(", "cells": [
+std::string errors_json(const std::string& gemm_at, const std::string& gemm_hash, const std::string& cells_extra = "",
+                        const std::string& heldout = R"("heldout_pct": 10, "heldout_cells": [
+    {"gpu": "NVIDIA A100-SXM4-80GB", "key": "gemm/bf16", "rows": 40, "mape_pct": 3.5, "bias": 1.01}], )") {
+  return R"({"families": {"gemm": {)" + heldout + R"("trained_at": ")" + gemm_at + R"(", "data_hash": ")" +
+         gemm_hash + R"(", "cells": [
     {"left_out": "NVIDIA A100-SXM4-80GB", "key": "gemm/bf16", "rows": 100, "mape_pct": 10.0, "bias": 0.9},
     {"left_out": "NVIDIA L40S", "key": "gemm/bf16", "rows": 200, "mape_pct": 30.0, "bias": 1.2},
     {"left_out": "NVIDIA L40S", "key": "gemm/fp8", "rows": 50, "mape_pct": 50.0, "bias": 1.1})" +
@@ -2217,14 +2219,14 @@ std::string errors_json(const std::string& gemm_at, const std::string& gemm_hash
 }
 }  // namespace
 
-TEST(UnseenGpuErrors, ReadsCellsByOpAndDtypeAndDropsAnotherTraining) {
+TEST(ForecastErrors, ReadsCellsByOpAndDtypeAndDropsAnotherTraining) {
   trainer::WeightsManifest m;
   m.families["gemm"].trained_at = "g-at";
   m.families["gemm"].data_hash = "g-hash";
   m.memory_ops.fitted_at = "m-at";
   m.memory_ops.data_hash = "m-hash";
   const std::string path = write_text(::testing::TempDir() + "unseen_errors_ok.json", errors_json("g-at", "g-hash"));
-  const auto e = predictor::UnseenGpuErrors::load(path, m);
+  const auto e = predictor::ForecastErrors::load(path, m);
   const auto bf16 = e.find(gemm_q(64, 4096, 4096, DType::kBf16));
   ASSERT_TRUE(bf16);
   EXPECT_EQ(bf16->left_out, (std::vector<std::string>{"NVIDIA A100-SXM4-80GB", "NVIDIA L40S"}));
@@ -2241,22 +2243,30 @@ TEST(UnseenGpuErrors, ReadsCellsByOpAndDtypeAndDropsAnotherTraining) {
   EXPECT_DOUBLE_EQ(rms->mean_pct(), 6.0);
   EXPECT_FALSE(e.find(vec_q(OpKind::kResidualAdd, 64, 4096, DType::kBf16)));
   EXPECT_TRUE(e.stale().empty());
+  // Held-out shapes: per training GPU and key.
+  const auto held = e.find_heldout(gemm_q(64, 4096, 4096, DType::kBf16), "NVIDIA A100-SXM4-80GB");
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->text(), "gemm/bf16 3.5 % (40 rows)");
+  EXPECT_EQ(held->pct, 10);
+  EXPECT_FALSE(e.find_heldout(gemm_q(64, 4096, 4096, DType::kBf16), "NVIDIA L40S"));
+  EXPECT_FALSE(e.find_heldout(gemm_q(64, 4096, 4096, DType::kFp8), "NVIDIA A100-SXM4-80GB"));
   // The GEMM family retrained since (another time, or other data): its cells are not quoted,
   // memory_op's still are.
   for (const auto& [at, hash] : {std::pair<std::string, std::string>{"g-other", "g-hash"}, {"g-at", "g-other"}}) {
-    const auto s = predictor::UnseenGpuErrors::load(
+    const auto s = predictor::ForecastErrors::load(
         write_text(::testing::TempDir() + "unseen_errors_stale.json", errors_json(at, hash)), m);
     EXPECT_FALSE(s.find(gemm_q(64, 4096, 4096, DType::kBf16)));
+    EXPECT_FALSE(s.find_heldout(gemm_q(64, 4096, 4096, DType::kBf16), "NVIDIA A100-SXM4-80GB"));
     EXPECT_TRUE(s.find(vec_q(OpKind::kRmsNorm, 64, 4096, DType::kBf16)));
     EXPECT_EQ(s.stale(), std::vector<std::string>{"gemm"});
   }
 }
 
-TEST(UnseenGpuErrors, MalformedFilesNameTheirField) {
+TEST(ForecastErrors, MalformedFilesNameTheirField) {
   trainer::WeightsManifest m;
   const std::string dir = ::testing::TempDir();
   auto load = [&](const std::string& name, const std::string& text) {
-    return [&m, path = write_text(dir + name, text)] { predictor::UnseenGpuErrors::load(path, m); };
+    return [&m, path = write_text(dir + name, text)] { predictor::ForecastErrors::load(path, m); };
   };
   expect_error<ConfigError>(load("ue_json.json", "{\"families\": "), {"ue_json.json", "not valid JSON"});
   expect_error<ConfigError>(load("ue_nofam.json", "{}"), {"ue_nofam.json", "field 'families' missing"});
@@ -2278,31 +2288,43 @@ TEST(UnseenGpuErrors, MalformedFilesNameTheirField) {
   expect_error<ConfigError>(
       load("ue_rows.json", errors_json("a", "h", R"(, {"left_out": "Y", "key": "gemm/fp16", "mape_pct": 1, "bias": 1})")),
       {"families.gemm.cells[3].rows", "missing"});
+  expect_error<ConfigError>(
+      load("ue_pct.json", errors_json("a", "h", "", R"("heldout_cells": [{"gpu": "G", "key": "gemm/bf16", "rows": 1,
+           "mape_pct": 1, "bias": 1}], )")),
+      {"families.gemm.heldout_pct", "missing"});
+  expect_error<ConfigError>(load("ue_hgpu.json", errors_json("a", "h", "", R"("heldout_pct": 10, "heldout_cells": [
+           {"key": "gemm/bf16", "rows": 1, "mape_pct": 1, "bias": 1}], )")),
+                            {"families.gemm.heldout_cells[0].gpu", "missing"});
 }
 
 // The bundled weights with a file of their own stamps (a folder of links to them): an unseen
 // GPU's GEMM quotes it, a training GPU's, a twin's and an AMD GPU's (no AMD GPU among the
 // training GPUs) do not; a model's basis names each op / dtype once, in text and JSON.
-TEST(UnseenGpuErrors, QuotedWhereTheGpuIsUnseen) {
+TEST(ForecastErrors, QuotedWhereTheGpuIsUnseen) {
   const std::string src = trainer::weights_dir();
   const std::string dir = ::testing::TempDir() + "unseen_errors_weights";
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& f : fs::directory_iterator(src))
-    if (f.path().filename() != predictor::kUnseenGpuErrorsFile)
+    if (f.path().filename() != predictor::kForecastErrorsFile)
       fs::create_symlink(fs::absolute(f.path()), fs::path(dir) / f.path().filename());
   const trainer::WeightsManifest man = trainer::load_manifest(src);
   const auto& gemm = man.families.at("gemm");
   std::string text = errors_json(gemm.trained_at, gemm.data_hash);
   text.replace(text.find("m-at"), 4, man.memory_ops.fitted_at);
   text.replace(text.find("m-hash"), 6, man.memory_ops.data_hash);
-  write_text(dir + "/" + predictor::kUnseenGpuErrorsFile, text);
+  write_text(dir + "/" + predictor::kForecastErrorsFile, text);
   predictor::KernelPredictor p(dir);
   const KernelQuery q = gemm_q(64, 4096, 4096, DType::kBf16);
   const auto h200 = p.predict(q, registry().resolve("H200"));
   ASSERT_TRUE(h200.unseen_error);
   EXPECT_EQ(h200.unseen_error->key, "gemm/bf16");
-  EXPECT_FALSE(p.predict(q, registry().resolve("A100-SXM4-80GB")).unseen_error);  // a training GPU
+  EXPECT_FALSE(h200.heldout_error);
+  const auto a100 = p.predict(q, registry().resolve("A100-SXM4-80GB"));  // a training GPU
+  EXPECT_FALSE(a100.unseen_error);
+  ASSERT_TRUE(a100.heldout_error);
+  EXPECT_EQ(a100.heldout_error->gpu, "NVIDIA A100-SXM4-80GB");
+  EXPECT_FALSE(p.predict(q, registry().resolve("L40S")).heldout_error);  // a training GPU without a cell
   EXPECT_FALSE(p.predict(q, registry().resolve("GB200")).unseen_error);           // the B200's twin
   EXPECT_FALSE(p.predict(q, registry().resolve("MI300X")).unseen_error);          // no AMD GPU trained
   const std::string mdir = std::string(TILECAST_SOURCE_DIR) + "/configs/models";
@@ -2333,7 +2355,21 @@ TEST(UnseenGpuErrors, QuotedWhereTheGpuIsUnseen) {
     } else if (b["family"] == "generation_attention") {
       EXPECT_TRUE(b["unseen_gpu_error"].is_null()) << b.dump();  // the file has no decode cell
     }
+    EXPECT_TRUE(b["heldout_shapes_error"].is_null()) << b.dump();
   }
+  // The same step on the A100, a training GPU: its held-out shapes' error instead.
+  const auto fa = predictor::forecast_model(g, registry().resolve("A100-SXM4-80GB"), p);
+  const std::string on_a100 = predictor::basis_text(fa.basis, fa.gpu_vendor);
+  EXPECT_EQ(on_a100.rfind("basis         gemm (5 kernels): one of its 5 training GPUs: network;", 0), 0u) << on_a100;
+  EXPECT_NE(on_a100.find("; error on the 10 % of shapes left out of training gemm/bf16 3.5 % (40 rows)\n"),
+            std::string::npos)
+      << on_a100;
+  EXPECT_EQ(on_a100.find("leave-one-GPU-out"), std::string::npos) << on_a100;
+  for (const auto& b : predictor::basis_json(fa.basis))
+    if (b["family"] == "gemm") {
+      EXPECT_EQ(b["heldout_shapes_error"][0]["mape_pct"], 3.5) << b.dump();
+      EXPECT_EQ(b["heldout_shapes_error"][0]["heldout_pct"], 10) << b.dump();
+    }
 }
 
 // Continuous batching with a budget, worked by hand with a step that costs 1 ms + 1 ms per

@@ -50,7 +50,7 @@ def check_write_errors(d):
         f.write(MANIFEST)
     dest = os.path.join(d, "errors.json")
     rc, out, err = run(d, "--write-errors", dest, "--weights", weights)
-    assert rc == 0 and "wrote " + dest + " (5 cells)" in err, err
+    assert rc == 0 and "wrote " + dest + " (5 cells, 0 held-out shapes cells)" in err, err
     with open(dest) as f:
         doc = json.load(f)
     fams = doc["families"]
@@ -58,14 +58,37 @@ def check_write_errors(d):
     assert fams["gemm"]["trained_at"] == "2026-12-06 21:38:55+00:00" and fams["gemm"]["data_hash"] == "416c550b2e99747f"
     assert fams["memory_op"]["trained_at"] == "2026-12-07 01:06:45+00:00", fams["memory_op"]
     cells = {(c["left_out"], c["key"]): c for c in fams["gemm"]["cells"]}
-    assert cells[("A100-SXM4-80GB", "gemm/fp16")] == {"left_out": "A100-SXM4-80GB", "key": "gemm/fp16", "rows": 10,
-                                                       "mape_pct": 10.0, "bias": 0.9}, cells
-    assert len(cells) == 3 and ("A100-SXM4-80GB", "rmsnorm/fp16") not in cells, cells
+    # GPUs by the CUDA device name the training rows carry
+    assert cells[("NVIDIA A100-SXM4-80GB", "gemm/fp16")] == {"left_out": "NVIDIA A100-SXM4-80GB", "key": "gemm/fp16",
+                                                              "rows": 10, "mape_pct": 10.0, "bias": 0.9}, cells
+    assert len(cells) == 3 and ("NVIDIA A100-SXM4-80GB", "rmsnorm/fp16") not in cells, cells
     # decode's cell: its plausible rows' 40 %, not every row's 400 %
     assert fams["generation_attention"]["cells"][0]["mape_pct"] == 40.0, fams
-    assert fams["memory_op"]["cells"] == [{"left_out": "GeForce RTX 4090", "key": "rmsnorm", "rows": 10,
+    assert fams["memory_op"]["cells"] == [{"left_out": "NVIDIA GeForce RTX 4090", "key": "rmsnorm", "rows": 10,
                                            "mape_pct": 70.0, "bias": 0.9}], fams
     assert not os.path.exists(dest + ".tmp")
+    assert "heldout_cells" not in fams["gemm"]
+    # With a held-out shapes run: its cells per training GPU, and the share its manifest records.
+    held = os.path.join(d, "held")
+    os.makedirs(os.path.join(held, "weights"))
+    write(os.path.join(held, "gemm-eval-L40S.json"), {"gemm/bf16": cell(3.0), "rmsnorm/fp16": cell(9.0)})
+    write(os.path.join(held, "memory_op-eval-A40.json"), {"silu_mul/fp16": cell(4.0)})
+    with open(os.path.join(held, "weights", "manifest.yaml"), "w") as f:
+        f.write("families:\n  gemm:\n    holdout_shapes_pct: 10\n  moe:\n    holdout_shapes_pct: 10\n")
+    rc, out, err = run(d, "--write-errors", dest, "--weights", weights, "--heldout", held)
+    assert rc == 0 and "(5 cells, 2 held-out shapes cells)" in err, err
+    with open(dest) as f:
+        fams = json.load(f)["families"]
+    assert fams["gemm"]["heldout_cells"] == [{"gpu": "NVIDIA L40S", "key": "gemm/bf16", "rows": 10, "mape_pct": 3.0,
+                                              "bias": 0.9}] and fams["gemm"]["heldout_pct"] == 10, fams["gemm"]
+    assert fams["memory_op"]["heldout_cells"][0]["key"] == "silu_mul" and fams["memory_op"]["heldout_pct"] == 10
+    assert "heldout_cells" not in fams["generation_attention"]
+    with open(os.path.join(held, "weights", "manifest.yaml"), "w") as f:
+        f.write("families:\n  gemm:\n    holdout_shapes_pct: 10\n  moe:\n    holdout_shapes_pct: 20\n")
+    rc, out, err = run(d, "--write-errors", dest, "--weights", weights, "--heldout", held)
+    assert rc == 1 and "one --holdout-shapes share, found [10, 20]" in err, err
+    rc, out, err = run(d, "--heldout", held)
+    assert rc == 1 and "--heldout goes with --write-errors" in err, err
     # Never onto an input: the manifest, or a report of OUT.
     for target in (os.path.join(weights, "manifest.yaml"), os.path.join(d, "gemm-eval-L40S.json")):
         before = open(target).read()

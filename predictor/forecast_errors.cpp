@@ -1,4 +1,4 @@
-#include "predictor/unseen_errors.h"
+#include "predictor/forecast_errors.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,7 +33,13 @@ std::string UnseenGpuError::text() const {
   return buf;
 }
 
-std::string unseen_error_key(const KernelQuery& q) {
+std::string HeldoutShapesError::text() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s %.1f %% (%lld rows)", key.c_str(), mape_pct, static_cast<long long>(rows));
+  return buf;
+}
+
+std::string forecast_error_key(const KernelQuery& q) {
   const Family f = op_family(q.op);
   if (f == Family::kMemoryOp) return op_name(q.op);
   return std::string(family_name(f)) + "/" + dtype_name(q.dtype);
@@ -75,7 +81,40 @@ double number_field(const nlohmann::json& obj, const char* name, const std::stri
 }
 }  // namespace
 
-UnseenGpuErrors UnseenGpuErrors::load(const std::string& path, const trainer::WeightsManifest& manifest) {
+namespace {
+// One cell of a cells array: its key (of family `fam`), GPU (field `gpu_field`), rows, MAPE, bias.
+struct Cell {
+  std::string key, gpu;
+  int64_t rows;
+  double mape_pct, bias;
+};
+std::vector<Cell> read_cells(const nlohmann::json& entry, const char* name, const std::string& fam,
+                             const char* gpu_field, const std::string& where, const std::string& path) {
+  const auto& cells = field(entry, name, where, path);
+  if (!cells.is_array() || cells.empty())
+    throw ConfigError(path + ": field '" + where + name + "': expected a non-empty array");
+  std::vector<Cell> out;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const std::string at = where + name + "[" + std::to_string(i) + "].";
+    const auto& c = cells[i];
+    Cell x;
+    x.key = string_field(c, "key", at, path);
+    if (!key_in_family(x.key, fam))
+      throw ConfigError(path + ": field '" + at + "key': '" + x.key + "' is not a key of family " + fam);
+    x.gpu = string_field(c, gpu_field, at, path);
+    x.rows = static_cast<int64_t>(number_field(c, "rows", at, path, 0, 1e12, true));
+    x.mape_pct = number_field(c, "mape_pct", at, path, 0, 1e6, false);
+    x.bias = number_field(c, "bias", at, path, 0, 1e6, true);
+    for (const Cell& y : out)
+      if (y.key == x.key && y.gpu == x.gpu)
+        throw ConfigError(path + ": field '" + at + gpu_field + "': " + x.gpu + " appears twice for " + x.key);
+    out.push_back(x);
+  }
+  return out;
+}
+}  // namespace
+
+ForecastErrors ForecastErrors::load(const std::string& path, const trainer::WeightsManifest& manifest) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_file(path));
@@ -84,8 +123,7 @@ UnseenGpuErrors UnseenGpuErrors::load(const std::string& path, const trainer::We
   }
   const auto& families = field(j, "families", "", path);
   if (!families.is_object()) throw ConfigError(path + ": field 'families': expected an object");
-  UnseenGpuErrors out;
-  std::map<std::string, std::shared_ptr<UnseenGpuError>> building;
+  ForecastErrors out;
   for (const auto& [fam, entry] : families.items()) {
     const std::string where = "families." + fam + ".";
     bool known = false;
@@ -94,31 +132,12 @@ UnseenGpuErrors UnseenGpuErrors::load(const std::string& path, const trainer::We
     if (!known) throw ConfigError(path + ": field 'families." + fam + "': not an LLM-era kernel family");
     const std::string trained_at = string_field(entry, "trained_at", where, path);
     const std::string data_hash = string_field(entry, "data_hash", where, path);
-    const auto& cells = field(entry, "cells", where, path);
-    if (!cells.is_array() || cells.empty())
-      throw ConfigError(path + ": field '" + where + "cells': expected a non-empty array");
-    std::vector<std::shared_ptr<UnseenGpuError>> mine;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      const std::string at = where + "cells[" + std::to_string(i) + "].";
-      const auto& c = cells[i];
-      const std::string key = string_field(c, "key", at, path);
-      if (!key_in_family(key, fam))
-        throw ConfigError(path + ": field '" + at + "key': '" + key + "' is not a key of family " + fam);
-      const std::string gpu = string_field(c, "left_out", at, path);
-      number_field(c, "rows", at, path, 0, 1e12, true);
-      const double mape = number_field(c, "mape_pct", at, path, 0, 1e6, false);
-      const double bias = number_field(c, "bias", at, path, 0, 1e6, true);
-      auto& e = building[key];
-      if (!e) {
-        e = std::make_shared<UnseenGpuError>();
-        e->family = fam;
-        e->key = key;
-      }
-      if (std::find(e->left_out.begin(), e->left_out.end(), gpu) != e->left_out.end())
-        throw ConfigError(path + ": field '" + at + "left_out': " + gpu + " appears twice for " + key);
-      e->left_out.push_back(gpu);
-      e->mape_pct.push_back(mape);
-      e->bias.push_back(bias);
+    const std::vector<Cell> loo = read_cells(entry, "cells", fam, "left_out", where, path);
+    std::vector<Cell> heldout;
+    int pct = 0;
+    if (entry.contains("heldout_cells")) {
+      heldout = read_cells(entry, "heldout_cells", fam, "gpu", where, path);
+      pct = static_cast<int>(number_field(entry, "heldout_pct", where, path, 0, 100, true));
     }
     // Figures of an earlier training (or fit) of the family say nothing about this one.
     std::string now_at, now_hash;
@@ -132,19 +151,44 @@ UnseenGpuErrors UnseenGpuErrors::load(const std::string& path, const trainer::We
     if (now_at != trained_at || now_hash != data_hash) {
       out.stale_.push_back(fam);
       TC_LOG(Debug) << path << ": family " << fam << " was trained at " << (now_at.empty() ? "(absent)" : now_at)
-                    << " on data " << (now_hash.empty() ? "(absent)" : now_hash) << ", its leave-one-GPU-out figures at "
+                    << " on data " << (now_hash.empty() ? "(absent)" : now_hash) << ", its recorded errors at "
                     << trained_at << " on " << data_hash << ": not quoted";
-      for (auto it = building.begin(); it != building.end();)
-        it = it->second->family == fam ? building.erase(it) : std::next(it);
+      continue;
+    }
+    for (const Cell& c : loo) {
+      auto& slot = out.by_key_[c.key];
+      auto e = slot ? std::make_shared<UnseenGpuError>(*slot) : std::make_shared<UnseenGpuError>();
+      e->family = fam;
+      e->key = c.key;
+      e->left_out.push_back(c.gpu);
+      e->mape_pct.push_back(c.mape_pct);
+      e->bias.push_back(c.bias);
+      slot = e;
+    }
+    for (const Cell& c : heldout) {
+      auto e = std::make_shared<HeldoutShapesError>();
+      e->family = fam;
+      e->key = c.key;
+      e->gpu = c.gpu;
+      e->rows = c.rows;
+      e->mape_pct = c.mape_pct;
+      e->bias = c.bias;
+      e->pct = pct;
+      out.heldout_[{c.gpu, c.key}] = e;
     }
   }
-  for (auto& [key, e] : building) out.by_key_[key] = e;
   return out;
 }
 
-std::shared_ptr<const UnseenGpuError> UnseenGpuErrors::find(const KernelQuery& q) const {
-  const auto it = by_key_.find(unseen_error_key(q));
+std::shared_ptr<const UnseenGpuError> ForecastErrors::find(const KernelQuery& q) const {
+  const auto it = by_key_.find(forecast_error_key(q));
   return it == by_key_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const HeldoutShapesError> ForecastErrors::find_heldout(const KernelQuery& q,
+                                                                       const std::string& cuda_name) const {
+  const auto it = heldout_.find({cuda_name, forecast_error_key(q)});
+  return it == heldout_.end() ? nullptr : it->second;
 }
 
 }  // namespace tilecast::predictor
