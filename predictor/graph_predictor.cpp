@@ -331,15 +331,7 @@ ModelForecast forecast_model(const OpGraph& g, const GpuSpec& gpu, const KernelP
       const KernelPrediction& p = preds[i];
       const ForecastBasis one = kernel_basis(fam, p);
       auto [it, fresh] = by_family.try_emplace(fam, one);
-      if (fresh) continue;
-      ForecastBasis& b = it->second;
-      ++b.kernels;
-      b.outside_range += one.outside_range;
-      b.clamped = b.clamped || one.clamped;
-      b.capped += one.capped;
-      if (b.capped_by.empty()) b.capped_by = one.capped_by;
-      b.lifted += one.lifted;
-      if (b.lifted_by.empty()) b.lifted_by = one.lifted_by;
+      if (!fresh) add_to_basis(it->second, one);
     }
     for (auto& kv : by_family) f.basis.push_back(std::move(kv.second));
   }
@@ -644,27 +636,30 @@ std::string basis_text(const std::vector<ForecastBasis>& basis, const std::strin
   return out;
 }
 
+void add_to_basis(ForecastBasis& b, const ForecastBasis& x) {
+  b.kernels += x.kernels;
+  b.outside_range += x.outside_range;
+  b.clamped = b.clamped || x.clamped;
+  b.capped += x.capped;
+  if (b.capped_by.empty()) b.capped_by = x.capped_by;
+  b.lifted += x.lifted;
+  if (b.lifted_by.empty()) b.lifted_by = x.lifted_by;
+  for (const auto& e : x.unseen_errors)
+    if (std::none_of(b.unseen_errors.begin(), b.unseen_errors.end(), [&](const auto& y) { return y->key == e->key; }))
+      b.unseen_errors.push_back(e);
+  for (const auto& e : x.heldout_errors)
+    if (std::none_of(b.heldout_errors.begin(), b.heldout_errors.end(), [&](const auto& y) { return y->key == e->key; }))
+      b.heldout_errors.push_back(e);
+}
+
 std::vector<ForecastBasis> merge_basis(const std::vector<ForecastBasis>& a, const std::vector<ForecastBasis>& b) {
   std::vector<ForecastBasis> out = a;
   for (const auto& x : b) {
     auto it = std::find_if(out.begin(), out.end(), [&](const ForecastBasis& y) { return y.family == x.family; });
-    if (it == out.end()) {
+    if (it == out.end())
       out.push_back(x);
-      continue;
-    }
-    it->kernels += x.kernels;
-    it->outside_range += x.outside_range;
-    it->clamped = it->clamped || x.clamped;
-    it->capped += x.capped;
-    if (it->capped_by.empty()) it->capped_by = x.capped_by;
-    it->lifted += x.lifted;
-    if (it->lifted_by.empty()) it->lifted_by = x.lifted_by;
-    for (const auto& e : x.unseen_errors)
-      if (std::none_of(it->unseen_errors.begin(), it->unseen_errors.end(), [&](const auto& y) { return y->key == e->key; }))
-        it->unseen_errors.push_back(e);
-    for (const auto& e : x.heldout_errors)
-      if (std::none_of(it->heldout_errors.begin(), it->heldout_errors.end(), [&](const auto& y) { return y->key == e->key; }))
-        it->heldout_errors.push_back(e);
+    else
+      add_to_basis(*it, x);
   }
   return out;
 }

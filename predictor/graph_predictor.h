@@ -57,6 +57,9 @@ struct ForecastBasis {
 };
 // One kernel's (KernelPrediction's standing, network weight and training range).
 ForecastBasis kernel_basis(Family fam, const KernelPrediction& p);
+// Adds `x`'s kernels (of the same family) to `b`: their counts, the first GPU capping or raising
+// them, and each op / dtype's recorded errors once.
+void add_to_basis(ForecastBasis& b, const ForecastBasis& x);
 // One line per family, the first headed "basis": "gemm (7 kernels): not one of its 5 training
 // GPUs: network^0.70 x fitted roofline^0.30", with the kernels outside the training range and,
 // where none of the training GPUs is of the GPU's `vendor`, that.
