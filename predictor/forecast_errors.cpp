@@ -46,7 +46,7 @@ std::string forecast_error_key(const KernelQuery& q) {
 }
 
 namespace {
-// The family a cell's key belongs to: the part before '/', memory ops' names to memory_op.
+// Whether a cell's key is one of `family`'s: "<family>/<dtype>", or for memory_op a memory op's name.
 bool key_in_family(const std::string& key, const std::string& family) {
   if (family == family_name(Family::kMemoryOp)) {
     for (const auto& t : kOpTable)
