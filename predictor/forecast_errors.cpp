@@ -124,12 +124,17 @@ ForecastErrors ForecastErrors::load(const std::string& path, const trainer::Weig
   const auto& families = field(j, "families", "", path);
   if (!families.is_object()) throw ConfigError(path + ": field 'families': expected an object");
   ForecastErrors out;
-  for (const auto& [fam, entry] : families.items()) {
-    const std::string where = "families." + fam + ".";
-    bool known = false;
-    for (Family f : kAllFamilies)
-      if (is_llm_kernel_family(f) && fam == family_name(f)) known = true;
-    if (!known) throw ConfigError(path + ": field 'families." + fam + "': not an LLM-era kernel family");
+  std::map<std::string, UnseenGpuError> loo_by_key;
+  for (const auto& [name, entry] : families.items()) {
+    const std::string where = "families." + name + ".";
+    Family family = Family::kCount;
+    try {
+      family = family_from_string(name);
+    } catch (const ConfigError&) {
+    }
+    if (family == Family::kCount || !is_llm_kernel_family(family) || name != family_name(family))
+      throw ConfigError(path + ": field 'families." + name + "': not an LLM-era kernel family");
+    const std::string& fam = name;
     const std::string trained_at = string_field(entry, "trained_at", where, path);
     const std::string data_hash = string_field(entry, "data_hash", where, path);
     const std::vector<Cell> loo = read_cells(entry, "cells", fam, "left_out", where, path);
@@ -141,7 +146,7 @@ ForecastErrors ForecastErrors::load(const std::string& path, const trainer::Weig
     }
     // Figures of an earlier training (or fit) of the family say nothing about this one.
     std::string now_at, now_hash;
-    if (fam == family_name(Family::kMemoryOp)) {
+    if (family == Family::kMemoryOp) {
       now_at = manifest.memory_ops.fitted_at;
       now_hash = manifest.memory_ops.data_hash;
     } else if (const auto it = manifest.families.find(fam); it != manifest.families.end()) {
@@ -156,14 +161,12 @@ ForecastErrors ForecastErrors::load(const std::string& path, const trainer::Weig
       continue;
     }
     for (const Cell& c : loo) {
-      auto& slot = out.by_key_[c.key];
-      auto e = slot ? std::make_shared<UnseenGpuError>(*slot) : std::make_shared<UnseenGpuError>();
-      e->family = fam;
-      e->key = c.key;
-      e->left_out.push_back(c.gpu);
-      e->mape_pct.push_back(c.mape_pct);
-      e->bias.push_back(c.bias);
-      slot = e;
+      UnseenGpuError& e = loo_by_key[c.key];
+      e.family = fam;
+      e.key = c.key;
+      e.left_out.push_back(c.gpu);
+      e.mape_pct.push_back(c.mape_pct);
+      e.bias.push_back(c.bias);
     }
     for (const Cell& c : heldout) {
       auto e = std::make_shared<HeldoutShapesError>();
@@ -177,6 +180,7 @@ ForecastErrors ForecastErrors::load(const std::string& path, const trainer::Weig
       out.heldout_[{c.gpu, c.key}] = e;
     }
   }
+  for (auto& [key, e] : loo_by_key) out.by_key_[key] = std::make_shared<const UnseenGpuError>(std::move(e));
   return out;
 }
 

@@ -33,7 +33,7 @@ struct UnseenGpuError {
   double mean_pct() const;
   double min_pct() const;
   double max_pct() const;
-  // "gemm/bf16 23.0 % (11.6-35.6 % over 4 GPUs left out in turn)"
+  // "gemm/bf16 22.9 % (11.6-35.6 % over 4 GPUs left out in turn)"
   std::string text() const;
 };
 
@@ -44,7 +44,7 @@ struct HeldoutShapesError {
   int64_t rows = 0;
   double mape_pct = 0, bias = 1;
   int pct = 0;
-  // "gemm/bf16 4.2 % (1234 rows)"
+  // "gemm/bf16 4.9 % (3494 rows)"
   std::string text() const;
 };
 
@@ -61,6 +61,7 @@ class ForecastErrors {
   // The held-out shapes cell of the query's op / dtype on training GPU `cuda_name`; nullptr: none.
   std::shared_ptr<const HeldoutShapesError> find_heldout(const KernelQuery& q, const std::string& cuda_name) const;
   const std::vector<std::string>& stale() const { return stale_; }
+  bool empty() const { return by_key_.empty() && heldout_.empty(); }
 
  private:
   std::map<std::string, std::shared_ptr<const UnseenGpuError>> by_key_;

@@ -489,6 +489,7 @@ std::vector<KernelPrediction> KernelPredictor::predict_unmemoised(const std::vec
     const Family f = op_family(queries[i].op);
     if (!is_llm_kernel_family(f)) continue;
     const ForecastErrors& e = set_for(gpu, f).impl_->errors;
+    if (e.empty()) continue;
     if (s.trained_on)
       out[i].heldout_error = e.find_heldout(queries[i], gpu.cuda_name);
     else if (!s.twin && s.vendor_trained && s.training_gpus > 0)

@@ -85,21 +85,26 @@ def cuda_name(tag):
     return tag if tag.startswith("NVIDIA ") else "NVIDIA " + tag
 
 
-def stamps(weights):
-    """Per family, the training's (or memory_op's fit's) time and data hash in DIR/manifest.yaml,
-    as its text reads (BaseLoader: no timestamps parsed)."""
-    path = os.path.join(weights, "manifest.yaml")
+def read_manifest(path, fn):
+    """fn of a weights manifest's text as it reads (BaseLoader: no timestamps or numbers parsed);
+    one line where the file is missing or malformed."""
     try:
         with open(path) as f:
-            m = yaml.load(f, Loader=yaml.BaseLoader)
+            return fn(yaml.load(f, Loader=yaml.BaseLoader))
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as e:
+        fail(f"{path}: not a weights manifest ({e.__class__.__name__}: {e})")
+
+
+def stamps(weights):
+    """Per family, the training's (or memory_op's fit's) time and data hash in DIR/manifest.yaml."""
+    def of(m):
         fams = {name: (e["trained_at"], e["data_hash"]) for name, e in m.get("families", {}).items()
                 if isinstance(e, dict) and "trained_at" in e and "data_hash" in e}
         mem = m.get("memory_ops")
         if isinstance(mem, dict) and "fitted_at" in mem and "data_hash" in mem:
             fams["memory_op"] = (mem["fitted_at"], mem["data_hash"])
         return fams
-    except (OSError, yaml.YAMLError, AttributeError, TypeError) as e:
-        fail(f"{path}: not a weights manifest ({e.__class__.__name__}: {e})")
+    return read_manifest(os.path.join(weights, "manifest.yaml"), of)
 
 
 def json_cells(folder, fam, cells, gpu_field):
@@ -123,12 +128,8 @@ def heldout_pct(heldout):
     """The share of shapes HELDOUT's training left out: its manifest's holdout_shapes_pct, one value
     over its families (memory_op's fit honours it without recording it)."""
     path = os.path.join(heldout, "weights", "manifest.yaml")
-    try:
-        with open(path) as f:
-            m = yaml.load(f, Loader=yaml.BaseLoader)
-        pcts = {int(e.get("holdout_shapes_pct", "0")) for e in m.get("families", {}).values() if isinstance(e, dict)}
-    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as e:
-        fail(f"{path}: not a weights manifest ({e.__class__.__name__}: {e})")
+    pcts = read_manifest(path, lambda m: {int(e.get("holdout_shapes_pct", "0"))
+                                          for e in m.get("families", {}).values() if isinstance(e, dict)})
     pcts.discard(0)
     if len(pcts) != 1:
         fail(f"{path}: expected its families trained with one --holdout-shapes share, found {sorted(pcts) or 'none'}")
@@ -160,9 +161,10 @@ def write_errors(path, out, weights, cells, heldout=None):
             families[fam]["heldout_cells"] = json_cells(heldout, fam, held[fam], "gpu")
             families[fam]["heldout_pct"] = pct
     doc = {
-        "what": "leave-one-GPU-out error of each LLM-era family: each training GPU left out in turn, the family "
-                "trained on the others, every row of the left-out GPU forecast from its spec; mape_pct over its "
-                "plausible rows, bias = median forecast / measured (docs/accuracy.md)",
+        "what": "measured errors of each LLM-era family (docs/accuracy.md): `cells`, leave one GPU out (each "
+                "training GPU left out in turn, the family trained on the others, every row of the left-out GPU "
+                "forecast from its spec); `heldout_cells`, per training GPU its shapes left out of training "
+                "(`heldout_pct` % of them); mape_pct over the plausible rows, bias = median forecast / measured",
         "command": (f"bash scripts/eval-llm-loo.sh {out}"
                     + (f" && RETRAIN=1 bash scripts/eval-llm-heldout.sh {heldout}" if heldout else "")
                     + f" && python3 scripts/llm-loo-table.py {out} --write-errors {path}"
